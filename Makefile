@@ -1,0 +1,30 @@
+# `make demo` and `make test` create or reuse .venv and install everything they need.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first: the pinned CPU wheel; a bare `torch` (or stanza first) would pull a multi-GB CUDA build
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[all,dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check synprep syntrain tests benchmarks
+
+test: lint
+	$(VENV)/bin/pytest -q
+
+demo: $(STAMP)
+	bash sample_data/demo.sh
+
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) demo_out .pytest_cache

@@ -1,0 +1,215 @@
+"""CoNLL-U reading and writing, and the contract's word -> token collapse.
+
+A hand-written reader: it is ~10x faster than the `conllu` library on UD EWT (see
+benchmarks/bench_align.py) and keeps the line numbers that error messages need. It is checked against
+the `conllu` library on every shared treebank in the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from .errors import InputError
+from .textio import open_text_output, read_lines
+from .trees import Tree, find_cycle
+
+COLUMNS = 10
+ID, FORM, LEMMA, UPOS, XPOS, FEATS, HEAD, DEPREL, DEPS, MISC = range(COLUMNS)
+
+
+@dataclass
+class ConlluSentence:
+    """One CoNLL-U sentence at word level, as read (empty nodes dropped)."""
+
+    words: list[list[str]]  # 10 columns per syntactic word, IDs 1..n
+    multiword: list[tuple[int, int, list[str]]] = field(default_factory=list)  # (first, last, columns)
+    comments: list[str] = field(default_factory=list)  # without the leading '#'
+    index: int = 0  # 0-based sentence index in the file
+    line: int = 0  # 1-based line of the sentence's first line
+    word_lines: list[int] = field(default_factory=list)  # 1-based line of each word
+
+    @property
+    def sent_id(self) -> str | None:
+        return _comment_value(self.comments, "sent_id")
+
+    @property
+    def text(self) -> str | None:
+        return _comment_value(self.comments, "text")
+
+
+def _comment_value(comments: list[str], key: str) -> str | None:
+    for comment in comments:
+        name, sep, value = comment.partition("=")
+        if sep and name.strip() == key:
+            return value.strip()
+    return None
+
+
+def read_conllu(path: str) -> Iterator[ConlluSentence]:
+    """Stream the sentences of a CoNLL-U file ('-' = stdin), checking the format line by line."""
+    words: list[list[str]] = []
+    multiword: list[tuple[int, int, list[str]]] = []
+    comments: list[str] = []
+    word_lines: list[int] = []
+    start = 0
+    index = 0
+    lineno = 0
+    for lineno, line in enumerate(read_lines(path), 1):
+        if not line:
+            if words or comments or multiword:
+                yield ConlluSentence(words, multiword, comments, index, start, word_lines)
+                index += 1
+                words, multiword, comments, word_lines = [], [], [], []
+            continue
+        if not words and not comments and not multiword:
+            start = lineno
+        if line[0] == "#":
+            if words or multiword:
+                raise InputError("comment line inside a sentence", path, lineno)
+            comments.append(line[1:].strip())
+            continue
+        cols = line.split("\t")
+        if len(cols) != COLUMNS:
+            raise InputError(f"expected {COLUMNS} tab-separated columns, found {len(cols)}", path, lineno,
+                             str(index + 1))
+        wid = cols[ID]
+        if wid.isdigit():
+            if int(wid) != len(words) + 1:
+                raise InputError(f"word ID {wid} out of sequence (expected {len(words) + 1})", path,
+                                 lineno, str(index + 1))
+            words.append(cols)
+            word_lines.append(lineno)
+        elif "-" in wid:
+            first, _, last = wid.partition("-")
+            if not (first.isdigit() and last.isdigit()) or int(first) != len(words) + 1 \
+                    or int(last) < int(first):
+                raise InputError(f"bad multiword token ID {wid!r}", path, lineno, str(index + 1))
+            multiword.append((int(first), int(last), cols))
+        elif "." in wid:
+            continue  # empty node (enhanced UD): ignored
+        else:
+            raise InputError(f"bad word ID {wid!r}", path, lineno, str(index + 1))
+    if words or comments or multiword:
+        yield ConlluSentence(words, multiword, comments, index, start, word_lines)
+        index += 1
+    if index == 0:
+        raise InputError("empty CoNLL-U file (no sentence)", path, lineno or None)
+
+
+def word_heads(sentence: ConlluSentence, path: str) -> list[int]:
+    """The word-level heads, validated: integers, in range, one root, no cycle."""
+    n = len(sentence.words)
+    label = sentence.sent_id or str(sentence.index + 1)
+    heads = []
+    roots = 0
+    for word, lineno in zip(sentence.words, sentence.word_lines, strict=False):
+        head = word[HEAD]
+        if not head.isdigit():
+            raise InputError(f"head {head!r} is not a non-negative integer", path, lineno, label)
+        value = int(head)
+        if value > n:
+            raise InputError(f"head {value} out of range (sentence has {n} words)", path, lineno, label)
+        if value == int(word[ID]):
+            raise InputError(f"word {value} is its own head", path, lineno, label)
+        if value == 0:
+            roots += 1
+            if roots > 1:
+                raise InputError("more than one root (head 0)", path, lineno, label)
+        heads.append(value)
+    if n and roots == 0:
+        raise InputError("no root (no word with head 0)", path, sentence.line, label)
+    cycle = find_cycle(heads)
+    if cycle:
+        raise InputError(f"cycle through words {' -> '.join(map(str, cycle))}", path,
+                         sentence.word_lines[cycle[0] - 1], label)
+    return heads
+
+
+def to_tree(sentence: ConlluSentence, path: str = "<input>") -> Tree:
+    """Collapse multiword tokens into surface tokens (CONTRACT.md "Tokens and trees")."""
+    heads = word_heads(sentence, path)
+    words = sentence.words
+    if not sentence.multiword:
+        return Tree([w[FORM] for w in words], heads, [w[DEPREL] for w in words],
+                    sentence.sent_id, sentence.text)
+    depth = _depths(heads)
+    word_token = [0] * (len(words) + 1)  # 1-based word -> 1-based token
+    tokens: list[str] = []
+    rep_word: list[int] = []  # the word whose head and label the token takes
+    spans = {first: (last, cols) for first, last, cols in sentence.multiword}
+    w = 1
+    while w <= len(words):
+        last, cols = spans.get(w, (w, words[w - 1]))
+        last = min(last, len(words))
+        span = range(w, last + 1)
+        top = min(span, key=lambda v: (depth[v - 1], v))
+        tokens.append(cols[FORM])
+        rep_word.append(top)
+        for v in span:
+            word_token[v] = len(tokens)
+        w = last + 1
+    token_heads = [word_token[heads[v - 1]] if heads[v - 1] else 0 for v in rep_word]
+    labels = [words[v - 1][DEPREL] for v in rep_word]
+    return Tree(tokens, token_heads, labels, sentence.sent_id, sentence.text)
+
+
+def _depths(heads: list[int]) -> list[int]:
+    """Depth of each word (root = 0) of a validated tree."""
+    depth = [-1] * len(heads)
+    for start in range(len(heads)):
+        path = []
+        v = start + 1
+        while v and depth[v - 1] < 0:
+            path.append(v)
+            v = heads[v - 1]
+        base = depth[v - 1] if v else -1
+        for node in reversed(path):
+            base += 1
+            depth[node - 1] = base
+    return depth
+
+
+def read_trees(path: str) -> Iterator[Tree]:
+    """Token-level trees of a CoNLL-U file, validated."""
+    for sentence in read_conllu(path):
+        yield to_tree(sentence, path)
+
+
+def format_sentence(sentence: ConlluSentence) -> str:
+    """One sentence as CoNLL-U text (ending with the blank line)."""
+    lines = [f"# {c}" if c else "#" for c in sentence.comments]
+    spans = {first: cols for first, _, cols in sentence.multiword}
+    for i, cols in enumerate(sentence.words, 1):
+        if i in spans:
+            lines.append("\t".join(spans[i]))
+        lines.append("\t".join(cols))
+    return "\n".join(lines) + "\n\n"
+
+
+def tree_to_sentence(tree: Tree, index: int = 0) -> ConlluSentence:
+    """A token-level tree as a CoNLL-U sentence (unknown columns as '_')."""
+    comments = []
+    if tree.sent_id is not None:
+        comments.append(f"sent_id = {tree.sent_id}")
+    if tree.text is not None:
+        comments.append(f"text = {tree.text}")
+    words = [[str(i), tok, "_", "_", "_", "_", str(head), label, "_", "_"]
+             for i, (tok, head, label) in enumerate(zip(tree.tokens, tree.heads, tree.labels, strict=False), 1)]
+    return ConlluSentence(words, [], comments, index)
+
+
+def write_conllu(sentences: Iterable[ConlluSentence | Tree], path: str) -> int:
+    """Write sentences (word-level or token-level trees) as CoNLL-U; returns the count."""
+    out = open_text_output(path)
+    count = 0
+    try:
+        for item in sentences:
+            count += 1
+            sentence = tree_to_sentence(item) if isinstance(item, Tree) else item
+            out.write(format_sentence(sentence))
+    finally:
+        out.flush()
+        if path != "-":
+            out.close()
+    return count

@@ -1,0 +1,65 @@
+"""Opening text inputs and outputs: plain, .gz, .xz, or '-' for stdin/stdout, always UTF-8.
+
+Lines are decoded one by one so that a non-UTF-8 byte is reported with its line number.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import lzma
+import os
+import sys
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from .errors import InputError
+
+
+def open_binary(path: str, mode: str = "rb") -> BinaryIO:
+    """Open `path` (or stdin/stdout for '-') as a binary stream, transparently (de)compressing."""
+    if path == "-":
+        return sys.stdin.buffer if "r" in mode else sys.stdout.buffer
+    try:
+        if path.endswith(".gz"):
+            return gzip.open(path, mode)  # type: ignore[return-value]
+        if path.endswith(".xz"):
+            return lzma.open(path, mode)  # type: ignore[return-value]
+        return open(path, mode)  # noqa: SIM115
+    except FileNotFoundError:
+        raise InputError("no such file", path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", path) from None
+    except PermissionError:
+        raise InputError("permission denied", path) from None
+
+
+def decode_line(raw: bytes, path: str, lineno: int) -> str:
+    """Decode one raw line as UTF-8, or raise an InputError naming file and line."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not valid UTF-8 (byte {err.start + 1} of the line)", path, lineno) from None
+
+
+def read_lines(path: str, keep_newline: bool = False) -> Iterator[str]:
+    """Yield the lines of a text file (1 line = 1 item), checking UTF-8 line by line."""
+    stream = open_binary(path)
+    try:
+        for lineno, raw in enumerate(stream, 1):
+            line = decode_line(raw, path, lineno)
+            yield line if keep_newline else line.rstrip("\r\n")
+    except (OSError, EOFError, lzma.LZMAError) as err:
+        raise InputError(f"cannot read compressed input: {err}", path) from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def open_text_output(path: str) -> io.TextIOBase:
+    """A UTF-8 text writer for `path` ('-' = stdout), creating parent folders; '\\n' line ends."""
+    if path != "-":
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+    return io.TextIOWrapper(open_binary(path, "wb"), encoding="utf-8", newline="\n",
+                            write_through=False)

@@ -1,0 +1,82 @@
+"""Token-level dependency trees: the structure, cycle and projectivity checks, pseudo-projective lifting.
+
+`heads` are CoNLL-U style everywhere: 1-based head token, 0 for the root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Tree:
+    """A sentence of surface tokens with its dependency tree."""
+
+    tokens: list[str]
+    heads: list[int]
+    labels: list[str]
+    sent_id: str | None = None
+    text: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+def find_cycle(heads: Sequence[int]) -> list[int]:
+    """The 1-based nodes of a cycle in `heads`, or [] when every node reaches the root."""
+    state = [0] * (len(heads) + 1)  # 0 new, 1 on the current path, 2 reaches the root
+    state[0] = 2
+    for start in range(1, len(heads) + 1):
+        path = []
+        v = start
+        while state[v] == 0:
+            state[v] = 1
+            path.append(v)
+            v = heads[v - 1]
+            if not 0 <= v <= len(heads):
+                return []  # out of range is reported by the caller
+        if state[v] == 1:
+            return path[path.index(v):]
+        for node in path:
+            state[node] = 2
+    return []
+
+
+def crossing_arcs(heads: Sequence[int]) -> np.ndarray:
+    """Boolean matrix over arcs (dependent i -> heads[i], the root arc 0 -> root included): arcs i, j cross."""
+    n = len(heads)
+    if n < 2:
+        return np.zeros((n, n), dtype=bool)
+    dep = np.arange(1, n + 1)
+    head = np.asarray(heads)
+    lo = np.minimum(dep, head)
+    hi = np.maximum(dep, head)
+    # a, b cross when exactly one endpoint of b lies strictly inside a
+    lo_a, hi_a, lo_b, hi_b = lo[:, None], hi[:, None], lo[None, :], hi[None, :]
+    return ((lo_a < lo_b) & (lo_b < hi_a) & (hi_a < hi_b)) | ((lo_b < lo_a) & (lo_a < hi_b) & (hi_b < hi_a))
+
+
+def is_projective(heads: Sequence[int]) -> bool:
+    """True when no two arcs cross (the root arc included)."""
+    return not crossing_arcs(heads).any()
+
+
+def lift_projective(heads: Sequence[int]) -> list[int]:
+    """Pseudo-projective lifting: re-attach the dependent of the shortest crossing arc to its
+    grandparent until no arcs cross. Lifted heads are always ancestors of the original heads.
+
+    Arcs from the root token are never lifted (their grandparent is the artificial root, and the
+    tree keeps a single root); some other arc always crosses, so this terminates with a projective tree.
+    """
+    lifted = list(heads)
+    while True:
+        crossing = crossing_arcs(lifted).any(axis=1)
+        candidates = [i for i in np.flatnonzero(crossing)
+                      if lifted[i] != 0 and lifted[lifted[i] - 1] != 0]
+        if not candidates:
+            return lifted
+        shortest = min(candidates, key=lambda i: (abs(lifted[i] - (i + 1)), i))
+        lifted[shortest] = lifted[lifted[shortest] - 1]
