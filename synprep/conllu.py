@@ -47,7 +47,17 @@ def _comment_value(comments: list[str], key: str) -> str | None:
 
 
 def read_conllu(path: str) -> Iterator[ConlluSentence]:
-    """Stream the sentences of a CoNLL-U file ('-' = stdin), checking the format line by line."""
+    """Stream the sentences of a CoNLL-U file ('-' = stdin; .gz/.xz), checking the format line by line."""
+    return parse_conllu_lines(read_lines(path), path)
+
+
+def parse_conllu_text(text: str, path: str = "<text>") -> list[ConlluSentence]:
+    """The sentences of CoNLL-U held in a string (e.g. a parser's output)."""
+    return list(parse_conllu_lines(text.split("\n"), path, allow_empty=True))
+
+
+def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = False) -> Iterator[ConlluSentence]:
+    """Sentences from CoNLL-U lines (without line ends); `path` names the source in errors."""
     words: list[list[str]] = []
     multiword: list[tuple[int, int, list[str]]] = []
     comments: list[str] = []
@@ -55,7 +65,8 @@ def read_conllu(path: str) -> Iterator[ConlluSentence]:
     start = 0
     index = 0
     lineno = 0
-    for lineno, line in enumerate(read_lines(path), 1):
+    for lineno, line in enumerate(lines, 1):
+        line = line.rstrip("\r")
         if not line:
             if words or comments or multiword:
                 yield ConlluSentence(words, multiword, comments, index, start, word_lines)
@@ -93,7 +104,7 @@ def read_conllu(path: str) -> Iterator[ConlluSentence]:
     if words or comments or multiword:
         yield ConlluSentence(words, multiword, comments, index, start, word_lines)
         index += 1
-    if index == 0:
+    if index == 0 and not allow_empty:
         raise InputError("empty CoNLL-U file (no sentence)", path, lineno or None)
 
 
