@@ -13,7 +13,7 @@ from .errors import InputError
 
 def fail(message: str) -> None:
     """One line on stderr, exit code 2, no traceback."""
-    click.echo(f"synprep: error: {message}", err=True)
+    click.echo(f"synprep: error: {' '.join(message.split())}", err=True)
     sys.exit(2)
 
 
@@ -117,8 +117,8 @@ def main() -> None:
     except click.exceptions.Exit as exit_:
         sys.exit(exit_.exit_code)
     except click.ClickException as err:
-        err.show()
-        sys.exit(2)
+        command = err.ctx.command_path if getattr(err, "ctx", None) else "synprep"
+        fail(f"{command}: {err.format_message()}")
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)

@@ -38,6 +38,11 @@ class ConlluSentence:
         return _comment_value(self.comments, "text")
 
 
+def _sentence_label(comments: list[str], index: int) -> str:
+    """How errors name a sentence: its sent_id, else '#<1-based ordinal>'."""
+    return _comment_value(comments, "sent_id") or f"#{index + 1}"
+
+
 def _comment_value(comments: list[str], key: str) -> str | None:
     for comment in comments:
         name, sep, value = comment.partition("=")
@@ -83,24 +88,24 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
         cols = line.split("\t")
         if len(cols) != COLUMNS:
             raise InputError(f"expected {COLUMNS} tab-separated columns, found {len(cols)}", path, lineno,
-                             str(index + 1))
+                             _sentence_label(comments, index))
         wid = cols[ID]
         if wid.isdigit():
             if int(wid) != len(words) + 1:
                 raise InputError(f"word ID {wid} out of sequence (expected {len(words) + 1})", path,
-                                 lineno, str(index + 1))
+                                 lineno, _sentence_label(comments, index))
             words.append(cols)
             word_lines.append(lineno)
         elif "-" in wid:
             first, _, last = wid.partition("-")
             if not (first.isdigit() and last.isdigit()) or int(first) != len(words) + 1 \
                     or int(last) < int(first):
-                raise InputError(f"bad multiword token ID {wid!r}", path, lineno, str(index + 1))
+                raise InputError(f"bad multiword token ID {wid!r}", path, lineno, _sentence_label(comments, index))
             multiword.append((int(first), int(last), cols))
         elif "." in wid:
             continue  # empty node (enhanced UD): ignored
         else:
-            raise InputError(f"bad word ID {wid!r}", path, lineno, str(index + 1))
+            raise InputError(f"bad word ID {wid!r}", path, lineno, _sentence_label(comments, index))
     if words or comments or multiword:
         yield ConlluSentence(words, multiword, comments, index, start, word_lines)
         index += 1
@@ -111,7 +116,7 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
 def word_heads(sentence: ConlluSentence, path: str) -> list[int]:
     """The word-level heads, validated: integers, in range, one root, no cycle."""
     n = len(sentence.words)
-    label = sentence.sent_id or str(sentence.index + 1)
+    label = _sentence_label(sentence.comments, sentence.index)
     heads = []
     roots = 0
     for word, lineno in zip(sentence.words, sentence.word_lines, strict=False):

@@ -1,0 +1,123 @@
+"""`synprep align` end to end through the installed command."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from synprep import features as F
+from synprep.schema import align_schema, parse_features
+
+BIN = Path(sys.executable).parent
+
+
+def row(i, form, head, label):
+    return f"{i}\t{form}\t_\t_\t_\t_\t{head}\t{label}\t_\t_"
+
+
+def sentence(words, sent_id=None):
+    lines = [f"# sent_id = {sent_id}"] if sent_id else []
+    return "\n".join(lines + [row(i, *w) for i, w in enumerate(words, 1)]) + "\n\n"
+
+
+JOHN = [("John", 2, "nsubj"), ("put", 0, "root"), ("the", 4, "det"), ("coals", 2, "obj"),
+        ("out", 2, "compound:prt")]
+# "A hearing is scheduled on the issue today": the classic non-projective example
+NONPROJ = [("A", 2, "det"), ("hearing", 4, "nsubj"), ("is", 4, "aux"), ("scheduled", 0, "root"),
+           ("on", 7, "case"), ("the", 7, "det"), ("issue", 2, "nmod"), ("today", 4, "obl:tmod")]
+
+
+@pytest.fixture
+def treebank(tmp_path):
+    path = tmp_path / "in.conllu"
+    path.write_text(sentence(JOHN, "john") + sentence(NONPROJ) + sentence([("10 000", 2, "nummod"),
+                                                                           ("Euro", 0, "root")], "n"))
+    codes = tmp_path / "codes.bpe"
+    codes.write_text("#version: 0.2\nJ o\nJo h\np u\npu t</w>\nt h\nth e</w>\nc o\na l\no u\nou t</w>\n")
+    return path, codes
+
+
+def synprep(*args, stdin=None):
+    return subprocess.run([str(BIN / "synprep"), *map(str, args)], capture_output=True, text=True, input=stdin)
+
+
+def test_jsonl_records(treebank):
+    path, codes = treebank
+    result = synprep("align", "--conllu", path, "--bpe-codes", codes, "--features",
+                     "parents,distances,transitions,labels", "--format", "jsonl", "-o", "-")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in records] == [0, 1, 2] and [r["sent_id"] for r in records] == ["john", None, "n"]
+    john = records[0]
+    assert john["subwords"] == ["Joh@@", "n", "put", "the", "co@@", "al@@", "s", "out"]
+    assert john["subword_token"] == [0, 0, 1, 2, 3, 3, 3, 4]
+    assert john["parent_mid"] == [2.0, 2.0, 2.0, 5.0, 2.0, 2.0, 2.0, 2.0]
+    assert john["parent_first"] == [2, 2, 2, 4, 2, 2, 2, 2]
+    assert john["distances"][:5] == [0, 1, 3, 2, 2] and len(john["distances"]) == 25
+    assert " ".join(john["transitions"]) == ("Joh@@ n put LEFT-ARC:nsubj the co@@ al@@ s LEFT-ARC:det "
+                                             "RIGHT-ARC:obj out RIGHT-ARC:compound:prt")
+    assert john["labels"][-1] == "compound:prt" and john["projective"] is True
+    assert records[1]["projective"] is False and records[1]["transitions"] is None  # default policy keep
+    assert records[2]["tokens"] == ["10 000", "Euro"]
+    number = [p for p, t in zip(records[2]["subwords"], records[2]["subword_token"]) if t == 0]
+    assert "".join(number).replace("@@", "") == "10\u2581000" and not any(" " in p for p in number)
+    assert "3 written, 1 non-projective kept" in result.stderr
+
+
+def test_default_features_and_policies(treebank):
+    path, _ = treebank
+    default = [json.loads(x) for x in synprep("align", "--conllu", path).stdout.splitlines()]
+    assert "distances" not in default[0] and {"parent_mid", "transitions", "labels"} <= set(default[0])
+    lifted = [json.loads(x) for x in synprep("align", "--conllu", path, "--non-projective", "lift",
+                                             "--root", "keep").stdout.splitlines()]
+    sequence = lifted[1]["transitions"]
+    assert sequence[-1] == "RIGHT-ARC:root"
+    _, _, heads, _ = F.from_transitions(sequence, "keep")
+    assert heads == [2, 4, 4, 0, 7, 7, 4, 4]  # 'issue' lifted from 'hearing' to 'scheduled'
+    assert lifted[1]["heads"] == [h for _, h, _ in NONPROJ]  # heads keep the original tree
+    dropped = synprep("align", "--conllu", path, "--non-projective", "drop")
+    assert [json.loads(x)["id"] for x in dropped.stdout.splitlines()] == [0, 2]
+    assert "1 dropped" in dropped.stderr
+    stripped = [json.loads(x) for x in synprep("align", "--conllu", path, "--strip-subtypes").stdout.splitlines()]
+    assert stripped[0]["labels"][-1] == "compound" and stripped[0]["transitions"][-1] == "RIGHT-ARC:compound"
+
+
+def test_arrow_stream_output(treebank, tmp_path):
+    path, codes = treebank
+    out = tmp_path / "out.arrow"
+    result = synprep("align", "--conllu", path, "--bpe-codes", codes, "--features", "parents,distances",
+                     "--format", "arrow", "-o", out)
+    assert result.returncode == 0, result.stderr
+    table = pa.ipc.open_stream(pa.memory_map(str(out))).read_all()
+    assert table.schema == align_schema(parse_features("parents,distances"))
+    assert table.num_rows == 3
+    assert table.column("parent_mid").type == pa.list_(pa.float32())
+    assert table.column("distances")[0].as_py()[:5] == [0, 1, 3, 2, 2]
+    assert table.column("subword_token")[0].as_py() == [0, 0, 1, 2, 3, 3, 3, 4]
+
+
+def test_pascal_and_transitions_exports(treebank):
+    path, codes = treebank
+    pascal = synprep("align", "--conllu", path, "--bpe-codes", codes, "--format", "pascal").stdout.splitlines()
+    assert pascal[0] == "2.0 2.0 2.0 5.0 2.0 2.0 2.0 2.0" and len(pascal) == 3
+    transitions = synprep("align", "--conllu", path, "--format", "transitions").stdout.splitlines()
+    assert transitions[0].startswith("John put LEFT-ARC:nsubj") and transitions[1] == ""
+
+
+@pytest.mark.parametrize("content, args, message", [
+    (sentence(JOHN) + "1\tx\t_\n", [], "in.conllu:7 (sentence #2): expected 10 tab-separated columns, found 3"),
+    (sentence([("a", 2, "x"), ("b", 1, "y")]), [], "in.conllu:1 (sentence #1): no root"),
+    (sentence(JOHN), ["--features", "parents,syntax"], "unknown feature(s) syntax"),
+    (sentence(JOHN), ["--bpe-codes", "/nonexistent/codes"], "/nonexistent/codes: no such file"),
+    ("", [], "empty CoNLL-U file"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path, content, args, message):
+    path = tmp_path / "in.conllu"
+    path.write_text(content)
+    result = synprep("align", "--conllu", path, *args)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
