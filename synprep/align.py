@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -16,13 +16,13 @@ from tqdm import tqdm
 
 from . import features as F
 from .bpe import Bpe, align_subwords
-from .conllu import read_conllu, to_tree
-from .schema import DEFAULT_FEATURES, align_schema, record_to_json, records_to_batch
-from .textio import open_binary, open_text_output
+from .conllu import parse_conllu_lines, read_conllu_chunks, to_tree
+from .parallel import ordered_map
+from .schema import DEFAULT_FEATURES, align_schema, parse_features, record_to_json, records_to_batch
+from .textio import open_binary
 from .trees import Tree, is_projective, lift_projective
 
 FORMATS = ("jsonl", "arrow", "pascal", "transitions")
-ARROW_BATCH_ROWS = 1024
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,7 @@ def sentence_features(tree: Tree, config: FeatureConfig,
     if "labels" in wanted:
         record["labels"] = labels
     if "parents" in wanted:
-        record["parent_mid"] = F.parent_mid(tree.heads, subword_token)
-        record["parent_first"] = F.parent_first(tree.heads, subword_token)
+        record["parent_mid"], record["parent_first"] = F.parent_positions(tree.heads, subword_token)
     if "distances" in wanted:
         record["distances"] = F.tree_distances(tree.heads).ravel()
     if "transitions" in wanted:
@@ -86,26 +85,55 @@ class AlignSummary:
     sentences: int = 0
     written: int = 0
     non_projective: int = 0
-    rejected: Counter | None = None
+    rejected: Counter = field(default_factory=Counter)
+
+    def add(self, other: AlignSummary) -> None:
+        self.sentences += other.sentences
+        self.written += other.written
+        self.non_projective += other.non_projective
+        self.rejected.update(other.rejected)
 
 
-def iter_records(conllu_path: str, config: FeatureConfig, bpe: Bpe | None,
-                 summary: AlignSummary) -> Iterator[dict[str, Any]]:
-    """Records of `synprep align`: id (0-based sentence index), sent_id, then the features."""
+@dataclass(frozen=True)
+class _AlignJob:
+    """What every worker needs: picklable, loaded once per worker by `_load`."""
+
+    path: str
+    config: FeatureConfig
+    fmt: str
+    codes_path: str | None
+    vocabulary: frozenset[str] | None
+
+
+def _load(job: _AlignJob) -> tuple[_AlignJob, Bpe | None]:
+    bpe = Bpe(job.codes_path, set(job.vocabulary) if job.vocabulary else None) if job.codes_path else None
+    return job, bpe
+
+
+def _align_chunk(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str], int, int]
+                 ) -> tuple[pa.RecordBatch | str | None, AlignSummary]:
+    """Parse, validate and featurize one chunk of sentences; serialize it in the output format."""
+    job, bpe = state
+    lines, first_line, first_index = chunk
     segment = bpe.segment_word if bpe is not None else None
-    summary.rejected = Counter()
-    for sentence in read_conllu(conllu_path):
-        tree = to_tree(sentence, conllu_path)
+    summary = AlignSummary()
+    records = []
+    for sentence in parse_conllu_lines(lines, job.path, True, first_line, first_index):
+        tree = to_tree(sentence, job.path)
         summary.sentences += 1
         try:
-            record = sentence_features(tree, config, segment)
+            record = sentence_features(tree, job.config, segment)
         except Rejected as rejection:
             summary.rejected[rejection.reason] += 1
             continue
-        if not record["projective"]:
-            summary.non_projective += 1
+        summary.non_projective += not record["projective"]
         summary.written += 1
-        yield {"id": sentence.index, "sent_id": tree.sent_id, **record}
+        records.append({"id": sentence.index, "sent_id": tree.sent_id, **record})
+    if not records:
+        return None, summary
+    if job.fmt == "arrow":
+        return records_to_batch(records, align_schema(job.config.features)), summary
+    return "".join(_format_line(record, job.fmt) + "\n" for record in records), summary
 
 
 def _format_line(record: dict[str, Any], fmt: str) -> str:
@@ -118,42 +146,44 @@ def _format_line(record: dict[str, Any], fmt: str) -> str:
 
 
 def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: Bpe | None = None,
-               fmt: str = "jsonl", progress: bool | None = None) -> AlignSummary:
-    """`synprep align`: write one record per sentence in `fmt` (see FORMATS) to `output_path`."""
+               fmt: str = "jsonl", workers: int = 1, progress: bool | None = None,
+               sentences_per_chunk: int = 256) -> AlignSummary:
+    """`synprep align`: write one record per sentence in `fmt` (see FORMATS) to `output_path`.
+
+    With workers > 1, chunks of sentences are featurized in parallel; the output is identical."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")
     needed = {"pascal": "parents", "transitions": "transitions"}.get(fmt)
     if needed and needed not in config.features:
-        config = FeatureConfig(config.features + (needed,), config.root, config.non_projective,
-                               config.strip_subtypes)
+        config = replace(config, features=parse_features(config.features + (needed,)))
+    vocabulary = frozenset(bpe.vocabulary) if bpe is not None and bpe.vocabulary else None
+    job = _AlignJob(conllu_path, config, fmt, bpe.codes_path if bpe else None, vocabulary)
+    chunks = read_conllu_chunks(conllu_path, sentences_per_chunk)
+    if workers <= 1 and bpe is not None:  # reuse the caller's loaded codes
+        results: Iterator = (_align_chunk((job, bpe), chunk) for chunk in chunks)
+    else:
+        results = ordered_map(_align_chunk, chunks, workers, _load, (job,))
     summary = AlignSummary()
-    records = iter_records(conllu_path, config, bpe, summary)
     # tqdm's disable=None turns the bar off when stderr is not a terminal
-    records = tqdm(records, unit=" sent", disable=None if progress is None else not progress, file=sys.stderr)
-    if fmt == "arrow":
-        schema = align_schema(config.features)
-        sink = open_binary(output_path, "wb")
-        try:
-            with pa.ipc.new_stream(sink, schema) as writer:
-                batch: list[dict[str, Any]] = []
-                for record in records:
-                    batch.append(record)
-                    if len(batch) == ARROW_BATCH_ROWS:
-                        writer.write_batch(records_to_batch(batch, schema))
-                        batch = []
-                if batch:
-                    writer.write_batch(records_to_batch(batch, schema))
-        finally:
-            sink.flush()
-            if output_path != "-":
-                sink.close()
-        return summary
-    out = open_text_output(output_path)
+    bar = tqdm(unit=" sent", disable=None if progress is None else not progress, file=sys.stderr)
+    sink = open_binary(output_path, "wb")
     try:
-        for record in records:
-            out.write(_format_line(record, fmt) + "\n")
+        if fmt == "arrow":
+            with pa.ipc.new_stream(sink, align_schema(config.features)) as writer:
+                for payload, part in results:
+                    if payload is not None:
+                        writer.write_batch(payload)
+                    summary.add(part)
+                    bar.update(part.sentences)
+        else:
+            for payload, part in results:
+                if payload is not None:
+                    sink.write(payload.encode("utf-8"))
+                summary.add(part)
+                bar.update(part.sentences)
     finally:
-        out.flush()
+        bar.close()
+        sink.flush()
         if output_path != "-":
-            out.close()
+            sink.close()
     return summary

@@ -90,8 +90,10 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
               show_default=True, help="drop: skip the sentence; lift: pseudo-projective; keep: transitions null.")
 @click.option("--strip-subtypes", is_flag=True, help="compound:prt -> compound in labels and transitions.")
 @click.option("-o", "--output", default="-", show_default=True, help="Output file ('-' = stdout).")
+@click.option("--workers", type=int, default=0, help="Processes (default 0 = all cores); the output is the same.")
 def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary_threshold: int | None,
-          feature_spec: str, fmt: str, root: str, non_projective: str, strip_subtypes: bool, output: str) -> None:
+          feature_spec: str, fmt: str, root: str, non_projective: str, strip_subtypes: bool, output: str,
+          workers: int) -> None:
     """Trees (+ BPE) -> one record per sentence with the contract's features."""
     from .align import FeatureConfig, align_file
     from .bpe import Bpe, read_vocabulary
@@ -104,10 +106,87 @@ def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary
     vocab = read_vocabulary(vocabulary, vocabulary_threshold) if vocabulary else None
     segmenter = Bpe(bpe_codes, vocab) if bpe_codes else None
     config = FeatureConfig(features, root, non_projective, strip_subtypes)
-    summary = align_file(conllu, output, config, segmenter, fmt)
+    from .parallel import default_workers
+
+    summary = align_file(conllu, output, config, segmenter, fmt, workers or default_workers())
     dropped = sum(summary.rejected.values()) if summary.rejected else 0
     click.echo(f"aligned {summary.sentences} sentences: {summary.written} written, "
                f"{summary.non_projective} non-projective kept, {dropped} dropped (non-projective)", err=True)
+
+
+@cli.command()
+@click.option("--backend", type=click.Choice(["udpipe", "stanza", "spacy-udpipe", "spacy"]), required=True)
+@click.option("--model", default=None, help="UDPipe model file (udpipe, spacy-udpipe) or spaCy pipeline name/path.")
+@click.option("--model-dir", default=None, help="stanza: local model folder (nothing is downloaded).")
+@click.option("--lang", default=None, help="Language code (stanza, spacy-udpipe).")
+@click.option("-i", "--input", "input_path", default="-", show_default=True,
+              help="One sentence per line ('-' = stdin; .gz/.xz accepted).")
+@click.option("-o", "--output", default="-", show_default=True, help="CoNLL-U output ('-' = stdout).")
+@click.option("--pretokenized", is_flag=True, help="Input is tokenized (space-separated): keep the tokens.")
+@click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, help="Lines per task.")
+def parse(backend: str, model: str | None, model_dir: str | None, lang: str | None, input_path: str, output: str,
+          pretokenized: bool, workers: int, batch_size: int) -> None:
+    """Parse text into CoNLL-U: exactly one sentence per input line, in order."""
+    from .parse import ParserSpec
+    from .parse.runner import parse_file
+
+    spec = ParserSpec(backend, model, model_dir, lang, pretokenized)
+    summary = parse_file(spec, input_path, output, workers or None, batch_size)
+    rate = summary.lines / summary.seconds if summary.seconds else 0.0
+    click.echo(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
+               f"joined from several sentences) with {backend} on {summary.workers} worker(s) in "
+               f"{summary.seconds:.1f}s ({rate:.0f} sentences/s)", err=True)
+
+
+@cli.group()
+def parser() -> None:
+    """Parser models (training)."""
+
+
+@parser.command("train")
+@click.option("--backend", type=click.Choice(["udpipe"]), default="udpipe", show_default=True)
+@click.option("--conllu", required=True, help="Training treebank (CoNLL-U; .gz/.xz accepted).")
+@click.option("--heldout", default=None, help="Optional held-out CoNLL-U (early stopping, UDPipe's defaults).")
+@click.option("-o", "--output", required=True, help="Model file to write.")
+@click.option("--preset", type=click.Choice(["tiny", "default"]), default="default", show_default=True,
+              help="tiny: seconds, for tests and demos; default: UDPipe's defaults.")
+def parser_train(backend: str, conllu: str, heldout: str | None, output: str, preset: str) -> None:
+    """Train a parser model (UDPipe 1: tokenizer, tagger, parser) from CoNLL-U."""
+    from .parse.train import train_udpipe
+
+    seconds = train_udpipe(conllu, output, preset, heldout)
+    click.echo(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s", err=True)
+
+
+@cli.command("filter")
+@click.option("--src", "src_path", required=True, help="Source side, one sentence per line (.gz/.xz accepted).")
+@click.option("--tgt", "tgt_path", required=True, help="Target side, line-aligned with --src.")
+@click.option("--src-lang", required=True, help="Source language, ISO 639-1 (e.g. en).")
+@click.option("--tgt-lang", required=True, help="Target language, ISO 639-1 (e.g. de).")
+@click.option("-o", "--output-dir", required=True, help="Folder for the kept sides, ids and rejected.tsv.")
+@click.option("--langid", type=click.Choice(["langdetect", "py3langid", "none"]), default="langdetect",
+              show_default=True, help="Language-ID backend (py3langid: ~30x faster); none: no language checks.")
+@click.option("--langid-languages", default=None,
+              help="Comma-separated candidate languages for the identifier (default: the backend's set).")
+@click.option("--min-len", type=click.IntRange(min=0), default=1, show_default=True, help="Min tokens per side.")
+@click.option("--max-len", type=click.IntRange(min=1), default=80, show_default=True, help="Max tokens per side.")
+@click.option("--max-ratio", type=click.FloatRange(min=1), default=3.0, show_default=True,
+              help="Max token-count ratio longer/shorter side.")
+@click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
+def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, output_dir: str, langid: str,
+                   langid_languages: str | None, min_len: int, max_len: int, max_ratio: float, workers: int) -> None:
+    """Clean a parallel corpus: keep or reject (one counted reason) every pair; output identical for any --workers."""
+    from .filter import FilterSettings, filter_files
+
+    languages = tuple(c for c in langid_languages.split(",") if c.strip()) if langid_languages else None
+    try:
+        settings = FilterSettings(src_lang, tgt_lang, min_len, max_len, max_ratio,
+                                  None if langid == "none" else langid, languages)
+        summary = filter_files(src_path, tgt_path, output_dir, settings, workers or None)
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
+    click.echo(summary.format())
 
 
 def main() -> None:

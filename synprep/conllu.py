@@ -56,21 +56,46 @@ def read_conllu(path: str) -> Iterator[ConlluSentence]:
     return parse_conllu_lines(read_lines(path), path)
 
 
+def read_conllu_chunks(path: str, sentences_per_chunk: int = 512) -> Iterator[tuple[list[str], int, int]]:
+    """Cut a CoNLL-U file at sentence boundaries, unparsed, for parallel workers:
+    (lines, number of the first line, index of the first sentence)."""
+    chunk: list[str] = []
+    first_line, first_index, sentences, in_sentence = 1, 0, 0, False
+    lineno = 0
+    for lineno, line in enumerate(read_lines(path), 1):
+        if line:
+            if not in_sentence:
+                if sentences == sentences_per_chunk:
+                    yield chunk, first_line, first_index
+                    chunk, first_line, first_index, sentences = [], lineno, first_index + sentences, 0
+                sentences += 1
+                in_sentence = True
+        else:
+            in_sentence = False
+        chunk.append(line)
+    if sentences:
+        yield chunk, first_line, first_index
+    elif first_index == 0:
+        raise InputError("empty CoNLL-U file (no sentence)", path, lineno or None)
+
+
 def parse_conllu_text(text: str, path: str = "<text>") -> list[ConlluSentence]:
     """The sentences of CoNLL-U held in a string (e.g. a parser's output)."""
     return list(parse_conllu_lines(text.split("\n"), path, allow_empty=True))
 
 
-def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = False) -> Iterator[ConlluSentence]:
-    """Sentences from CoNLL-U lines (without line ends); `path` names the source in errors."""
+def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = False, first_line: int = 1,
+                       first_index: int = 0) -> Iterator[ConlluSentence]:
+    """Sentences from CoNLL-U lines (without line ends); `path` names the source in errors.
+    A chunk of a file passes its first line number and the index of its first sentence."""
     words: list[list[str]] = []
     multiword: list[tuple[int, int, list[str]]] = []
     comments: list[str] = []
     word_lines: list[int] = []
     start = 0
-    index = 0
+    index = first_index
     lineno = 0
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in enumerate(lines, first_line):
         line = line.rstrip("\r")
         if not line:
             if words or comments or multiword:
@@ -109,7 +134,7 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
     if words or comments or multiword:
         yield ConlluSentence(words, multiword, comments, index, start, word_lines)
         index += 1
-    if index == 0 and not allow_empty:
+    if index == first_index and not allow_empty:
         raise InputError("empty CoNLL-U file (no sentence)", path, lineno or None)
 
 

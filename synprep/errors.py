@@ -11,6 +11,9 @@ class InputError(Exception):
         self.message, self.path, self.line, self.sentence = message, path, line, sentence
         super().__init__(str(self))
 
+    def __reduce__(self) -> tuple:  # keep the fields across processes (pickle)
+        return (InputError, (self.message, self.path, self.line, self.sentence))
+
     def __str__(self) -> str:
         where = self.path or "<input>"
         if self.line is not None:

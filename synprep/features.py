@@ -32,17 +32,23 @@ def _parent_token(heads: Sequence[int]) -> np.ndarray:
     return np.where(head > 0, head - 1, np.arange(len(head)))
 
 
+def parent_positions(heads: Sequence[int], subword_token: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(parent_mid, parent_first) in one pass; see the two functions below."""
+    first, count = _token_spans(subword_token, len(heads))
+    parent_of_subword = _parent_token(heads)[np.asarray(subword_token, dtype=np.int64)]
+    first_of_parent = first[parent_of_subword]
+    middle = first_of_parent + (count[parent_of_subword] - 1) / 2.0
+    return middle.astype(np.float32), first_of_parent.astype(np.int16)
+
+
 def parent_mid(heads: Sequence[int], subword_token: Sequence[int]) -> np.ndarray:
     """Pascal: per sub-word, the mean position of its head token's sub-words (root: its own)."""
-    first, count = _token_spans(subword_token, len(heads))
-    middle = first + (count - 1) / 2.0
-    return middle[_parent_token(heads)][np.asarray(subword_token, dtype=np.int64)].astype(np.float32)
+    return parent_positions(heads, subword_token)[0]
 
 
 def parent_first(heads: Sequence[int], subword_token: Sequence[int]) -> np.ndarray:
     """LISA/SISA: per sub-word, the position of its head token's first sub-word (root: its own)."""
-    first, _ = _token_spans(subword_token, len(heads))
-    return first[_parent_token(heads)][np.asarray(subword_token, dtype=np.int64)].astype(np.int16)
+    return parent_positions(heads, subword_token)[1]
 
 
 def ancestor_matrix(heads: Sequence[int]) -> np.ndarray:

@@ -42,13 +42,31 @@ def decode_line(raw: bytes, path: str, lineno: int) -> str:
         raise InputError(f"not valid UTF-8 (byte {err.start + 1} of the line)", path, lineno) from None
 
 
-def read_lines(path: str, keep_newline: bool = False) -> Iterator[str]:
-    """Yield the lines of a text file (1 line = 1 item), checking UTF-8 line by line."""
+def read_lines(path: str) -> Iterator[str]:
+    """Yield the lines of a text file without line ends (1 line = 1 item; only '\\n' ends a line).
+
+    Decodes ~1 MB blocks at once (C speed); on a bad byte, finds the line to name it.
+    """
     stream = open_binary(path)
+    lineno = 0
     try:
-        for lineno, raw in enumerate(stream, 1):
-            line = decode_line(raw, path, lineno)
-            yield line if keep_newline else line.rstrip("\r\n")
+        while True:
+            block = stream.readlines(1 << 20)
+            if not block:
+                break
+            try:
+                text = b"".join(block).decode("utf-8")
+            except UnicodeDecodeError:
+                for offset, raw in enumerate(block, 1):
+                    decode_line(raw, path, lineno + offset)
+                raise  # unreachable: some line failed above
+            lineno += len(block)
+            if text.endswith("\n"):
+                text = text[:-1]
+            lines = text.split("\n")
+            if "\r" in text:
+                lines = [line.rstrip("\r") for line in lines]
+            yield from lines
     except (OSError, EOFError, lzma.LZMAError) as err:
         raise InputError(f"cannot read compressed input: {err}", path) from None
     finally:

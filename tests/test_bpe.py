@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from synprep.bpe import Bpe, align_subwords, learn_joint
 
@@ -115,3 +117,28 @@ def test_apply_non_utf8_input_names_the_line(corpus):
                             input=b"fine\nalso fine\n\xff\xfe broken\n", capture_output=True)
     assert result.returncode == 2
     assert result.stderr.decode().strip() == "synprep: error: -:3: not valid UTF-8 (byte 1 of the line)"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="aabbbxé", min_size=1, max_size=16))
+def test_fast_merge_equals_subword_nmt_encode(corpus_codes, word):
+    from subword_nmt.apply_bpe import encode
+
+    bpe = corpus_codes
+    lib = bpe._bpe
+    reference = encode(word, lib.bpe_codes, lib.bpe_codes_reverse, None, "@@", lib.version, {})
+    assert bpe._merge(word) == list(reference)
+
+
+@pytest.fixture(scope="module")
+def corpus_codes(tmp_path_factory):
+    """Codes learned on a small-alphabet corpus, so random words hit many (and repeated-symbol) merges."""
+    rng = random.Random(3)
+    tmp = tmp_path_factory.mktemp("merge")
+    text = tmp / "text"
+    words = ["abab", "ababab", "bbbb", "xaxa", "abx"] + ["".join(rng.choice("abbxé") for _ in range(rng.randint(1, 9)))
+                                                         for _ in range(300)]
+    text.write_text("\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(400)) + "\n")
+    codes = tmp / "codes"
+    learn_joint([str(text)], str(codes), 150)
+    return Bpe(str(codes))
