@@ -22,7 +22,7 @@ from .schema import DEFAULT_FEATURES, align_schema, parse_features, record_to_js
 from .textio import open_binary
 from .trees import Tree, is_projective, lift_projective
 
-FORMATS = ("jsonl", "arrow", "pascal", "transitions")
+FORMATS = ("jsonl", "arrow", "pascal", "transitions", "text")
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,8 @@ def _format_line(record: dict[str, Any], fmt: str) -> str:
         return record_to_json(record)
     if fmt == "pascal":
         return " ".join(repr(float(x)) for x in record["parent_mid"])
+    if fmt == "text":
+        return " ".join(record["subwords"])
     transitions = record["transitions"]
     return " ".join(transitions) if transitions is not None else ""
 

@@ -82,8 +82,10 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
 @click.option("--vocabulary-threshold", type=int, default=None)
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
               help="Comma-separated: parents,distances,transitions,labels.")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "arrow", "pascal", "transitions"]), default="jsonl",
-              show_default=True, help="pascal: parent_mid per line; transitions: one sequence per line.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "arrow", "pascal", "transitions", "text"]),
+              default="jsonl", show_default=True,
+              help="Line formats: pascal = parent_mid, transitions = the sequence, text = the sub-words "
+                   "(tokens without codes), one sentence per line.")
 @click.option("--root", type=click.Choice(["drop", "keep"]), default="drop", show_default=True,
               help="Root transition policy.")
 @click.option("--non-projective", type=click.Choice(["drop", "lift", "keep"]), default="keep",

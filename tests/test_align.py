@@ -121,3 +121,31 @@ def test_bad_input_is_one_line_exit_2(tmp_path, content, args, message):
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "arrow"])
+def test_workers_give_identical_output_and_errors_keep_line_numbers(tmp_path, fmt):
+    from synprep.align import FeatureConfig, align_file
+    from synprep.errors import InputError
+
+    path = tmp_path / "many.conllu"
+    path.write_text("".join(sentence(JOHN if i % 3 else NONPROJ, f"s{i}") for i in range(11)) + "\n\n")
+    config = FeatureConfig(parse_features("parents,distances,transitions,labels"))
+    outputs = []
+    for workers in (1, 2):
+        out = tmp_path / f"out{workers}.{fmt}"
+        summary = align_file(str(path), str(out), config, None, fmt, workers=workers, sentences_per_chunk=2)
+        assert (summary.sentences, summary.written, summary.non_projective) == (11, 11, 4)
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    if fmt == "jsonl":
+        assert [json.loads(x)["id"] for x in outputs[0].decode().splitlines()] == list(range(11))
+    broken = tmp_path / "broken.conllu"
+    lines = path.read_text().splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("# sent_id = s8")]
+    bad_line = starts[0] + 3  # 1-based number of the sentence's third line (its 2nd word)
+    lines[bad_line - 1] = lines[bad_line - 1].replace("\t0\troot", "\t9\troot")
+    broken.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as err:
+        align_file(str(broken), str(tmp_path / "x"), config, None, fmt, workers=2, sentences_per_chunk=2)
+    assert str(err.value).startswith(f"{broken}:{bad_line} (sentence s8): head 9 out of range")
