@@ -1,0 +1,57 @@
+"""Dependency parsing backends behind one interface (`Parser`), the parallel file runner and UDPipe training.
+
+Backends import their library lazily, so `import synprep.parse` is cheap and a missing optional library
+only matters when its backend is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from .base import JOIN_LABEL, ParsedLine, Parser
+
+BACKENDS = ("udpipe", "stanza", "spacy-udpipe", "spacy")
+
+__all__ = ["BACKENDS", "JOIN_LABEL", "ParsedLine", "Parser", "ParserSpec"]
+
+
+@dataclass(frozen=True)
+class ParserSpec:
+    """Everything needed to build a parser; small and picklable, so each worker process can load its own."""
+
+    backend: str
+    model: str | None = None  # model file (udpipe, spacy-udpipe) or pipeline name/path (spacy)
+    model_dir: str | None = None  # stanza model folder
+    lang: str | None = None
+    pretokenized: bool = False
+    threads: int | None = None  # torch threads per process (stanza)
+
+    def check(self) -> None:
+        """Fail early, naming the option, when the backend lacks an argument it needs."""
+        if self.backend not in BACKENDS:
+            raise InputError(f"unknown parser backend {self.backend!r} (choose from {', '.join(BACKENDS)})")
+        needs = {"udpipe": ["model"], "spacy": ["model"], "spacy-udpipe": ["model", "lang"],
+                 "stanza": ["model_dir", "lang"]}[self.backend]
+        for name in needs:
+            if not getattr(self, name):
+                raise InputError(f"--{name.replace('_', '-')} is required with --backend {self.backend}")
+
+    def load(self) -> Parser:
+        """Load the backend and its model (slow: once per process)."""
+        self.check()
+        if self.backend == "udpipe":
+            from .udpipe import UDPipeParser
+
+            return UDPipeParser(self.model, self.pretokenized)
+        if self.backend == "stanza":
+            from .stanza import StanzaParser
+
+            return StanzaParser(self.model_dir, self.lang, self.pretokenized, self.threads)
+        if self.backend == "spacy-udpipe":
+            from .spacy_udpipe import SpacyUDPipeParser
+
+            return SpacyUDPipeParser(self.model, self.lang, self.pretokenized)
+        from .spacy import SpacyParser
+
+        return SpacyParser(self.model, self.pretokenized)

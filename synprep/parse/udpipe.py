@@ -1,0 +1,69 @@
+"""UDPipe 1 backend (`ufal.udpipe`): tokenizer in presegmented mode, or `horizontal` input when pretokenized."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..conllu import MISC, ConlluSentence, parse_conllu_text
+from ..errors import InputError
+from .base import Parser, file_signature
+
+MODELS_HINT = ("UDPipe 1 models are released at the LINDAT repository "
+               "(https://lindat.mff.cuni.cz/repository/xmlui/handle/11234/1-3131, "
+               "e.g. english-ewt-ud-2.5-191206.udpipe), "
+               "or train one with `synprep parser train --backend udpipe`")
+
+
+def load_udpipe_model(path: str) -> Any:  # noqa: ANN401 (a ufal.udpipe.Model, imported lazily)
+    """Load a UDPipe model or raise a one-line InputError (Model.load returns None instead of raising)."""
+    from ufal.udpipe import Model
+
+    if not os.path.isfile(path):
+        raise InputError(f"no such UDPipe model file; {MODELS_HINT}", path)
+    model = Model.load(path)
+    if model is None:
+        raise InputError(f"not a loadable UDPipe model; {MODELS_HINT}", path)
+    return model
+
+
+class UDPipeParser(Parser):
+    """Tokenize (one line = one sentence), tag and parse with a UDPipe 1 model."""
+
+    name = "udpipe"
+
+    def __init__(self, model_path: str, pretokenized: bool = False) -> None:
+        super().__init__(pretokenized)
+        from ufal.udpipe import Pipeline, ProcessingError
+
+        self.model_path = model_path
+        self._model = load_udpipe_model(model_path)
+        if not pretokenized and not self._model.newTokenizer(self._model.DEFAULT):
+            raise InputError("this UDPipe model has no tokenizer; use --pretokenized", model_path)
+        source = "horizontal" if pretokenized else "tokenizer=presegmented"
+        self._pipeline = Pipeline(self._model, source, Pipeline.DEFAULT, Pipeline.DEFAULT, "conllu")
+        self._error = ProcessingError()
+
+    def model_signature(self) -> str:
+        return file_signature(self.model_path)
+
+    def parse_lines(self, lines: list[str]) -> list[list[ConlluSentence]]:
+        result = []
+        for line in lines:
+            conllu = self._pipeline.process(line, self._error)
+            if self._error.occurred():
+                raise InputError(f"UDPipe failed: {self._error.message}", self.model_path)
+            sentences = parse_conllu_text(conllu, self.model_path)
+            if sentences:
+                _drop_line_end(sentences[-1])
+            result.append(sentences)
+        return result
+
+
+def _drop_line_end(sentence: ConlluSentence) -> None:
+    """Remove UDPipe's `SpacesAfter=\\n` from the last token: it records the end of the input, not the text."""
+    last = len(sentence.words)
+    rows = [cols for first, end, cols in sentence.multiword if end == last] or sentence.words[-1:]
+    for cols in rows:
+        items = [item for item in cols[MISC].split("|") if not item.startswith("SpacesAfter=")]
+        cols[MISC] = "|".join(items) or "_"

@@ -1,0 +1,70 @@
+"""Session-wide fixtures: tiny parser models trained from sample_data/ (real libraries, no mocks)."""
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_DATA = REPO / "sample_data"
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def tiny_udpipe(tmp_path_factory):
+    """A function lang -> path of a UDPipe model trained (tiny preset) on sample_data/<lang>.conllu."""
+    from synprep.parse.train import train_udpipe
+
+    models = {}
+
+    def get(lang="en"):
+        if lang not in models:
+            path = tmp_path_factory.mktemp("udpipe") / f"{lang}.udpipe"
+            train_udpipe(str(SAMPLE_DATA / f"{lang}.conllu"), str(path), "tiny")
+            models[lang] = str(path)
+        return models[lang]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tiny_stanza(tmp_path_factory):
+    """A stanza model folder (<dir>/en/{pretrain,pos,depparse}/tiny.pt) trained on sample_data/en.conllu (~30 s)."""
+    pytest.importorskip("stanza")
+    from stanza.models.common.pretrain import Pretrain
+
+    conllu = str(SAMPLE_DATA / "en.conllu")
+    out = tmp_path_factory.mktemp("stanza")
+    for processor in ("pretrain", "pos", "depparse"):
+        (out / "en" / processor).mkdir(parents=True)
+    (out / "resources.json").write_text("{}")
+    # random 50-d vectors for the corpus vocabulary: stanza's taggers need a pretrain file
+    rng = random.Random(0)
+    words = sorted({line.split("\t")[1].lower() for line in open(conllu, encoding="utf-8") if line[:1].isdigit()})
+    vectors = out / "vectors.txt"
+    with open(vectors, "w", encoding="utf-8") as stream:
+        stream.write(f"{len(words)} 50\n")
+        for word in words:
+            stream.write(word + " " + " ".join(f"{rng.uniform(-0.5, 0.5):.4f}" for _ in range(50)) + "\n")
+    pretrain = out / "en" / "pretrain" / "tiny.pt"
+    Pretrain(str(pretrain), str(vectors)).load()
+    common = ["--lang", "en", "--shorthand", "en_tiny", "--train_file", conllu, "--eval_file", conllu,
+              "--wordvec_pretrain_file", str(pretrain), "--save_name", "tiny.pt", "--max_steps", "60",
+              "--eval_interval", "30", "--hidden_dim", "32", "--char_hidden_dim", "32", "--word_emb_dim", "16",
+              "--char_emb_dim", "16"]
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    runs = [
+        ["stanza.models.tagger", "--output_file", str(out / "pos_pred.conllu"), "--save_dir", str(out / "en" / "pos"),
+         "--batch_size", "100"],
+        ["stanza.models.parser", "--output_file", str(out / "dep_pred.conllu"),
+         "--save_dir", str(out / "en" / "depparse"), "--batch_size", "500", "--tag_emb_dim", "8",
+         "--deep_biaff_hidden_dim", "32", "--transformed_dim", "16", "--no_checkpoint", "--no_bert_model"],
+    ]
+    for module, *args in runs:
+        done = subprocess.run([sys.executable, "-m", module, "--mode", "train", *common, *args],
+                              capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+    return str(out)
