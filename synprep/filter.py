@@ -1,0 +1,348 @@
+"""Parallel-corpus filtering: every input pair is either kept or rejected for exactly one counted reason.
+
+Checks run in `REASONS` order, cheap ones first; a rejected pair gets the reason of the first check it fails:
+
+1. invalid_utf8  either side is not valid UTF-8
+2. empty         either side is empty or whitespace only
+3. identical     source = target (after stripping surrounding whitespace): untranslated copies
+4. too_short     either side has fewer than `min_len` whitespace tokens
+5. too_long      either side has more than `max_len` whitespace tokens
+6. ratio         longer side / shorter side (in tokens) > `max_ratio`
+7. src_lang      the identifier does not say `src_lang` for the source ('und', no letters, counts as wrong)
+8. tgt_lang      the identifier does not say `tgt_lang` for the target
+
+Library use (`convert` runs this before parsing): `check_pair` for one pair, `filter_chunk` for a list of raw
+pairs, `filter_files` for two files. The settings are a frozen dataclass with `to_dict` for signatures.
+"""
+
+from __future__ import annotations
+
+import lzma
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import islice, zip_longest
+
+from .errors import InputError
+from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
+from .textio import open_binary
+
+REASONS = ("invalid_utf8", "empty", "identical", "too_short", "too_long", "ratio", "src_lang", "tgt_lang")
+WARN_REJECTED_SHARE = 0.30  # warn (one stderr line) when more than this share of pairs is rejected
+CHUNK_SIZE = 1000  # pairs per unit of work; memory is O(workers x chunk), not O(corpus)
+IDS_NAME, REJECTED_NAME = "ids", "rejected.tsv"
+
+
+@dataclass(frozen=True)
+class FilterSettings:
+    """What decides which pairs are kept; serializable with `to_dict` / `from_dict`.
+
+    langid: backend name (`synprep.langid.BACKENDS`) or None to skip the language checks.
+    langid_languages: candidate languages for the identifier (None = the backend's default set); src_lang and
+    tgt_lang are always added.
+    """
+
+    src_lang: str
+    tgt_lang: str
+    min_len: int = 1
+    max_len: int = 80
+    max_ratio: float = 3.0
+    langid: str | None = "langdetect"
+    langid_languages: tuple[str, ...] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "src_lang", check_iso_639_1(self.src_lang))
+        object.__setattr__(self, "tgt_lang", check_iso_639_1(self.tgt_lang))
+        if self.langid_languages is not None:
+            codes = tuple(sorted({check_iso_639_1(c) for c in self.langid_languages}))
+            object.__setattr__(self, "langid_languages", codes)
+        if self.langid is not None and self.langid not in BACKENDS:
+            raise ValueError(f"unknown langid backend {self.langid!r} (choose from {', '.join(BACKENDS)})")
+        if self.min_len < 0 or self.max_len < self.min_len:
+            raise ValueError(f"need 0 <= min_len <= max_len, got {self.min_len} and {self.max_len}")
+        if self.max_ratio < 1:
+            raise ValueError(f"max_ratio must be >= 1, got {self.max_ratio}")
+
+    def identifier_languages(self) -> tuple[str, ...] | None:
+        """Candidate set handed to the identifier: the configured one plus both expected languages."""
+        if self.langid_languages is None:
+            return None
+        return tuple(sorted({*self.langid_languages, self.src_lang, self.tgt_lang}))
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready dict (tuples become lists)."""
+        data = asdict(self)
+        if self.langid_languages is not None:
+            data["langid_languages"] = list(self.langid_languages)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FilterSettings:
+        """Inverse of `to_dict`."""
+        data = dict(data)
+        if data.get("langid_languages") is not None:
+            data["langid_languages"] = tuple(data["langid_languages"])
+        return cls(**data)
+
+
+def make_identifier(settings: FilterSettings) -> LanguageIdentifier | None:
+    """The identifier `settings` asks for (None without language checks), checked to know both languages."""
+    if settings.langid is None:
+        return None
+    identifier = get_identifier(settings.langid, settings.identifier_languages())
+    identifier.check_languages([settings.src_lang, settings.tgt_lang])
+    return identifier
+
+
+def _decode(side: str | bytes) -> str | None:
+    if isinstance(side, str):
+        return side
+    try:
+        return side.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def check_pair(src: str | bytes, tgt: str | bytes, settings: FilterSettings,
+               langid: LanguageIdentifier | None) -> str | None:
+    """The first failing check's reason (see `REASONS`), or None to keep the pair. Bytes are decoded here."""
+    src_text, tgt_text = _decode(src), _decode(tgt)
+    if src_text is None or tgt_text is None:
+        return "invalid_utf8"
+    src_text, tgt_text = src_text.strip(), tgt_text.strip()
+    if not src_text or not tgt_text:
+        return "empty"
+    if src_text == tgt_text:
+        return "identical"
+    src_len, tgt_len = len(src_text.split()), len(tgt_text.split())
+    if min(src_len, tgt_len) < settings.min_len:
+        return "too_short"
+    if max(src_len, tgt_len) > settings.max_len:
+        return "too_long"
+    if max(src_len, tgt_len) > settings.max_ratio * min(src_len, tgt_len):
+        return "ratio"
+    if langid is not None:
+        if langid.detect(src_text) != settings.src_lang:
+            return "src_lang"
+        if langid.detect(tgt_text) != settings.tgt_lang:
+            return "tgt_lang"
+    return None
+
+
+def filter_chunk(pairs: Sequence[tuple[bytes | str, bytes | str]], settings: FilterSettings,
+                 langid: LanguageIdentifier | None) -> list[str | None]:
+    """`check_pair` over a chunk of (src, tgt) lines without line ends: one reason or None per pair."""
+    return [check_pair(src, tgt, settings, langid) for src, tgt in pairs]
+
+
+@dataclass
+class FilterSummary:
+    """Counts of one filtering run: total = kept + sum(rejected.values()), always."""
+
+    total: int = 0
+    kept: int = 0
+    rejected: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
+
+    def add(self, reason: str | None) -> None:
+        """Count one pair."""
+        self.total += 1
+        if reason is None:
+            self.kept += 1
+        else:
+            self.rejected[reason] += 1
+
+    @property
+    def rejected_total(self) -> int:
+        """All rejected pairs."""
+        return sum(self.rejected.values())
+
+    def format(self) -> str:
+        """Human-readable summary: totals, then one line per reason in check order."""
+        lines = [f"{self.total} pairs: {self.kept} kept, {self.rejected_total} rejected"]
+        lines += [f"  {reason:<12} {self.rejected[reason]}" for reason in REASONS]
+        return "\n".join(lines)
+
+    def warning(self, threshold: float = WARN_REJECTED_SHARE) -> str | None:
+        """One line if more than `threshold` of the pairs were rejected, naming the biggest reasons."""
+        if not self.total or self.rejected_total <= threshold * self.total:
+            return None
+        top = sorted((r for r in REASONS if self.rejected[r]), key=lambda r: -self.rejected[r])[:3]
+        reasons = ", ".join(f"{r} {100 * self.rejected[r] / self.total:.1f}%" for r in top)
+        return (f"warning: {100 * self.rejected_total / self.total:.1f}% of {self.total} pairs rejected "
+                f"({reasons}); check the languages, the settings and that the files are parallel")
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready counts."""
+        return {"total": self.total, "kept": self.kept, "rejected": dict(self.rejected)}
+
+
+def output_name(path: str) -> str:
+    """Base name of an input without .gz/.xz: the name of its filtered output."""
+    name = os.path.basename(path)
+    for suffix in (".gz", ".xz"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _strip_newline(raw: bytes) -> bytes:
+    return raw[:-1].rstrip(b"\r") if raw.endswith(b"\n") else raw.rstrip(b"\r")
+
+
+def _count_plain_lines(path: str) -> int | None:
+    """Line count of an uncompressed regular file (fast, bytes only), None for anything else."""
+    if path == "-" or path.endswith((".gz", ".xz")) or not os.path.isfile(path):
+        return None
+    count, last = 0, b"\n"
+    with open(path, "rb") as stream:
+        while block := stream.read(1 << 20):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")
+
+
+def _mismatch(src_path: str, src_count: int, tgt_path: str, tgt_count: int) -> InputError:
+    return InputError(f"source and target have different line counts: {src_path} has {src_count} lines, "
+                      f"{tgt_path} has {tgt_count} lines; nothing written", src_path)
+
+
+def _read_pairs(src_path: str, tgt_path: str) -> Iterator[tuple[bytes, bytes]]:
+    """(src, tgt) raw lines without line ends, in lockstep; InputError naming both counts if they differ."""
+    src_stream, tgt_stream = open_binary(src_path), open_binary(tgt_path)
+    count = 0
+    try:
+        pairs = zip_longest(src_stream, tgt_stream)
+        for src, tgt in pairs:
+            if src is None or tgt is None:
+                rest = 1 + sum(1 for _ in pairs)
+                src_count, tgt_count = (count, count + rest) if src is None else (count + rest, count)
+                raise _mismatch(src_path, src_count, tgt_path, tgt_count)
+            count += 1
+            yield _strip_newline(src), _strip_newline(tgt)
+    except (OSError, EOFError, lzma.LZMAError) as err:
+        raise InputError(f"cannot read input: {err}", f"{src_path} or {tgt_path}") from None
+    finally:
+        for stream in (src_stream, tgt_stream):
+            if stream is not sys.stdin.buffer:
+                stream.close()
+
+
+def _chunks(pairs: Iterator[tuple[bytes, bytes]], size: int) -> Iterator[list[tuple[bytes, bytes]]]:
+    while chunk := list(islice(pairs, size)):
+        yield chunk
+
+
+_WORKER: dict[str, object] = {}
+
+
+def _init_worker(settings: FilterSettings) -> None:
+    _WORKER["settings"], _WORKER["langid"] = settings, make_identifier(settings)
+
+
+def _work(chunk: list[tuple[bytes, bytes]]) -> list[str | None]:
+    return filter_chunk(chunk, _WORKER["settings"], _WORKER["langid"])  # type: ignore[arg-type]
+
+
+def _results(chunks: Iterator[list[tuple[bytes, bytes]]], settings: FilterSettings, workers: int,
+             langid: LanguageIdentifier | None) -> Iterator[tuple[list[tuple[bytes, bytes]], list[str | None]]]:
+    """(chunk, reasons) in input order; at most 2 x workers chunks in flight, so memory stays flat."""
+    if workers <= 1:
+        for chunk in chunks:
+            yield chunk, filter_chunk(chunk, settings, langid)
+        return
+    with multiprocessing.get_context().Pool(workers, _init_worker, (settings,)) as pool:
+        pending: deque = deque()
+        for chunk in chunks:
+            pending.append((chunk, pool.apply_async(_work, (chunk,))))
+            if len(pending) >= 2 * workers:
+                done, result = pending.popleft()
+                yield done, result.get()
+        while pending:
+            done, result = pending.popleft()
+            yield done, result.get()
+
+
+def _tsv_field(raw: bytes) -> str:
+    """One side for rejected.tsv: undecodable bytes as U+FFFD; backslash, tab, CR, LF escaped."""
+    text = raw.decode("utf-8", errors="replace")
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
+
+
+def default_workers() -> int:
+    """All cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _missing_dirs(path: str) -> list[str]:
+    missing = []
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
+
+
+def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSettings, workers: int | None = None,
+                 chunk_size: int = CHUNK_SIZE, warn: Callable[[str], None] | None = None) -> FilterSummary:
+    """Filter a parallel corpus into `out_dir`: kept sides (input base names), `ids`, `rejected.tsv`.
+
+    Output is identical for any number of `workers` (None = all cores). Files are written to a temporary folder
+    beside `out_dir` and moved in at the end, so a failure (e.g. different line counts) leaves nothing behind.
+    `warn` receives the rejected-share warning (default: printed to stderr).
+    """
+    names = [output_name(src_path), output_name(tgt_path)]
+    if names[0] == names[1] or {IDS_NAME, REJECTED_NAME} & set(names):
+        raise InputError(f"output names would collide: {names[0]}, {names[1]}, {IDS_NAME}, {REJECTED_NAME}; "
+                         "rename an input", src_path)
+    counts = _count_plain_lines(src_path), _count_plain_lines(tgt_path)
+    if None not in counts and counts[0] != counts[1]:
+        raise _mismatch(src_path, counts[0], tgt_path, counts[1])  # type: ignore[arg-type]
+    langid = make_identifier(settings)  # fails on unknown languages before touching the disk
+    workers = default_workers() if workers is None else max(1, workers)
+
+    created = _missing_dirs(os.path.dirname(os.path.abspath(out_dir)))
+    os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
+    tmp_dir = tempfile.mkdtemp(prefix=".synprep-filter-", dir=os.path.dirname(os.path.abspath(out_dir)))
+    summary = FilterSummary()
+    try:
+        paths = [os.path.join(tmp_dir, name) for name in (*names, IDS_NAME, REJECTED_NAME)]
+        outputs = [open(path, "wb") for path in paths]  # noqa: SIM115 (closed below)
+        try:
+            src_out, tgt_out, ids_out, rejected_out = outputs
+            chunks = _chunks(_read_pairs(src_path, tgt_path), chunk_size)
+            for chunk, reasons in _results(chunks, settings, workers, langid):
+                start = summary.total
+                for offset, ((src, tgt), reason) in enumerate(zip(chunk, reasons)):
+                    summary.add(reason)
+                    if reason is None:
+                        src_out.write(src + b"\n")
+                        tgt_out.write(tgt + b"\n")
+                        ids_out.write(b"%d\n" % (start + offset))
+                    else:
+                        row = f"{start + offset}\t{reason}\t{_tsv_field(src)}\t{_tsv_field(tgt)}\n"
+                        rejected_out.write(row.encode("utf-8"))
+        finally:
+            for stream in outputs:
+                stream.close()
+        os.makedirs(out_dir, exist_ok=True)
+        for path in paths:
+            os.replace(path, os.path.join(out_dir, os.path.basename(path)))
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        for path in created:  # deepest first
+            if os.path.isdir(path) and not os.listdir(path):
+                os.rmdir(path)
+        raise
+    os.rmdir(tmp_dir)
+    message = summary.warning()
+    if message:
+        (warn or (lambda text: print(f"synprep filter: {text}", file=sys.stderr)))(message)
+    return summary
