@@ -66,7 +66,8 @@ def pipeline_options(model_dir: str, lang: str, pretokenized: bool) -> dict[str,
         options["lemma_model_path"] = files["lemma"]
     else:
         options["lemma_use_identity"] = True
-    options.update(processors=",".join(processors), allow_unknown_language=True,
+    # logging_level ERROR: stanza warns "unsupported language" for every folder without resources.json
+    options.update(processors=",".join(processors), allow_unknown_language=True, logging_level="ERROR",
                    pos_model_path=files["pos"], pos_pretrain_path=files["pretrain"],
                    depparse_model_path=files["depparse"], depparse_pretrain_path=files["pretrain"])
     return options
