@@ -191,6 +191,27 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
     click.echo(summary.format())
 
 
+@cli.command()
+@click.argument("pipeline_file")
+@click.option("--output", default=None, help="Output folder (overrides the pipeline's `output`).")
+@click.option("--shard-size", type=int, default=None, help="Input pairs per shard (overrides `shard_size`).")
+@click.option("--workers", type=int, default=0, help="Processes (default 0 = all cores); same shards.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--ray-address", default=None, help="Existing Ray cluster (default: start a local one).")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run into the same output folder.")
+@click.option("--overwrite", is_flag=True, help="Delete an existing output folder made by convert first.")
+def convert(pipeline_file: str, output: str | None, shard_size: int | None, workers: int, engine: str,
+            ray_address: str | None, resume: bool, overwrite: bool) -> None:
+    """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
+    from .convert import Converter, ConvertOptions, format_summary
+    from .pipeline import load_pipeline
+
+    config = load_pipeline(pipeline_file, output, shard_size)
+    converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address))
+    stats = converter.run()
+    click.echo(format_summary(config, stats))
+
+
 def main() -> None:
     """Entry point: user errors become one line and exit code 2."""
     try:

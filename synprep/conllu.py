@@ -144,7 +144,9 @@ def word_heads(sentence: ConlluSentence, path: str) -> list[int]:
     label = _sentence_label(sentence.comments, sentence.index)
     heads = []
     roots = 0
-    for word, lineno in zip(sentence.words, sentence.word_lines, strict=False):
+    # sentences built in memory (parser output) may have no line numbers
+    word_lines = sentence.word_lines if len(sentence.word_lines) == n else [sentence.line or None] * n
+    for word, lineno in zip(sentence.words, word_lines):
         head = word[HEAD]
         if not head.isdigit():
             raise InputError(f"head {head!r} is not a non-negative integer", path, lineno, label)
@@ -162,8 +164,8 @@ def word_heads(sentence: ConlluSentence, path: str) -> list[int]:
         raise InputError("no root (no word with head 0)", path, sentence.line, label)
     cycle = find_cycle(heads)
     if cycle:
-        raise InputError(f"cycle through words {' -> '.join(map(str, cycle))}", path,
-                         sentence.word_lines[cycle[0] - 1], label)
+        raise InputError(f"cycle through words {' -> '.join(map(str, cycle))}", path, word_lines[cycle[0] - 1],
+                         label)
     return heads
 
 

@@ -1,0 +1,187 @@
+"""Pipeline files (TOML) for `synprep convert`: reading, checking every key, resolving paths.
+
+Relative paths resolve against `pipeline.data_root` (default: the folder of the TOML file); `~` and
+`$VARS` are expanded. Every key is documented in the README ("Pipeline files").
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .errors import InputError
+from .features import NON_PROJECTIVE_POLICIES, ROOT_POLICIES
+from .schema import FEATURE_GROUPS
+
+SPLITS = ("train", "valid", "test")
+_KEYS = {
+    "": {"pipeline", "splits", "filter", "parser", "bpe", "features"},
+    "pipeline": {"name", "src_lang", "tgt_lang", "output", "shard_size", "data_root", "source"},
+    "split": {"src", "tgt", "format", "filter"},
+    "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages"},
+    "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
+    "bpe": {"symbols", "codes", "min_frequency", "vocabulary_threshold"},
+    "features": {"src", "tgt", "root", "non_projective", "strip_subtypes"},
+}
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    name: str
+    src: tuple[str, ...]
+    tgt: tuple[str, ...]
+    format: str | None = None  # None: from each file name (text, sgml, xml, conllu)
+    filter: bool = True
+
+
+@dataclass(frozen=True)
+class ParserConfig:
+    backend: str = "udpipe"
+    model: str | None = None
+    model_dir: str | None = None
+    lang: str | None = None
+    pretokenized: bool = False
+    train_conllu: str | None = None  # train a UDPipe model from this treebank when `model` is missing
+    preset: str = "tiny"
+
+
+@dataclass(frozen=True)
+class BpeConfig:
+    symbols: int | None = 16000  # learn joint codes on the train split ...
+    codes: str | None = None  # ... or use these
+    min_frequency: int = 2
+    vocabulary_threshold: int | None = None  # with learned codes: revert merges rarer than this per side
+
+
+@dataclass(frozen=True)
+class FeaturesConfig:
+    src: tuple[str, ...] = ("parents",)
+    tgt: tuple[str, ...] = ("transitions",)
+    root: str = "drop"
+    non_projective: str = "drop"
+    strip_subtypes: bool = False
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    name: str
+    src_lang: str
+    tgt_lang: str
+    output: str
+    splits: tuple[SplitConfig, ...]
+    src_parser: ParserConfig | None  # None when the source side is given as CoNLL-U
+    tgt_parser: ParserConfig | None
+    filter: dict[str, Any] = field(default_factory=dict)
+    bpe: BpeConfig = BpeConfig()
+    features: FeaturesConfig = FeaturesConfig()
+    shard_size: int = 10000
+    source: str = ""  # where users get the data (free text)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, for the manifest."""
+        return asdict(self)
+
+
+def _check_keys(table: dict, allowed: set[str], where: str, path: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise InputError(f"unknown key(s) {', '.join(unknown)} in [{where}] (allowed: {', '.join(sorted(allowed))})",
+                         path)
+
+
+def _resolve(value: str, root: str) -> str:
+    value = os.path.expanduser(os.path.expandvars(value))
+    return value if os.path.isabs(value) else os.path.normpath(os.path.join(root, value))
+
+
+def _paths(value: Any, key: str, root: str, path: str) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(v, str) for v in items):
+        raise InputError(f"{key} must be a file name or a non-empty list of file names", path)
+    return tuple(_resolve(v, root) for v in items)
+
+
+def _features(value: Any, key: str, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(v in FEATURE_GROUPS for v in value):
+        raise InputError(f"{key} must be a list of {', '.join(FEATURE_GROUPS)}", path)
+    return tuple(g for g in FEATURE_GROUPS if g in value)
+
+
+def load_pipeline(path: str, output: str | None = None, shard_size: int | None = None) -> PipelineConfig:
+    """Read and check a pipeline file; `output` / `shard_size` override the file's values."""
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise InputError("no such pipeline file", path) from None
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"not valid TOML: {err}", path) from None
+    _check_keys(data, _KEYS[""], "top level", path)
+    head = data.get("pipeline", {})
+    _check_keys(head, _KEYS["pipeline"], "pipeline", path)
+    for key in ("src_lang", "tgt_lang"):
+        if key not in head:
+            raise InputError(f"[pipeline] needs {key}", path)
+    here = os.path.dirname(os.path.abspath(path))
+    root = _resolve(head.get("data_root", "."), here)
+
+    splits = []
+    for name, table in data.get("splits", {}).items():
+        if name not in SPLITS:
+            raise InputError(f"unknown split [splits.{name}] (use {', '.join(SPLITS)})", path)
+        _check_keys(table, _KEYS["split"], f"splits.{name}", path)
+        if "src" not in table or "tgt" not in table:
+            raise InputError(f"[splits.{name}] needs src and tgt", path)
+        splits.append(SplitConfig(name, _paths(table["src"], f"splits.{name}.src", root, path),
+                                  _paths(table["tgt"], f"splits.{name}.tgt", root, path),
+                                  table.get("format"), bool(table.get("filter", name == "train"))))
+    if not splits:
+        raise InputError("no [splits.train|valid|test] given", path)
+
+    parsers: dict[str, ParserConfig | None] = {}
+    for side in ("src", "tgt"):
+        table = data.get("parser", {}).get(side)
+        if table is None:
+            parsers[side] = None
+            continue
+        _check_keys(table, _KEYS["parser"], f"parser.{side}", path)
+        table = dict(table)
+        for key in ("model", "model_dir", "train_conllu"):
+            if key in table and not (table["backend"] == "spacy" and key == "model" and "/" not in table[key]):
+                table[key] = _resolve(table[key], root)
+        table.setdefault("lang", head["src_lang" if side == "src" else "tgt_lang"])
+        parsers[side] = ParserConfig(**table)
+    for split in splits:
+        for side, files in (("src", split.src), ("tgt", split.tgt)):
+            preparsed = (split.format or "").lower() == "conllu" or all(f.endswith(".conllu") for f in files)
+            if parsers[side] is None and not preparsed:
+                raise InputError(f"[parser.{side}] is needed: [splits.{split.name}] {side} is not CoNLL-U", path)
+
+    bpe_table = data.get("bpe", {})
+    _check_keys(bpe_table, _KEYS["bpe"], "bpe", path)
+    if "codes" in bpe_table:
+        bpe_table = {**bpe_table, "codes": _resolve(bpe_table["codes"], root), "symbols": None}
+    bpe = BpeConfig(**bpe_table)
+
+    feats = data.get("features", {})
+    _check_keys(feats, _KEYS["features"], "features", path)
+    features = FeaturesConfig(
+        _features(feats.get("src", ["parents"]), "features.src", path),
+        _features(feats.get("tgt", ["transitions"]), "features.tgt", path),
+        feats.get("root", "drop"), feats.get("non_projective", "drop"), bool(feats.get("strip_subtypes", False)))
+    if features.root not in ROOT_POLICIES or features.non_projective not in NON_PROJECTIVE_POLICIES:
+        raise InputError(f"features.root must be one of {ROOT_POLICIES}, features.non_projective one of "
+                         f"{NON_PROJECTIVE_POLICIES}", path)
+
+    filter_table = data.get("filter", {})
+    _check_keys(filter_table, _KEYS["filter"], "filter", path)
+    size = shard_size or head.get("shard_size", 10000)
+    if not isinstance(size, int) or size < 1:
+        raise InputError(f"shard_size must be a positive integer, got {size!r}", path)
+    out = _resolve(output, os.getcwd()) if output else _resolve(head.get("output", "out/" + head.get("name", "run")),
+                                                                 here)
+    return PipelineConfig(head.get("name", os.path.splitext(os.path.basename(path))[0]), head["src_lang"],
+                          head["tgt_lang"], out, tuple(splits), parsers["src"], parsers["tgt"], filter_table, bpe,
+                          features, size, head.get("source", ""))
