@@ -8,6 +8,7 @@ Ray is an optional extra: `pip install synprep[ray]`.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -25,7 +26,8 @@ def _init_ray(workers: int, address: str | None) -> Any:  # noqa: ANN401 - the r
         if address:
             ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
         else:
-            temp = os.path.abspath(os.environ.get("SYNPREP_RAY_TMP", os.path.join(os.getcwd(), ".ray_tmp")))
+            # Ray's socket paths must stay under 108 bytes: a short folder under the system temp dir
+            temp = os.environ.get("SYNPREP_RAY_TMP") or tempfile.mkdtemp(prefix="synprep-ray-")
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, _temp_dir=temp)
     return ray
 

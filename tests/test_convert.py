@@ -1,0 +1,288 @@
+"""`synprep convert` end to end: accounting, determinism, resume after SIGKILL, readers, bad input, Ray."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from synprep.features import from_transitions
+from synprep.schema import pair_schema
+
+from .conftest import REPO, SAMPLE_DATA, SHARED
+
+BIN = Path(sys.executable).parent
+PARALLEL = SAMPLE_DATA / "parallel"
+
+
+def write_pipeline(tmp_path, models, *, train=None, extra="", shard_size=20, features=None, filter_table=None):
+    """A pipeline file over sample data (or given train files) with the session's tiny models."""
+    train = train or (PARALLEL / "train.en", PARALLEL / "train.de")
+    features = features or 'src = ["parents", "distances", "labels"]\ntgt = ["transitions", "labels"]'
+    filter_table = filter_table or 'langid = "py3langid"\nlangid_languages = ["en", "de", "fr"]'
+    text = f"""
+[pipeline]
+name = "t"
+src_lang = "en"
+tgt_lang = "de"
+output = "{tmp_path / 'out'}"
+shard_size = {shard_size}
+[splits.train]
+src = "{train[0]}"
+tgt = "{train[1]}"
+[splits.test]
+src = "{PARALLEL / 'test.en'}"
+tgt = "{PARALLEL / 'test.de'}"
+[filter]
+{filter_table}
+[parser.src]
+backend = "udpipe"
+model = "{models('en')}"
+[parser.tgt]
+backend = "udpipe"
+model = "{models('de')}"
+[bpe]
+symbols = 200
+[features]
+{features}
+non_projective = "lift"
+{extra}
+"""
+    path = tmp_path / "pipeline.toml"
+    path.write_text(text)
+    return path
+
+
+def convert(pipeline, *args, check=True):
+    result = subprocess.run([str(BIN / "synprep"), "convert", str(pipeline), *map(str, args)],
+                            capture_output=True, text=True)
+    if check:
+        assert result.returncode == 0, result.stderr[-2000:]
+    return result
+
+
+def shard_bytes(out):
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(Path(out).glob("*/part-*.arrow"))}
+
+
+def read_split(folder):
+    tables = [pa.ipc.open_stream(pa.memory_map(str(p))).read_all() for p in sorted(Path(folder).glob("part-*.arrow"))]
+    return pa.concat_tables(tables)
+
+
+def test_sample_pipeline_end_to_end(tmp_path, tiny_udpipe):
+    pipeline = write_pipeline(tmp_path, tiny_udpipe)
+    result = convert(pipeline, "--workers", "1")
+    out = tmp_path / "out"
+    manifest = json.loads((out / "train" / "manifest.json").read_text())
+    assert manifest["input_lines"] == 50
+    assert manifest["rows"] + sum(manifest["rejected"].values()) == 50
+    assert manifest["rejected"] == {"empty": 1, "identical": 1, "src_lang": 1}
+    assert [s["rows"] for s in manifest["shards"]] == [20, 20, 7]
+    assert manifest["signature"]["bpe_codes_sha256"] and manifest["signature"]["parsers"]["src"]["sha256"]
+    assert "train" in result.stdout and "src_lang" in result.stdout  # the summary table
+    table = read_split(out / "train")
+    assert table.schema == pair_schema(("parents", "distances", "labels"), ("transitions", "labels"))
+    assert table.num_rows == 47 and table.column("id").to_pylist() == sorted(table.column("id").to_pylist())
+    assert 40 not in table.column("id").to_pylist()  # the empty-source pair
+    rejected = (out / "train" / "rejected.tsv").read_text().splitlines()
+    assert [line.split("\t")[:2] for line in rejected] == [["40", "empty"], ["41", "src_lang"], ["42", "identical"]]
+    for row in table.to_pylist():
+        n = len(row["src_tokens"])
+        assert len(row["src_distances"]) == n * n and len(row["src_parent_mid"]) == len(row["src_subwords"])
+        subwords, owner, heads, _ = from_transitions(row["tgt_transitions"])
+        assert subwords == row["tgt_subwords"] and owner == row["tgt_subword_token"]
+        if row["tgt_projective"]:
+            assert heads == row["tgt_heads"]
+    test = json.loads((out / "test" / "manifest.json").read_text())
+    assert test["rows"] == 6 and test["rejected"] == {}
+
+
+def test_shards_open_without_synprep(tmp_path, tiny_udpipe):
+    pipeline = write_pipeline(tmp_path, tiny_udpipe)
+    convert(pipeline, "--workers", "1")
+    shard = tmp_path / "out" / "train" / "part-00000.arrow"
+    code = f"""
+import pyarrow as pa, pandas, datasets, polars
+path = {str(shard)!r}
+table = pa.ipc.open_stream(pa.memory_map(path)).read_all()
+frame = table.to_pandas()
+ds = datasets.Dataset.from_file(path)
+pl = polars.read_ipc_stream(path)
+assert len(frame) == ds.num_rows == pl.height == table.num_rows == 20
+assert ds[0]["src_subwords"] == table.column("src_subwords")[0].as_py() == list(pl["src_subwords"][0])
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_deterministic_across_runs_and_workers(tmp_path, tiny_udpipe):
+    outputs = []
+    for run, workers in enumerate((1, 2, 2)):
+        folder = tmp_path / f"run{run}"
+        folder.mkdir()
+        convert(write_pipeline(folder, tiny_udpipe), "--workers", workers)
+        outputs.append(shard_bytes(folder / "out"))
+    assert outputs[0] == outputs[1] == outputs[2] and len(outputs[0]) == 4
+
+
+def _bigger_corpus(tmp_path, copies=12):
+    src = (PARALLEL / "train.en").read_text().splitlines() * copies
+    tgt = (PARALLEL / "train.de").read_text().splitlines() * copies
+    (tmp_path / "big.en").write_text("\n".join(src) + "\n")
+    (tmp_path / "big.de").write_text("\n".join(tgt) + "\n")
+    return tmp_path / "big.en", tmp_path / "big.de"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_when", ["piece", "shard"])
+def test_resume_after_sigkill_gives_the_same_shards(tmp_path, tiny_udpipe, kill_when):
+    train = _bigger_corpus(tmp_path)
+    reference_dir = tmp_path / "reference"
+    reference_dir.mkdir()
+    convert(write_pipeline(reference_dir, tiny_udpipe, train=train, shard_size=50), "--workers", "1")
+    reference = shard_bytes(reference_dir / "out")
+
+    crash_dir = tmp_path / "crash"
+    crash_dir.mkdir()
+    pipeline = write_pipeline(crash_dir, tiny_udpipe, train=train, shard_size=50)
+    out = crash_dir / "out"
+    pattern = ".work/train/piece-*.json" if kill_when == "piece" else "train/part-00000.arrow"
+    process = subprocess.Popen([str(BIN / "synprep"), "convert", str(pipeline), "--workers", "1"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while not list(out.glob(pattern)) and process.poll() is None and time.time() < deadline:
+        time.sleep(0.002)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert list(out.glob(pattern)), "the run ended before the kill point"
+    assert not (out / "train" / "manifest.json").exists(), "killed too late to test resuming"
+    refused = convert(pipeline, check=False)
+    assert refused.returncode == 2 and "--resume" in refused.stderr
+    convert(pipeline, "--resume", "--workers", "2")
+    assert shard_bytes(out) == reference
+    manifest = json.loads((out / "train" / "manifest.json").read_text())
+    assert manifest["rows"] + sum(manifest["rejected"].values()) == 600
+
+
+def test_overwrite_and_config_change_on_resume(tmp_path, tiny_udpipe):
+    pipeline = write_pipeline(tmp_path, tiny_udpipe)
+    convert(pipeline, "--workers", "1")
+    changed = convert(pipeline, "--resume", "--shard-size", "7", check=False)
+    assert changed.returncode == 2 and "different configuration" in changed.stderr
+    convert(pipeline, "--overwrite", "--shard-size", "7", "--workers", "1")
+    manifest = json.loads((tmp_path / "out" / "train" / "manifest.json").read_text())
+    assert [s["rows"] for s in manifest["shards"]][:2] == [7, 7]
+
+
+def one_line_error(result, *needles):
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_bad_inputs(tmp_path, tiny_udpipe):
+    (tmp_path / "short.de").write_text("Ein Satz.\n")
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=(PARALLEL / "train.en", tmp_path / "short.de"))
+    one_line_error(convert(pipeline, check=False), "50 source segments", "1 target segments")
+    assert not (tmp_path / "out").exists()  # nothing written
+
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=(tmp_path / "missing.en", PARALLEL / "train.de"))
+    one_line_error(convert(pipeline, check=False), "missing.en", "not found")
+
+    pipeline = write_pipeline(tmp_path, lambda lang: str(tmp_path / f"nope.{lang}.udpipe"))
+    one_line_error(convert(pipeline, check=False), "nope.en.udpipe", "LINDAT")
+
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, extra="[features.typo]\n")
+    one_line_error(convert(pipeline, check=False), "pipeline.toml")
+    (tmp_path / "x.toml").write_text("[pipeline]\nsrc_lang = 'en'\ntgt_lang = 'de'\nshard_sise = 3\n")
+    one_line_error(convert(tmp_path / "x.toml", check=False), "unknown key(s) shard_sise")
+
+
+def test_invalid_utf8_empty_lines_and_broken_trees_are_counted(tmp_path, tiny_udpipe):
+    src = (PARALLEL / "train.en").read_bytes().splitlines()[:10]
+    tgt = (PARALLEL / "train.de").read_bytes().splitlines()[:10]
+    src[3] = b"Caf\xe9 au lait is good."  # latin-1 byte
+    src[5], tgt[5] = b"", b""
+    (tmp_path / "in.en").write_bytes(b"\n".join(src) + b"\n")
+    (tmp_path / "in.de").write_bytes(b"\n".join(tgt) + b"\n")
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=(tmp_path / "in.en", tmp_path / "in.de"))
+    convert(pipeline, "--workers", "1")
+    manifest = json.loads((tmp_path / "out" / "train" / "manifest.json").read_text())
+    assert manifest["rejected"]["invalid_utf8"] == 1 and manifest["rejected"]["empty"] == 1
+    assert manifest["rows"] + sum(manifest["rejected"].values()) == 10
+
+    # pre-parsed CoNLL-U target side with a broken tree (two roots): a counted rejection, not a crash
+    conllu = tmp_path / "in.de.conllu"
+    blocks = []
+    for i, line in enumerate(tgt[:4]):
+        words = line.decode().split()
+        heads = ["0"] + ["1"] * (len(words) - 1)
+        if i == 2:
+            heads[-1] = "0"
+        blocks.append("\n".join(f"{k}\t{w}\t_\t_\t_\t_\t{h}\tdep\t_\t_" for k, (w, h) in
+                                enumerate(zip(words, heads), 1)) + "\n")
+    conllu.write_text("\n".join(blocks) + "\n")
+    (tmp_path / "four.en").write_bytes(b"\n".join(src[:3] + [b"The house is old."]) + b"\n")
+    shutil.rmtree(tmp_path / "out")
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=(tmp_path / "four.en", conllu),
+                              filter_table='langid = "none"')
+    convert(pipeline, "--workers", "1")
+    manifest = json.loads((tmp_path / "out" / "train" / "manifest.json").read_text())
+    assert manifest["rejected"] == {"invalid_tree": 1} and manifest["rows"] == 3
+    assert "tgt: more than one root" in (tmp_path / "out" / "train" / "rejected.tsv").read_text()
+
+
+@pytest.mark.slow
+def test_ray_engine_gives_the_local_shards(tmp_path, tiny_udpipe):
+    pytest.importorskip("ray")
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    local.mkdir()
+    remote.mkdir()
+    convert(write_pipeline(local, tiny_udpipe), "--workers", "2")
+    short_tmp = tempfile.mkdtemp(prefix="sr")  # Ray's socket paths must stay under 108 bytes
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "SYNPREP_RAY_TMP": short_tmp}
+    done = subprocess.run([str(BIN / "synprep"), "convert", str(write_pipeline(remote, tiny_udpipe)),
+                           "--engine", "ray", "--workers", "2"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shutil.rmtree(short_tmp, ignore_errors=True)
+    assert shard_bytes(local / "out") == shard_bytes(remote / "out")
+
+
+MULTI30K = SHARED / "data" / "parallel" / "multi30k"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (MULTI30K / "train.en").exists() or not (SHARED / "models" / "en_ewt.udpipe").exists(),
+                    reason="../shared Multi30k or models not present")
+def test_multi30k_slice_with_shared_models(tmp_path):
+    lines = 1500
+    for lang in ("en", "de"):
+        with open(MULTI30K / f"train.{lang}", encoding="utf-8") as handle:
+            (tmp_path / f"train.{lang}").write_text("".join(next(handle) for _ in range(lines)))
+    text = (REPO / "pipelines" / "multi30k-en-de.toml").read_text()
+    text = text.replace('src = "data/parallel/multi30k/train.en"', f'src = "{tmp_path / "train.en"}"')
+    text = text.replace('tgt = "data/parallel/multi30k/train.de"', f'tgt = "{tmp_path / "train.de"}"')
+    text = text.replace('data_root = "../../shared"', f'data_root = "{SHARED}"')
+    text = text.replace("symbols = 10000", "symbols = 2000")
+    pipeline = tmp_path / "m30k.toml"
+    pipeline.write_text(text)
+    convert(pipeline, "--output", tmp_path / "out", "--workers", "2")
+    for split, expected in (("train", lines), ("valid", 1014), ("test", 1000)):
+        manifest = json.loads((tmp_path / "out" / split / "manifest.json").read_text())
+        assert manifest["input_lines"] == expected
+        assert manifest["rows"] + sum(manifest["rejected"].values()) == expected
+        assert manifest["rows"] > 0.95 * expected
+    table = read_split(tmp_path / "out" / "test")
+    assert table.num_rows == 1000 and table.column("id").to_pylist() == list(range(1000))
