@@ -18,7 +18,6 @@ pairs, `filter_files` for two files. The settings are a frozen dataclass with `t
 from __future__ import annotations
 
 import lzma
-import multiprocessing
 import os
 import shutil
 import sys
@@ -30,6 +29,7 @@ from itertools import islice, zip_longest
 
 from .errors import InputError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
+from .parallel import default_workers, ordered_map
 from .textio import open_binary
 
 REASONS = ("invalid_utf8", "empty", "identical", "too_short", "too_long", "ratio", "src_lang", "tgt_lang")
@@ -237,48 +237,34 @@ def _chunks(pairs: Iterator[tuple[bytes, bytes]], size: int) -> Iterator[list[tu
         yield chunk
 
 
-_WORKER: dict[str, object] = {}
-
-
-def _init_worker(settings: FilterSettings) -> None:
-    _WORKER["settings"], _WORKER["langid"] = settings, make_identifier(settings)
-
-
-def _work(chunk: list[tuple[bytes, bytes]]) -> list[str | None]:
-    return filter_chunk(chunk, _WORKER["settings"], _WORKER["langid"])  # type: ignore[arg-type]
+def _filter_task(langid: LanguageIdentifier | None, task: tuple[FilterSettings, list[tuple[bytes, bytes]]]
+                 ) -> list[str | None]:
+    settings, chunk = task
+    return filter_chunk(chunk, settings, langid)
 
 
 def _results(chunks: Iterator[list[tuple[bytes, bytes]]], settings: FilterSettings, workers: int,
              langid: LanguageIdentifier | None) -> Iterator[tuple[list[tuple[bytes, bytes]], list[str | None]]]:
     """(chunk, reasons) in input order; at most 2 x workers chunks in flight, so memory stays flat."""
-    if workers <= 1:
+    if workers <= 1:  # reuse the caller's identifier
         for chunk in chunks:
             yield chunk, filter_chunk(chunk, settings, langid)
         return
-    with multiprocessing.get_context().Pool(workers, _init_worker, (settings,)) as pool:
-        pending: deque = deque()
+    pending: deque = deque()  # the chunks whose reasons are on their way, in order
+
+    def tasks() -> Iterator[tuple[FilterSettings, list[tuple[bytes, bytes]]]]:
         for chunk in chunks:
-            pending.append((chunk, pool.apply_async(_work, (chunk,))))
-            if len(pending) >= 2 * workers:
-                done, result = pending.popleft()
-                yield done, result.get()
-        while pending:
-            done, result = pending.popleft()
-            yield done, result.get()
+            pending.append(chunk)
+            yield settings, chunk
+
+    for reasons in ordered_map(_filter_task, tasks(), workers, make_identifier, (settings,)):
+        yield pending.popleft(), reasons
 
 
 def _tsv_field(raw: bytes) -> str:
     """One side for rejected.tsv: undecodable bytes as U+FFFD; backslash, tab, CR, LF escaped."""
     text = raw.decode("utf-8", errors="replace")
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
-
-
-def default_workers() -> int:
-    """All cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _missing_dirs(path: str) -> list[str]:

@@ -8,17 +8,13 @@ so the output is byte-identical to `workers=1`.
 
 from __future__ import annotations
 
-import io
-import multiprocessing
-import os
-import sys
 import time
-from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..conllu import format_sentence
 from ..errors import InputError
+from ..parallel import default_workers, ordered_map
 from ..textio import open_text_output, read_lines
 from . import ParserSpec
 from .base import Parser
@@ -53,14 +49,6 @@ class BatchCounts:
     joined: int = 0
 
 
-def default_workers() -> int:
-    """All the cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def batches(lines: Iterable[str], size: int) -> Iterator[tuple[int, list[str]]]:
     """(1-based number of the first line, lines) in groups of `size`."""
     batch: list[str] = []
@@ -90,33 +78,12 @@ def format_batch(parser: Parser, first: int, lines: list[str]) -> tuple[str, Bat
     return "".join(parts), counts
 
 
-_worker_parser: Parser | None = None
-_worker_error: InputError | None = None
+def _load_parser(spec: ParserSpec) -> Parser:
+    return spec.load()
 
 
-def _init_worker(spec: ParserSpec) -> None:
-    global _worker_parser, _worker_error
-    try:
-        _worker_parser = spec.load()
-    except InputError as err:  # reported with the first batch: a failing initializer would be retried forever
-        _worker_error = err
-
-
-def _work(first: int, lines: list[str]) -> tuple[str, BatchCounts] | tuple[None, tuple]:
-    if _worker_error is not None:
-        err = _worker_error
-        return None, (err.message, err.path, err.line, err.sentence)
-    assert _worker_parser is not None
-    try:
-        return format_batch(_worker_parser, first, lines)
-    except InputError as err:  # InputError does not survive pickling with its fields
-        return None, (err.message, err.path, err.line, err.sentence)
-
-
-def _pool_context() -> multiprocessing.context.BaseContext:
-    # fork is cheap and the parent holds no model or threads yet; elsewhere spawn is the safe choice
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods and sys.platform == "linux" else "spawn")
+def _format_task(parser: Parser, task: tuple[int, list[str]]) -> tuple[str, BatchCounts]:
+    return format_batch(parser, *task)
 
 
 def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int | None = None,
@@ -129,40 +96,16 @@ def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int
     summary = ParseSummary(workers=workers)
     start = time.perf_counter()
     out = open_text_output(output_path)
+    if spec.threads is None and spec.backend == "stanza" and workers > 1:
+        spec = ParserSpec(**{**spec.__dict__, "threads": 1})  # one torch thread per worker: no oversubscription
     try:
-        if workers == 1:
-            parser = spec.load()
-            for first, lines in batches(read_lines(input_path), batch_size):
-                text, counts = format_batch(parser, first, lines)
-                out.write(text)
-                summary.add(counts)
-        else:
-            _parse_parallel(spec, input_path, out, workers, batch_size, summary)
+        tasks = batches(read_lines(input_path), batch_size)
+        for text, counts in ordered_map(_format_task, tasks, workers, _load_parser, (spec,), IN_FLIGHT_PER_WORKER):
+            out.write(text)
+            summary.add(counts)
     finally:
         out.flush()
         if output_path != "-":
             out.close()
     summary.seconds = time.perf_counter() - start
     return summary
-
-
-def _parse_parallel(spec: ParserSpec, input_path: str, out: io.TextIOBase, workers: int, batch_size: int,
-                    summary: ParseSummary) -> None:
-    if spec.threads is None and spec.backend == "stanza":
-        spec = ParserSpec(**{**spec.__dict__, "threads": 1})  # one torch thread per worker: no oversubscription
-    with _pool_context().Pool(workers, initializer=_init_worker, initargs=(spec,)) as pool:
-        pending: deque = deque()
-
-        def drain_one() -> None:
-            text, counts = pending.popleft().get()
-            if text is None:
-                raise InputError(*counts)
-            out.write(text)
-            summary.add(counts)
-
-        for first, lines in batches(read_lines(input_path), batch_size):
-            pending.append(pool.apply_async(_work, (first, lines)))
-            if len(pending) >= workers * IN_FLIGHT_PER_WORKER:
-                drain_one()
-        while pending:
-            drain_one()
