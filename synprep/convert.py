@@ -293,8 +293,10 @@ class Converter:
         for split in self.config.splits:
             for path in split.src + split.tgt:
                 if not os.path.isfile(path):
-                    raise InputError(f"input file of split {split.name!r} not found", path)
-            n_src, n_tgt = count_segments(split.src, split.format), count_segments(split.tgt, split.format)
+                    raise InputError(f"input file of split {split.name!r} not found (the comments at the top of "
+                                     "the pipeline file say where to get it)", path)
+            n_src = count_segments(split.src, split.format, self.config.src_lang)
+            n_tgt = count_segments(split.tgt, split.format, self.config.tgt_lang)
             if n_src != n_tgt:
                 raise InputError(f"split {split.name!r}: {n_src} source segments ({', '.join(split.src)}) but "
                                  f"{n_tgt} target segments ({', '.join(split.tgt)})")
@@ -347,7 +349,8 @@ class Converter:
     def _pieces(self, split: SplitConfig, total: int) -> Iterator[tuple[int, int, tuple]]:
         """(shard, piece, task) for every piece of the split, in input order."""
         size = self.config.shard_size
-        src, tgt = read_side(split.src, split.format), read_side(split.tgt, split.format)
+        src = read_side(split.src, split.format, self.config.src_lang)
+        tgt = read_side(split.tgt, split.format, self.config.tgt_lang)
         position = 0
         while position < total:
             shard, offset = divmod(position, size)

@@ -33,13 +33,13 @@ def detect_format(path: str) -> str:
     return "text"
 
 
-def _text_lines(path: str) -> Iterator[bytes]:
+def _text_lines(path: str, lang: str | None = None) -> Iterator[bytes]:
     with open_binary(path) as stream:
         for raw in stream:
             yield raw.rstrip(b"\r\n")
 
 
-def _sgml_segments(path: str) -> Iterator[bytes]:
+def _sgml_segments(path: str, lang: str | None = None) -> Iterator[bytes]:
     """WMT .sgm: the content of every <seg> line, as sacrebleu reads it (entities left as they are)."""
     with open_binary(path) as stream:
         for raw in stream:
@@ -48,24 +48,24 @@ def _sgml_segments(path: str) -> Iterator[bytes]:
                 yield match.group(1).strip()
 
 
-def _xml_segments(path: str) -> Iterator[bytes]:
-    """WMT21+ .xml: the <seg> elements of the first <src> or <ref> block of every document, in order."""
+def _xml_segments(path: str, lang: str | None = None) -> Iterator[bytes]:
+    """WMT21+ .xml (source and references in one file): the <seg>s of every document's block in `lang`
+    (<src> or the first <ref> with that lang attribute; without `lang`: the <src> block), in order."""
     try:
         with open_binary(path) as stream:
             root = ET.parse(stream).getroot()
     except ET.ParseError as err:
         raise InputError(f"not well-formed XML: {err}", path) from None
     for doc in root.iter("doc"):
-        block = doc.find("src")
-        if block is None:
-            block = doc.find("ref")
-        if block is None:
+        blocks = [b for b in list(doc.iter("src")) + list(doc.iter("ref")) if lang is None or b.get("lang") == lang]
+        if not blocks:
             continue
+        block = blocks[0]
         for seg in block.iter("seg"):
             yield (seg.text or "").strip().encode("utf-8")
 
 
-def _conllu_sentences(path: str) -> Iterator[bytes]:
+def _conllu_sentences(path: str, lang: str | None = None) -> Iterator[bytes]:
     for sentence in read_conllu(path):
         yield format_sentence(sentence).encode("utf-8")
 
@@ -73,13 +73,14 @@ def _conllu_sentences(path: str) -> Iterator[bytes]:
 _READERS = {"text": _text_lines, "sgml": _sgml_segments, "xml": _xml_segments, "conllu": _conllu_sentences}
 
 
-def read_side(paths: Sequence[str], fmt: str | None = None) -> Iterator[bytes]:
-    """All segments of one side, file after file (format per file from its name unless `fmt` is given)."""
+def read_side(paths: Sequence[str], fmt: str | None = None, lang: str | None = None) -> Iterator[bytes]:
+    """All segments of one side, file after file (format per file from its name unless `fmt` is given);
+    `lang` picks the side of a WMT .xml file."""
     for path in paths:
-        yield from _READERS[fmt or detect_format(path)](path)
+        yield from _READERS[fmt or detect_format(path)](path, lang)
 
 
-def count_segments(paths: Sequence[str], fmt: str | None = None) -> int:
+def count_segments(paths: Sequence[str], fmt: str | None = None, lang: str | None = None) -> int:
     """Number of segments of one side (a fast newline count for plain text)."""
     total = 0
     for path in paths:
@@ -92,5 +93,5 @@ def count_segments(paths: Sequence[str], fmt: str | None = None) -> int:
                     last = block[-1:]
                 total += newlines + (last != b"\n")
         else:
-            total += sum(1 for _ in _READERS[kind](path))
+            total += sum(1 for _ in _READERS[kind](path, lang))
     return total

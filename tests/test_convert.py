@@ -286,3 +286,28 @@ def test_multi30k_slice_with_shared_models(tmp_path):
         assert manifest["rows"] > 0.95 * expected
     table = read_split(tmp_path / "out" / "test")
     assert table.num_rows == 1000 and table.column("id").to_pylist() == list(range(1000))
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "pipelines").glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_pipeline_file_loads(path):
+    from synprep.pipeline import load_pipeline
+
+    config = load_pipeline(str(path))
+    assert {s.name for s in config.splits} == {"train", "valid", "test"}
+    assert config.bpe.symbols and config.src_parser is not None and config.source or path.name != "sample.toml"
+
+
+def test_sgml_and_xml_test_sets(tmp_path):
+    from synprep.corpus import count_segments, read_side
+
+    sgm = tmp_path / "newstest-src.en.sgm"
+    sgm.write_text('<srcset setid="x" srclang="any">\n<doc sysid="ref" docid="1" origlang="en">\n'
+                   '<seg id="1">First sentence .</seg>\n<seg id="2"> Second &amp; last </seg>\n</doc>\n</srcset>\n')
+    xml = tmp_path / "wmttest.de.xml"
+    xml.write_text('<?xml version="1.0"?>\n<dataset id="t"><collection id="c"><doc id="d1" origlang="en">'
+                   '<src lang="en"><p><seg id="1">One &amp; two</seg><seg id="2">Three</seg></p></src>'
+                   '<ref lang="de" translator="A"><p><seg id="1">Eins</seg></p></ref></doc></collection></dataset>\n')
+    assert list(read_side([str(sgm)])) == [b"First sentence .", b"Second &amp; last"]
+    assert list(read_side([str(xml)])) == [b"One & two", b"Three"]
+    assert list(read_side([str(xml)], lang="de")) == [b"Eins"]
+    assert count_segments([str(sgm)]) == 2 and count_segments([str(xml)]) == 2
