@@ -4,36 +4,31 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 OUT=demo_out
-rm -rf "$OUT" && mkdir -p "$OUT"
+mkdir -p "$OUT"
 
-echo "== 1. tokens of the sample treebanks (one sentence per line)"
-for lang in en de; do
-  $BIN/synprep align --conllu sample_data/$lang.conllu --format text -o $OUT/train.tok.$lang
-done
+echo "== 1. convert: sample parallel corpus -> filter -> parse (tiny UDPipe models trained on the fly)"
+echo "==    -> joint BPE -> features -> Arrow shards   (pipelines/sample.toml)"
+$BIN/synprep convert pipelines/sample.toml --output "$OUT/sample" --overwrite
 
-echo "== 2. joint BPE codes (subword-nmt) and per-language vocabularies"
-$BIN/synprep bpe learn --symbols 400 -i $OUT/train.tok.en -i $OUT/train.tok.de -o $OUT/codes.bpe \
-  --vocab-prefix $OUT/vocab
-$BIN/synprep bpe apply --codes $OUT/codes.bpe < $OUT/train.tok.de > $OUT/train.bpe.de
-head -2 $OUT/train.bpe.de
-
-echo "== 3. align: trees + BPE -> features (JSON lines, Arrow, Pascal positions, transitions)"
-$BIN/synprep align --conllu sample_data/de.conllu --bpe-codes $OUT/codes.bpe \
-  --features parents,distances,transitions,labels --format jsonl -o $OUT/train.de.jsonl
-$BIN/synprep align --conllu sample_data/en.conllu --bpe-codes $OUT/codes.bpe --format arrow -o $OUT/train.en.arrow
-$BIN/synprep align --conllu sample_data/en.conllu --bpe-codes $OUT/codes.bpe --format pascal -o $OUT/train.en.pascal
-$BIN/synprep align --conllu sample_data/de.conllu --bpe-codes $OUT/codes.bpe --format transitions \
-  --non-projective lift -o $OUT/train.de.transitions
-head -1 $OUT/train.de.transitions
-
-echo "== 4. read the Arrow output back with plain pyarrow"
-$BIN/python - "$OUT/train.en.arrow" <<'PY'
-import sys
+echo
+echo "== 2. the shards open with plain pyarrow"
+$BIN/python - "$OUT/sample/train" <<'PY'
+import json, pathlib, sys
 import pyarrow as pa
-table = pa.ipc.open_stream(pa.memory_map(sys.argv[1])).read_all()
+folder = pathlib.Path(sys.argv[1])
+manifest = json.loads((folder / "manifest.json").read_text())
+table = pa.concat_tables(pa.ipc.open_stream(pa.memory_map(str(p))).read_all() for p in sorted(folder.glob("part-*.arrow")))
+print(f"train: {manifest['input_lines']} input pairs = {manifest['rows']} rows + rejected {manifest['rejected']}")
 row = table.slice(0, 1).to_pylist()[0]
-print(f"{table.num_rows} rows, columns: {', '.join(table.column_names)}")
-for name in ("subwords", "parent_mid", "transitions"):
+for name in ("src_text", "src_subwords", "src_parent_mid", "tgt_subwords", "tgt_transitions"):
     print(f"  {name}: {row[name]}")
 PY
+
+echo
+echo "== 3. align + bpe on a treebank: features of sample_data/de.conllu with the learned codes"
+$BIN/synprep align --conllu sample_data/de.conllu --bpe-codes "$OUT/sample/codes.bpe" \
+  --features parents,distances,transitions,labels --format jsonl -o "$OUT/de.jsonl"
+$BIN/synprep align --conllu sample_data/en.conllu --bpe-codes "$OUT/sample/codes.bpe" --format pascal \
+  -o "$OUT/en.pascal"
+head -c 300 "$OUT/de.jsonl"; echo " ..."
 echo "demo finished: outputs in $OUT/"

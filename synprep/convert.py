@@ -336,7 +336,7 @@ class Converter:
             model = os.path.join(self.out, "models", f"{side}.udpipe")
             if not os.path.isfile(model):
                 tmp = model + ".tmp"
-                train_udpipe(parser.train_conllu, tmp, parser.preset)
+                train_udpipe(parser.train_conllu, tmp, parser.preset, quiet=True)
                 os.replace(tmp, model)
         spec = ParserSpec(parser.backend, model, parser.model_dir, parser.lang, parser.pretokenized)
         spec.check()

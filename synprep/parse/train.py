@@ -6,8 +6,11 @@ UDPipe's own defaults (minutes to hours; what a language without a released mode
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
+from collections.abc import Iterator
 
 from ..conllu import read_trees
 from ..errors import InputError
@@ -24,9 +27,25 @@ PRESETS: dict[str, dict[str, str]] = {
 }
 
 
+@contextlib.contextmanager
+def _silenced_stderr() -> Iterator[None]:
+    """UDPipe's trainer logs from C++ straight to file descriptor 2: point it at /dev/null meanwhile."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def train_udpipe(conllu_path: str, output_path: str, preset: str = "default",
-                 heldout_path: str | None = None) -> float:
-    """Train a UDPipe model from `conllu_path` and write it to `output_path`; returns the seconds it took."""
+                 heldout_path: str | None = None, quiet: bool = False) -> float:
+    """Train a UDPipe model from `conllu_path` and write it to `output_path`; returns the seconds it took.
+    `quiet` hides UDPipe's training log."""
     from ufal.udpipe import InputFormat, Model, ProcessingError, Sentence, Sentences, Trainer
 
     if preset not in PRESETS:
@@ -50,8 +69,9 @@ def train_udpipe(conllu_path: str, output_path: str, preset: str = "default",
     train = load(conllu_path)
     heldout = load(heldout_path) if heldout_path else Sentences()
     error = ProcessingError()
-    model = Trainer.train("morphodita_parsito", train, heldout, options["tokenizer"], options["tagger"],
-                          options["parser"], error)
+    with _silenced_stderr() if quiet else contextlib.nullcontext():
+        model = Trainer.train("morphodita_parsito", train, heldout, options["tokenizer"], options["tagger"],
+                              options["parser"], error)
     if error.occurred():
         raise InputError(f"UDPipe training failed: {error.message}", conllu_path)
     parent = os.path.dirname(os.path.abspath(output_path))
