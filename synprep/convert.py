@@ -531,6 +531,9 @@ class Converter:
             stats.seconds["phase3_wall"] = time.perf_counter() - started
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
             self._write_manifest(split, job, codes, shards, stats, counts[split.name], pieces[split.name])
+        run_info = {"workers": self.workers, "engine": self.options.engine,
+                    "seconds": {name: dict(s.seconds) for name, s in self.stats.items()}}
+        _atomic_write(os.path.join(self.out, "run.json"), json.dumps(run_info, indent=2).encode())  # not in shards
         return self.stats
 
     def _write_manifest(self, split: SplitConfig, job: SplitJob, codes: str | None, shards: list[dict],
