@@ -141,32 +141,48 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
 def word_heads(sentence: ConlluSentence, path: str) -> list[int]:
     """The word-level heads, validated: integers, in range, one root, no cycle."""
     n = len(sentence.words)
+    try:  # fast path for the valid sentences that make up nearly all input
+        heads = [int(word[HEAD]) for word in sentence.words]
+        valid = heads.count(0) == 1 and all(0 <= h <= n and h != i for i, h in enumerate(heads, 1)) \
+            and all(word[HEAD].isdigit() for word in sentence.words)
+    except ValueError:
+        valid = False
+    if not valid or not n:
+        if n:
+            _raise_head_error(sentence, path)
+        return []
+    cycle = find_cycle(heads)
+    if cycle:
+        raise InputError(f"cycle through words {' -> '.join(map(str, cycle))}", path,
+                         _word_lines(sentence)[cycle[0] - 1], _sentence_label(sentence.comments, sentence.index))
+    return heads
+
+
+def _word_lines(sentence: ConlluSentence) -> list[int | None]:
+    """Line number of every word (sentences built in memory, e.g. parser output, may have none)."""
+    n = len(sentence.words)
+    return sentence.word_lines if len(sentence.word_lines) == n else [sentence.line or None] * n
+
+
+def _raise_head_error(sentence: ConlluSentence, path: str) -> None:
+    """Find the first bad head of an invalid sentence and raise the error that names it."""
+    n = len(sentence.words)
     label = _sentence_label(sentence.comments, sentence.index)
-    heads = []
     roots = 0
-    # sentences built in memory (parser output) may have no line numbers
-    word_lines = sentence.word_lines if len(sentence.word_lines) == n else [sentence.line or None] * n
-    for word, lineno in zip(sentence.words, word_lines):
+    for i, (word, lineno) in enumerate(zip(sentence.words, _word_lines(sentence)), 1):
         head = word[HEAD]
         if not head.isdigit():
             raise InputError(f"head {head!r} is not a non-negative integer", path, lineno, label)
         value = int(head)
         if value > n:
             raise InputError(f"head {value} out of range (sentence has {n} words)", path, lineno, label)
-        if value == int(word[ID]):
+        if value == i:
             raise InputError(f"word {value} is its own head", path, lineno, label)
         if value == 0:
             roots += 1
             if roots > 1:
                 raise InputError("more than one root (head 0)", path, lineno, label)
-        heads.append(value)
-    if n and roots == 0:
-        raise InputError("no root (no word with head 0)", path, sentence.line, label)
-    cycle = find_cycle(heads)
-    if cycle:
-        raise InputError(f"cycle through words {' -> '.join(map(str, cycle))}", path, word_lines[cycle[0] - 1],
-                         label)
-    return heads
+    raise InputError("no root (no word with head 0)", path, sentence.line, label)
 
 
 def to_tree(sentence: ConlluSentence, path: str = "<input>") -> Tree:
