@@ -212,6 +212,63 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
     click.echo(format_summary(config, stats))
 
 
+@cli.command()
+@click.option("--pairs", type=click.IntRange(min=1), default=5000, show_default=True, help="Pairs in all splits.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Same seed, same corpus.")
+@click.option("-o", "--output", required=True, help="Output folder (text, gold CoNLL-U, pipeline.toml).")
+@click.option("--max-depth", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Nesting depth of relative/complement clauses and PPs inside noun phrases.")
+@click.option("--non-projective-rate", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+              help="Share of pairs with an extraposed relative clause (non-projective on both sides).")
+@click.option("--bpe-symbols", type=click.IntRange(min=1), default=300, show_default=True,
+              help="BPE merges in the written pipeline.toml.")
+def synth(pairs: int, seed: int, output: str, max_depth: int, non_projective_rate: float, bpe_symbols: int) -> None:
+    """Synthetic en-like/de-like parallel corpus with gold trees (90/5/5 train/valid/test)."""
+    from .synth import SynthConfig, write_corpus
+
+    summary = write_corpus(output, pairs, seed, SynthConfig(max_depth, non_projective_rate), bpe_symbols)
+    click.echo(summary.format() + f" to {output}; next: synprep convert {os.path.join(output, 'pipeline.toml')}",
+               err=True)
+
+
+@cli.command("inspect")
+@click.argument("path")
+@click.option("--show", type=click.IntRange(min=0), default=0, help="Render N examples in the terminal.")
+@click.option("--html", "html_path", default=None, help="Write a self-contained HTML report here.")
+@click.option("--examples", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Examples in the HTML report.")
+def inspect_command(path: str, show: int, html_path: str | None, examples: int) -> None:
+    """Statistics of a shard directory (manifest.json + part-*.arrow) or a CoNLL-U file."""
+    from .inspect import compute_stats, format_stats, open_dataset, pick_examples, render_example
+
+    dataset = open_dataset(path)
+    stats = compute_stats(dataset)
+    click.echo(format_stats(stats))
+    for row in pick_examples(dataset, show) if show else []:
+        click.echo(render_example(row))
+    if html_path:
+        from .report import write_html
+
+        write_html(html_path, stats, pick_examples(dataset, examples, max_tokens=24))
+        click.echo(f"wrote {html_path}", err=True)
+
+
+@cli.command()
+@click.argument("directory")
+@click.option("--max-failures", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Failures listed at most (all are counted).")
+def validate(directory: str, max_failures: int) -> None:
+    """Check every contract invariant on every row of a shard directory; exit 1 on failures."""
+    from .validate import validate_directory
+
+    report, manifest = validate_directory(directory, max_failures)
+    for failure in report.failures:
+        click.echo(failure.format())
+    click.echo(report.summary(manifest), err=not report.ok)
+    if not report.ok:
+        sys.exit(1)
+
+
 def main() -> None:
     """Entry point: user errors become one line and exit code 2."""
     try:

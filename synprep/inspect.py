@@ -1,0 +1,362 @@
+"""`synprep inspect`: statistics and examples of a shard directory (convert's output) or a CoNLL-U file.
+
+Reading a dataset (`open_dataset`, also used by `synprep validate`), counting (`compute_stats`), and the
+terminal views (`format_stats`, `render_example`). The HTML report is `synprep.report`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from .align import FeatureConfig, sentence_features
+from .conllu import read_trees
+from .errors import InputError
+from .schema import FEATURE_GROUPS
+
+SIDES = ("src", "tgt")
+LENGTH_BIN = 5  # tokens per bin of the length histogram
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+@dataclass
+class Row:
+    """One pair (shards) or one sentence (CoNLL-U): per side, the contract's fields without prefix."""
+
+    id: int
+    sides: dict[str, dict[str, Any]]
+    file: str = ""
+
+
+def load_manifest(directory: str) -> dict[str, Any]:
+    """The manifest.json of a shard directory."""
+    path = os.path.join(directory, "manifest.json")
+    if not os.path.isdir(directory):
+        raise InputError("no such shard directory", directory)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            manifest = json.load(handle)
+    except FileNotFoundError:
+        raise InputError("not a shard directory (no manifest.json)", directory) from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"manifest.json is not valid JSON: {err}", path, err.lineno) from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("shards"), list):
+        raise InputError("manifest.json has no list of shards", path)
+    return manifest
+
+
+def shard_batches(path: str) -> Iterator[pa.RecordBatch]:
+    """The record batches of one shard (Arrow IPC stream)."""
+    try:
+        reader = pa.ipc.open_stream(pa.memory_map(path))
+    except (OSError, pa.ArrowInvalid) as err:
+        raise InputError(f"cannot read Arrow stream: {err}", path) from None
+    yield from reader
+
+
+def batch_rows(batch: pa.RecordBatch, file: str = "") -> Iterator[Row]:
+    """Rows of a convert shard batch, split into sides (`src_parent_mid` -> sides['src']['parent_mid'])."""
+    columns = {name: batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
+    for index in range(batch.num_rows):
+        sides: dict[str, dict[str, Any]] = {side: {} for side in SIDES}
+        for name, values in columns.items():
+            side, _, key = name.partition("_")
+            if side in sides:
+                sides[side][key] = values[index]
+        yield Row(int(columns["id"][index]) if "id" in columns else index, sides, file)
+
+
+@dataclass
+class Dataset:
+    """A shard directory (with its manifest) or a CoNLL-U file (one side, named after the file)."""
+
+    path: str
+    kind: str  # "shards" | "conllu"
+    manifest: dict[str, Any] | None = None
+
+    @property
+    def sides(self) -> tuple[str, ...]:
+        return SIDES if self.kind == "shards" else ("conllu",)
+
+    def shard_files(self) -> list[str]:
+        return [os.path.join(self.path, shard["file"]) for shard in (self.manifest or {}).get("shards", [])]
+
+    def rows(self) -> Iterator[Row]:
+        if self.kind == "shards":
+            for path in self.shard_files():
+                for batch in shard_batches(path):
+                    yield from batch_rows(batch, os.path.basename(path))
+            return
+        config = FeatureConfig(features=FEATURE_GROUPS, non_projective="keep")
+        for index, tree in enumerate(read_trees(self.path)):
+            record = sentence_features(tree, config)  # no BPE: sub-words = tokens
+            record["text"] = tree.text if tree.text is not None else " ".join(tree.tokens)
+            yield Row(index, {"conllu": record}, os.path.basename(self.path))
+
+
+def open_dataset(path: str) -> Dataset:
+    """A shard directory (manifest.json + part-*.arrow) or a CoNLL-U file."""
+    if os.path.isdir(path):
+        return Dataset(path, "shards", load_manifest(path))
+    if os.path.isfile(path):
+        return Dataset(path, "conllu")
+    raise InputError("no such shard directory or CoNLL-U file", path)
+
+
+# ------------------------------------------------------------------------------------------ statistics
+
+
+@dataclass
+class SideStats:
+    sentences: int = 0
+    tokens: int = 0
+    subwords: int = 0
+    projective: int = 0
+    transitions_null: int = 0
+    has_transitions: bool = False
+    labels: Counter = field(default_factory=Counter)
+    lengths: Counter = field(default_factory=Counter)  # tokens per sentence -> sentences
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.sentences += 1
+        n = len(record["tokens"])
+        self.tokens += n
+        self.subwords += len(record["subwords"])
+        self.projective += bool(record["projective"])
+        self.lengths[n] += 1
+        if record.get("labels") is not None:
+            self.labels.update(record["labels"])
+        if "transitions" in record:
+            self.has_transitions = True
+            self.transitions_null += record["transitions"] is None
+
+    @property
+    def subwords_per_token(self) -> float:
+        return self.subwords / self.tokens if self.tokens else 0.0
+
+    @property
+    def projective_share(self) -> float:
+        return self.projective / self.sentences if self.sentences else 0.0
+
+    def length_bins(self, width: int = LENGTH_BIN) -> list[tuple[str, int]]:
+        """(label 'a-b', sentences) for every bin from the shortest to the longest sentence."""
+        if not self.lengths:
+            return []
+        first, last = (min(self.lengths) - 1) // width, (max(self.lengths) - 1) // width
+        bins = Counter({b: 0 for b in range(first, last + 1)})
+        for length, count in self.lengths.items():
+            bins[(length - 1) // width if length else 0] += count
+        return [(f"{b * width + 1}-{(b + 1) * width}", bins[b]) for b in range(first, last + 1)]
+
+
+@dataclass
+class DatasetStats:
+    path: str
+    kind: str
+    pairs: int = 0
+    sides: dict[str, SideStats] = field(default_factory=dict)
+    manifest: dict[str, Any] | None = None
+
+    @property
+    def rejected(self) -> dict[str, int]:
+        return dict((self.manifest or {}).get("rejected", {}))
+
+
+def compute_stats(dataset: Dataset) -> DatasetStats:
+    """Count everything in one pass over the rows."""
+    stats = DatasetStats(dataset.path, dataset.kind, manifest=dataset.manifest,
+                         sides={side: SideStats() for side in dataset.sides})
+    for row in dataset.rows():
+        stats.pairs += 1
+        for side, record in row.sides.items():
+            if "tokens" in record:
+                stats.sides[side].add(record)
+    return stats
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        items: list[tuple[str, Any]] = []
+        for key, inner in value.items():
+            items += _flatten(inner, f"{prefix}.{key}" if prefix else str(key))
+        return items
+    return [(prefix, value)]
+
+
+def summary_rows(stats: DatasetStats) -> list[list[str]]:
+    """The summary table: a header row (blank, side names), then one row per measure."""
+    names = list(stats.sides)
+    table = [["", *names]]
+    for label, get in (("sentences", lambda s: f"{s.sentences}"), ("tokens", lambda s: f"{s.tokens}"),
+                       ("tokens/sentence", lambda s: f"{s.tokens / s.sentences:.2f}" if s.sentences else "-"),
+                       ("sub-words", lambda s: f"{s.subwords}"),
+                       ("sub-words/token", lambda s: f"{s.subwords_per_token:.3f}"),
+                       ("projective", lambda s: f"{100 * s.projective_share:.1f}%"),
+                       ("transitions null", lambda s: f"{s.transitions_null}" if s.has_transitions else "-")):
+        table.append([label, *(get(stats.sides[n]) for n in names)])
+    return table
+
+
+def format_stats(stats: DatasetStats, top_labels: int = 12) -> str:
+    """The terminal summary of `synprep inspect`."""
+    lines = []
+    unit = "pairs" if stats.kind == "shards" else "sentences"
+    head = f"{stats.path}: {stats.pairs} {unit}"
+    if stats.manifest is not None:
+        manifest = stats.manifest
+        rejected = sum(stats.rejected.values())
+        head += (f" in {len(manifest.get('shards', []))} shard(s); split {manifest.get('split')}, "
+                 f"{manifest.get('input_lines')} input lines, {rejected} rejected")
+    lines.append(head)
+    if stats.rejected:
+        lines.append("rejected: " + ", ".join(f"{k} {v}" for k, v in sorted(stats.rejected.items())))
+    names = list(stats.sides)
+    table = summary_rows(stats)
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+              for r in table]
+    for name in names:
+        side = stats.sides[name]
+        bins = side.length_bins()
+        if bins:
+            most = max(count for _, count in bins) or 1
+            lines.append(f"sentence length ({name}, tokens):")
+            width = max(len(b) for b, _ in bins)
+            lines += [f"  {b.rjust(width)} {'█' * round(30 * count / most):<30} {count}" for b, count in bins]
+        if side.labels:
+            total = sum(side.labels.values())
+            top = side.labels.most_common(top_labels)
+            rest = total - sum(c for _, c in top)
+            shown = ", ".join(f"{label} {100 * c / total:.1f}%" for label, c in top)
+            lines.append(f"labels ({name}, {len(side.labels)} kinds): {shown}" + (f", other {100 * rest / total:.1f}%"
+                                                                                 if rest else ""))
+    if stats.manifest is not None and stats.manifest.get("signature"):
+        lines.append("signature:")
+        lines += [f"  {key} = {json.dumps(value, ensure_ascii=False)}"
+                  for key, value in _flatten(stats.manifest["signature"])]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ examples
+
+
+def pick_examples(dataset: Dataset, count: int, max_tokens: int = 40, scan: int = 2000) -> list[Row]:
+    """The first `count` rows whose sides have at most `max_tokens` tokens; the last one is swapped for a
+    non-projective row when none was picked and one exists among the first `scan` rows."""
+    picked: list[Row] = []
+    non_projective: Row | None = None
+    for seen, row in enumerate(dataset.rows()):
+        if seen >= scan or (len(picked) >= count and non_projective is not None):
+            break
+        short = all(len(r.get("tokens", ())) <= max_tokens for r in row.sides.values())
+        if not short:
+            continue
+        if non_projective is None and not all(r.get("projective", True) for r in row.sides.values()):
+            non_projective = row
+        if len(picked) < count:
+            picked.append(row)
+    if count and non_projective is not None and all(r.get("projective", True) for p in picked
+                                                   for r in p.sides.values()):
+        picked[-1] = non_projective
+    return picked
+
+
+_BOX = {  # (up, down, left, right) -> character
+    (True, True, False, False): "│", (False, False, True, True): "─", (False, True, False, True): "╭",
+    (True, False, False, True): "╰", (True, True, False, True): "├", (False, True, True, True): "┬",
+    (True, False, True, True): "┴", (True, True, True, True): "┼",
+}
+
+
+def arc_lanes(heads: list[int]) -> list[tuple[int, int, int]]:
+    """(top row, bottom row, lane) of every arc (0-based rows): shorter arcs get inner lanes (lane 0)."""
+    arcs = sorted(((min(d, h - 1), max(d, h - 1)) for d, h in enumerate(heads) if h),
+                  key=lambda a: (a[1] - a[0], a[0]))
+    placed: list[tuple[int, int, int]] = []
+    for top, bottom in arcs:
+        lane = 0
+        while any(lane == k and t <= bottom and top <= b for t, b, k in placed):
+            lane += 1
+        placed.append((top, bottom, lane))
+    return placed
+
+
+def tree_diagram(heads: list[int]) -> list[str]:
+    """A vertical arc diagram, one line per token (to be followed by the token); arrows point to dependents."""
+    n = len(heads)
+    lanes = arc_lanes(heads)
+    width = max((lane for _, _, lane in lanes), default=-1) + 1
+    reach = [-1] * n  # the outermost lane with an arc ending on each row
+    for top, bottom, lane in lanes:
+        reach[top] = max(reach[top], lane)
+        reach[bottom] = max(reach[bottom], lane)
+    lines = []
+    for row in range(n):
+        cells = []
+        for lane in range(width - 1, -1, -1):
+            up = any(k == lane and t < row <= b for t, b, k in lanes)
+            down = any(k == lane and t <= row < b for t, b, k in lanes)
+            right = reach[row] >= lane
+            cells.append(_BOX.get((up, down, reach[row] > lane, right), " "))
+        tip = ("►" if heads[row] else "─") if reach[row] >= 0 else " "
+        lines.append("".join(cells) + tip)
+    return lines
+
+
+def _pieces_of(record: dict[str, Any], n: int) -> list[list[int]]:
+    positions: list[list[int]] = [[] for _ in range(n)]
+    for position, token in enumerate(record.get("subword_token") or range(n)):
+        positions[token].append(position)
+    return positions
+
+
+def render_example(row: Row, wrap: int = 100) -> str:
+    """A pair in the terminal: per side the arc diagram, tokens, labels, sub-words and parent_mid, then the
+    transition sequence."""
+    out = [f"── id {row.id}" + (f" ({row.file})" if row.file else "") + " " + "─" * 40]
+    for side, record in row.sides.items():
+        if "tokens" not in record:
+            continue
+        tokens, heads = record["tokens"], record["heads"]
+        labels = record.get("labels") or ["root" if h == 0 else "?" for h in heads]
+        subwords = record.get("subwords") or tokens
+        pieces = _pieces_of(record, len(tokens))
+        kind = "projective" if record.get("projective") else "NON-PROJECTIVE"
+        out.append(f"{side}: {record.get('text') or ' '.join(tokens)}")
+        out.append(f"  {len(tokens)} tokens, {len(subwords)} sub-words, {kind}")
+        diagram = tree_diagram(heads)
+        has_mid = record.get("parent_mid") is not None
+        cols = [[f"{i + 1}", tokens[i], labels[i], f"{heads[i]}", " ".join(subwords[p] for p in pieces[i]),
+                 " ".join(f"{record['parent_mid'][p]:g}" for p in pieces[i]) if has_mid else ""]
+                for i in range(len(tokens))]
+        header = ["#", "token", "label", "head", "sub-words", "parent_mid" if has_mid else ""]
+        widths = [max(len(c[k]) for c in cols + [header]) for k in range(len(header))]
+        pad = " " * len(diagram[0]) if diagram else ""
+        out.append("  " + pad + " " + "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+        for line, c in zip(diagram, cols):
+            cells = [c[0].rjust(widths[0])] + [x.ljust(w) for x, w in zip(c[1:], widths[1:])]
+            out.append("  " + line + " " + "  ".join(cells).rstrip())
+        if "transitions" in record:
+            sequence = record["transitions"]
+            text = "null (not encodable under the non-projective policy)" if sequence is None else " ".join(sequence)
+            out += _wrap("  transitions:", text, wrap, "    ")
+    return "\n".join(out)
+
+
+def _wrap(prefix: str, text: str, width: int, indent: str) -> list[str]:
+    lines, line = [], prefix
+    for word in text.split(" "):
+        if line.strip() and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = indent + word
+        else:
+            line = f"{line} {word}"
+    return lines + [line]

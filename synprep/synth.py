@@ -1,0 +1,325 @@
+"""`synprep synth`: a synthetic parallel treebank with known structure (tests, demos, trainer smoke runs).
+
+A small generative grammar builds one abstract dependency tree per pair; each language linearizes it with
+its own word-order rules and translates word by word from a fixed lexicon, so source and target trees are
+the same tree (same arcs, same UD labels) over the same words in a different order:
+
+- source ("en-like"): SVO everywhere; `subj verb obj obl advmod ccomp`; relative clauses `which verb obj`.
+- target ("de-like"): verb-second main clauses with the middle field `subj verb advmod obl obj`, verb-final
+  subordinate (`dass ...`) and relative clauses: `mark subj advmod obl obj verb`.
+- noun phrases (both): `det|poss amod* noun nmod(PP) acl:relcl`; PPs `case det amod* noun`.
+- non-projective pairs (a share of exactly `--non-projective-rate` in expectation): the subject's relative
+  clause is extraposed behind the main clause (`the dog barks today which sees the cat .`), which crosses
+  the root arc on both sides.
+
+Deterministic given the seed. Layout of the output folder: see `write_corpus`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import dataclass, field
+
+from .conllu import ConlluSentence, format_sentence
+from .errors import InputError
+from .trees import is_projective
+
+SPLIT_SHARES = (("train", 0.90), ("valid", 0.05), ("test", 0.05))
+
+# (source, target) word pairs per class; the translation is this lexicon, word by word
+NOUNS = [("dog", "Hund"), ("cat", "Katze"), ("man", "Mann"), ("woman", "Frau"), ("child", "Kind"),
+         ("house", "Haus"), ("garden", "Garten"), ("car", "Auto"), ("book", "Buch"), ("teacher", "Lehrer"),
+         ("doctor", "Arzt"), ("bird", "Vogel"), ("tree", "Baum"), ("city", "Stadt"), ("river", "Fluss"),
+         ("table", "Tisch"), ("letter", "Brief"), ("friend", "Freund"), ("king", "König"), ("horse", "Pferd"),
+         ("apple", "Apfel"), ("window", "Fenster"), ("student", "Studentin"), ("farmer", "Bauer")]
+NAMES = [("John", "Johann"), ("Mary", "Maria"), ("Paul", "Paulus"), ("Lucy", "Luzia")]
+DETS = [("the", "der"), ("a", "ein"), ("this", "dieser"), ("every", "jeder")]
+POSS = [("my", "mein"), ("your", "dein"), ("our", "unser")]
+ADJS = [("big", "groß"), ("small", "klein"), ("old", "alt"), ("young", "jung"), ("red", "rot"),
+        ("green", "grün"), ("happy", "froh"), ("quiet", "still"), ("fast", "schnell"), ("dark", "dunkel"),
+        ("new", "neu"), ("clever", "klug"), ("brave", "tapfer")]
+TRANSITIVE = [("sees", "sieht"), ("finds", "findet"), ("likes", "mag"), ("follows", "verfolgt"),
+              ("paints", "malt"), ("buys", "kauft"), ("reads", "liest"), ("builds", "baut"),
+              ("visits", "besucht"), ("calls", "ruft"), ("writes", "schreibt"), ("carries", "trägt"),
+              ("watches", "beobachtet")]
+INTRANSITIVE = [("sleeps", "schläft"), ("runs", "läuft"), ("sings", "singt"), ("laughs", "lacht"),
+                ("waits", "wartet"), ("works", "arbeitet"), ("swims", "schwimmt")]
+CLAUSAL = [("says", "sagt"), ("thinks", "denkt"), ("knows", "weiß"), ("believes", "glaubt"), ("hopes", "hofft")]
+PREPS = [("in", "in"), ("on", "auf"), ("near", "neben"), ("with", "mit"), ("under", "unter"),
+         ("behind", "hinter"), ("from", "von"), ("without", "ohne")]
+ADVS = [("today", "heute"), ("often", "oft"), ("quickly", "rasch"), ("here", "hier"), ("again", "wieder"),
+        ("slowly", "langsam")]
+MARK = ("that", "dass")
+RELATIVE = ("which", "welcher")
+PERIOD = (".", ".")
+
+
+@dataclass
+class Node:
+    """One word of the abstract tree: both forms, UPOS, its relation to its head, dependents by relation."""
+
+    src: str
+    tgt: str
+    upos: str
+    deprel: str
+    deps: list[Node] = field(default_factory=list)
+    extraposed: Node | None = None  # clause head: the subject's relative clause placed behind the clause
+    parent: Node | None = None
+    is_extraposed: bool = False  # this relative clause is placed by its clause, not by its noun
+
+    def add(self, child: Node) -> Node:
+        child.parent = self
+        self.deps.append(child)
+        return child
+
+    def dep(self, deprel: str) -> Node | None:
+        return next((d for d in self.deps if d.deprel == deprel), None)
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    """Grammar settings (probabilities per opportunity)."""
+
+    max_depth: int = 2  # embedded clauses / PPs inside noun phrases, nested at most this deep
+    non_projective_rate: float = 0.05
+    p_adj: float = 0.35  # each of up to two adjectives
+    p_nmod: float = 0.2
+    p_relcl: float = 0.15
+    p_obl: float = 0.35
+    p_adv: float = 0.25
+    p_clausal: float = 0.15
+    p_name: float = 0.1
+    p_poss: float = 0.15
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.non_projective_rate <= 1.0:
+            raise InputError(f"--non-projective-rate must be in [0, 1], got {self.non_projective_rate}")
+        if self.max_depth < 0:
+            raise InputError(f"--max-depth must be >= 0, got {self.max_depth}")
+
+
+class Grammar:
+    """Generates abstract trees; `rng` is the only source of randomness."""
+
+    def __init__(self, config: SynthConfig, rng: random.Random) -> None:
+        self.config, self.rng = config, rng
+
+    def _word(self, pairs: list[tuple[str, str]], upos: str, deprel: str) -> Node:
+        src, tgt = self.rng.choice(pairs)
+        return Node(src, tgt, upos, deprel)
+
+    def _chance(self, p: float) -> bool:
+        return self.rng.random() < p
+
+    def noun_phrase(self, deprel: str, depth: int, relcl: bool | None = None) -> Node:
+        cfg = self.config
+        if relcl is None and self._chance(cfg.p_name):
+            return self._word(NAMES, "PROPN", deprel)
+        noun = self._word(NOUNS, "NOUN", deprel)
+        if self._chance(cfg.p_poss):
+            noun.add(self._word(POSS, "PRON", "nmod:poss"))
+        else:
+            noun.add(self._word(DETS, "DET", "det"))
+        for _ in range(2):
+            if self._chance(cfg.p_adj):
+                noun.add(self._word(ADJS, "ADJ", "amod"))
+        if depth > 0 and self._chance(cfg.p_nmod):
+            noun.add(self.prep_phrase("nmod", depth - 1))
+        if relcl or (relcl is None and depth > 0 and self._chance(cfg.p_relcl)):
+            noun.add(self.clause("acl:relcl", max(depth - 1, 0)))
+        return noun
+
+    def prep_phrase(self, deprel: str, depth: int) -> Node:
+        noun = self.noun_phrase(deprel, depth)
+        noun.deps.insert(0, Node(*self.rng.choice(PREPS), "ADP", "case", parent=noun))
+        return noun
+
+    def clause(self, deprel: str, depth: int, extrapose: bool = False) -> Node:
+        """A clause headed by its verb: `root`, `ccomp` (with `that`) or `acl:relcl` (subject `which`)."""
+        cfg = self.config
+        clausal = depth > 0 and deprel != "acl:relcl" and not extrapose and self._chance(cfg.p_clausal)
+        if clausal:
+            verb = self._word(CLAUSAL, "VERB", deprel)
+        else:
+            verb = self._word(TRANSITIVE if self._chance(0.6) else INTRANSITIVE, "VERB", deprel)
+        if deprel == "ccomp":
+            verb.add(Node(*MARK, "SCONJ", "mark"))
+        if deprel == "acl:relcl":
+            verb.add(Node(*RELATIVE, "PRON", "nsubj"))
+        else:
+            subject = verb.add(self.noun_phrase("nsubj", depth, relcl=True if extrapose else None))
+            if extrapose:
+                verb.extraposed = subject.dep("acl:relcl")
+                verb.extraposed.is_extraposed = True
+        if verb.src in dict(TRANSITIVE):
+            verb.add(self.noun_phrase("obj", depth))
+        if self._chance(cfg.p_obl):
+            verb.add(self.prep_phrase("obl", depth))
+        if self._chance(cfg.p_adv):
+            verb.add(self._word(ADVS, "ADV", "advmod"))
+        if clausal:
+            verb.add(self.clause("ccomp", depth - 1))
+        if deprel == "root":
+            verb.add(Node(*PERIOD, "PUNCT", "punct"))
+        return verb
+
+    def sentence(self) -> Node:
+        extrapose = self._chance(self.config.non_projective_rate)
+        return self.clause("root", self.config.max_depth, extrapose)
+
+
+# word order: the relations of a head's dependents in linear order, "HEAD" = the head itself
+_NOUN_ORDER = ("case", "det", "nmod:poss", "amod", "HEAD", "nmod", "acl:relcl")
+_ORDERS = {
+    ("src", "clause"): ("mark", "nsubj", "HEAD", "obj", "obl", "advmod", "ccomp", "EXTRAPOSED", "punct"),
+    ("tgt", "root"): ("nsubj", "HEAD", "advmod", "obl", "obj", "ccomp", "EXTRAPOSED", "punct"),
+    ("tgt", "clause"): ("mark", "nsubj", "advmod", "obl", "obj", "HEAD", "ccomp"),
+}
+
+
+def linearize(root: Node, side: str) -> list[Node]:
+    """The words of the tree in `side`'s order (each subtree contiguous except an extraposed clause)."""
+    out: list[Node] = []
+
+    def visit(node: Node) -> None:
+        if node.upos != "VERB":
+            order = _NOUN_ORDER
+        elif side == "tgt" and node.deprel == "root":
+            order = _ORDERS[("tgt", "root")]
+        else:
+            order = _ORDERS[(side, "clause")]
+        for slot in order:
+            if slot == "HEAD":
+                out.append(node)
+            elif slot == "EXTRAPOSED":
+                if node.extraposed is not None:
+                    visit(node.extraposed)
+            else:
+                for dep in node.deps:
+                    if dep.deprel == slot and not dep.is_extraposed:
+                        visit(dep)
+
+    visit(root)
+    return out
+
+
+def to_sentence(root: Node, side: str, sent_id: str) -> ConlluSentence:
+    """One side of a pair as a CoNLL-U sentence (text = the tokens joined by spaces)."""
+    words = linearize(root, side)
+    position = {id(node): i for i, node in enumerate(words, 1)}
+    rows = []
+    for i, node in enumerate(words, 1):
+        form = node.src if side == "src" else node.tgt
+        head = position[id(node.parent)] if node.parent is not None else 0
+        lemma = form if node.upos == "PROPN" else form.lower()
+        rows.append([str(i), form, lemma, node.upos, "_", "_", str(head), node.deprel, "_", "_"])
+    text = " ".join(row[1] for row in rows)
+    return ConlluSentence(rows, [], [f"sent_id = {sent_id}", f"text = {text}"])
+
+
+@dataclass
+class SynthSummary:
+    pairs: dict[str, int]
+    non_projective: int
+    total: int
+    files: list[str]
+
+    def format(self) -> str:
+        counts = ", ".join(f"{name} {n}" for name, n in self.pairs.items())
+        return (f"synthesized {self.total} pairs ({counts}); {self.non_projective} non-projective "
+                f"({self.non_projective / max(self.total, 1):.1%}); wrote {len(self.files)} files")
+
+
+def split_sizes(pairs: int) -> dict[str, int]:
+    """90/5/5; valid and test get at least one pair each when there are three or more."""
+    valid = test = max(1, round(pairs * 0.05)) if pairs >= 3 else 0
+    return {"train": pairs - valid - test, "valid": valid, "test": test}
+
+
+PIPELINE_TEMPLATE = """\
+# Written by `synprep synth`: converts this folder's gold CoNLL-U (pre-parsed input) into Arrow shards.
+#   synprep convert pipeline.toml                  # in this folder: -> shards/<split>/ (paths are relative)
+[pipeline]
+name = "synth-seed{seed}"
+src_lang = "en"                  # en-like and de-like synthetic languages
+tgt_lang = "de"
+output = "shards"                # relative to this file; `--output` overrides
+shard_size = 10000
+source = "synprep synth --pairs {pairs} --seed {seed} --max-depth {max_depth} --non-projective-rate {rate}"
+{splits}
+[filter]
+langid = "none"                  # synthetic text: no language identification
+min_len = 1
+max_len = 250
+max_ratio = 3.0
+
+[bpe]
+symbols = {bpe_symbols}                  # joint BPE learned on the train split
+
+[features]
+src = ["parents", "distances", "labels"]
+tgt = ["parents", "transitions", "labels"]
+root = "drop"
+non_projective = "lift"
+"""
+
+
+def write_corpus(output: str, pairs: int, seed: int, config: SynthConfig = SynthConfig(),
+                 bpe_symbols: int = 300) -> SynthSummary:
+    """Write the corpus into `output`:
+
+    <split>.src / <split>.tgt            tokenized text, one sentence per line (split = train, valid, test)
+    <split>.src.conllu / .tgt.conllu     gold trees (sent_id = the pair's 0-based line number in the split)
+    lexicon.tsv                          the word-by-word translation (source, target, UPOS)
+    pipeline.toml                        for `synprep convert` (pre-parsed input, joint BPE, features)
+    synth.json                           the settings and counts
+    """
+    if pairs < 1:
+        raise InputError(f"--pairs must be >= 1, got {pairs}")
+    os.makedirs(output, exist_ok=True)
+    rng = random.Random(seed)
+    grammar = Grammar(config, rng)
+    sizes = split_sizes(pairs)
+    files: list[str] = []
+    non_projective = 0
+    counts: dict[str, int] = {}
+    for split, size in sizes.items():
+        if size == 0:
+            continue
+        streams = {name: open(os.path.join(output, split + suffix), "w", encoding="utf-8")
+                   for name, suffix in (("src", ".src"), ("tgt", ".tgt"), ("src.conllu", ".src.conllu"),
+                                        ("tgt.conllu", ".tgt.conllu"))}
+        try:
+            for index in range(size):
+                tree = grammar.sentence()
+                for side in ("src", "tgt"):
+                    sentence = to_sentence(tree, side, str(index))
+                    streams[side].write(sentence.text + "\n")
+                    streams[side + ".conllu"].write(format_sentence(sentence))
+                    if side == "src":
+                        non_projective += not is_projective([int(w[6]) for w in sentence.words])
+        finally:
+            for stream in streams.values():
+                stream.close()
+        files += [os.path.join(output, split + s) for s in (".src", ".tgt", ".src.conllu", ".tgt.conllu")]
+        counts[split] = size
+    with open(os.path.join(output, "lexicon.tsv"), "w", encoding="utf-8") as out:
+        for upos, words in (("NOUN", NOUNS), ("PROPN", NAMES), ("DET", DETS), ("PRON", POSS), ("ADJ", ADJS),
+                            ("VERB", TRANSITIVE + INTRANSITIVE + CLAUSAL), ("ADP", PREPS), ("ADV", ADVS),
+                            ("SCONJ", [MARK]), ("PRON", [RELATIVE]), ("PUNCT", [PERIOD])):
+            for src, tgt in words:
+                out.write(f"{src}\t{tgt}\t{upos}\n")
+    split_tables = "".join(f'\n[splits.{split}]\nsrc = "{split}.src.conllu"\ntgt = "{split}.tgt.conllu"\n'
+                           for split in counts)
+    with open(os.path.join(output, "pipeline.toml"), "w", encoding="utf-8") as out:
+        out.write(PIPELINE_TEMPLATE.format(seed=seed, pairs=pairs,
+                                           max_depth=config.max_depth, rate=config.non_projective_rate,
+                                           splits=split_tables, bpe_symbols=bpe_symbols))
+    total = sum(counts.values())
+    with open(os.path.join(output, "synth.json"), "w", encoding="utf-8") as out:
+        json.dump({"pairs": total, "seed": seed, "splits": counts, "config": config.__dict__,
+                   "non_projective_pairs": non_projective}, out, indent=2)
+    files += [os.path.join(output, n) for n in ("lexicon.tsv", "pipeline.toml", "synth.json")]
+    return SynthSummary(counts, non_projective, total, files)

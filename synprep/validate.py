@@ -1,0 +1,234 @@
+"""`synprep validate`: check every contract invariant on every row of a shard directory.
+
+Every feature is recomputed from the stored `heads` (+ `subword_token`) with the library functions that
+wrote it (`synprep.features`, `synprep.trees`), under the policies of the manifest's `[features]`; the
+transition sequence is also decoded back (`from_transitions`) and must give the stored tree. Counts are
+checked against the manifest: rows per shard, rows in all, input lines = rows + rejected, ids strictly
+increasing and below the number of input lines.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from . import features as F
+from .bpe import align_subwords
+from .errors import InputError
+from .inspect import SIDES, batch_rows, load_manifest, shard_batches
+from .schema import pair_schema
+from .trees import find_cycle, is_projective, lift_projective
+
+SEPARATOR = "@@"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One broken invariant: where (file, row id) and what (field, message)."""
+
+    file: str
+    row: int | None
+    field: str
+    message: str
+
+    def format(self) -> str:
+        return f"{self.file}\t{'-' if self.row is None else f'id={self.row}'}\t{self.field}\t{self.message}"
+
+
+@dataclass
+class Report:
+    path: str
+    rows: int = 0
+    shards: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    failure_count: int = 0  # all failures, also those beyond the kept list
+
+    @property
+    def ok(self) -> bool:
+        return self.failure_count == 0
+
+    def summary(self, manifest: dict[str, Any] | None = None) -> str:
+        if self.ok:
+            rejected = sum((manifest or {}).get("rejected", {}).values())
+            return (f"OK {self.path}: {self.rows} rows in {self.shards} shard(s), "
+                    f"{(manifest or {}).get('input_lines')} input lines ({rejected} rejected); "
+                    f"every stored feature equals its recomputation")
+        return f"FAILED {self.path}: {self.failure_count} failure(s) in {self.rows} rows"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = str(value.tolist() if isinstance(value, np.ndarray) else value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _differs(stored: Any, expected: np.ndarray) -> bool:
+    if stored is None:
+        return True
+    array = np.asarray(stored, dtype=expected.dtype)
+    return array.shape != expected.shape or not np.array_equal(array, expected)
+
+
+def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(field, message) for every broken invariant of one side of a row (unprefixed field names)."""
+    tokens, heads = record.get("tokens"), record.get("heads")
+    if tokens is None or heads is None:
+        yield "tokens" if tokens is None else "heads", "missing (null)"
+        return
+    n = len(tokens)
+    if len(heads) != n:
+        yield "heads", f"{len(heads)} heads for {n} tokens"
+        return
+    if any(not 0 <= h <= n for h in heads):
+        yield "heads", f"head out of range 0..{n}: {_short(heads)}"
+        return
+    if sum(h == 0 for h in heads) != 1:
+        yield "heads", f"{sum(h == 0 for h in heads)} roots (head 0), expected 1"
+        return
+    if find_cycle(heads):
+        yield "heads", f"cycle through tokens {find_cycle(heads)}"
+        return
+    labels = record.get("labels")
+    if "labels" in groups:
+        if labels is None or len(labels) != n:
+            yield "labels", f"{'null' if labels is None else len(labels)} labels for {n} tokens"
+            labels = None
+        elif policy.get("strip_subtypes") and any(":" in label for label in labels):
+            yield "labels", "label with a subtype under strip_subtypes"
+    subwords, owner = record.get("subwords"), record.get("subword_token")
+    if subwords is None or owner is None or len(subwords) != len(owner):
+        yield "subword_token", "sub-words and subword_token missing or of different lengths"
+        return
+    if list(owner) != sorted(owner) or sorted(set(owner)) != list(range(n)):
+        yield "subword_token", f"not a non-decreasing cover of tokens 0..{n - 1}: {_short(owner)}"
+        return
+    pieces = F.token_pieces(subwords, owner, n)
+    surface = align_subwords(tokens)[0]  # tokens as the sub-word stage sees them (inner whitespace -> '▁')
+    for index, (token, parts) in enumerate(zip(surface, pieces)):
+        joined = "".join(p[: -len(SEPARATOR)] if p.endswith(SEPARATOR) else p for p in parts)
+        if joined != token or any(not p.endswith(SEPARATOR) for p in parts[:-1]) or parts[-1].endswith(SEPARATOR):
+            yield "subwords", f"token {index + 1} {token!r}: pieces {parts} do not spell it"
+    projective = is_projective(heads)
+    if record.get("projective") != projective:
+        yield "projective", f"stored {record.get('projective')}, recomputed {projective}"
+    if not projective and policy.get("non_projective") == "drop":
+        yield "projective", "non-projective row kept under non_projective = drop"
+    if "parents" in groups:
+        mid, first = F.parent_positions(heads, owner)
+        if _differs(record.get("parent_mid"), mid):
+            yield "parent_mid", f"stored {_short(record.get('parent_mid'))} != recomputed {_short(mid)}"
+        if _differs(record.get("parent_first"), first):
+            yield "parent_first", f"stored {_short(record.get('parent_first'))} != recomputed {_short(first)}"
+    if "distances" in groups:
+        expected = F.tree_distances(heads).ravel()
+        if _differs(record.get("distances"), expected):
+            yield "distances", f"stored {_short(record.get('distances'))} != recomputed {_short(expected)}"
+    if "transitions" in groups:
+        yield from _check_transitions(record, heads, labels, pieces, projective, policy)
+
+
+def _check_transitions(record: dict[str, Any], heads: list[int], labels: list[str] | None,
+                       pieces: list[list[str]], projective: bool, policy: dict[str, Any]
+                       ) -> Iterator[tuple[str, str]]:
+    stored = record.get("transitions")
+    root = policy.get("root", "drop")
+    encodable = projective or policy.get("non_projective") == "lift"
+    if not encodable:
+        if stored is not None:
+            yield "transitions", "not null for a non-projective tree under non_projective = keep"
+        return
+    if stored is None:
+        yield "transitions", "null for an encodable tree"
+        return
+    tree_heads = heads if projective else lift_projective(heads)
+    try:
+        subwords, owner, decoded_heads, decoded_labels = F.from_transitions(stored, root, SEPARATOR)
+    except ValueError as err:
+        yield "transitions", f"cannot be decoded: {err}"
+        return
+    if subwords != list(record["subwords"]) or owner != list(record["subword_token"]):
+        yield "transitions", "decoded sub-words differ from the stored sub-words"
+    if decoded_heads != list(tree_heads):
+        what = "heads" if projective else "lifted heads"
+        yield "transitions", f"decoded heads {_short(decoded_heads)} != {what} {_short(tree_heads)}"
+        return
+    if labels is None:
+        labels = decoded_labels  # no labels stored: the sequence must still be the oracle's for its own labels
+    elif root == "drop":
+        root_index = decoded_heads.index(0)
+        mismatch = [i + 1 for i, (a, b) in enumerate(zip(decoded_labels, labels)) if a != b and i != root_index]
+        if mismatch:
+            yield "transitions", f"decoded labels differ from the stored labels at tokens {mismatch[:10]}"
+    elif decoded_labels != list(labels):
+        yield "transitions", "decoded labels differ from the stored labels"
+    expected = F.to_transitions(tree_heads, labels, pieces, root)
+    if expected != list(stored):
+        yield "transitions", f"stored {_short(' '.join(stored))} != oracle {_short(' '.join(expected or []))}"
+
+
+def validate_directory(directory: str, max_failures: int = 1000) -> tuple[Report, dict[str, Any]]:
+    """Check a shard directory; returns the report (at most `max_failures` kept) and the manifest."""
+    manifest = load_manifest(directory)
+    report = Report(directory)
+
+    def fail(file: str, row: int | None, name: str, message: str) -> None:
+        report.failure_count += 1
+        if len(report.failures) < max_failures:
+            report.failures.append(Failure(file, row, name, message))
+
+    config = manifest.get("configuration", {})
+    policy = config.get("features", {})
+    groups = {side: tuple(policy.get(side, ())) for side in SIDES}
+    try:
+        schema = pair_schema(groups["src"], groups["tgt"])
+    except KeyError as err:
+        fail("manifest.json", None, "configuration.features", f"unknown feature group {err}")
+        return report, manifest
+    input_lines = manifest.get("input_lines")
+    rejected = manifest.get("rejected", {})
+    if not isinstance(input_lines, int):
+        fail("manifest.json", None, "input_lines", "missing")
+    elif input_lines != manifest.get("rows", -1) + sum(rejected.values()):
+        fail("manifest.json", None, "input_lines",
+             f"{input_lines} input lines != {manifest.get('rows')} rows + {sum(rejected.values())} rejected")
+    listed = [shard.get("file", "") for shard in manifest["shards"]]
+    for name in sorted(os.listdir(directory)):
+        if name.startswith("part-") and name.endswith(".arrow") and name not in listed:
+            fail(name, None, "file", "shard not listed in manifest.json")
+    previous = -1
+    for shard in manifest["shards"]:
+        name = shard.get("file", "")
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            fail(name, None, "file", "listed in manifest.json but missing")
+            continue
+        report.shards += 1
+        rows = 0
+        try:
+            for batch in shard_batches(path):
+                if not batch.schema.equals(schema):
+                    fail(name, None, "schema", "differs from the schema of the manifest's features")
+                    break
+                for row in batch_rows(batch, name):
+                    rows += 1
+                    if row.id <= previous:
+                        fail(name, row.id, "id", f"not strictly increasing (after {previous})")
+                    if isinstance(input_lines, int) and not 0 <= row.id < input_lines:
+                        fail(name, row.id, "id", f"outside 0..{input_lines - 1}")
+                    previous = row.id
+                    for side in SIDES:
+                        for field_name, message in check_side(row.sides[side], groups[side], policy):
+                            fail(name, row.id, f"{side}_{field_name}", message)
+        except (pa.ArrowInvalid, OSError, InputError) as err:
+            fail(name, None, "file", f"unreadable Arrow stream: {getattr(err, 'message', err)}")
+        report.rows += rows
+        if rows != shard.get("rows"):
+            fail(name, None, "rows", f"{rows} rows, manifest says {shard.get('rows')}")
+    if report.rows != manifest.get("rows"):
+        fail("manifest.json", None, "rows", f"{report.rows} rows in the shards, manifest says {manifest.get('rows')}")
+    return report, manifest
+
