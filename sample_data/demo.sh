@@ -31,4 +31,11 @@ $BIN/synprep align --conllu sample_data/de.conllu --bpe-codes "$OUT/sample/codes
 $BIN/synprep align --conllu sample_data/en.conllu --bpe-codes "$OUT/sample/codes.bpe" --format pascal \
   -o "$OUT/en.pascal"
 head -c 300 "$OUT/de.jsonl"; echo " ..."
-echo "demo finished: outputs in $OUT/"
+
+echo
+echo "== 4. synthetic parallel treebank (gold trees) -> convert -> validate -> inspect (terminal + HTML report)"
+$BIN/synprep synth --pairs 2000 --seed 1 -o "$OUT/synth"
+$BIN/synprep convert "$OUT/synth/pipeline.toml" --overwrite
+$BIN/synprep validate "$OUT/synth/shards/train"
+$BIN/synprep inspect "$OUT/synth/shards/train" --show 1 --html "$OUT/synth/report.html" | tail -25
+echo "demo finished: outputs in $OUT/ (open $OUT/synth/report.html in a browser)"
