@@ -24,7 +24,7 @@ demo: $(STAMP)
 	bash sample_data/demo.sh
 
 bench: $(STAMP)
-	$(PY) benchmarks/run_all.py
+	for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache
