@@ -1,17 +1,158 @@
-"""The `syntrain` command line. Training commands arrive with the trainer issue; for now it reports
-what it can see (version, device) so installs can be checked."""
+"""The `syntrain` command line: run (train), translate, eval, env. Options are parsed here; the work is in
+train.py and decode.py."""
 
 from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from typing import Any
 
 import click
 
 from . import __version__
 
 
+def load_run_config(path: str) -> dict[str, Any]:
+    """A training TOML ([data] train/valid/test, [model] preset + model options, [train] the rest) -> the
+    TrainConfig values; relative paths resolve against the file's folder."""
+    with open(path, "rb") as f:
+        table = tomllib.load(f)
+    unknown = set(table) - {"data", "model", "train"}
+    if unknown:
+        raise click.UsageError(f"{path}: unknown section(s) {', '.join(sorted(unknown))} (use data, model, train)")
+    here = os.path.dirname(os.path.abspath(path))
+    values: dict[str, Any] = dict(table.get("train", {}))
+    for key, value in table.get("data", {}).items():
+        if key not in ("train", "valid", "test"):
+            raise click.UsageError(f"{path}: [data] {key}: expected train, valid or test")
+        values["data" if key == "train" else key] = os.path.join(here, value)
+    if "out" in values:
+        values["out"] = os.path.join(here, values["out"])
+    model = dict(table.get("model", {}))
+    if "preset" in model:
+        values["preset"] = model.pop("preset")
+    values["model"] = model
+    return values
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="syntrain")
 def cli() -> None:
-    """Transformer trainer over synprep shards (training commands: not yet implemented)."""
+    """Transformer trainer over synprep shards, with Pascal (parent-scaled self-attention) heads."""
+
+
+@cli.command()
+@click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--data", help="Training split directory (synprep convert output).")
+@click.option("--valid", help="Validation split directory.")
+@click.option("--test", help="Test split, scored with best.pt (beam search) at the end.")
+@click.option("--out", help="Run directory (checkpoints, vocab.json, metrics.jsonl).")
+@click.option("--preset", type=click.Choice(["tiny", "base"]), help="Model size preset.")
+@click.option("--pascal-heads", help="Pascal heads per encoder layer, e.g. '5' (layer 1) or '2,0,1'; '0' = vanilla.")
+@click.option("--parent-ignore", type=float, help="Parent ignoring probability q (training only).")
+@click.option("--max-steps", type=int)
+@click.option("--max-minutes", type=float, help="Stop after this much wall-clock time.")
+@click.option("--max-tokens", type=int, help="Tokens per batch and process (padding included).")
+@click.option("--lr", type=float, help="Peak learning rate.")
+@click.option("--warmup", type=int, help="Warm-up steps.")
+@click.option("--eval-interval", type=int)
+@click.option("--eval-sentences", type=int, help="Validation sentences decoded for BLEU (0: all).")
+@click.option("--log-interval", type=int)
+@click.option("--seed", type=int)
+@click.option("--threads", type=int, help="Torch CPU threads.")
+@click.option("--resume", is_flag=True, help="Continue from OUT/last.pt.")
+def run(config: str | None, pascal_heads: str | None, parent_ignore: float | None, resume: bool,
+        **options: Any) -> None:
+    """Train a model (from a TOML recipe and/or flags; flags win)."""
+    from .train import TrainConfig, train
+
+    values = load_run_config(config) if config else {}
+    values.update({key: value for key, value in options.items() if value is not None})
+    model = dict(values.get("model", {}))
+    if pascal_heads is not None:
+        model["pascal_heads"] = [int(h) for h in pascal_heads.split(",") if h.strip()]
+    if parent_ignore is not None:
+        model["parent_ignore"] = parent_ignore
+    values["model"], values["resume"] = model, resume
+    if not values.get("data"):
+        raise click.UsageError("no training data: give a recipe with [data] train or --data")
+    try:
+        train(TrainConfig.from_dict(values))
+    except (ValueError, FileNotFoundError) as e:
+        raise click.ClickException(str(e)) from e
+
+
+def _device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@cli.command()
+@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("-i", "--input", "input_path", required=True, type=click.Path(exists=True),
+              help="A split directory written by synprep convert (its source side is translated).")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Default: stdout.")
+@click.option("--beam", type=int, default=4, show_default=True, help="1 = greedy.")
+@click.option("--length-penalty", type=float, default=0.6, show_default=True)
+@click.option("--max-tokens", type=int, default=4096, show_default=True)
+def translate(checkpoint: str, input_path: str, output_path: str | None, beam: int, length_penalty: float,
+              max_tokens: int) -> None:
+    """Translate the source side of shards; one detokenized line per row, in row order."""
+    from .data import ParallelData
+    from .decode import translate as run_translate
+    from .train import load_checkpoint
+
+    if not os.path.isfile(os.path.join(input_path, "manifest.json")):
+        raise click.UsageError(f"{input_path}: expected a split directory from `synprep convert` (raw text: "
+                               "convert it first with the run's pipeline, see README)")
+    device = _device()
+    model, vocab, ckpt = load_checkpoint(checkpoint, device)
+    data = ParallelData(input_path, vocab)
+    _warn_signature(ckpt, data)
+    lines = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)
+    out = open(output_path, "w", encoding="utf-8") if output_path else sys.stdout
+    for line in lines:
+        out.write(line + "\n")
+    if output_path:
+        out.close()
+
+
+def _warn_signature(ckpt: dict, data: object) -> None:
+    trained, given = ckpt.get("signature", {}), data.signature
+    keys = ("parsers", "bpe_codes_sha256")
+    if any(trained.get(k) != given.get(k) for k in keys):
+        click.echo("warning: the shards were not made with the parsers / BPE codes of the training data "
+                   "(synprep signatures differ)", err=True)
+
+
+@cli.command(name="eval")
+@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--beam", type=int, default=4, show_default=True, help="1 = greedy.")
+@click.option("--length-penalty", type=float, default=0.6, show_default=True)
+@click.option("--max-tokens", type=int, default=4096, show_default=True)
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
+def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max_tokens: int,
+          output_path: str | None) -> None:
+    """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split."""
+    from .data import ParallelData
+    from .decode import score
+    from .decode import translate as run_translate
+    from .train import load_checkpoint
+
+    device = _device()
+    model, vocab, ckpt = load_checkpoint(checkpoint, device)
+    data = ParallelData(data_path, vocab)
+    _warn_signature(ckpt, data)
+    hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)
+    if output_path:
+        with open(output_path, "w", encoding="utf-8") as f:
+            f.writelines(h + "\n" for h in hyps)
+    result = score(hyps, data.references(data.keep))
+    click.echo(f"BLEU {result['bleu']:.2f}  {result['bleu_signature']}")
+    click.echo(f"chrF {result['chrf']:.2f}  {result['chrf_signature']}")
 
 
 @cli.command()

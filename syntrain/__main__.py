@@ -1,0 +1,5 @@
+"""`python -m syntrain ...` (also what `torchrun -m syntrain run ...` starts in every process)."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,208 @@
+"""Data: synprep Arrow shards (memory-mapped) -> token ids, a joint vocabulary, token-count batches.
+
+Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS. The encoder reads
+`subwords + [EOS]` with **no BOS on the source**, so source positions need no shift (`SRC_OFFSET = 0`) and
+`src_parent_mid` is used as is; the appended EOS has no parent (parent -1: its Pascal prior row is 1, i.e.
+no scaling). Pad positions also carry parent -1 (they are masked as keys anyway). The decoder reads
+`[BOS] + subwords` and predicts `subwords + [EOS]`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+import torch
+
+from synprep import schema
+
+PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
+SPECIALS = (PAD, BOS, EOS, UNK)
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
+SRC_OFFSET = 0  # tokens prepended to the source (none): added to src_parent_mid
+NO_PARENT = -1.0
+
+# column names, checked once against the declared Arrow schema
+_ALL_FIELDS = {f.name for f in schema.pair_schema(schema.FEATURE_GROUPS, schema.FEATURE_GROUPS)}
+ID, SRC_TEXT, TGT_TEXT = "id", "src_text", "tgt_text"
+SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID = "src_subwords", "tgt_subwords", "src_parent_mid"
+assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID} <= _ALL_FIELDS
+
+
+class Vocab:
+    """A joint source/target vocabulary: the specials first, then sub-words by frequency (ties: alphabetical)."""
+
+    def __init__(self, tokens: Sequence[str]) -> None:
+        if tuple(tokens[: len(SPECIALS)]) != SPECIALS:
+            raise ValueError(f"a vocabulary starts with {SPECIALS}")
+        self.itos = list(tokens)
+        self.stoi = {token: i for i, token in enumerate(self.itos)}
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    @classmethod
+    def build(cls, tables: Iterable[pa.Table], min_freq: int = 1) -> Vocab:
+        """Count `src_subwords` and `tgt_subwords` of the given tables (one joint vocabulary)."""
+        counts: dict[str, int] = {}
+        for table in tables:
+            for column in (SRC_SUBWORDS, TGT_SUBWORDS):
+                flat = pc.list_flatten(table.column(column))
+                for row in pc.value_counts(flat).to_pylist():
+                    counts[row["values"]] = counts.get(row["values"], 0) + row["counts"]
+        kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIALS),
+                      key=lambda t: (-counts[t], t))
+        return cls(list(SPECIALS) + kept)
+
+    def encode_column(self, column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+        """A list<string> column -> (flat int64 ids, int64 offsets); unknown pieces map to <unk>."""
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        flat = pc.index_in(pc.list_flatten(column), value_set=pa.array(self.itos))
+        ids = pc.fill_null(flat, UNK_ID).to_numpy(zero_copy_only=False).astype(np.int64)
+        offsets = np.asarray(pc.list_value_length(column).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+        return ids, np.concatenate([[0], np.cumsum(offsets)])
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        """Ids -> pieces, stopping at EOS and skipping the other specials."""
+        pieces = []
+        for i in ids:
+            if i == EOS_ID:
+                break
+            if i >= len(SPECIALS):
+                pieces.append(self.itos[i])
+        return pieces
+
+    def save(self, path: str) -> None:
+        """One JSON list of pieces."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.itos, f, ensure_ascii=False)
+
+    @classmethod
+    def load(cls, path: str) -> Vocab:
+        """Read what `save` wrote."""
+        with open(path, encoding="utf-8") as f:
+            return cls(json.load(f))
+
+
+def read_split(path: str) -> tuple[pa.Table, dict]:
+    """A synprep split directory -> (one table over its memory-mapped shards, its manifest)."""
+    manifest_path = os.path.join(path, "manifest.json")
+    if not os.path.isfile(manifest_path):
+        raise FileNotFoundError(f"{path}: no manifest.json (is it a split directory written by synprep convert?)")
+    with open(manifest_path, encoding="utf-8") as f:
+        manifest = json.load(f)
+    tables = [ipc.open_stream(pa.memory_map(os.path.join(path, shard["file"]))).read_all()
+              for shard in manifest["shards"]]
+    if not tables:
+        raise ValueError(f"{path}: the manifest lists no shards")
+    return pa.concat_tables(tables), manifest
+
+
+@dataclass
+class Batch:
+    """Padded tensors of one batch; `index` = row numbers in the dataset."""
+
+    src: torch.Tensor  # (B, S) ids, subwords + EOS
+    parent: torch.Tensor | None  # (B, S) float parent positions, NO_PARENT for EOS and pad
+    tgt_in: torch.Tensor  # (B, T) BOS + subwords
+    tgt_out: torch.Tensor  # (B, T) subwords + EOS
+    index: np.ndarray
+
+    def to(self, device: torch.device | str) -> Batch:
+        """The same batch on `device`."""
+        parent = None if self.parent is None else self.parent.to(device)
+        return Batch(self.src.to(device), parent, self.tgt_in.to(device), self.tgt_out.to(device), self.index)
+
+    def tokens(self) -> int:
+        """Target tokens (the loss normalizer)."""
+        return int((self.tgt_out != PAD_ID).sum())
+
+
+class ParallelData:
+    """One split as flat id arrays + offsets (the shards stay memory-mapped; only ids live in RAM)."""
+
+    def __init__(self, path: str, vocab: Vocab, max_len: int = 0) -> None:
+        self.path = path
+        self.table, self.manifest = read_split(path)
+        self.vocab = vocab
+        self.src_ids, self.src_off = vocab.encode_column(self.table.column(SRC_SUBWORDS))
+        self.tgt_ids, self.tgt_off = vocab.encode_column(self.table.column(TGT_SUBWORDS))
+        self.has_parents = SRC_PARENT_MID in self.table.column_names
+        if self.has_parents:
+            column = self.table.column(SRC_PARENT_MID).combine_chunks()
+            self.parents = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float32) + SRC_OFFSET
+        self.src_len = np.diff(self.src_off) + 1  # + EOS
+        self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
+        self.keep = np.arange(len(self.src_len))
+        if max_len:
+            self.keep = self.keep[(self.src_len <= max_len) & (self.tgt_len <= max_len)]
+
+    @property
+    def tgt_lang(self) -> str:
+        """Target language code from the pipeline configuration ('' if unknown)."""
+        return self.manifest.get("configuration", {}).get("tgt_lang", "")
+
+    @property
+    def signature(self) -> dict:
+        """The synprep signature of the shards (stored in checkpoints)."""
+        return self.manifest.get("signature", {})
+
+    def __len__(self) -> int:
+        return len(self.keep)
+
+    def references(self, rows: Sequence[int]) -> list[str]:
+        """Raw target sentences (`tgt_text`) of the given rows."""
+        texts = self.table.column(TGT_TEXT)
+        return [texts[int(i)].as_py() for i in rows]
+
+    def batches(self, max_tokens: int, seed: int = 0, epoch: int = 0, shuffle: bool = True,
+                rows: np.ndarray | None = None) -> list[np.ndarray]:
+        """Row indices grouped so that rows x longest side <= max_tokens, similar lengths together.
+
+        Shuffle, then stable-sort by length (bucketing with random order inside a length), cut into batches,
+        shuffle the batches; the order depends only on (seed, epoch), so a resumed run sees the same batches.
+        """
+        rng = np.random.default_rng([seed, epoch])
+        rows = self.keep if rows is None else np.asarray(rows)
+        rows = rng.permutation(rows) if shuffle else rows.copy()
+        length = np.maximum(self.src_len, self.tgt_len)
+        rows = rows[np.argsort(length[rows], kind="stable")]
+        batches, start, longest = [], 0, 0
+        for i, row in enumerate(rows):
+            longest_with = max(longest, int(length[row]))
+            if i > start and (i - start + 1) * longest_with > max_tokens:
+                batches.append(rows[start:i])
+                start, longest_with = i, int(length[row])
+            longest = longest_with
+        if start < len(rows):
+            batches.append(rows[start:])
+        if shuffle:
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+        return batches
+
+    def collate(self, rows: Sequence[int]) -> Batch:
+        """Rows -> padded tensors (right padding)."""
+        n, s, t = len(rows), int(self.src_len[rows].max()), int(self.tgt_len[rows].max())
+        src = np.full((n, s), PAD_ID, np.int64)
+        parent = np.full((n, s), NO_PARENT, np.float32)
+        tgt_in = np.full((n, t), PAD_ID, np.int64)
+        tgt_out = np.full((n, t), PAD_ID, np.int64)
+        for b, row in enumerate(rows):
+            a, z = self.src_off[row], self.src_off[row + 1]
+            src[b, : z - a] = self.src_ids[a:z]
+            src[b, z - a] = EOS_ID
+            if self.has_parents:
+                parent[b, : z - a] = self.parents[a:z]
+            a, z = self.tgt_off[row], self.tgt_off[row + 1]
+            tgt_in[b, 0] = BOS_ID
+            tgt_in[b, 1 : z - a + 1] = self.tgt_ids[a:z]
+            tgt_out[b, : z - a] = self.tgt_ids[a:z]
+            tgt_out[b, z - a] = EOS_ID
+        return Batch(torch.from_numpy(src), torch.from_numpy(parent) if self.has_parents else None,
+                     torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows))

@@ -1,0 +1,275 @@
+"""Training loop: label-smoothed cross-entropy, Adam (0.9, 0.98), inverse-sqrt warm-up, checkpoints, DDP.
+
+One process per device; under `torchrun` (WORLD_SIZE > 1) the model is wrapped in DistributedDataParallel
+(NCCL on CUDA, gloo on CPU) and rank r takes batches r, r + world, ... of the same seeded order.
+Progress goes to stderr and every logged value to OUT/metrics.jsonl. Checkpoints (OUT/last.pt, OUT/best.pt)
+hold model, optimizer, scheduler, step, epoch position, RNG states, vocabulary, configs and the synprep
+signature of the training shards, so `--resume` continues exactly where the run stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from .data import PAD_ID, ParallelData, Vocab
+from .decode import score, translate
+from .model import PRESETS, ModelConfig, Transformer
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run needs besides the model sizes (`model`: preset overrides, e.g. pascal_heads)."""
+
+    data: str = ""  # training split directory (synprep convert output, e.g. out/x/train)
+    valid: str = ""  # validation split ('' = none)
+    test: str = ""  # test split, scored with best.pt at the end ('' = none)
+    out: str = "runs/default"
+    preset: str = "tiny"
+    model: dict[str, Any] = field(default_factory=dict)
+    max_tokens: int = 4096  # per batch and process: sentences x longest side (padding included)
+    max_len: int = 256  # longer training pairs are skipped
+    max_steps: int = 20000
+    max_minutes: float = 0.0  # stop after this much training time (0: no limit)
+    lr: float = 7e-4  # peak learning rate, reached at the end of warm-up
+    warmup: int = 4000
+    adam_betas: tuple[float, float] = (0.9, 0.98)
+    label_smoothing: float = 0.1
+    clip_norm: float = 0.0  # 0: no clipping
+    eval_interval: int = 1000  # steps between validation (loss + BLEU) and checkpoints
+    eval_sentences: int = 0  # validation sentences decoded for BLEU (0: all)
+    eval_beam: int = 1  # 1: greedy during training; the final test uses `test_beam`
+    test_beam: int = 4
+    length_penalty: float = 0.6
+    log_interval: int = 100
+    seed: int = 1
+    threads: int = 0  # torch CPU threads (0: torch's default)
+    resume: bool = False
+
+    @classmethod
+    def from_dict(cls, values: dict) -> TrainConfig:
+        """Build from a dict, rejecting unknown keys with their names."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown training option(s): {', '.join(sorted(unknown))}")
+        values = dict(values)
+        if "adam_betas" in values:
+            values["adam_betas"] = tuple(values["adam_betas"])
+        return cls(**values)
+
+
+def inverse_sqrt(warmup: int):  # noqa: ANN201 (returns the LambdaLR multiplier function)
+    """Linear warm-up to 1 over `warmup` steps, then decay as sqrt(warmup / step)."""
+    return lambda step: min((step + 1) / warmup, math.sqrt(warmup / (step + 1)))
+
+
+def _log(message: str, rank: int) -> None:
+    if rank == 0:
+        print(message, file=sys.stderr, flush=True)
+
+
+def _rng_state() -> dict:
+    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
+    """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
+    ckpt = torch.load(path, map_location=device, weights_only=False)
+    model = Transformer(ModelConfig.from_dict(ckpt["model_config"])).to(device)
+    model.load_state_dict(ckpt["model"])
+    return model.eval(), Vocab(ckpt["vocab"]), ckpt
+
+
+def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,
+             beam: int, sentences: int = 0) -> dict:
+    """Validation loss (label-smoothed, per target token) and BLEU/chrF of `sentences` decoded rows."""
+    model.eval()
+    total, tokens = 0.0, 0
+    with torch.no_grad():
+        for rows in data.batches(cfg.max_tokens, shuffle=False):
+            batch = data.collate(rows).to(device)
+            logits = model(batch.src, batch.tgt_in, batch.parent)
+            total += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
+                                     label_smoothing=cfg.label_smoothing, reduction="sum").item()
+            tokens += batch.tokens()
+    rows = data.keep[:sentences] if sentences else data.keep
+    hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device)
+    metrics = {"loss": round(total / max(tokens, 1), 4), **score(hyps, data.references(rows))}
+    model.train()
+    return metrics
+
+
+def train(cfg: TrainConfig) -> Transformer:
+    """Run (or resume) training as configured; returns the trained model (unwrapped)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    own_group = world > 1 and not dist.is_initialized()
+    if torch.cuda.is_available():
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    if own_group:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    if cfg.preset not in PRESETS:
+        raise ValueError(f"unknown preset {cfg.preset!r}; choose from {', '.join(PRESETS)}")
+    os.makedirs(cfg.out, exist_ok=True)
+    last_path, best_path = os.path.join(cfg.out, "last.pt"), os.path.join(cfg.out, "best.pt")
+    resume = cfg.resume and os.path.isfile(last_path)
+    if cfg.resume and not resume:
+        _log(f"--resume: no {last_path} yet, starting from scratch", rank)
+
+    ckpt = torch.load(last_path, map_location="cpu", weights_only=False) if resume else None
+    torch.manual_seed(cfg.seed)
+    if ckpt:
+        vocab = Vocab(ckpt["vocab"])
+    else:
+        from .data import read_split
+
+        vocab = Vocab.build([read_split(cfg.data)[0]])
+        if rank == 0:
+            vocab.save(os.path.join(cfg.out, "vocab.json"))
+    train_data = ParallelData(cfg.data, vocab, cfg.max_len)
+    valid_data = ParallelData(cfg.valid, vocab) if cfg.valid else None
+    mcfg = ModelConfig.from_dict(ckpt["model_config"]) if ckpt else \
+        ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": len(vocab)})
+    model = Transformer(mcfg).to(device)
+    if mcfg.pascal_heads and any(mcfg.pascal_heads) and not train_data.has_parents:
+        raise ValueError(f"{cfg.data}: Pascal heads need src_parent_mid (convert with [features] src = "
+                         "[\"parents\"])")
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas, eps=1e-9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt(cfg.warmup))
+    step, epoch, position, best = 0, 0, 0, None
+    if ckpt:
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        scheduler.load_state_dict(ckpt["scheduler"])
+        step, epoch, position, best = ckpt["step"], ckpt["epoch"], ckpt["position"], ckpt["best"]
+        _set_rng_state(ckpt["rng"][rank] if isinstance(ckpt["rng"], list) else ckpt["rng"])
+        _log(f"resumed from {last_path} at step {step}", rank)
+    raw_model = model
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
+                                                          else None)
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
+                else contextlib.nullcontext())
+    n_params = sum(p.numel() for p in raw_model.parameters())
+    _log(f"syntrain: {len(train_data)} training pairs, vocabulary {len(vocab)}, {n_params / 1e6:.1f}M parameters, "
+         f"pascal heads {mcfg.pascal_heads or 'none'}, device {device}, {world} process(es)", rank)
+    metrics_file = open(os.path.join(cfg.out, "metrics.jsonl"), "a", encoding="utf-8") if rank == 0 else None
+
+    def record(values: dict) -> None:
+        if metrics_file:
+            metrics_file.write(json.dumps(values) + "\n")
+            metrics_file.flush()
+
+    def save(also_best: bool) -> None:
+        """last.pt (and best.pt); a collective under DDP: every rank calls it, rank 0 writes."""
+        rng = _rng_state()
+        if world > 1:  # every rank's RNG, so each continues its own dropout stream
+            gathered: list = [None] * world
+            dist.all_gather_object(gathered, rng)
+            rng = gathered
+        if rank == 0:
+            state = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
+                     "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch, "position": position,
+                     "best": best, "rng": rng, "vocab": vocab.itos, "model_config": mcfg.to_dict(),
+                     "train_config": asdict(cfg), "signature": train_data.signature}
+            for path in (last_path, best_path) if also_best else (last_path,):
+                torch.save(state, path + ".tmp")
+                os.replace(path + ".tmp", path)
+
+    model.train()
+    started = window_start = time.time()
+    window_loss, window_tokens = 0.0, 0
+    stop = False
+    while not stop:
+        batches = train_data.batches(cfg.max_tokens, cfg.seed, epoch)
+        per_rank = len(batches) // world
+        batches = batches[rank::world][:per_rank]
+        while position < per_rank:
+            batch = train_data.collate(batches[position]).to(device)
+            with autocast:
+                logits = model(batch.src, batch.tgt_in, batch.parent)
+            loss = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
+                                   label_smoothing=cfg.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.clip_norm:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+            optimizer.step()
+            scheduler.step()
+            step, position = step + 1, position + 1
+            tokens = batch.tokens()
+            window_loss, window_tokens = window_loss + loss.item() * tokens, window_tokens + tokens
+            if step % cfg.log_interval == 0:
+                seconds = time.time() - window_start
+                values = {"step": step, "epoch": epoch, "loss": round(window_loss / window_tokens, 4),
+                          "lr": scheduler.get_last_lr()[0], "tokens_per_s": round(window_tokens * world / seconds),
+                          "elapsed_s": round(time.time() - started, 1)}
+                _log(f"step {step} | loss {values['loss']:.3f} | lr {values['lr']:.2e} | "
+                     f"{values['tokens_per_s']} tok/s", rank)
+                record(values)
+                window_loss, window_tokens, window_start = 0.0, 0, time.time()
+            out_of_time = cfg.max_minutes and (time.time() - started) / 60 >= cfg.max_minutes
+            if world > 1 and cfg.max_minutes:  # all ranks stop at the same step
+                flag = torch.tensor([float(bool(out_of_time))], device=device)
+                dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                out_of_time = bool(flag.item())
+            stop = step >= cfg.max_steps or bool(out_of_time)
+            if step % cfg.eval_interval == 0 or stop:
+                if valid_data is not None and rank == 0:
+                    result = evaluate(raw_model, valid_data, vocab, cfg, device, cfg.eval_beam, cfg.eval_sentences)
+                    _log(f"step {step} | valid loss {result['loss']:.3f} | BLEU {result['bleu']:.2f} | "
+                         f"chrF {result['chrf']:.2f}", rank)
+                    record({"step": step, "valid_loss": result["loss"], "valid_bleu": result["bleu"],
+                            "valid_chrf": result["chrf"]})
+                    improved = best is None or result["bleu"] > best
+                    if improved:
+                        best = result["bleu"]
+                else:
+                    improved = valid_data is None  # no validation: best = last
+                save(improved)
+                window_start = time.time()  # evaluation time is not training throughput
+            if stop:
+                break
+        if position >= per_rank:
+            epoch, position = epoch + 1, 0
+    if cfg.test and rank == 0:
+        model_best, _, _ = load_checkpoint(best_path, device)
+        test_data = ParallelData(cfg.test, vocab)
+        result = evaluate(model_best, test_data, vocab, cfg, device, cfg.test_beam)
+        _log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
+             f"\n  {result['bleu_signature']}\n  {result['chrf_signature']}", rank)
+        record({"step": step, "test": cfg.test, **{f"test_{k}": v for k, v in result.items()}})
+    if metrics_file:
+        metrics_file.close()
+    if own_group:
+        dist.destroy_process_group()
+    return raw_model
