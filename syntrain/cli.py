@@ -92,25 +92,34 @@ def _device() -> str:
 @cli.command()
 @click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-i", "--input", "input_path", required=True, type=click.Path(exists=True),
-              help="A split directory written by synprep convert (its source side is translated).")
+              help="Raw source text (one sentence a line: parsed and BPE'd with the run's parser model and codes) "
+              "or a split directory written by synprep convert.")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Default: stdout.")
 @click.option("--beam", type=int, default=4, show_default=True, help="1 = greedy.")
 @click.option("--length-penalty", type=float, default=0.6, show_default=True)
 @click.option("--max-tokens", type=int, default=4096, show_default=True)
 def translate(checkpoint: str, input_path: str, output_path: str | None, beam: int, length_penalty: float,
               max_tokens: int) -> None:
-    """Translate the source side of shards; one detokenized line per row, in row order."""
-    from .data import ParallelData
+    """Translate raw text or the source side of shards; one detokenized line per input, in order."""
+    from .data import ParallelData, raw_source
     from .decode import translate as run_translate
     from .train import load_checkpoint
 
-    if not os.path.isfile(os.path.join(input_path, "manifest.json")):
-        raise click.UsageError(f"{input_path}: expected a split directory from `synprep convert` (raw text: "
-                               "convert it first with the run's pipeline, see README)")
     device = _device()
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
-    data = ParallelData(input_path, vocab)
-    _warn_signature(ckpt, data)
+    if os.path.isdir(input_path):
+        data = ParallelData(input_path, vocab)
+        _warn_signature(ckpt, data)
+    else:  # raw text: parse + BPE as the training shards were made
+        if "pipeline" not in ckpt:
+            raise click.UsageError("this checkpoint has no pipeline configuration: give a split folder")
+        with open(input_path, encoding="utf-8") as f:
+            lines = f.readlines()
+        try:
+            table = raw_source(lines, ckpt["pipeline"], ckpt.get("signature", {}))
+        except ValueError as e:
+            raise click.ClickException(str(e)) from e
+        data = ParallelData(input_path, vocab, table=table, manifest={"configuration": ckpt["pipeline"]})
     lines = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)
     out = open(output_path, "w", encoding="utf-8") if output_path else sys.stdout
     for line in lines:

@@ -127,9 +127,10 @@ class Batch:
 class ParallelData:
     """One split as flat id arrays + offsets (the shards stay memory-mapped; only ids live in RAM)."""
 
-    def __init__(self, path: str, vocab: Vocab, max_len: int = 0) -> None:
+    def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
+                 manifest: dict | None = None) -> None:
         self.path = path
-        self.table, self.manifest = read_split(path)
+        self.table, self.manifest = (table, manifest or {}) if table is not None else read_split(path)
         self.vocab = vocab
         self.src_ids, self.src_off = vocab.encode_column(self.table.column(SRC_SUBWORDS))
         self.tgt_ids, self.tgt_off = vocab.encode_column(self.table.column(TGT_SUBWORDS))
@@ -206,3 +207,59 @@ class ParallelData:
             tgt_out[b, z - a] = EOS_ID
         return Batch(torch.from_numpy(src), torch.from_numpy(parent) if self.has_parents else None,
                      torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows))
+
+
+def _sha256(path: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def raw_source(lines: Sequence[str], pipeline: dict, signature: dict) -> pa.Table:
+    """Raw source sentences -> a source-only table (empty targets), parsed and BPE-segmented exactly as the
+    training shards were: the parser model and BPE codes named by the pipeline configuration, checked against
+    the synprep signature (sha256) stored with the run."""
+    from synprep.align import FeatureConfig, sentence_features
+    from synprep.bpe import Bpe, read_vocabulary
+    from synprep.conllu import to_tree
+    from synprep.parse import ParserSpec
+
+    parser = dict(pipeline.get("src_parser") or {})
+    if parser and not parser.get("model") and parser.get("train_conllu"):  # model trained on the fly by convert
+        parser["model"] = os.path.join(pipeline["output"], "models", "src.udpipe")
+    if not parser or not parser.get("model") and not parser.get("model_dir"):
+        raise ValueError("the run's shards were not parsed by a parser model (pre-parsed input): convert raw "
+                         "text with synprep first and pass the split folder")
+    expected = signature.get("parsers", {}).get("src", {}).get("sha256")
+    model = parser.get("model") or ""
+    if expected and os.path.isfile(model) and _sha256(model) != expected:
+        raise ValueError(f"{model}: not the parser model of the training data (sha256 differs from the signature)")
+    bpe = pipeline.get("bpe", {})
+    codes = bpe.get("codes") or (os.path.join(pipeline["output"], "codes.bpe") if bpe.get("symbols") else None)
+    segment = None
+    if codes:
+        if not os.path.isfile(codes):
+            raise ValueError(f"{codes}: the run's BPE codes are missing")
+        if signature.get("bpe_codes_sha256") and _sha256(codes) != signature["bpe_codes_sha256"]:
+            raise ValueError(f"{codes}: not the BPE codes of the training data (sha256 differs from the signature)")
+        vocabulary = None
+        if bpe.get("vocabulary_threshold"):
+            vocabulary = read_vocabulary(os.path.join(pipeline["output"], "vocab.src"), bpe["vocabulary_threshold"])
+        segment = Bpe(codes, vocabulary).segment_word
+    spec = ParserSpec(parser["backend"], parser.get("model"), parser.get("model_dir"), parser.get("lang"),
+                      parser.get("pretokenized", False))
+    parsed = spec.load().parse([line.rstrip("\n") for line in lines])
+    subwords, parents = [], []
+    for item in parsed:
+        record = sentence_features(to_tree(item.sentence), FeatureConfig(features=("parents",)), segment)
+        subwords.append(list(record["subwords"]))
+        parents.append([float(p) for p in record["parent_mid"]])
+    n = len(subwords)
+    return pa.table({ID: pa.array(range(n), pa.int64()), SRC_TEXT: [line.rstrip("\n") for line in lines],
+                     TGT_TEXT: [""] * n, SRC_SUBWORDS: subwords,
+                     SRC_PARENT_MID: pa.array(parents, pa.list_(pa.float32())),
+                     TGT_SUBWORDS: pa.array([[] for _ in range(n)], pa.list_(pa.string()))})

@@ -15,7 +15,7 @@ import torch
 
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.attention import MultiHeadAttention, parent_prior
-from syntrain.data import EOS_ID, NO_PARENT, PAD_ID, ParallelData, Vocab, read_split
+from syntrain.data import EOS_ID, NO_PARENT, PAD_ID, ParallelData, Vocab, raw_source, read_split
 from syntrain.model import build_model
 from syntrain.train import TrainConfig, load_checkpoint, train
 
@@ -202,3 +202,29 @@ threads = 1
     out = subprocess.run([sys.executable, "-m", "syntrain", "eval", "--checkpoint", str(run / "best.pt"), "--data",
                           str(shards / "test"), "--beam", "4"], check=True, capture_output=True, text=True, cwd=REPO)
     assert float(out.stdout.split()[1]) > 80, out.stdout
+
+
+def test_translate_raw_text_matches_shards(tmp_path):
+    """Raw text is parsed and BPE'd with the run's parser model and codes: same output as its shards."""
+    shards = tmp_path / "sample"
+    subprocess.run([sys.executable, "-m", "synprep.cli", "convert", os.path.join(REPO, "pipelines", "sample.toml"),
+                    "--output", str(shards)], check=True, capture_output=True)
+    run = tmp_path / "run"
+    train(TrainConfig(data=str(shards / "train"), out=str(run), model=SMALL, max_tokens=300, max_steps=20,
+                      lr=3e-3, warmup=5, log_interval=10, threads=1))
+    raw = tmp_path / "test.en"
+    raw.write_text("".join(line + "\n" for line in read_split(str(shards / "test"))[0].column("src_text").to_pylist()))
+
+    def translate(source):
+        return subprocess.run([sys.executable, "-m", "syntrain", "translate", "--checkpoint", str(run / "last.pt"),
+                               "-i", str(source), "--beam", "2"], check=True, capture_output=True, text=True,
+                              cwd=REPO).stdout
+
+    from_raw, from_shards = translate(raw), translate(shards / "test")
+    assert from_raw == from_shards and len(from_raw.splitlines()) == 6
+    ckpt = torch.load(run / "last.pt", weights_only=False)
+    table = raw_source(raw.read_text().splitlines(), ckpt["pipeline"], ckpt["signature"])
+    expected = read_split(str(shards / "test"))[0]
+    assert any("@@" in piece for row in table.column("src_subwords").to_pylist() for piece in row)
+    for column in ("src_subwords", "src_parent_mid"):
+        assert table.column(column).to_pylist() == expected.column(column).to_pylist()
