@@ -209,10 +209,12 @@ def train(cfg: TrainConfig) -> Transformer:
     model.train()
     started = window_start = time.time()
     window_loss, window_tokens = 0.0, 0
-    stop = False
+    stop = step >= cfg.max_steps  # a resumed run that is already complete only re-scores
     while not stop:
         batches = train_data.batches(cfg.max_tokens, cfg.seed, epoch)
         per_rank = len(batches) // world
+        if per_rank == 0:
+            raise ValueError(f"{cfg.data}: fewer batches ({len(batches)}) than processes ({world})")
         batches = batches[rank::world][:per_rank]
         while position < per_rank:
             batch = train_data.collate(batches[position]).to(device)

@@ -16,6 +16,7 @@ import torch
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.attention import MultiHeadAttention, parent_prior
 from syntrain.data import EOS_ID, NO_PARENT, PAD_ID, ParallelData, Vocab, raw_source, read_split
+from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
 from syntrain.train import TrainConfig, load_checkpoint, train
 
@@ -228,3 +229,14 @@ def test_translate_raw_text_matches_shards(tmp_path):
     assert any("@@" in piece for row in table.column("src_subwords").to_pylist() for piece in row)
     for column in ("src_subwords", "src_parent_mid"):
         assert table.column(column).to_pylist() == expected.column(column).to_pylist()
+
+
+def test_beam_of_one_is_greedy(shards, tmp_path):
+    train(TrainConfig(data=str(shards / "train"), out=str(tmp_path), model={**SMALL, "dropout": 0.0}, max_tokens=600,
+                      max_steps=40, lr=3e-3, warmup=10, log_interval=20, threads=1))
+    model, vocab, _ = load_checkpoint(str(tmp_path / "last.pt"))
+    data = ParallelData(str(shards / "test"), vocab)
+    batch = data.collate(data.keep[:30])
+    greedy_ids = [[t for t in ids if t != PAD_ID] for ids in greedy(model, batch.src, batch.parent)]
+    assert beam_search(model, batch.src, batch.parent, beam=1) == greedy_ids
+    assert len({tuple(ids) for ids in greedy_ids}) > 1  # not one constant output
