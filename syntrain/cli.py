@@ -26,9 +26,9 @@ def load_run_config(path: str) -> dict[str, Any]:
     for key, value in table.get("data", {}).items():
         if key not in ("train", "valid", "test"):
             raise click.UsageError(f"{path}: [data] {key}: expected train, valid or test")
-        values["data" if key == "train" else key] = os.path.join(here, value)
+        values["data" if key == "train" else key] = os.path.normpath(os.path.join(here, value))
     if "out" in values:
-        values["out"] = os.path.join(here, values["out"])
+        values["out"] = os.path.normpath(os.path.join(here, values["out"]))
     model = dict(table.get("model", {}))
     if "preset" in model:
         values["preset"] = model.pop("preset")
