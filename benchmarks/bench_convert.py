@@ -27,6 +27,8 @@ MULTI30K = SHARED / "data" / "parallel" / "multi30k"
 
 
 def make_pipeline(tmp: Path, pairs: int) -> Path:
+    tmp = tmp / f"data{pairs}"
+    tmp.mkdir()
     for lang in ("en", "de"):
         with open(MULTI30K / f"train.{lang}", encoding="utf-8") as handle:
             (tmp / f"train.{lang}").write_text("".join(line for _, line in zip(range(pairs), handle)))

@@ -81,7 +81,7 @@ def read_conllu_chunks(path: str, sentences_per_chunk: int = 512) -> Iterator[tu
 
 def parse_conllu_text(text: str, path: str = "<text>") -> list[ConlluSentence]:
     """The sentences of CoNLL-U held in a string (e.g. a parser's output)."""
-    return list(parse_conllu_lines(text.split("\n"), path, allow_empty=True))
+    return list(parse_conllu_lines(text.replace("\r\n", "\n").split("\n"), path, allow_empty=True))
 
 
 def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = False, first_line: int = 1,
@@ -95,8 +95,7 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
     start = 0
     index = first_index
     lineno = 0
-    for lineno, line in enumerate(lines, first_line):
-        line = line.rstrip("\r")
+    for lineno, line in enumerate(lines, first_line):  # lines come without line ends (read_lines strips \r\n)
         if not line:
             if words or comments or multiword:
                 yield ConlluSentence(words, multiword, comments, index, start, word_lines)

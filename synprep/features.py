@@ -72,7 +72,7 @@ def tree_distances(heads: Sequence[int]) -> np.ndarray:
     n = len(heads)
     if n == 0:
         return np.zeros((0, 0), dtype=np.uint8)
-    reach = ancestor_matrix(heads).astype(np.float32)
+    reach = ancestor_matrix(heads).astype(np.int32)  # integer matmul: exact, and no BLAS thread pool per call
     depth = reach.sum(axis=1) - 1
     common = reach @ reach.T  # ancestors-or-self shared by i and j = depth(lca) + 1
     dist = depth[:, None] + depth[None, :] - 2 * (common - 1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -79,12 +80,10 @@ def _list_column(values: list[Any], field: pa.Field) -> pa.Array:
     offsets = np.zeros(len(values) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
     present = [v for v in values if v is not None and len(v)]
-    if pa.types.is_string(item_type):
-        flat = pa.array([item for v in present for item in v], type=item_type)
-    else:
-        dtype = item_type.to_pandas_dtype()
-        flat = pa.array(np.concatenate([np.asarray(v, dtype=dtype) for v in present])
-                        if present else np.zeros(0, dtype=dtype), type=item_type)
+    if present and isinstance(present[0], np.ndarray):
+        flat = pa.array(np.concatenate(present), type=item_type)  # (safe) cast in pyarrow; no pandas import
+    else:  # python lists: one flat list, converted by pyarrow in C
+        flat = pa.array(list(chain.from_iterable(present)), type=item_type)
     mask = None
     if any(v is None for v in values):
         mask = pa.array([v is None for v in values], type=pa.bool_())
