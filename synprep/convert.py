@@ -42,6 +42,7 @@ from .parse import ParserSpec
 from .parse.base import file_signature
 from .pipeline import ParserConfig, PipelineConfig, SplitConfig
 from .schema import SCHEMA_VERSION, pair_schema, records_to_batch
+from .textio import file_sha256
 
 PIECE_ROWS = 1000  # input pairs per unit of work and per Arrow record batch (changing it changes the bytes)
 CONVERT_REASONS = ("invalid_tree", "non_projective")  # rejections after the filter
@@ -94,14 +95,6 @@ def _atomic_write(path: str, data: bytes) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, path)
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def shard_name(index: int) -> str:
@@ -463,14 +456,14 @@ class Converter:
                 continue
             model = parser.model or os.path.join(self.out, "models", f"{side}.udpipe")
             target = parser.model_dir if parser.backend == "stanza" else model
-            digest = _sha256(target) if target and os.path.isfile(target) else file_signature(target or "")
+            digest = file_sha256(target) if target and os.path.isfile(target) else file_signature(target or "")
             parsers[side] = {"backend": parser.backend, "model": os.path.basename(target or ""),
                              "sha256": digest, "pretokenized": parser.pretokenized}
         identifier = make_identifier(job_filter) if job_filter else None
         return {
             "synprep": __version__,
             "parsers": parsers,
-            "bpe_codes_sha256": _sha256(codes) if codes else None,
+            "bpe_codes_sha256": file_sha256(codes) if codes else None,
             "filter": {**job_filter.to_dict(), "langid_signature": identifier.signature() if identifier else None}
             if job_filter else None,
             "features": self.config.to_dict()["features"],

@@ -6,6 +6,7 @@ Lines are decoded one by one so that a non-UTF-8 byte is reported with its line 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import lzma
 import os
@@ -81,3 +82,12 @@ def open_text_output(path: str) -> io.TextIOBase:
         os.makedirs(parent, exist_ok=True)
     return io.TextIOWrapper(open_binary(path, "wb"), encoding="utf-8", newline="\n",
                             write_through=False)
+
+
+def file_sha256(path: str) -> str:
+    """Hex sha256 of a file's bytes (model and codes hashes in dataset signatures)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -21,6 +21,7 @@ import pyarrow.ipc as ipc
 import torch
 
 from synprep import schema
+from synprep.textio import file_sha256
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -209,16 +210,6 @@ class ParallelData:
                      torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows))
 
 
-def _sha256(path: str) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def raw_source(lines: Sequence[str], pipeline: dict, signature: dict) -> pa.Table:
     """Raw source sentences -> a source-only table (empty targets), parsed and BPE-segmented exactly as the
     training shards were: the parser model and BPE codes named by the pipeline configuration, checked against
@@ -236,7 +227,7 @@ def raw_source(lines: Sequence[str], pipeline: dict, signature: dict) -> pa.Tabl
                          "text with synprep first and pass the split folder")
     expected = signature.get("parsers", {}).get("src", {}).get("sha256")
     model = parser.get("model") or ""
-    if expected and os.path.isfile(model) and _sha256(model) != expected:
+    if expected and os.path.isfile(model) and file_sha256(model) != expected:
         raise ValueError(f"{model}: not the parser model of the training data (sha256 differs from the signature)")
     bpe = pipeline.get("bpe", {})
     codes = bpe.get("codes") or (os.path.join(pipeline["output"], "codes.bpe") if bpe.get("symbols") else None)
@@ -244,7 +235,7 @@ def raw_source(lines: Sequence[str], pipeline: dict, signature: dict) -> pa.Tabl
     if codes:
         if not os.path.isfile(codes):
             raise ValueError(f"{codes}: the run's BPE codes are missing")
-        if signature.get("bpe_codes_sha256") and _sha256(codes) != signature["bpe_codes_sha256"]:
+        if signature.get("bpe_codes_sha256") and file_sha256(codes) != signature["bpe_codes_sha256"]:
             raise ValueError(f"{codes}: not the BPE codes of the training data (sha256 differs from the signature)")
         vocabulary = None
         if bpe.get("vocabulary_threshold"):

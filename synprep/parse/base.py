@@ -10,12 +10,12 @@ one-line-one-sentence rule for all of them:
 
 from __future__ import annotations
 
-import hashlib
 import os
 from abc import ABC, abstractmethod
 from typing import NamedTuple
 
 from ..conllu import DEPREL, HEAD, ID, ConlluSentence
+from ..textio import file_sha256
 
 JOIN_LABEL = "parataxis"
 
@@ -101,8 +101,4 @@ def file_signature(path: str) -> str:
     """`name@sha256-prefix` of a model file (or folder name for directories)."""
     if not os.path.isfile(path):
         return os.path.basename(os.path.normpath(path))
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return f"{os.path.basename(path)}@{digest.hexdigest()[:12]}"
+    return f"{os.path.basename(path)}@{file_sha256(path)[:12]}"
