@@ -38,4 +38,11 @@ $BIN/synprep synth --pairs 2000 --seed 1 -o "$OUT/synth"
 $BIN/synprep convert "$OUT/synth/pipeline.toml" --overwrite
 $BIN/synprep validate "$OUT/synth/shards/train"
 $BIN/synprep inspect "$OUT/synth/shards/train" --show 1 --html "$OUT/synth/report.html" | tail -25
+
+echo
+echo "== 5. syntrain: a short CPU run of a tiny Transformer with Pascal heads on the synthetic shards"
+$BIN/syntrain run --data "$OUT/synth/shards/train" --valid "$OUT/synth/shards/valid" --out "$OUT/run" \
+  --preset tiny --pascal-heads 2 --parent-ignore 0.3 --max-steps 60 --warmup 30 --eval-interval 60 \
+  --eval-sentences 50 --max-tokens 2048 --log-interval 20 --seed 1
+$BIN/syntrain eval --checkpoint "$OUT/run/best.pt" --data "$OUT/synth/shards/test" --beam 1
 echo "demo finished: outputs in $OUT/ (open $OUT/synth/report.html in a browser)"
