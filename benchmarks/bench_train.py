@@ -2,11 +2,15 @@
 
     python benchmarks/bench_train.py [--data out/multi30k-en-de/train] [--preset tiny] [--pascal-heads 2]
                                      [--steps 20] [--rounds 3] [--max-tokens 4096] [--threads 0]
+                                     [--attention auto|math|flex] [--precision auto|fp32|bf16]
+                                     [--attention-dropout X]
 
 Batches come from real shards when --data exists (default: the Multi30k recipe's train split), else random
 ids with random parents. Rounds interleave the two models (vanilla, Pascal, vanilla, ...) so load from
 other processes hits both alike; the per-model time is the best round. Target (issue 7): Pascal / vanilla
-<= 1.10. Dropout and parent ignoring are on, as in training.
+<= 1.10. Dropout and parent ignoring are on, as in training. Runs on CUDA when available (bf16 autocast and
+the FlexAttention kernel for the Pascal heads under the `auto` defaults; FlexAttention needs
+--attention-dropout 0, the fairseq default), else on the CPU.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import torch.nn.functional as F
 
 from syntrain.data import PAD_ID, ParallelData, Vocab, read_split
 from syntrain.model import build_model
+from syntrain.train import autocast_context
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,15 +46,21 @@ def batches_from(args):
     return 8000, out, "random batches (no shards found)"
 
 
-def run_steps(model, optimizer, batches) -> tuple[float, int]:
-    start, tokens = time.perf_counter(), 0
+def run_steps(model, optimizer, batches, device, autocast) -> tuple[float, int]:
+    tokens = sum(int((b.tgt_out != PAD_ID).sum()) for b in batches)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
     for b in batches:
-        logits = model(b.src, b.tgt_in, b.parent)
-        loss = F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=PAD_ID, label_smoothing=0.1)
+        with autocast:
+            logits = model(b.src, b.tgt_in, b.parent)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), b.tgt_out.flatten(), ignore_index=PAD_ID,
+                               label_smoothing=0.1)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        tokens += int((b.tgt_out != PAD_ID).sum())
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     return time.perf_counter() - start, tokens
 
 
@@ -62,27 +73,39 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--attention", default="auto", choices=["auto", "math", "flex"])
+    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"])
+    parser.add_argument("--attention-dropout", type=float, default=None, help="default: the preset's dropout")
     args = parser.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if args.threads:
         torch.set_num_threads(args.threads)
     vocab_size, batches, source = batches_from(args)
+    batches = [type("B", (), dict(src=b.src.to(device), parent=b.parent.to(device), tgt_in=b.tgt_in.to(device),
+                                  tgt_out=b.tgt_out.to(device)))() for b in batches]
     torch.manual_seed(0)
-    vanilla = build_model(args.preset, vocab_size=vocab_size)
-    pascal = build_model(args.preset, vocab_size=vocab_size, pascal_heads=[args.pascal_heads], parent_ignore=0.3)
+    options = dict(vocab_size=vocab_size, attention_dropout=args.attention_dropout)
+    vanilla = build_model(args.preset, **options).to(device)
+    pascal = build_model(args.preset, **options, pascal_heads=[args.pascal_heads], parent_ignore=0.3).to(device)
     pascal.load_state_dict(vanilla.state_dict())
+    pascal.set_attention_kernel(args.attention)
+    autocast = autocast_context(args.precision, device)
     models = {"vanilla": vanilla, "pascal": pascal}
     optimizers = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98)) for k, m in models.items()}
     for name, model in models.items():  # warm-up (allocator, kernels)
         model.train()
-        run_steps(model, optimizers[name], batches[:2])
+        run_steps(model, optimizers[name], batches[:2], device, autocast)
     best = {name: (float("inf"), 0) for name in models}
     for _ in range(args.rounds):
         for name, model in models.items():
-            seconds, tokens = run_steps(model, optimizers[name], batches)
+            seconds, tokens = run_steps(model, optimizers[name], batches, device, autocast)
             if seconds < best[name][0]:
                 best[name] = (seconds, tokens)
     print(f"{source}; preset {args.preset}, {args.steps} steps x {args.rounds} rounds, max_tokens {args.max_tokens}, "
           f"{torch.get_num_threads()} threads, torch {torch.__version__}")
+    kernel = "flex" if pascal.encoder[0].attn.uses_flex(device) else "math"
+    print(f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}), precision "
+          f"{args.precision}, Pascal kernel {kernel}, attention dropout {pascal.cfg.attn_dropout}")
     for name, (seconds, tokens) in best.items():
         print(f"{name:8s} {1000 * seconds / args.steps:8.1f} ms/step  {tokens / seconds:9.0f} target tokens/s")
     ratio = best["pascal"][0] / best["vanilla"][0]

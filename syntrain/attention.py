@@ -8,45 +8,115 @@ Batches: the prior is built per sentence from that sentence's own parent vector,
 0..S-1 (right padding keeps positions aligned), so a sentence gets the same output alone or in a padded batch.
 Rows without a parent (the source EOS, pad queries: parent < 0) and rows dropped by parent ignoring get a
 prior of 1 (plain attention). Pad keys are masked after the scaling, as usual.
+
+Kernels for a layer with Pascal heads (`kernel`):
+- "math": explicit scores for the Pascal heads (any device, attention dropout supported), fused
+  `scaled_dot_product_attention` for the other heads.
+- "flex": FlexAttention, all heads in one kernel, the prior computed inside it by a `score_mod` (no (B, T, S)
+  prior tensor). Compiled (Triton) on CUDA; on CPU the eager reference (slow, inference only: PyTorch has no
+  FlexAttention backward on CPU). FlexAttention has no attention-weight dropout, so training with it needs
+  `attention_dropout = 0`.
+- "auto" (default): "flex" on CUDA when available and no attention dropout is active, else "math".
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+KERNELS = ("auto", "math", "flex")
 
-def parent_prior(parent: torch.Tensor, n_keys: int, sigma2: float = 1.0, ignore_prob: float = 0.0,
-                 training: bool = False) -> torch.Tensor:
-    """(B, T) parent positions (< 0: none) -> (B, T, n_keys) prior N(j | p_t, sigma2); rows without a parent = 1.
+
+def gaussian(diff: torch.Tensor, sigma2: float) -> torch.Tensor:
+    """Density of N(0, sigma2) at `diff` (the Pascal distance between a key and the parent middle position)."""
+    return torch.exp(diff * diff * (-0.5 / sigma2)) * (1.0 / math.sqrt(2 * math.pi * sigma2))
+
+
+def prior_rows(parent: torch.Tensor, ignore_prob: float = 0.0, training: bool = False) -> torch.Tensor:
+    """(B, T) bool: rows that get the Gaussian prior (a parent, and not dropped by parent ignoring).
 
     Parent ignoring: in training, each row is set to 1 with probability `ignore_prob` (one draw per sentence
     and query position, shared by the Pascal heads of the layer).
     """
-    keys = torch.arange(n_keys, device=parent.device, dtype=torch.float32)
-    diff = keys[None, None, :] - parent.float()[:, :, None]
-    prior = torch.exp(-diff.square() / (2 * sigma2)) / math.sqrt(2 * math.pi * sigma2)
-    keep = parent >= 0
+    active = parent >= 0
     if training and ignore_prob > 0:
-        keep = keep & (torch.rand(parent.shape, device=parent.device) >= ignore_prob)
-    return torch.where(keep[:, :, None], prior, torch.ones_like(prior))
+        active = active & (torch.rand(parent.shape, device=parent.device) >= ignore_prob)
+    return active
+
+
+def parent_prior(parent: torch.Tensor, n_keys: int, sigma2: float = 1.0, ignore_prob: float = 0.0,
+                 training: bool = False, active: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, T) parent positions (< 0: none) -> (B, T, n_keys) prior N(j | p_t, sigma2); inactive rows = 1."""
+    if active is None:
+        active = prior_rows(parent, ignore_prob, training)
+    keys = torch.arange(n_keys, device=parent.device, dtype=torch.float32)
+    prior = gaussian(keys[None, None, :] - parent.float()[:, :, None], sigma2)
+    return torch.where(active[:, :, None], prior, torch.ones_like(prior))
+
+
+def pascal_score_mod(parent: torch.Tensor, active: torch.Tensor, key_valid: torch.Tensor | None, n_pascal: int,
+                     sigma2: float) -> Callable:
+    """FlexAttention `score_mod`: heads h < n_pascal scale score(b, h, t, j) by the prior of `parent_prior`;
+    pad keys (key_valid[b, j] False) get -inf."""
+    center = parent.float()
+
+    def score_mod(score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor,
+                  kv_idx: torch.Tensor) -> torch.Tensor:
+        prior = torch.where(active[b, q_idx], gaussian(kv_idx - center[b, q_idx], sigma2), 1.0)
+        score = torch.where(h < n_pascal, score * prior, score)
+        if key_valid is not None:
+            score = torch.where(key_valid[b, kv_idx], score, -float("inf"))
+        return score
+
+    return score_mod
+
+
+_compiled_flex: Callable | None = None
+
+
+def flex_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod: Callable) -> torch.Tensor:
+    """torch's FlexAttention: compiled once per process on CUDA, the eager reference elsewhere."""
+    global _compiled_flex
+    from torch.nn.attention.flex_attention import flex_attention as flex
+
+    if not q.is_cuda:
+        with warnings.catch_warnings():  # the eager reference on purpose (no CPU backward, see above)
+            warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
+            return flex(q, k, v, score_mod=score_mod)
+    if _compiled_flex is None:
+        _compiled_flex = torch.compile(flex, dynamic=True)
+    return _compiled_flex(q, k, v, score_mod=score_mod)
+
+
+def flex_available() -> bool:
+    """FlexAttention exists in this torch build (2.5+)."""
+    try:
+        import torch.nn.attention.flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class MultiHeadAttention(nn.Module):
     """Self- or cross-attention; `mask` is boolean, True = may attend, broadcastable to (B, H, T, S)."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, pascal_heads: int = 0,
-                 sigma2: float = 1.0, parent_ignore: float = 0.0) -> None:
+                 sigma2: float = 1.0, parent_ignore: float = 0.0, kernel: str = "auto") -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model {d_model} is not a multiple of n_heads {n_heads}")
         if not 0 <= pascal_heads <= n_heads:
             raise ValueError(f"pascal_heads must be in 0..{n_heads}, got {pascal_heads}")
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown attention kernel {kernel!r}; choose from {', '.join(KERNELS)}")
         self.n_heads, self.head_dim, self.dropout = n_heads, d_model // n_heads, dropout
         self.pascal_heads, self.sigma2, self.parent_ignore = pascal_heads, sigma2, parent_ignore
+        self.kernel = kernel
         self.query = nn.Linear(d_model, d_model)
         self.key_value = nn.Linear(d_model, 2 * d_model)
         self.out = nn.Linear(d_model, d_model)
@@ -55,21 +125,42 @@ class MultiHeadAttention(nn.Module):
         b, t, _ = x.shape
         return x.view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
 
+    def uses_flex(self, device: torch.device) -> bool:
+        """Whether a forward pass on `device` (in the current train/eval mode) runs the FlexAttention kernel."""
+        if self.pascal_heads == 0 or self.kernel == "math":
+            return False
+        dropout_active = self.training and self.dropout > 0
+        if self.kernel == "flex":
+            if dropout_active:
+                raise ValueError("the flex attention kernel has no attention dropout: set the model's "
+                                 "attention_dropout = 0 or use kernel 'math'")
+            if device.type != "cuda" and torch.is_grad_enabled():
+                raise ValueError("the flex attention kernel runs without gradients off CUDA (PyTorch has no "
+                                 "FlexAttention backward on CPU): use torch.no_grad() or kernel 'math'")
+            return True
+        return device.type == "cuda" and not dropout_active and flex_available()
+
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                 parent: torch.Tensor | None = None, prior: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, C), memory (B, S, C) for cross-attention; `parent` (B, T) or a ready `prior` (B, T, S)
-        for the Pascal heads."""
+        for the Pascal heads (the flex kernel takes `parent` and a key-padding mask (B, 1, 1, S) only)."""
         b, t, c = x.shape
         q = self._heads(self.query(x))
         k, v = (self._heads(z) for z in self.key_value(x if memory is None else memory).split(c, dim=-1))
         p_drop = self.dropout if self.training else 0.0
-        if self.pascal_heads == 0:
+        h = self.pascal_heads
+        if h and prior is None and parent is None:
+            raise ValueError("a layer with Pascal heads needs the source parent positions")
+        if h == 0:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
+        elif prior is None and self.uses_flex(x.device):
+            if mask is not None and mask.shape[1:3] != (1, 1):
+                raise ValueError("the flex attention kernel takes a key-padding mask of shape (B, 1, 1, S)")
+            key_valid = None if mask is None else mask[:, 0, 0, :].expand(b, k.shape[2])
+            active = prior_rows(parent, self.parent_ignore, self.training)
+            y = flex_attention(q, k, v, pascal_score_mod(parent, active, key_valid, h, self.sigma2))
         else:
-            h = self.pascal_heads
             if prior is None:
-                if parent is None:
-                    raise ValueError("a layer with Pascal heads needs the source parent positions")
                 prior = parent_prior(parent, k.shape[2], self.sigma2, self.parent_ignore, self.training)
             # Pascal heads: explicit scores, scaled by the parent prior (one per sentence) before the softmax
             scores = (q[:, :h] @ k[:, :h].transpose(-2, -1)) / math.sqrt(self.head_dim)

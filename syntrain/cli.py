@@ -61,6 +61,10 @@ def cli() -> None:
 @click.option("--log-interval", type=int)
 @click.option("--seed", type=int)
 @click.option("--threads", type=int, help="Torch CPU threads.")
+@click.option("--attention", type=click.Choice(["auto", "math", "flex"]),
+              help="Pascal heads kernel: auto = FlexAttention on CUDA (no attention dropout), else math.")
+@click.option("--precision", type=click.Choice(["auto", "fp32", "bf16"]),
+              help="auto = bf16 autocast on CUDA with bf16 support, else fp32.")
 @click.option("--resume", is_flag=True, help="Continue from OUT/last.pt.")
 def run(config: str | None, pascal_heads: str | None, parent_ignore: float | None, resume: bool,
         **options: Any) -> None:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import KERNELS, MultiHeadAttention
 from .data import PAD_ID
 
 
@@ -29,6 +29,7 @@ class ModelConfig:
     enc_layers: int = 3
     dec_layers: int = 3
     dropout: float = 0.1
+    attention_dropout: float | None = None  # dropout on attention weights (None: same as `dropout`)
     share_embeddings: bool = True
     max_len: int = 512
     pascal_heads: list[int] = field(default_factory=list)
@@ -47,6 +48,11 @@ class ModelConfig:
         if unknown:
             raise ValueError(f"unknown model option(s): {', '.join(sorted(unknown))}")
         return cls(**values)
+
+    @property
+    def attn_dropout(self) -> float:
+        """The attention-weight dropout in effect."""
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
 
 
 PRESETS: dict[str, dict] = {
@@ -78,7 +84,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig, pascal_heads: int) -> None:
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, pascal_heads, cfg.pascal_sigma2,
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, pascal_heads, cfg.pascal_sigma2,
                                        cfg.parent_ignore)
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
@@ -95,8 +101,8 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
@@ -131,6 +137,13 @@ class Transformer(nn.Module):
         self.apply(self._init)
         if cfg.share_embeddings:
             self.output.weight = self.src_embed.weight
+
+    def set_attention_kernel(self, kernel: str) -> None:
+        """'auto', 'math' or 'flex' for the encoder layers with Pascal heads (see attention.py)."""
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown attention kernel {kernel!r}; choose from {', '.join(KERNELS)}")
+        for layer in self.encoder:
+            layer.attn.kernel = kernel
 
     def _init(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):

@@ -56,6 +56,8 @@ class TrainConfig:
     log_interval: int = 100
     seed: int = 1
     threads: int = 0  # torch CPU threads (0: torch's default)
+    attention: str = "auto"  # kernel of the Pascal heads: auto (flex on CUDA), math, flex (see attention.py)
+    precision: str = "auto"  # auto (bf16 autocast on CUDA with bf16 support, else fp32), fp32, bf16
     resume: bool = False
 
     @classmethod
@@ -74,6 +76,17 @@ class TrainConfig:
 def inverse_sqrt(warmup: int):  # noqa: ANN201 (returns the LambdaLR multiplier function)
     """Linear warm-up to 1 over `warmup` steps, then decay as sqrt(warmup / step)."""
     return lambda step: min((step + 1) / warmup, math.sqrt(warmup / (step + 1)))
+
+
+def autocast_context(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast or nothing, for `precision` (auto, fp32, bf16) on `device`."""
+    if precision not in ("auto", "fp32", "bf16"):
+        raise ValueError(f"unknown precision {precision!r}; choose from auto, fp32, bf16")
+    if precision == "auto":
+        precision = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
 def _log(message: str, rank: int) -> None:
@@ -160,6 +173,15 @@ def train(cfg: TrainConfig) -> Transformer:
     mcfg = ModelConfig.from_dict(ckpt["model_config"]) if ckpt else \
         ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": len(vocab)})
     model = Transformer(mcfg).to(device)
+    model.set_attention_kernel(cfg.attention)
+    if cfg.attention == "flex" and device.type != "cuda":
+        raise ValueError("attention = 'flex' trains on CUDA only (PyTorch has no FlexAttention backward on CPU); "
+                         "use 'auto' or 'math'")
+    if cfg.attention == "flex" and mcfg.attn_dropout > 0:
+        raise ValueError(f"attention = 'flex' has no attention dropout: set [model] attention_dropout = 0 "
+                         f"(now {mcfg.attn_dropout})")
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     if mcfg.pascal_heads and any(mcfg.pascal_heads) and not train_data.has_parents:
         raise ValueError(f"{cfg.data}: Pascal heads need src_parent_mid (convert with [features] src = "
                          "[\"parents\"])")
@@ -177,11 +199,11 @@ def train(cfg: TrainConfig) -> Transformer:
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
                                                           else None)
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
-                else contextlib.nullcontext())
+    autocast = autocast_context(cfg.precision, device)
     n_params = sum(p.numel() for p in raw_model.parameters())
     _log(f"syntrain: {len(train_data)} training pairs, vocabulary {len(vocab)}, {n_params / 1e6:.1f}M parameters, "
-         f"pascal heads {mcfg.pascal_heads or 'none'}, device {device}, {world} process(es)", rank)
+         f"pascal heads {mcfg.pascal_heads or 'none'}, device {device}, {world} process(es), "
+         f"precision {cfg.precision}, attention kernel {cfg.attention}", rank)
     metrics_file = open(os.path.join(cfg.out, "metrics.jsonl"), "a", encoding="utf-8") if rank == 0 else None
 
     def record(values: dict) -> None:
@@ -217,7 +239,9 @@ def train(cfg: TrainConfig) -> Transformer:
             raise ValueError(f"{cfg.data}: fewer batches ({len(batches)}) than processes ({world})")
         batches = batches[rank::world][:per_rank]
         while position < per_rank:
-            batch = train_data.collate(batches[position]).to(device)
+            batch = train_data.collate(batches[position])
+            tokens = batch.tokens()  # counted on the CPU: no device sync
+            batch = batch.to(device)
             with autocast:
                 logits = model(batch.src, batch.tgt_in, batch.parent)
             loss = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
@@ -229,11 +253,10 @@ def train(cfg: TrainConfig) -> Transformer:
             optimizer.step()
             scheduler.step()
             step, position = step + 1, position + 1
-            tokens = batch.tokens()
-            window_loss, window_tokens = window_loss + loss.item() * tokens, window_tokens + tokens
+            window_loss, window_tokens = window_loss + loss.detach() * tokens, window_tokens + tokens
             if step % cfg.log_interval == 0:
                 seconds = time.time() - window_start
-                values = {"step": step, "epoch": epoch, "loss": round(window_loss / window_tokens, 4),
+                values = {"step": step, "epoch": epoch, "loss": round(window_loss.item() / window_tokens, 4),
                           "lr": scheduler.get_last_lr()[0], "tokens_per_s": round(window_tokens * world / seconds),
                           "elapsed_s": round(time.time() - started, 1)}
                 _log(f"step {step} | loss {values['loss']:.3f} | lr {values['lr']:.2e} | "

@@ -107,6 +107,114 @@ def test_pascal_with_all_ones_prior_equals_vanilla():
         torch.testing.assert_close(pascal(x, mask=mask, parent=no_parents), expected, atol=1e-6, rtol=1e-5)
 
 
+def _flex_case(n_heads=4, pascal_heads=2, parent_ignore=0.4, device="cpu"):
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(32, n_heads, dropout=0.0, pascal_heads=pascal_heads, parent_ignore=parent_ignore)
+    x = torch.randn(3, 9, 32)
+    mask = torch.ones(3, 1, 1, 9, dtype=torch.bool)
+    mask[1, ..., 6:], mask[2, ..., 2:] = False, False
+    parent = torch.randint(0, 5, (3, 9)).float() + 0.5 * torch.randint(0, 2, (3, 9))
+    parent[0, 3], parent[1, 6:], parent[2, 2:] = NO_PARENT, NO_PARENT, NO_PARENT
+    return attn.to(device), x.to(device), mask.to(device), parent.to(device)
+
+
+@pytest.mark.parametrize("pascal_heads", [1, 2, 4])
+def test_flex_kernel_equals_math_kernel(pascal_heads):
+    """The FlexAttention score_mod (the CUDA kernel's definition of the prior) gives the explicit math result,
+    in eval mode and in training mode with parent ignoring (same RNG draws), on a padded batch."""
+    attn, x, mask, parent = _flex_case(pascal_heads=pascal_heads)
+    with torch.no_grad():  # PyTorch has no FlexAttention backward on CPU (see the CUDA test below)
+        for mode in ("eval", "train"):
+            getattr(attn, mode)()
+            outputs = {}
+            for kernel in ("math", "flex"):
+                attn.kernel = kernel
+                torch.manual_seed(5)
+                outputs[kernel] = attn(x, mask=mask, parent=parent)
+            torch.testing.assert_close(outputs["flex"], outputs["math"], atol=1e-5, rtol=1e-5)
+        attn.kernel = "flex"
+        assert not torch.allclose(attn(x, mask=mask, parent=parent.flip(0)), outputs["flex"], atol=1e-3)
+
+
+def test_attention_kernel_choice():
+    attn = MultiHeadAttention(32, 4, dropout=0.1, pascal_heads=2)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    attn.train()
+    assert not attn.uses_flex(cpu) and not attn.uses_flex(cuda)  # auto: attention dropout active -> math
+    attn.eval()
+    assert not attn.uses_flex(cpu) and attn.uses_flex(cuda)  # auto: flex on CUDA only
+    attn.kernel = "math"
+    assert not attn.uses_flex(cuda)
+    attn.kernel = "flex"
+    with torch.no_grad():
+        assert attn.uses_flex(cpu) and attn.uses_flex(cuda)
+    attn.train()
+    with pytest.raises(ValueError, match="attention dropout"):
+        attn.uses_flex(cpu)
+    assert not MultiHeadAttention(32, 4, kernel="flex").uses_flex(cuda)  # no Pascal heads: plain SDPA
+    with pytest.raises(ValueError, match="unknown attention kernel"):
+        build_model(vocab_size=20, **SMALL).set_attention_kernel("fused")
+
+
+def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
+    """Encoder Pascal layers on the flex kernel: the same greedy translations as the math kernel."""
+    vocab = Vocab.build([read_split(str(shards / "train"))[0]])
+    data = ParallelData(str(shards / "test"), vocab)
+    torch.manual_seed(0)
+    model = build_model(vocab_size=len(vocab), **{**SMALL, "pascal_heads": [3, 1]}).eval()
+    batch = data.collate(data.keep[:12])
+    outputs = {}
+    for kernel in ("math", "flex"):
+        model.set_attention_kernel(kernel)
+        with torch.no_grad():
+            outputs[kernel] = (model.encode(batch.src, batch.parent)[0], greedy(model, batch.src, batch.parent))
+    with pytest.raises(ValueError, match="without gradients"):
+        model.encode(batch.src, batch.parent)
+    torch.testing.assert_close(outputs["flex"][0], outputs["math"][0], atol=1e-5, rtol=1e-5)
+    assert outputs["flex"][1] == outputs["math"][1]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (compiled FlexAttention, backward)")
+def test_cuda_flex_forward_and_gradients_equal_math():
+    attn, x, mask, parent = _flex_case(device="cuda")
+    attn.train()
+    results = {}
+    for kernel in ("math", "flex"):
+        attn.kernel = kernel
+        attn.zero_grad()
+        xg = x.clone().requires_grad_()
+        torch.manual_seed(5)
+        y = attn(xg, mask=mask, parent=parent)
+        y.square().sum().backward()
+        results[kernel] = (y.detach(), xg.grad, attn.query.weight.grad.clone())
+    for flex, math_ in zip(results["flex"], results["math"]):
+        torch.testing.assert_close(flex, math_, atol=2e-4, rtol=2e-4)
+
+
+def test_bf16_autocast_trains(shards, tmp_path):
+    """precision = bf16 (the CUDA default) runs the autocast path; on CPU too: bf16 logits, loss goes down."""
+    from syntrain.train import autocast_context
+
+    model = build_model(vocab_size=30, **SMALL)
+    src, parent, tgt = _random_batch([6, 4], vocab=30)
+    with autocast_context("bf16", torch.device("cpu")):
+        assert model(src, tgt, parent).dtype == torch.bfloat16
+    with autocast_context("auto", torch.device("cpu")):
+        assert model(src, tgt, parent).dtype == torch.float32
+    with pytest.raises(ValueError, match="unknown precision"):
+        autocast_context("fp16", torch.device("cpu"))
+    train(TrainConfig(data=str(shards / "train"), out=str(tmp_path), model=SMALL, max_tokens=600, max_steps=30,
+                      lr=3e-3, warmup=5, log_interval=5, threads=1, precision="bf16"))
+    losses = _losses(tmp_path / "metrics.jsonl")
+    assert all(np.isfinite(list(losses.values()))) and losses[30] < losses[5] - 0.5, losses
+
+
+def test_flex_training_on_cpu_is_refused(shards, tmp_path):
+    with pytest.raises(ValueError, match="CUDA only"):
+        train(TrainConfig(data=str(shards / "train"), out=str(tmp_path), model=SMALL, max_steps=1,
+                          attention="flex"))
+
+
 def test_data_shifts_and_batches(shards):
     table, manifest = read_split(str(shards / "train"))
     vocab = Vocab.build([table])
