@@ -140,13 +140,28 @@ class MultiHeadAttention(nn.Module):
             return True
         return device.type == "cuda" and not dropout_active and flex_available()
 
+    def _keys_values(self, x: torch.Tensor, memory: torch.Tensor | None, cache: dict | None
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values (B, H, S, D); with a decoding `cache`, self-attention appends x's to the cached ones
+        and cross-attention projects `memory` once."""
+        if cache is not None and memory is not None and "k" in cache:
+            return cache["k"], cache["v"]
+        k, v = (self._heads(z) for z in self.key_value(x if memory is None else memory).split(x.shape[-1], dim=-1))
+        if cache is not None:
+            if memory is None and "k" in cache:
+                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+            cache["k"], cache["v"] = k, v
+        return k, v
+
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                parent: torch.Tensor | None = None, prior: torch.Tensor | None = None) -> torch.Tensor:
+                parent: torch.Tensor | None = None, prior: torch.Tensor | None = None, cache: dict | None = None
+                ) -> torch.Tensor:
         """x (B, T, C), memory (B, S, C) for cross-attention; `parent` (B, T) or a ready `prior` (B, T, S)
-        for the Pascal heads (the flex kernel takes `parent` and a key-padding mask (B, 1, 1, S) only)."""
+        for the Pascal heads (the flex kernel takes `parent` and a key-padding mask (B, 1, 1, S) only);
+        `cache` (a dict, filled here) for incremental decoding."""
         b, t, c = x.shape
         q = self._heads(self.query(x))
-        k, v = (self._heads(z) for z in self.key_value(x if memory is None else memory).split(c, dim=-1))
+        k, v = self._keys_values(x, memory, cache)
         p_drop = self.dropout if self.training else 0.0
         h = self.pascal_heads
         if h and prior is None and parent is None:

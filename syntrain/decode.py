@@ -28,10 +28,11 @@ def _max_steps(model: Transformer, src: torch.Tensor) -> int:
 def greedy(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None) -> list[list[int]]:
     """Most probable next token at each step; ids without BOS (EOS kept when produced)."""
     memory, src_mask = model.encode(src, parent)
+    cache = model.new_cache()
     ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-    for _ in range(_max_steps(model, src)):
-        next_id = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)
+    for step in range(_max_steps(model, src)):
+        next_id = model.decode_step(ys[:, -1:], step, memory, src_mask, cache).argmax(-1)
         next_id = torch.where(done, torch.full_like(next_id, PAD_ID), next_id)
         ys = torch.cat([ys, next_id[:, None]], dim=1)
         done |= next_id == EOS_ID
@@ -57,8 +58,9 @@ def beam_search(model: Transformer, src: torch.Tensor, parent: torch.Tensor | No
     scores[:, 0] = 0.0  # one live hypothesis at the start
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
     max_steps = _max_steps(model, src)
+    cache = model.new_cache()
     for step in range(1, max_steps + 1):
-        logp = F.log_softmax(model.decode(ys, memory, src_mask)[:, -1].float(), dim=-1)
+        logp = F.log_softmax(model.decode_step(ys[:, -1:], step - 1, memory, src_mask, cache).float(), dim=-1)
         vocab = logp.shape[-1]
         top, flat = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, -1).topk(2 * k, dim=1)
         top_l, origin_l, token_l = top.tolist(), (flat // vocab).tolist(), (flat % vocab).tolist()
@@ -84,6 +86,7 @@ def beam_search(model: Transformer, src: torch.Tensor, parent: torch.Tensor | No
             break
         rows = torch.from_numpy(new_rows.reshape(-1)).to(src.device)
         ys = torch.cat([ys[rows], torch.from_numpy(new_tokens.reshape(-1, 1)).to(src.device)], dim=1)
+        model.reorder_cache(cache, rows)
         scores = torch.from_numpy(new_scores).to(src.device)
     return [max(f, key=lambda h: h[0])[1] if f else [EOS_ID] for f in finished]
 

@@ -106,11 +106,12 @@ class DecoderLayer(nn.Module):
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor, src_mask: torch.Tensor
-                ) -> torch.Tensor:
-        """x (B, T, C), memory (B, S, C) -> (B, T, C)."""
-        x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask))
-        x = x + self.drop(self.cross_attn(self.norm2(x), memory=memory, mask=src_mask))
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
+                cache: dict | None = None) -> torch.Tensor:
+        """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` ({"self": {}, "cross": {}}) for decoding."""
+        self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
+        x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache))
+        x = x + self.drop(self.cross_attn(self.norm2(x), memory=memory, mask=src_mask, cache=cross_cache))
         return x + self.drop(self.ff(self.norm3(x)))
 
 
@@ -154,10 +155,11 @@ class Transformer(nn.Module):
             nn.init.normal_(module.weight, std=self.cfg.d_model ** -0.5)
             nn.init.zeros_(module.weight[PAD_ID])
 
-    def _embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
-        if ids.shape[1] > self.cfg.max_len:
-            raise ValueError(f"sequence of length {ids.shape[1]} exceeds max_len {self.cfg.max_len}")
-        return self.drop(table(ids) * math.sqrt(self.cfg.d_model) + self.positions[: ids.shape[1]])
+    def _embed(self, table: nn.Embedding, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
+        end = start + ids.shape[1]
+        if end > self.cfg.max_len:
+            raise ValueError(f"sequence of length {end} exceeds max_len {self.cfg.max_len}")
+        return self.drop(table(ids) * math.sqrt(self.cfg.d_model) + self.positions[start:end])
 
     def encode(self, src: torch.Tensor, parent: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """src (B, S) ids, parent (B, S) positions -> (memory (B, S, C), source mask (B, 1, 1, S))."""
@@ -176,6 +178,27 @@ class Transformer(nn.Module):
         for layer in self.decoder:
             x = layer(x, memory, self_mask, src_mask)
         return self.output(self.dec_norm(x))
+
+    def new_cache(self) -> list[dict]:
+        """An empty incremental-decoding cache (per decoder layer: self-attention keys/values so far,
+        cross-attention keys/values of the memory)."""
+        return [{"self": {}, "cross": {}} for _ in self.decoder]
+
+    @staticmethod
+    def reorder_cache(cache: list[dict], rows: torch.Tensor) -> None:
+        """Keep cache rows `rows` (beam search: the hypotheses that continue). Cross-attention entries stay:
+        a sentence's beam rows share one memory."""
+        for layer in cache:
+            layer["self"]["k"], layer["self"]["v"] = layer["self"]["k"][rows], layer["self"]["v"][rows]
+
+    def decode_step(self, last: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
+                    cache: list[dict]) -> torch.Tensor:
+        """Incremental decoding: the token ids `last` (B, 1) at target position `step`, earlier positions read
+        from `cache` -> logits (B, V) for the next token. Equals decode()'s last row (tested)."""
+        x = self._embed(self.tgt_embed, last, start=step)
+        for layer, layer_cache in zip(self.decoder, cache):
+            x = layer(x, memory, None, src_mask, layer_cache)
+        return self.output(self.dec_norm(x))[:, -1]
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, parent: torch.Tensor | None = None) -> torch.Tensor:
         """Teacher-forced logits (B, T, V)."""

@@ -339,6 +339,31 @@ def test_translate_raw_text_matches_shards(tmp_path):
         assert table.column(column).to_pylist() == expected.column(column).to_pylist()
 
 
+def test_incremental_decoding_equals_teacher_forcing():
+    """decode_step with the key/value cache gives, step by step, the logits of the full decoder pass; beam
+    reordering of the cache keeps each row's own history."""
+    torch.manual_seed(0)
+    model = build_model(vocab_size=40, **{**SMALL, "pascal_heads": [2, 1]}).eval()
+    src, parent, tgt = _random_batch([9, 4, 7], vocab=40)
+    with torch.no_grad():
+        memory, src_mask = model.encode(src, parent)
+        full = model.decode(tgt, memory, src_mask)
+        cache = model.new_cache()
+        steps = [model.decode_step(tgt[:, i : i + 1], i, memory, src_mask, cache) for i in range(tgt.shape[1])]
+        torch.testing.assert_close(torch.stack(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+        # beam rows of one sentence (one memory, different histories), reordered as beam search does
+        memory, src_mask = (z[:1].expand(3, *z.shape[1:]) for z in (memory, src_mask))
+        cache = model.new_cache()
+        for i in range(tgt.shape[1]):
+            model.decode_step(tgt[:, i : i + 1], i, memory, src_mask, cache)
+        order = torch.tensor([2, 0, 0])
+        model.reorder_cache(cache, order)
+        last = torch.randint(4, 40, (3, 1))
+        step = model.decode_step(last, tgt.shape[1], memory, src_mask, cache)
+        expected = model.decode(torch.cat([tgt[order], last], dim=1), memory, src_mask)[:, -1]
+        torch.testing.assert_close(step, expected, atol=1e-5, rtol=1e-5)
+
+
 def test_beam_of_one_is_greedy(shards, tmp_path):
     train(TrainConfig(data=str(shards / "train"), out=str(tmp_path), model={**SMALL, "dropout": 0.0}, max_tokens=600,
                       max_steps=40, lr=3e-3, warmup=10, log_interval=20, threads=1))
