@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-from tqdm import tqdm
 
 from . import features as F
-from .bpe import Bpe, align_subwords
-from .conllu import parse_conllu_lines, read_conllu_chunks, to_tree
+from . import schema as S
+from .bpe import Bpe, split_tokens
+from .conllu import chunk_trees, read_conllu_chunks
 from .parallel import ordered_map
-from .schema import DEFAULT_FEATURES, align_schema, parse_features, record_to_json, records_to_batch
+from .schema import DEFAULT_FEATURES, align_schema, parse_features, record_to_json
 from .textio import open_binary
 from .trees import Tree, is_projective, lift_projective
 
@@ -49,35 +51,130 @@ class Rejected(Exception):
         self.reason = reason
 
 
+@dataclass
+class FeatureColumns:
+    """The features of several sentences, column-wise: flat values and per-sentence lengths
+    (CONTRACT.md field names). `record(i)` is one sentence as a dict; `to_batch` is Arrow."""
+
+    kept: list[int]  # position of every kept sentence among the input trees
+    sent_id: list[str | None]
+    tokens: list[str]
+    n_tokens: np.ndarray  # tokens per sentence
+    heads: np.ndarray  # 1-based, flat
+    subwords: list[str]
+    n_subwords: np.ndarray
+    subword_token: np.ndarray  # 0-based token of each sub-word within its sentence, flat
+    projective: list[bool]
+    labels: list[str] | None = None
+    parent_mid: np.ndarray | None = None
+    parent_first: np.ndarray | None = None
+    distances: np.ndarray | None = None  # each sentence's token x token matrix, row-major, flat
+    transitions: list[list[str] | None] | None = None
+    rejected: Counter = field(default_factory=Counter)
+    _starts: tuple | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    def record(self, i: int) -> dict[str, Any]:
+        """Sentence i (of the kept ones): lists, numpy arrays for the numeric features."""
+        if self._starts is None:
+            self._starts = tuple(np.concatenate(([0], np.cumsum(n))).tolist()
+                                 for n in (self.n_tokens, self.n_subwords, self.n_tokens ** 2))
+        tokens, subwords, cells = self._starts
+        t0, t1 = tokens[i], tokens[i + 1]
+        s0, s1 = subwords[i], subwords[i + 1]
+        record: dict[str, Any] = {
+            "tokens": self.tokens[t0:t1], "heads": self.heads[t0:t1].tolist(), "subwords": self.subwords[s0:s1],
+            "subword_token": self.subword_token[s0:s1].tolist(), "projective": self.projective[i],
+        }
+        if self.labels is not None:
+            record["labels"] = self.labels[t0:t1]
+        if self.parent_mid is not None:
+            record["parent_mid"], record["parent_first"] = self.parent_mid[s0:s1], self.parent_first[s0:s1]
+        if self.distances is not None:
+            record["distances"] = self.distances[cells[i]:cells[i + 1]]
+        if self.transitions is not None:
+            record["transitions"] = self.transitions[i]
+        return record
+
+    def to_batch(self, ids: list[int], schema: pa.Schema) -> pa.RecordBatch:
+        """One Arrow record batch (the `align_schema` columns), `ids` = the kept sentences' ids."""
+        lengths = {"tokens": self.n_tokens, "heads": self.n_tokens, "labels": self.n_tokens,
+                   "subwords": self.n_subwords, "subword_token": self.n_subwords, "parent_mid": self.n_subwords,
+                   "parent_first": self.n_subwords, "distances": self.n_tokens ** 2}
+        columns = []
+        for column in schema:
+            name = column.name
+            if name == "id":
+                columns.append(S.plain_array(ids, column.type))
+            elif name == "sent_id":
+                columns.append(S.plain_array(self.sent_id, column.type))
+            elif name == "projective":
+                columns.append(S.plain_array(self.projective, column.type))
+            elif name == "transitions":
+                columns.append(S.list_array_of_lists(self.transitions, column.type))
+            else:
+                columns.append(S.list_array(getattr(self, name), lengths[name], column.type))
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def featurize(trees: Sequence[Tree], config: FeatureConfig,
+              segment_word: Callable[[str], str] | None = None) -> FeatureColumns:
+    """All requested fields of several sentences at once (see FeatureColumns). Sentences that the
+    policies exclude (non-projective policy `drop`) are left out and counted in `rejected`."""
+    projective = [is_projective(tree.heads) for tree in trees]
+    kept = list(range(len(trees)))
+    rejected: Counter = Counter()
+    if config.non_projective == "drop" and not all(projective):
+        kept = [i for i in kept if projective[i]]
+        rejected["non_projective"] = len(trees) - len(kept)
+        trees = [trees[i] for i in kept]
+        projective = [True] * len(kept)
+    sizes = np.fromiter(map(len, trees), dtype=np.int64, count=len(trees))
+    tokens = list(chain.from_iterable(tree.tokens for tree in trees))
+    heads = np.fromiter(chain.from_iterable(tree.heads for tree in trees), dtype=np.int64, count=len(tokens))
+    pieces = split_tokens(tokens, segment_word)
+    counts = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    owner = np.repeat(np.arange(len(tokens)), counts)  # global token of each sub-word
+    token_offset = np.cumsum(sizes) - sizes
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    n_subwords = bounds[token_offset + sizes] - bounds[token_offset]
+    columns = FeatureColumns(
+        kept, [tree.sent_id for tree in trees], tokens, sizes, heads, list(chain.from_iterable(pieces)),
+        n_subwords, owner - np.repeat(token_offset, n_subwords), projective, rejected=rejected)
+    wanted = config.features
+    labels = list(chain.from_iterable(tree.labels for tree in trees))
+    if config.strip_subtypes:
+        labels = F.strip_subtypes(labels)
+    if "labels" in wanted:
+        columns.labels = labels
+    if "parents" in wanted:
+        columns.parent_mid, columns.parent_first = F.forest_parent_positions(heads, sizes, owner)
+    if "distances" in wanted:
+        columns.distances = F.forest_tree_distances(heads, sizes)
+    if "transitions" in wanted:
+        transitions: list[list[str] | None] = []
+        lift = config.non_projective == "lift"
+        for tree, start, is_proj in zip(trees, token_offset.tolist(), projective, strict=True):
+            if not (is_proj or lift):
+                transitions.append(None)
+                continue
+            end = start + len(tree)
+            tree_heads = tree.heads if is_proj else lift_projective(tree.heads)
+            transitions.append(F.to_transitions(tree_heads, labels[start:end], pieces[start:end], config.root))
+        columns.transitions = transitions
+    return columns
+
+
 def sentence_features(tree: Tree, config: FeatureConfig,
                       segment_word: Callable[[str], str] | None = None) -> dict[str, Any]:
     """All requested fields of one sentence (CONTRACT.md field names). Raises Rejected under
     non-projective policy `drop`."""
-    projective = is_projective(tree.heads)
-    if not projective and config.non_projective == "drop":
-        raise Rejected("non_projective")
-    labels = F.strip_subtypes(tree.labels) if config.strip_subtypes else tree.labels
-    subwords, subword_token = align_subwords(tree.tokens, segment_word)
-    record: dict[str, Any] = {
-        "tokens": tree.tokens, "heads": tree.heads, "subwords": subwords,
-        "subword_token": subword_token, "projective": projective,
-    }
-    wanted = config.features
-    if "labels" in wanted:
-        record["labels"] = labels
-    if "parents" in wanted:
-        record["parent_mid"], record["parent_first"] = F.parent_positions(tree.heads, subword_token)
-    if "distances" in wanted:
-        record["distances"] = F.tree_distances(tree.heads).ravel()
-    if "transitions" in wanted:
-        heads = tree.heads
-        if not projective and config.non_projective == "lift":
-            heads = lift_projective(heads)
-        encodable = projective or config.non_projective == "lift"
-        record["transitions"] = (
-            F.to_transitions(heads, labels, F.token_pieces(subwords, subword_token, len(tree)), config.root)
-            if encodable else None)
-    return record
+    columns = featurize([tree], config, segment_word)
+    if not len(columns):
+        raise Rejected(next(iter(columns.rejected)))
+    return columns.record(0)
 
 
 @dataclass
@@ -115,25 +212,19 @@ def _align_chunk(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str], in
     """Parse, validate and featurize one chunk of sentences; serialize it in the output format."""
     job, bpe = state
     lines, first_line, first_index = chunk
-    segment = bpe.segment_word if bpe is not None else None
-    summary = AlignSummary()
-    records = []
-    for sentence in parse_conllu_lines(lines, job.path, True, first_line, first_index):
-        tree = to_tree(sentence, job.path)
-        summary.sentences += 1
-        try:
-            record = sentence_features(tree, job.config, segment)
-        except Rejected as rejection:
-            summary.rejected[rejection.reason] += 1
-            continue
-        summary.non_projective += not record["projective"]
-        summary.written += 1
-        records.append({"id": sentence.index, "sent_id": tree.sent_id, **record})
-    if not records:
+    trees = chunk_trees(lines, job.path, first_line, first_index)
+    columns = featurize(trees, job.config, bpe.segment_word if bpe is not None else None)
+    summary = AlignSummary(len(trees), len(columns), columns.projective.count(False), columns.rejected)
+    if not len(columns):
         return None, summary
+    ids = [first_index + i for i in columns.kept]
     if job.fmt == "arrow":
-        return records_to_batch(records, align_schema(job.config.features)), summary
-    return "".join(_format_line(record, job.fmt) + "\n" for record in records), summary
+        return columns.to_batch(ids, align_schema(job.config.features)), summary
+    lines_out = []
+    for i, index in enumerate(ids):
+        record = {"id": index, "sent_id": columns.sent_id[i], **columns.record(i)}
+        lines_out.append(_format_line(record, job.fmt) + "\n")
+    return "".join(lines_out), summary
 
 
 def _format_line(record: dict[str, Any], fmt: str) -> str:
@@ -145,6 +236,26 @@ def _format_line(record: dict[str, Any], fmt: str) -> str:
         return " ".join(record["subwords"])
     transitions = record["transitions"]
     return " ".join(transitions) if transitions is not None else ""
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(progress: bool | None) -> Any:
+    """tqdm on stderr; by default (None) only when stderr is a terminal, as tqdm's disable=None
+    (tqdm is imported only then)."""
+    if progress is None:
+        progress = not hasattr(sys.stderr, "isatty") or sys.stderr.isatty()
+    if not progress:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(unit=" sent", file=sys.stderr)
 
 
 def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: Bpe | None = None,
@@ -166,8 +277,7 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
     else:
         results = ordered_map(_align_chunk, chunks, workers, _load, (job,))
     summary = AlignSummary()
-    # tqdm's disable=None turns the bar off when stderr is not a terminal
-    bar = tqdm(unit=" sent", disable=None if progress is None else not progress, file=sys.stderr)
+    bar = _progress_bar(progress)
     sink = open_binary(output_path, "wb")
     try:
         if fmt == "arrow":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import BinaryIO
 
 from subword_nmt import apply_bpe, learn_bpe
@@ -154,21 +154,25 @@ class Bpe:
         return align_subwords(tokens, self.segment_word)
 
 
-def align_subwords(tokens: Sequence[str], segment_word: Callable[[str], str] | None = None
-                   ) -> tuple[list[str], list[int]]:
-    """Sub-words of `tokens` (whitespace inside a token becomes '▁') and their 0-based token indices.
+def split_tokens(tokens: Sequence[str], segment_word: Callable[[str], str] | None = None) -> list[list[str]]:
+    """The sub-words of each token (whitespace inside a token becomes '▁'; an empty token is '▁').
 
-    With `segment_word=None` every token is its own sub-word (no BPE).
-    """
+    With `segment_word=None` every token is its own sub-word (no BPE)."""
     if WHITESPACE_IN_TOKEN.search("".join(tokens)) or not all(tokens):
         tokens = [WHITESPACE_IN_TOKEN.sub(TOKEN_SPACE, token) or TOKEN_SPACE for token in tokens]
     if segment_word is None:
-        return list(tokens), list(range(len(tokens)))
-    segmented = [segment_word(token) for token in tokens]
+        return [[token] for token in tokens]
+    return list(map(str.split, map(segment_word, tokens), repeat(" ")))
+
+
+def align_subwords(tokens: Sequence[str], segment_word: Callable[[str], str] | None = None
+                   ) -> tuple[list[str], list[int]]:
+    """Sub-words of `tokens` (see `split_tokens`) and their 0-based token indices."""
+    pieces = split_tokens(tokens, segment_word)
     owner: list[int] = []
-    for index, pieces in enumerate(segmented):
-        owner += [index] * (pieces.count(" ") + 1)
-    return " ".join(segmented).split(" ") if segmented else [], owner
+    for index, token_pieces in enumerate(pieces):
+        owner += [index] * len(token_pieces)
+    return list(chain.from_iterable(pieces)), owner
 
 
 def apply_file(bpe: Bpe, input_path: str, output_path: str) -> int:

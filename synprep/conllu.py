@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import eq
+
+import numpy as np
 
 from .errors import InputError
 from .textio import open_text_output, read_lines
@@ -210,6 +214,84 @@ def to_tree(sentence: ConlluSentence, path: str = "<input>") -> Tree:
     token_heads = [word_token[heads[v - 1]] if heads[v - 1] else 0 for v in rep_word]
     labels = [words[v - 1][DEPREL] for v in rep_word]
     return Tree(tokens, token_heads, labels, sentence.sent_id, sentence.text)
+
+
+_WORD_IDS = [str(i) for i in range(1, 257)]  # "1", "2", ...: the ID column of a sentence without multiword tokens
+
+
+def _word_ids(n: int) -> list[str]:
+    while len(_WORD_IDS) < n:
+        _WORD_IDS.extend(str(i) for i in range(len(_WORD_IDS) + 1, 2 * len(_WORD_IDS) + 1))
+    return _WORD_IDS[:n]
+
+
+def chunk_trees(lines: list[str], path: str, first_line: int = 1, first_index: int = 0) -> list[Tree]:
+    """The trees of a chunk of CoNLL-U lines (as cut by `read_conllu_chunks`), in order: the same trees
+    and the same errors as `parse_conllu_lines` + `to_tree`, faster.
+
+    Plain sentences (IDs 1..n, 10 columns, integer heads, one root, no cycle: nearly all input) are read
+    column-wise, their cycles checked for the whole chunk at once; any other sentence (multiword tokens,
+    empty nodes, anything invalid) goes through `parse_conllu_lines` + `to_tree`, which raise the errors.
+    """
+    spans: list[tuple[int, int]] = []  # (first line, end) of each sentence, 0-based in `lines`
+    start = -1
+    for i, line in enumerate(lines):
+        if line:
+            if start < 0:
+                start = i
+        elif start >= 0:
+            spans.append((start, i))
+            start = -1
+    if start >= 0:
+        spans.append((start, len(lines)))
+    trees: list[Tree | None] = []
+    heads_all: list[int] = []
+    sizes: list[int] = []
+    fast: list[int] = []  # positions in `trees` of the sentences read column-wise
+    for a, end in spans:
+        w = a
+        while w < end and lines[w][0] == "#":
+            w += 1
+        n = end - w
+        tree = None
+        if n:
+            words = lines[w:end]
+            cols = "\t".join(words).split("\t")
+            if len(cols) == COLUMNS * n and cols[ID::COLUMNS] == _word_ids(n) \
+                    and list(map(str.count, words, repeat("\t", n))).count(COLUMNS - 1) == n:
+                head_texts = cols[HEAD::COLUMNS]
+                if "".join(head_texts).isdigit():
+                    try:
+                        heads = list(map(int, head_texts))
+                    except ValueError:
+                        heads = []
+                    if heads and heads.count(0) == 1 and max(heads) <= n \
+                            and not any(map(eq, heads, range(1, n + 1))):
+                        comments = [line[1:].strip() for line in lines[a:w]]
+                        tree = Tree(cols[FORM::COLUMNS], heads, cols[DEPREL::COLUMNS],
+                                    _comment_value(comments, "sent_id"), _comment_value(comments, "text"))
+                        fast.append(len(trees))
+                        heads_all += heads
+                        sizes.append(n)
+        trees.append(tree)
+    if fast:  # cycles: after enough pointer doublings every word must have reached its tree's root
+        head = np.asarray(heads_all, dtype=np.int64)
+        size = np.asarray(sizes, dtype=np.int64)
+        offset = np.repeat(np.cumsum(size) - size, size)
+        jump = np.where(head > 0, offset + head - 1, np.arange(len(head)))
+        for _ in range(int(size.max()).bit_length()):
+            jump = jump[jump]
+        stuck = head[jump] != 0
+        if stuck.any():
+            for k in np.unique(np.repeat(np.arange(len(size)), size)[stuck]):
+                trees[fast[k]] = None
+    out: list[Tree] = []
+    for k, (tree, (a, end)) in enumerate(zip(trees, spans, strict=True)):
+        if tree is None:
+            sentence = next(parse_conllu_lines(lines[a:end], path, True, first_line + a, first_index + k))
+            tree = to_tree(sentence, path)
+        out.append(tree)
+    return out
 
 
 def _depths(heads: list[int]) -> list[int]:

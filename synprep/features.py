@@ -18,27 +18,41 @@ NON_PROJECTIVE_POLICIES = ("drop", "lift", "keep")
 DROPPED_ROOT_LABEL = "root"  # label given to the root by from_transitions under root policy `drop`
 
 
-def _token_spans(subword_token: Sequence[int], n_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """First sub-word position and number of sub-words of every token."""
-    owner = np.asarray(subword_token, dtype=np.int64)
-    count = np.bincount(owner, minlength=n_tokens)
-    first = np.cumsum(count) - count
-    return first, count
-
-
-def _parent_token(heads: Sequence[int]) -> np.ndarray:
-    """0-based parent token of each token; the root is its own parent (Pascal)."""
+def forest_arrays(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Several trees as one forest: (global 0-based parent of every token, the root its own parent;
+    first global token of each tree; tree of each token). `heads` are the trees' 1-based heads, concatenated."""
     head = np.asarray(heads, dtype=np.int64)
-    return np.where(head > 0, head - 1, np.arange(len(head)))
+    size = np.asarray(sizes, dtype=np.int64)
+    offset = np.cumsum(size) - size
+    tree = np.repeat(np.arange(len(size)), size)
+    own = np.arange(len(head))
+    parent = np.where(head > 0, offset[tree] + head - 1, own)
+    return parent, offset, tree
+
+
+def forest_parent_positions(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
+                            subword_owner: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(parent_mid, parent_first) of the sub-words of several trees at once, concatenated.
+
+    `heads`: the trees' 1-based heads, concatenated; `sizes`: tokens per tree; `subword_owner`: the global
+    0-based token (index into the concatenated tokens) of every sub-word, the sub-words of each tree together
+    and in tree order. Positions are within each tree's sub-words (0-based)."""
+    parent, offset, tree = forest_arrays(heads, sizes)
+    owner = np.asarray(subword_owner, dtype=np.int64)
+    count = np.bincount(owner, minlength=len(parent))
+    ends = np.cumsum(count)
+    starts = np.concatenate(([0], ends))[offset]  # first global sub-word of each tree
+    first = ends - count - starts[tree]  # position of each token's first sub-word within its tree
+    parent_of_subword = parent[owner]
+    first_of_parent = first[parent_of_subword]
+    middle = first_of_parent + (count[parent_of_subword] - 1) / 2.0
+    return middle.astype(np.float32), first_of_parent.astype(np.int16)
 
 
 def parent_positions(heads: Sequence[int], subword_token: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(parent_mid, parent_first) in one pass; see the two functions below."""
-    first, count = _token_spans(subword_token, len(heads))
-    parent_of_subword = _parent_token(heads)[np.asarray(subword_token, dtype=np.int64)]
-    first_of_parent = first[parent_of_subword]
-    middle = first_of_parent + (count[parent_of_subword] - 1) / 2.0
-    return middle.astype(np.float32), first_of_parent.astype(np.int16)
+    return forest_parent_positions(heads, [len(heads)], subword_token)
 
 
 def parent_mid(heads: Sequence[int], subword_token: Sequence[int]) -> np.ndarray:
@@ -51,32 +65,56 @@ def parent_first(heads: Sequence[int], subword_token: Sequence[int]) -> np.ndarr
     return parent_positions(heads, subword_token)[1]
 
 
-def ancestor_matrix(heads: Sequence[int]) -> np.ndarray:
-    """A[i, k] is True when token k is token i or one of its ancestors (by pointer jumping)."""
-    n = len(heads)
-    rows = np.arange(n)
-    jump = _parent_token(heads)
-    reach = np.zeros((n, n), dtype=bool)
-    reach[rows, rows] = True
-    reach[rows, jump] = True
-    while True:
-        wider = reach | reach[jump]
-        if np.array_equal(wider, reach):
-            return reach
-        reach = wider
-        jump = jump[jump]
+def forest_ancestor_bits(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray
+                         ) -> np.ndarray:
+    """Per token of several trees, the bit set of its ancestors-or-self, by pointer jumping:
+    uint64 words (tokens x ceil(longest tree / 64)), bit k of word w = token 64 w + k of the same tree."""
+    parent, offset, tree = forest_arrays(heads, sizes)
+    n = len(parent)
+    local = np.arange(n) - offset[tree]
+    words = max(1, -(-int(np.max(sizes, initial=0)) // 64))
+    bits = np.zeros((n, words), dtype=np.uint64)
+    bits[np.arange(n), local >> 6] = np.left_shift(np.uint64(1), (local & 63).astype(np.uint64))
+    jump = parent
+    for _ in range(n.bit_length() + 1):  # depth < n: enough doublings for any tree (a cycle cannot hang)
+        bits |= bits[jump]
+        further = jump[jump]
+        if np.array_equal(further, jump):  # every jump has reached its root
+            break
+        jump = further
+    return bits
+
+
+def forest_tree_distances(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray) -> np.ndarray:
+    """`tree_distances` of several trees at once: each tree's matrix row-major flattened, concatenated.
+
+    The path between two tokens is the symmetric difference of their ancestors-or-self sets, so the
+    distance is a popcount of the XOR of two bit sets."""
+    size = np.asarray(sizes, dtype=np.int64)
+    bits = forest_ancestor_bits(heads, size)
+    n = len(bits)
+    if not n:
+        return np.zeros(0, dtype=np.uint8)
+    offset = np.cumsum(size) - size
+    row_size = np.repeat(size, size)  # each token's row has as many cells as its tree has tokens
+    row_end = np.cumsum(row_size)
+    # the cells of token i's row hold j = first token of its tree, ..., its last
+    right = np.arange(int(row_end[-1])) - np.repeat(row_end - row_size - np.repeat(offset, size), row_size)
+    pair = np.repeat(bits, row_size, axis=0)
+    np.bitwise_xor(pair, bits[right], out=pair)
+    counts = np.bitwise_count(pair)  # uint8 per word
+    if counts.shape[1] == 1:  # trees of at most 64 tokens: distances < 64
+        return counts.reshape(-1)
+    dist = counts[:, 0].astype(np.uint16)
+    for word in range(1, counts.shape[1]):
+        dist += counts[:, word]
+    return np.minimum(dist, 255).astype(np.uint8)
 
 
 def tree_distances(heads: Sequence[int]) -> np.ndarray:
     """Number of arcs on the tree path between every two tokens (Chen et al.), capped at 255, uint8."""
     n = len(heads)
-    if n == 0:
-        return np.zeros((0, 0), dtype=np.uint8)
-    reach = ancestor_matrix(heads).astype(np.int32)  # integer matmul: exact, and no BLAS thread pool per call
-    depth = reach.sum(axis=1) - 1
-    common = reach @ reach.T  # ancestors-or-self shared by i and j = depth(lca) + 1
-    dist = depth[:, None] + depth[None, :] - 2 * (common - 1)
-    return np.minimum(dist, 255).astype(np.uint8)
+    return forest_tree_distances(heads, [n]).reshape(n, n)
 
 
 def strip_subtypes(labels: Sequence[str]) -> list[str]:

@@ -149,3 +149,91 @@ def test_workers_give_identical_output_and_errors_keep_line_numbers(tmp_path, fm
     with pytest.raises(InputError) as err:
         align_file(str(broken), str(tmp_path / "x"), config, None, fmt, workers=2, sentences_per_chunk=2)
     assert str(err.value).startswith(f"{broken}:{bad_line} (sentence s8): head 9 out of range")
+
+
+MULTIWORD = ("# sent_id = mw\n# text = zum Haus\n1-2\tzum\t_\t_\t_\t_\t_\t_\t_\t_\n" + row(1, "zu", 3, "case") + "\n"
+             + row(2, "dem", 3, "det") + "\n" + row(3, "Haus", 0, "root") + "\n\n")
+EMPTY_NODE = sentence(JOHN).replace("\n" + row(3, "the", 4, "det"),
+                                    "\n2.1\tx\t_\t_\t_\t_\t_\t_\t_\t_\n" + row(3, "the", 4, "det"))
+CYCLE = sentence([("a", 2, "x"), ("b", 3, "y"), ("c", 2, "z"), ("d", 0, "root")])
+BROKEN = [
+    sentence(JOHN) + "1\tx\t_\n",  # column count
+    sentence(JOHN).replace("\t4\tdet", "\tfour\tdet"),  # head not an integer
+    sentence(JOHN).replace("\t4\tdet", "\t+4\tdet"),
+    sentence(JOHN).replace("\t4\tdet", "\t9\tdet"),  # out of range
+    sentence(JOHN).replace("\t4\tdet", "\t3\tdet"),  # own head
+    sentence(JOHN).replace("\t2\tnsubj", "\t0\tnsubj"),  # two roots
+    CYCLE,
+    sentence(JOHN).replace("3\tthe", "4\tthe"),  # IDs out of sequence
+    sentence(JOHN).replace(row(3, "the", 4, "det"), row(3, "the", 4, "det") + "\n# late comment"),
+    sentence(JOHN).replace("\t4\tdet\t_\t_", "\t4\tdet\t_\t_\t_"),  # 11 columns on one line ...
+    sentence(JOHN).replace("\t2\tobj\t_\t_", "\t2\tobj\t_"),  # ... and 9 on another
+]
+
+
+def slow_trees(text, first_line=1, first_index=0):
+    from synprep.conllu import parse_conllu_lines, to_tree
+
+    return [to_tree(s, "x.conllu") for s in parse_conllu_lines(text.split("\n"), "x.conllu", True,
+                                                                  first_line, first_index)]
+
+
+@pytest.mark.parametrize("bad", range(len(BROKEN)))
+def test_chunk_trees_same_trees_and_errors_as_the_line_reader(bad):
+    from synprep.conllu import chunk_trees
+    from synprep.errors import InputError
+
+    good = sentence(JOHN, "a") + MULTIWORD + EMPTY_NODE + "# only a comment\n\n" + sentence(NONPROJ, "b")
+    for text in (good, good + "\n\n" + good, sentence([("x", 0, "root")])):
+        assert chunk_trees(text.split("\n"), "x.conllu", 5, 7) == slow_trees(text, 5, 7)
+    text = good + BROKEN[bad] + CYCLE  # the first error in the chunk is the one reported
+    with pytest.raises(InputError) as expected:
+        slow_trees(text, 3, 10)
+    with pytest.raises(InputError) as err:
+        chunk_trees(text.split("\n"), "x.conllu", 3, 10)
+    assert str(err.value) == str(expected.value)
+
+
+def test_arrow_columns_equal_pyarrow_conversion_of_the_records(treebank):
+    """FeatureColumns.to_batch (numpy buffers) = pa.array() on every record's values, byte for byte."""
+    from synprep.align import FeatureConfig, featurize
+    from synprep.bpe import Bpe
+    from synprep.conllu import read_trees
+    from synprep.schema import records_to_batch
+
+    path, codes = treebank
+    trees = list(read_trees(str(path))) * 2 + slow_trees(MULTIWORD + "# only a comment\n\n")
+    features = parse_features("parents,distances,transitions,labels")
+    for policy in ("keep", "lift", "drop"):
+        columns = featurize(trees, FeatureConfig(features, "keep", policy, True), Bpe(str(codes)).segment_word)
+        schema = align_schema(features)
+        ids = [7 * i for i in columns.kept]
+        records = [{"id": i, "sent_id": columns.sent_id[k], **columns.record(k)} for k, i in enumerate(ids)]
+        expected = pa.RecordBatch.from_arrays(
+            [pa.array([r[f.name].tolist() if hasattr(r[f.name], "tolist") else r[f.name] for r in records],
+                      type=f.type) for f in schema], schema=schema)
+        for batch in (columns.to_batch(ids, schema), records_to_batch(records, schema)):
+            assert batch.equals(expected)
+            assert ipc_bytes(batch) == ipc_bytes(expected)
+
+
+def ipc_bytes(batch):
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+SHARED_TREEBANKS = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "ud").glob("*/*.conllu"))
+SAMPLE_TREEBANKS = sorted((Path(__file__).resolve().parents[1] / "sample_data").glob("*.conllu"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SAMPLE_TREEBANKS + SHARED_TREEBANKS, ids=lambda p: p.name)
+def test_chunk_trees_on_real_treebanks(path):
+    """The column-wise reader gives the line reader's trees on whole treebanks (multiword tokens, ...)."""
+    from synprep.conllu import chunk_trees, read_conllu_chunks, read_trees
+
+    chunked = [tree for lines, first_line, first_index in read_conllu_chunks(str(path), 100)
+               for tree in chunk_trees(lines, str(path), first_line, first_index)]
+    assert chunked == list(read_trees(str(path)))

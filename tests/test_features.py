@@ -200,3 +200,57 @@ def test_strip_subtypes():
 def test_from_transitions_rejects_invalid_sequences(sequence, message):
     with pytest.raises(ValueError, match=message):
         F.from_transitions(sequence)
+
+
+def brute_parent_positions(heads, owner):
+    """Definition: the positions of the head token's sub-words (root: its own); mean and first."""
+    mid, first = [], []
+    for token in owner:
+        parent = heads[token] - 1 if heads[token] else token
+        span = [i for i, t in enumerate(owner) if t == parent]
+        mid.append(sum(span) / len(span))
+        first.append(span[0])
+    return mid, first
+
+
+@given(st.lists(st.tuples(random_trees(max_tokens=12), st.lists(st.integers(1, 3), min_size=12, max_size=12)),
+                min_size=1, max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_forest_features_match_per_tree_definitions(trees):
+    """The batched (forest) variants over several trees = the brute-force definitions tree by tree."""
+    heads = [h for tree, _ in trees for h in tree]
+    sizes = [len(tree) for tree, _ in trees]
+    owners = [[t for t in range(len(tree)) for _ in range(counts[t])] for tree, counts in trees]
+    offsets = np.cumsum([0] + sizes)
+    global_owner = [offsets[k] + t for k, owner in enumerate(owners) for t in owner]
+    mid, first = F.forest_parent_positions(heads, sizes, global_owner)
+    expected = [brute_parent_positions(tree, owner) for (tree, _), owner in zip(trees, owners)]
+    assert mid.dtype == np.float32 and first.dtype == np.int16
+    assert mid.tolist() == [m for e in expected for m in e[0]]
+    assert first.tolist() == [f for e in expected for f in e[1]]
+    dist = F.forest_tree_distances(heads, sizes)
+    assert dist.dtype == np.uint8
+    assert dist.tolist() == [d for tree, _ in trees for d in bfs_distances(tree).ravel().tolist()]
+    for (tree, _), owner in zip(trees, owners):  # the one-tree functions are the same computation
+        assert F.parent_mid(tree, owner).tolist() == brute_parent_positions(tree, owner)[0]
+
+
+@pytest.mark.parametrize("sizes", [[70], [5, 130, 64, 1], [200, 65]])
+def test_forest_distances_of_long_trees(sizes):
+    """Trees longer than 64 tokens need several 64-bit words per ancestor set."""
+    rng = np.random.default_rng(sum(sizes))
+    trees = []
+    for n in sizes:
+        order = rng.permutation(n) + 1
+        heads = [0] * n
+        for k in range(1, n):  # deep and wide: attach to one of the last few nodes
+            heads[order[k] - 1] = int(order[rng.integers(max(0, k - 3), k)])
+        trees.append(heads)
+    dist = F.forest_tree_distances([h for t in trees for h in t], sizes)
+    expected = [np.minimum(bfs_distances(t), 255).ravel() for t in trees]
+    assert (dist == np.concatenate(expected)).all()
+    assert len(F.forest_tree_distances([], [])) == 0 and F.tree_distances([]).shape == (0, 0)
+    # empty trees (sentences with no token) among others
+    assert F.forest_tree_distances([2, 0, 2], [0, 3, 0]).tolist() == bfs_distances([2, 0, 2]).ravel().tolist()
+    mid, first = F.forest_parent_positions([0, 1], [0, 1, 0, 1], [0, 1])
+    assert mid.tolist() == [0.0, 0.0] and first.tolist() == [0, 0]
