@@ -22,7 +22,7 @@ from .conllu import chunk_trees, read_conllu_chunks
 from .parallel import ordered_map
 from .schema import DEFAULT_FEATURES, align_schema, parse_features, record_to_json
 from .textio import open_binary
-from .trees import Tree, is_projective, lift_projective
+from .trees import Tree, forest_projective, lift_projective
 
 FORMATS = ("jsonl", "arrow", "pascal", "transitions", "text")
 
@@ -123,7 +123,9 @@ def featurize(trees: Sequence[Tree], config: FeatureConfig,
               segment_word: Callable[[str], str] | None = None) -> FeatureColumns:
     """All requested fields of several sentences at once (see FeatureColumns). Sentences that the
     policies exclude (non-projective policy `drop`) are left out and counted in `rejected`."""
-    projective = [is_projective(tree.heads) for tree in trees]
+    sizes = np.fromiter(map(len, trees), dtype=np.int64, count=len(trees))
+    heads = np.fromiter(chain.from_iterable(tree.heads for tree in trees), dtype=np.int64, count=int(sizes.sum()))
+    projective = forest_projective(heads, sizes).tolist()
     kept = list(range(len(trees)))
     rejected: Counter = Counter()
     if config.non_projective == "drop" and not all(projective):
@@ -131,9 +133,10 @@ def featurize(trees: Sequence[Tree], config: FeatureConfig,
         rejected["non_projective"] = len(trees) - len(kept)
         trees = [trees[i] for i in kept]
         projective = [True] * len(kept)
-    sizes = np.fromiter(map(len, trees), dtype=np.int64, count=len(trees))
+        sizes = sizes[kept]
+        heads = np.fromiter(chain.from_iterable(tree.heads for tree in trees), dtype=np.int64,
+                            count=int(sizes.sum()))
     tokens = list(chain.from_iterable(tree.tokens for tree in trees))
-    heads = np.fromiter(chain.from_iterable(tree.heads for tree in trees), dtype=np.int64, count=len(tokens))
     pieces = split_tokens(tokens, segment_word)
     counts = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
     owner = np.repeat(np.arange(len(tokens)), counts)  # global token of each sub-word

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, repeat
 from typing import BinaryIO
 
-from subword_nmt import apply_bpe, learn_bpe
+from subword_nmt import apply_bpe
 
 from .errors import InputError
 from .textio import decode_line, open_binary, open_text_output
@@ -213,6 +213,8 @@ def learn_joint(inputs: list[str], codes_path: str, symbols: int, vocab_paths: l
         joint += counts
     if not joint:
         raise InputError("no words to learn BPE from (empty input)", ",".join(inputs))
+    from subword_nmt import learn_bpe  # imports tqdm: only here
+
     vocab_list = [f"{word} {freq}" for word, freq in joint.items()]
     with open(codes_path, "w", encoding="utf-8") as out:
         learn_bpe.learn_bpe(vocab_list, out, symbols, min_frequency, False, is_dict=True,

@@ -15,7 +15,7 @@ from operator import eq
 import numpy as np
 
 from .errors import InputError
-from .textio import open_text_output, read_lines
+from .textio import open_text_output, read_line_blocks, read_lines
 from .trees import Tree, find_cycle
 
 COLUMNS = 10
@@ -62,24 +62,33 @@ def read_conllu(path: str) -> Iterator[ConlluSentence]:
 
 def read_conllu_chunks(path: str, sentences_per_chunk: int = 512) -> Iterator[tuple[list[str], int, int]]:
     """Cut a CoNLL-U file at sentence boundaries, unparsed, for parallel workers:
-    (lines, number of the first line, index of the first sentence)."""
+    (lines, number of the first line, index of the first sentence). A chunk starts at the first line of
+    every `sentences_per_chunk`-th sentence (the first chunk at line 1); blank lines stay with the chunk
+    before them."""
     chunk: list[str] = []
-    first_line, first_index, sentences, in_sentence = 1, 0, 0, False
-    lineno = 0
-    for lineno, line in enumerate(read_lines(path), 1):
-        if line:
-            if not in_sentence:
-                if sentences == sentences_per_chunk:
-                    yield chunk, first_line, first_index
-                    chunk, first_line, first_index, sentences = [], lineno, first_index + sentences, 0
-                sentences += 1
-                in_sentence = True
-        else:
-            in_sentence = False
-        chunk.append(line)
+    first_line, first_index, sentences, in_sentence = 1, 0, 0, False  # sentences: seen so far
+    lineno = 0  # lines before the current block
+    for block in read_line_blocks(path):
+        nonempty = np.fromiter(map(len, block), dtype=np.int64, count=len(block)) > 0
+        after_blank = np.empty_like(nonempty)
+        after_blank[0] = not in_sentence
+        np.logical_not(nonempty[:-1], out=after_blank[1:])
+        starts = np.flatnonzero(nonempty & after_blank)  # first lines of sentences
+        ordinals = sentences + np.arange(len(starts))
+        cuts = starts[(ordinals % sentences_per_chunk == 0) & (ordinals > 0)].tolist()
+        begin = 0
+        for cut in cuts:
+            chunk += block[begin:cut]
+            yield chunk, first_line, first_index
+            chunk, first_line, first_index = [], lineno + cut + 1, first_index + sentences_per_chunk
+            begin = cut
+        chunk += block[begin:]
+        sentences += len(starts)
+        in_sentence = bool(nonempty[-1])
+        lineno += len(block)
     if sentences:
         yield chunk, first_line, first_index
-    elif first_index == 0:
+    else:
         raise InputError("empty CoNLL-U file (no sentence)", path, lineno or None)
 
 

@@ -140,27 +140,23 @@ def to_transitions(heads: Sequence[int], labels: Sequence[str], pieces: Sequence
     pending = [0] * (n + 1)  # dependents of each token (1-based) not yet attached
     for head in heads:
         pending[head] += 1
-    stack: list[int] = []
+    stack: list[int] = []  # below the top item, which is held in `top`
     out: list[str] = []
-    next_token = 1
-    while True:
-        if len(stack) >= 2:
-            s0, s1 = stack[-1], stack[-2]
-            if heads[s1 - 1] == s0:
-                out.append(LEFT_ARC + labels[s1 - 1])
-                del stack[-2]
-                pending[s0] -= 1
-                continue
-            if heads[s0 - 1] == s1 and pending[s0] == 0:
-                out.append(RIGHT_ARC + labels[s0 - 1])
+    for top in range(1, n + 1):  # SHIFT = emit the token's sub-words, then reduce while an arc applies
+        out += pieces[top - 1]
+        while stack:
+            below = stack[-1]
+            if heads[below - 1] == top:  # LEFT-ARC: s1 <- s0
+                out.append(LEFT_ARC + labels[below - 1])
                 stack.pop()
-                pending[s1] -= 1
-                continue
-        if next_token > n:
-            break
-        out.extend(pieces[next_token - 1])
-        stack.append(next_token)
-        next_token += 1
+                pending[top] -= 1
+            elif heads[top - 1] == below and not pending[top]:  # RIGHT-ARC: s1 -> s0
+                out.append(RIGHT_ARC + labels[top - 1])
+                top = stack.pop()
+                pending[top] -= 1
+            else:
+                break
+        stack.append(top)
     if len(stack) > 1:
         return None
     if root == "keep" and stack:

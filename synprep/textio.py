@@ -48,6 +48,12 @@ def read_lines(path: str) -> Iterator[str]:
 
     Decodes ~1 MB blocks at once (C speed); on a bad byte, finds the line to name it.
     """
+    for block in read_line_blocks(path):
+        yield from block
+
+
+def read_line_blocks(path: str) -> Iterator[list[str]]:
+    """The lines of `read_lines`, as lists of consecutive lines (~1 MB each)."""
     stream = open_binary(path)
     lineno = 0
     try:
@@ -67,7 +73,7 @@ def read_lines(path: str) -> Iterator[str]:
             lines = text.split("\n")
             if "\r" in text:
                 lines = [line.rstrip("\r") for line in lines]
-            yield from lines
+            yield lines
     except (OSError, EOFError, lzma.LZMAError) as err:
         raise InputError(f"cannot read compressed input: {err}", path) from None
     finally:

@@ -254,3 +254,13 @@ def test_forest_distances_of_long_trees(sizes):
     assert F.forest_tree_distances([2, 0, 2], [0, 3, 0]).tolist() == bfs_distances([2, 0, 2]).ravel().tolist()
     mid, first = F.forest_parent_positions([0, 1], [0, 1, 0, 1], [0, 1])
     assert mid.tolist() == [0.0, 0.0] and first.tolist() == [0, 0]
+
+
+@given(st.lists(random_trees(), min_size=1, max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_forest_projective_matches_definition(trees):
+    from synprep.trees import forest_projective
+
+    found = forest_projective([h for t in trees for h in t], [len(t) for t in trees])
+    assert found.tolist() == [brute_projective(t) for t in trees]
+    assert forest_projective([], [0, 0]).tolist() == [True, True]
