@@ -76,7 +76,6 @@ class Bpe:
         self.separator = separator
         self._cache: dict[str, str] = {}
         self._rank_pair = {rank: pair for pair, rank in self._bpe.bpe_codes.items()}
-        self._replacements: dict[int, tuple[str, str, bool]] = {}  # rank -> (pattern, merged, first == second)
         self._fast = not glossaries  # glossaries go through subword-nmt's own code path
 
     def segment_word(self, word: str) -> str:
@@ -101,25 +100,20 @@ class Bpe:
         bpe = self._bpe
         symbols = list(word) + ["</w>"] if bpe.version == (0, 1) else list(word[:-1]) + [word[-1] + "</w>"]
         rank_of = bpe.bpe_codes.get
-        replacements = self._replacements
-        text = " " + " ".join(symbols) + " "  # the symbols, space-joined, with a space at either end
-        while True:
-            best = min(map(rank_of, zip(symbols, symbols[1:]), repeat(_NO_MERGE)), default=_NO_MERGE)
+        while len(symbols) > 1:
+            best = min(map(rank_of, zip(symbols, symbols[1:]), repeat(_NO_MERGE)))
             if best == _NO_MERGE:
                 break
-            replacement = replacements.get(best)
-            if replacement is None:
-                first, second = self._rank_pair[best]
-                replacement = replacements[best] = (f" {first} {second} ", f" {first}{second} ", first == second)
-            pattern, merged, overlapping = replacement
-            if not overlapping:
+            first, second = self._rank_pair[best]
+            if first != second:
+                pattern, merged = f" {first} {second} ", f" {first}{second} "
+                text = " " + " ".join(symbols) + " "
                 # one pass misses a match right after another (the shared space was consumed)
                 text = text.replace(pattern, merged)
                 if pattern in text:
                     text = text.replace(pattern, merged)
                 symbols = text[1:-1].split(" ")
             else:  # overlapping pairs (x x x -> xx x): left to right, as subword-nmt does
-                first, second = self._rank_pair[best]
                 out, i = [], 0
                 while i < len(symbols):
                     if i + 1 < len(symbols) and symbols[i] == first and symbols[i + 1] == second:
@@ -129,7 +123,6 @@ class Bpe:
                         out.append(symbols[i])
                         i += 1
                 symbols = out
-                text = " " + " ".join(symbols) + " "
         if symbols[-1] == "</w>":
             symbols.pop()
         elif symbols[-1].endswith("</w>"):
