@@ -276,6 +276,20 @@ def test_ddp_gloo_two_processes_keep_replicas_identical(shards, tmp_path):
     assert load_checkpoint(str(tmp_path / "run" / "last.pt"))[2]["step"] == 4
 
 
+def test_torchrun_cli_two_processes(shards, tmp_path):
+    """The documented multi-process command (`torchrun ... -m syntrain run`), on the CPU with gloo."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                          "-m", "syntrain", "run", "--data", str(shards / "train"), "--out", str(tmp_path / "run"),
+                          "--max-steps", "3", "--max-tokens", "300", "--warmup", "2", "--log-interval", "1",
+                          "--preset", "tiny", "--pascal-heads", "2"], capture_output=True, text=True, env=env, cwd=REPO,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "2 process(es)" in out.stderr and out.stderr.count("syntrain:") == 1  # rank 0 logs
+    assert load_checkpoint(str(tmp_path / "run" / "last.pt"))[2]["step"] == 3
+    assert len(_losses(tmp_path / "run" / "metrics.jsonl")) == 3
+
+
 def test_tiny_model_learns_synthetic_corpus(shards, tmp_path):
     """Pascal (2 of 4 heads in layer 1), 300 steps on CPU: high BLEU on the held-out test split."""
     run = tmp_path / "run"
