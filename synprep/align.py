@@ -70,8 +70,13 @@ class FeatureColumns:
     parent_first: np.ndarray | None = None
     distances: np.ndarray | None = None  # each sentence's token x token matrix, row-major, flat
     transitions: list[list[str] | None] | None = None
-    rejected: Counter = field(default_factory=Counter)
+    dropped: dict[int, str] = field(default_factory=dict)  # position among the input trees -> reason
     _starts: tuple | None = field(default=None, repr=False)
+
+    @property
+    def rejected(self) -> Counter:
+        """Left-out sentences per reason."""
+        return Counter(self.dropped.values())
 
     def __len__(self) -> int:
         return len(self.kept)
@@ -122,15 +127,15 @@ class FeatureColumns:
 def featurize(trees: Sequence[Tree], config: FeatureConfig,
               segment_word: Callable[[str], str] | None = None) -> FeatureColumns:
     """All requested fields of several sentences at once (see FeatureColumns). Sentences that the
-    policies exclude (non-projective policy `drop`) are left out and counted in `rejected`."""
+    policies exclude (non-projective policy `drop`) are left out, with their reason in `dropped`."""
     sizes = np.fromiter(map(len, trees), dtype=np.int64, count=len(trees))
     heads = np.fromiter(chain.from_iterable(tree.heads for tree in trees), dtype=np.int64, count=int(sizes.sum()))
     projective = forest_projective(heads, sizes).tolist()
     kept = list(range(len(trees)))
-    rejected: Counter = Counter()
+    dropped: dict[int, str] = {}
     if config.non_projective == "drop" and not all(projective):
+        dropped = {i: "non_projective" for i in kept if not projective[i]}
         kept = [i for i in kept if projective[i]]
-        rejected["non_projective"] = len(trees) - len(kept)
         trees = [trees[i] for i in kept]
         projective = [True] * len(kept)
         sizes = sizes[kept]
@@ -145,7 +150,7 @@ def featurize(trees: Sequence[Tree], config: FeatureConfig,
     n_subwords = bounds[token_offset + sizes] - bounds[token_offset]
     columns = FeatureColumns(
         kept, [tree.sent_id for tree in trees], tokens, sizes, heads, list(chain.from_iterable(pieces)),
-        n_subwords, owner - np.repeat(token_offset, n_subwords), projective, rejected=rejected)
+        n_subwords, owner - np.repeat(token_offset, n_subwords), projective, dropped=dropped)
     wanted = config.features
     labels = list(chain.from_iterable(tree.labels for tree in trees))
     if config.strip_subtypes:
@@ -175,8 +180,8 @@ def sentence_features(tree: Tree, config: FeatureConfig,
     """All requested fields of one sentence (CONTRACT.md field names). Raises Rejected under
     non-projective policy `drop`."""
     columns = featurize([tree], config, segment_word)
-    if not len(columns):
-        raise Rejected(next(iter(columns.rejected)))
+    if 0 in columns.dropped:
+        raise Rejected(columns.dropped[0])
     return columns.record(0)
 
 

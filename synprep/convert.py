@@ -30,7 +30,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from . import __version__
-from .align import FeatureConfig, Rejected, sentence_features
+from .align import FeatureConfig, featurize
 from .bpe import Bpe, learn_joint
 from .conllu import format_sentence, parse_conllu_text, read_conllu, to_tree
 from .corpus import count_segments, detect_format, read_side
@@ -221,17 +221,23 @@ def _features_piece(state: tuple[SplitJob, Bpe | None, Bpe | None], prefix: str
     src = read_conllu(prefix + ".src.conllu") if os.path.getsize(prefix + ".src.conllu") else iter(())
     tgt = read_conllu(prefix + ".tgt.conllu") if os.path.getsize(prefix + ".tgt.conllu") else iter(())
     records, rejected = [], Counter()
-    for src_sentence, tgt_sentence in zip(src, tgt):
-        src_tree, tgt_tree = to_tree(src_sentence), to_tree(tgt_sentence)
-        try:
-            src_record = sentence_features(src_tree, job.src.features, src_bpe.segment_word if src_bpe else None)
-            tgt_record = sentence_features(tgt_tree, job.tgt.features, tgt_bpe.segment_word if tgt_bpe else None)
-        except Rejected as rejection:
-            rejected[rejection.reason] += 1
+    pairs = list(zip(src, tgt))
+    src_trees, tgt_trees = [], []
+    for src_sentence, tgt_sentence in pairs:
+        src_trees.append(to_tree(src_sentence))
+        tgt_trees.append(to_tree(tgt_sentence))
+    src_columns = featurize(src_trees, job.src.features, src_bpe.segment_word if src_bpe else None)
+    tgt_columns = featurize(tgt_trees, job.tgt.features, tgt_bpe.segment_word if tgt_bpe else None)
+    src_row = {position: row for row, position in enumerate(src_columns.kept)}
+    tgt_row = {position: row for row, position in enumerate(tgt_columns.kept)}
+    for i, (src_sentence, _) in enumerate(pairs):
+        reason = src_columns.dropped.get(i) or tgt_columns.dropped.get(i)
+        if reason:
+            rejected[reason] += 1
             continue
-        record = {"id": int(src_sentence.sent_id), "src_text": src_tree.text, "tgt_text": tgt_tree.text}
-        record.update({"src_" + k: v for k, v in src_record.items()})
-        record.update({"tgt_" + k: v for k, v in tgt_record.items()})
+        record = {"id": int(src_sentence.sent_id), "src_text": src_trees[i].text, "tgt_text": tgt_trees[i].text}
+        record.update({"src_" + k: v for k, v in src_columns.record(src_row[i]).items()})
+        record.update({"tgt_" + k: v for k, v in tgt_columns.record(tgt_row[i]).items()})
         records.append(record)
     schema = pair_schema(job.src.features.features, job.tgt.features.features)
     batch = records_to_batch(records, schema) if records else None

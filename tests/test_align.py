@@ -237,3 +237,19 @@ def test_chunk_trees_on_real_treebanks(path):
     chunked = [tree for lines, first_line, first_index in read_conllu_chunks(str(path), 100)
                for tree in chunk_trees(lines, str(path), first_line, first_index)]
     assert chunked == list(read_trees(str(path)))
+
+
+def test_featurize_drops_by_position_and_sentence_features_raises():
+    from synprep.align import FeatureConfig, Rejected, featurize, sentence_features
+    from synprep.trees import Tree
+
+    trees = [Tree([w for w, _, _ in words], [h for _, h, _ in words], [lab for _, _, lab in words])
+             for words in (JOHN, NONPROJ, JOHN)]
+    config = FeatureConfig(("parents",), "drop", "drop")
+    columns = featurize(trees, config)
+    assert columns.kept == [0, 2] and columns.dropped == {1: "non_projective"}
+    assert columns.rejected == {"non_projective": 1}
+    assert columns.record(1)["parent_mid"].tolist() == sentence_features(trees[2], config)["parent_mid"].tolist()
+    with pytest.raises(Rejected) as err:
+        sentence_features(trees[1], config)
+    assert err.value.reason == "non_projective"
