@@ -77,6 +77,7 @@ def pascal_score_mod(parent: torch.Tensor, active: torch.Tensor, key_valid: torc
 
 
 _compiled_flex: Callable | None = None
+_flex_failed: str = ""  # why the compiled kernel failed in this process ("auto" then stays on "math")
 
 
 def flex_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod: Callable) -> torch.Tensor:
@@ -138,7 +139,7 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("the flex attention kernel runs without gradients off CUDA (PyTorch has no "
                                  "FlexAttention backward on CPU): use torch.no_grad() or kernel 'math'")
             return True
-        return device.type == "cuda" and not dropout_active and flex_available()
+        return device.type == "cuda" and not dropout_active and not _flex_failed and flex_available()
 
     def _keys_values(self, x: torch.Tensor, memory: torch.Tensor | None, cache: dict | None
                      ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -153,6 +154,27 @@ class MultiHeadAttention(nn.Module):
             cache["k"], cache["v"] = k, v
         return k, v
 
+    def _flex(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+              parent: torch.Tensor) -> torch.Tensor | None:
+        """All heads through the flex kernel; None when it fails under kernel "auto" (a torch.compile/Triton
+        error: a warning, then the math kernel for the rest of the process)."""
+        global _flex_failed
+        b = q.shape[0]
+        if mask is not None and mask.shape[1:3] != (1, 1):
+            raise ValueError("the flex attention kernel takes a key-padding mask of shape (B, 1, 1, S)")
+        key_valid = None if mask is None else mask[:, 0, 0, :].expand(b, k.shape[2])
+        active = prior_rows(parent, self.parent_ignore, self.training)
+        try:
+            return flex_attention(q, k, v, pascal_score_mod(parent, active, key_valid, self.pascal_heads,
+                                                            self.sigma2))
+        except Exception as error:
+            if self.kernel == "flex":
+                raise
+            _flex_failed = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            warnings.warn(f"FlexAttention failed ({_flex_failed}); the 'auto' attention kernel uses 'math' from now on",
+                          RuntimeWarning, stacklevel=2)
+            return None
+
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                 parent: torch.Tensor | None = None, prior: torch.Tensor | None = None, cache: dict | None = None
                 ) -> torch.Tensor:
@@ -166,15 +188,12 @@ class MultiHeadAttention(nn.Module):
         h = self.pascal_heads
         if h and prior is None and parent is None:
             raise ValueError("a layer with Pascal heads needs the source parent positions")
+        y = None
         if h == 0:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
         elif prior is None and self.uses_flex(x.device):
-            if mask is not None and mask.shape[1:3] != (1, 1):
-                raise ValueError("the flex attention kernel takes a key-padding mask of shape (B, 1, 1, S)")
-            key_valid = None if mask is None else mask[:, 0, 0, :].expand(b, k.shape[2])
-            active = prior_rows(parent, self.parent_ignore, self.training)
-            y = flex_attention(q, k, v, pascal_score_mod(parent, active, key_valid, h, self.sigma2))
-        else:
+            y = self._flex(q, k, v, mask, parent)
+        if y is None:
             if prior is None:
                 prior = parent_prior(parent, k.shape[2], self.sigma2, self.parent_ignore, self.training)
             # Pascal heads: explicit scores, scaled by the parent prior (one per sentence) before the softmax

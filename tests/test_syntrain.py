@@ -156,6 +156,29 @@ def test_attention_kernel_choice():
         build_model(vocab_size=20, **SMALL).set_attention_kernel("fused")
 
 
+def test_auto_kernel_falls_back_to_math_when_flex_fails(monkeypatch):
+    """A compile failure of the flex kernel (simulated: no GPU here) under 'auto' warns and gives the math result;
+    under 'flex' it raises."""
+    import syntrain.attention as attention
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("triton: out of shared memory\nmore detail")
+
+    monkeypatch.setattr(attention, "flex_attention", broken)
+    monkeypatch.setattr(attention, "_flex_failed", "")
+    attn, x, mask, parent = _flex_case()
+    attn.eval()
+    q, k, v = (attn._heads(z) for z in (attn.query(x), *attn.key_value(x).split(32, dim=-1)))
+    attn.kernel = "flex"
+    with pytest.raises(RuntimeError, match="shared memory"):
+        attn._flex(q, k, v, mask, parent)
+    attn.kernel = "auto"
+    assert attn.uses_flex(torch.device("cuda"))
+    with pytest.warns(RuntimeWarning, match=r"out of shared memory\); the 'auto'"):
+        assert attn._flex(q, k, v, mask, parent) is None
+    assert not attn.uses_flex(torch.device("cuda"))
+
+
 def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
     """Encoder Pascal layers on the flex kernel: the same greedy translations as the math kernel."""
     vocab = Vocab.build([read_split(str(shards / "train"))[0]])
