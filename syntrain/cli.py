@@ -105,6 +105,9 @@ def _device() -> str:
 def translate(checkpoint: str, input_path: str, output_path: str | None, beam: int, length_penalty: float,
               max_tokens: int) -> None:
     """Translate raw text or the source side of shards; one detokenized line per input, in order."""
+    from synprep.errors import InputError
+    from synprep.textio import read_lines
+
     from .data import ParallelData, raw_source
     from .decode import translate as run_translate
     from .train import load_checkpoint
@@ -114,17 +117,22 @@ def translate(checkpoint: str, input_path: str, output_path: str | None, beam: i
     if os.path.isdir(input_path):
         data = ParallelData(input_path, vocab)
         _warn_signature(ckpt, data)
-    else:  # raw text: parse + BPE as the training shards were made
+        lines = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)
+    else:  # raw text: parse + BPE as the training shards were made; blank lines stay blank
         if "pipeline" not in ckpt:
             raise click.UsageError("this checkpoint has no pipeline configuration: give a split folder")
-        with open(input_path, encoding="utf-8") as f:
-            lines = f.readlines()
         try:
-            table = raw_source(lines, ckpt["pipeline"], ckpt.get("signature", {}))
-        except ValueError as e:
+            raw = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)
+            filled = [i for i, line in enumerate(raw) if line.strip()]
+            table = raw_source([raw[i] for i in filled], ckpt["pipeline"], ckpt.get("signature", {}))
+        except (ValueError, InputError) as e:
             raise click.ClickException(str(e)) from e
         data = ParallelData(input_path, vocab, table=table, manifest={"configuration": ckpt["pipeline"]})
-    lines = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)
+        lines = [""] * len(raw)
+        for i, hyp in zip(filled, run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)):
+            lines[i] = hyp
+        if len(filled) < len(raw):
+            click.echo(f"{input_path}: {len(raw) - len(filled)} blank line(s) left blank in the output", err=True)
     out = open(output_path, "w", encoding="utf-8") if output_path else sys.stdout
     for line in lines:
         out.write(line + "\n")

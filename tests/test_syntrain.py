@@ -368,6 +368,19 @@ def test_translate_raw_text_matches_shards(tmp_path):
 
     from_raw, from_shards = translate(raw), translate(shards / "test")
     assert from_raw == from_shards and len(from_raw.splitlines()) == 6
+    # one line in = one line out: a blank line stays blank, a carriage return does not split a line
+    lines = raw.read_text().splitlines()
+    mixed = tmp_path / "mixed.en"
+    mixed.write_text("\n".join([lines[0], "", lines[1].replace(" ", "\r", 1), *lines[2:]]) + "\n")
+    out = translate(mixed).split("\n")[:-1]
+    expected = from_raw.splitlines()
+    assert len(out) == 7 and out[1] == "" and out[0] == expected[0] and out[3:] == expected[2:]
+    bad = tmp_path / "bad.en"
+    bad.write_bytes(lines[0].encode() + b"\n" + b"caf\xe9\n")
+    result = subprocess.run([sys.executable, "-m", "syntrain", "translate", "--checkpoint", str(run / "last.pt"),
+                             "-i", str(bad)], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode != 0 and f"{bad}:2: not valid UTF-8" in result.stderr
+    assert "Traceback" not in result.stderr
     ckpt = torch.load(run / "last.pt", weights_only=False)
     table = raw_source(raw.read_text().splitlines(), ckpt["pipeline"], ckpt["signature"])
     expected = read_split(str(shards / "test"))[0]
