@@ -113,9 +113,12 @@ def translate(checkpoint: str, input_path: str, output_path: str | None, beam: i
     from .train import load_checkpoint
 
     device = _device()
-    model, vocab, ckpt = load_checkpoint(checkpoint, device)
-    if os.path.isdir(input_path):
-        data = ParallelData(input_path, vocab)
+    try:
+        model, vocab, ckpt = load_checkpoint(checkpoint, device)
+        data = ParallelData(input_path, vocab) if os.path.isdir(input_path) else None
+    except (ValueError, FileNotFoundError) as e:
+        raise click.ClickException(str(e)) from e
+    if data is not None:
         _warn_signature(ckpt, data)
         lines = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)
     else:  # raw text: parse + BPE as the training shards were made; blank lines stay blank
@@ -164,8 +167,11 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     from .train import load_checkpoint
 
     device = _device()
-    model, vocab, ckpt = load_checkpoint(checkpoint, device)
-    data = ParallelData(data_path, vocab)
+    try:
+        model, vocab, ckpt = load_checkpoint(checkpoint, device)
+        data = ParallelData(data_path, vocab)
+    except (ValueError, FileNotFoundError) as e:
+        raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
     hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)
     if output_path:

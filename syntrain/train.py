@@ -111,7 +111,13 @@ def _set_rng_state(state: dict) -> None:
 
 def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
     """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
-    ckpt = torch.load(path, map_location=device, weights_only=False)
+    try:
+        ckpt = torch.load(path, map_location=device, weights_only=False)
+    except Exception as error:  # pickle/zip errors of all kinds
+        raise ValueError(f"{path}: not a readable checkpoint ({type(error).__name__}: {error})") from None
+    missing = [key for key in ("model", "model_config", "vocab") if not isinstance(ckpt, dict) or key not in ckpt]
+    if missing:
+        raise ValueError(f"{path}: not a syntrain checkpoint (no {', '.join(missing)})")
     model = Transformer(ModelConfig.from_dict(ckpt["model_config"])).to(device)
     model.load_state_dict(ckpt["model"])
     return model.eval(), Vocab(ckpt["vocab"]), ckpt

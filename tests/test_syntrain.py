@@ -423,3 +423,24 @@ def test_beam_of_one_is_greedy(shards, tmp_path):
     greedy_ids = [[t for t in ids if t != PAD_ID] for ids in greedy(model, batch.src, batch.parent)]
     assert beam_search(model, batch.src, batch.parent, beam=1) == greedy_ids
     assert len({tuple(ids) for ids in greedy_ids}) > 1  # not one constant output
+
+
+def test_cli_bad_input_is_a_one_line_error(shards, tmp_path):
+    garbage, foreign = tmp_path / "garbage.pt", tmp_path / "foreign.pt"
+    garbage.write_text("not a checkpoint\n")
+    torch.save({"weights": 1}, foreign)
+    recipe = tmp_path / "typo.toml"
+    recipe.write_text(f'[data]\ntrain = "{shards / "train"}"\n[model]\npascal_head = [2]\n')
+    cases = [
+        (["eval", "--checkpoint", str(garbage), "--data", str(shards / "test")],
+         f"{garbage}: not a readable checkpoint"),
+        (["translate", "--checkpoint", str(foreign), "-i", str(shards / "test")],
+         f"{foreign}: not a syntrain checkpoint"),
+        (["run", "--data", str(tmp_path), "--out", str(tmp_path / "r")], f"{tmp_path}: no manifest.json"),
+        (["run", str(recipe)], "unknown model option(s): pascal_head"),
+    ]
+    for args, message in cases:
+        result = subprocess.run([sys.executable, "-m", "syntrain", *args], capture_output=True, text=True, cwd=REPO)
+        assert result.returncode != 0, args
+        assert message in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
