@@ -54,6 +54,7 @@ def cli() -> None:
 @click.option("--max-steps", type=int)
 @click.option("--max-minutes", type=float, help="Stop after this much wall-clock time.")
 @click.option("--max-tokens", type=int, help="Tokens per batch and process (padding included).")
+@click.option("--accum-steps", type=int, help="Batches per optimizer step (gradient accumulation).")
 @click.option("--lr", type=float, help="Peak learning rate.")
 @click.option("--warmup", type=int, help="Warm-up steps.")
 @click.option("--eval-interval", type=int)

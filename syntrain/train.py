@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from .data import PAD_ID, ParallelData, Vocab
+from .data import PAD_ID, Batch, ParallelData, Vocab
 from .decode import score, translate
 from .model import PRESETS, ModelConfig, Transformer
 
@@ -48,6 +48,7 @@ class TrainConfig:
     adam_betas: tuple[float, float] = (0.9, 0.98)
     label_smoothing: float = 0.1
     clip_norm: float = 0.0  # 0: no clipping
+    accum_steps: int = 1  # batches per optimizer step (fairseq --update-freq): update = accum x max_tokens x procs
     eval_interval: int = 1000  # steps between validation (loss + BLEU) and checkpoints
     eval_sentences: int = 0  # validation sentences decoded for BLEU (0: all)
     eval_beam: int = 1  # 1: greedy during training; the final test uses `test_beam`
@@ -109,6 +110,28 @@ def _set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: torch.device,
+                         autocast: contextlib.AbstractContextManager, label_smoothing: float
+                         ) -> tuple[torch.Tensor, int]:
+    """Forward and backward over `batches` (one optimizer update): the gradients of the label-smoothed loss
+    summed over all their target tokens / the number of those tokens, as for one batch holding them all.
+    Returns (that mean loss as a 0-d tensor, target tokens). Under DDP, gradients sync on the last batch only."""
+    tokens = sum(batch.tokens() for batch in batches)  # counted on the CPU: no device sync
+    total = torch.zeros((), device=device)
+    for i, batch in enumerate(batches):
+        batch = batch.to(device)
+        last = i == len(batches) - 1
+        no_sync = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
+        with no_sync:
+            with autocast:
+                logits = model(batch.src, batch.tgt_in, batch.parent)
+            loss = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
+                                   label_smoothing=label_smoothing, reduction="sum") / tokens
+            loss.backward()
+        total += loss.detach()
+    return total, tokens
+
+
 def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
     """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
     try:
@@ -156,6 +179,8 @@ def train(cfg: TrainConfig) -> Transformer:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    if cfg.accum_steps < 1:
+        raise ValueError(f"accum_steps must be >= 1, got {cfg.accum_steps}")
     if cfg.preset not in PRESETS:
         raise ValueError(f"unknown preset {cfg.preset!r}; choose from {', '.join(PRESETS)}")
     os.makedirs(cfg.out, exist_ok=True)
@@ -245,20 +270,14 @@ def train(cfg: TrainConfig) -> Transformer:
             raise ValueError(f"{cfg.data}: fewer batches ({len(batches)}) than processes ({world})")
         batches = batches[rank::world][:per_rank]
         while position < per_rank:
-            batch = train_data.collate(batches[position])
-            tokens = batch.tokens()  # counted on the CPU: no device sync
-            batch = batch.to(device)
-            with autocast:
-                logits = model(batch.src, batch.tgt_in, batch.parent)
-            loss = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
-                                   label_smoothing=cfg.label_smoothing)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            group = [train_data.collate(rows) for rows in batches[position : position + cfg.accum_steps]]
+            loss, tokens = accumulate_gradients(model, group, device, autocast, cfg.label_smoothing)
             if cfg.clip_norm:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
             optimizer.step()
             scheduler.step()
-            step, position = step + 1, position + 1
+            optimizer.zero_grad(set_to_none=True)
+            step, position = step + 1, position + len(group)
             window_loss, window_tokens = window_loss + loss.detach() * tokens, window_tokens + tokens
             if step % cfg.log_interval == 0:
                 seconds = time.time() - window_start

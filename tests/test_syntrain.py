@@ -289,7 +289,7 @@ def test_ddp_gloo_two_processes_keep_replicas_identical(shards, tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cfg = dict(data=str(shards / "train"), out=str(tmp_path / "run"), model=SMALL, max_tokens=300, max_steps=4,
-               warmup=2, log_interval=1, eval_interval=1000, threads=1)
+               warmup=2, log_interval=1, eval_interval=1000, threads=1, accum_steps=2)  # DDP no_sync path too
     torch.multiprocessing.spawn(_ddp_worker, args=(2, port, cfg, str(tmp_path)), nprocs=2, join=True)
     a, b = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
     init = build_model(vocab_size=a["src_embed.weight"].shape[0], **SMALL).state_dict()
@@ -412,6 +412,32 @@ def test_incremental_decoding_equals_teacher_forcing():
         step = model.decode_step(last, tgt.shape[1], memory, src_mask, cache)
         expected = model.decode(torch.cat([tgt[order], last], dim=1), memory, src_mask)[:, -1]
         torch.testing.assert_close(step, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_gradient_accumulation_equals_one_big_batch(shards):
+    """Two accumulated batches give the gradients of one batch holding both (loss normalised by all tokens)."""
+    import contextlib
+
+    from syntrain.train import accumulate_gradients
+
+    vocab = Vocab.build([read_split(str(shards / "train"))[0]])
+    data = ParallelData(str(shards / "train"), vocab)
+    first, second = data.batches(400, seed=1)[:2]
+    model = build_model(vocab_size=len(vocab), **{**SMALL, "dropout": 0.0, "parent_ignore": 0.0})
+    cpu, plain = torch.device("cpu"), contextlib.nullcontext()
+
+    def gradients(groups):
+        model.zero_grad()
+        loss, tokens = accumulate_gradients(model, [data.collate(rows) for rows in groups], cpu, plain, 0.1)
+        return loss.item(), tokens, [p.grad.clone() for p in model.parameters()]
+
+    loss_a, tokens_a, grads_a = gradients([first, second])
+    loss_b, tokens_b, grads_b = gradients([np.concatenate([first, second])])
+    assert tokens_a == tokens_b and abs(loss_a - loss_b) < 1e-5
+    for a, b in zip(grads_a, grads_b):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-4)
+    loss_c, _, grads_c = gradients([first])  # and it is not the gradient of one of them alone
+    assert not all(torch.allclose(a, c, atol=1e-4) for a, c in zip(grads_a, grads_c))
 
 
 def test_beam_of_one_is_greedy(shards, tmp_path):
