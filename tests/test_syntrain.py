@@ -470,3 +470,19 @@ def test_cli_bad_input_is_a_one_line_error(shards, tmp_path):
         assert result.returncode != 0, args
         assert message in result.stderr and "Traceback" not in result.stderr, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize("recipe", sorted(os.listdir(os.path.join(REPO, "pipelines", "train"))))
+def test_training_recipes_are_valid(recipe):
+    """Every shipped recipe loads: known keys, a model that builds, data paths under out/ made by a pipeline."""
+    from syntrain.cli import load_run_config
+    from syntrain.model import PRESETS, ModelConfig
+
+    values = load_run_config(os.path.join(REPO, "pipelines", "train", recipe))
+    cfg = TrainConfig.from_dict(values)
+    model_cfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": 8})
+    assert all(0 <= h <= model_cfg.n_heads for h in model_cfg.pascal_heads)
+    assert len(model_cfg.pascal_heads) <= model_cfg.enc_layers and cfg.accum_steps >= 1
+    assert os.path.basename(cfg.data) == "train" and os.path.basename(cfg.valid) == "valid"
+    if cfg.preset == "base":  # the paper setups: 32k tokens per update on one process
+        assert cfg.max_tokens * cfg.accum_steps == 32768 and model_cfg.attention_dropout == 0.0
