@@ -210,8 +210,14 @@ class _AlignJob:
     vocabulary: frozenset[str] | None
 
 
+# The caller's loaded codes, for workers forked from this process (spawned ones load their own).
+_PARENT_BPE: dict[_AlignJob, Bpe] = {}
+
+
 def _load(job: _AlignJob) -> tuple[_AlignJob, Bpe | None]:
-    bpe = Bpe(job.codes_path, set(job.vocabulary) if job.vocabulary else None) if job.codes_path else None
+    bpe = _PARENT_BPE.get(job)
+    if bpe is None and job.codes_path:
+        bpe = Bpe(job.codes_path, set(job.vocabulary) if job.vocabulary else None)
     return job, bpe
 
 
@@ -283,6 +289,9 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
     if workers <= 1 and bpe is not None:  # reuse the caller's loaded codes
         results: Iterator = (_align_chunk((job, bpe), chunk) for chunk in chunks)
     else:
+        if bpe is not None:
+            _PARENT_BPE.clear()
+            _PARENT_BPE[job] = bpe
         results = ordered_map(_align_chunk, chunks, workers, _load, (job,))
     summary = AlignSummary()
     bar = _progress_bar(progress)
@@ -302,6 +311,7 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
                 summary.add(part)
                 bar.update(part.sentences)
     finally:
+        _PARENT_BPE.clear()
         bar.close()
         sink.flush()
         if output_path != "-":

@@ -168,6 +168,12 @@ BROKEN = [
     sentence(JOHN).replace(row(3, "the", 4, "det"), row(3, "the", 4, "det") + "\n# late comment"),
     sentence(JOHN).replace("\t4\tdet\t_\t_", "\t4\tdet\t_\t_\t_"),  # 11 columns on one line ...
     sentence(JOHN).replace("\t2\tobj\t_\t_", "\t2\tobj\t_"),  # ... and 9 on another
+    MULTIWORD.replace("1-2\tzum", "1-x\tzum"),  # bad multiword IDs
+    MULTIWORD.replace("1-2\tzum", "2-1\tzum"),
+    MULTIWORD.replace("1-2\tzum", "2-3\tzum"),
+    MULTIWORD.replace("\t3\tdet", "\t7\tdet"),  # multiword sentence with a head out of range ...
+    MULTIWORD.replace("\t3\tcase", "\t2\tcase").replace("\t3\tdet", "\t1\tdet"),  # ... with a cycle
+    MULTIWORD.replace("1-2\tzum\t_", "1-2\tzum"),  # multiword line with 9 columns
 ]
 
 
