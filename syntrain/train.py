@@ -10,6 +10,7 @@ signature of the training shards, so `--resume` continues exactly where the run 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import math
 import os
@@ -176,7 +177,8 @@ def train(cfg: TrainConfig) -> Transformer:
     else:
         device = torch.device("cpu")
     if own_group:
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        # rank 0 validates (decoding) while the others wait in the checkpoint collective: a long timeout
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=datetime.timedelta(hours=2))
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     if cfg.accum_steps < 1:
