@@ -64,6 +64,18 @@ def read_vocabulary(path: str, threshold: int | None) -> set[str]:
     return vocabulary
 
 
+class _PiecesCache(dict):
+    """word -> tuple of its sub-words, filled on first use."""
+
+    def __init__(self, segment_word: Callable[[str], str]) -> None:
+        super().__init__()
+        self._segment_word = segment_word
+
+    def __missing__(self, word: str) -> tuple[str, ...]:
+        pieces = self[word] = tuple(self._segment_word(word).split(" "))
+        return pieces
+
+
 class Bpe:
     """Apply learned BPE codes to words, lines and token lists."""
 
@@ -75,6 +87,7 @@ class Bpe:
         self.codes_path = codes_path
         self.separator = separator
         self._cache: dict[str, str] = {}
+        self._pieces = _PiecesCache(self.segment_word)
         self._rank_pair = {rank: pair for pair, rank in self._bpe.bpe_codes.items()}
         self._fast = not glossaries  # glossaries go through subword-nmt's own code path
 
@@ -154,14 +167,19 @@ class Bpe:
         return align_subwords(tokens, self.segment_word)
 
 
-def split_tokens(tokens: Sequence[str], segment_word: Callable[[str], str] | None = None) -> list[list[str]]:
+def split_tokens(tokens: Sequence[str], segment_word: Callable[[str], str] | None = None
+                 ) -> list[Sequence[str]]:
     """The sub-words of each token (whitespace inside a token becomes '▁'; an empty token is '▁').
 
-    With `segment_word=None` every token is its own sub-word (no BPE)."""
+    With `segment_word=None` every token is its own sub-word (no BPE). Do not modify the sequences:
+    with a `Bpe.segment_word` they are the codes' cached tuples."""
     if WHITESPACE_IN_TOKEN.search("".join(tokens)) or not all(tokens):
         tokens = [WHITESPACE_IN_TOKEN.sub(TOKEN_SPACE, token) or TOKEN_SPACE for token in tokens]
     if segment_word is None:
         return [[token] for token in tokens]
+    codes = getattr(segment_word, "__self__", None)
+    if isinstance(codes, Bpe) and segment_word == codes.segment_word:  # cached tuples: no split per token
+        return list(map(codes._pieces.__getitem__, tokens))
     return list(map(str.split, map(segment_word, tokens), repeat(" ")))
 
 

@@ -108,16 +108,14 @@ def _numeric_values(values: Any, item_type: pa.DataType) -> np.ndarray:
     return np.ascontiguousarray(array)
 
 
-def string_array(strings: Sequence[str | None]) -> pa.Array:
-    """A pa.string() array (None = null)."""
-    valid = None
-    if None in strings:
-        valid = [value is not None for value in strings]
-        strings = [value or "" for value in strings]
+def string_array(strings: Sequence[str], valid: Sequence[bool] | None = None) -> pa.Array:
+    """A pa.string() array (`valid[i]` False: null, with strings[i] = "")."""
     text = "".join(strings)
     data = text.encode("utf-8")
-    sizes = map(len, strings) if len(data) == len(text) else map(len, map(str.encode, strings))
-    lengths = np.fromiter(sizes, dtype=np.int64, count=len(strings))
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))  # characters
+    if len(data) != len(text):  # some non-ASCII: UTF-8 byte lengths of those strings
+        wide = np.flatnonzero(~np.fromiter(map(str.isascii, strings), dtype=bool, count=len(strings)))
+        lengths[wide] = [len(strings[i].encode("utf-8")) for i in wide.tolist()]
     bitmap, nulls = _validity(valid)
     return pa.Array.from_buffers(pa.string(), len(strings), [bitmap, _offsets(lengths), pa.py_buffer(data)], nulls)
 
@@ -125,6 +123,8 @@ def string_array(strings: Sequence[str | None]) -> pa.Array:
 def plain_array(values: Sequence[Any], value_type: pa.DataType) -> pa.Array:
     """A non-list column (id, sent_id, projective) from Python values."""
     if value_type == pa.string():
+        if None in values:
+            return string_array([value or "" for value in values], [value is not None for value in values])
         return string_array(values)
     if value_type == pa.bool_():
         bits = np.packbits(np.fromiter(values, dtype=bool, count=len(values)), bitorder="little")
