@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -224,6 +225,17 @@ def _load(job: _AlignJob) -> tuple[_AlignJob, Bpe | None]:
 def _align_chunk(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str], int, int]
                  ) -> tuple[pa.RecordBatch | str | None, AlignSummary]:
     """Parse, validate and featurize one chunk of sentences; serialize it in the output format."""
+    collecting = gc.isenabled()
+    gc.disable()  # many small objects, no cycles, bounded by the chunk: the cyclic GC only costs time (~7%)
+    try:
+        return _align_chunk_now(state, chunk)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _align_chunk_now(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str], int, int]
+                     ) -> tuple[pa.RecordBatch | str | None, AlignSummary]:
     job, bpe = state
     lines, first_line, first_index = chunk
     trees = chunk_trees(lines, job.path, first_line, first_index)
