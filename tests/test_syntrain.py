@@ -214,6 +214,20 @@ def test_cuda_flex_forward_and_gradients_equal_math():
         torch.testing.assert_close(flex, math_, atol=2e-4, rtol=2e-4)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_training_uses_flex_and_bf16_and_learns(shards, tmp_path):
+    """The CUDA defaults (auto: bf16 autocast, FlexAttention for the Pascal layer without attention dropout)."""
+    model = {**SMALL, "attention_dropout": 0.0}
+    trained = train(TrainConfig(data=str(shards / "train"), valid=str(shards / "valid"), out=str(tmp_path), model=model,
+                                max_tokens=600, max_steps=40, lr=3e-3, warmup=5, log_interval=10, eval_interval=40,
+                                eval_sentences=20))
+    assert next(trained.parameters()).is_cuda
+    trained.train()
+    assert trained.encoder[0].attn.uses_flex(torch.device("cuda"))
+    losses = _losses(tmp_path / "metrics.jsonl")
+    assert losses[40] < losses[10] - 0.5, losses
+
+
 def test_bf16_autocast_trains(shards, tmp_path):
     """precision = bf16 (the CUDA default) runs the autocast path; on CPU too: bf16 logits, loss goes down."""
     from syntrain.train import autocast_context
