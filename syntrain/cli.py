@@ -185,11 +185,17 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
 
 @cli.command()
 def env() -> None:
-    """Print the torch version and the device training would use."""
+    """Print the torch version, the device training would use, and what `auto` picks there."""
     import torch
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {device}")
+    from .attention import flex_available
+
+    cuda = torch.cuda.is_available()
+    name = f"cuda ({torch.cuda.get_device_name()})" if cuda else "cpu"
+    precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
+    kernel = "flex" if cuda and flex_available() else "math"
+    click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
+               f"Pascal attention kernel {kernel} (math while attention dropout is on)")
 
 
 def main() -> None:
