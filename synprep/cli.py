@@ -257,11 +257,14 @@ def inspect_command(path: str, show: int, html_path: str | None, examples: int) 
 @click.argument("directory")
 @click.option("--max-failures", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Failures listed at most (all are counted).")
-def validate(directory: str, max_failures: int) -> None:
+@click.option("--workers", type=click.IntRange(min=0), default=0,
+              help="Processes, one shard each at a time (default 0: all cores); the output is the same.")
+def validate(directory: str, max_failures: int, workers: int) -> None:
     """Check every contract invariant on every row of a shard directory; exit 1 on failures."""
+    from .parallel import default_workers
     from .validate import validate_directory
 
-    report, manifest = validate_directory(directory, max_failures)
+    report, manifest = validate_directory(directory, max_failures, workers or default_workers())
     for failure in report.failures:
         click.echo(failure.format())
     click.echo(report.summary(manifest), err=not report.ok)

@@ -21,6 +21,7 @@ from . import features as F
 from .bpe import align_subwords
 from .errors import InputError
 from .inspect import SIDES, batch_rows, load_manifest, shard_batches
+from .parallel import ordered_map
 from .schema import pair_schema
 from .trees import find_cycle, is_projective, lift_projective
 
@@ -170,8 +171,59 @@ def _check_transitions(record: dict[str, Any], heads: list[int], labels: list[st
         yield "transitions", f"stored {_short(' '.join(stored))} != oracle {_short(' '.join(expected or []))}"
 
 
-def validate_directory(directory: str, max_failures: int = 1000) -> tuple[Report, dict[str, Any]]:
-    """Check a shard directory; returns the report (at most `max_failures` kept) and the manifest."""
+@dataclass
+class ShardResult:
+    """What checking one shard found (rows, the id range, failures: the first `max_failures` and a count)."""
+
+    rows: int = 0
+    first_id: int | None = None
+    last_id: int | None = None
+    failures: list[Failure] = field(default_factory=list)
+    failure_count: int = 0
+
+
+def _shard_setup(schema: pa.Schema, groups: dict[str, tuple[str, ...]], policy: dict[str, Any],
+                 input_lines: int | None, max_failures: int) -> tuple:
+    return schema, groups, policy, input_lines, max_failures
+
+
+def check_shard(state: tuple, task: tuple[str, str]) -> ShardResult:
+    """Every row of one shard file (`task` = (name, path)); ids checked within the shard."""
+    schema, groups, policy, input_lines, max_failures = state
+    name, path = task
+    result = ShardResult()
+
+    def fail(row: int | None, field_name: str, message: str) -> None:
+        result.failure_count += 1
+        if len(result.failures) < max_failures:
+            result.failures.append(Failure(name, row, field_name, message))
+
+    previous = None
+    try:
+        for batch in shard_batches(path):
+            if not batch.schema.equals(schema):
+                fail(None, "schema", "differs from the schema of the manifest's features")
+                break
+            for row in batch_rows(batch, name):
+                result.rows += 1
+                if previous is None:
+                    result.first_id = row.id
+                elif row.id <= previous:
+                    fail(row.id, "id", f"not strictly increasing (after {previous})")
+                if isinstance(input_lines, int) and not 0 <= row.id < input_lines:
+                    fail(row.id, "id", f"outside 0..{input_lines - 1}")
+                previous = result.last_id = row.id
+                for side in SIDES:
+                    for field_name, message in check_side(row.sides[side], groups[side], policy):
+                        fail(row.id, f"{side}_{field_name}", message)
+    except (pa.ArrowInvalid, OSError, InputError) as err:
+        fail(None, "file", f"unreadable Arrow stream: {getattr(err, 'message', err)}")
+    return result
+
+
+def validate_directory(directory: str, max_failures: int = 1000, workers: int = 1) -> tuple[Report, dict[str, Any]]:
+    """Check a shard directory (`workers` processes, one shard each at a time); returns the report (at most
+    `max_failures` kept) and the manifest."""
     manifest = load_manifest(directory)
     report = Report(directory)
 
@@ -199,36 +251,29 @@ def validate_directory(directory: str, max_failures: int = 1000) -> tuple[Report
     for name in sorted(os.listdir(directory)):
         if name.startswith("part-") and name.endswith(".arrow") and name not in listed:
             fail(name, None, "file", "shard not listed in manifest.json")
-    previous = -1
+    present = []
     for shard in manifest["shards"]:
         name = shard.get("file", "")
-        path = os.path.join(directory, name)
-        if not os.path.isfile(path):
+        if os.path.isfile(os.path.join(directory, name)):
+            present.append(shard)
+        else:
             fail(name, None, "file", "listed in manifest.json but missing")
-            continue
+    tasks = [(shard["file"], os.path.join(directory, shard["file"])) for shard in present]
+    results = ordered_map(check_shard, tasks, min(workers, len(tasks)), _shard_setup,
+                          (schema, groups, policy, input_lines, max_failures), in_flight_per_worker=1)
+    previous = -1
+    for shard, result in zip(present, results):
+        name = shard["file"]
         report.shards += 1
-        rows = 0
-        try:
-            for batch in shard_batches(path):
-                if not batch.schema.equals(schema):
-                    fail(name, None, "schema", "differs from the schema of the manifest's features")
-                    break
-                for row in batch_rows(batch, name):
-                    rows += 1
-                    if row.id <= previous:
-                        fail(name, row.id, "id", f"not strictly increasing (after {previous})")
-                    if isinstance(input_lines, int) and not 0 <= row.id < input_lines:
-                        fail(name, row.id, "id", f"outside 0..{input_lines - 1}")
-                    previous = row.id
-                    for side in SIDES:
-                        for field_name, message in check_side(row.sides[side], groups[side], policy):
-                            fail(name, row.id, f"{side}_{field_name}", message)
-        except (pa.ArrowInvalid, OSError, InputError) as err:
-            fail(name, None, "file", f"unreadable Arrow stream: {getattr(err, 'message', err)}")
-        report.rows += rows
-        if rows != shard.get("rows"):
-            fail(name, None, "rows", f"{rows} rows, manifest says {shard.get('rows')}")
+        if result.first_id is not None and result.first_id <= previous:  # ids increase across shards too
+            fail(name, result.first_id, "id", f"not strictly increasing (after {previous})")
+        previous = result.last_id if result.last_id is not None else previous
+        report.failure_count += result.failure_count - len(result.failures)
+        for failure in result.failures:
+            fail(failure.file, failure.row, failure.field, failure.message)
+        report.rows += result.rows
+        if result.rows != shard.get("rows"):
+            fail(name, None, "rows", f"{result.rows} rows, manifest says {shard.get('rows')}")
     if report.rows != manifest.get("rows"):
         fail("manifest.json", None, "rows", f"{report.rows} rows in the shards, manifest says {manifest.get('rows')}")
     return report, manifest
-
