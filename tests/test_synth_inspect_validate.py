@@ -271,6 +271,31 @@ def test_validate_catches_transitions_ids_and_accounting(shards, tmp_path):
     assert (None, "input_lines") in found
 
 
+def test_validate_workers_give_the_same_report_across_shards(shards, tmp_path):
+    """Three shards (the last two written in the wrong order, a feature broken in one): the same failures, in
+    the same order, for 1 and 2 workers; ids are checked across shard boundaries too."""
+    target, path, table = _copy_split(shards, tmp_path)
+    rows = table.to_pylist()
+    rows[150]["src_parent_mid"][0] += 1.0
+    pieces = [rows[:100], rows[200:], rows[100:200]]  # shard 2 holds larger ids than shard 3
+    path.unlink()
+    manifest = json.loads((target / "manifest.json").read_text())
+    manifest["shards"] = []
+    for i, piece in enumerate(pieces):
+        name = f"part-{i:05d}.arrow"
+        _write_stream(target / name, pa.Table.from_pylist(piece, schema=table.schema))
+        manifest["shards"].append({"file": name, "rows": len(piece)})
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    one, _ = validate_directory(str(target), workers=1)
+    two, _ = validate_directory(str(target), workers=2)
+    assert one.failures == two.failures and one.failure_count == two.failure_count == 2
+    assert (one.rows, one.shards) == (two.rows, two.shards) == (len(rows), 3)
+    assert [(f.file, f.row, f.field) for f in one.failures] == [
+        ("part-00002.arrow", rows[100]["id"], "id"), ("part-00002.arrow", rows[150]["id"], "src_parent_mid")]
+    capped, _ = validate_directory(str(target), max_failures=1, workers=2)
+    assert capped.failures == one.failures[:1] and capped.failure_count == 2
+
+
 def test_validate_recomputes_not_trusts(shards, tmp_path):
     """Changing a head alone breaks every feature derived from it."""
     target, path, table = _copy_split(shards, tmp_path)
