@@ -113,7 +113,8 @@ def main() -> None:
 
     print(f"{'backend':36s} {'sent/s':>9s} {'x langdetect':>12s} {'en/de/other':>11s} {'en':>6s} {'de':>6s} "
           f"{'other':>6s} {'exact':>6s}")
-    base_rate, results = None, {}
+    base_rate, results, tradeoffs = None, {}, []
+    letters = [sum(char.isalpha() for char in text) for text, _ in data]
     for name, detect in systems.items():
         detect(data[0][0])  # warm-up (lazy model loading)
         start = time.perf_counter()
@@ -125,8 +126,20 @@ def main() -> None:
         exact = sum(p == g for p, (_, g) in zip(predicted, data)) / len(data)
         accuracy = sum(hits) / len(hits)
         results[name] = (rate, accuracy)
+        for min_letters in (0, 10, 20, 30):  # the filter's langid_min_letters: short sides skip the check
+            checked = [n >= min_letters for n in letters]
+            genuine = [(c, p == g) for c, p, (_, g) in zip(checked, predicted, data) if g in ("en", "de")]
+            other = [(c, p in ("en", "de")) for c, p, (_, g) in zip(checked, predicted, data) if g not in ("en", "de")]
+            false_reject = sum(c and not right for c, right in genuine) / len(genuine)
+            kept_other = sum(not c or called_en_de for c, called_en_de in other) / len(other)
+            tradeoffs.append(f"{name:36s} {min_letters:>11d} {false_reject:14.3f} {kept_other:18.3f}")
         print(f"{name:36s} {rate:9.0f} {rate / base_rate:11.1f}x {accuracy:11.4f} "
               + " ".join(f"{sum(v) / len(v):6.3f}" for v in by.values()) + f" {exact:6.3f}")
+    print(f"\nlangid_min_letters trade-off (en/de lines wrongly rejected; non-en/de lines kept, i.e. not caught; "
+          f"the shortest non-en/de line has {min(n for n, (_, g) in zip(letters, data) if g not in ('en', 'de'))} "
+          f"letters, so short off-language lines are not represented)")
+    print(f"{'backend':36s} {'min_letters':>11s} {'en/de rejected':>14s} {'non-en/de kept':>18s}")
+    print("\n".join(tradeoffs))
     slow_rate, slow_acc = results["langdetect (default backend)"]
     fast_rate, fast_acc = results["py3langid (fast backend)"]
     verdict = "met" if fast_rate >= 10 * slow_rate and fast_acc >= slow_acc else "NOT met"

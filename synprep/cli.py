@@ -171,20 +171,23 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
               show_default=True, help="Language-ID backend (py3langid: ~30x faster); none: no language checks.")
 @click.option("--langid-languages", default=None,
               help="Comma-separated candidate languages for the identifier (default: the backend's set).")
+@click.option("--langid-min-letters", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Sides with fewer letters skip the language check (0: check all).")
 @click.option("--min-len", type=click.IntRange(min=0), default=1, show_default=True, help="Min tokens per side.")
 @click.option("--max-len", type=click.IntRange(min=1), default=80, show_default=True, help="Max tokens per side.")
 @click.option("--max-ratio", type=click.FloatRange(min=1), default=3.0, show_default=True,
               help="Max token-count ratio longer/shorter side.")
 @click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
 def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, output_dir: str, langid: str,
-                   langid_languages: str | None, min_len: int, max_len: int, max_ratio: float, workers: int) -> None:
+                   langid_languages: str | None, langid_min_letters: int, min_len: int, max_len: int,
+                   max_ratio: float, workers: int) -> None:
     """Clean a parallel corpus: keep or reject (one counted reason) every pair; output identical for any --workers."""
     from .filter import FilterSettings, filter_files
 
     languages = tuple(c for c in langid_languages.split(",") if c.strip()) if langid_languages else None
     try:
         settings = FilterSettings(src_lang, tgt_lang, min_len, max_len, max_ratio,
-                                  None if langid == "none" else langid, languages)
+                                  None if langid == "none" else langid, languages, langid_min_letters)
         summary = filter_files(src_path, tgt_path, output_dir, settings, workers or None)
     except ValueError as err:
         raise click.UsageError(str(err)) from None

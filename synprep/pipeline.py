@@ -20,7 +20,7 @@ _KEYS = {
     "": {"pipeline", "splits", "filter", "parser", "bpe", "features"},
     "pipeline": {"name", "src_lang", "tgt_lang", "output", "shard_size", "data_root", "source"},
     "split": {"src", "tgt", "format", "filter"},
-    "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages"},
+    "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters"},
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
     "bpe": {"symbols", "codes", "min_frequency", "vocabulary_threshold"},
     "features": {"src", "tgt", "root", "non_projective", "strip_subtypes"},

@@ -66,6 +66,21 @@ def test_first_failing_check_wins():
     assert check_pair("Bonjour mes amis", "Hallo meine Freunde", config, None) is None  # no language checks
 
 
+@pytest.mark.parametrize("backend", ["py3langid", "langdetect"])
+def test_langid_min_letters_skips_short_sides_only(backend):
+    """A side with fewer letters than langid_min_letters is not language-checked; longer ones still are."""
+    # letters: "Le restaurant est ouvert tous les jours ." 33, "El museo está cerrado los lunes ." 26
+    for min_letters, expected in ((0, EXPECTED), (27, [None, *REASONS[:-1], None, None]),
+                                  (34, [None, *REASONS[:-2], None, None, None])):
+        config = settings(backend, langid_min_letters=min_letters)
+        assert [check_pair(s, t, config, make_identifier(config)) for s, t in PAIRS] == expected, min_letters
+    short = ("Merci beaucoup", "Vielen Dank")  # French source, 13 letters
+    assert check_pair(*short, settings(backend), make_identifier(settings(backend))) == "src_lang"
+    assert check_pair(*short, settings(backend, langid_min_letters=14), None) is None
+    with pytest.raises(ValueError, match="langid_min_letters"):
+        settings(langid_min_letters=-1)
+
+
 def test_filter_files_outputs_and_accounting(tmp_path):
     src, tgt = write_pairs(tmp_path / "in", PAIRS)
     summary = filter_files(src, tgt, str(tmp_path / "out"), settings(), workers=1)
@@ -127,7 +142,7 @@ def test_last_line_without_newline_counts(tmp_path):
 
 
 def test_settings_serializable_and_validated():
-    config = settings(langid_languages=("FR", "en", "hr"))
+    config = settings(langid_languages=("FR", "en", "hr"), langid_min_letters=20)
     data = json.loads(json.dumps(config.to_dict()))
     assert FilterSettings.from_dict(data) == config
     assert config.identifier_languages() == ("de", "en", "fr", "hr")
