@@ -209,6 +209,7 @@ class _AlignJob:
     fmt: str
     codes_path: str | None
     vocabulary: frozenset[str] | None
+    bpe_options: tuple = ()  # Bpe(...) merges, separator, glossaries
 
 
 # The caller's loaded codes, for workers forked from this process (spawned ones load their own).
@@ -218,7 +219,9 @@ _PARENT_BPE: dict[_AlignJob, Bpe] = {}
 def _load(job: _AlignJob) -> tuple[_AlignJob, Bpe | None]:
     bpe = _PARENT_BPE.get(job)
     if bpe is None and job.codes_path:
-        bpe = Bpe(job.codes_path, set(job.vocabulary) if job.vocabulary else None)
+        merges, separator, glossaries = job.bpe_options
+        bpe = Bpe(job.codes_path, set(job.vocabulary) if job.vocabulary else None, merges, separator,
+                  list(glossaries) if glossaries else None)
     return job, bpe
 
 
@@ -296,7 +299,8 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
     if needed and needed not in config.features:
         config = replace(config, features=parse_features(config.features + (needed,)))
     vocabulary = frozenset(bpe.vocabulary) if bpe is not None and bpe.vocabulary else None
-    job = _AlignJob(conllu_path, config, fmt, bpe.codes_path if bpe else None, vocabulary)
+    job = _AlignJob(conllu_path, config, fmt, bpe.codes_path if bpe else None, vocabulary,
+                    bpe.options if bpe else ())
     chunks = read_conllu_chunks(conllu_path, sentences_per_chunk)
     if workers <= 1 and bpe is not None:  # reuse the caller's loaded codes
         results: Iterator = (_align_chunk((job, bpe), chunk) for chunk in chunks)

@@ -86,6 +86,7 @@ class Bpe:
             self._bpe = apply_bpe.BPE(codes, merges, separator, vocabulary, glossaries)
         self.codes_path = codes_path
         self.separator = separator
+        self.options = (merges, separator, tuple(glossaries) if glossaries else None)  # to rebuild it elsewhere
         self._cache: dict[str, str] = {}
         self._pieces = _PiecesCache(self.segment_word)
         self._rank_pair = {rank: pair for pair, rank in self._bpe.bpe_codes.items()}

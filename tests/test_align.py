@@ -151,6 +151,29 @@ def test_workers_give_identical_output_and_errors_keep_line_numbers(tmp_path, fm
     assert str(err.value).startswith(f"{broken}:{bad_line} (sentence s8): head 9 out of range")
 
 
+def test_spawned_workers_rebuild_the_callers_bpe_options(tmp_path, treebank, monkeypatch):
+    """Workers started with spawn (macOS, Windows) load the codes themselves, with the caller's merges,
+    separator and glossaries: the same output as in-process."""
+    import multiprocessing
+
+    import synprep.parallel
+    from synprep.align import FeatureConfig, align_file
+    from synprep.bpe import Bpe
+
+    path, codes = treebank
+    bpe = Bpe(str(codes), merges=6, separator="##", glossaries=["put"])
+    config = FeatureConfig(parse_features("parents,labels"))
+    monkeypatch.setattr(synprep.parallel, "pool_context", lambda: multiprocessing.get_context("spawn"))
+    outputs = []
+    for workers in (1, 2):
+        out = tmp_path / f"out{workers}.jsonl"
+        align_file(str(path), str(out), config, bpe, "jsonl", workers=workers, sentences_per_chunk=1)
+        outputs.append(out.read_text())
+    assert outputs[0] == outputs[1]
+    words = json.loads(outputs[0].splitlines()[0])["subwords"]
+    assert "put" in words and any(w.endswith("##") for w in words)  # glossary kept whole, separator used
+
+
 MULTIWORD = ("# sent_id = mw\n# text = zum Haus\n1-2\tzum\t_\t_\t_\t_\t_\t_\t_\t_\n" + row(1, "zu", 3, "case") + "\n"
              + row(2, "dem", 3, "det") + "\n" + row(3, "Haus", 0, "root") + "\n\n")
 EMPTY_NODE = sentence(JOHN).replace("\n" + row(3, "the", 4, "det"),
