@@ -11,24 +11,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .trees import forest_arrays
+
 LEFT_ARC = "LEFT-ARC:"
 RIGHT_ARC = "RIGHT-ARC:"
 ROOT_POLICIES = ("drop", "keep")
 NON_PROJECTIVE_POLICIES = ("drop", "lift", "keep")
 DROPPED_ROOT_LABEL = "root"  # label given to the root by from_transitions under root policy `drop`
-
-
-def forest_arrays(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Several trees as one forest: (global 0-based parent of every token, the root its own parent;
-    first global token of each tree; tree of each token). `heads` are the trees' 1-based heads, concatenated."""
-    head = np.asarray(heads, dtype=np.int64)
-    size = np.asarray(sizes, dtype=np.int64)
-    offset = np.cumsum(size) - size
-    tree = np.repeat(np.arange(len(size)), size)
-    own = np.arange(len(head))
-    parent = np.where(head > 0, offset[tree] + head - 1, own)
-    return parent, offset, tree
 
 
 def forest_parent_positions(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,

@@ -59,36 +59,45 @@ def crossing_arcs(heads: Sequence[int]) -> np.ndarray:
     return ((lo_a < lo_b) & (lo_b < hi_a) & (hi_a < hi_b)) | ((lo_b < lo_a) & (lo_a < hi_b) & (hi_b < hi_a))
 
 
+def forest_arrays(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Several trees as one forest: (global 0-based parent of every token, the root its own parent;
+    first global token of each tree; tree of each token). `heads` are the trees' 1-based heads, concatenated."""
+    head = np.asarray(heads, dtype=np.int64)
+    size = np.asarray(sizes, dtype=np.int64)
+    offset = np.cumsum(size) - size
+    tree = np.repeat(np.arange(len(size)), size)
+    own = np.arange(len(head))
+    parent = np.where(head > 0, offset[tree] + head - 1, own)
+    return parent, offset, tree
+
+
 def forest_projective(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray) -> np.ndarray:
     """`is_projective` of several trees at once (`heads` concatenated, `sizes` tokens per tree).
 
     No two arcs cross (the root arc included) exactly when every subtree covers a contiguous span:
     for every token, (last - first + 1) of its descendants-or-self = their number."""
-    head = np.asarray(heads, dtype=np.int64)
-    size = np.asarray(sizes, dtype=np.int64)
-    n = len(head)
-    offset = np.cumsum(size) - size
-    tree = np.repeat(np.arange(len(size)), size)
-    parent = np.where(head > 0, np.repeat(offset, size) + head - 1, -1)
-    below = np.arange(n)  # walk every token up to the root, pairing it with each of its ancestors
-    ancestor = parent
-    ancestors, descendants = [ancestor[:0]], [below[:0]]
+    parent, offset, tree = forest_arrays(heads, sizes)
+    own = np.arange(len(parent))
+    is_root = parent == own
+    below, ancestor, up = own, parent, ~is_root  # walk every token up to its root, pairing it with each ancestor
+    ancestors, descendants = [own[:0]], [own[:0]]
     while True:
-        up = ancestor >= 0
         below, ancestor = below[up], ancestor[up]
         if not len(ancestor):
             break
         ancestors.append(ancestor)
         descendants.append(below)
+        up = ~is_root[ancestor]
         ancestor = parent[ancestor]
     pair_ancestor, pair_below = np.concatenate(ancestors), np.concatenate(descendants)
-    first = np.arange(n)  # every token is its own descendant
-    last = first.copy()
+    first = own.copy()  # every token is its own descendant
+    last = own.copy()
     np.minimum.at(first, pair_ancestor, pair_below)
     np.maximum.at(last, pair_ancestor, pair_below)
-    count = np.bincount(pair_ancestor, minlength=n) + 1
+    count = np.bincount(pair_ancestor, minlength=len(own)) + 1
     gapped = last - first + 1 != count
-    return np.bincount(tree[gapped], minlength=len(size)) == 0
+    return np.bincount(tree[gapped], minlength=len(offset)) == 0
 
 
 def is_projective(heads: Sequence[int]) -> bool:
