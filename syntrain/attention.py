@@ -21,6 +21,7 @@ Kernels for a layer with Pascal heads (`kernel`):
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -50,10 +51,9 @@ def prior_rows(parent: torch.Tensor, ignore_prob: float = 0.0, training: bool = 
 
 
 def parent_prior(parent: torch.Tensor, n_keys: int, sigma2: float = 1.0, ignore_prob: float = 0.0,
-                 training: bool = False, active: torch.Tensor | None = None) -> torch.Tensor:
+                 training: bool = False) -> torch.Tensor:
     """(B, T) parent positions (< 0: none) -> (B, T, n_keys) prior N(j | p_t, sigma2); inactive rows = 1."""
-    if active is None:
-        active = prior_rows(parent, ignore_prob, training)
+    active = prior_rows(parent, ignore_prob, training)
     keys = torch.arange(n_keys, device=parent.device, dtype=torch.float32)
     prior = gaussian(keys[None, None, :] - parent.float()[:, :, None], sigma2)
     return torch.where(active[:, :, None], prior, torch.ones_like(prior))
@@ -94,6 +94,14 @@ def flex_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod:
     return _compiled_flex(q, k, v, score_mod=score_mod)
 
 
+def check_kernel(kernel: str) -> str:
+    """`kernel` if it is one of KERNELS, else a ValueError naming the choices."""
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown attention kernel {kernel!r}; choose from {', '.join(KERNELS)}")
+    return kernel
+
+
+@functools.cache
 def flex_available() -> bool:
     """FlexAttention exists in this torch build (2.5+)."""
     try:
@@ -113,11 +121,9 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"d_model {d_model} is not a multiple of n_heads {n_heads}")
         if not 0 <= pascal_heads <= n_heads:
             raise ValueError(f"pascal_heads must be in 0..{n_heads}, got {pascal_heads}")
-        if kernel not in KERNELS:
-            raise ValueError(f"unknown attention kernel {kernel!r}; choose from {', '.join(KERNELS)}")
         self.n_heads, self.head_dim, self.dropout = n_heads, d_model // n_heads, dropout
         self.pascal_heads, self.sigma2, self.parent_ignore = pascal_heads, sigma2, parent_ignore
-        self.kernel = kernel
+        self.kernel = check_kernel(kernel)
         self.query = nn.Linear(d_model, d_model)
         self.key_value = nn.Linear(d_model, 2 * d_model)
         self.out = nn.Linear(d_model, d_model)

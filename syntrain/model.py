@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 import torch
 from torch import nn
 
-from .attention import KERNELS, MultiHeadAttention
+from .attention import MultiHeadAttention, check_kernel
 from .data import PAD_ID
 
 
@@ -141,8 +141,7 @@ class Transformer(nn.Module):
 
     def set_attention_kernel(self, kernel: str) -> None:
         """'auto', 'math' or 'flex' for the encoder layers with Pascal heads (see attention.py)."""
-        if kernel not in KERNELS:
-            raise ValueError(f"unknown attention kernel {kernel!r}; choose from {', '.join(KERNELS)}")
+        check_kernel(kernel)
         for layer in self.encoder:
             layer.attn.kernel = kernel
 
