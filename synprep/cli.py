@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from . import __version__
+from . import __version__, options
 from .errors import InputError
 
 
@@ -82,13 +82,13 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
 @click.option("--vocabulary-threshold", type=int, default=None)
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
               help="Comma-separated: parents,distances,transitions,labels.")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "arrow", "pascal", "transitions", "text"]),
+@click.option("--format", "fmt", type=click.Choice(options.ALIGN_FORMATS),
               default="jsonl", show_default=True,
               help="Line formats: pascal = parent_mid, transitions = the sequence, text = the sub-words "
                    "(tokens without codes), one sentence per line.")
-@click.option("--root", type=click.Choice(["drop", "keep"]), default="drop", show_default=True,
+@click.option("--root", type=click.Choice(options.ROOT_POLICIES), default="drop", show_default=True,
               help="Root transition policy.")
-@click.option("--non-projective", type=click.Choice(["drop", "lift", "keep"]), default="keep",
+@click.option("--non-projective", type=click.Choice(options.NON_PROJECTIVE_POLICIES), default="keep",
               show_default=True, help="drop: skip the sentence; lift: pseudo-projective; keep: transitions null.")
 @click.option("--strip-subtypes", is_flag=True, help="compound:prt -> compound in labels and transitions.")
 @click.option("-o", "--output", default="-", show_default=True, help="Output file ('-' = stdout).")
@@ -97,8 +97,9 @@ def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary
           feature_spec: str, fmt: str, root: str, non_projective: str, strip_subtypes: bool, output: str,
           workers: int) -> None:
     """Trees (+ BPE) -> one record per sentence with the contract's features."""
-    from .align import FeatureConfig, align_file
+    from .align import align_file
     from .bpe import Bpe, read_vocabulary
+    from .featurize import FeatureConfig
     from .schema import parse_features
 
     try:
@@ -117,7 +118,7 @@ def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice(["udpipe", "stanza", "spacy-udpipe", "spacy"]), required=True)
+@click.option("--backend", type=click.Choice(options.PARSER_BACKENDS), required=True)
 @click.option("--model", default=None, help="UDPipe model file (udpipe, spacy-udpipe) or spaCy pipeline name/path.")
 @click.option("--model-dir", default=None, help="stanza: local model folder (nothing is downloaded).")
 @click.option("--lang", default=None, help="Language code (stanza, spacy-udpipe).")
@@ -151,7 +152,7 @@ def parser() -> None:
 @click.option("--conllu", required=True, help="Training treebank (CoNLL-U; .gz/.xz accepted).")
 @click.option("--heldout", default=None, help="Optional held-out CoNLL-U (early stopping, UDPipe's defaults).")
 @click.option("-o", "--output", required=True, help="Model file to write.")
-@click.option("--preset", type=click.Choice(["tiny", "default"]), default="default", show_default=True,
+@click.option("--preset", type=click.Choice(options.UDPIPE_PRESETS), default="default", show_default=True,
               help="tiny: seconds, for tests and demos; default: UDPipe's defaults.")
 def parser_train(backend: str, conllu: str, heldout: str | None, output: str, preset: str) -> None:
     """Train a parser model (UDPipe 1: tokenizer, tagger, parser) from CoNLL-U."""
@@ -167,7 +168,7 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
 @click.option("--src-lang", required=True, help="Source language, ISO 639-1 (e.g. en).")
 @click.option("--tgt-lang", required=True, help="Target language, ISO 639-1 (e.g. de).")
 @click.option("-o", "--output-dir", required=True, help="Folder for the kept sides, ids and rejected.tsv.")
-@click.option("--langid", type=click.Choice(["langdetect", "py3langid", "none"]), default="langdetect",
+@click.option("--langid", type=click.Choice([*options.LANGID_BACKENDS, "none"]), default="langdetect",
               show_default=True, help="Language-ID backend (py3langid: ~30x faster); none: no language checks.")
 @click.option("--langid-languages", default=None,
               help="Comma-separated candidate languages for the identifier (default: the backend's set).")
@@ -199,17 +200,21 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
 @click.option("--output", default=None, help="Output folder (overrides the pipeline's `output`).")
 @click.option("--shard-size", type=int, default=None, help="Input pairs per shard (overrides `shard_size`).")
 @click.option("--workers", type=int, default=0, help="Processes (default 0 = all cores); same shards.")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--engine", type=click.Choice(options.ENGINES), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="Existing Ray cluster (default: start a local one).")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run into the same output folder.")
 @click.option("--overwrite", is_flag=True, help="Delete an existing output folder made by convert first.")
+@click.option("--compression", type=click.Choice(options.COMPRESSIONS), default=None,
+              help="Shard compression (overrides the pipeline's `compression`; default none: memory-mappable).")
 def convert(pipeline_file: str, output: str | None, shard_size: int | None, workers: int, engine: str,
-            ray_address: str | None, resume: bool, overwrite: bool) -> None:
+            ray_address: str | None, resume: bool, overwrite: bool, compression: str | None) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
     from .convert import Converter, ConvertOptions, format_summary
     from .pipeline import load_pipeline
 
-    config = load_pipeline(pipeline_file, output, shard_size)
+    if shard_size is not None and shard_size < 1:
+        raise InputError(f"--shard-size must be a positive number of pairs, got {shard_size}")
+    config = load_pipeline(pipeline_file, output, shard_size, compression)
     converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address))
     stats = converter.run()
     click.echo(format_summary(config, stats))

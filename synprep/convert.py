@@ -1,13 +1,16 @@
 """`synprep convert`: whole parallel corpora -> Arrow shards (CONTRACT.md "Arrow shards").
 
 Orchestration only; every stage is the library code of its own module:
-read (corpus) -> filter (filter) -> parse (parse) -> BPE (bpe) -> features (align) -> shards (shards).
+read (corpus) -> filter (filter) -> parse (parse) -> BPE (bpe) -> features (featurize) -> shards (shards).
 
 Work is cut into pieces of PIECE_ROWS input pairs; shard k holds the kept pairs of input pairs
 [k * shard_size, (k + 1) * shard_size), one Arrow record batch per piece. Every piece is a pure function of
 its input lines and the configuration, so the shards are byte-identical whatever the number of workers or
-the engine, and an interrupted run resumes by skipping what is complete:
+the engine, and an interrupted run resumes by skipping what is complete. Each input is read once, in step
+on both sides; each sentence is parsed (or, pre-parsed, read) and validated once in phase 1, which stores
+token-level CoNLL-U; phase 3 reads it with the column-wise reader and featurizes column-wise:
   phase 1  filter + parse each piece      -> OUT/.work/<split>/piece-KKKKK-JJJ.{json,src.conllu,tgt.conllu}
+                                             (+ .src.tok/.tgt.tok on train when BPE is learned)
   phase 2  learn joint BPE on train        -> OUT/codes.bpe (skipped with given codes)
   phase 3  features of each piece -> shard -> OUT/<split>/part-KKKKK.arrow, then OUT/<split>/manifest.json
 Every file is written under a temporary name and renamed when complete.
@@ -24,50 +27,50 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 import pyarrow as pa
 from tqdm import tqdm
 
 from . import __version__
-from .align import FeatureConfig, featurize
-from .bpe import Bpe, learn_joint
-from .conllu import format_sentence, parse_conllu_text, read_conllu, to_tree
-from .corpus import count_segments, detect_format, read_side
+from .bpe import Bpe, learn_joint, read_vocabulary
+from .conllu import chunk_trees, format_sentence, to_tree, tree_to_sentence
+from .corpus import ConlluBlock, detect_format, read_side
 from .errors import InputError
+from .featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
 from .filter import REASONS as FILTER_REASONS
 from .filter import FilterSettings, check_pair, make_identifier
+from .options import ENGINES
 from .parallel import default_workers, ordered_map
 from .parse import ParserSpec
-from .parse.base import file_signature
 from .pipeline import ParserConfig, PipelineConfig, SplitConfig
-from .schema import SCHEMA_VERSION, pair_schema, records_to_batch
-from .textio import file_sha256
+from .schema import pair_schema
+from .shards import Manifest, shard_name, write_paths, write_shard
+from .textio import atomic_write, file_sha256, tsv_field
+from .trees import Tree
 
 PIECE_ROWS = 1000  # input pairs per unit of work and per Arrow record batch (changing it changes the bytes)
 CONVERT_REASONS = ("invalid_tree", "non_projective")  # rejections after the filter
-ENGINES = ("local", "ray")
+SIDES = ("src", "tgt")
 
 
 @dataclass(frozen=True)
-class Side:
-    """How one side of a split is turned into trees."""
+class ParseJob:
+    """What a phase-1 worker needs for one split (picklable; workers load the models once from it)."""
 
-    parser: ParserSpec | None  # None: the input is CoNLL-U already
-    features: FeatureConfig
+    filter: FilterSettings | None  # None: only undecodable and empty pairs are rejected (valid/test)
+    parsers: tuple[ParserSpec | None, ParserSpec | None]  # per side; None = the side is CoNLL-U already
+    write_tokens: bool  # also store the tokens (train, when BPE codes are learned)
 
 
 @dataclass(frozen=True)
-class SplitJob:
-    """Everything a worker needs for one split (picklable; workers load models once from it)."""
+class FeatureJob:
+    """What a phase-3 worker needs for one split."""
 
-    split: str
-    filter: FilterSettings | None
-    src: Side
-    tgt: Side
-    src_vocabulary: frozenset[str] | None = None
-    tgt_vocabulary: frozenset[str] | None = None
-    codes: str | None = None
+    features: tuple[FeatureConfig, FeatureConfig]
+    codes: str | None
+    vocabularies: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
 
 
 @dataclass
@@ -78,29 +81,6 @@ class SplitStats:
     joined_lines: int = 0  # lines the parser split into several sentences (joined into one tree)
     seconds: Counter = field(default_factory=Counter)  # per stage
 
-    def add_piece(self, info: dict[str, Any]) -> None:
-        self.input_pairs += info["input_pairs"]
-        self.rejected.update(info["rejected_counts"])
-        self.joined_lines += info["joined_lines"]
-        self.seconds.update(info["seconds"])
-
-
-# ---------------------------------------------------------------------------------------------- files
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-
-
-def shard_name(index: int) -> str:
-    """File name of shard `index` (CONTRACT.md: part-00000.arrow, ...)."""
-    return f"part-{index:05d}.arrow"
-
 
 def _piece_prefix(work: str, shard: int, piece: int) -> str:
     return os.path.join(work, f"piece-{shard:05d}-{piece:03d}")
@@ -109,139 +89,149 @@ def _piece_prefix(work: str, shard: int, piece: int) -> str:
 # ------------------------------------------------------------------------------------ phase 1: parse
 
 
-def _text_of(item: bytes, preparsed: bool) -> bytes | str:
-    """What the filter sees: the line, or the sentence text of a pre-parsed CoNLL-U sentence."""
-    if not preparsed:
-        return item
-    sentence = parse_conllu_text(item.decode("utf-8"))[0]
-    return sentence.text if sentence.text is not None else " ".join(w[1] for w in sentence.words)
-
-
-def _parse_setup(job: SplitJob) -> tuple[SplitJob, Any, Any, Any]:
+def _parse_setup(job: ParseJob) -> tuple[ParseJob, Any, Any, Any]:
     langid = make_identifier(job.filter) if job.filter else None
-    src = job.src.parser.load() if job.src.parser else None
-    tgt = job.tgt.parser.load() if job.tgt.parser else None
+    src, tgt = (spec.load() if spec else None for spec in job.parsers)
     return job, langid, src, tgt
 
 
-def _basic_check(src: bytes | str, tgt: bytes | str) -> str | None:
-    """Without the filter (valid/test) only undecodable and empty pairs are rejected."""
+def _preparsed_trees(blocks: list[ConlluBlock]) -> list[Tree | str]:
+    """The token-level tree of every CoNLL-U block, or the error message of a broken one."""
+    lines = [line for block in blocks for line in (*block.lines, "")]
     try:
-        texts = [s.decode("utf-8") if isinstance(s, bytes) else s for s in (src, tgt)]
-    except UnicodeDecodeError:
-        return "invalid_utf8"
-    return "empty" if not all(t.strip() for t in texts) else None
+        return list(chunk_trees(lines, blocks[0].path, blocks[0].line)) if blocks else []
+    except InputError:  # some sentence is broken: find which, one by one
+        out: list[Tree | str] = []
+        for block in blocks:
+            try:
+                out.append(chunk_trees(list(block.lines), block.path, block.line)[0])
+            except InputError as err:  # the file and line, not the sentence ordinal (unknown within a block)
+                out.append(str(InputError(err.message, err.path, err.line)))
+        return out
 
 
-def _parse_side(parser: Any, items: list[bytes], ids: list[int]) -> tuple[list[str | None], list[str], int]:
-    """CoNLL-U text per kept pair (None when the tree is broken: reason in the second list), joins."""
-    if parser is None:  # pre-parsed
-        sentences = [parse_conllu_text(item.decode("utf-8"))[0] for item in items]
-        joined = 0
-    else:
-        parsed = parser.parse([item.decode("utf-8") for item in items])
-        sentences = [p.sentence for p in parsed]
-        joined = sum(p.pieces > 1 for p in parsed)
-    texts: list[str | None] = []
-    problems: list[str] = []
-    for sentence, item, pair_id in zip(sentences, items, ids):
-        text = (sentence.text or " ".join(w[1] for w in sentence.words)) if parser is None \
-            else item.decode("utf-8").strip()
-        comments = [f"sent_id = {pair_id}"] + ([f"text = {text}"] if text is not None else [])
-        sentence.comments = comments
+def _block_text(block: ConlluBlock) -> str:
+    """The text of a broken CoNLL-U sentence (for the filter and rejected.tsv): `# text`, else its word forms."""
+    for line in block.lines:
+        name, sep, value = line[1:].partition("=")
+        if line.startswith("#") and sep and name.strip() == "text":
+            return value.strip()
+    words = [line.split("\t") for line in block.lines if not line.startswith("#")]
+    return " ".join(cols[1] for cols in words if len(cols) > 1 and cols[0].isdigit())
+
+
+def _parsed_trees(parser: Any, texts: list[str]) -> tuple[list[Tree | str], int]:
+    """Parse lines into token-level trees (or the message of a broken parser output), and the joined lines."""
+    parsed = parser.parse(texts)
+    trees: list[Tree | str] = []
+    for item in parsed:
         try:
-            if not sentence.words:
+            if not item.sentence.words:
                 raise InputError("empty sentence")
-            to_tree(sentence, "<parser output>")
-            texts.append(format_sentence(sentence))
-            problems.append("")
+            trees.append(to_tree(item.sentence, "<parser output>"))
         except InputError as err:
-            texts.append(None)
-            problems.append(err.message)
-    return texts, problems, joined
+            trees.append(err.message)
+    return trees, sum(p.pieces > 1 for p in parsed)
 
 
-def _parse_piece(state: tuple[SplitJob, Any, Any, Any], task: tuple) -> dict[str, Any]:
+def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str, Any]:
     """Filter and parse one piece; returns what phase 1 stores for it."""
     job, langid, src_parser, tgt_parser = state
-    first_id, src_items, tgt_items = task
+    first_id, items = task  # items: per side, raw bytes (text) or ConlluBlock (pre-parsed)
     started = time.perf_counter()
-    src_pre, tgt_pre = job.src.parser is None, job.tgt.parser is None
-    reasons = []
-    for src, tgt in zip(src_items, tgt_items):
-        src_text, tgt_text = _text_of(src, src_pre), _text_of(tgt, tgt_pre)
-        reasons.append(check_pair(src_text, tgt_text, job.filter, langid) if job.filter
-                       else _basic_check(src_text, tgt_text))
+    texts: list[list[Any]] = []
+    preparsed: list[list[Tree | str] | None] = []
+    for side_items in items:
+        if side_items and isinstance(side_items[0], ConlluBlock):
+            trees = _preparsed_trees(side_items)
+            for tree in trees:
+                if isinstance(tree, Tree) and tree.text is None:
+                    tree.text = " ".join(tree.tokens)
+            preparsed.append(trees)
+            texts.append([tree.text if isinstance(tree, Tree) else _block_text(block)
+                          for tree, block in zip(trees, side_items)])
+        else:
+            preparsed.append(None)
+            texts.append(list(side_items))
+    reasons = [check_pair(src, tgt, job.filter, langid) for src, tgt in zip(*texts)]
     filtered = time.perf_counter()
     kept = [i for i, reason in enumerate(reasons) if reason is None]
-    ids = [first_id + i for i in kept]
-    src_texts, src_problems, src_joined = _parse_side(src_parser, [src_items[i] for i in kept], ids)
-    tgt_texts, tgt_problems, tgt_joined = _parse_side(tgt_parser, [tgt_items[i] for i in kept], ids)
-    # rejected rows: [id, reason, detail, src, tgt] (both sides, for rejected.tsv)
-    def row(i: int, reason: str, detail: str = "") -> list:
-        return [first_id + i, reason, detail, src_items[i].decode("utf-8", "replace"),
-                tgt_items[i].decode("utf-8", "replace")]
+    sides, joined = [], 0
+    for side, parser in enumerate((src_parser, tgt_parser)):
+        if preparsed[side] is not None:
+            sides.append([preparsed[side][i] for i in kept])
+        else:
+            lines = [texts[side][i].decode("utf-8") for i in kept]
+            trees, side_joined = _parsed_trees(parser, lines)
+            joined += side_joined
+            for tree, line in zip(trees, lines):
+                if isinstance(tree, Tree):
+                    tree.text = line.strip()
+            sides.append(trees)
+
+    def row(i: int, reason: str, detail: str = "") -> list:  # rejected.tsv: id, reason, detail, src, tgt
+        return [first_id + i, reason, detail, *(tsv_field(texts[s][i]) for s in range(2))]
 
     rejected = [row(i, reason) for i, reason in enumerate(reasons) if reason is not None]
-    src_out, tgt_out, kept_ids = [], [], []
-    for i, s, t, sp, tp in zip(kept, src_texts, tgt_texts, src_problems, tgt_problems):
-        if s is None or t is None:
-            rejected.append(row(i, "invalid_tree", f"src: {sp}" if s is None else f"tgt: {tp}"))
+    out: list[list[str]] = [[], []]
+    tokens: list[list[str]] = [[], []]
+    kept_ids = []
+    for k, i in enumerate(kept):
+        src, tgt = sides[0][k], sides[1][k]
+        if not isinstance(src, Tree) or not isinstance(tgt, Tree):
+            rejected.append(row(i, "invalid_tree", f"src: {src}" if not isinstance(src, Tree) else f"tgt: {tgt}"))
             continue
-        src_out.append(s)
-        tgt_out.append(t)
         kept_ids.append(first_id + i)
+        for s, tree in enumerate((src, tgt)):
+            tree.sent_id = str(first_id + i)
+            out[s].append(format_sentence(tree_to_sentence(tree)))
+            if job.write_tokens:
+                tokens[s].append(" ".join(tree.tokens).replace("\n", " ") + "\n")
     rejected.sort(key=lambda r: r[0])
     done = time.perf_counter()
     return {
-        "first_id": first_id, "input_pairs": len(src_items), "ids": kept_ids,
-        "rejected": rejected, "rejected_counts": dict(Counter(r[1] for r in rejected)),
-        "joined_lines": src_joined + tgt_joined,
+        "first_id": first_id, "input_pairs": len(reasons), "ids": kept_ids,
+        "rejected": rejected, "rejected_counts": dict(Counter(r[1] for r in rejected)), "joined_lines": joined,
         "seconds": {"filter": filtered - started, "parse": done - filtered},
-        "src": "".join(src_out), "tgt": "".join(tgt_out),
+        "src": "".join(out[0]), "tgt": "".join(out[1]), "src_tok": "".join(tokens[0]), "tgt_tok": "".join(tokens[1]),
     }
 
 
 # --------------------------------------------------------------------------------- phase 3: features
 
 
-def _features_setup(job: SplitJob) -> tuple[SplitJob, Bpe | None, Bpe | None]:
+def _features_setup(job: FeatureJob) -> tuple[FeatureJob, Bpe | None, Bpe | None]:
     if job.codes is None:
         return job, None, None
-    src = Bpe(job.codes, set(job.src_vocabulary) if job.src_vocabulary else None)
-    tgt = Bpe(job.codes, set(job.tgt_vocabulary) if job.tgt_vocabulary else None)
+    src, tgt = (Bpe(job.codes, set(vocabulary) if vocabulary else None) for vocabulary in job.vocabularies)
     return job, src, tgt
 
 
-def _features_piece(state: tuple[SplitJob, Bpe | None, Bpe | None], prefix: str
+def _read_trees(path: str) -> list[Tree]:
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().split("\n")
+    return chunk_trees(lines, path) if any(lines) else []
+
+
+def _features_piece(state: tuple[FeatureJob, Bpe | None, Bpe | None], prefix: str
                     ) -> tuple[pa.RecordBatch | None, dict[str, Any]]:
     """Features of one parsed piece as a record batch (None if it has no rows), and its stats."""
     job, src_bpe, tgt_bpe = state
     started = time.perf_counter()
-    src = read_conllu(prefix + ".src.conllu") if os.path.getsize(prefix + ".src.conllu") else iter(())
-    tgt = read_conllu(prefix + ".tgt.conllu") if os.path.getsize(prefix + ".tgt.conllu") else iter(())
-    records, rejected = [], Counter()
-    pairs = list(zip(src, tgt))
-    src_trees, tgt_trees = [], []
-    for src_sentence, tgt_sentence in pairs:
-        src_trees.append(to_tree(src_sentence))
-        tgt_trees.append(to_tree(tgt_sentence))
-    src_columns = featurize(src_trees, job.src.features, src_bpe.segment_word if src_bpe else None)
-    tgt_columns = featurize(tgt_trees, job.tgt.features, tgt_bpe.segment_word if tgt_bpe else None)
-    src_row = {position: row for row, position in enumerate(src_columns.kept)}
-    tgt_row = {position: row for row, position in enumerate(tgt_columns.kept)}
-    for i, (src_sentence, _) in enumerate(pairs):
-        reason = src_columns.dropped.get(i) or tgt_columns.dropped.get(i)
-        if reason:
-            rejected[reason] += 1
-            continue
-        record = {"id": int(src_sentence.sent_id), "src_text": src_trees[i].text, "tgt_text": tgt_trees[i].text}
-        record.update({"src_" + k: v for k, v in src_columns.record(src_row[i]).items()})
-        record.update({"tgt_" + k: v for k, v in tgt_columns.record(tgt_row[i]).items()})
-        records.append(record)
-    schema = pair_schema(job.src.features.features, job.tgt.features.features)
-    batch = records_to_batch(records, schema) if records else None
-    return batch, {"rows": len(records), "rejected": dict(rejected),
+    trees = [_read_trees(f"{prefix}.{side}.conllu") for side in SIDES]
+    columns: list[FeatureColumns] = [
+        featurize(side_trees, config, bpe.segment_word if bpe else None)
+        for side_trees, config, bpe in zip(trees, job.features, (src_bpe, tgt_bpe))]
+    dropped = {**columns[1].dropped, **columns[0].dropped}  # the source side's reason first
+    if dropped:  # keep the rows that both sides kept
+        both = [i for i in range(len(trees[0])) if i not in dropped]
+        columns = [c.take([row_of[i] for i in both]) for c in columns
+                   for row_of in [{position: row for row, position in enumerate(c.kept)}]]
+    kept = columns[0].kept
+    schema = pair_schema(job.features[0].features, job.features[1].features)
+    batch = pair_batch([int(trees[0][i].sent_id) for i in kept], [trees[0][i].text for i in kept],
+                       [trees[1][i].text for i in kept], columns[0], columns[1], schema) if kept else None
+    return batch, {"rows": len(kept), "rejected": dict(Counter(dropped.values())),
                    "seconds": {"bpe+features": time.perf_counter() - started}}
 
 
@@ -276,6 +266,8 @@ class Converter:
     def __init__(self, config: PipelineConfig, options: ConvertOptions) -> None:
         if options.engine not in ENGINES:
             raise InputError(f"unknown engine {options.engine!r} (choose from {', '.join(ENGINES)})")
+        if options.workers < 0:
+            raise InputError(f"--workers must be >= 0 (0 = all cores), got {options.workers}")
         self.config = config
         self.options = options
         self.workers = options.workers or default_workers()
@@ -286,24 +278,16 @@ class Converter:
 
     # -- set-up
 
-    def _check_inputs(self) -> dict[str, int]:
-        """Every file exists and both sides of every split have the same number of segments."""
-        counts = {}
+    def _check_inputs(self) -> None:
+        """Every input file exists (the segment counts are checked while reading, in one pass)."""
         for split in self.config.splits:
             for path in split.src + split.tgt:
                 if not os.path.isfile(path):
                     raise InputError(f"input file of split {split.name!r} not found (the comments at the top of "
                                      "the pipeline file say where to get it)", path)
-            n_src = count_segments(split.src, split.format, self.config.src_lang)
-            n_tgt = count_segments(split.tgt, split.format, self.config.tgt_lang)
-            if n_src != n_tgt:
-                raise InputError(f"split {split.name!r}: {n_src} source segments ({', '.join(split.src)}) but "
-                                 f"{n_tgt} target segments ({', '.join(split.tgt)})")
-            counts[split.name] = n_src
-        return counts
 
     def _fingerprint(self) -> str:
-        return hashlib.sha256(json.dumps(self.config.to_dict(), sort_keys=True).encode()).hexdigest()
+        return hashlib.sha256(json.dumps(self.config.fingerprint_dict(), sort_keys=True).encode()).hexdigest()
 
     def _prepare_output(self) -> None:
         marker = os.path.join(self.work, "config.json")
@@ -322,8 +306,9 @@ class Converter:
                 raise InputError("--resume: this output was made with a different configuration "
                                  "(use --overwrite or another --output)", self.out)
         os.makedirs(self.work, exist_ok=True)
-        _atomic_write(marker, json.dumps({"fingerprint": self._fingerprint(), "config": self.config.to_dict()},
-                                         indent=2, sort_keys=True).encode())
+        atomic_write(marker, json.dumps({"fingerprint": self._fingerprint(), "config": self.config.fingerprint_dict()},
+                                        indent=2, sort_keys=True).encode())
+        write_paths(self.out, self.config.data_root, self.config.file or None)
 
     def _parser_spec(self, parser: ParserConfig | None, side: str) -> ParserSpec | None:
         if parser is None:
@@ -345,79 +330,96 @@ class Converter:
 
     # -- phases
 
-    def _pieces(self, split: SplitConfig, total: int) -> Iterator[tuple[int, int, tuple]]:
-        """(shard, piece, task) for every piece of the split, in input order."""
+    def _pieces(self, split: SplitConfig) -> Iterator[tuple[int, int, tuple]]:
+        """(shard, piece, task) for every piece of the split, in input order: both sides read once, in step;
+        sides of different lengths are an error naming both counts."""
         size = self.config.shard_size
-        src = read_side(split.src, split.format, self.config.src_lang)
-        tgt = read_side(split.tgt, split.format, self.config.tgt_lang)
+        sides = [read_side(files, split.format, lang) for files, lang in
+                 ((split.src, self.config.src_lang), (split.tgt, self.config.tgt_lang))]
+        pairs = zip_longest(*sides)
         position = 0
-        while position < total:
+        while True:
             shard, offset = divmod(position, size)
-            rows = min(PIECE_ROWS, size - offset, total - position)
-            src_items = [next(src) for _ in range(rows)]
-            tgt_items = [next(tgt) for _ in range(rows)]
-            yield shard, offset // PIECE_ROWS, (position, src_items, tgt_items)
-            position += rows
+            rows = min(PIECE_ROWS, size - offset)
+            src_items, tgt_items = [], []
+            for src, tgt in pairs:
+                if src is None or tgt is None:
+                    rest = 1 + sum(1 for _ in pairs)
+                    n_src, n_tgt = (position + len(src_items) + (rest if tgt is None else 0),
+                                    position + len(tgt_items) + (rest if src is None else 0))
+                    raise InputError(f"split {split.name!r}: {n_src} source segments ({', '.join(split.src)}) but "
+                                     f"{n_tgt} target segments ({', '.join(split.tgt)})")
+                src_items.append(src)
+                tgt_items.append(tgt)
+                if len(src_items) == rows:
+                    break
+            if not src_items:
+                return
+            yield shard, offset // PIECE_ROWS, (position, (src_items, tgt_items))
+            position += len(src_items)
 
-    def _phase_parse(self, split: SplitConfig, job: SplitJob, total: int, bar: tqdm) -> list[tuple[int, int]]:
+    def _phase_parse(self, split: SplitConfig, job: ParseJob, bar: tqdm) -> list[tuple[int, int]]:
         work = os.path.join(self.work, split.name)
         os.makedirs(work, exist_ok=True)
         pieces: list[tuple[int, int]] = []
-        todo = []
-        for shard, piece, task in self._pieces(split, total):
-            pieces.append((shard, piece))
-            if os.path.isfile(_piece_prefix(work, shard, piece) + ".json"):
-                bar.update(len(task[1]))
-            else:
-                todo.append((shard, piece, task))
-        tasks = (task for _, _, task in todo)
-        for (shard, piece, _), info in zip(todo, self.map(_parse_piece, tasks, _parse_setup, (job,))):
-            prefix = _piece_prefix(work, shard, piece)
-            _atomic_write(prefix + ".src.conllu", info.pop("src").encode("utf-8"))
-            _atomic_write(prefix + ".tgt.conllu", info.pop("tgt").encode("utf-8"))
-            _atomic_write(prefix + ".json", json.dumps(info, ensure_ascii=False).encode("utf-8"))
+        todo: list[tuple[int, int]] = []
+
+        def tasks() -> Iterator[tuple]:
+            for shard, piece, task in self._pieces(split):
+                pieces.append((shard, piece))
+                if os.path.isfile(_piece_prefix(work, shard, piece) + ".json"):
+                    bar.update(len(task[1][0]))
+                else:
+                    todo.append((shard, piece))
+                    yield task
+
+        for k, info in enumerate(self.map(_parse_piece, tasks(), _parse_setup, (job,))):
+            prefix = _piece_prefix(work, *todo[k])
+            for side in SIDES:
+                atomic_write(f"{prefix}.{side}.conllu", info.pop(side).encode("utf-8"))
+                tokens = info.pop(f"{side}_tok")
+                if job.write_tokens:
+                    atomic_write(f"{prefix}.{side}.tok", tokens.encode("utf-8"))
+            atomic_write(prefix + ".json", json.dumps(info, ensure_ascii=False).encode("utf-8"))
             bar.update(info["input_pairs"])
         return pieces
 
-    def _phase_bpe(self) -> tuple[str | None, dict[str, frozenset[str] | None]]:
+    def _learns_bpe(self) -> bool:
+        return not self.config.bpe.codes and bool(self.config.bpe.symbols)
+
+    def _phase_bpe(self, train_pieces: list[tuple[int, int]] | None
+                   ) -> tuple[str | None, tuple[frozenset[str] | None, frozenset[str] | None]]:
         bpe = self.config.bpe
-        vocab: dict[str, frozenset[str] | None] = {"src": None, "tgt": None}
-        if bpe.codes:
-            return bpe.codes, vocab
-        if not bpe.symbols:
-            return None, vocab
+        if bpe.codes or not bpe.symbols:
+            return bpe.codes, (None, None)
         codes = os.path.join(self.out, "codes.bpe")
-        vocab_paths = [os.path.join(self.out, f"vocab.{side}") for side in ("src", "tgt")]
+        vocab_paths = [os.path.join(self.out, f"vocab.{side}") for side in SIDES]
         if not os.path.isfile(codes):
-            train = os.path.join(self.work, "train")
-            if not os.path.isdir(train):
+            if train_pieces is None:
                 raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
+            work = os.path.join(self.work, "train")
             token_files = []
-            for side in ("src", "tgt"):
+            for side in SIDES:
                 path = os.path.join(self.work, f"train.tokens.{side}")
-                with open(path, "w", encoding="utf-8") as out:
-                    for name in sorted(os.listdir(train)):
-                        if name.endswith(f".{side}.conllu"):
-                            for sentence in read_conllu(os.path.join(train, name)) \
-                                    if os.path.getsize(os.path.join(train, name)) else ():
-                                out.write(" ".join(to_tree(sentence).tokens).replace("\n", " ") + "\n")
+                with open(path, "wb") as out:
+                    for shard, piece in train_pieces:
+                        with open(f"{_piece_prefix(work, shard, piece)}.{side}.tok", "rb") as part:
+                            shutil.copyfileobj(part, out)
                 token_files.append(path)
             tmp = codes + ".tmp"
             learn_joint(token_files, tmp, bpe.symbols, vocab_paths, bpe.min_frequency)
             os.replace(tmp, codes)
-        if bpe.vocabulary_threshold:
-            from .bpe import read_vocabulary
+        if not bpe.vocabulary_threshold:
+            return codes, (None, None)
+        src, tgt = (frozenset(read_vocabulary(path, bpe.vocabulary_threshold)) for path in vocab_paths)
+        return codes, (src, tgt)
 
-            for side, path in zip(("src", "tgt"), vocab_paths):
-                vocab[side] = frozenset(read_vocabulary(path, bpe.vocabulary_threshold))
-        return codes, vocab
-
-    def _phase_features(self, split: SplitConfig, job: SplitJob, pieces: list[tuple[int, int]],
+    def _phase_features(self, split: SplitConfig, job: FeatureJob, pieces: list[tuple[int, int]],
                         stats: SplitStats) -> list[dict[str, Any]]:
         work = os.path.join(self.work, split.name)
         folder = os.path.join(self.out, split.name)
         os.makedirs(folder, exist_ok=True)
-        schema = pair_schema(job.src.features.features, job.tgt.features.features)
+        schema = pair_schema(job.features[0].features, job.features[1].features)
         by_shard: dict[int, list[int]] = {}
         for shard, piece in pieces:
             by_shard.setdefault(shard, []).append(piece)
@@ -425,156 +427,127 @@ class Converter:
         todo = [(shard, piece) for shard, piece in pieces
                 if not os.path.isfile(os.path.join(folder, shard_name(shard)))]
         results = self.map(_features_piece, (_piece_prefix(work, s, p) for s, p in todo), _features_setup, (job,))
-        result_iter = iter(zip(todo, results))
         for shard in sorted(by_shard):
             path = os.path.join(folder, shard_name(shard))
             stats_path = os.path.join(work, f"shard-{shard:05d}.json")
             if not os.path.isfile(path):
                 batches, shard_stats = [], {"rows": 0, "rejected": Counter(), "seconds": Counter()}
                 for _ in by_shard[shard]:
-                    (_, _), (batch, info) = next(result_iter)
+                    batch, info = next(results)
                     if batch is not None:
                         batches.append(batch)
                     shard_stats["rows"] += info["rows"]
                     shard_stats["rejected"].update(info["rejected"])
                     shard_stats["seconds"].update(info["seconds"])
                 started = time.perf_counter()
-                sink = pa.BufferOutputStream()
-                with pa.ipc.new_stream(sink, schema) as writer:
-                    for batch in batches:
-                        writer.write_batch(batch)
+                shard_stats["entry"] = write_shard(path + ".part", schema, batches, self.config.compression)
+                shard_stats["entry"]["file"] = shard_name(shard)
                 shard_stats["seconds"]["write"] = time.perf_counter() - started
-                _atomic_write(stats_path, json.dumps(shard_stats).encode())
-                _atomic_write(path, sink.getvalue().to_pybytes())
+                atomic_write(stats_path, json.dumps(shard_stats).encode())
+                os.replace(path + ".part", path)  # the shard counts as done once its stats are stored
             with open(stats_path, encoding="utf-8") as handle:
                 done = json.load(handle)
             stats.rows += done["rows"]
             stats.rejected.update(done["rejected"])
             stats.seconds.update(done["seconds"])
-            shards_info.append({"file": shard_name(shard), "rows": done["rows"]})
+            shards_info.append(done["entry"])
         return shards_info
 
-    def _signature(self, codes: str | None, job_filter: FilterSettings | None) -> dict[str, Any]:
-        parsers = {}
-        for side, parser in (("src", self.config.src_parser), ("tgt", self.config.tgt_parser)):
-            if parser is None:
-                parsers[side] = "pre-parsed CoNLL-U"
-                continue
-            model = parser.model or os.path.join(self.out, "models", f"{side}.udpipe")
-            target = parser.model_dir if parser.backend == "stanza" else model
-            digest = file_sha256(target) if target and os.path.isfile(target) else file_signature(target or "")
-            parsers[side] = {"backend": parser.backend, "model": os.path.basename(target or ""),
-                             "sha256": digest, "pretokenized": parser.pretokenized}
-        identifier = make_identifier(job_filter) if job_filter else None
+    def _signature(self, specs: dict[str, ParserSpec | None], codes: str | None,
+                   langid_signature: str | None) -> dict[str, Any]:
+        filter_settings = self.config.filter
         return {
             "synprep": __version__,
-            "parsers": parsers,
+            "parsers": {side: spec.signature() if spec else "pre-parsed CoNLL-U" for side, spec in specs.items()},
             "bpe_codes_sha256": file_sha256(codes) if codes else None,
-            "filter": {**job_filter.to_dict(), "langid_signature": identifier.signature() if identifier else None}
-            if job_filter else None,
+            "filter": {**filter_settings.to_dict(), "langid_signature": langid_signature} if filter_settings else None,
             "features": self.config.to_dict()["features"],
+            **({"compression": f"{self.config.compression}|pyarrow {pa.__version__}"}
+               if self.config.compression != "none" else {}),
         }
-
-    def _filter_settings(self, split: SplitConfig) -> FilterSettings | None:
-        if not split.filter:
-            return None
-        table = dict(self.config.filter)
-        if "langid_languages" in table and table["langid_languages"] is not None:
-            table["langid_languages"] = tuple(table["langid_languages"])
-        if table.get("langid") == "none":
-            table["langid"] = None
-        try:
-            return FilterSettings(self.config.src_lang, self.config.tgt_lang, **table)
-        except (TypeError, ValueError) as err:
-            raise InputError(f"[filter]: {err}") from None
 
     def run(self) -> dict[str, SplitStats]:
         """All phases for all splits; returns per-split statistics (also in each manifest)."""
-        counts = self._check_inputs()
+        self._check_inputs()
+        fresh = not (self.options.resume and os.path.isdir(self.work))
+        existed = os.path.isdir(self.out)
         self._prepare_output()
+        try:
+            return self._run()
+        except InputError:
+            if fresh:  # bad input found while reading: leave no half-made folder that blocks the corrected run
+                for name in os.listdir(self.out) if existed else ():
+                    shutil.rmtree(os.path.join(self.out, name), ignore_errors=True)
+                if not existed:
+                    shutil.rmtree(self.out, ignore_errors=True)
+            raise
+
+    def _run(self) -> dict[str, SplitStats]:
         specs = {side: self._parser_spec(parser, side)
                  for side, parser in (("src", self.config.src_parser), ("tgt", self.config.tgt_parser))}
         features = self.config.features
-        sides = {side: Side(specs[side], FeatureConfig(getattr(features, side), features.root,
-                                                       features.non_projective, features.strip_subtypes))
-                 for side in ("src", "tgt")}
+        configs = tuple(FeatureConfig(getattr(features, side), features.root, features.non_projective,
+                                      features.strip_subtypes) for side in SIDES)
         ordered = sorted(self.config.splits, key=lambda s: s.name != "train")  # train first: BPE learns on it
-        total = sum(counts.values())
-        bar = tqdm(total=total, unit=" pairs", desc="filter+parse", file=sys.stderr,
+        bar = tqdm(unit=" pairs", desc="filter+parse", file=sys.stderr,
                    disable=None if self.options.progress is None else not self.options.progress)
-        jobs, pieces = {}, {}
+        pieces = {}
         for split in ordered:
-            src_pre = _is_conllu(split, split.src)
-            tgt_pre = _is_conllu(split, split.tgt)
-            jobs[split.name] = SplitJob(split.name, self._filter_settings(split),
-                                        Side(None if src_pre else sides["src"].parser, sides["src"].features),
-                                        Side(None if tgt_pre else sides["tgt"].parser, sides["tgt"].features))
+            job = ParseJob(self.config.filter if split.filter else None,
+                           tuple(None if _is_conllu(split, files) else specs[side]
+                                 for side, files in zip(SIDES, (split.src, split.tgt))),
+                           split.name == "train" and self._learns_bpe())
             started = time.perf_counter()
-            pieces[split.name] = self._phase_parse(split, jobs[split.name], counts[split.name], bar)
+            pieces[split.name] = self._phase_parse(split, job, bar)
             self.stats[split.name] = SplitStats()
             self.stats[split.name].seconds["phase1_wall"] = time.perf_counter() - started
         bar.close()
         started = time.perf_counter()
-        codes, vocab = self._phase_bpe()
+        codes, vocabularies = self._phase_bpe(pieces.get("train"))
         bpe_seconds = time.perf_counter() - started
+        job = FeatureJob(configs, codes, vocabularies)
+        identifier = make_identifier(self.config.filter) if self.config.filter else None
+        signature = self._signature(specs, codes, identifier.signature() if identifier else None)
         for split in ordered:
-            job = SplitJob(split.name, jobs[split.name].filter, jobs[split.name].src, jobs[split.name].tgt,
-                           vocab["src"], vocab["tgt"], codes)
             stats = self.stats[split.name]
-            work = os.path.join(self.work, split.name)
-            for shard, piece in pieces[split.name]:
-                with open(_piece_prefix(work, shard, piece) + ".json", encoding="utf-8") as handle:
-                    stats.add_piece(json.load(handle))
+            rejected_lines = self._read_pieces(split, pieces[split.name], stats)
             started = time.perf_counter()
             shards = self._phase_features(split, job, pieces[split.name], stats)
             stats.seconds["phase3_wall"] = time.perf_counter() - started
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
-            self._write_manifest(split, job, codes, shards, stats, counts[split.name], pieces[split.name])
+            folder = os.path.join(self.out, split.name)
+            atomic_write(os.path.join(folder, "rejected.tsv"),
+                         ("\n".join(rejected_lines) + "\n" if rejected_lines else "").encode())
+            Manifest(split.name, self.config.to_dict(), signature, stats.input_pairs, stats.rows,
+                     dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS), shards, stats.joined_lines,
+                     PIECE_ROWS, self.config.shard_size, self.config.compression).write(folder)
         run_info = {"workers": self.workers, "engine": self.options.engine,
                     "seconds": {name: dict(s.seconds) for name, s in self.stats.items()}}
-        _atomic_write(os.path.join(self.out, "run.json"), json.dumps(run_info, indent=2).encode())  # not in shards
+        atomic_write(os.path.join(self.out, "run.json"), json.dumps(run_info, indent=2).encode())  # not in shards
         return self.stats
 
-    def _write_manifest(self, split: SplitConfig, job: SplitJob, codes: str | None, shards: list[dict],
-                        stats: SplitStats, total: int, pieces: list[tuple[int, int]]) -> None:
-        rejected_total = sum(stats.rejected.values())
-        if stats.rows + rejected_total != total:
-            raise RuntimeError(f"accounting error in split {split.name}: {stats.rows} rows + {rejected_total} "
-                               f"rejected != {total} input pairs")
-        folder = os.path.join(self.out, split.name)
-        lines = []
+    def _read_pieces(self, split: SplitConfig, pieces: list[tuple[int, int]], stats: SplitStats) -> list[str]:
+        """Each piece's phase-1 record, read once: counts into `stats`; returns the rejected.tsv lines."""
         work = os.path.join(self.work, split.name)
+        lines = []
         for shard, piece in pieces:
-            with open(_piece_prefix(work, shard, piece) + ".json", encoding="utf-8") as handle:
-                for row in json.load(handle)["rejected"]:
-                    lines.append("\t".join([str(row[0]), row[1], *(_tsv(x) for x in row[2:])]))
-        _atomic_write(os.path.join(folder, "rejected.tsv"), ("\n".join(lines) + "\n" if lines else "").encode())
-        manifest = {
-            "schema_version": SCHEMA_VERSION,
-            "split": split.name,
-            "configuration": self.config.to_dict(),
-            "signature": self._signature(codes, job.filter),
-            "input_lines": total,
-            "rows": stats.rows,
-            "rejected": dict(sorted(stats.rejected.items())),
-            "rejected_reasons": list(FILTER_REASONS) + list(CONVERT_REASONS),
-            "joined_lines": stats.joined_lines,
-            "piece_rows": PIECE_ROWS,
-            "shard_size": self.config.shard_size,
-            "shards": shards,
-            "schema": pair_schema(job.src.features.features, job.tgt.features.features).to_string(),
-        }
-        _atomic_write(os.path.join(folder, "manifest.json"),
-                      json.dumps(manifest, indent=2, ensure_ascii=False).encode("utf-8"))
-
-
-def _tsv(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
+            path = _piece_prefix(work, shard, piece) + ".json"
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    info = json.load(handle)
+            except (OSError, ValueError):
+                raise InputError("a piece of the work folder is missing or unreadable (changed since the run "
+                                 "stopped?): run again with --overwrite", path) from None
+            stats.input_pairs += info["input_pairs"]
+            stats.rejected.update(info["rejected_counts"])
+            stats.joined_lines += info["joined_lines"]
+            stats.seconds.update(info["seconds"])
+            lines += ["\t".join([str(row[0]), row[1], tsv_field(row[2]), row[3], row[4]]) for row in info["rejected"]]
+        return lines
 
 
 def _is_conllu(split: SplitConfig, files: tuple[str, ...]) -> bool:
     return (split.format or "") == "conllu" or all(detect_format(f) == "conllu" for f in files)
-
 
 
 def format_summary(config: PipelineConfig, stats: dict[str, SplitStats]) -> str:

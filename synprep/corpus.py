@@ -1,7 +1,8 @@
 """Reading one side of a parallel corpus: plain text (.gz/.xz), WMT SGML or XML test sets, or CoNLL-U.
 
 Each reader yields one item per segment, in order: raw bytes for text (the filter decodes and counts
-invalid UTF-8), the CoNLL-U sentence text for pre-parsed input. Several files of a side are concatenated.
+invalid UTF-8), an unparsed `ConlluBlock` (the sentence's lines, file and line number) for pre-parsed input:
+convert parses each sentence once, in its workers. Several files of a side are concatenated, in one pass.
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
-from .conllu import format_sentence, read_conllu
 from .errors import InputError
-from .textio import open_binary
+from .options import INPUT_FORMATS
+from .textio import open_binary, read_line_blocks
 
-FORMATS = ("text", "sgml", "xml", "conllu")
+FORMATS = INPUT_FORMATS
 _SEG = re.compile(rb"<seg[^>]*>(.*)</seg>", re.IGNORECASE)
 
 
@@ -65,33 +67,38 @@ def _xml_segments(path: str, lang: str | None = None) -> Iterator[bytes]:
             yield (seg.text or "").strip().encode("utf-8")
 
 
-def _conllu_sentences(path: str, lang: str | None = None) -> Iterator[bytes]:
-    for sentence in read_conllu(path):
-        yield format_sentence(sentence).encode("utf-8")
+class ConlluBlock(NamedTuple):
+    """One sentence of a CoNLL-U file, unparsed: its lines (comments included), the file, its first line."""
+
+    lines: tuple[str, ...]
+    path: str
+    line: int
+
+
+def _conllu_sentences(path: str, lang: str | None = None) -> Iterator[ConlluBlock]:
+    """The sentences of a CoNLL-U file, cut at blank lines (not parsed: the workers parse them)."""
+    current: list[str] = []
+    start = lineno = 0
+    for block in read_line_blocks(path):
+        for line in block:
+            lineno += 1
+            if line:
+                if not current:
+                    start = lineno
+                current.append(line)
+            elif current:
+                yield ConlluBlock(tuple(current), path, start)
+                current = []
+    if current:
+        yield ConlluBlock(tuple(current), path, start)
 
 
 _READERS = {"text": _text_lines, "sgml": _sgml_segments, "xml": _xml_segments, "conllu": _conllu_sentences}
 
 
-def read_side(paths: Sequence[str], fmt: str | None = None, lang: str | None = None) -> Iterator[bytes]:
+def read_side(paths: Sequence[str], fmt: str | None = None, lang: str | None = None
+              ) -> Iterator[bytes | ConlluBlock]:
     """All segments of one side, file after file (format per file from its name unless `fmt` is given);
     `lang` picks the side of a WMT .xml file."""
     for path in paths:
         yield from _READERS[fmt or detect_format(path)](path, lang)
-
-
-def count_segments(paths: Sequence[str], fmt: str | None = None, lang: str | None = None) -> int:
-    """Number of segments of one side (a fast newline count for plain text)."""
-    total = 0
-    for path in paths:
-        kind = fmt or detect_format(path)
-        if kind == "text":
-            with open_binary(path) as stream:
-                newlines, last = 0, b"\n"
-                while block := stream.read(1 << 22):
-                    newlines += block.count(b"\n")
-                    last = block[-1:]
-                total += newlines + (last != b"\n")
-        else:
-            total += sum(1 for _ in _READERS[kind](path, lang))
-    return total

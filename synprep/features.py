@@ -11,12 +11,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .options import NON_PROJECTIVE_POLICIES, ROOT_POLICIES  # noqa: F401 (re-exported)
 from .trees import forest_arrays
 
 LEFT_ARC = "LEFT-ARC:"
 RIGHT_ARC = "RIGHT-ARC:"
-ROOT_POLICIES = ("drop", "keep")
-NON_PROJECTIVE_POLICIES = ("drop", "lift", "keep")
 DROPPED_ROOT_LABEL = "root"  # label given to the root by from_transitions under root policy `drop`
 
 

@@ -30,7 +30,7 @@ from itertools import islice, zip_longest
 from .errors import InputError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
 from .parallel import default_workers, ordered_map
-from .textio import open_binary
+from .textio import count_lines, open_binary, tsv_field
 
 REASONS = ("invalid_utf8", "empty", "identical", "too_short", "too_long", "ratio", "src_lang", "tgt_lang")
 WARN_REJECTED_SHARE = 0.30  # warn (one stderr line) when more than this share of pairs is rejected
@@ -113,15 +113,18 @@ def _decode(side: str | bytes) -> str | None:
         return None
 
 
-def check_pair(src: str | bytes, tgt: str | bytes, settings: FilterSettings,
-               langid: LanguageIdentifier | None) -> str | None:
-    """The first failing check's reason (see `REASONS`), or None to keep the pair. Bytes are decoded here."""
+def check_pair(src: str | bytes, tgt: str | bytes, settings: FilterSettings | None,
+               langid: LanguageIdentifier | None = None) -> str | None:
+    """The first failing check's reason (see `REASONS`), or None to keep the pair. Bytes are decoded here.
+    Without settings (splits that are not filtered) only undecodable and empty pairs are rejected."""
     src_text, tgt_text = _decode(src), _decode(tgt)
     if src_text is None or tgt_text is None:
         return "invalid_utf8"
     src_text, tgt_text = src_text.strip(), tgt_text.strip()
     if not src_text or not tgt_text:
         return "empty"
+    if settings is None:
+        return None
     if src_text == tgt_text:
         return "identical"
     src_len, tgt_len = len(src_text.split()), len(tgt_text.split())
@@ -204,18 +207,6 @@ def _strip_newline(raw: bytes) -> bytes:
     return raw[:-1].rstrip(b"\r") if raw.endswith(b"\n") else raw.rstrip(b"\r")
 
 
-def _count_plain_lines(path: str) -> int | None:
-    """Line count of an uncompressed regular file (fast, bytes only), None for anything else."""
-    if path == "-" or path.endswith((".gz", ".xz")) or not os.path.isfile(path):
-        return None
-    count, last = 0, b"\n"
-    with open(path, "rb") as stream:
-        while block := stream.read(1 << 20):
-            count += block.count(b"\n")
-            last = block[-1:]
-    return count + (last != b"\n")
-
-
 def _mismatch(src_path: str, src_count: int, tgt_path: str, tgt_count: int) -> InputError:
     return InputError(f"source and target have different line counts: {src_path} has {src_count} lines, "
                       f"{tgt_path} has {tgt_count} lines; nothing written", src_path)
@@ -271,12 +262,6 @@ def _results(chunks: Iterator[list[tuple[bytes, bytes]]], settings: FilterSettin
         yield pending.popleft(), reasons
 
 
-def _tsv_field(raw: bytes) -> str:
-    """One side for rejected.tsv: undecodable bytes as U+FFFD; backslash, tab, CR, LF escaped."""
-    text = raw.decode("utf-8", errors="replace")
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
-
-
 def _missing_dirs(path: str) -> list[str]:
     missing = []
     path = os.path.abspath(path)
@@ -298,7 +283,7 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
     if names[0] == names[1] or {IDS_NAME, REJECTED_NAME} & set(names):
         raise InputError(f"output names would collide: {names[0]}, {names[1]}, {IDS_NAME}, {REJECTED_NAME}; "
                          "rename an input", src_path)
-    counts = _count_plain_lines(src_path), _count_plain_lines(tgt_path)
+    counts = count_lines(src_path), count_lines(tgt_path)
     if None not in counts and counts[0] != counts[1]:
         raise _mismatch(src_path, counts[0], tgt_path, counts[1])  # type: ignore[arg-type]
     langid = make_identifier(settings)  # fails on unknown languages before touching the disk
@@ -323,7 +308,7 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
                         tgt_out.write(tgt + b"\n")
                         ids_out.write(b"%d\n" % (start + offset))
                     else:
-                        row = f"{start + offset}\t{reason}\t{_tsv_field(src)}\t{_tsv_field(tgt)}\n"
+                        row = f"{start + offset}\t{reason}\t{tsv_field(src)}\t{tsv_field(tgt)}\n"
                         rejected_out.write(row.encode("utf-8"))
         finally:
             for stream in outputs:

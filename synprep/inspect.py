@@ -15,9 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from .align import FeatureConfig, sentence_features
 from .conllu import read_trees
 from .errors import InputError
+from .featurize import FeatureConfig, sentence_features
 from .schema import FEATURE_GROUPS
 
 SIDES = ("src", "tgt")

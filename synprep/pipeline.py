@@ -1,24 +1,28 @@
 """Pipeline files (TOML) for `synprep convert`: reading, checking every key, resolving paths.
 
 Relative paths resolve against `pipeline.data_root` (default: the folder of the TOML file); `~` and
-`$VARS` are expanded. Every key is documented in the README ("Pipeline files").
+`$VARS` are expanded. The code runs on the resolved paths; `to_dict` (what manifests record) gives them as
+written in the file and leaves out the output folder, so a manifest does not depend on where it was written.
+Every key is documented in the README ("Pipeline files").
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .errors import InputError
-from .features import NON_PROJECTIVE_POLICIES, ROOT_POLICIES
+from .filter import FilterSettings
+from .options import NON_PROJECTIVE_POLICIES, ROOT_POLICIES
 from .schema import FEATURE_GROUPS
+from .shards import COMPRESSIONS, DEFAULT_COMPRESSION
 
 SPLITS = ("train", "valid", "test")
 _KEYS = {
     "": {"pipeline", "splits", "filter", "parser", "bpe", "features"},
-    "pipeline": {"name", "src_lang", "tgt_lang", "output", "shard_size", "data_root", "source"},
+    "pipeline": {"name", "src_lang", "tgt_lang", "output", "shard_size", "data_root", "source", "compression"},
     "split": {"src", "tgt", "format", "filter"},
     "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters"},
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
@@ -73,15 +77,39 @@ class PipelineConfig:
     splits: tuple[SplitConfig, ...]
     src_parser: ParserConfig | None  # None when the source side is given as CoNLL-U
     tgt_parser: ParserConfig | None
-    filter: dict[str, Any] = field(default_factory=dict)
+    filter: FilterSettings | None = None  # the [filter] settings (splits with filter = false only drop empty pairs)
     bpe: BpeConfig = BpeConfig()
     features: FeaturesConfig = FeaturesConfig()
     shard_size: int = 10000
     source: str = ""  # where users get the data (free text)
+    compression: str = DEFAULT_COMPRESSION  # of the shards: none | lz4 | zstd
+    data_root: str = "."  # where relative input paths resolve (absolute; as written in manifests)
+    file: str = ""  # the pipeline file (absolute)
+    given: tuple[tuple[str, str], ...] = ()  # (resolved path, as written) for every input path
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, for the manifest."""
-        return asdict(self)
+        """JSON-ready, for the manifest: input paths as written in the pipeline file, no output folder."""
+        given = dict(self.given)
+
+        def portable(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {k: portable(v) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return [portable(v) for v in value]
+            return given.get(value, value) if isinstance(value, str) else value
+
+        data = asdict(self)
+        for key in ("output", "file", "given"):
+            del data[key]
+        data["filter"] = self.filter.to_dict() if self.filter else None
+        return portable(data)
+
+    def fingerprint_dict(self) -> dict[str, Any]:
+        """Everything that decides the output, with resolved paths (for `--resume` checks, not for manifests)."""
+        data = asdict(self)
+        del data["given"]
+        data["filter"] = self.filter.to_dict() if self.filter else None
+        return data
 
 
 def _check_keys(table: dict, allowed: set[str], where: str, path: str) -> None:
@@ -91,16 +119,19 @@ def _check_keys(table: dict, allowed: set[str], where: str, path: str) -> None:
                          path)
 
 
-def _resolve(value: str, root: str) -> str:
-    value = os.path.expanduser(os.path.expandvars(value))
-    return value if os.path.isabs(value) else os.path.normpath(os.path.join(root, value))
+def _resolve(value: str, root: str, given: dict[str, str] | None = None) -> str:
+    resolved = os.path.expanduser(os.path.expandvars(value))
+    resolved = resolved if os.path.isabs(resolved) else os.path.normpath(os.path.join(root, resolved))
+    if given is not None:
+        given[resolved] = value
+    return resolved
 
 
-def _paths(value: Any, key: str, root: str, path: str) -> tuple[str, ...]:
+def _paths(value: Any, key: str, root: str, path: str, given: dict[str, str]) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not items or not all(isinstance(v, str) for v in items):
         raise InputError(f"{key} must be a file name or a non-empty list of file names", path)
-    return tuple(_resolve(v, root) for v in items)
+    return tuple(_resolve(v, root, given) for v in items)
 
 
 def _features(value: Any, key: str, path: str) -> tuple[str, ...]:
@@ -109,8 +140,9 @@ def _features(value: Any, key: str, path: str) -> tuple[str, ...]:
     return tuple(g for g in FEATURE_GROUPS if g in value)
 
 
-def load_pipeline(path: str, output: str | None = None, shard_size: int | None = None) -> PipelineConfig:
-    """Read and check a pipeline file; `output` / `shard_size` override the file's values."""
+def load_pipeline(path: str, output: str | None = None, shard_size: int | None = None,
+                  compression: str | None = None) -> PipelineConfig:
+    """Read and check a pipeline file; `output` / `shard_size` / `compression` override the file's values."""
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
@@ -118,6 +150,10 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
         raise InputError("no such pipeline file", path) from None
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"not valid TOML: {err}", path) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 (a pipeline file is UTF-8 TOML)", path) from None
+    except OSError as err:
+        raise InputError(f"cannot read the pipeline file: {err.strerror or err}", path) from None
     _check_keys(data, _KEYS[""], "top level", path)
     head = data.get("pipeline", {})
     _check_keys(head, _KEYS["pipeline"], "pipeline", path)
@@ -125,7 +161,8 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
         if key not in head:
             raise InputError(f"[pipeline] needs {key}", path)
     here = os.path.dirname(os.path.abspath(path))
-    root = _resolve(head.get("data_root", "."), here)
+    given: dict[str, str] = {}
+    root = _resolve(head.get("data_root", "."), here, given)
 
     splits = []
     for name, table in data.get("splits", {}).items():
@@ -134,8 +171,8 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
         _check_keys(table, _KEYS["split"], f"splits.{name}", path)
         if "src" not in table or "tgt" not in table:
             raise InputError(f"[splits.{name}] needs src and tgt", path)
-        splits.append(SplitConfig(name, _paths(table["src"], f"splits.{name}.src", root, path),
-                                  _paths(table["tgt"], f"splits.{name}.tgt", root, path),
+        splits.append(SplitConfig(name, _paths(table["src"], f"splits.{name}.src", root, path, given),
+                                  _paths(table["tgt"], f"splits.{name}.tgt", root, path, given),
                                   table.get("format"), bool(table.get("filter", name == "train"))))
     if not splits:
         raise InputError("no [splits.train|valid|test] given", path)
@@ -150,7 +187,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
         table = dict(table)
         for key in ("model", "model_dir", "train_conllu"):
             if key in table and not (table["backend"] == "spacy" and key == "model" and "/" not in table[key]):
-                table[key] = _resolve(table[key], root)
+                table[key] = _resolve(table[key], root, given)
         table.setdefault("lang", head["src_lang" if side == "src" else "tgt_lang"])
         parsers[side] = ParserConfig(**table)
     for split in splits:
@@ -162,7 +199,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     bpe_table = data.get("bpe", {})
     _check_keys(bpe_table, _KEYS["bpe"], "bpe", path)
     if "codes" in bpe_table:
-        bpe_table = {**bpe_table, "codes": _resolve(bpe_table["codes"], root), "symbols": None}
+        bpe_table = {**bpe_table, "codes": _resolve(bpe_table["codes"], root, given), "symbols": None}
     bpe = BpeConfig(**bpe_table)
 
     feats = data.get("features", {})
@@ -175,13 +212,26 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
         raise InputError(f"features.root must be one of {ROOT_POLICIES}, features.non_projective one of "
                          f"{NON_PROJECTIVE_POLICIES}", path)
 
-    filter_table = data.get("filter", {})
+    filter_table = dict(data.get("filter", {}))
     _check_keys(filter_table, _KEYS["filter"], "filter", path)
+    if filter_table.get("langid") == "none":
+        filter_table["langid"] = None
+    if filter_table.get("langid_languages") is not None:
+        filter_table["langid_languages"] = tuple(filter_table["langid_languages"])
+    try:
+        settings = FilterSettings(head["src_lang"], head["tgt_lang"], **filter_table)
+    except (TypeError, ValueError) as err:
+        raise InputError(f"[filter]: {err}", path) from None
+    compression = compression or head.get("compression", DEFAULT_COMPRESSION)
+    if compression not in COMPRESSIONS:
+        raise InputError(f"[pipeline] compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}",
+                         path)
     size = shard_size or head.get("shard_size", 10000)
     if not isinstance(size, int) or size < 1:
         raise InputError(f"shard_size must be a positive integer, got {size!r}", path)
     out = _resolve(output, os.getcwd()) if output else _resolve(head.get("output", "out/" + head.get("name", "run")),
                                                                  here)
     return PipelineConfig(head.get("name", os.path.splitext(os.path.basename(path))[0]), head["src_lang"],
-                          head["tgt_lang"], out, tuple(splits), parsers["src"], parsers["tgt"], filter_table, bpe,
-                          features, size, head.get("source", ""))
+                          head["tgt_lang"], out, tuple(splits), parsers["src"], parsers["tgt"], settings, bpe,
+                          features, size, head.get("source", ""), compression, root,
+                          os.path.abspath(path), tuple(sorted(given.items())))

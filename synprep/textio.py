@@ -67,6 +67,8 @@ def read_line_blocks(path: str) -> Iterator[list[str]]:
                 for offset, raw in enumerate(block, 1):
                     decode_line(raw, path, lineno + offset)
                 raise  # unreachable: some line failed above
+            if not lineno and text.startswith("\ufeff"):  # a byte order mark is not part of the first line
+                text = text[1:]
             lineno += len(block)
             if text.endswith("\n"):
                 text = text[:-1]
@@ -97,3 +99,38 @@ def file_sha256(path: str) -> str:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def count_lines(path: str) -> int | None:
+    """Line count of an uncompressed regular file (a fast newline count; a last line without '\\n' counts),
+    None for stdin and compressed files (counting those would read them twice)."""
+    if path == "-" or path.endswith((".gz", ".xz")) or not os.path.isfile(path):
+        return None
+    count, last = 0, b"\n"
+    with open(path, "rb") as stream:
+        while block := stream.read(1 << 22):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")
+
+
+def tsv_field(value: str | bytes) -> str:
+    """One field of a rejected.tsv: undecodable bytes as U+FFFD; backslash, tab, CR, LF escaped."""
+    text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Write `path` under a temporary name in the same folder, fsync, then rename: readers see the old file
+    or the whole new one, never a part."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise

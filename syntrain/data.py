@@ -215,9 +215,9 @@ def raw_source(lines: Sequence[str], pipeline: dict, signature: dict) -> pa.Tabl
     """Raw source sentences -> a source-only table (empty targets), parsed and BPE-segmented exactly as the
     training shards were: the parser model and BPE codes named by the pipeline configuration, checked against
     the synprep signature (sha256) stored with the run."""
-    from synprep.align import FeatureConfig, sentence_features
     from synprep.bpe import Bpe, read_vocabulary
     from synprep.conllu import to_tree
+    from synprep.featurize import FeatureConfig, sentence_features
     from synprep.parse import ParserSpec
 
     parser = dict(pipeline.get("src_parser") or {})

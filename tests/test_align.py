@@ -225,9 +225,9 @@ def test_chunk_trees_same_trees_and_errors_as_the_line_reader(bad):
 
 def test_arrow_columns_equal_pyarrow_conversion_of_the_records(treebank):
     """FeatureColumns.to_batch (numpy buffers) = pa.array() on every record's values, byte for byte."""
-    from synprep.align import FeatureConfig, featurize
     from synprep.bpe import Bpe
     from synprep.conllu import read_trees
+    from synprep.featurize import FeatureConfig, featurize
     from synprep.schema import records_to_batch
 
     path, codes = treebank
@@ -269,7 +269,7 @@ def test_chunk_trees_on_real_treebanks(path):
 
 
 def test_featurize_drops_by_position_and_sentence_features_raises():
-    from synprep.align import FeatureConfig, Rejected, featurize, sentence_features
+    from synprep.featurize import FeatureConfig, Rejected, featurize, sentence_features
     from synprep.trees import Tree
 
     trees = [Tree([w for w, _, _ in words], [h for _, h, _ in words], [lab for _, _, lab in words])

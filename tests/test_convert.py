@@ -241,7 +241,7 @@ def test_invalid_utf8_empty_lines_and_broken_trees_are_counted(tmp_path, tiny_ud
     convert(pipeline, "--workers", "1")
     manifest = json.loads((tmp_path / "out" / "train" / "manifest.json").read_text())
     assert manifest["rejected"] == {"invalid_tree": 1} and manifest["rows"] == 3
-    assert "tgt: more than one root" in (tmp_path / "out" / "train" / "rejected.tsv").read_text()
+    assert f"tgt: {conllu}:18: more than one root" in (tmp_path / "out" / "train" / "rejected.tsv").read_text()
 
 
 @pytest.mark.slow
@@ -298,7 +298,7 @@ def test_every_shipped_pipeline_file_loads(path):
 
 
 def test_sgml_and_xml_test_sets(tmp_path):
-    from synprep.corpus import count_segments, read_side
+    from synprep.corpus import read_side
 
     sgm = tmp_path / "newstest-src.en.sgm"
     sgm.write_text('<srcset setid="x" srclang="any">\n<doc sysid="ref" docid="1" origlang="en">\n'
@@ -310,4 +310,3 @@ def test_sgml_and_xml_test_sets(tmp_path):
     assert list(read_side([str(sgm)])) == [b"First sentence .", b"Second &amp; last"]
     assert list(read_side([str(xml)])) == [b"One & two", b"Three"]
     assert list(read_side([str(xml)], lang="de")) == [b"Eins"]
-    assert count_segments([str(sgm)]) == 2 and count_segments([str(xml)]) == 2

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from synprep import features as F
-from synprep.align import FeatureConfig, sentence_features
 from synprep.bpe import Bpe, learn_joint
 from synprep.conllu import read_conllu, to_tree
+from synprep.featurize import FeatureConfig, sentence_features
 from synprep.trees import is_projective
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..options import PARSER_BACKENDS
 from .base import JOIN_LABEL, ParsedLine, Parser
 
-BACKENDS = ("udpipe", "stanza", "spacy-udpipe", "spacy")
+BACKENDS = PARSER_BACKENDS
 
 __all__ = ["BACKENDS", "JOIN_LABEL", "ParsedLine", "Parser", "ParserSpec"]
 
@@ -36,6 +37,18 @@ class ParserSpec:
         for name in needs:
             if not getattr(self, name):
                 raise InputError(f"--{name.replace('_', '-')} is required with --backend {self.backend}")
+
+    def signature(self) -> dict[str, object]:
+        """What identifies this parser in a dataset's signature (without loading it): backend, model name,
+        sha256 of a model file (None for a folder or an installed spaCy package), pretokenized."""
+        import os
+
+        from ..textio import file_sha256
+
+        target = (self.model_dir if self.backend == "stanza" else self.model) or ""
+        digest = file_sha256(target) if os.path.isfile(target) else None
+        return {"backend": self.backend, "model": os.path.basename(os.path.normpath(target)) if target else "",
+                "sha256": digest, "pretokenized": self.pretokenized}
 
     def load(self) -> Parser:
         """Load the backend and its model (slow: once per process)."""

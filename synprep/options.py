@@ -1,0 +1,12 @@
+"""The names of the choices the library accepts, in one light module (no heavy imports): the library checks
+against them and the CLI offers them, so the two never disagree."""
+
+ALIGN_FORMATS = ("jsonl", "arrow", "pascal", "transitions", "text")  # synprep align --format
+INPUT_FORMATS = ("text", "sgml", "xml", "conllu")  # one side of a parallel corpus
+ROOT_POLICIES = ("drop", "keep")
+NON_PROJECTIVE_POLICIES = ("drop", "lift", "keep")
+PARSER_BACKENDS = ("udpipe", "stanza", "spacy-udpipe", "spacy")
+LANGID_BACKENDS = ("langdetect", "py3langid")  # langdetect: the default (as in the papers); py3langid: faster
+UDPIPE_PRESETS = ("tiny", "default")  # synprep parser train --preset
+ENGINES = ("local", "ray")  # synprep convert --engine
+COMPRESSIONS = ("none", "lz4", "zstd")  # shard compression

@@ -1,0 +1,65 @@
+"""Raw source lines -> the source features of a dataset, made exactly as `synprep convert` made them (same
+parser model, BPE codes and vocabulary, feature groups and policies; hashes checked against the signature).
+`syntrain translate` calls this for raw text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from . import schema as S
+from .bpe import Bpe, read_vocabulary
+from .conllu import to_tree
+from .errors import InputError
+from .featurize import FeatureConfig, featurize
+from .parse import ParserSpec
+from .shards import SourceRecipe
+from .textio import file_sha256
+
+
+def _checked_file(path: str | None, expected: str | None, what: str) -> None:
+    if path is None:
+        return
+    if not os.path.isfile(path):
+        raise InputError(f"the dataset's {what} is missing (it was made with this file; copy it back or convert "
+                         "the data again)", path)
+    if expected and file_sha256(path) != expected:
+        raise InputError(f"not the {what} of the dataset (sha256 differs from its signature)", path)
+
+
+def prepare_source(lines: Sequence[str], recipe: SourceRecipe) -> pa.Table:
+    """One row per line (none may be blank): id, src_text, tgt_text (empty), the dataset's src_* features and an
+    empty tgt_subwords. Non-projective policy `drop` becomes `keep` here: every line gets a row."""
+    if any(not line.strip() for line in lines):
+        raise ValueError("prepare_source: blank lines have no tree (leave them out and keep their places)")
+    parser = recipe.parser
+    if parser.get("backend") in ("udpipe", "spacy-udpipe"):
+        _checked_file(parser.get("model"), recipe.parser_sha256, "source parser model")
+    _checked_file(recipe.codes, recipe.codes_sha256, "BPE codes")
+    segment = None
+    if recipe.codes:
+        vocabulary = None
+        if recipe.vocabulary:
+            _checked_file(recipe.vocabulary, None, "source BPE vocabulary")
+            vocabulary = read_vocabulary(recipe.vocabulary, recipe.vocabulary_threshold)
+        segment = Bpe(recipe.codes, vocabulary).segment_word
+    spec = ParserSpec(parser["backend"], parser.get("model"), parser.get("model_dir"), parser.get("lang"),
+                      bool(parser.get("pretokenized", False)))
+    texts = [line.rstrip("\n") for line in lines]
+    trees = [to_tree(item.sentence, "<parser output>") for item in spec.load().parse(texts)]
+    policies = dict(recipe.policies)
+    if policies.get("non_projective") == "drop":
+        policies["non_projective"] = "keep"
+    config = FeatureConfig(recipe.features, policies.get("root", "drop"), policies.get("non_projective", "keep"),
+                           bool(policies.get("strip_subtypes", False)))
+    columns = featurize(trees, config, segment)
+    src_fields = S.feature_fields(recipe.features, "src_")
+    n = len(texts)
+    arrays = [S.plain_array(list(range(n)), pa.int64()), S.plain_array(texts, pa.string()),
+              S.plain_array([""] * n, pa.string())] + columns.arrays(src_fields, "src_")
+    names = ["id", "src_text", "tgt_text"] + [f.name for f in src_fields]
+    empty = S.list_array([], [0] * n, pa.list_(pa.string()))
+    return pa.table(arrays + [empty], names=names + ["tgt_subwords"])

@@ -1,0 +1,374 @@
+"""Dataset folders (CONTRACT.md "Arrow shards"): the only code that writes or reads them.
+
+A dataset made by `synprep convert` is a folder OUT/ holding one folder per split, OUT/<split>/ =
+`manifest.json` + `part-00000.arrow`, ... (Arrow IPC *streams*, schema from `synprep.schema`), and at OUT/
+what the splits were made with: `codes.bpe`, `vocab.src|tgt`, `models/<side>.udpipe` (trained on the fly)
+and `paths.json` (where the pipeline's relative paths resolve on this machine; the manifests hold no absolute
+path, so a dataset written twice into two folders has byte-identical manifests).
+
+Writing: `write_shard` (atomic; rows and sha256 for the manifest), `Manifest.write`. Reading: `open_split`
+-> `Split` (manifest checked; `table` memory-maps the shards, with column selection; `rows` iterates pairs
+for inspect/validate). Every reader checks each shard's row count against the manifest and has pyarrow
+validate every batch fully before any value is touched, so a corrupt shard is a one-line error, never a
+crash; `Split.verify_hashes` compares the sha256 of each file with the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from .errors import InputError
+from .options import COMPRESSIONS
+from .schema import FEATURE_GROUPS, SCHEMA_VERSION, pair_schema
+from .textio import atomic_write
+
+MANIFEST = "manifest.json"
+PATHS = "paths.json"  # at the dataset root: this machine's absolute paths (never inside a split folder)
+SIDES = ("src", "tgt")
+DEFAULT_COMPRESSION = "none"  # zero-copy memory mapping for the trainer and HF datasets (README: "Compression")
+
+
+def shard_name(index: int) -> str:
+    """File name of shard `index` (CONTRACT.md: part-00000.arrow, ...)."""
+    return f"part-{index:05d}.arrow"
+
+
+def check_compression(name: str) -> str:
+    """`name` if it is one of COMPRESSIONS, else an InputError naming the choices."""
+    if name not in COMPRESSIONS:
+        raise InputError(f"unknown shard compression {name!r} (choose from {', '.join(COMPRESSIONS)})")
+    return name
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+def write_shard(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch],
+                compression: str = DEFAULT_COMPRESSION) -> dict[str, Any]:
+    """Write one shard atomically (a stream of `batches`; no batch = a stream with the schema only); returns
+    its manifest entry: file name, rows, bytes, sha256."""
+    sink = pa.BufferOutputStream()
+    options = {} if compression == "none" else {"options": pa.ipc.IpcWriteOptions(compression=compression)}
+    rows = 0
+    with pa.ipc.new_stream(sink, schema, **options) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    data = sink.getvalue().to_pybytes()
+    atomic_write(path, data)
+    return {"file": os.path.basename(path), "rows": rows, "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def write_paths(root: str, data_root: str, pipeline_file: str | None) -> None:
+    """paths.json at the dataset root: where the manifests' relative input paths resolve on this machine."""
+    atomic_write(os.path.join(root, PATHS), json.dumps(
+        {"data_root": os.path.abspath(data_root),
+         "pipeline_file": os.path.abspath(pipeline_file) if pipeline_file else None}, indent=2).encode())
+
+
+@dataclass
+class Manifest:
+    """A split's manifest.json (CONTRACT.md): configuration (input paths as given in the pipeline file),
+    signature, accounting (input lines = rows + rejected per reason) and the shards (file, rows, bytes,
+    sha256)."""
+
+    split: str
+    configuration: dict[str, Any]
+    signature: dict[str, Any]
+    input_lines: int
+    rows: int
+    rejected: dict[str, int]
+    rejected_reasons: list[str]
+    shards: list[dict[str, Any]]
+    joined_lines: int = 0
+    piece_rows: int = 0
+    shard_size: int = 0
+    compression: str = "none"
+    schema_version: int = SCHEMA_VERSION
+
+    def features(self, side: str) -> tuple[str, ...]:
+        """The feature groups of one side (`src` or `tgt`), in canonical order."""
+        return tuple(self.configuration.get("features", {}).get(side, ()))
+
+    @property
+    def policies(self) -> dict[str, Any]:
+        """The tree policies the features were made under (root, non_projective, strip_subtypes)."""
+        return {k: v for k, v in self.configuration.get("features", {}).items() if k not in SIDES}
+
+    def schema(self) -> pa.Schema:
+        """The Arrow schema every shard of the split has."""
+        return pair_schema(self.features("src"), self.features("tgt"))
+
+    def to_json(self) -> str:
+        """manifest.json's text (keys in a fixed order)."""
+        data = {"schema_version": self.schema_version, "split": self.split, "configuration": self.configuration,
+                "signature": self.signature, "input_lines": self.input_lines, "rows": self.rows,
+                "rejected": dict(sorted(self.rejected.items())), "rejected_reasons": list(self.rejected_reasons),
+                "joined_lines": self.joined_lines, "piece_rows": self.piece_rows, "shard_size": self.shard_size,
+                "compression": self.compression, "shards": self.shards, "schema": self.schema().to_string()}
+        return json.dumps(data, indent=2, ensure_ascii=False)
+
+    def write(self, folder: str) -> None:
+        """Write manifest.json into the split folder (atomically, after its shards)."""
+        accounted = self.rows + sum(self.rejected.values())
+        if accounted != self.input_lines:
+            raise InputError(f"accounting error: {self.rows} rows + {sum(self.rejected.values())} rejected != "
+                             f"{self.input_lines} input lines (a piece of the work folder was changed or removed: "
+                             "run again with --overwrite)", folder)
+        atomic_write(os.path.join(folder, MANIFEST), self.to_json().encode("utf-8"))
+
+
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "split": str, "configuration": dict, "signature": dict, "input_lines": int, "rows": int, "rejected": dict,
+    "shards": list}
+
+
+def load_manifest(folder: str) -> Manifest:
+    """The checked manifest of a split folder; every defect is an InputError naming the file."""
+    if not os.path.isdir(folder):
+        raise InputError("no such split folder" if not os.path.exists(folder) else
+                         "not a split folder (expected a directory written by synprep convert)", folder)
+    path = os.path.join(folder, MANIFEST)
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise InputError("not a split folder (no manifest.json; is it a folder written by synprep convert?)",
+                         folder) from None
+    except UnicodeDecodeError:
+        raise InputError("manifest.json is not UTF-8 (corrupt file?)", path) from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"manifest.json is not valid JSON (truncated or corrupt?): {err.msg}", path,
+                         err.lineno) from None
+    except OSError as err:
+        raise InputError(f"cannot read manifest.json: {err.strerror}", path) from None
+    if not isinstance(data, dict):
+        raise InputError("manifest.json is not a JSON object", path)
+    for key, kind in _REQUIRED.items():
+        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
+            raise InputError(f"manifest.json: '{key}' missing or of the wrong type", path)
+    for entry in data["shards"]:
+        if not (isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("rows"), int)
+                and os.path.basename(entry["file"]) == entry["file"]):
+            raise InputError("manifest.json: every shard needs a plain 'file' name and 'rows'", path)
+    features = data["configuration"].get("features", {})
+    for side in SIDES:
+        groups = features.get(side, ()) if isinstance(features, dict) else None
+        if not isinstance(groups, list | tuple) or any(g not in FEATURE_GROUPS for g in groups):
+            raise InputError(f"manifest.json: configuration.features.{side} is not a list of "
+                             f"{', '.join(FEATURE_GROUPS)}", path)
+    known = {f for f in Manifest.__dataclass_fields__}
+    return Manifest(**{k: v for k, v in data.items() if k in known})
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+@dataclass
+class Row:
+    """One pair (shards) or one sentence (CoNLL-U): per side, the contract's fields without prefix."""
+
+    id: int
+    sides: dict[str, dict[str, Any]]
+    file: str = ""
+
+
+def batch_rows(batch: pa.RecordBatch, file: str = "") -> Iterator[Row]:
+    """Rows of a shard batch, split into sides (`src_parent_mid` -> sides['src']['parent_mid'])."""
+    columns = {name: batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
+    for index in range(batch.num_rows):
+        sides: dict[str, dict[str, Any]] = {side: {} for side in SIDES}
+        for name, values in columns.items():
+            side, _, key = name.partition("_")
+            if side in sides:
+                sides[side][key] = values[index]
+        yield Row(int(columns["id"][index]) if "id" in columns else index, sides, file)
+
+
+def _shard_file_error(path: str, err: Exception) -> InputError:
+    return InputError(f"unreadable shard (truncated or corrupt Arrow stream: {err}); run synprep validate on the "
+                      "split, or convert again", path)
+
+
+def read_shard(path: str, expected_rows: int | None = None, columns: Sequence[str] | None = None,
+               schema: pa.Schema | None = None) -> pa.Table:
+    """One shard as a table (memory-mapped: uncompressed buffers are not copied), every batch validated in
+    full first; `expected_rows` and `schema` (when given) must match."""
+    try:
+        source = pa.memory_map(path)
+    except OSError as err:
+        raise InputError(f"cannot open shard: {err.strerror or err}", path) from None
+    try:
+        reader = pa.ipc.open_stream(source)
+        if schema is not None and not reader.schema.equals(schema):
+            raise InputError("the shard's schema differs from the one its manifest's features give", path)
+        batches = []
+        for batch in reader:
+            batch.validate(full=True)
+            batches.append(batch.select(list(columns)) if columns is not None else batch)
+        rows = sum(b.num_rows for b in batches)
+    except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError) as err:
+        raise _shard_file_error(path, err) from None
+    except KeyError as err:
+        raise InputError(f"the shard has no column {err}", path) from None
+    if expected_rows is not None and rows != expected_rows:
+        raise InputError(f"{rows} rows in the shard but {expected_rows} in manifest.json (a shard from another run? "
+                         "convert again or restore the shard)", path)
+    out_schema = reader.schema if columns is None else pa.schema([reader.schema.field(c) for c in columns])
+    return pa.Table.from_batches(batches, schema=out_schema)
+
+
+@dataclass
+class Split:
+    """A split folder: its manifest and shards (see the module docstring)."""
+
+    path: str
+    manifest: Manifest
+    _schema: pa.Schema | None = field(default=None, repr=False)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the split's shards."""
+        if self._schema is None:
+            self._schema = self.manifest.schema()
+        return self._schema
+
+    @property
+    def columns(self) -> list[str]:
+        """The column names of the split's shards."""
+        return self.schema.names
+
+    def shard_paths(self) -> list[str]:
+        """The shard files listed in the manifest, in order."""
+        return [os.path.join(self.path, shard["file"]) for shard in self.manifest.shards]
+
+    def missing_columns(self, needed: Iterable[str]) -> list[str]:
+        """The columns of `needed` that the split does not have."""
+        return [name for name in needed if name not in self.columns]
+
+    def table(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """All shards as one table (memory-mapped), optionally only `columns`; row counts checked."""
+        missing = self.missing_columns(columns or ())
+        if missing:
+            raise InputError(f"the split has no column(s) {', '.join(missing)}", self.path)
+        tables = [read_shard(path, shard["rows"], columns, self.schema)
+                  for path, shard in zip(self.shard_paths(), self.manifest.shards)]
+        if not tables:
+            schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+            return schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def batches(self) -> Iterator[tuple[str, pa.RecordBatch]]:
+        """(shard file name, record batch) for every batch of every shard, in order, each shard checked."""
+        for path, shard in zip(self.shard_paths(), self.manifest.shards):
+            for batch in read_shard(path, shard["rows"], None, self.schema).to_batches():
+                yield shard["file"], batch
+
+    def rows(self) -> Iterator[Row]:
+        """Every pair as a Row (Python values; for inspect and validate, not the trainer)."""
+        for name, batch in self.batches():
+            yield from batch_rows(batch, name)
+
+    def verify_hashes(self) -> list[str]:
+        """One message per shard whose sha256 differs from the manifest's (old manifests have none)."""
+        problems = []
+        for path, shard in zip(self.shard_paths(), self.manifest.shards):
+            if "sha256" not in shard:
+                continue
+            digest = hashlib.sha256()
+            try:
+                with open(path, "rb") as handle:
+                    for block in iter(lambda handle=handle: handle.read(1 << 22), b""):
+                        digest.update(block)
+            except OSError as err:
+                problems.append(f"{path}: cannot read: {err.strerror or err}")
+                continue
+            if digest.hexdigest() != shard["sha256"]:
+                problems.append(f"{path}: sha256 differs from manifest.json (changed or corrupt)")
+        return problems
+
+    def dataset_root(self) -> str:
+        """The dataset folder the split belongs to (where codes, vocabularies, models and paths.json are)."""
+        return os.path.dirname(os.path.abspath(self.path))
+
+
+def open_split(path: str) -> Split:
+    """A split folder written by `synprep convert`, its manifest checked."""
+    return Split(path, load_manifest(path))
+
+
+def load_pandas(path: str, columns: Sequence[str] | None = None) -> Any:
+    """A split as a pandas DataFrame (needs pandas)."""
+    return open_split(path).table(columns).to_pandas()
+
+
+def load_hf_dataset(path: str) -> Any:
+    """A split as a Hugging Face `datasets.Dataset` over the memory-mapped shards (needs `datasets`)."""
+    import datasets
+
+    split = open_split(path)
+    split.table()  # checks every shard before handing the files over
+    parts = [datasets.Dataset.from_file(p) for p in split.shard_paths()]
+    return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+
+
+# --------------------------------------------------------------------------------- making raw text alike
+
+
+@dataclass(frozen=True)
+class SourceRecipe:
+    """How a dataset turned source lines into features: parser, BPE codes (+ vocabulary), feature config.
+    Resolved for this machine by `source_recipe`."""
+
+    parser: dict[str, Any]  # ParserSpec fields, model paths absolute
+    parser_sha256: str | None
+    codes: str | None
+    codes_sha256: str | None
+    vocabulary: str | None
+    vocabulary_threshold: int | None
+    features: tuple[str, ...]
+    policies: dict[str, Any]
+
+
+def source_recipe(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str) -> SourceRecipe:
+    """What `synprep.prepare.prepare_source` needs, from a manifest's configuration and signature and the
+    dataset folder (for the models and codes convert made there, and paths.json for the given paths)."""
+    parser = dict(configuration.get("src_parser") or {})
+    if not parser:
+        raise InputError("the dataset's source side was given as CoNLL-U (no parser model): convert raw text with "
+                         "synprep first and pass the split folder")
+    paths_file = os.path.join(dataset_root, PATHS)
+    data_root = None
+    if os.path.isfile(paths_file):
+        with open(paths_file, encoding="utf-8") as handle:
+            data_root = json.load(handle).get("data_root")
+
+    def resolve(value: str | None) -> str | None:
+        if not value or os.path.isabs(value) or data_root is None:
+            return value
+        return os.path.normpath(os.path.join(data_root, value))
+
+    if not parser.get("model") and parser.get("train_conllu"):  # trained on the fly by convert
+        parser["model"] = os.path.join(dataset_root, "models", "src.udpipe")
+    elif not (parser.get("backend") == "spacy" and "/" not in (parser.get("model") or "/")):
+        parser["model"] = resolve(parser.get("model"))
+    parser["model_dir"] = resolve(parser.get("model_dir"))
+    for key in ("train_conllu", "preset"):
+        parser.pop(key, None)
+    bpe = configuration.get("bpe", {})
+    codes = resolve(bpe.get("codes")) or (os.path.join(dataset_root, "codes.bpe") if bpe.get("symbols") else None)
+    threshold = bpe.get("vocabulary_threshold")
+    src_signature = signature.get("parsers", {}).get("src", {})
+    features = configuration.get("features", {})
+    return SourceRecipe(parser, src_signature.get("sha256") if isinstance(src_signature, dict) else None, codes,
+                        signature.get("bpe_codes_sha256"),
+                        os.path.join(dataset_root, "vocab.src") if threshold else None, threshold,
+                        tuple(features.get("src", ())), {k: v for k, v in features.items() if k not in SIDES})
