@@ -17,9 +17,10 @@ from typing import BinaryIO
 from subword_nmt import apply_bpe
 
 from .errors import InputError
+from .options import BPE_SEPARATOR
 from .textio import decode_line, open_binary, open_text_output
 
-SEPARATOR = "@@"
+SEPARATOR = BPE_SEPARATOR
 # subword-nmt reads text through codecs.StreamReader, whose lines end at every str.splitlines()
 # boundary (\r, \x0b, \x0c, \x1c-\x1e, \x85, \u2028, \u2029), not only at '\n'. We mirror it.
 _EXTRA_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")

@@ -62,7 +62,7 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
 @click.option("--vocabulary", default=None, help="Vocabulary file: revert merges that produce rare pieces.")
 @click.option("--vocabulary-threshold", type=int, default=None, help="Pieces rarer than this count as OOV.")
 @click.option("--merges", type=int, default=-1, help="Use only the first N merges (default: all).")
-@click.option("--separator", default="@@", show_default=True)
+@click.option("--separator", default=options.BPE_SEPARATOR, show_default=True)
 @click.option("--glossaries", multiple=True, help="Words/regexes never split (repeatable).")
 def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
               vocabulary_threshold: int | None, merges: int, separator: str, glossaries: tuple[str, ...]) -> None:

@@ -7,11 +7,13 @@ Shared by `synprep align`, `synprep convert`, `synprep validate` and the trainer
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from .options import NON_PROJECTIVE_POLICIES, ROOT_POLICIES  # noqa: F401 (re-exported)
+from .options import BPE_SEPARATOR, NON_PROJECTIVE_POLICIES, ROOT_POLICIES  # noqa: F401 (re-exported)
 from .trees import forest_arrays
 
 LEFT_ARC = "LEFT-ARC:"
@@ -152,7 +154,7 @@ def to_transitions(heads: Sequence[int], labels: Sequence[str], pieces: Sequence
     return out
 
 
-def from_transitions(sequence: Sequence[str], root: str = "drop", separator: str = "@@"
+def from_transitions(sequence: Sequence[str], root: str = "drop", separator: str = BPE_SEPARATOR
                      ) -> tuple[list[str], list[int], list[int], list[str]]:
     """Exact inverse of `to_transitions`: (sub-words, subword_token, heads, labels).
 
@@ -199,3 +201,15 @@ def from_transitions(sequence: Sequence[str], root: str = "drop", separator: str
     if root == "keep" and stack and not rooted:
         raise ValueError("root policy keep: the final root arc is missing")
     return subwords, subword_token, heads, labels
+
+
+def gaussian(diff: Any, sigma2: float = 1.0) -> Any:
+    """Pascal's prior: the density of N(0, sigma2) at `diff` (a key position minus the parent middle position).
+    Plain arithmetic, so numpy arrays and torch tensors (autograd, compiled kernels) both work."""
+    return math.e ** (diff * diff * (-0.5 / sigma2)) * (1.0 / math.sqrt(2 * math.pi * sigma2))
+
+
+def parent_prior(parent_mid: Sequence[float] | np.ndarray, n_keys: int, sigma2: float = 1.0) -> np.ndarray:
+    """Row t: the prior N(j | parent_mid_t, sigma2) at every sub-word position j < n_keys (one sentence)."""
+    centre = np.asarray(parent_mid, dtype=np.float64)[:, None]
+    return gaussian(np.arange(n_keys, dtype=np.float64)[None, :] - centre, sigma2)

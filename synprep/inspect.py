@@ -1,7 +1,8 @@
-"""`synprep inspect`: statistics and examples of a shard directory (convert's output) or a CoNLL-U file.
+"""`synprep inspect`: statistics and examples of a split folder (convert's output) or a CoNLL-U file.
 
-Reading a dataset (`open_dataset`, also used by `synprep validate`), counting (`compute_stats`), and the
-terminal views (`format_stats`, `render_example`). The HTML report is `synprep.report`.
+A dataset to inspect (`open_dataset`: shards through `synprep.shards`, or a CoNLL-U file), counting
+(`compute_stats`), the example pick shared with the HTML report, and the terminal views (`format_stats`,
+`render_example`). The HTML report is `synprep.report`.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
+from . import features as F
 from .conllu import read_trees
 from .errors import InputError
 from .featurize import FeatureConfig, sentence_features
 from .schema import FEATURE_GROUPS
+from .shards import SIDES, Row, Split, open_split
 
-SIDES = ("src", "tgt")
 LENGTH_BIN = 5  # tokens per bin of the length histogram
 
 
@@ -28,72 +28,25 @@ LENGTH_BIN = 5  # tokens per bin of the length histogram
 
 
 @dataclass
-class Row:
-    """One pair (shards) or one sentence (CoNLL-U): per side, the contract's fields without prefix."""
-
-    id: int
-    sides: dict[str, dict[str, Any]]
-    file: str = ""
-
-
-def load_manifest(directory: str) -> dict[str, Any]:
-    """The manifest.json of a shard directory."""
-    path = os.path.join(directory, "manifest.json")
-    if not os.path.isdir(directory):
-        raise InputError("no such shard directory", directory)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            manifest = json.load(handle)
-    except FileNotFoundError:
-        raise InputError("not a shard directory (no manifest.json)", directory) from None
-    except json.JSONDecodeError as err:
-        raise InputError(f"manifest.json is not valid JSON: {err}", path, err.lineno) from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("shards"), list):
-        raise InputError("manifest.json has no list of shards", path)
-    return manifest
-
-
-def shard_batches(path: str) -> Iterator[pa.RecordBatch]:
-    """The record batches of one shard (Arrow IPC stream)."""
-    try:
-        reader = pa.ipc.open_stream(pa.memory_map(path))
-    except (OSError, pa.ArrowInvalid) as err:
-        raise InputError(f"cannot read Arrow stream: {err}", path) from None
-    yield from reader
-
-
-def batch_rows(batch: pa.RecordBatch, file: str = "") -> Iterator[Row]:
-    """Rows of a convert shard batch, split into sides (`src_parent_mid` -> sides['src']['parent_mid'])."""
-    columns = {name: batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
-    for index in range(batch.num_rows):
-        sides: dict[str, dict[str, Any]] = {side: {} for side in SIDES}
-        for name, values in columns.items():
-            side, _, key = name.partition("_")
-            if side in sides:
-                sides[side][key] = values[index]
-        yield Row(int(columns["id"][index]) if "id" in columns else index, sides, file)
-
-
-@dataclass
 class Dataset:
-    """A shard directory (with its manifest) or a CoNLL-U file (one side, named after the file)."""
+    """A split folder (its shards and manifest) or a CoNLL-U file (one side, named after the file)."""
 
     path: str
     kind: str  # "shards" | "conllu"
-    manifest: dict[str, Any] | None = None
+    split: Split | None = None
+
+    @property
+    def manifest(self) -> dict[str, Any] | None:
+        """The split's manifest as JSON data (None for a CoNLL-U file)."""
+        return json.loads(self.split.manifest.to_json()) if self.split else None
 
     @property
     def sides(self) -> tuple[str, ...]:
         return SIDES if self.kind == "shards" else ("conllu",)
 
-    def shard_files(self) -> list[str]:
-        return [os.path.join(self.path, shard["file"]) for shard in (self.manifest or {}).get("shards", [])]
-
     def rows(self) -> Iterator[Row]:
-        if self.kind == "shards":
-            for path in self.shard_files():
-                for batch in shard_batches(path):
-                    yield from batch_rows(batch, os.path.basename(path))
+        if self.split is not None:
+            yield from self.split.rows()
             return
         config = FeatureConfig(features=FEATURE_GROUPS, non_projective="keep")
         for index, tree in enumerate(read_trees(self.path)):
@@ -103,12 +56,12 @@ class Dataset:
 
 
 def open_dataset(path: str) -> Dataset:
-    """A shard directory (manifest.json + part-*.arrow) or a CoNLL-U file."""
+    """A split folder (manifest.json + part-*.arrow) or a CoNLL-U file."""
     if os.path.isdir(path):
-        return Dataset(path, "shards", load_manifest(path))
+        return Dataset(path, "shards", open_split(path))
     if os.path.isfile(path):
         return Dataset(path, "conllu")
-    raise InputError("no such shard directory or CoNLL-U file", path)
+    raise InputError("no such split folder or CoNLL-U file", path)
 
 
 # ------------------------------------------------------------------------------------------ statistics
@@ -182,11 +135,12 @@ def compute_stats(dataset: Dataset) -> DatasetStats:
     return stats
 
 
-def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested dicts as (dotted key, value) pairs (the signature's lines)."""
     if isinstance(value, dict):
         items: list[tuple[str, Any]] = []
         for key, inner in value.items():
-            items += _flatten(inner, f"{prefix}.{key}" if prefix else str(key))
+            items += flatten(inner, f"{prefix}.{key}" if prefix else str(key))
         return items
     return [(prefix, value)]
 
@@ -241,7 +195,7 @@ def format_stats(stats: DatasetStats, top_labels: int = 12) -> str:
     if stats.manifest is not None and stats.manifest.get("signature"):
         lines.append("signature:")
         lines += [f"  {key} = {json.dumps(value, ensure_ascii=False)}"
-                  for key, value in _flatten(stats.manifest["signature"])]
+                  for key, value in flatten(stats.manifest["signature"])]
     return "\n".join(lines)
 
 
@@ -311,31 +265,53 @@ def tree_diagram(heads: list[int]) -> list[str]:
     return lines
 
 
-def _pieces_of(record: dict[str, Any], n: int) -> list[list[int]]:
-    positions: list[list[int]] = [[] for _ in range(n)]
-    for position, token in enumerate(record.get("subword_token") or range(n)):
-        positions[token].append(position)
-    return positions
+@dataclass
+class SideView:
+    """One side of an example as both views show it: the stored fields, with what is missing filled in
+    (labels, sub-words = tokens, the pieces of every token)."""
+
+    side: str
+    text: str
+    tokens: list[str]
+    heads: list[int]
+    labels: list[str]
+    subwords: list[str]
+    owner: list[int]  # subword_token
+    pieces: list[list[str]]  # the sub-words of every token
+    positions: list[list[int]]  # their 0-based sub-word positions
+    projective: bool
+    record: dict[str, Any]  # everything stored (parent_mid, distances, transitions, ...)
+
+
+def example_sides(row: Row) -> Iterator[SideView]:
+    """The sides of a row that hold a tree, ready to show."""
+    for side, record in row.sides.items():
+        if "tokens" not in record:
+            continue
+        tokens, heads = record["tokens"], record["heads"]
+        subwords = record.get("subwords") or tokens
+        owner = record.get("subword_token") or list(range(len(tokens)))
+        positions: list[list[int]] = [[] for _ in tokens]
+        for position, token in enumerate(owner):
+            positions[token].append(position)
+        yield SideView(side, record.get("text") or " ".join(tokens), tokens, heads,
+                       record.get("labels") or ["root" if h == 0 else "?" for h in heads], subwords, owner,
+                       F.token_pieces(subwords, owner, len(tokens)), positions, bool(record.get("projective")), record)
 
 
 def render_example(row: Row, wrap: int = 100) -> str:
     """A pair in the terminal: per side the arc diagram, tokens, labels, sub-words and parent_mid, then the
     transition sequence."""
     out = [f"── id {row.id}" + (f" ({row.file})" if row.file else "") + " " + "─" * 40]
-    for side, record in row.sides.items():
-        if "tokens" not in record:
-            continue
-        tokens, heads = record["tokens"], record["heads"]
-        labels = record.get("labels") or ["root" if h == 0 else "?" for h in heads]
-        subwords = record.get("subwords") or tokens
-        pieces = _pieces_of(record, len(tokens))
-        kind = "projective" if record.get("projective") else "NON-PROJECTIVE"
-        out.append(f"{side}: {record.get('text') or ' '.join(tokens)}")
-        out.append(f"  {len(tokens)} tokens, {len(subwords)} sub-words, {kind}")
-        diagram = tree_diagram(heads)
+    for view in example_sides(row):
+        record, tokens = view.record, view.tokens
+        kind = "projective" if view.projective else "NON-PROJECTIVE"
+        out.append(f"{view.side}: {view.text}")
+        out.append(f"  {len(tokens)} tokens, {len(view.subwords)} sub-words, {kind}")
+        diagram = tree_diagram(view.heads)
         has_mid = record.get("parent_mid") is not None
-        cols = [[f"{i + 1}", tokens[i], labels[i], f"{heads[i]}", " ".join(subwords[p] for p in pieces[i]),
-                 " ".join(f"{record['parent_mid'][p]:g}" for p in pieces[i]) if has_mid else ""]
+        cols = [[f"{i + 1}", tokens[i], view.labels[i], f"{view.heads[i]}", " ".join(view.pieces[i]),
+                 " ".join(f"{record['parent_mid'][p]:g}" for p in view.positions[i]) if has_mid else ""]
                 for i in range(len(tokens))]
         header = ["#", "token", "label", "head", "sub-words", "parent_mid" if has_mid else ""]
         widths = [max(len(c[k]) for c in cols + [header]) for k in range(len(header))]

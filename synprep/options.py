@@ -1,5 +1,7 @@
-"""The names of the choices the library accepts, in one light module (no heavy imports): the library checks
-against them and the CLI offers them, so the two never disagree."""
+"""The names of the choices the library accepts and the constants the CLI shows, in one light module (no
+heavy imports): the library checks against them and the CLI offers them, so the two never disagree."""
+
+BPE_SEPARATOR = "@@"  # subword-nmt's mark of a piece that continues
 
 ALIGN_FORMATS = ("jsonl", "arrow", "pascal", "transitions", "text")  # synprep align --format
 INPUT_FORMATS = ("text", "sgml", "xml", "conllu")  # one side of a parallel corpus

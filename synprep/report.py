@@ -8,14 +8,15 @@ heatmaps, and the transition sequence. The markup is well-formed XML (the tests 
 from __future__ import annotations
 
 import json
-import math
 from html import escape
 
 import numpy as np
 
 from . import __version__
 from . import features as F
-from .inspect import DatasetStats, Row, _flatten, arc_lanes, summary_rows
+from .features import parent_prior
+from .inspect import DatasetStats, arc_lanes, example_sides, flatten, summary_rows
+from .shards import Row
 from .trees import crossing_arcs
 
 CHAR = 7.8  # px per character of the 13px monospace font
@@ -184,13 +185,6 @@ def heatmap(matrix: np.ndarray, rows: list[str], cols: list[str], title: str, nu
     return _svg(width, legend_y + (32 if caption else 16), body, title)
 
 
-def pascal_prior(parent_mid: np.ndarray, length: int) -> np.ndarray:
-    """Row t: the density N(j | parent_mid_t, sigma^2 = 1) at every sub-word position j."""
-    positions = np.arange(length, dtype=np.float64)[None, :]
-    centre = np.asarray(parent_mid, dtype=np.float64)[:, None]
-    return np.exp(-0.5 * (positions - centre) ** 2) / math.sqrt(2 * math.pi)
-
-
 # --------------------------------------------------------------------------------------------- document
 
 
@@ -209,27 +203,22 @@ def _table(rows: list[list[str]], header: bool = True, numeric: bool = True) -> 
 def _example(row: Row) -> str:
     parts = [f'<div class="example"><h3>id {row.id}' + (f" <small>({escape(row.file)})</small>" if row.file else "")
              + "</h3>"]
-    for side, record in row.sides.items():
-        if "tokens" not in record:
-            continue
-        tokens, heads = record["tokens"], record["heads"]
-        labels = record.get("labels") or ["root" if h == 0 else "" for h in heads]
-        subwords = record.get("subwords") or tokens
-        owner = record.get("subword_token") or list(range(len(tokens)))
-        pieces = F.token_pieces(subwords, owner, len(tokens))
-        kind = "projective" if record.get("projective") else "non-projective (crossing arcs in red)"
-        parts.append(f'<h4>{escape(side)} <small>{len(tokens)} tokens, {len(subwords)} sub-words, {kind}</small></h4>'
-                     f'<div class="text">{escape(record.get("text") or " ".join(tokens))}</div>')
-        parts.append(f'<div class="scroll">{tree_svg(tokens, heads, labels, pieces)}</div>')
+    for view in example_sides(row):
+        record, tokens, subwords = view.record, view.tokens, view.subwords
+        kind = "projective" if view.projective else "non-projective (crossing arcs in red)"
+        parts.append(f'<h4>{escape(view.side)} <small>{len(tokens)} tokens, {len(subwords)} sub-words, {kind}'
+                     f'</small></h4><div class="text">{escape(view.text)}</div>')
+        labels = [label if label != "?" else "" for label in view.labels]
+        parts.append(f'<div class="scroll">{tree_svg(tokens, view.heads, labels, view.pieces)}</div>')
         stored = record.get("parent_mid") is not None
-        mid = np.asarray(record["parent_mid"]) if stored else F.parent_mid(heads, owner)
+        mid = np.asarray(record["parent_mid"]) if stored else F.parent_mid(view.heads, view.owner)
         names = [f"{i}:{p}" for i, p in enumerate(subwords)]
-        prior = heatmap(pascal_prior(mid, len(subwords)), names, names, "Pascal prior N(j | parent_mid_t, 1)",
+        prior = heatmap(parent_prior(mid, len(subwords)), names, names, "Pascal prior N(j | parent_mid_t, 1)",
                         caption="row t: sub-word t, column j: position j" + ("" if stored else
                                                                             " (parent_mid from heads)"))
         n = len(tokens)
         distances = (np.asarray(record["distances"], dtype=np.int64).reshape(n, n)
-                     if record.get("distances") is not None else F.tree_distances(heads))
+                     if record.get("distances") is not None else F.tree_distances(view.heads))
         token_names = [f"{i + 1}:{t}" for i, t in enumerate(tokens)]
         syntax = heatmap(distances, token_names, token_names, "syntax distance (arcs between tokens)",
                          numbers=n <= 30, caption="stored" if record.get("distances") is not None
@@ -265,7 +254,7 @@ def build_html(stats: DatasetStats, examples: list[Row], top_labels: int = 25) -
         parts.append("<h3>Manifest</h3>" + _table(counts, header=False))
         if manifest.get("signature"):
             rows = [[key, value if isinstance(value, str) else json.dumps(value)]
-                    for key, value in _flatten(manifest["signature"])]
+                    for key, value in flatten(manifest["signature"])]
             parts.append("<h3>Signature</h3>" + _table([["key", "value"]] + rows, numeric=False))
     parts.append('<h2>Sentence length</h2><div class="charts">')
     parts += [bar_chart(side.length_bins(), f"{name}: sentences per length") for name, side in stats.sides.items()

@@ -18,14 +18,11 @@ import numpy as np
 import pyarrow as pa
 
 from . import features as F
-from .bpe import align_subwords
+from .bpe import SEPARATOR, align_subwords
 from .errors import InputError
-from .inspect import SIDES, batch_rows, load_manifest, shard_batches
 from .parallel import ordered_map
-from .schema import pair_schema
+from .shards import SIDES, Manifest, Split, batch_rows, load_manifest, read_shard
 from .trees import find_cycle, is_projective, lift_projective
-
-SEPARATOR = "@@"
 
 
 @dataclass(frozen=True)
@@ -53,11 +50,11 @@ class Report:
     def ok(self) -> bool:
         return self.failure_count == 0
 
-    def summary(self, manifest: dict[str, Any] | None = None) -> str:
+    def summary(self, manifest: Manifest) -> str:
         if self.ok:
-            rejected = sum((manifest or {}).get("rejected", {}).values())
+            rejected = sum(manifest.rejected.values())
             return (f"OK {self.path}: {self.rows} rows in {self.shards} shard(s), "
-                    f"{(manifest or {}).get('input_lines')} input lines ({rejected} rejected); "
+                    f"{manifest.input_lines} input lines ({rejected} rejected); "
                     f"every stored feature equals its recomputation")
         return f"FAILED {self.path}: {self.failure_count} failure(s) in {self.rows} rows"
 
@@ -200,7 +197,7 @@ def check_shard(state: tuple, task: tuple[str, str]) -> ShardResult:
 
     previous = None
     try:
-        for batch in shard_batches(path):
+        for batch in read_shard(path).to_batches():
             if not batch.schema.equals(schema):
                 fail(None, "schema", "differs from the schema of the manifest's features")
                 break
@@ -221,7 +218,7 @@ def check_shard(state: tuple, task: tuple[str, str]) -> ShardResult:
     return result
 
 
-def validate_directory(directory: str, max_failures: int = 1000, workers: int = 1) -> tuple[Report, dict[str, Any]]:
+def validate_directory(directory: str, max_failures: int = 1000, workers: int = 1) -> tuple[Report, Manifest]:
     """Check a shard directory (`workers` processes, one shard each at a time); returns the report (at most
     `max_failures` kept) and the manifest."""
     manifest = load_manifest(directory)
@@ -232,27 +229,25 @@ def validate_directory(directory: str, max_failures: int = 1000, workers: int = 
         if len(report.failures) < max_failures:
             report.failures.append(Failure(file, row, name, message))
 
-    config = manifest.get("configuration", {})
-    policy = config.get("features", {})
-    groups = {side: tuple(policy.get(side, ())) for side in SIDES}
-    try:
-        schema = pair_schema(groups["src"], groups["tgt"])
-    except KeyError as err:
-        fail("manifest.json", None, "configuration.features", f"unknown feature group {err}")
-        return report, manifest
-    input_lines = manifest.get("input_lines")
-    rejected = manifest.get("rejected", {})
-    if not isinstance(input_lines, int):
-        fail("manifest.json", None, "input_lines", "missing")
-    elif input_lines != manifest.get("rows", -1) + sum(rejected.values()):
+    policy = manifest.policies
+    groups = {side: manifest.features(side) for side in SIDES}
+    schema = manifest.schema()
+    input_lines = manifest.input_lines
+    rejected = manifest.rejected
+    if input_lines != manifest.rows + sum(rejected.values()):
         fail("manifest.json", None, "input_lines",
-             f"{input_lines} input lines != {manifest.get('rows')} rows + {sum(rejected.values())} rejected")
-    listed = [shard.get("file", "") for shard in manifest["shards"]]
+             f"{input_lines} input lines != {manifest.rows} rows + {sum(rejected.values())} rejected")
+    listed = [shard["file"] for shard in manifest.shards]
     for name in sorted(os.listdir(directory)):
         if name.startswith("part-") and name.endswith(".arrow") and name not in listed:
             fail(name, None, "file", "shard not listed in manifest.json")
+        elif ".tmp-" in name or name.endswith(".part"):
+            fail(name, None, "file", "left over from an interrupted write (safe to delete)")
+    for problem in Split(directory, manifest).verify_hashes():
+        path, _, message = problem.partition(": ")
+        fail(os.path.basename(path), None, "sha256", message)
     present = []
-    for shard in manifest["shards"]:
+    for shard in manifest.shards:
         name = shard.get("file", "")
         if os.path.isfile(os.path.join(directory, name)):
             present.append(shard)
@@ -272,8 +267,8 @@ def validate_directory(directory: str, max_failures: int = 1000, workers: int = 
         for failure in result.failures:
             fail(failure.file, failure.row, failure.field, failure.message)
         report.rows += result.rows
-        if result.rows != shard.get("rows"):
-            fail(name, None, "rows", f"{result.rows} rows, manifest says {shard.get('rows')}")
-    if report.rows != manifest.get("rows"):
-        fail("manifest.json", None, "rows", f"{report.rows} rows in the shards, manifest says {manifest.get('rows')}")
+        if result.rows != shard["rows"]:
+            fail(name, None, "rows", f"{result.rows} rows, manifest says {shard['rows']}")
+    if report.rows != manifest.rows:
+        fail("manifest.json", None, "rows", f"{report.rows} rows in the shards, manifest says {manifest.rows}")
     return report, manifest

@@ -30,12 +30,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from synprep.features import gaussian
+
 KERNELS = ("auto", "math", "flex")
-
-
-def gaussian(diff: torch.Tensor, sigma2: float) -> torch.Tensor:
-    """Density of N(0, sigma2) at `diff` (the Pascal distance between a key and the parent middle position)."""
-    return torch.exp(diff * diff * (-0.5 / sigma2)) * (1.0 / math.sqrt(2 * math.pi * sigma2))
 
 
 def prior_rows(parent: torch.Tensor, ignore_prob: float = 0.0, training: bool = False) -> torch.Tensor:

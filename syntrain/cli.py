@@ -128,7 +128,8 @@ def translate(checkpoint: str, input_path: str, output_path: str | None, beam: i
         try:
             raw = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)
             filled = [i for i, line in enumerate(raw) if line.strip()]
-            table = raw_source([raw[i] for i in filled], ckpt["pipeline"], ckpt.get("signature", {}))
+            dataset = ckpt.get("dataset") or ckpt["pipeline"].get("output", "")  # older checkpoints: the output
+            table = raw_source([raw[i] for i in filled], ckpt["pipeline"], ckpt.get("signature", {}), dataset)
         except (ValueError, InputError) as e:
             raise click.ClickException(str(e)) from e
         data = ParallelData(input_path, vocab, table=table, manifest={"configuration": ckpt["pipeline"]})

@@ -10,18 +10,17 @@ no scaling). Pad positions also carry parent -1 (they are masked as keys anyway)
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
 import torch
 
 from synprep import schema
-from synprep.textio import file_sha256
+from synprep.errors import InputError
+from synprep.shards import open_split, source_recipe
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -93,17 +92,11 @@ class Vocab:
 
 
 def read_split(path: str) -> tuple[pa.Table, dict]:
-    """A synprep split directory -> (one table over its memory-mapped shards, its manifest)."""
-    manifest_path = os.path.join(path, "manifest.json")
-    if not os.path.isfile(manifest_path):
-        raise FileNotFoundError(f"{path}: no manifest.json (is it a split directory written by synprep convert?)")
-    with open(manifest_path, encoding="utf-8") as f:
-        manifest = json.load(f)
-    tables = [ipc.open_stream(pa.memory_map(os.path.join(path, shard["file"]))).read_all()
-              for shard in manifest["shards"]]
-    if not tables:
-        raise ValueError(f"{path}: the manifest lists no shards")
-    return pa.concat_tables(tables), manifest
+    """A synprep split folder -> (one table over its memory-mapped, checked shards; the manifest as JSON data)."""
+    split = open_split(path)
+    if not split.manifest.shards:
+        raise InputError("the manifest lists no shards", path)
+    return split.table(), json.loads(split.manifest.to_json())
 
 
 @dataclass
@@ -211,47 +204,10 @@ class ParallelData:
                      torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows))
 
 
-def raw_source(lines: Sequence[str], pipeline: dict, signature: dict) -> pa.Table:
-    """Raw source sentences -> a source-only table (empty targets), parsed and BPE-segmented exactly as the
-    training shards were: the parser model and BPE codes named by the pipeline configuration, checked against
-    the synprep signature (sha256) stored with the run."""
-    from synprep.bpe import Bpe, read_vocabulary
-    from synprep.conllu import to_tree
-    from synprep.featurize import FeatureConfig, sentence_features
-    from synprep.parse import ParserSpec
+def raw_source(lines: Sequence[str], pipeline: dict, signature: dict, dataset: str) -> pa.Table:
+    """Raw source sentences -> a source-only table (empty targets), parsed, BPE-segmented and featurized exactly
+    as the training shards were (`synprep.prepare`): `pipeline` and `signature` from the training manifest,
+    `dataset` the folder it was converted into (models, codes)."""
+    from synprep.prepare import prepare_source  # parser and BPE: only for raw text
 
-    parser = dict(pipeline.get("src_parser") or {})
-    if parser and not parser.get("model") and parser.get("train_conllu"):  # model trained on the fly by convert
-        parser["model"] = os.path.join(pipeline["output"], "models", "src.udpipe")
-    if not parser or not parser.get("model") and not parser.get("model_dir"):
-        raise ValueError("the run's shards were not parsed by a parser model (pre-parsed input): convert raw "
-                         "text with synprep first and pass the split folder")
-    expected = signature.get("parsers", {}).get("src", {}).get("sha256")
-    model = parser.get("model") or ""
-    if expected and os.path.isfile(model) and file_sha256(model) != expected:
-        raise ValueError(f"{model}: not the parser model of the training data (sha256 differs from the signature)")
-    bpe = pipeline.get("bpe", {})
-    codes = bpe.get("codes") or (os.path.join(pipeline["output"], "codes.bpe") if bpe.get("symbols") else None)
-    segment = None
-    if codes:
-        if not os.path.isfile(codes):
-            raise ValueError(f"{codes}: the run's BPE codes are missing")
-        if signature.get("bpe_codes_sha256") and file_sha256(codes) != signature["bpe_codes_sha256"]:
-            raise ValueError(f"{codes}: not the BPE codes of the training data (sha256 differs from the signature)")
-        vocabulary = None
-        if bpe.get("vocabulary_threshold"):
-            vocabulary = read_vocabulary(os.path.join(pipeline["output"], "vocab.src"), bpe["vocabulary_threshold"])
-        segment = Bpe(codes, vocabulary).segment_word
-    spec = ParserSpec(parser["backend"], parser.get("model"), parser.get("model_dir"), parser.get("lang"),
-                      parser.get("pretokenized", False))
-    parsed = spec.load().parse([line.rstrip("\n") for line in lines])
-    subwords, parents = [], []
-    for item in parsed:
-        record = sentence_features(to_tree(item.sentence), FeatureConfig(features=("parents",)), segment)
-        subwords.append(list(record["subwords"]))
-        parents.append([float(p) for p in record["parent_mid"]])
-    n = len(subwords)
-    return pa.table({ID: pa.array(range(n), pa.int64()), SRC_TEXT: [line.rstrip("\n") for line in lines],
-                     TGT_TEXT: [""] * n, SRC_SUBWORDS: subwords,
-                     SRC_PARENT_MID: pa.array(parents, pa.list_(pa.float32())),
-                     TGT_SUBWORDS: pa.array([[] for _ in range(n)], pa.list_(pa.string()))})
+    return prepare_source(lines, source_recipe(pipeline, signature, dataset))

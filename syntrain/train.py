@@ -256,7 +256,8 @@ def train(cfg: TrainConfig) -> Transformer:
                      "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch, "position": position,
                      "best": best, "rng": rng, "vocab": vocab.itos, "model_config": mcfg.to_dict(),
                      "train_config": asdict(cfg), "signature": train_data.signature,
-                     "pipeline": train_data.manifest.get("configuration", {})}
+                     "pipeline": train_data.manifest.get("configuration", {}),
+                     "dataset": os.path.dirname(os.path.abspath(cfg.data))}
             for path in (last_path, best_path) if also_best else (last_path,):
                 torch.save(state, path + ".tmp")
                 os.replace(path + ".tmp", path)

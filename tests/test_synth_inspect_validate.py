@@ -1,5 +1,6 @@
 """synprep synth / inspect / validate: synthetic treebanks, statistics, the HTML report, the shard checker."""
 
+import hashlib
 import json
 import os
 import re
@@ -228,9 +229,31 @@ def _copy_split(shards, tmp_path):
     return target, path, table
 
 
-def _write_stream(path, table):
+def _write_stream(path, table, update_manifest=True):
+    """Rewrite a shard; by default also its sha256 (and rows) in the manifest, as a writer with a bug would."""
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
+    if update_manifest:
+        manifest_path = path.parent / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        for shard in manifest["shards"]:
+            if shard["file"] == path.name:
+                shard["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        manifest_path.write_text(json.dumps(manifest))
+
+
+def test_validate_reports_a_changed_shard_by_its_hash(shards, tmp_path):
+    target, path, table = _copy_split(shards, tmp_path)
+    _write_stream(path, table.slice(0, table.num_rows), update_manifest=False)  # same rows, other bytes?
+    result = synprep("validate", str(target))
+    same = path.read_bytes() == (shards / "train" / "part-00000.arrow").read_bytes()
+    assert (result.returncode == 0) == same
+    if not same:
+        assert "part-00000.arrow\t-\tsha256\tsha256 differs from manifest.json" in result.stdout
+    with open(path, "ab") as handle:  # trailing bytes: the rows still read, the hash tells
+        handle.write(b"\0" * 8)
+    result = synprep("validate", str(target))
+    assert result.returncode == 1 and "sha256 differs" in result.stdout
 
 
 def test_validate_catches_changed_parent_mid(shards, tmp_path):

@@ -396,11 +396,13 @@ def test_translate_raw_text_matches_shards(tmp_path):
     assert result.returncode != 0 and f"{bad}:2: not valid UTF-8" in result.stderr
     assert "Traceback" not in result.stderr
     ckpt = torch.load(run / "last.pt", weights_only=False)
-    table = raw_source(raw.read_text().splitlines(), ckpt["pipeline"], ckpt["signature"])
+    table = raw_source(raw.read_text().splitlines(), ckpt["pipeline"], ckpt["signature"], ckpt["dataset"])
     expected = read_split(str(shards / "test"))[0]
     assert any("@@" in piece for row in table.column("src_subwords").to_pylist() for piece in row)
-    for column in ("src_subwords", "src_parent_mid"):
-        assert table.column(column).to_pylist() == expected.column(column).to_pylist()
+    columns = [name for name in table.column_names if name.startswith("src_")]
+    assert {"src_subwords", "src_parent_mid", "src_heads", "src_text"} <= set(columns)
+    for column in columns:  # every source feature exactly as convert made it
+        assert table.column(column).to_pylist() == expected.column(column).to_pylist(), column
 
 
 def test_incremental_decoding_equals_teacher_forcing():
