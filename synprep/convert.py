@@ -282,7 +282,7 @@ class Converter:
         """Every input file exists (the segment counts are checked while reading, in one pass)."""
         for split in self.config.splits:
             for path in split.src + split.tgt:
-                if not os.path.isfile(path):
+                if not os.path.exists(path) or os.path.isdir(path):  # a named pipe is fine: read once
                     raise InputError(f"input file of split {split.name!r} not found (the comments at the top of "
                                      "the pipeline file say where to get it)", path)
 

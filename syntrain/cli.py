@@ -132,7 +132,7 @@ def translate(checkpoint: str, input_path: str, output_path: str | None, beam: i
             table = raw_source([raw[i] for i in filled], ckpt["pipeline"], ckpt.get("signature", {}), dataset)
         except (ValueError, InputError) as e:
             raise click.ClickException(str(e)) from e
-        data = ParallelData(input_path, vocab, table=table, manifest={"configuration": ckpt["pipeline"]})
+        data = ParallelData(input_path, vocab, table=table, configuration=ckpt["pipeline"])
         lines = [""] * len(raw)
         for i, hyp in zip(filled, run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)):
             lines[i] = hyp
@@ -200,5 +200,19 @@ def env() -> None:
 
 
 def main() -> None:
-    """Entry point."""
-    cli()
+    """Entry point: bad input (a damaged split, a missing file) is one line and exit code 2."""
+    from synprep.errors import InputError
+
+    try:
+        cli(standalone_mode=False)
+    except click.exceptions.Exit as exit_:
+        sys.exit(exit_.exit_code)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except InputError as err:
+        click.echo(f"syntrain: error: {err}", err=True)
+        sys.exit(2)

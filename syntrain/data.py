@@ -20,7 +20,7 @@ import torch
 
 from synprep import schema
 from synprep.errors import InputError
-from synprep.shards import open_split, source_recipe
+from synprep.shards import Manifest, open_split, source_recipe
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -91,12 +91,18 @@ class Vocab:
             return cls(json.load(f))
 
 
-def read_split(path: str) -> tuple[pa.Table, dict]:
-    """A synprep split folder -> (one table over its memory-mapped, checked shards; the manifest as JSON data)."""
+# the columns the trainer reads (when present); of compressed shards only these are decompressed
+TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID)
+
+
+def read_split(path: str) -> tuple[pa.Table, Manifest]:
+    """A synprep split folder -> (one table over its checked shards, its manifest). Uncompressed shards are
+    memory-mapped whole (zero-copy); of compressed ones only TRAIN_COLUMNS are read into RAM."""
     split = open_split(path)
     if not split.manifest.shards:
         raise InputError("the manifest lists no shards", path)
-    return split.table(), json.loads(split.manifest.to_json())
+    columns = None if split.manifest.compression == "none" else [c for c in TRAIN_COLUMNS if c in split.columns]
+    return split.table(columns), split.manifest
 
 
 @dataclass
@@ -123,9 +129,13 @@ class ParallelData:
     """One split as flat id arrays + offsets (the shards stay memory-mapped; only ids live in RAM)."""
 
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
-                 manifest: dict | None = None) -> None:
+                 configuration: dict | None = None) -> None:
         self.path = path
-        self.table, self.manifest = (table, manifest or {}) if table is not None else read_split(path)
+        if table is None:
+            self.table, manifest = read_split(path)
+            self.configuration, self.signature = manifest.configuration, manifest.signature
+        else:  # raw text prepared by synprep.prepare
+            self.table, self.configuration, self.signature = table, configuration or {}, {}
         self.vocab = vocab
         self.src_ids, self.src_off = vocab.encode_column(self.table.column(SRC_SUBWORDS))
         self.tgt_ids, self.tgt_off = vocab.encode_column(self.table.column(TGT_SUBWORDS))
@@ -142,12 +152,7 @@ class ParallelData:
     @property
     def tgt_lang(self) -> str:
         """Target language code from the pipeline configuration ('' if unknown)."""
-        return self.manifest.get("configuration", {}).get("tgt_lang", "")
-
-    @property
-    def signature(self) -> dict:
-        """The synprep signature of the shards (stored in checkpoints)."""
-        return self.manifest.get("signature", {})
+        return self.configuration.get("tgt_lang", "")
 
     def __len__(self) -> int:
         return len(self.keep)

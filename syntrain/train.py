@@ -17,7 +17,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from .data import PAD_ID, Batch, ParallelData, Vocab
 from .decode import score, translate
-from .model import PRESETS, ModelConfig, Transformer
+from .model import PRESETS, ModelConfig, Transformer, config_from_dict
 
 
 @dataclass
@@ -64,15 +64,8 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> TrainConfig:
-        """Build from a dict, rejecting unknown keys with their names."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise ValueError(f"unknown training option(s): {', '.join(sorted(unknown))}")
-        values = dict(values)
-        if "adam_betas" in values:
-            values["adam_betas"] = tuple(values["adam_betas"])
-        return cls(**values)
+        """Build from a dict, rejecting unknown keys and values of the wrong type with their names."""
+        return config_from_dict(cls, values, "training")
 
 
 def inverse_sqrt(warmup: int):  # noqa: ANN201 (returns the LambdaLR multiplier function)
@@ -256,7 +249,7 @@ def train(cfg: TrainConfig) -> Transformer:
                      "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch, "position": position,
                      "best": best, "rng": rng, "vocab": vocab.itos, "model_config": mcfg.to_dict(),
                      "train_config": asdict(cfg), "signature": train_data.signature,
-                     "pipeline": train_data.manifest.get("configuration", {}),
+                     "pipeline": train_data.configuration,
                      "dataset": os.path.dirname(os.path.abspath(cfg.data))}
             for path in (last_path, best_path) if also_best else (last_path,):
                 torch.save(state, path + ".tmp")

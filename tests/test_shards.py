@@ -2,6 +2,9 @@
 compression, the readers."""
 
 import hashlib
+import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +75,140 @@ def test_preparsed_shards_are_byte_identical_to_before(tmp_path, drop):
     pipeline = synth_pipeline(tmp_path / "synth", drop)
     run("convert", pipeline, "--output", tmp_path / "out", "--workers", 2, "--compression", "none")
     assert shard_hashes(tmp_path / "out") == (SYNTH_DROP_SHARDS if drop else SYNTH_LIFT_SHARDS)
+
+
+def test_manifests_do_not_depend_on_the_output_folder(tmp_path):
+    pipeline = synth_pipeline(tmp_path / "synth")
+    for name in ("a", "deeper/b"):
+        run("convert", pipeline, "--output", tmp_path / name)
+    for split in ("train", "valid", "test"):
+        a = (tmp_path / "a" / split / "manifest.json").read_bytes()
+        assert a == (tmp_path / "deeper" / "b" / split / "manifest.json").read_bytes()
+        manifest = json.loads(a)
+        assert str(tmp_path) not in a.decode() and "output" not in manifest["configuration"]
+        assert manifest["configuration"]["splits"][0]["src"] == ["train.src.conllu"]  # as written in the file
+        for shard in manifest["shards"]:
+            data = (tmp_path / "a" / split / shard["file"]).read_bytes()
+            assert shard["sha256"] == hashlib.sha256(data).hexdigest() and shard["bytes"] == len(data)
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    """The synth dataset converted once, uncompressed and with zstd."""
+    tmp = tmp_path_factory.mktemp("converted")
+    pipeline = synth_pipeline(tmp / "synth")
+    run("convert", pipeline, "--output", tmp / "plain")
+    run("convert", pipeline, "--output", tmp / "zstd", "--compression", "zstd")
+    return tmp
+
+
+def test_compressed_shards_read_the_same_everywhere(converted):
+    import datasets
+    import polars
+
+    from synprep.shards import load_hf_dataset, open_split
+
+    plain, packed = open_split(str(converted / "plain" / "train")), open_split(str(converted / "zstd" / "train"))
+    assert packed.manifest.compression == "zstd" and "compression" in packed.manifest.signature
+    assert (converted / "zstd" / "train" / "part-00000.arrow").stat().st_size < \
+        (converted / "plain" / "train" / "part-00000.arrow").stat().st_size
+    assert packed.table().equals(plain.table())
+    assert packed.table(["id", "src_subwords"]).equals(plain.table(["id", "src_subwords"]))
+    assert polars.read_ipc_stream(packed.shard_paths()[0]).height == plain.manifest.rows
+    hf = load_hf_dataset(str(converted / "zstd" / "train"))
+    assert isinstance(hf, datasets.Dataset) and hf["src_text"] == plain.table().column("src_text").to_pylist()
+
+
+def corrupt_copy(converted, tmp_path, mutate):
+    target = tmp_path / "train"
+    shutil.copytree(converted / "plain" / "train", target)
+    mutate(target / "part-00000.arrow", target / "manifest.json")
+    return target
+
+
+def flip_bytes(shard, manifest):
+    data = bytearray(shard.read_bytes())
+    for k in range(400, len(data) - 400, 97):  # inside the buffers and their offsets, past the schema
+        data[k] ^= 0xFF
+    shard.write_bytes(bytes(data))
+
+
+def truncate(shard, manifest):
+    shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
+
+
+def more_rows_than_listed(shard, manifest):
+    data = json.loads(manifest.read_text())
+    data["shards"][0]["rows"] -= 7
+    manifest.write_text(json.dumps(data))
+
+
+def broken_manifest(shard, manifest):
+    manifest.write_bytes(manifest.read_bytes()[:100])
+
+
+def latin1_manifest(shard, manifest):
+    manifest.write_bytes(b"\xff\xfe" + manifest.read_bytes())
+
+
+@pytest.mark.parametrize("mutate", [flip_bytes, truncate, more_rows_than_listed, broken_manifest, latin1_manifest])
+@pytest.mark.parametrize("command", ["inspect", "syntrain"])
+def test_readers_fail_in_one_line_on_damaged_splits(converted, tmp_path, mutate, command):
+    """Fault injection: a damaged shard or manifest is a one-line error naming the file (exit 2), never a
+    traceback, a crash (segfault) or training on rows the manifest does not list."""
+    target = corrupt_copy(converted, tmp_path, mutate)
+    if command == "inspect":
+        args = [str(BIN / "synprep"), "inspect", str(target)]
+    else:
+        args = [sys.executable, "-m", "syntrain", "run", "--data", str(target), "--max-steps", "1",
+                "--out", str(tmp_path / "run")]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert result.returncode in (1, 2), result.stderr[-1500:]
+    assert "Traceback" not in result.stderr and result.returncode != -11
+    last = result.stderr.strip().splitlines()[-1]
+    assert str(target) in last, last
+
+
+def test_validate_reports_damaged_shards_without_crashing(converted, tmp_path):
+    for mutate in (flip_bytes, truncate, more_rows_than_listed):
+        target = corrupt_copy(converted, tmp_path / mutate.__name__, mutate)
+        result = subprocess.run([str(BIN / "synprep"), "validate", str(target)], capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, (mutate.__name__, result.stderr)
+        assert "part-00000.arrow" in result.stdout
+
+
+def test_convert_reads_each_input_once_named_pipes(tmp_path):
+    """Inputs are read in one pass: named pipes (readable exactly once) give the shards of regular files."""
+    import threading
+
+    pipeline = synth_pipeline(tmp_path / "synth")
+    run("convert", pipeline, "--output", tmp_path / "files")
+    folder = tmp_path / "synth"
+    contents = {}
+    for name in ("train.src.conllu", "train.tgt.conllu"):
+        contents[name] = (folder / name).read_bytes()
+        (folder / name).unlink()
+        os.mkfifo(folder / name)
+
+    def feed(name):
+        with open(folder / name, "wb") as pipe:
+            pipe.write(contents[name])
+
+    feeders = [threading.Thread(target=feed, args=(name,), daemon=True) for name in contents]
+    for feeder in feeders:
+        feeder.start()
+    run("convert", pipeline, "--output", tmp_path / "pipes", "--workers", 1)
+    assert shard_hashes(tmp_path / "pipes") == shard_hashes(tmp_path / "files")
+
+
+def test_sides_of_different_lengths_name_both_counts_and_leave_nothing(tmp_path):
+    pipeline = synth_pipeline(tmp_path / "synth")
+    tgt = tmp_path / "synth" / "train.tgt.conllu"
+    blocks = tgt.read_text().split("\n\n")
+    tgt.write_text("\n\n".join(blocks[:-4]) + "\n\n")  # three sentences fewer (the last block is empty)
+    result = subprocess.run([str(BIN / "synprep"), "convert", str(pipeline), "--output", str(tmp_path / "out")],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "270 source segments" in result.stderr and "267 target segments" in result.stderr
+    assert not (tmp_path / "out").exists()  # no half-made folder blocks the corrected run
