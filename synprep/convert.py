@@ -121,17 +121,32 @@ def _block_text(block: ConlluBlock) -> str:
 
 
 def _parsed_trees(parser: Any, texts: list[str]) -> tuple[list[Tree | str], int]:
-    """Parse lines into token-level trees (or the message of a broken parser output), and the joined lines."""
+    """Parse lines into token-level trees (or the message of a broken parser output), and the joined lines;
+    a tree's text is its line without outer whitespace."""
     parsed = parser.parse(texts)
     trees: list[Tree | str] = []
-    for item in parsed:
+    for item, text in zip(parsed, texts):
         try:
             if not item.sentence.words:
                 raise InputError("empty sentence")
             trees.append(to_tree(item.sentence, "<parser output>"))
+            trees[-1].text = text.strip()
         except InputError as err:
             trees.append(err.message)
     return trees, sum(p.pieces > 1 for p in parsed)
+
+
+def _read_items(side_items: list) -> tuple[list[Any], list[Tree | str] | None]:
+    """One side of a piece: what the filter sees per pair (raw bytes, or the text of a pre-parsed sentence) and,
+    for pre-parsed input, the trees (or error messages)."""
+    if not side_items or not isinstance(side_items[0], ConlluBlock):
+        return list(side_items), None
+    trees = _preparsed_trees(side_items)
+    for tree in trees:
+        if isinstance(tree, Tree) and tree.text is None:
+            tree.text = " ".join(tree.tokens)
+    return [tree.text if isinstance(tree, Tree) else _block_text(block)
+            for tree, block in zip(trees, side_items)], trees
 
 
 def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str, Any]:
@@ -139,45 +154,28 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
     job, langid, src_parser, tgt_parser = state
     first_id, items = task  # items: per side, raw bytes (text) or ConlluBlock (pre-parsed)
     started = time.perf_counter()
-    texts: list[list[Any]] = []
-    preparsed: list[list[Tree | str] | None] = []
-    for side_items in items:
-        if side_items and isinstance(side_items[0], ConlluBlock):
-            trees = _preparsed_trees(side_items)
-            for tree in trees:
-                if isinstance(tree, Tree) and tree.text is None:
-                    tree.text = " ".join(tree.tokens)
-            preparsed.append(trees)
-            texts.append([tree.text if isinstance(tree, Tree) else _block_text(block)
-                          for tree, block in zip(trees, side_items)])
-        else:
-            preparsed.append(None)
-            texts.append(list(side_items))
+    (src_texts, src_trees), (tgt_texts, tgt_trees) = (_read_items(side_items) for side_items in items)
+    texts = (src_texts, tgt_texts)
     reasons = [check_pair(src, tgt, job.filter, langid) for src, tgt in zip(*texts)]
     filtered = time.perf_counter()
     kept = [i for i, reason in enumerate(reasons) if reason is None]
     sides, joined = [], 0
-    for side, parser in enumerate((src_parser, tgt_parser)):
-        if preparsed[side] is not None:
-            sides.append([preparsed[side][i] for i in kept])
-        else:
-            lines = [texts[side][i].decode("utf-8") for i in kept]
+    for side_texts, trees, parser in ((src_texts, src_trees, src_parser), (tgt_texts, tgt_trees, tgt_parser)):
+        if trees is None:
+            lines = [side_texts[i].decode("utf-8") for i in kept]
             trees, side_joined = _parsed_trees(parser, lines)
             joined += side_joined
-            for tree, line in zip(trees, lines):
-                if isinstance(tree, Tree):
-                    tree.text = line.strip()
             sides.append(trees)
+        else:
+            sides.append([trees[i] for i in kept])
 
     def row(i: int, reason: str, detail: str = "") -> list:  # rejected.tsv: id, reason, detail, src, tgt
-        return [first_id + i, reason, detail, *(tsv_field(texts[s][i]) for s in range(2))]
+        return [first_id + i, reason, detail, *(tsv_field(side_texts[i]) for side_texts in texts)]
 
     rejected = [row(i, reason) for i, reason in enumerate(reasons) if reason is not None]
-    out: list[list[str]] = [[], []]
-    tokens: list[list[str]] = [[], []]
+    out: list[list[str]] = [[], [], [], []]  # CoNLL-U src, tgt; tokens src, tgt
     kept_ids = []
-    for k, i in enumerate(kept):
-        src, tgt = sides[0][k], sides[1][k]
+    for i, src, tgt in zip(kept, *sides):
         if not isinstance(src, Tree) or not isinstance(tgt, Tree):
             rejected.append(row(i, "invalid_tree", f"src: {src}" if not isinstance(src, Tree) else f"tgt: {tgt}"))
             continue
@@ -186,14 +184,13 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
             tree.sent_id = str(first_id + i)
             out[s].append(format_sentence(tree_to_sentence(tree)))
             if job.write_tokens:
-                tokens[s].append(" ".join(tree.tokens).replace("\n", " ") + "\n")
+                out[2 + s].append(" ".join(tree.tokens).replace("\n", " ") + "\n")
     rejected.sort(key=lambda r: r[0])
-    done = time.perf_counter()
     return {
         "first_id": first_id, "input_pairs": len(reasons), "ids": kept_ids,
         "rejected": rejected, "rejected_counts": dict(Counter(r[1] for r in rejected)), "joined_lines": joined,
-        "seconds": {"filter": filtered - started, "parse": done - filtered},
-        "src": "".join(out[0]), "tgt": "".join(out[1]), "src_tok": "".join(tokens[0]), "tgt_tok": "".join(tokens[1]),
+        "seconds": {"filter": filtered - started, "parse": time.perf_counter() - filtered},
+        **{key: "".join(part) for key, part in zip(("src", "tgt", "src_tok", "tgt_tok"), out)},
     }
 
 
