@@ -46,7 +46,7 @@ from .parallel import default_workers, ordered_map
 from .parse import ParserSpec
 from .pipeline import ParserConfig, PipelineConfig, SplitConfig
 from .schema import pair_schema
-from .shards import Manifest, shard_name, write_paths, write_shard
+from .shards import LOCK, Manifest, WriterLock, shard_name, write_paths, write_shard
 from .textio import atomic_write, file_sha256, tsv_field
 from .trees import Tree
 
@@ -286,16 +286,24 @@ class Converter:
     def _fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.config.fingerprint_dict(), sort_keys=True).encode()).hexdigest()
 
+    def _contents(self) -> list[str]:
+        """What the output folder holds besides the writer lock."""
+        return [name for name in os.listdir(self.out) if name != LOCK] if os.path.isdir(self.out) else []
+
+    def _clear_output(self) -> None:
+        for name in self._contents():
+            path = os.path.join(self.out, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
     def _prepare_output(self) -> None:
         marker = os.path.join(self.work, "config.json")
-        exists = os.path.isdir(self.out) and os.listdir(self.out)
-        if exists and not self.options.resume:
+        if self._contents() and not self.options.resume:
             if not self.options.overwrite:
                 raise InputError("output folder exists and is not empty: pass --resume to continue an interrupted "
                                  "run or --overwrite to start again", self.out)
             if not os.path.isfile(marker):
                 raise InputError("refusing to --overwrite a folder that synprep convert did not create", self.out)
-            shutil.rmtree(self.out)
+            self._clear_output()
         if self.options.resume and os.path.isfile(marker):
             with open(marker, encoding="utf-8") as handle:
                 previous = json.load(handle)
@@ -466,18 +474,23 @@ class Converter:
     def run(self) -> dict[str, SplitStats]:
         """All phases for all splits; returns per-split statistics (also in each manifest)."""
         self._check_inputs()
-        fresh = not (self.options.resume and os.path.isdir(self.work))
         existed = os.path.isdir(self.out)
-        self._prepare_output()
+        lock = WriterLock(self.out)
+        lock.acquire()  # one writer at a time (a second convert or --resume on the same folder is refused)
+        fresh = not (self.options.resume and os.path.isdir(self.work))
+        prepared = False
         try:
+            self._prepare_output()
+            prepared = True
             return self._run()
         except InputError:
-            if fresh:  # bad input found while reading: leave no half-made folder that blocks the corrected run
-                for name in os.listdir(self.out) if existed else ():
-                    shutil.rmtree(os.path.join(self.out, name), ignore_errors=True)
+            if fresh and prepared:  # bad input found while working: leave no half-made folder that blocks the
+                self._clear_output()  # corrected run
                 if not existed:
                     shutil.rmtree(self.out, ignore_errors=True)
             raise
+        finally:
+            lock.release()
 
     def _run(self) -> dict[str, SplitStats]:
         specs = {side: self._parser_spec(parser, side)

@@ -30,6 +30,7 @@ from .schema import FEATURE_GROUPS, SCHEMA_VERSION, pair_schema
 from .textio import atomic_write
 
 MANIFEST = "manifest.json"
+LOCK = ".lock"  # at the dataset root: held by the one process writing the dataset
 PATHS = "paths.json"  # at the dataset root: this machine's absolute paths (never inside a split folder)
 SIDES = ("src", "tgt")
 DEFAULT_COMPRESSION = "none"  # zero-copy memory mapping for the trainer and HF datasets (README: "Compression")
@@ -48,6 +49,45 @@ def check_compression(name: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------ writing
+
+
+class WriterLock:
+    """One writer at a time per dataset folder: an exclusive `flock` on OUT/.lock. The operating system
+    releases it when the holder exits or is killed (kill -9 leaves no stale lock); the file names the holder
+    (pid, host, start time) for the message another writer gets. Without `fcntl` (Windows) there is no lock."""
+
+    def __init__(self, folder: str) -> None:
+        self.path = os.path.join(folder, LOCK)
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise an InputError naming its holder."""
+        try:
+            import fcntl
+        except ImportError:
+            return
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 4096).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise InputError(f"another synprep convert is writing this dataset ({holder}): wait for it to finish or "
+                             "stop it; the lock goes with its process", os.path.dirname(self.path)) from None
+        import socket
+        import time
+
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, since "
+                     f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+        self.fd = fd
+
+    def release(self) -> None:
+        """Give the lock back (the file stays: removing it would let two writers lock two files)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def write_shard(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch],

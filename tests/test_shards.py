@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,31 @@ def test_sides_of_different_lengths_name_both_counts_and_leave_nothing(tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "270 source segments" in result.stderr and "267 target segments" in result.stderr
     assert not (tmp_path / "out").exists()  # no half-made folder blocks the corrected run
+
+
+def test_a_second_writer_is_refused_while_the_first_runs(tmp_path):
+    """Fault: two converts (or a --resume) on one output folder at once. The second is refused in one line
+    naming the holder; the first finishes with the shards of a lone run."""
+    pipeline = synth_pipeline(tmp_path / "synth")
+    run("convert", pipeline, "--output", tmp_path / "alone")
+    folder = tmp_path / "synth"
+    text = (folder / "train.src.conllu").read_bytes()
+    (folder / "train.src.conllu").unlink()
+    os.mkfifo(folder / "train.src.conllu")  # the first run waits on this pipe until we feed it
+    first = subprocess.Popen([str(BIN / "synprep"), "convert", str(pipeline), "--output", str(tmp_path / "out"),
+                              "--workers", "1"], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (tmp_path / "out" / ".work").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    for extra in ([], ["--resume"], ["--overwrite"]):
+        second = subprocess.run([str(BIN / "synprep"), "convert", str(pipeline), "--output", str(tmp_path / "out"),
+                                 *extra], capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr
+        assert "another synprep convert is writing this dataset (pid" in second.stderr
+    with open(folder / "train.src.conllu", "wb") as pipe:
+        pipe.write(text)
+    assert first.wait(timeout=120) == 0, first.stderr.read()
+    assert shard_hashes(tmp_path / "out") == shard_hashes(tmp_path / "alone")
+    (folder / "train.src.conllu").unlink()
+    (folder / "train.src.conllu").write_bytes(text)
+    run("convert", pipeline, "--output", tmp_path / "out", "--overwrite")  # the lock went with the process
