@@ -8,13 +8,7 @@ import sys
 import click
 
 from . import __version__, options
-from .errors import InputError
-
-
-def fail(message: str) -> None:
-    """One line on stderr, exit code 2, no traceback."""
-    click.echo(f"synprep: error: {' '.join(message.split())}", err=True)
-    sys.exit(2)
+from .errors import InputError, run_cli
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -281,24 +275,8 @@ def validate(directory: str, max_failures: int, workers: int) -> None:
 
 
 def main() -> None:
-    """Entry point: user errors become one line and exit code 2."""
-    try:
-        cli.main(standalone_mode=False)
-    except click.exceptions.Exit as exit_:
-        sys.exit(exit_.exit_code)
-    except click.ClickException as err:
-        command = err.ctx.command_path if getattr(err, "ctx", None) else "synprep"
-        fail(f"{command}: {err.format_message()}")
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
-    except InputError as err:
-        fail(str(err))
-    except BrokenPipeError:
-        # `synprep ... | head`: the reader left; not an error
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(0)
+    """Entry point: user errors become one line `synprep: error: ...` and exit code 2."""
+    run_cli(cli, "synprep")
 
 
 if __name__ == "__main__":
