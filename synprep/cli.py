@@ -38,13 +38,14 @@ def _vocab_names(prefix: str, inputs: tuple[str, ...]) -> list[str]:
 @click.option("--vocab-prefix", default=None,
               help="Also write one vocabulary per input: PREFIX.<suffix of the input file>.")
 @click.option("--min-frequency", default=2, show_default=True, help="Stop when no pair is this frequent.")
+@click.option("-v", "--verbose", is_flag=True, help="Show subword-nmt's own progress and messages.")
 def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: str | None,
-              min_frequency: int) -> None:
+              min_frequency: int, verbose: bool) -> None:
     """Learn joint BPE codes (subword-nmt learn-joint-bpe-and-vocab)."""
     from .bpe import learn_joint
 
     vocab_paths = _vocab_names(vocab_prefix, inputs) if vocab_prefix else None
-    learn_joint(list(inputs), output, symbols, vocab_paths, min_frequency)
+    learn_joint(list(inputs), output, symbols, vocab_paths, min_frequency, verbose=verbose)
     written = ", ".join(vocab_paths) if vocab_paths else "no vocabularies"
     click.echo(f"wrote {output} ({symbols} merges max) and {written}", err=True)
 
@@ -148,11 +149,12 @@ def parser() -> None:
 @click.option("-o", "--output", required=True, help="Model file to write.")
 @click.option("--preset", type=click.Choice(options.UDPIPE_PRESETS), default="default", show_default=True,
               help="tiny: seconds, for tests and demos; default: UDPipe's defaults.")
-def parser_train(backend: str, conllu: str, heldout: str | None, output: str, preset: str) -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Show UDPipe's training log (otherwise only on failure).")
+def parser_train(backend: str, conllu: str, heldout: str | None, output: str, preset: str, verbose: bool) -> None:
     """Train a parser model (UDPipe 1: tokenizer, tagger, parser) from CoNLL-U."""
     from .parse.train import train_udpipe
 
-    seconds = train_udpipe(conllu, output, preset, heldout)
+    seconds = train_udpipe(conllu, output, preset, heldout, quiet=not verbose)
     click.echo(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s", err=True)
 
 

@@ -44,7 +44,7 @@ def run_cli(cli: object, prog: str) -> None:
         sys.exit(exit_.exit_code)
     except click.UsageError as err:
         hint = f" (see '{err.ctx.command_path} --help')" if getattr(err, "ctx", None) else ""
-        fail(prog, err.format_message() + hint)
+        fail(prog, err.format_message().rstrip(".") + hint)
     except click.ClickException as err:
         fail(prog, err.format_message())
     except click.exceptions.Abort:

@@ -159,7 +159,8 @@ def test_translate_stdin_interactive_and_nbest(sample, tmp_path):
 @pytest.mark.parametrize("prog,args,message", [
     ("synprep", ["parse", "-i", "x"], "synprep: error: Missing option '--backend'"),
     ("synprep", ["align"], "synprep: error: Missing option '--conllu'"),
-    ("synprep", ["bpe", "learn", "-i", "x", "-o", "y", "--nonsense"], "synprep: error: No such option '--nonsense' (see 'synprep bpe learn --help')"),
+    ("synprep", ["bpe", "learn", "-i", "x", "-o", "y", "--nonsense"],
+     "synprep: error: No such option '--nonsense' (see 'synprep bpe learn --help')"),
     ("syntrain", ["translate", "--checkpoint", "README.md", "--beam", "2", "--nbest", "3"],
      "syntrain: error: --nbest 3 needs --beam >= 3"),
     ("syntrain", ["translate", "--checkpoint", "nowhere.pt"], "syntrain: error: Invalid value for '--checkpoint'"),
