@@ -8,7 +8,10 @@ to C string operations, behind a word cache. So `synprep bpe apply` is byte-iden
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, repeat
@@ -223,8 +226,9 @@ def _word_counts(path: str) -> Counter[str]:
 
 
 def learn_joint(inputs: list[str], codes_path: str, symbols: int, vocab_paths: list[str] | None = None,
-                min_frequency: int = 2, total_symbols: bool = False) -> None:
-    """`subword-nmt learn-joint-bpe-and-vocab`: joint codes, then one vocabulary per input."""
+                min_frequency: int = 2, total_symbols: bool = False, verbose: bool = False) -> None:
+    """`subword-nmt learn-joint-bpe-and-vocab`: joint codes, then one vocabulary per input. subword-nmt's own
+    stderr (its progress bar, `no pair has frequency >= 2. Stopping`) is shown only if `verbose` or on failure."""
     if symbols <= 0:
         raise InputError(f"--symbols must be positive, got {symbols}")
     per_input = [_word_counts(path) for path in inputs]
@@ -236,9 +240,18 @@ def learn_joint(inputs: list[str], codes_path: str, symbols: int, vocab_paths: l
     from subword_nmt import learn_bpe  # imports tqdm: only here
 
     vocab_list = [f"{word} {freq}" for word, freq in joint.items()]
-    with open(codes_path, "w", encoding="utf-8") as out:
-        learn_bpe.learn_bpe(vocab_list, out, symbols, min_frequency, False, is_dict=True,
-                            total_symbols=total_symbols)
+    log = io.StringIO()
+    try:
+        with open(codes_path, "w", encoding="utf-8") as out, \
+                contextlib.redirect_stderr(sys.stderr if verbose else log):
+            learn_bpe.learn_bpe(vocab_list, out, symbols, min_frequency, False, is_dict=True,
+                                total_symbols=total_symbols)
+    except ValueError as error:  # subword-nmt's max() over no pairs: every word is a single character
+        sys.stderr.write(log.getvalue())
+        raise InputError(f"no symbol pairs to learn BPE from ({error})", ",".join(inputs)) from None
+    except BaseException:
+        sys.stderr.write(log.getvalue())
+        raise
     if not vocab_paths:
         return
     bpe = Bpe(codes_path)

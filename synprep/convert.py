@@ -40,7 +40,7 @@ from .corpus import ConlluBlock, detect_format, read_side
 from .errors import InputError
 from .featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
 from .filter import REASONS as FILTER_REASONS
-from .filter import FilterSettings, check_pair, make_identifier
+from .filter import FilterSettings, check_pair_detailed, make_identifier
 from .options import ENGINES
 from .parallel import default_workers, ordered_map
 from .parse import ParserSpec
@@ -156,7 +156,8 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
     started = time.perf_counter()
     (src_texts, src_trees), (tgt_texts, tgt_trees) = (_read_items(side_items) for side_items in items)
     texts = (src_texts, tgt_texts)
-    reasons = [check_pair(src, tgt, job.filter, langid) for src, tgt in zip(*texts)]
+    checked = [check_pair_detailed(src, tgt, job.filter, langid) for src, tgt in zip(*texts)]
+    reasons = [reason for reason, _ in checked]  # the detail: the detected language of src_lang/tgt_lang
     filtered = time.perf_counter()
     kept = [i for i, reason in enumerate(reasons) if reason is None]
     sides, joined = [], 0
@@ -172,7 +173,7 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
     def row(i: int, reason: str, detail: str = "") -> list:  # rejected.tsv: id, reason, detail, src, tgt
         return [first_id + i, reason, detail, *(tsv_field(side_texts[i]) for side_texts in texts)]
 
-    rejected = [row(i, reason) for i, reason in enumerate(reasons) if reason is not None]
+    rejected = [row(i, reason, checked[i][1]) for i, reason in enumerate(reasons) if reason is not None]
     out: list[list[str]] = [[], [], [], []]  # CoNLL-U src, tgt; tokens src, tgt
     kept_ids = []
     for i, src, tgt in zip(kept, *sides):
@@ -270,6 +271,7 @@ class Converter:
         self.workers = options.workers or default_workers()
         self.out = config.output
         self.work = os.path.join(self.out, ".work")
+        self.reused: set[tuple[str, int, int]] = set()  # pieces a --resume found done: their timings are not ours
         self.map = _make_mapper(options.engine, self.workers, options.ray_address)
         self.stats: dict[str, SplitStats] = {}
 
@@ -374,6 +376,7 @@ class Converter:
                 pieces.append((shard, piece))
                 if os.path.isfile(_piece_prefix(work, shard, piece) + ".json"):
                     bar.update(len(task[1][0]))
+                    self.reused.add((split.name, shard, piece))
                 else:
                     todo.append((shard, piece))
                     yield task
@@ -435,7 +438,8 @@ class Converter:
         for shard in sorted(by_shard):
             path = os.path.join(folder, shard_name(shard))
             stats_path = os.path.join(work, f"shard-{shard:05d}.json")
-            if not os.path.isfile(path):
+            built_now = not os.path.isfile(path)
+            if built_now:
                 batches, shard_stats = [], {"rows": 0, "rejected": Counter(), "seconds": Counter()}
                 for _ in by_shard[shard]:
                     batch, info = next(results)
@@ -454,7 +458,7 @@ class Converter:
                 done = json.load(handle)
             stats.rows += done["rows"]
             stats.rejected.update(done["rejected"])
-            stats.seconds.update(done["seconds"])
+            stats.seconds.update(done["seconds"] if built_now else {})  # a resumed run: only its own time
             shards_info.append(done["entry"])
         return shards_info
 
@@ -551,7 +555,7 @@ class Converter:
             stats.input_pairs += info["input_pairs"]
             stats.rejected.update(info["rejected_counts"])
             stats.joined_lines += info["joined_lines"]
-            stats.seconds.update(info["seconds"])
+            stats.seconds.update({} if (split.name, shard, piece) in self.reused else info["seconds"])
             lines += ["\t".join([str(row[0]), row[1], tsv_field(row[2]), row[3], row[4]]) for row in info["rejected"]]
         return lines
 
@@ -575,6 +579,6 @@ def format_summary(config: PipelineConfig, stats: dict[str, SplitStats]) -> str:
     for s in stats.values():
         stage.update({k: v for k, v in s.seconds.items() if not k.endswith("_wall")})
     total = sum(stage.values()) or 1.0
-    lines.append("worker time per stage: " + ", ".join(f"{k} {v:.1f}s ({100 * v / total:.0f}%)"
-                                                      for k, v in stage.items() if v))
+    timed = ", ".join(f"{k} {v:.1f}s ({100 * v / total:.0f}%)" for k, v in stage.items() if v)
+    lines.append("worker time per stage: " + (timed or "none (everything was done by an earlier run)"))
     return "\n".join(lines)

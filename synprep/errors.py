@@ -1,6 +1,9 @@
-"""The one exception type for bad input: the CLI prints it as one line and exits 2."""
+"""The one exception type for bad input, and the one way both CLIs report it: `PROG: error: ...`, exit 2."""
 
 from __future__ import annotations
+
+import os
+import sys
 
 
 class InputError(Exception):
@@ -21,3 +24,35 @@ class InputError(Exception):
         if self.sentence is not None:
             where += f" (sentence {self.sentence})"
         return f"{where}: {self.message}"
+
+
+def fail(prog: str, message: str) -> None:
+    """`PROG: error: MESSAGE` as one line on stderr, exit code 2, no traceback."""
+    print(f"{prog}: error: {' '.join(message.split())}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def run_cli(cli: object, prog: str) -> None:
+    """Run a click group so that every user error is `PROG: error: ...` (exit 2): click's usage errors (with a
+    hint to the command's --help instead of click's `Error:` block), InputError, and ValueError/OSError raised as
+    click.ClickException by the commands. A closed stdout (`... | head`) is not an error."""
+    import click
+
+    try:
+        cli.main(prog_name=prog, standalone_mode=False)  # type: ignore[attr-defined]
+    except click.exceptions.Exit as exit_:
+        sys.exit(exit_.exit_code)
+    except click.UsageError as err:
+        hint = f" (see '{err.ctx.command_path} --help')" if getattr(err, "ctx", None) else ""
+        fail(prog, err.format_message().rstrip(".") + hint)
+    except click.ClickException as err:
+        fail(prog, err.format_message())
+    except click.exceptions.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except InputError as err:
+        fail(prog, str(err))
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import islice, zip_longest
 
+from tqdm import tqdm
+
 from .errors import InputError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
 from .parallel import default_workers, ordered_map
@@ -117,29 +119,38 @@ def check_pair(src: str | bytes, tgt: str | bytes, settings: FilterSettings | No
                langid: LanguageIdentifier | None = None) -> str | None:
     """The first failing check's reason (see `REASONS`), or None to keep the pair. Bytes are decoded here.
     Without settings (splits that are not filtered) only undecodable and empty pairs are rejected."""
+    return check_pair_detailed(src, tgt, settings, langid)[0]
+
+
+def check_pair_detailed(src: str | bytes, tgt: str | bytes, settings: FilterSettings | None,
+                        langid: LanguageIdentifier | None = None) -> tuple[str | None, str]:
+    """`check_pair` and a detail for rejected.tsv: for src_lang/tgt_lang the language the identifier detected and
+    its probability (`detected fr 0.98`), else ''."""
     src_text, tgt_text = _decode(src), _decode(tgt)
     if src_text is None or tgt_text is None:
-        return "invalid_utf8"
+        return "invalid_utf8", ""
     src_text, tgt_text = src_text.strip(), tgt_text.strip()
     if not src_text or not tgt_text:
-        return "empty"
+        return "empty", ""
     if settings is None:
-        return None
+        return None, ""
     if src_text == tgt_text:
-        return "identical"
+        return "identical", ""
     src_len, tgt_len = len(src_text.split()), len(tgt_text.split())
     if min(src_len, tgt_len) < settings.min_len:
-        return "too_short"
+        return "too_short", ""
     if max(src_len, tgt_len) > settings.max_len:
-        return "too_long"
+        return "too_long", ""
     if max(src_len, tgt_len) > settings.max_ratio * min(src_len, tgt_len):
-        return "ratio"
+        return "ratio", ""
     if langid is not None:
-        if _checked(src_text, settings) and langid.detect(src_text) != settings.src_lang:
-            return "src_lang"
-        if _checked(tgt_text, settings) and langid.detect(tgt_text) != settings.tgt_lang:
-            return "tgt_lang"
-    return None
+        for reason, text, expected in (("src_lang", src_text, settings.src_lang),
+                                       ("tgt_lang", tgt_text, settings.tgt_lang)):
+            if _checked(text, settings):
+                detected, probability = langid.detect_scored(text)
+                if detected != expected:
+                    return reason, f"detected {detected} {probability:.2f}"
+    return None, ""
 
 
 def _checked(text: str, settings: FilterSettings) -> bool:
@@ -239,17 +250,18 @@ def _chunks(pairs: Iterator[tuple[bytes, bytes]], size: int) -> Iterator[list[tu
 
 
 def _filter_task(langid: LanguageIdentifier | None, task: tuple[FilterSettings, list[tuple[bytes, bytes]]]
-                 ) -> list[str | None]:
+                 ) -> list[tuple[str | None, str]]:
     settings, chunk = task
-    return filter_chunk(chunk, settings, langid)
+    return [check_pair_detailed(src, tgt, settings, langid) for src, tgt in chunk]
 
 
 def _results(chunks: Iterator[list[tuple[bytes, bytes]]], settings: FilterSettings, workers: int,
-             langid: LanguageIdentifier | None) -> Iterator[tuple[list[tuple[bytes, bytes]], list[str | None]]]:
-    """(chunk, reasons) in input order; at most 2 x workers chunks in flight, so memory stays flat."""
+             langid: LanguageIdentifier | None
+             ) -> Iterator[tuple[list[tuple[bytes, bytes]], list[tuple[str | None, str]]]]:
+    """(chunk, (reason, detail) per pair) in input order; at most 2 x workers chunks in flight (flat memory)."""
     if workers <= 1:  # reuse the caller's identifier
         for chunk in chunks:
-            yield chunk, filter_chunk(chunk, settings, langid)
+            yield chunk, _filter_task(langid, (settings, chunk))
         return
     pending: deque = deque()  # the chunks whose reasons are on their way, in order
 
@@ -272,12 +284,14 @@ def _missing_dirs(path: str) -> list[str]:
 
 
 def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSettings, workers: int | None = None,
-                 chunk_size: int = CHUNK_SIZE, warn: Callable[[str], None] | None = None) -> FilterSummary:
+                 chunk_size: int = CHUNK_SIZE, warn: Callable[[str], None] | None = None,
+                 progress: bool | None = None) -> FilterSummary:
     """Filter a parallel corpus into `out_dir`: kept sides (input base names), `ids`, `rejected.tsv`.
 
     Output is identical for any number of `workers` (None = all cores). Files are written to a temporary folder
     beside `out_dir` and moved in at the end, so a failure (e.g. different line counts) leaves nothing behind.
-    `warn` receives the rejected-share warning (default: printed to stderr).
+    `warn` receives the rejected-share warning (default: printed to stderr). `progress`: a tqdm bar on stderr
+    (None: only when stderr is a terminal).
     """
     names = [output_name(src_path), output_name(tgt_path)]
     if names[0] == names[1] or {IDS_NAME, REJECTED_NAME} & set(names):
@@ -299,17 +313,21 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
         try:
             src_out, tgt_out, ids_out, rejected_out = outputs
             chunks = _chunks(_read_pairs(src_path, tgt_path), chunk_size)
-            for chunk, reasons in _results(chunks, settings, workers, langid):
+            bar = tqdm(total=counts[0], unit=" pairs", desc="filter", file=sys.stderr,
+                       disable=None if progress is None else not progress)  # None: only on a terminal
+            for chunk, results in _results(chunks, settings, workers, langid):
                 start = summary.total
-                for offset, ((src, tgt), reason) in enumerate(zip(chunk, reasons)):
+                for offset, ((src, tgt), (reason, detail)) in enumerate(zip(chunk, results)):
                     summary.add(reason)
                     if reason is None:
                         src_out.write(src + b"\n")
                         tgt_out.write(tgt + b"\n")
                         ids_out.write(b"%d\n" % (start + offset))
                     else:
-                        row = f"{start + offset}\t{reason}\t{tsv_field(src)}\t{tsv_field(tgt)}\n"
+                        row = f"{start + offset}\t{reason}\t{detail}\t{tsv_field(src)}\t{tsv_field(tgt)}\n"
                         rejected_out.write(row.encode("utf-8"))
+                bar.update(len(chunk))
+            bar.close()
         finally:
             for stream in outputs:
                 stream.close()

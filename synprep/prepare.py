@@ -5,6 +5,7 @@ parser model, BPE codes and vocabulary, feature groups and policies; hashes chec
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 
@@ -18,6 +19,12 @@ from .featurize import FeatureConfig, featurize
 from .parse import ParserSpec
 from .shards import SourceRecipe
 from .textio import file_sha256
+
+
+@functools.lru_cache(maxsize=2)
+def _loaded(spec: ParserSpec):  # noqa: ANN202 (a Parser)
+    """A parser loaded once per process (syntrain translate --interactive prepares one line at a time)."""
+    return spec.load()
 
 
 def _checked_file(path: str | None, expected: str | None, what: str) -> None:
@@ -49,7 +56,7 @@ def prepare_source(lines: Sequence[str], recipe: SourceRecipe) -> pa.Table:
     spec = ParserSpec(parser["backend"], parser.get("model"), parser.get("model_dir"), parser.get("lang"),
                       bool(parser.get("pretokenized", False)))
     texts = [line.rstrip("\n") for line in lines]
-    trees = [to_tree(item.sentence, "<parser output>") for item in spec.load().parse(texts)]
+    trees = [to_tree(item.sentence, "<parser output>") for item in _loaded(spec).parse(texts)]
     policies = dict(recipe.policies)
     if policies.get("non_projective") == "drop":
         policies["non_projective"] = "keep"

@@ -66,7 +66,7 @@ def _text(x: float, y: float, content: str, size: int = 12, anchor: str = "middl
 def bar_chart(bins: list[tuple[str, int]], title: str) -> str:
     """Vertical bars (the length histogram)."""
     bar, gap, left, top, plot = 26, 4, 44, 40, 150
-    width = left + len(bins) * (bar + gap) + 20
+    width = max(left + len(bins) * (bar + gap) + 20, left + 8 * len(title))  # room for the title on few bins
     most = max((count for _, count in bins), default=0) or 1
     body = [_text(left, 16, title, 13, "start"),
             f'<line x1="{left - 4}" y1="{top + plot}" x2="{width - 10}" y2="{top + plot}" stroke="#888"/>',
@@ -95,7 +95,7 @@ def hbar_chart(items: list[tuple[str, int]], title: str) -> str:
         body.append(_text(left - 6, y + 12, label, 11, "end"))
         body.append(f'<rect x="{left:.1f}" y="{y + 2}" width="{w:.1f}" height="{row - 4}" fill="#e0803a"/>')
         body.append(_text(left + w + 4, y + 12, f"{count} ({100 * count / total:.1f}%)", 10, "start", "#444"))
-    return _svg(left + plot + 110, 30 + len(items) * row, body, title)
+    return _svg(max(left + plot + 110, 4 + 8 * len(title)), 30 + len(items) * row, body, title)
 
 
 def tree_svg(tokens: list[str], heads: list[int], labels: list[str], pieces: list[list[str]]) -> str:
@@ -214,15 +214,15 @@ def _example(row: Row) -> str:
         mid = np.asarray(record["parent_mid"]) if stored else F.parent_mid(view.heads, view.owner)
         names = [f"{i}:{p}" for i, p in enumerate(subwords)]
         prior = heatmap(parent_prior(mid, len(subwords)), names, names, "Pascal prior N(j | parent_mid_t, 1)",
-                        caption="row t: sub-word t, column j: position j" + ("" if stored else
-                                                                            " (parent_mid from heads)"))
+                        caption="row t: sub-word t, column j: sub-word j (0-based, as parent_mid)"
+                        + ("" if stored else " (parent_mid from heads)"))
         n = len(tokens)
         distances = (np.asarray(record["distances"], dtype=np.int64).reshape(n, n)
                      if record.get("distances") is not None else F.tree_distances(view.heads))
-        token_names = [f"{i + 1}:{t}" for i, t in enumerate(tokens)]
+        token_names = [f"{i}:{t}" for i, t in enumerate(tokens)]  # 0-based like the sub-words beside it
         syntax = heatmap(distances, token_names, token_names, "syntax distance (arcs between tokens)",
-                         numbers=n <= 30, caption="stored" if record.get("distances") is not None
-                         else "computed from heads")
+                         numbers=n <= 30, caption=("stored" if record.get("distances") is not None
+                                                   else "computed from heads") + "; token i (0-based) = CoNLL-U ID i+1")
         parts.append(f'<div class="maps scroll">{prior}{syntax}</div>')
         if "transitions" in record:
             sequence = record["transitions"]

@@ -4,7 +4,6 @@ train.py and decode.py."""
 from __future__ import annotations
 
 import os
-import sys
 import tomllib
 from typing import Any
 
@@ -47,7 +46,8 @@ def cli() -> None:
 @click.option("--data", help="Training split directory (synprep convert output).")
 @click.option("--valid", help="Validation split directory.")
 @click.option("--test", help="Test split, scored with best.pt (beam search) at the end.")
-@click.option("--out", help="Run directory (checkpoints, vocab.json, metrics.jsonl).")
+@click.option("--out", help="Run directory (checkpoints, vocab.json, metrics.jsonl); default: "
+              "runs/<recipe name or data folder name>-<YYYYmmdd-HHMMSS>.")
 @click.option("--preset", type=click.Choice(["tiny", "base"]), help="Model size preset.")
 @click.option("--pascal-heads", help="Pascal heads per encoder layer, e.g. '5' (layer 1) or '2,0,1'; '0' = vanilla.")
 @click.option("--parent-ignore", type=float, help="Parent ignoring probability q (training only).")
@@ -66,13 +66,25 @@ def cli() -> None:
               help="Pascal heads kernel: auto = FlexAttention on CUDA (no attention dropout), else math.")
 @click.option("--precision", type=click.Choice(["auto", "fp32", "bf16"]),
               help="auto = bf16 autocast on CUDA with bf16 support, else fp32.")
+@click.option("--max-len", type=int, help="Skip training pairs with a longer side (sub-words).")
+@click.option("--clip-norm", type=float, help="Clip the gradient norm to this (0: no clipping).")
+@click.option("--keep-last", type=int, help="Also keep the N most recent OUT/checkpoint_<step>.pt.")
+@click.option("--patience", type=int, help="Stop after N validations without improvement (0: never).")
+@click.option("--best-metric", type=click.Choice(["bleu", "loss"]),
+              help="Validation metric for best.pt and --patience (default bleu).")
+@click.option("--tensorboard", is_flag=True, default=None,
+              help="Also log to OUT/tensorboard (needs the tensorboard package).")
 @click.option("--resume", is_flag=True, help="Continue from OUT/last.pt.")
+@click.option("--overwrite", is_flag=True, default=None, help="Delete an earlier run's files in OUT first.")
 def run(config: str | None, pascal_heads: str | None, parent_ignore: float | None, resume: bool,
         **options: Any) -> None:
-    """Train a model (from a TOML recipe and/or flags; flags win)."""
+    """Train a model (from a TOML recipe and/or flags; flags win). An existing run in OUT is refused unless
+    --resume or --overwrite."""
     from .train import TrainConfig, train
 
     values = load_run_config(config) if config else {}
+    if config and not values.get("name"):
+        values["name"] = os.path.splitext(os.path.basename(config))[0]
     values.update({key: value for key, value in options.items() if value is not None})
     model = dict(values.get("model", {}))
     if pascal_heads is not None:
@@ -84,7 +96,7 @@ def run(config: str | None, pascal_heads: str | None, parent_ignore: float | Non
         raise click.UsageError("no training data: give a recipe with [data] train or --data")
     try:
         train(TrainConfig.from_dict(values))
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from e
 
 
@@ -96,53 +108,53 @@ def _device() -> str:
 
 @cli.command()
 @click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("-i", "--input", "input_path", required=True, type=click.Path(exists=True),
-              help="Raw source text (one sentence a line: parsed and BPE'd with the run's parser model and codes) "
-              "or a split directory written by synprep convert.")
-@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Default: stdout.")
-@click.option("--beam", type=int, default=4, show_default=True, help="1 = greedy.")
+@click.option("-i", "--input", "input_path", default="-", show_default=True,
+              help="Raw source text (one sentence a line, '-' = stdin: parsed and BPE'd with the run's parser model "
+              "and codes) or a split directory written by synprep convert.")
+@click.option("-o", "--output", "output_path", default="-", show_default=True, help="Output ('-' = stdout).")
+@click.option("--interactive", is_flag=True,
+              help="Translate raw text line by line as it arrives, writing and flushing each result at once.")
+@click.option("--nbest", type=click.IntRange(min=1), default=None,
+              help="Write the N best translations per input line: LINE<TAB>SCORE<TAB>TRANSLATION (N <= --beam).")
+@click.option("--beam", type=click.IntRange(min=1), default=4, show_default=True, help="1 = greedy.")
 @click.option("--length-penalty", type=float, default=0.6, show_default=True)
 @click.option("--max-tokens", type=int, default=4096, show_default=True)
-def translate(checkpoint: str, input_path: str, output_path: str | None, beam: int, length_penalty: float,
-              max_tokens: int) -> None:
-    """Translate raw text or the source side of shards; one detokenized line per input, in order."""
-    from synprep.errors import InputError
-    from synprep.textio import read_lines
+def translate(checkpoint: str, input_path: str, output_path: str, interactive: bool, nbest: int | None, beam: int,
+              length_penalty: float, max_tokens: int) -> None:
+    """Translate raw text or the source side of shards; one detokenized line per input (N with --nbest), in
+    order."""
+    from synprep.textio import open_text_output, read_lines
 
-    from .data import ParallelData, raw_source
-    from .decode import translate as run_translate
-    from .train import load_checkpoint
+    from .translate import Translator, iter_lines
 
-    device = _device()
+    if nbest and nbest > beam:
+        raise click.UsageError(f"--nbest {nbest} needs --beam >= {nbest}")
+    is_split = input_path != "-" and os.path.isdir(input_path)
+    if input_path != "-" and not os.path.exists(input_path):
+        raise click.UsageError(f"{input_path}: no such file or directory")
+    if interactive and is_split:
+        raise click.UsageError("--interactive reads raw text, not a split directory")
     try:
-        model, vocab, ckpt = load_checkpoint(checkpoint, device)
-        data = ParallelData(input_path, vocab) if os.path.isdir(input_path) else None
-    except (ValueError, FileNotFoundError) as e:
+        translator = Translator(checkpoint, _device(), beam, length_penalty, max_tokens, nbest or 0)
+        out = open_text_output(output_path)
+        if is_split:
+            _warn_signature(translator.ckpt, translator.split(input_path))
+            results = translator.translate_split(input_path)
+            write = translator.writer(out)
+            for lineno, ranked in enumerate(results, 1):
+                write(lineno, ranked)
+        elif interactive:
+            translator.interactive(iter_lines(input_path), out)
+        else:
+            lines = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)
+            blank = translator.translate_lines(lines, out)
+            if blank:
+                click.echo(f"{input_path}: {blank} blank line(s) left blank in the output", err=True)
+        out.flush()
+        if output_path != "-":
+            out.close()
+    except ValueError as e:
         raise click.ClickException(str(e)) from e
-    if data is not None:
-        _warn_signature(ckpt, data)
-        lines = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)
-    else:  # raw text: parse + BPE as the training shards were made; blank lines stay blank
-        if "pipeline" not in ckpt:
-            raise click.UsageError("this checkpoint has no pipeline configuration: give a split folder")
-        try:
-            raw = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)
-            filled = [i for i, line in enumerate(raw) if line.strip()]
-            dataset = ckpt.get("dataset") or ckpt["pipeline"].get("output", "")  # older checkpoints: the output
-            table = raw_source([raw[i] for i in filled], ckpt["pipeline"], ckpt.get("signature", {}), dataset)
-        except (ValueError, InputError) as e:
-            raise click.ClickException(str(e)) from e
-        data = ParallelData(input_path, vocab, table=table, configuration=ckpt["pipeline"])
-        lines = [""] * len(raw)
-        for i, hyp in zip(filled, run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)):
-            lines[i] = hyp
-        if len(filled) < len(raw):
-            click.echo(f"{input_path}: {len(raw) - len(filled)} blank line(s) left blank in the output", err=True)
-    out = open(output_path, "w", encoding="utf-8") if output_path else sys.stdout
-    for line in lines:
-        out.write(line + "\n")
-    if output_path:
-        out.close()
 
 
 def _warn_signature(ckpt: dict, data: object) -> None:
@@ -175,13 +187,32 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
-    hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device)
+    hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device, progress=True)
     if output_path:
         with open(output_path, "w", encoding="utf-8") as f:
             f.writelines(h + "\n" for h in hyps)
     result = score(hyps, data.references(data.keep))
-    click.echo(f"BLEU {result['bleu']:.2f}  {result['bleu_signature']}")
-    click.echo(f"chrF {result['chrf']:.2f}  {result['chrf_signature']}")
+    click.echo(f"BLEU {result['bleu']:.2f}  BLEU signature: {result['bleu_signature']}")
+    click.echo(f"chrF {result['chrf']:.2f}  chrF signature: {result['chrf_signature']}")
+
+
+@cli.command()
+@click.argument("checkpoints", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "output_path", required=True, type=click.Path(dir_okay=False),
+              help="The averaged checkpoint (usable by translate/eval; no optimizer state).")
+def average(checkpoints: tuple[str, ...], output_path: str) -> None:
+    """Average the weights of checkpoints of one run (e.g. OUT/checkpoint_*.pt from --keep-last)."""
+    import torch
+
+    from .checkpoints import average_checkpoints
+
+    try:
+        averaged = average_checkpoints(list(checkpoints))
+    except ValueError as e:
+        raise click.ClickException(str(e)) from e
+    torch.save(averaged, output_path + ".tmp")
+    os.replace(output_path + ".tmp", output_path)
+    click.echo(f"wrote {output_path}: the mean of {len(checkpoints)} checkpoint(s)", err=True)
 
 
 @cli.command()
@@ -200,19 +231,7 @@ def env() -> None:
 
 
 def main() -> None:
-    """Entry point: bad input (a damaged split, a missing file) is one line and exit code 2."""
-    from synprep.errors import InputError
+    """Entry point: user errors become one line `syntrain: error: ...` and exit code 2."""
+    from synprep.errors import run_cli
 
-    try:
-        cli(standalone_mode=False)
-    except click.exceptions.Exit as exit_:
-        sys.exit(exit_.exit_code)
-    except click.ClickException as err:
-        err.show()
-        sys.exit(err.exit_code)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
-    except InputError as err:
-        click.echo(f"syntrain: error: {err}", err=True)
-        sys.exit(2)
+    run_cli(cli, "syntrain")

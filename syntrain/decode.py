@@ -10,6 +10,7 @@ closing punctuation and after opening brackets.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -50,6 +51,16 @@ def length_penalty(length: int, alpha: float) -> float:
 def beam_search(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None, beam: int = 4,
                 alpha: float = 0.6) -> list[list[int]]:
     """Batched beam search; returns the best hypothesis per sentence by length-normalized log-probability."""
+    return [hyps[0][1] for hyps in beam_search_nbest(model, src, parent, beam, alpha, nbest=1)]
+
+
+@torch.no_grad()
+def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None, beam: int = 4,
+                      alpha: float = 0.6, nbest: int = 1) -> list[list[tuple[float, list[int]]]]:
+    """Batched beam search; per sentence the `nbest` (<= beam) finished hypotheses as (length-normalized
+    log-probability, ids), best first."""
+    if not 1 <= nbest <= beam:
+        raise ValueError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
     n, k = src.shape[0], beam
     memory, src_mask = model.encode(src, parent)
     memory, src_mask = memory.repeat_interleave(k, 0), src_mask.repeat_interleave(k, 0)
@@ -88,7 +99,7 @@ def beam_search(model: Transformer, src: torch.Tensor, parent: torch.Tensor | No
         ys = torch.cat([ys[rows], torch.from_numpy(new_tokens.reshape(-1, 1)).to(src.device)], dim=1)
         model.reorder_cache(cache, rows)
         scores = torch.from_numpy(new_scores).to(src.device)
-    return [max(f, key=lambda h: h[0])[1] if f else [EOS_ID] for f in finished]
+    return [sorted(f, key=lambda h: -h[0])[:nbest] if f else [(0.0, [EOS_ID])] for f in finished]
 
 
 def debpe(pieces: Sequence[str]) -> list[str]:
@@ -114,23 +125,40 @@ def detokenizer(lang: str):  # noqa: ANN201 (returns a callable)
 
 @torch.no_grad()
 def translate(model: Transformer, data: ParallelData, vocab: Vocab, beam: int = 4, alpha: float = 0.6,
-              max_tokens: int = 4096, rows: Sequence[int] | None = None, device: str | torch.device = "cpu"
-              ) -> list[str]:
-    """Detokenized translations of `rows` (default: all) of a split, in row order."""
+              max_tokens: int = 4096, rows: Sequence[int] | None = None, device: str | torch.device = "cpu",
+              progress: bool = False) -> list[str]:
+    """Detokenized translations of `rows` (default: all) of a split, in row order; `progress`: a tqdm bar
+    (sentences) on stderr when it is a terminal."""
+    return [hyps[0][1] for hyps in translate_nbest(model, data, vocab, beam, alpha, max_tokens, rows, device,
+                                                   0, progress)]
+
+
+@torch.no_grad()
+def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: int = 4, alpha: float = 0.6,
+                    max_tokens: int = 4096, rows: Sequence[int] | None = None, device: str | torch.device = "cpu",
+                    nbest: int = 1, progress: bool = False) -> list[list[tuple[float, str]]]:
+    """Per row (default: all, in row order) the `nbest` detokenized translations with their length-normalized
+    log-probabilities, best first (beam search). nbest = 0: only the best, greedy when beam = 1 (score 0.0)."""
+    from tqdm import tqdm
+
     model.eval()
     rows = np.asarray(data.keep if rows is None else rows)
     position = {int(r): i for i, r in enumerate(rows)}
-    out = [""] * len(rows)
+    out: list[list[tuple[float, str]]] = [[] for _ in rows]
     detok = detokenizer(data.tgt_lang)
+    bar = tqdm(total=len(rows), unit="sent", desc="translating", disable=not (progress and sys.stderr.isatty()),
+               file=sys.stderr)
     for batch_rows in data.batches(max_tokens, shuffle=False, rows=rows):
         batch = data.collate(batch_rows).to(device)
         parent = batch.parent if any(layer.attn.pascal_heads for layer in model.encoder) else None
-        if beam > 1:
-            hyps = beam_search(model, batch.src, parent, beam, alpha)
+        if nbest or beam > 1:
+            hyps = beam_search_nbest(model, batch.src, parent, beam, alpha, max(nbest, 1))
         else:
-            hyps = greedy(model, batch.src, parent)
-        for row, ids in zip(batch_rows, hyps):
-            out[position[int(row)]] = detok(debpe(vocab.decode(ids)))
+            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, parent)]
+        for row, ranked in zip(batch_rows, hyps):
+            out[position[int(row)]] = [(score, detok(debpe(vocab.decode(ids)))) for score, ids in ranked]
+        bar.update(len(batch_rows))
+    bar.close()
     return out
 
 

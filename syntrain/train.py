@@ -15,9 +15,10 @@ import json
 import math
 import os
 import random
+import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from .checkpoints import clear_run, default_run_dir, existing_run_files, prune_step_checkpoints
 from .data import PAD_ID, Batch, ParallelData, Vocab
 from .decode import score, translate
 from .model import PRESETS, ModelConfig, Transformer, config_from_dict
@@ -37,7 +39,9 @@ class TrainConfig:
     data: str = ""  # training split directory (synprep convert output, e.g. out/x/train)
     valid: str = ""  # validation split ('' = none)
     test: str = ""  # test split, scored with best.pt at the end ('' = none)
-    out: str = "runs/default"
+    out: str = ""  # run folder ('' = runs/<data folder name>-<timestamp>); an earlier run there is refused
+    overwrite: bool = False  # delete an earlier run's files in `out` first
+    name: str = ""  # names the default run folder (the CLI passes the recipe's file name; else the data folder's)
     preset: str = "tiny"
     model: dict[str, Any] = field(default_factory=dict)
     max_tokens: int = 4096  # per batch and process: sentences x longest side (padding included)
@@ -61,6 +65,10 @@ class TrainConfig:
     attention: str = "auto"  # kernel of the Pascal heads: auto (flex on CUDA), math, flex (see attention.py)
     precision: str = "auto"  # auto (bf16 autocast on CUDA with bf16 support, else fp32), fp32, bf16
     resume: bool = False
+    keep_last: int = 0  # also keep the N most recent OUT/checkpoint_<step>.pt (0: only last.pt and best.pt)
+    patience: int = 0  # stop after this many validations without improvement of `best_metric` (0: never)
+    best_metric: str = "bleu"  # validation metric for best.pt and patience: bleu (higher) or loss (lower)
+    tensorboard: bool = False  # also log every metric to OUT/tensorboard (needs the `tensorboard` package)
 
     @classmethod
     def from_dict(cls, values: dict) -> TrainConfig:
@@ -73,15 +81,60 @@ def inverse_sqrt(warmup: int):  # noqa: ANN201 (returns the LambdaLR multiplier 
     return lambda step: min((step + 1) / warmup, math.sqrt(warmup / (step + 1)))
 
 
-def autocast_context(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
-    """bf16 autocast or nothing, for `precision` (auto, fp32, bf16) on `device`."""
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """`precision` (auto, fp32, bf16) -> what runs on `device`: fp32 or bf16."""
     if precision not in ("auto", "fp32", "bf16"):
         raise ValueError(f"unknown precision {precision!r}; choose from auto, fp32, bf16")
     if precision == "auto":
-        precision = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
-    if precision == "fp32":
+        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    return precision
+
+
+def autocast_context(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast or nothing, for `precision` (auto, fp32, bf16) on `device`."""
+    if resolve_precision(precision, device) == "fp32":
         return contextlib.nullcontext()
     return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def format_eta(step: int, first_step: int, elapsed: float, max_steps: int, max_minutes: float = 0.0) -> str:
+    """Time left as H:MM:SS: to `max_steps` at the pace of this session's steps, or to `max_minutes` if sooner."""
+    left = (max_steps - step) * elapsed / (step - first_step) if step > first_step else math.inf
+    if max_minutes:
+        left = min(left, max(max_minutes * 60 - elapsed, 0.0))
+    if math.isinf(left):
+        return "?"
+    seconds = round(left)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _kernel_in_use(model: Transformer, device: torch.device) -> str:
+    layers = [layer.attn for layer in model.encoder if layer.attn.pascal_heads]
+    if not layers:
+        return "none (no Pascal heads)"
+    return "flex" if layers[0].uses_flex(device) else "math"
+
+
+def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int) -> TrainConfig:
+    """Name the run folder when none is given; refuse an earlier run there unless resuming or overwriting."""
+    if cfg.resume and cfg.overwrite:
+        raise ValueError("--resume and --overwrite exclude each other")
+    if not cfg.out:
+        name = [default_run_dir(cfg.name or os.path.basename(os.path.dirname(os.path.abspath(cfg.data))) or "run")]
+        if world > 1:  # one name for all ranks
+            dist.broadcast_object_list(name, src=0)
+        cfg = replace(cfg, out=name[0])
+    earlier = existing_run_files(cfg.out)
+    if earlier and not cfg.resume:
+        if not cfg.overwrite:
+            raise ValueError(f"{cfg.out}: holds an earlier run ({', '.join(earlier)}); --resume continues it, "
+                             "--overwrite deletes it, or choose another --out")
+        if rank == 0:
+            clear_run(cfg.out)
+        if world > 1:
+            dist.barrier()
+    os.makedirs(cfg.out, exist_ok=True)
+    return cfg
 
 
 def _log(message: str, rank: int) -> None:
@@ -178,7 +231,9 @@ def train(cfg: TrainConfig) -> Transformer:
         raise ValueError(f"accum_steps must be >= 1, got {cfg.accum_steps}")
     if cfg.preset not in PRESETS:
         raise ValueError(f"unknown preset {cfg.preset!r}; choose from {', '.join(PRESETS)}")
-    os.makedirs(cfg.out, exist_ok=True)
+    if cfg.best_metric not in ("bleu", "loss"):
+        raise ValueError(f"best_metric must be bleu or loss, got {cfg.best_metric!r}")
+    cfg = _prepare_run_dir(cfg, rank, world)
     last_path, best_path = os.path.join(cfg.out, "last.pt"), os.path.join(cfg.out, "best.pt")
     resume = cfg.resume and os.path.isfile(last_path)
     if cfg.resume and not resume:
@@ -213,12 +268,13 @@ def train(cfg: TrainConfig) -> Transformer:
                          "[\"parents\"])")
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas, eps=1e-9)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt(cfg.warmup))
-    step, epoch, position, best = 0, 0, 0, None
+    step, epoch, position, best, bad_evals = 0, 0, 0, None, 0
     if ckpt:
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         scheduler.load_state_dict(ckpt["scheduler"])
         step, epoch, position, best = ckpt["step"], ckpt["epoch"], ckpt["position"], ckpt["best"]
+        bad_evals = ckpt.get("bad_evals", 0)
         _set_rng_state(ckpt["rng"][rank] if isinstance(ckpt["rng"], list) else ckpt["rng"])
         _log(f"resumed from {last_path} at step {step}", rank)
     raw_model = model
@@ -229,13 +285,25 @@ def train(cfg: TrainConfig) -> Transformer:
     n_params = sum(p.numel() for p in raw_model.parameters())
     _log(f"syntrain: {len(train_data)} training pairs, vocabulary {len(vocab)}, {n_params / 1e6:.1f}M parameters, "
          f"pascal heads {mcfg.pascal_heads or 'none'}, device {device}, {world} process(es), "
-         f"precision {cfg.precision}, attention kernel {cfg.attention}", rank)
+         f"precision {resolve_precision(cfg.precision, device)}, attention kernel {_kernel_in_use(raw_model, device)}"
+         f", out {cfg.out}", rank)
     metrics_file = open(os.path.join(cfg.out, "metrics.jsonl"), "a", encoding="utf-8") if rank == 0 else None
+    writer = None
+    if cfg.tensorboard and rank == 0:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            raise ValueError("--tensorboard needs the tensorboard package (pip install tensorboard)") from None
+        writer = SummaryWriter(os.path.join(cfg.out, "tensorboard"))
 
     def record(values: dict) -> None:
         if metrics_file:
             metrics_file.write(json.dumps(values) + "\n")
             metrics_file.flush()
+        if writer:
+            for key, value in values.items():
+                if isinstance(value, (int, float)) and key not in ("step", "epoch"):
+                    writer.add_scalar(key, value, values["step"])
 
     def save(also_best: bool) -> None:
         """last.pt (and best.pt); a collective under DDP: every rank calls it, rank 0 writes."""
@@ -247,16 +315,21 @@ def train(cfg: TrainConfig) -> Transformer:
         if rank == 0:
             state = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
                      "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch, "position": position,
-                     "best": best, "rng": rng, "vocab": vocab.itos, "model_config": mcfg.to_dict(),
+                     "best": best, "bad_evals": bad_evals, "rng": rng, "vocab": vocab.itos,
+                     "model_config": mcfg.to_dict(),
                      "train_config": asdict(cfg), "signature": train_data.signature,
                      "pipeline": train_data.configuration,
                      "dataset": os.path.dirname(os.path.abspath(cfg.data))}
             for path in (last_path, best_path) if also_best else (last_path,):
                 torch.save(state, path + ".tmp")
                 os.replace(path + ".tmp", path)
+            if cfg.keep_last:
+                shutil.copyfile(last_path, os.path.join(cfg.out, f"checkpoint_{step}.pt"))
+                prune_step_checkpoints(cfg.out, cfg.keep_last)
 
     model.train()
     started = window_start = time.time()
+    first_step = step
     window_loss, window_tokens = 0.0, 0
     stop = step >= cfg.max_steps  # a resumed run that is already complete only re-scores
     while not stop:
@@ -275,21 +348,23 @@ def train(cfg: TrainConfig) -> Transformer:
             optimizer.zero_grad(set_to_none=True)
             step, position = step + 1, position + len(group)
             window_loss, window_tokens = window_loss + loss.detach() * tokens, window_tokens + tokens
-            if step % cfg.log_interval == 0:
-                seconds = time.time() - window_start
-                values = {"step": step, "epoch": epoch, "loss": round(window_loss.item() / window_tokens, 4),
-                          "lr": scheduler.get_last_lr()[0], "tokens_per_s": round(window_tokens * world / seconds),
-                          "elapsed_s": round(time.time() - started, 1)}
-                _log(f"step {step} | loss {values['loss']:.3f} | lr {values['lr']:.2e} | "
-                     f"{values['tokens_per_s']} tok/s", rank)
-                record(values)
-                window_loss, window_tokens, window_start = 0.0, 0, time.time()
             out_of_time = cfg.max_minutes and (time.time() - started) / 60 >= cfg.max_minutes
             if world > 1 and cfg.max_minutes:  # all ranks stop at the same step
                 flag = torch.tensor([float(bool(out_of_time))], device=device)
                 dist.all_reduce(flag, op=dist.ReduceOp.MAX)
                 out_of_time = bool(flag.item())
             stop = step >= cfg.max_steps or bool(out_of_time)
+            if step % cfg.log_interval == 0 or step == 1 or stop:  # the first and the last step always
+                seconds = max(time.time() - window_start, 1e-9)
+                elapsed = time.time() - started
+                values = {"step": step, "epoch": epoch, "loss": round(window_loss.item() / window_tokens, 4),
+                          "lr": scheduler.get_last_lr()[0], "tokens_per_s": round(window_tokens * world / seconds),
+                          "elapsed_s": round(elapsed, 1)}
+                eta = format_eta(step, first_step, elapsed, cfg.max_steps, cfg.max_minutes)
+                _log(f"step {step} | loss {values['loss']:.3f} | lr {values['lr']:.2e} | "
+                     f"{values['tokens_per_s']} tok/s | ETA {eta}", rank)
+                record(values)
+                window_loss, window_tokens, window_start = 0.0, 0, time.time()
             if step % cfg.eval_interval == 0 or stop:
                 if valid_data is not None and rank == 0:
                     result = evaluate(raw_model, valid_data, vocab, cfg, device, cfg.eval_beam, cfg.eval_sentences)
@@ -297,13 +372,22 @@ def train(cfg: TrainConfig) -> Transformer:
                          f"chrF {result['chrf']:.2f}", rank)
                     record({"step": step, "valid_loss": result["loss"], "valid_bleu": result["bleu"],
                             "valid_chrf": result["chrf"]})
-                    improved = best is None or result["bleu"] > best
-                    if improved:
-                        best = result["bleu"]
+                    value = result["bleu"] if cfg.best_metric == "bleu" else result["loss"]
+                    improved = best is None or (value > best if cfg.best_metric == "bleu" else value < best)
+                    best, bad_evals = (value, 0) if improved else (best, bad_evals + 1)
                 else:
                     improved = valid_data is None  # no validation: best = last
                 save(improved)
                 window_start = time.time()  # evaluation time is not training throughput
+                if cfg.patience and valid_data is not None and not stop:
+                    patience_over = torch.tensor([float(bad_evals >= cfg.patience)])
+                    if world > 1:  # rank 0 validated: its decision holds for all
+                        patience_over = patience_over.to(device)
+                        dist.broadcast(patience_over, src=0)
+                    if patience_over.item():
+                        _log(f"early stopping at step {step}: {bad_evals} validations without a better "
+                             f"{cfg.best_metric} (patience {cfg.patience})", rank)
+                        stop = True
             if stop:
                 break
         if position >= per_rank:
@@ -313,10 +397,12 @@ def train(cfg: TrainConfig) -> Transformer:
         test_data = ParallelData(cfg.test, vocab)
         result = evaluate(model_best, test_data, vocab, cfg, device, cfg.test_beam)
         _log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
-             f"\n  {result['bleu_signature']}\n  {result['chrf_signature']}", rank)
+             f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}", rank)
         record({"step": step, "test": cfg.test, **{f"test_{k}": v for k, v in result.items()}})
     if metrics_file:
         metrics_file.close()
+    if writer:
+        writer.close()
     if own_group:
         dist.destroy_process_group()
     return raw_model

@@ -93,8 +93,8 @@ def test_filter_files_outputs_and_accounting(tmp_path):
     assert out["train.de"] == PAIRS[0][1] + b"\n" + PAIRS[9][1] + b"\n"
     rows = [line.split("\t") for line in out["rejected.tsv"].decode("utf-8").splitlines()]
     assert [(int(r[0]), r[1]) for r in rows] == [(i, EXPECTED[i]) for i in range(1, 9)]
-    assert all(len(r) == 4 for r in rows)
-    assert rows[0][3].startswith("Das Hotel") and "\ufffd" in rows[0][3]  # undecodable byte shown as U+FFFD
+    assert all(len(r) == 5 for r in rows)  # line, reason, detail, source, target
+    assert rows[0][4].startswith("Das Hotel") and "\ufffd" in rows[0][4]  # undecodable byte shown as U+FFFD
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".synprep")]  # temp folder gone
 
 

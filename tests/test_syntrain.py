@@ -478,7 +478,8 @@ def test_cli_bad_input_is_a_one_line_error(shards, tmp_path):
          f"{garbage}: not a readable checkpoint"),
         (["translate", "--checkpoint", str(foreign), "-i", str(shards / "test")],
          f"{foreign}: not a syntrain checkpoint"),
-        (["run", "--data", str(tmp_path), "--out", str(tmp_path / "r")], f"{tmp_path}: no manifest.json"),
+        (["run", "--data", str(tmp_path), "--out", str(tmp_path / "r")],
+         f"{tmp_path}: not a split folder (no manifest.json"),
         (["run", str(recipe)], "unknown model option(s): pascal_head"),
     ]
     for args, message in cases:

@@ -39,6 +39,10 @@ class LanguageIdentifier(ABC):
     def detect(self, text: str) -> str:
         """The most likely language of `text`."""
 
+    def detect_scored(self, text: str) -> tuple[str, float]:
+        """`detect` and the backend's probability for that answer (0..1; NaN where the backend has none)."""
+        return self.detect(text), float("nan")
+
     def detect_many(self, texts: Iterable[str]) -> list[str]:
         """`detect` over several texts; backends may override with something faster, same results."""
         return [self.detect(text) for text in texts]

@@ -64,5 +64,18 @@ class LangdetectIdentifier(LanguageIdentifier):
             return UNDETERMINED
         return UNDETERMINED if code == "unknown" else _iso(code)
 
+    def detect_scored(self, text: str) -> tuple[str, float]:
+        from langdetect.lang_detect_exception import LangDetectException
+
+        detector = self._factory.create()
+        detector.append(text)
+        try:
+            ranked = detector.get_probabilities()  # what detector.detect() takes the first of
+        except LangDetectException:  # no letters at all
+            return UNDETERMINED, 0.0
+        if not ranked or ranked[0].lang == "unknown":
+            return UNDETERMINED, 0.0
+        return _iso(ranked[0].lang), float(ranked[0].prob)
+
     def version(self) -> str:
         return metadata.version("langdetect")

@@ -8,9 +8,12 @@ so the output is byte-identical to `workers=1`.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+from tqdm import tqdm
 
 from ..conllu import format_sentence
 from ..errors import InputError
@@ -87,8 +90,9 @@ def _format_task(parser: Parser, task: tuple[int, list[str]]) -> tuple[str, Batc
 
 
 def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int | None = None,
-               batch_size: int = BATCH_SIZE) -> ParseSummary:
-    """Parse `input_path` (one sentence per line; '-' = stdin; .gz/.xz) into CoNLL-U at `output_path`."""
+               batch_size: int = BATCH_SIZE, progress: bool | None = None) -> ParseSummary:
+    """Parse `input_path` (one sentence per line; '-' = stdin; .gz/.xz) into CoNLL-U at `output_path`.
+    `progress`: a tqdm bar (lines) on stderr; None = only when stderr is a terminal."""
     spec.check()
     workers = workers or default_workers()
     if batch_size < 1:
@@ -98,12 +102,15 @@ def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int
     out = open_text_output(output_path)
     if spec.threads is None and spec.backend == "stanza" and workers > 1:
         spec = ParserSpec(**{**spec.__dict__, "threads": 1})  # one torch thread per worker: no oversubscription
+    bar = tqdm(unit=" lines", desc="parse", file=sys.stderr, disable=None if progress is None else not progress)
     try:
         tasks = batches(read_lines(input_path), batch_size)
         for text, counts in ordered_map(_format_task, tasks, workers, _load_parser, (spec,), IN_FLIGHT_PER_WORKER):
             out.write(text)
             summary.add(counts)
+            bar.update(counts.lines)
     finally:
+        bar.close()
         out.flush()
         if output_path != "-":
             out.close()

@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
+from typing import IO
 
 from ..conllu import read_trees
 from ..errors import InputError
@@ -28,24 +30,24 @@ PRESETS: dict[str, dict[str, str]] = {
 
 
 @contextlib.contextmanager
-def _silenced_stderr() -> Iterator[None]:
-    """UDPipe's trainer logs from C++ straight to file descriptor 2: point it at /dev/null meanwhile."""
+def _captured_stderr() -> Iterator[IO[bytes]]:
+    """UDPipe's trainer logs from C++ straight to file descriptor 2: point it at a temporary file meanwhile
+    (yielded, to show on failure)."""
     sys.stderr.flush()
     saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+    with tempfile.TemporaryFile() as log:
+        try:
+            os.dup2(log.fileno(), 2)
+            yield log
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def train_udpipe(conllu_path: str, output_path: str, preset: str = "default",
-                 heldout_path: str | None = None, quiet: bool = False) -> float:
+                 heldout_path: str | None = None, quiet: bool = True) -> float:
     """Train a UDPipe model from `conllu_path` and write it to `output_path`; returns the seconds it took.
-    `quiet` hides UDPipe's training log."""
+    `quiet` (default) shows UDPipe's training log only when training fails."""
     from ufal.udpipe import InputFormat, Model, ProcessingError, Sentence, Sentences, Trainer
 
     if preset not in PRESETS:
@@ -69,10 +71,16 @@ def train_udpipe(conllu_path: str, output_path: str, preset: str = "default",
     train = load(conllu_path)
     heldout = load(heldout_path) if heldout_path else Sentences()
     error = ProcessingError()
-    with _silenced_stderr() if quiet else contextlib.nullcontext():
+    with _captured_stderr() if quiet else contextlib.nullcontext() as log:
         model = Trainer.train("morphodita_parsito", train, heldout, options["tokenizer"], options["tagger"],
                               options["parser"], error)
+        if error.occurred() and log is not None:  # the log explains the failure: show it
+            log.seek(0)
+            failure_log = log.read()
     if error.occurred():
+        if quiet:
+            sys.stderr.buffer.write(failure_log)
+            sys.stderr.flush()
         raise InputError(f"UDPipe training failed: {error.message}", conllu_path)
     parent = os.path.dirname(os.path.abspath(output_path))
     os.makedirs(parent, exist_ok=True)

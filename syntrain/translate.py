@@ -1,0 +1,89 @@
+"""Translating with a trained checkpoint: split folders, raw text (parsed and BPE'd as in training), read whole or
+line by line (--interactive), best translation or n-best lists."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TextIO
+
+from synprep.textio import decode_line, open_binary
+
+from .data import ParallelData, raw_source
+from .decode import translate_nbest
+from .train import load_checkpoint
+
+Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
+
+
+def iter_lines(path: str) -> Iterator[str]:
+    """The lines of `path` ('-' = stdin) one at a time as they arrive (no read-ahead), without '\\n'."""
+    stream = open_binary(path)
+    for lineno, raw in enumerate(iter(stream.readline, b""), 1):
+        yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, path, lineno)
+
+
+class Translator:
+    """A checkpoint loaded once, with its decoding settings (nbest = 0: the best translation only)."""
+
+    def __init__(self, checkpoint: str, device: str, beam: int = 4, length_penalty: float = 0.6,
+                 max_tokens: int = 4096, nbest: int = 0, progress: bool = True) -> None:
+        self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
+        self.device, self.beam, self.alpha, self.max_tokens = device, beam, length_penalty, max_tokens
+        self.nbest, self.progress = nbest, progress
+
+    def split(self, path: str) -> ParallelData:
+        """A split folder written by synprep convert, with this model's vocabulary."""
+        return ParallelData(path, self.vocab)
+
+    def _decode(self, data: ParallelData) -> list[Ranked]:
+        return translate_nbest(self.model, data, self.vocab, self.beam, self.alpha, self.max_tokens,
+                               device=self.device, nbest=self.nbest, progress=self.progress)
+
+    def translate_split(self, path: str) -> list[Ranked]:
+        """Every kept row of a split, in row order."""
+        return self._decode(self.split(path))
+
+    def translate_raw(self, lines: list[str]) -> list[Ranked]:
+        """Raw sentences -> one ranked list per line; a blank line gets an empty list (nothing is decoded)."""
+        filled = [i for i, line in enumerate(lines) if line.strip()]
+        results: list[Ranked] = [[] for _ in lines]
+        if not filled:
+            return results
+        if "pipeline" not in self.ckpt:
+            raise ValueError("this checkpoint has no pipeline configuration: give a split folder")
+        pipeline = self.ckpt["pipeline"]
+        dataset = self.ckpt.get("dataset") or pipeline.get("output", "")  # older checkpoints: the output
+        table = raw_source([lines[i] for i in filled], pipeline, self.ckpt.get("signature", {}), dataset)
+        data = ParallelData("<input>", self.vocab, table=table, configuration=pipeline)
+        for i, ranked in zip(filled, self._decode(data)):
+            results[i] = ranked
+        return results
+
+    def writer(self, out: TextIO) -> Callable[[int, Ranked], None]:
+        """A function (1-based input line, ranked list) -> writes the translation line, or with n-best one
+        `LINE<TAB>SCORE<TAB>TRANSLATION` line per hypothesis (none for a blank input line)."""
+        def write(lineno: int, ranked: Ranked) -> None:
+            if not self.nbest:
+                out.write((ranked[0][1] if ranked else "") + "\n")
+            for score, text in ranked if self.nbest else []:
+                out.write(f"{lineno}\t{score:.4f}\t{text}\n")
+        return write
+
+    def translate_lines(self, lines: list[str], out: TextIO) -> int:
+        """Translate all `lines` at once (batched) into `out`; returns the number of blank lines."""
+        write = self.writer(out)
+        results = self.translate_raw(lines)
+        for lineno, ranked in enumerate(results, 1):
+            write(lineno, ranked)
+        return sum(1 for line in lines if not line.strip())
+
+    def interactive(self, lines: Iterable[str], out: TextIO) -> None:
+        """Translate each line as it arrives and flush its output at once (as fairseq-interactive)."""
+        write, progress = self.writer(out), self.progress
+        self.progress = False
+        try:
+            for lineno, line in enumerate(lines, 1):
+                write(lineno, self.translate_raw([line])[0])
+                out.flush()
+        finally:
+            self.progress = progress
