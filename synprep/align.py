@@ -21,7 +21,7 @@ from .featurize import FeatureConfig, featurize
 from .options import ALIGN_FORMATS
 from .parallel import ordered_map
 from .schema import align_schema, parse_features, record_to_json
-from .textio import open_binary
+from .textio import atomic_output
 
 FORMATS = ALIGN_FORMATS
 
@@ -151,25 +151,22 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
         results = ordered_map(_align_chunk, chunks, workers, _load, (job,))
     summary = AlignSummary()
     bar = _progress_bar(progress)
-    sink = open_binary(output_path, "wb")
     try:
-        if fmt == "arrow":
-            with pa.ipc.new_stream(sink, align_schema(config.features)) as writer:
+        with atomic_output(output_path, text=False) as sink:
+            if fmt == "arrow":
+                with pa.ipc.new_stream(sink, align_schema(config.features)) as writer:
+                    for payload, part in results:
+                        if payload is not None:
+                            writer.write_batch(payload)
+                        summary.add(part)
+                        bar.update(part.sentences)
+            else:
                 for payload, part in results:
                     if payload is not None:
-                        writer.write_batch(payload)
+                        sink.write(payload.encode("utf-8"))
                     summary.add(part)
                     bar.update(part.sentences)
-        else:
-            for payload, part in results:
-                if payload is not None:
-                    sink.write(payload.encode("utf-8"))
-                summary.add(part)
-                bar.update(part.sentences)
     finally:
         _PARENT_BPE.clear()
         bar.close()
-        sink.flush()
-        if output_path != "-":
-            sink.close()
     return summary

@@ -9,9 +9,12 @@ to C string operations, behind a word cache. So `synprep bpe apply` is byte-iden
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
+import lzma
 import re
 import sys
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, repeat
@@ -21,7 +24,7 @@ from subword_nmt import apply_bpe
 
 from .errors import InputError
 from .options import BPE_SEPARATOR
-from .textio import decode_line, open_binary, open_text_output
+from .textio import atomic_output, decode_line, open_binary
 
 SEPARATOR = BPE_SEPARATOR
 # subword-nmt reads text through codecs.StreamReader, whose lines end at every str.splitlines()
@@ -45,14 +48,20 @@ def iter_subword_nmt_lines(stream: BinaryIO, path: str) -> Iterator[str]:
 
 def _check_codes(path: str) -> None:
     """Fail early, with file and line, when `path` is not a subword-nmt codes file."""
+    lineno = 0
     with open_binary(path) as stream:
         for lineno, raw in enumerate(stream, 1):
             line = decode_line(raw, path, lineno).strip("\r\n ")
             if lineno == 1 and line.startswith("#version:"):
+                if line.split(":", 1)[1].strip() not in ("0.1", "0.2"):
+                    raise InputError(f"unknown BPE codes version {line[9:].strip()!r} (subword-nmt writes 0.1 or 0.2)",
+                                     path, lineno)
                 continue
             if len(line.split(" ")) != 2:
                 raise InputError("not a BPE codes file (each line must hold exactly two symbols)",
                                  path, lineno)
+    if not lineno:
+        raise InputError("empty BPE codes file (learn codes with synprep bpe learn)", path)
 
 
 def read_vocabulary(path: str, threshold: int | None) -> set[str]:
@@ -202,15 +211,13 @@ def apply_file(bpe: Bpe, input_path: str, output_path: str) -> int:
     """`subword-nmt apply-bpe` over a file ('-' = stdin/stdout); returns the number of lines."""
     count = 0
     stream = open_binary(input_path)
-    out = open_text_output(output_path)
-    try:
-        for line in iter_subword_nmt_lines(stream, input_path):
-            out.write(bpe.segment_line(line))
-            count += 1
-    finally:
-        out.flush()
-        if output_path != "-":
-            out.close()
+    with atomic_output(output_path) as out:
+        try:
+            for line in iter_subword_nmt_lines(stream, input_path):
+                out.write(bpe.segment_line(line))
+                count += 1
+        except (EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile) as err:  # truncated .gz/.xz input
+            raise InputError(f"cannot read input (truncated or corrupt?): {err}", input_path) from None
     return count
 
 

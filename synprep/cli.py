@@ -123,18 +123,20 @@ def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary
 @click.option("--pretokenized", is_flag=True, help="Input is tokenized (space-separated): keep the tokens.")
 @click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, help="Lines per task.")
+@click.option("--max-chars", type=click.IntRange(min=1), default=options.MAX_LINE_CHARS, show_default=True,
+              help="Longer lines are not parsed: an empty sentence with `# skipped = ...` keeps the alignment.")
 def parse(backend: str, model: str | None, model_dir: str | None, lang: str | None, input_path: str, output: str,
-          pretokenized: bool, workers: int, batch_size: int) -> None:
+          pretokenized: bool, workers: int, batch_size: int, max_chars: int) -> None:
     """Parse text into CoNLL-U: exactly one sentence per input line, in order."""
     from .parse import ParserSpec
     from .parse.runner import parse_file
 
     spec = ParserSpec(backend, model, model_dir, lang, pretokenized)
-    summary = parse_file(spec, input_path, output, workers or None, batch_size)
+    summary = parse_file(spec, input_path, output, workers or None, batch_size, max_chars=max_chars)
     rate = summary.lines / summary.seconds if summary.seconds else 0.0
     click.echo(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
-               f"joined from several sentences) with {backend} on {summary.workers} worker(s) in "
-               f"{summary.seconds:.1f}s ({rate:.0f} sentences/s)", err=True)
+               f"joined from several sentences, {summary.skipped} longer than {max_chars} characters) with {backend} "
+               f"on {summary.workers} worker(s) in {summary.seconds:.1f}s ({rate:.0f} sentences/s)", err=True)
 
 
 @cli.group()
@@ -174,17 +176,19 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
 @click.option("--max-len", type=click.IntRange(min=1), default=80, show_default=True, help="Max tokens per side.")
 @click.option("--max-ratio", type=click.FloatRange(min=1), default=3.0, show_default=True,
               help="Max token-count ratio longer/shorter side.")
+@click.option("--max-chars", type=click.IntRange(min=1), default=options.MAX_LINE_CHARS, show_default=True,
+              help="Max characters per side (longer lines are rejected first: bounded work per line).")
 @click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
 def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, output_dir: str, langid: str,
                    langid_languages: str | None, langid_min_letters: int, min_len: int, max_len: int,
-                   max_ratio: float, workers: int) -> None:
+                   max_ratio: float, max_chars: int, workers: int) -> None:
     """Clean a parallel corpus: keep or reject (one counted reason) every pair; output identical for any --workers."""
     from .filter import FilterSettings, filter_files
 
     languages = tuple(c for c in langid_languages.split(",") if c.strip()) if langid_languages else None
     try:
         settings = FilterSettings(src_lang, tgt_lang, min_len, max_len, max_ratio,
-                                  None if langid == "none" else langid, languages, langid_min_letters)
+                                  None if langid == "none" else langid, languages, langid_min_letters, max_chars)
         summary = filter_files(src_path, tgt_path, output_dir, settings, workers or None)
     except ValueError as err:
         raise click.UsageError(str(err)) from None

@@ -15,7 +15,7 @@ from operator import eq
 import numpy as np
 
 from .errors import InputError
-from .textio import open_text_output, read_line_blocks, read_lines
+from .textio import atomic_output, read_line_blocks, read_lines
 from .trees import Tree, find_cycle
 
 COLUMNS = 10
@@ -105,15 +105,17 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
     multiword: list[tuple[int, int, list[str]]] = []
     comments: list[str] = []
     word_lines: list[int] = []
+    multiword_lines: list[int] = []
     start = 0
     index = first_index
     lineno = 0
     for lineno, line in enumerate(lines, first_line):  # lines come without line ends (read_lines strips \r\n)
         if not line:
             if words or comments or multiword:
+                _check_spans(multiword, multiword_lines, len(words), path, comments, index)
                 yield ConlluSentence(words, multiword, comments, index, start, word_lines)
                 index += 1
-                words, multiword, comments, word_lines = [], [], [], []
+                words, multiword, comments, word_lines, multiword_lines = [], [], [], [], []
             continue
         if not words and not comments and not multiword:
             start = lineno
@@ -138,16 +140,31 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
             if not (first.isdigit() and last.isdigit()) or int(first) != len(words) + 1 \
                     or int(last) < int(first):
                 raise InputError(f"bad multiword token ID {wid!r}", path, lineno, _sentence_label(comments, index))
+            if multiword and int(first) <= multiword[-1][1]:
+                raise InputError(f"multiword token {wid} overlaps {multiword[-1][0]}-{multiword[-1][1]}", path,
+                                 lineno, _sentence_label(comments, index))
             multiword.append((int(first), int(last), cols))
+            multiword_lines.append(lineno)
         elif "." in wid:
             continue  # empty node (enhanced UD): ignored
         else:
             raise InputError(f"bad word ID {wid!r}", path, lineno, _sentence_label(comments, index))
     if words or comments or multiword:
+        _check_spans(multiword, multiword_lines, len(words), path, comments, index)
         yield ConlluSentence(words, multiword, comments, index, start, word_lines)
         index += 1
     if index == first_index and not allow_empty:
         raise InputError("empty CoNLL-U file (no sentence)", path, lineno or None)
+
+
+def _check_spans(multiword: list[tuple[int, int, list[str]]], lines: list[int], n: int, path: str,
+                 comments: list[str], index: int) -> None:
+    """Every multiword range ends at a word of the sentence (`1-5` over three words is an error, not a token
+    that silently swallows them)."""
+    for (_, last, cols), line in zip(multiword, lines):
+        if last > n:
+            raise InputError(f"multiword token {cols[ID]} covers words past the last word ({n})", path, line,
+                             _sentence_label(comments, index))
 
 
 def word_heads(sentence: ConlluSentence, path: str) -> list[int]:
@@ -350,15 +367,10 @@ def tree_to_sentence(tree: Tree, index: int = 0) -> ConlluSentence:
 
 def write_conllu(sentences: Iterable[ConlluSentence | Tree], path: str) -> int:
     """Write sentences (word-level or token-level trees) as CoNLL-U; returns the count."""
-    out = open_text_output(path)
     count = 0
-    try:
+    with atomic_output(path) as out:
         for item in sentences:
             count += 1
             sentence = tree_to_sentence(item) if isinstance(item, Tree) else item
             out.write(format_sentence(sentence))
-    finally:
-        out.flush()
-        if path != "-":
-            out.close()
     return count

@@ -39,8 +39,8 @@ from .conllu import chunk_trees, format_sentence, to_tree, tree_to_sentence
 from .corpus import ConlluBlock, detect_format, read_side
 from .errors import InputError
 from .featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
+from .filter import MAX_LINE_CHARS, FilterSettings, check_pair_detailed, make_identifier
 from .filter import REASONS as FILTER_REASONS
-from .filter import FilterSettings, check_pair_detailed, make_identifier
 from .options import ENGINES
 from .parallel import default_workers, ordered_map
 from .parse import ParserSpec
@@ -59,9 +59,10 @@ SIDES = ("src", "tgt")
 class ParseJob:
     """What a phase-1 worker needs for one split (picklable; workers load the models once from it)."""
 
-    filter: FilterSettings | None  # None: only undecodable and empty pairs are rejected (valid/test)
+    filter: FilterSettings | None  # None: only undecodable, empty and overlong pairs are rejected (valid/test)
     parsers: tuple[ParserSpec | None, ParserSpec | None]  # per side; None = the side is CoNLL-U already
     write_tokens: bool  # also store the tokens (train, when BPE codes are learned)
+    max_chars: int  # the [filter] max_chars bound, on every split
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
     started = time.perf_counter()
     (src_texts, src_trees), (tgt_texts, tgt_trees) = (_read_items(side_items) for side_items in items)
     texts = (src_texts, tgt_texts)
-    checked = [check_pair_detailed(src, tgt, job.filter, langid) for src, tgt in zip(*texts)]
+    checked = [check_pair_detailed(src, tgt, job.filter, langid, job.max_chars) for src, tgt in zip(*texts)]
     reasons = [reason for reason, _ in checked]  # the detail: the detected language of src_lang/tgt_lang
     filtered = time.perf_counter()
     kept = [i for i, reason in enumerate(reasons) if reason is None]
@@ -510,7 +511,8 @@ class Converter:
             job = ParseJob(self.config.filter if split.filter else None,
                            tuple(None if _is_conllu(split, files) else specs[side]
                                  for side, files in zip(SIDES, (split.src, split.tgt))),
-                           split.name == "train" and self._learns_bpe())
+                           split.name == "train" and self._learns_bpe(),
+                           self.config.filter.max_chars if self.config.filter else MAX_LINE_CHARS)
             started = time.perf_counter()
             pieces[split.name] = self._phase_parse(split, job, bar)
             self.stats[split.name] = SplitStats()

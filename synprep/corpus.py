@@ -7,8 +7,10 @@ convert parses each sentence once, in its workers. Several files of a side are c
 
 from __future__ import annotations
 
+import lzma
 import re
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -101,4 +103,7 @@ def read_side(paths: Sequence[str], fmt: str | None = None, lang: str | None = N
     """All segments of one side, file after file (format per file from its name unless `fmt` is given);
     `lang` picks the side of a WMT .xml file."""
     for path in paths:
-        yield from _READERS[fmt or detect_format(path)](path, lang)
+        try:
+            yield from _READERS[fmt or detect_format(path)](path, lang)
+        except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:  # truncated .gz/.xz, unreadable file
+            raise InputError(f"cannot read input (truncated or corrupt?): {err}", path) from None

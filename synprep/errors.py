@@ -56,3 +56,6 @@ def run_cli(cli: object, prog: str) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(0)
+    except OSError as err:  # disk full, permission denied, a missing folder: one line naming the path
+        where = err.filename if err.filename is not None else "<output>"
+        fail(prog, f"{where}: {err.strerror or err}")

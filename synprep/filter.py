@@ -31,10 +31,12 @@ from tqdm import tqdm
 
 from .errors import InputError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
+from .options import MAX_LINE_CHARS
 from .parallel import default_workers, ordered_map
 from .textio import count_lines, open_binary, tsv_field
 
-REASONS = ("invalid_utf8", "empty", "identical", "too_short", "too_long", "ratio", "src_lang", "tgt_lang")
+REASONS = ("invalid_utf8", "empty", "line_too_long", "identical", "too_short", "too_long", "ratio", "src_lang",
+           "tgt_lang")
 WARN_REJECTED_SHARE = 0.30  # warn (one stderr line) when more than this share of pairs is rejected
 CHUNK_SIZE = 1000  # pairs per unit of work; memory is O(workers x chunk), not O(corpus)
 IDS_NAME, REJECTED_NAME = "ids", "rejected.tsv"
@@ -59,6 +61,7 @@ class FilterSettings:
     langid: str | None = "langdetect"
     langid_languages: tuple[str, ...] | None = field(default=None)
     langid_min_letters: int = 0
+    max_chars: int = MAX_LINE_CHARS  # longer lines are rejected before anything else looks at them
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "src_lang", check_iso_639_1(self.src_lang))
@@ -70,6 +73,8 @@ class FilterSettings:
             raise ValueError(f"unknown langid backend {self.langid!r} (choose from {', '.join(BACKENDS)})")
         if self.min_len < 0 or self.max_len < self.min_len:
             raise ValueError(f"need 0 <= min_len <= max_len, got {self.min_len} and {self.max_len}")
+        if self.max_chars < 1:
+            raise ValueError(f"max_chars must be >= 1, got {self.max_chars}")
         if self.langid_min_letters < 0:
             raise ValueError(f"langid_min_letters must be >= 0, got {self.langid_min_letters}")
         if self.max_ratio < 1:
@@ -123,15 +128,20 @@ def check_pair(src: str | bytes, tgt: str | bytes, settings: FilterSettings | No
 
 
 def check_pair_detailed(src: str | bytes, tgt: str | bytes, settings: FilterSettings | None,
-                        langid: LanguageIdentifier | None = None) -> tuple[str | None, str]:
+                        langid: LanguageIdentifier | None = None, max_chars: int | None = None
+                        ) -> tuple[str | None, str]:
     """`check_pair` and a detail for rejected.tsv: for src_lang/tgt_lang the language the identifier detected and
-    its probability (`detected fr 0.98`), else ''."""
+    its probability (`detected fr 0.98`), for line_too_long the length, else ''. Without settings, lines longer
+    than `max_chars` (default MAX_LINE_CHARS) are rejected too: bounded work per line on every split."""
     src_text, tgt_text = _decode(src), _decode(tgt)
     if src_text is None or tgt_text is None:
         return "invalid_utf8", ""
     src_text, tgt_text = src_text.strip(), tgt_text.strip()
     if not src_text or not tgt_text:
         return "empty", ""
+    limit = settings.max_chars if settings is not None else max_chars or MAX_LINE_CHARS
+    if max(len(src_text), len(tgt_text)) > limit:
+        return "line_too_long", f"{max(len(src_text), len(tgt_text))} characters > {limit}"
     if settings is None:
         return None, ""
     if src_text == tgt_text:

@@ -2,6 +2,7 @@
 heavy imports): the library checks against them and the CLI offers them, so the two never disagree."""
 
 BPE_SEPARATOR = "@@"  # subword-nmt's mark of a piece that continues
+MAX_LINE_CHARS = 5000  # default bound per line of text (parsing time grows ~3x per doubling of the length)
 
 ALIGN_FORMATS = ("jsonl", "arrow", "pascal", "transitions", "text")  # synprep align --format
 INPUT_FORMATS = ("text", "sgml", "xml", "conllu")  # one side of a parallel corpus

@@ -13,18 +13,20 @@ import tomllib
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .corpus import detect_format
 from .errors import InputError
 from .filter import FilterSettings
 from .options import NON_PROJECTIVE_POLICIES, ROOT_POLICIES
 from .schema import FEATURE_GROUPS
 from .shards import COMPRESSIONS, DEFAULT_COMPRESSION
+from .tables import config_from_dict
 
 SPLITS = ("train", "valid", "test")
 _KEYS = {
     "": {"pipeline", "splits", "filter", "parser", "bpe", "features"},
     "pipeline": {"name", "src_lang", "tgt_lang", "output", "shard_size", "data_root", "source", "compression"},
     "split": {"src", "tgt", "format", "filter"},
-    "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters"},
+    "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters", "max_chars"},
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
     "bpe": {"symbols", "codes", "min_frequency", "vocabulary_threshold"},
     "features": {"src", "tgt", "root", "non_projective", "strip_subtypes"},
@@ -119,6 +121,14 @@ def _check_keys(table: dict, allowed: set[str], where: str, path: str) -> None:
                          path)
 
 
+def _typed(cls: type, table: dict, where: str, path: str) -> Any:
+    """A config dataclass from a TOML table; a value of the wrong type is an error naming [where] and the file."""
+    try:
+        return config_from_dict(cls, table, f"[{where}]")
+    except (TypeError, ValueError) as err:
+        raise InputError(str(err), path) from None
+
+
 def _resolve(value: str, root: str, given: dict[str, str] | None = None) -> str:
     resolved = os.path.expanduser(os.path.expandvars(value))
     resolved = resolved if os.path.isabs(resolved) else os.path.normpath(os.path.join(root, resolved))
@@ -157,6 +167,9 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     _check_keys(data, _KEYS[""], "top level", path)
     head = data.get("pipeline", {})
     _check_keys(head, _KEYS["pipeline"], "pipeline", path)
+    for key, value in head.items():
+        if key not in ("shard_size",) and not isinstance(value, str):
+            raise InputError(f"[pipeline] {key} = {value!r}: expected a string", path)
     for key in ("src_lang", "tgt_lang"):
         if key not in head:
             raise InputError(f"[pipeline] needs {key}", path)
@@ -189,10 +202,10 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
             if key in table and not (table["backend"] == "spacy" and key == "model" and "/" not in table[key]):
                 table[key] = _resolve(table[key], root, given)
         table.setdefault("lang", head["src_lang" if side == "src" else "tgt_lang"])
-        parsers[side] = ParserConfig(**table)
+        parsers[side] = _typed(ParserConfig, table, f"parser.{side}", path)
     for split in splits:
         for side, files in (("src", split.src), ("tgt", split.tgt)):
-            preparsed = (split.format or "").lower() == "conllu" or all(f.endswith(".conllu") for f in files)
+            preparsed = (split.format or "").lower() == "conllu" or all(detect_format(f) == "conllu" for f in files)
             if parsers[side] is None and not preparsed:
                 raise InputError(f"[parser.{side}] is needed: [splits.{split.name}] {side} is not CoNLL-U", path)
 
@@ -200,7 +213,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     _check_keys(bpe_table, _KEYS["bpe"], "bpe", path)
     if "codes" in bpe_table:
         bpe_table = {**bpe_table, "codes": _resolve(bpe_table["codes"], root, given), "symbols": None}
-    bpe = BpeConfig(**bpe_table)
+    bpe = _typed(BpeConfig, bpe_table, "bpe", path)
 
     feats = data.get("features", {})
     _check_keys(feats, _KEYS["features"], "features", path)
@@ -219,7 +232,8 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     if filter_table.get("langid_languages") is not None:
         filter_table["langid_languages"] = tuple(filter_table["langid_languages"])
     try:
-        settings = FilterSettings(head["src_lang"], head["tgt_lang"], **filter_table)
+        settings = _typed(FilterSettings, {"src_lang": head["src_lang"], "tgt_lang": head["tgt_lang"], **filter_table},
+                          "filter", path)
     except (TypeError, ValueError) as err:
         raise InputError(f"[filter]: {err}", path) from None
     compression = compression or head.get("compression", DEFAULT_COMPRESSION)
@@ -227,7 +241,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
         raise InputError(f"[pipeline] compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}",
                          path)
     size = shard_size or head.get("shard_size", 10000)
-    if not isinstance(size, int) or size < 1:
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         raise InputError(f"shard_size must be a positive integer, got {size!r}", path)
     out = _resolve(output, os.getcwd()) if output else _resolve(head.get("output", "out/" + head.get("name", "run")),
                                                                  here)

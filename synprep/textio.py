@@ -5,6 +5,7 @@ Lines are decoded one by one so that a non-UTF-8 byte is reported with its line 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
@@ -12,7 +13,7 @@ import lzma
 import os
 import sys
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from .errors import InputError
 
@@ -92,6 +93,41 @@ def open_text_output(path: str) -> io.TextIOBase:
                             write_through=False)
 
 
+@contextlib.contextmanager
+def atomic_output(path: str, text: bool = True) -> Iterator[IO]:
+    """A writer for `path` ('-' = stdout) that only ever leaves a complete file: it writes to a temporary name
+    in the same folder (creating the folder), renames when the block ends without an error and removes the
+    temporary file when it does not (no partial outputs after an error, a full disk or Ctrl-C)."""
+    if path == "-":
+        stream = open_text_output("-") if text else sys.stdout.buffer
+        try:
+            yield stream
+        finally:
+            stream.flush()
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    raw = open_binary(tmp + os.path.splitext(path)[1] if path.endswith((".gz", ".xz")) else tmp, "wb")
+    stream = io.TextIOWrapper(raw, encoding="utf-8", newline="\n", write_through=False) if text else raw
+    written = raw.name if isinstance(getattr(raw, "name", None), str) else tmp
+    try:
+        yield stream
+        stream.flush()
+        stream.close()
+        os.replace(written, path)
+    except BaseException as err:
+        try:
+            stream.close()
+        except OSError:
+            pass
+        if os.path.exists(written):
+            os.remove(written)
+        if isinstance(err, OSError) and not isinstance(err, BrokenPipeError):  # disk full, permission denied
+            raise InputError(f"cannot write: {err.strerror or err}", path) from None
+        raise
+
+
 def file_sha256(path: str) -> str:
     """Hex sha256 of a file's bytes (model and codes hashes in dataset signatures)."""
     digest = hashlib.sha256()
@@ -130,7 +166,9 @@ def atomic_write(path: str, data: bytes) -> None:
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         if os.path.exists(tmp):
             os.remove(tmp)
+        if isinstance(err, OSError):  # disk full, permission denied: one line naming the file
+            raise InputError(f"cannot write: {err.strerror or err}", path) from None
         raise

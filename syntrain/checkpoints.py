@@ -76,3 +76,21 @@ def average_checkpoints(paths: list[str]) -> dict:
              for name, value in total.items()}
     averaged = {key: value for key, value in base.items() if key not in ("optimizer", "scheduler", "rng")}
     return {**averaged, "model": model, "averaged_from": [os.path.abspath(p) for p in paths]}
+
+
+def save_checkpoint(state: dict, path: str) -> None:
+    """torch.save under a temporary name, then rename: a full disk or a kill leaves the previous file intact and
+    no partial one; a write error is one line naming the file."""
+    import torch
+
+    from synprep.errors import InputError
+
+    tmp = path + ".tmp"
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:  # torch reports a full disk as a RuntimeError of its zip writer
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        reason = getattr(err, "strerror", None) or "write failed (disk full?)"
+        raise InputError(f"cannot write the checkpoint: {reason}", path) from None

@@ -123,7 +123,7 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
               length_penalty: float, max_tokens: int) -> None:
     """Translate raw text or the source side of shards; one detokenized line per input (N with --nbest), in
     order."""
-    from synprep.textio import open_text_output, read_lines
+    from synprep.textio import atomic_output, read_lines
 
     from .translate import Translator, iter_lines
 
@@ -136,23 +136,24 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
         raise click.UsageError("--interactive reads raw text, not a split directory")
     try:
         translator = Translator(checkpoint, _device(), beam, length_penalty, max_tokens, nbest or 0)
-        out = open_text_output(output_path)
-        if is_split:
-            _warn_signature(translator.ckpt, translator.split(input_path))
-            results = translator.translate_split(input_path)
-            write = translator.writer(out)
-            for lineno, ranked in enumerate(results, 1):
-                write(lineno, ranked)
-        elif interactive:
-            translator.interactive(iter_lines(input_path), out)
-        else:
-            lines = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)
-            blank = translator.translate_lines(lines, out)
-            if blank:
-                click.echo(f"{input_path}: {blank} blank line(s) left blank in the output", err=True)
-        out.flush()
-        if output_path != "-":
-            out.close()
+        with atomic_output(output_path) as out:  # no partial file after an error
+            if is_split:
+                _warn_signature(translator.ckpt, translator.split(input_path))
+                results = translator.translate_split(input_path)
+                write = translator.writer(out)
+                for lineno, ranked in enumerate(results, 1):
+                    write(lineno, ranked)
+            elif interactive:
+                translator.interactive(iter_lines(input_path), out)
+            else:
+                lines = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)
+                blank, too_long = translator.translate_lines(lines, out)
+                if blank:
+                    click.echo(f"{input_path}: {blank} blank line(s) left blank in the output", err=True)
+                if too_long:
+                    positions = translator.model.cfg.max_len
+                    click.echo(f"{input_path}: {too_long} line(s) longer than the model's {positions} positions left "
+                               "empty in the output", err=True)
     except ValueError as e:
         raise click.ClickException(str(e)) from e
 
@@ -202,16 +203,14 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
               help="The averaged checkpoint (usable by translate/eval; no optimizer state).")
 def average(checkpoints: tuple[str, ...], output_path: str) -> None:
     """Average the weights of checkpoints of one run (e.g. OUT/checkpoint_*.pt from --keep-last)."""
-    import torch
 
-    from .checkpoints import average_checkpoints
+    from .checkpoints import average_checkpoints, save_checkpoint
 
     try:
         averaged = average_checkpoints(list(checkpoints))
     except ValueError as e:
         raise click.ClickException(str(e)) from e
-    torch.save(averaged, output_path + ".tmp")
-    os.replace(output_path + ".tmp", output_path)
+    save_checkpoint(averaged, output_path)
     click.echo(f"wrote {output_path}: the mean of {len(checkpoints)} checkpoint(s)", err=True)
 
 

@@ -157,6 +157,10 @@ class ParallelData:
     def __len__(self) -> int:
         return len(self.keep)
 
+    def longest(self) -> int:
+        """Tokens of the longest kept row (the longer side, with EOS/BOS): the least a batch must hold."""
+        return int(np.maximum(self.src_len, self.tgt_len)[self.keep].max()) if len(self.keep) else 0
+
     def references(self, rows: Sequence[int]) -> list[str]:
         """Raw target sentences (`tgt_text`) of the given rows."""
         texts = self.table.column(TGT_TEXT)

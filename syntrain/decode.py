@@ -138,7 +138,8 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
                     max_tokens: int = 4096, rows: Sequence[int] | None = None, device: str | torch.device = "cpu",
                     nbest: int = 1, progress: bool = False) -> list[list[tuple[float, str]]]:
     """Per row (default: all, in row order) the `nbest` detokenized translations with their length-normalized
-    log-probabilities, best first (beam search). nbest = 0: only the best, greedy when beam = 1 (score 0.0)."""
+    log-probabilities, best first (beam search). nbest = 0: only the best, greedy when beam = 1 (score 0.0).
+    A row whose source is longer than the model's positions (`max_len`) is not decoded: an empty list."""
     from tqdm import tqdm
 
     model.eval()
@@ -148,7 +149,9 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     detok = detokenizer(data.tgt_lang)
     bar = tqdm(total=len(rows), unit="sent", desc="translating", disable=not (progress and sys.stderr.isatty()),
                file=sys.stderr)
-    for batch_rows in data.batches(max_tokens, shuffle=False, rows=rows):
+    fits = rows[data.src_len[rows] <= model.cfg.max_len] if len(rows) else rows
+    bar.update(len(rows) - len(fits))
+    for batch_rows in data.batches(max_tokens, shuffle=False, rows=fits):
         batch = data.collate(batch_rows).to(device)
         parent = batch.parent if any(layer.attn.pascal_heads for layer in model.encoder) else None
         if nbest or beam > 1:

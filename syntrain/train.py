@@ -26,10 +26,12 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from .checkpoints import clear_run, default_run_dir, existing_run_files, prune_step_checkpoints
+from synprep.tables import config_from_dict
+
+from .checkpoints import clear_run, default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
 from .data import PAD_ID, Batch, ParallelData, Vocab
 from .decode import score, translate
-from .model import PRESETS, ModelConfig, Transformer, config_from_dict
+from .model import PRESETS, ModelConfig, Transformer
 
 
 @dataclass
@@ -179,8 +181,8 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
     return total, tokens
 
 
-def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
-    """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
+def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
+    """A checkpoint file as its dict; an unreadable or foreign file is a ValueError naming it."""
     try:
         ckpt = torch.load(path, map_location=device, weights_only=False)
     except Exception as error:  # pickle/zip errors of all kinds
@@ -188,6 +190,12 @@ def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Tran
     missing = [key for key in ("model", "model_config", "vocab") if not isinstance(ckpt, dict) or key not in ckpt]
     if missing:
         raise ValueError(f"{path}: not a syntrain checkpoint (no {', '.join(missing)})")
+    return ckpt
+
+
+def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
+    """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
+    ckpt = read_checkpoint(path, device)
     model = Transformer(ModelConfig.from_dict(ckpt["model_config"])).to(device)
     model.load_state_dict(ckpt["model"])
     return model.eval(), Vocab(ckpt["vocab"]), ckpt
@@ -229,6 +237,8 @@ def train(cfg: TrainConfig) -> Transformer:
         torch.set_num_threads(cfg.threads)
     if cfg.accum_steps < 1:
         raise ValueError(f"accum_steps must be >= 1, got {cfg.accum_steps}")
+    if cfg.max_tokens < 1 or cfg.max_len < 0:
+        raise ValueError(f"max_tokens must be >= 1 and max_len >= 0, got {cfg.max_tokens} and {cfg.max_len}")
     if cfg.preset not in PRESETS:
         raise ValueError(f"unknown preset {cfg.preset!r}; choose from {', '.join(PRESETS)}")
     if cfg.best_metric not in ("bleu", "loss"):
@@ -239,7 +249,7 @@ def train(cfg: TrainConfig) -> Transformer:
     if cfg.resume and not resume:
         _log(f"--resume: no {last_path} yet, starting from scratch", rank)
 
-    ckpt = torch.load(last_path, map_location="cpu", weights_only=False) if resume else None
+    ckpt = read_checkpoint(last_path) if resume else None
     torch.manual_seed(cfg.seed)
     if ckpt:
         vocab = Vocab(ckpt["vocab"])
@@ -250,6 +260,10 @@ def train(cfg: TrainConfig) -> Transformer:
         if rank == 0:
             vocab.save(os.path.join(cfg.out, "vocab.json"))
     train_data = ParallelData(cfg.data, vocab, cfg.max_len)
+    longest = train_data.longest()
+    if longest > cfg.max_tokens:
+        raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
+                         "BOS/EOS): raise max_tokens or lower max_len")
     valid_data = ParallelData(cfg.valid, vocab) if cfg.valid else None
     mcfg = ModelConfig.from_dict(ckpt["model_config"]) if ckpt else \
         ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": len(vocab)})
@@ -321,8 +335,7 @@ def train(cfg: TrainConfig) -> Transformer:
                      "pipeline": train_data.configuration,
                      "dataset": os.path.dirname(os.path.abspath(cfg.data))}
             for path in (last_path, best_path) if also_best else (last_path,):
-                torch.save(state, path + ".tmp")
-                os.replace(path + ".tmp", path)
+                save_checkpoint(state, path)
             if cfg.keep_last:
                 shutil.copyfile(last_path, os.path.join(cfg.out, f"checkpoint_{step}.pt"))
                 prune_step_checkpoints(cfg.out, cfg.keep_last)

@@ -69,13 +69,15 @@ class Translator:
                 out.write(f"{lineno}\t{score:.4f}\t{text}\n")
         return write
 
-    def translate_lines(self, lines: list[str], out: TextIO) -> int:
-        """Translate all `lines` at once (batched) into `out`; returns the number of blank lines."""
+    def translate_lines(self, lines: list[str], out: TextIO) -> tuple[int, int]:
+        """Translate all `lines` at once (batched) into `out`; returns the numbers of blank lines and of lines
+        too long for the model (both written as empty lines)."""
         write = self.writer(out)
         results = self.translate_raw(lines)
         for lineno, ranked in enumerate(results, 1):
             write(lineno, ranked)
-        return sum(1 for line in lines if not line.strip())
+        blank = sum(1 for line in lines if not line.strip())
+        return blank, sum(1 for line, ranked in zip(lines, results) if line.strip() and not ranked)
 
     def interactive(self, lines: Iterable[str], out: TextIO) -> None:
         """Translate each line as it arrives and flush its output at once (as fairseq-interactive)."""

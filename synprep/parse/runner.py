@@ -17,8 +17,9 @@ from tqdm import tqdm
 
 from ..conllu import format_sentence
 from ..errors import InputError
+from ..options import MAX_LINE_CHARS
 from ..parallel import default_workers, ordered_map
-from ..textio import open_text_output, read_lines
+from ..textio import atomic_output, read_lines
 from . import ParserSpec
 from .base import Parser
 
@@ -34,6 +35,7 @@ class ParseSummary:
     words: int = 0
     empty: int = 0  # empty lines -> empty sentences
     joined: int = 0  # lines the backend split into several sentences, joined with `parataxis`
+    skipped: int = 0  # lines longer than max_chars -> empty sentences with `# skipped = ...`
     seconds: float = 0.0
     workers: int = 1
 
@@ -42,6 +44,7 @@ class ParseSummary:
         self.words += other.words
         self.empty += other.empty
         self.joined += other.joined
+        self.skipped += other.skipped
 
 
 @dataclass
@@ -50,6 +53,7 @@ class BatchCounts:
     words: int = 0
     empty: int = 0
     joined: int = 0
+    skipped: int = 0
 
 
 def batches(lines: Iterable[str], size: int) -> Iterator[tuple[int, list[str]]]:
@@ -67,13 +71,21 @@ def batches(lines: Iterable[str], size: int) -> Iterator[tuple[int, list[str]]]:
         yield first, batch
 
 
-def format_batch(parser: Parser, first: int, lines: list[str]) -> tuple[str, BatchCounts]:
-    """Parse one batch and format it as CoNLL-U with `# sent_id` = line number and `# text` = the line."""
+def format_batch(parser: Parser, first: int, lines: list[str], max_chars: int = MAX_LINE_CHARS
+                 ) -> tuple[str, BatchCounts]:
+    """Parse one batch and format it as CoNLL-U with `# sent_id` = line number and `# text` = the line. A line
+    longer than `max_chars` is not parsed (bounded work per line): an empty sentence with `# skipped = ...`."""
     counts = BatchCounts(lines=len(lines))
     parts = []
-    for number, (line, parsed) in enumerate(zip(lines, parser.parse(lines), strict=True), first):
+    too_long = [len(line) > max_chars for line in lines]
+    parsed_lines = parser.parse(["" if long else line for line, long in zip(lines, too_long)])
+    for number, (line, parsed, long) in enumerate(zip(lines, parsed_lines, too_long, strict=True), first):
         sentence = parsed.sentence
         sentence.comments = [f"sent_id = {number}", f"text = {line.strip()}".rstrip()]
+        if long:
+            sentence.comments.append(f"skipped = longer than {max_chars} characters")
+            counts.skipped += 1
+            counts.empty -= 1
         counts.words += len(sentence.words)
         counts.empty += parsed.pieces == 0
         counts.joined += parsed.pieces > 1
@@ -81,16 +93,18 @@ def format_batch(parser: Parser, first: int, lines: list[str]) -> tuple[str, Bat
     return "".join(parts), counts
 
 
-def _load_parser(spec: ParserSpec) -> Parser:
-    return spec.load()
+def _load_parser(spec: ParserSpec, max_chars: int = MAX_LINE_CHARS) -> tuple[Parser, int]:
+    return spec.load(), max_chars
 
 
-def _format_task(parser: Parser, task: tuple[int, list[str]]) -> tuple[str, BatchCounts]:
-    return format_batch(parser, *task)
+def _format_task(state: tuple[Parser, int], task: tuple[int, list[str]]) -> tuple[str, BatchCounts]:
+    parser, max_chars = state
+    return format_batch(parser, *task, max_chars=max_chars)
 
 
 def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int | None = None,
-               batch_size: int = BATCH_SIZE, progress: bool | None = None) -> ParseSummary:
+               batch_size: int = BATCH_SIZE, progress: bool | None = None, max_chars: int = MAX_LINE_CHARS
+               ) -> ParseSummary:
     """Parse `input_path` (one sentence per line; '-' = stdin; .gz/.xz) into CoNLL-U at `output_path`.
     `progress`: a tqdm bar (lines) on stderr; None = only when stderr is a terminal."""
     spec.check()
@@ -99,20 +113,18 @@ def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int
         raise InputError(f"batch size must be positive, got {batch_size}")
     summary = ParseSummary(workers=workers)
     start = time.perf_counter()
-    out = open_text_output(output_path)
     if spec.threads is None and spec.backend == "stanza" and workers > 1:
         spec = ParserSpec(**{**spec.__dict__, "threads": 1})  # one torch thread per worker: no oversubscription
     bar = tqdm(unit=" lines", desc="parse", file=sys.stderr, disable=None if progress is None else not progress)
     try:
         tasks = batches(read_lines(input_path), batch_size)
-        for text, counts in ordered_map(_format_task, tasks, workers, _load_parser, (spec,), IN_FLIGHT_PER_WORKER):
-            out.write(text)
-            summary.add(counts)
-            bar.update(counts.lines)
+        with atomic_output(output_path) as out:
+            for text, counts in ordered_map(_format_task, tasks, workers, _load_parser, (spec, max_chars),
+                                            IN_FLIGHT_PER_WORKER):
+                out.write(text)
+                summary.add(counts)
+                bar.update(counts.lines)
     finally:
         bar.close()
-        out.flush()
-        if output_path != "-":
-            out.close()
     summary.seconds = time.perf_counter() - start
     return summary
