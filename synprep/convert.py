@@ -313,6 +313,11 @@ class Converter:
             if previous.get("fingerprint") != self._fingerprint():
                 raise InputError("--resume: this output was made with a different configuration "
                                  "(use --overwrite or another --output)", self.out)
+        if self.options.resume:  # what an interrupted run was writing: temporary files, never complete
+            for folder, _, names in os.walk(self.out):
+                for name in names:
+                    if ".tmp-" in name or name.endswith((".part", ".tmp")):
+                        os.remove(os.path.join(folder, name))
         os.makedirs(self.work, exist_ok=True)
         atomic_write(marker, json.dumps({"fingerprint": self._fingerprint(), "config": self.config.fingerprint_dict()},
                                         indent=2, sort_keys=True).encode())

@@ -18,6 +18,8 @@ class InputError(Exception):
         return (InputError, (self.message, self.path, self.line, self.sentence))
 
     def __str__(self) -> str:
+        if self.path is None and self.line is None:  # an option or a setting: the message names it
+            return self.message
         where = self.path or "<input>"
         if self.line is not None:
             where += f":{self.line}"

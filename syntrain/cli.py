@@ -74,6 +74,8 @@ def cli() -> None:
               help="Validation metric for best.pt and --patience (default bleu).")
 @click.option("--tensorboard", is_flag=True, default=None,
               help="Also log to OUT/tensorboard (needs the tensorboard package).")
+@click.option("--verify-shards/--no-verify-shards", default=None,
+              help="Compare each shard's sha256 with its manifest before training (default: on).")
 @click.option("--resume", is_flag=True, help="Continue from OUT/last.pt.")
 @click.option("--overwrite", is_flag=True, default=None, help="Delete an earlier run's files in OUT first.")
 def run(config: str | None, pascal_heads: str | None, parent_ignore: float | None, resume: bool,

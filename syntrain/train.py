@@ -26,7 +26,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from synprep.shards import open_split
 from synprep.tables import config_from_dict
+from synprep.textio import atomic_write
 
 from .checkpoints import clear_run, default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
 from .data import PAD_ID, Batch, ParallelData, Vocab
@@ -71,6 +73,7 @@ class TrainConfig:
     patience: int = 0  # stop after this many validations without improvement of `best_metric` (0: never)
     best_metric: str = "bleu"  # validation metric for best.pt and patience: bleu (higher) or loss (lower)
     tensorboard: bool = False  # also log every metric to OUT/tensorboard (needs the `tensorboard` package)
+    verify_shards: bool = True  # compare every shard's sha256 with its manifest before training
 
     @classmethod
     def from_dict(cls, values: dict) -> TrainConfig:
@@ -220,6 +223,22 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     return metrics
 
 
+def _truncate_metrics(path: str, step: int) -> None:
+    """Keep the metrics.jsonl records of steps <= `step` (and any unreadable line is dropped)."""
+    if not os.path.isfile(path):
+        return
+    kept = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("step", 0) <= step:
+                kept.append(line if line.endswith("\n") else line + "\n")
+    atomic_write(path, "".join(kept).encode("utf-8"))
+
+
 def train(cfg: TrainConfig) -> Transformer:
     """Run (or resume) training as configured; returns the trained model (unwrapped)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -249,6 +268,12 @@ def train(cfg: TrainConfig) -> Transformer:
     if cfg.resume and not resume:
         _log(f"--resume: no {last_path} yet, starting from scratch", rank)
 
+    if cfg.verify_shards:
+        for split in (cfg.data, cfg.valid, cfg.test):
+            problems = open_split(split).verify_hashes() if split else []
+            if problems:
+                raise ValueError(f"{problems[0]} (synprep validate {split} lists all; --no-verify-shards skips "
+                                 "this check)")
     ckpt = read_checkpoint(last_path) if resume else None
     torch.manual_seed(cfg.seed)
     if ckpt:
@@ -301,7 +326,10 @@ def train(cfg: TrainConfig) -> Transformer:
          f"pascal heads {mcfg.pascal_heads or 'none'}, device {device}, {world} process(es), "
          f"precision {resolve_precision(cfg.precision, device)}, attention kernel {_kernel_in_use(raw_model, device)}"
          f", out {cfg.out}", rank)
-    metrics_file = open(os.path.join(cfg.out, "metrics.jsonl"), "a", encoding="utf-8") if rank == 0 else None
+    metrics_path = os.path.join(cfg.out, "metrics.jsonl")
+    if rank == 0 and ckpt:
+        _truncate_metrics(metrics_path, ckpt["step"])  # a resumed run redoes the steps after its checkpoint
+    metrics_file = open(metrics_path, "a", encoding="utf-8") if rank == 0 else None
     writer = None
     if cfg.tensorboard and rank == 0:
         try:
