@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -166,7 +167,8 @@ def codes_empty(data, tmp):
 
 
 def udpipe_garbage(data, tmp):
-    _write(tmp / "model.udpipe", os.urandom(5000))
+    # these bytes make UDPipe's C++ loader throw std::length_error, which aborts the process that reads them
+    _write(tmp / "model.udpipe", bytes.fromhex("b21d8f00932acdf7f795269afabdfa5d") + random.Random(0).randbytes(4984))
     return [SYNPREP, "parse", "--backend", "udpipe", "--model", "model.udpipe", "--workers", "2", "-o", "out"], b"a\n"
 
 

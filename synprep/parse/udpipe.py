@@ -15,12 +15,41 @@ MODELS_HINT = ("UDPipe 1 models are released at the LINDAT repository "
                "or train one with `synprep parser train --backend udpipe`")
 
 
+_PROBED: set[tuple[str, int, int]] = set()  # model files a child process loaded safely (inherited by forks)
+
+
+def _probe_in_child(path: str) -> None:
+    """Load the model once in a forked child first: on some damaged files UDPipe's C++ code throws an exception
+    nothing catches and aborts the whole process (and a pool would restart its dying workers forever)."""
+    stat = os.stat(path)
+    key = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
+    if key in _PROBED or not hasattr(os, "fork"):
+        return
+    pid = os.fork()
+    if pid == 0:  # the child: load, report by exit code, never return
+        code = 4
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)  # the C++ runtime's "terminate called ..." lines
+            from ufal.udpipe import Model
+
+            code = 0 if Model.load(path) is not None else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) < 0:
+        raise InputError(f"not a UDPipe model (UDPipe aborted while reading it: a damaged file?); {MODELS_HINT}", path)
+    _PROBED.add(key)
+
+
 def load_udpipe_model(path: str) -> Any:  # noqa: ANN401 (a ufal.udpipe.Model, imported lazily)
-    """Load a UDPipe model or raise a one-line InputError (Model.load returns None instead of raising)."""
+    """Load a UDPipe model or raise a one-line InputError (Model.load returns None instead of raising; a file
+    that makes UDPipe abort is caught in a child process first)."""
     from ufal.udpipe import Model
 
     if not os.path.isfile(path):
         raise InputError(f"no such UDPipe model file; {MODELS_HINT}", path)
+    _probe_in_child(path)
     model = Model.load(path)
     if model is None:
         raise InputError(f"not a loadable UDPipe model; {MODELS_HINT}", path)
