@@ -280,8 +280,12 @@ def test_resume_gives_the_same_next_losses(shards, tmp_path):
                   eval_interval=1000, threads=1, seed=3)
     train(TrainConfig(out=str(tmp_path / "full"), max_steps=10, **common))
     train(TrainConfig(out=str(tmp_path / "cut"), max_steps=5, **common))
+    with open(tmp_path / "cut" / "metrics.jsonl", "a") as metrics:  # logged after the checkpoint, then killed
+        metrics.write('{"step": 6, "loss": 99.0}\n{"step": 7, "lo')
     train(TrainConfig(out=str(tmp_path / "cut"), max_steps=10, resume=True, **common))
     full, cut = _losses(tmp_path / "full" / "metrics.jsonl"), _losses(tmp_path / "cut" / "metrics.jsonl")
+    steps = [json.loads(line)["step"] for line in open(tmp_path / "cut" / "metrics.jsonl") if '"loss"' in line]
+    assert steps == list(range(1, 11))  # no step twice, no line from the killed run
     assert sorted(cut) == list(range(1, 11))
     assert [cut[s] for s in range(6, 11)] == [full[s] for s in range(6, 11)]
     a, _, ckpt = load_checkpoint(str(tmp_path / "full" / "last.pt"))
