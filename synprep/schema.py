@@ -32,6 +32,23 @@ _FIELD_TYPES: dict[str, pa.DataType] = {
     "transitions": pa.list_(pa.string()),  # null when the tree cannot be encoded
     "projective": pa.bool_(),
 }
+# What each column holds, stored as field metadata ("description") in every shard, so a reader that never saw
+# CONTRACT.md (pandas, polars, HF datasets) can tell 1-based token heads from 0-based sub-word positions.
+FIELD_DOCS = {
+    "id": "0-based line number of the pair (sentence) in the original input",
+    "sent_id": "the sentence's # sent_id comment, or null",
+    "text": "the raw sentence",
+    "tokens": "surface tokens (a CoNLL-U multiword token is one token)",
+    "heads": "per token: 1-based index of its head token, 0 = root (CoNLL-U style)",
+    "labels": "per token: UD dependency relation (subtypes kept unless the pipeline strips them)",
+    "subwords": "BPE pieces in order (subword-nmt, '@@' = continues); 0-based positions, no BOS/EOS",
+    "subword_token": "per sub-word: 0-based index of its token",
+    "parent_mid": "per sub-word: mean 0-based sub-word position of its token's head token (root: its own)",
+    "parent_first": "per sub-word: 0-based position of the first sub-word of its token's head token (root: own)",
+    "distances": "token x token tree distances (arcs), uint8 capped at 255, row-major: reshape (n, n), n = len(tokens)",
+    "transitions": "arc-standard sequence, sub-words as SHIFT; null when the tree cannot be encoded",
+    "projective": "the tree has no crossing arcs (the root arc included)",
+}
 BASE_FIELDS = ("tokens", "heads", "subwords", "subword_token", "projective")
 GROUP_FIELDS = {
     "parents": ("parent_mid", "parent_first"),
@@ -57,20 +74,24 @@ def feature_fields(features: Sequence[str], prefix: str = "") -> list[pa.Field]:
         names.extend(GROUP_FIELDS[group])
     order = list(_FIELD_TYPES)
     names.sort(key=order.index)
-    return [pa.field(prefix + name, _FIELD_TYPES[name], nullable=(name == "transitions"))
-            for name in names]
+    return [_field(prefix + name, _FIELD_TYPES[name], name, nullable=(name == "transitions")) for name in names]
+
+
+def _field(column: str, kind: pa.DataType, doc: str, nullable: bool = True) -> pa.Field:
+    side = {"src_": "source: ", "tgt_": "target: "}.get(column[:4], "")
+    return pa.field(column, kind, nullable=nullable, metadata={"description": side + FIELD_DOCS[doc]})
 
 
 def align_schema(features: Sequence[str]) -> pa.Schema:
     """Schema of `synprep align --format arrow`: id, sent_id, then the features."""
-    return pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("sent_id", pa.string())]
+    return pa.schema([_field("id", pa.int64(), "id", nullable=False), _field("sent_id", pa.string(), "sent_id")]
                      + feature_fields(features))
 
 
 def pair_schema(src_features: Sequence[str], tgt_features: Sequence[str]) -> pa.Schema:
     """Schema of a convert shard: id, src_text, tgt_text, src_* and tgt_* features."""
-    return pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("src_text", pa.string()),
-                      pa.field("tgt_text", pa.string())]
+    return pa.schema([_field("id", pa.int64(), "id", nullable=False), _field("src_text", pa.string(), "text"),
+                      _field("tgt_text", pa.string(), "text")]
                      + feature_fields(src_features, "src_") + feature_fields(tgt_features, "tgt_"))
 
 

@@ -153,7 +153,8 @@ class Manifest:
                 "signature": self.signature, "input_lines": self.input_lines, "rows": self.rows,
                 "rejected": dict(sorted(self.rejected.items())), "rejected_reasons": list(self.rejected_reasons),
                 "joined_lines": self.joined_lines, "piece_rows": self.piece_rows, "shard_size": self.shard_size,
-                "compression": self.compression, "shards": self.shards, "schema": self.schema().to_string()}
+                "compression": self.compression, "shards": self.shards,
+                "schema": self.schema().to_string(show_field_metadata=False)}
         return json.dumps(data, indent=2, ensure_ascii=False)
 
     def write(self, folder: str) -> None:
