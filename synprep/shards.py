@@ -249,8 +249,17 @@ def read_shard(path: str, expected_rows: int | None = None, columns: Sequence[st
         raise InputError(f"cannot open shard: {err.strerror or err}", path) from None
     try:
         reader = pa.ipc.open_stream(source)
-        if schema is not None and not reader.schema.equals(schema):
+        full = reader.schema
+        if schema is not None and not full.equals(schema):
             raise InputError("the shard's schema differs from the one its manifest's features give", path)
+        if columns is not None:
+            missing = [c for c in columns if c not in full.names]
+            if missing:
+                raise InputError(f"the shard has no column(s) {', '.join(missing)}", path)
+            # only these columns are read (of compressed shards, only these are decompressed)
+            wanted = pa.ipc.IpcReadOptions(included_fields=sorted(full.get_field_index(c) for c in columns))
+            source.seek(0)
+            reader = pa.ipc.open_stream(source, options=wanted)
         batches = []
         for batch in reader:
             batch.validate(full=True)
@@ -258,12 +267,10 @@ def read_shard(path: str, expected_rows: int | None = None, columns: Sequence[st
         rows = sum(b.num_rows for b in batches)
     except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError) as err:
         raise _shard_file_error(path, err) from None
-    except KeyError as err:
-        raise InputError(f"the shard has no column {err}", path) from None
     if expected_rows is not None and rows != expected_rows:
         raise InputError(f"{rows} rows in the shard but {expected_rows} in manifest.json (a shard from another run? "
                          "convert again or restore the shard)", path)
-    out_schema = reader.schema if columns is None else pa.schema([reader.schema.field(c) for c in columns])
+    out_schema = full if columns is None else pa.schema([full.field(c) for c in columns])
     return pa.Table.from_batches(batches, schema=out_schema)
 
 
