@@ -11,6 +11,7 @@ import hashlib
 import io
 import lzma
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from typing import IO, BinaryIO
@@ -98,12 +99,14 @@ def atomic_output(path: str, text: bool = True) -> Iterator[IO]:
     """A writer for `path` ('-' = stdout) that only ever leaves a complete file: it writes to a temporary name
     in the same folder (creating the folder), renames when the block ends without an error and removes the
     temporary file when it does not (no partial outputs after an error, a full disk or Ctrl-C)."""
-    if path == "-":
-        stream = open_text_output("-") if text else sys.stdout.buffer
+    if path == "-" or not replaceable(path):  # stdout, /dev/null, a named pipe: written in place, never replaced
+        stream = open_text_output(path) if text else open_binary(path, "wb")
         try:
             yield stream
         finally:
             stream.flush()
+            if path != "-":
+                stream.close()
         return
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
@@ -156,9 +159,22 @@ def tsv_field(value: str | bytes) -> str:
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
 
 
+def replaceable(path: str) -> bool:
+    """Whether `path` may be written by rename: it does not exist yet or is a regular file (never a device such
+    as /dev/null, a named pipe or a socket: renaming over those would replace them)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+
+
 def atomic_write(path: str, data: bytes) -> None:
     """Write `path` under a temporary name in the same folder, fsync, then rename: readers see the old file
-    or the whole new one, never a part."""
+    or the whole new one, never a part. A device or pipe is written in place."""
+    if not replaceable(path):
+        with open(path, "wb") as out:
+            out.write(data)
+        return
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "wb") as out:

@@ -84,13 +84,15 @@ def save_checkpoint(state: dict, path: str) -> None:
     import torch
 
     from synprep.errors import InputError
+    from synprep.textio import replaceable
 
-    tmp = path + ".tmp"
+    tmp = path + ".tmp" if replaceable(path) else path  # a device (/dev/null) is written in place, never replaced
     try:
         torch.save(state, tmp)
-        os.replace(tmp, path)
+        if tmp != path:
+            os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # torch reports a full disk as a RuntimeError of its zip writer
-        if os.path.exists(tmp):
+        if tmp != path and os.path.exists(tmp):
             os.remove(tmp)
         reason = getattr(err, "strerror", None) or "write failed (disk full?)"
         raise InputError(f"cannot write the checkpoint: {reason}", path) from None

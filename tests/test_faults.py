@@ -20,6 +20,7 @@ import json
 import os
 import random
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -301,6 +302,15 @@ def pipeline_bad_compression(data, tmp):
             "--output", "out"], None
 
 
+def output_to_a_device(data, tmp):
+    os.mknod(tmp / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a private /dev/null
+    return [SYNPREP, "align", "--conllu", str(data["synth"] / "test.src.conllu"), "-o", "null"], None
+
+
+def _still_a_device(tmp, result):
+    return stat.S_ISCHR(os.stat(tmp / "null").st_mode)
+
+
 def align_error_midway(data, tmp):
     _write(tmp / "in.conllu", CONLLU * 300 + "1\tx\t_\t_\t_\t_\t7\tdep\t_\t_\n\n")
     return [SYNPREP, "align", "--conllu", "in.conllu", "--format", "jsonl", "-o", "out.jsonl", "--workers", "1"], None
@@ -344,6 +354,8 @@ CASES = [
          absent=("out",)),
     Case("convert: unknown compression", "bad values", pipeline_bad_compression, names="pipeline.toml",
          absent=("out",)),
+    Case("align -o a device (/dev/null): written, not replaced", "leftovers", output_to_a_device, expect="ok",
+         check=_still_a_device, root_only=True),
     Case("align: error after 300 sentences leaves no partial output", "leftovers", align_error_midway,
          names="in.conllu:1801", absent=("out.jsonl",)),
 ]
