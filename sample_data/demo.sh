@@ -41,7 +41,7 @@ $BIN/synprep inspect "$OUT/synth/shards/train" --show 1 --html "$OUT/synth/repor
 
 echo
 echo "== 5. syntrain: a short CPU run of a tiny Transformer with Pascal heads on the synthetic shards"
-$BIN/syntrain run pipelines/train/synth-demo.toml      # 300 steps; scores best.pt on the test split
+$BIN/syntrain run pipelines/train/synth-demo.toml --overwrite  # 300 steps; scores best.pt on the test split
 $BIN/syntrain translate --checkpoint "$OUT/run/best.pt" -i "$OUT/synth/shards/test" -o "$OUT/run/test.hyp"
 paste "$OUT/synth/test.src" "$OUT/run/test.hyp" 2>/dev/null | head -3 || head -3 "$OUT/run/test.hyp"
 echo "demo finished: outputs in $OUT/ (open $OUT/synth/report.html in a browser)"

@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from synprep.errors import InputError
-from synprep.filter import REASONS, FilterSettings, FilterSummary, check_pair, filter_files, make_identifier
+from synprep.filter import (
+    REASONS,
+    FilterSettings,
+    FilterSummary,
+    check_pair,
+    check_pair_detailed,
+    filter_files,
+    make_identifier,
+)
 
 DATA = Path(__file__).parent / "data"
 TOY = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "parallel" / "opennmt-toy-ende"
@@ -30,7 +38,8 @@ PAIRS = [
     (b"The museum is closed on Mondays .", b"El museo est\xc3\xa1 cerrado los lunes ."),  # tgt_lang
     (b"We would like to thank everyone .", b"Wir m\xc3\xb6chten uns bei allen bedanken ."),  # kept
 ]
-EXPECTED = [None, *REASONS, None]
+CHECKED = tuple(r for r in REASONS if r != "line_too_long")  # line_too_long has its own test
+EXPECTED = [None, *CHECKED, None]
 
 
 def settings(backend="py3langid", **kwargs):
@@ -70,8 +79,8 @@ def test_first_failing_check_wins():
 def test_langid_min_letters_skips_short_sides_only(backend):
     """A side with fewer letters than langid_min_letters is not language-checked; longer ones still are."""
     # letters: "Le restaurant est ouvert tous les jours ." 33, "El museo está cerrado los lunes ." 26
-    for min_letters, expected in ((0, EXPECTED), (27, [None, *REASONS[:-1], None, None]),
-                                  (34, [None, *REASONS[:-2], None, None, None])):
+    for min_letters, expected in ((0, EXPECTED), (27, [None, *CHECKED[:-1], None, None]),
+                                  (34, [None, *CHECKED[:-2], None, None, None])):
         config = settings(backend, langid_min_letters=min_letters)
         assert [check_pair(s, t, config, make_identifier(config)) for s, t in PAIRS] == expected, min_letters
     short = ("Merci beaucoup", "Vielen Dank")  # French source, 13 letters
@@ -85,7 +94,7 @@ def test_filter_files_outputs_and_accounting(tmp_path):
     src, tgt = write_pairs(tmp_path / "in", PAIRS)
     summary = filter_files(src, tgt, str(tmp_path / "out"), settings(), workers=1)
     assert summary.total == len(PAIRS) == summary.kept + summary.rejected_total
-    assert summary.rejected == {reason: 1 for reason in REASONS}
+    assert summary.rejected == {**{reason: 1 for reason in CHECKED}, "line_too_long": 0}
     out = outputs(tmp_path / "out")
     assert set(out) == {"train.en", "train.de", "ids", "rejected.tsv"}
     assert out["ids"] == b"0\n9\n"
@@ -249,3 +258,12 @@ def test_cli_errors_exit_2(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
     result = run_cli("--src", src, "--tgt", tgt, "--src-lang", "english", "--tgt-lang", "de", "-o", "x")
     assert result.returncode == 2 and "ISO 639-1" in result.stderr
+
+
+def test_overlong_lines_are_rejected_first_on_every_split():
+    """line_too_long comes right after empty, also without settings (valid/test in convert), with the length."""
+    long = "Das ist gut . " * 400  # 5,599 characters without the last space
+    for config in (settings(), None):
+        assert check_pair_detailed(long, "Das ist gut .", config) == ("line_too_long", "5599 characters > 5000")
+    assert check_pair(long, "Kurz .", settings(max_chars=6000), None) == "too_long"  # tokens: the next check
+    assert check_pair_detailed("Yes", "Ja", None, max_chars=2) == ("line_too_long", "3 characters > 2")
