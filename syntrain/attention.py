@@ -78,11 +78,13 @@ def pascal_score_mod(parent: torch.Tensor, active: torch.Tensor, key_valid: torc
     return score_mod
 
 
-def distance_rows(distances: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
-    """Rows M[p] of the (B, S, S) syntax distances at continuous positions p (B, H, T) -> (B, H, T, S).
+def distance_rows(distances: torch.Tensor, position: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows M[p] of the (B, S, S) syntax distances at continuous positions p (B, H, T) -> (interpolated,
+    nearest), each (B, H, T, S).
 
-    Linear interpolation between rows floor(p) and floor(p) + 1, so the interpolated distances (and the
-    prior built from them) have a gradient with respect to p."""
+    Interpolated: linear between rows floor(p) and floor(p) + 1, so the Gaussian scaling built from it has a
+    gradient with respect to p (and W, v). Nearest: row round(p), for the window (it always holds the
+    sub-word at p itself at distance 0; an interpolated row can have every key beyond n)."""
     b, s, _ = distances.shape
     low = position.detach().floor().clamp(0, s - 1)
     frac = (position - low)[..., None]
@@ -93,14 +95,16 @@ def distance_rows(distances: torch.Tensor, position: torch.Tensor) -> torch.Tens
     def rows(index: torch.Tensor) -> torch.Tensor:
         return torch.gather(table, 1, index.reshape(b, -1, 1).expand(-1, -1, s)).view(*index.shape, s)
 
-    low_rows = rows(low)
-    return low_rows + frac * (rows(high) - low_rows)
+    low_rows, high_rows = rows(low), rows(high)
+    nearest = torch.where(frac >= 0.5, high_rows, low_rows)
+    return low_rows + frac * (high_rows - low_rows), nearest
 
 
-def syntax_directed_prior(rows: torch.Tensor, n: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Chen et al. eqs. 10-11: (scaling exp(-M[p][j]^2 / 2 sigma^2) with sigma = n / 2, window M[p][j] <= n)."""
+def syntax_directed_prior(rows: torch.Tensor, nearest: torch.Tensor, n: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chen et al. eqs. 10-11: (scaling exp(-M[p][j]^2 / 2 sigma^2) with sigma = n / 2 on the interpolated
+    rows, window M[round(p)][j] <= n)."""
     sigma2 = (n / 2) ** 2
-    return torch.exp(rows * rows * (-0.5 / sigma2)), rows <= n
+    return torch.exp(rows * rows * (-0.5 / sigma2)), nearest <= n
 
 
 _compiled_flex: Callable | None = None
@@ -259,8 +263,8 @@ class MultiHeadAttention(nn.Module):
             raise ValueError("syntax-directed heads need the source syntax distances and the source mask")
         n_src = (mask.reshape(mask.shape[0], -1).sum(-1) - 1).clamp(min=1) - 1  # last sub-word position
         gate = torch.sigmoid(self.align_out(torch.tanh(self.align_hidden(x)))).transpose(1, 2)  # (B, h, T)
-        rows = distance_rows(distances, n_src.to(gate.dtype)[:, None, None] * gate)
-        scale, window = syntax_directed_prior(rows, self.directed_n)
+        rows, nearest = distance_rows(distances, n_src.to(gate.dtype)[:, None, None] * gate)
+        scale, window = syntax_directed_prior(rows, nearest, self.directed_n)
         return scale, window
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
