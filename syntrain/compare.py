@@ -67,10 +67,11 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
         scores = {"System": [systems[0][0]], **{m: [metric.corpus_score(systems[0][1], [references])]
                                                   for m, metric in metrics.items()}}
         signatures = {m: metric.get_signature() for m, metric in metrics.items()}
+    bleu_key, chrf_key = [key for key in scores if key != "System"]  # sacrebleu names them BLEU, chrF2
     lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) |", "|---|---|---|---|---|---|---|---|"]
     for i, (name, run) in enumerate(zip(scores["System"], runs)):
         switches, seed, steps = describe(run)
-        bleu, chrf = scores["BLEU"][i], scores["chrF"][i]
+        bleu, chrf = scores[bleu_key][i], scores[chrf_key][i]
         p_bleu = "baseline" if i == 0 else f"{bleu.p_value:.3f}"
         p_chrf = "baseline" if i == 0 else f"{chrf.p_value:.3f}"
         lines.append(f"| {name.replace('* ', '').replace('Baseline: ', '')} | {switches} | {seed} | {steps} | "
