@@ -68,7 +68,8 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
                                                   for m, metric in metrics.items()}}
         signatures = {m: metric.get_signature() for m, metric in metrics.items()}
     bleu_key, chrf_key = [key for key in scores if key != "System"]  # sacrebleu names them BLEU, chrF2
-    lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) |",
+             "|---|---|---|---|---|---|---|---|"]
     for i, (name, run) in enumerate(zip(scores["System"], runs)):
         switches, seed, steps = describe(run)
         bleu, chrf = scores[bleu_key][i], scores[chrf_key][i]
