@@ -128,11 +128,14 @@ def main() -> None:
         model.train()
         run_steps(model, optimizers[name], batches[:2], device, autocast)
     best = {name: (float("inf"), 0) for name in models}
-    for _ in range(args.rounds):
+    for round_ in range(args.rounds):
         for name, model in models.items():
             seconds, tokens = run_steps(model, optimizers[name], batches, device, autocast)
             if seconds < best[name][0]:
                 best[name] = (seconds, tokens)
+        print(f"round {round_ + 1}: " + ", ".join(f"{name} {1000 * seconds / args.steps:.0f}"
+                                                  for name, (seconds, _) in best.items()) + " ms/step (best so far)",
+              flush=True)
     print(f"{source}; preset {args.preset}, {args.steps} steps x {args.rounds} rounds, max_tokens {args.max_tokens}, "
           f"{torch.get_num_threads()} threads, torch {torch.__version__}")
     kernel = "flex" if "pascal" in models and models["pascal"].encoder[0].attn.uses_flex(device) else "math"
