@@ -107,6 +107,25 @@ def tree_distances(heads: Sequence[int]) -> np.ndarray:
     return forest_tree_distances(heads, [n]).reshape(n, n)
 
 
+def per_subword(token_values: Sequence | np.ndarray, subword_token: Sequence[int] | np.ndarray) -> np.ndarray:
+    """A value per token (e.g. a label id) -> one per sub-word: every piece takes its token's value."""
+    return np.asarray(token_values)[np.asarray(subword_token, dtype=np.int64)]
+
+
+def subword_distances(distances: Sequence[int] | np.ndarray, subword_token: Sequence[int] | np.ndarray
+                      ) -> np.ndarray:
+    """Token x token syntax distances (flattened or square) -> sub-word x sub-word (uint8).
+
+    A sub-word takes its token's row and column (as `per_subword`), so the pieces of one token are at
+    distance 0 from each other and at their token's distance from every other piece."""
+    matrix = np.asarray(distances, dtype=np.uint8)
+    n = int(round(np.sqrt(matrix.size)))
+    if n * n != matrix.size:
+        raise ValueError(f"distances of size {matrix.size} are not a square matrix")
+    rows = per_subword(matrix.reshape(n, n), subword_token)
+    return per_subword(rows.T, subword_token).T
+
+
 def strip_subtypes(labels: Sequence[str]) -> list[str]:
     """`compound:prt` -> `compound`."""
     return [label.split(":", 1)[0] for label in labels]

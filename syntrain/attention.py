@@ -1,4 +1,8 @@
-"""Multi-head attention, with parent-scaled (Pascal) heads as one small explicit branch.
+"""Multi-head attention, with the syntax mechanisms as small explicit branches of one module.
+
+Head layout of a layer: the *front* heads 0..h-1 are Pascal heads (encoder self-attention) or syntax-directed
+heads (decoder cross-attention); the *parse head* (DBSA / LISA) is the last head; the heads in between are
+plain (fused `scaled_dot_product_attention`). See README "syntax switches" for the conventions.
 
 Pascal (Bugliarello & Okazaki, 2020): in the first `pascal_heads` heads of a layer, the scaled dot-product
 score s_tj of query t and key j is multiplied, before the softmax, by the Gaussian density
@@ -33,6 +37,7 @@ from torch import nn
 from synprep.features import gaussian
 
 KERNELS = ("auto", "math", "flex")
+PARSE_SCORES = ("", "dot", "biaffine")  # parse head: none, LISA (dot product), DBSA (bi-affine Q U K^T)
 
 
 def prior_rows(parent: torch.Tensor, ignore_prob: float = 0.0, training: bool = False) -> torch.Tensor:
@@ -73,6 +78,35 @@ def pascal_score_mod(parent: torch.Tensor, active: torch.Tensor, key_valid: torc
     return score_mod
 
 
+def distance_rows(distances: torch.Tensor, position: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows M[p] of the (B, S, S) syntax distances at continuous positions p (B, H, T) -> (interpolated,
+    nearest), each (B, H, T, S).
+
+    Interpolated: linear between rows floor(p) and floor(p) + 1, so the Gaussian scaling built from it has a
+    gradient with respect to p (and W, v). Nearest: row round(p), for the window (it always holds the
+    sub-word at p itself at distance 0; an interpolated row can have every key beyond n)."""
+    b, s, _ = distances.shape
+    low = position.detach().floor().clamp(0, s - 1)
+    frac = (position - low)[..., None]
+    low = low.long()
+    high = (low + 1).clamp(max=s - 1)
+    table = distances.float()
+
+    def rows(index: torch.Tensor) -> torch.Tensor:
+        return torch.gather(table, 1, index.reshape(b, -1, 1).expand(-1, -1, s)).view(*index.shape, s)
+
+    low_rows, high_rows = rows(low), rows(high)
+    nearest = torch.where(frac >= 0.5, high_rows, low_rows)
+    return low_rows + frac * (high_rows - low_rows), nearest
+
+
+def syntax_directed_prior(rows: torch.Tensor, nearest: torch.Tensor, n: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chen et al. eqs. 10-11: (scaling exp(-M[p][j]^2 / 2 sigma^2) with sigma = n / 2 on the interpolated
+    rows, window M[round(p)][j] <= n)."""
+    sigma2 = (n / 2) ** 2
+    return torch.exp(rows * rows * (-0.5 / sigma2)), nearest <= n
+
+
 _compiled_flex: Callable | None = None
 _flex_failed: str = ""  # why the compiled kernel failed in this process ("auto" then stays on "math")
 
@@ -109,21 +143,48 @@ def flex_available() -> bool:
 
 
 class MultiHeadAttention(nn.Module):
-    """Self- or cross-attention; `mask` is boolean, True = may attend, broadcastable to (B, H, T, S)."""
+    """Self- or cross-attention; `mask` is boolean, True = may attend, broadcastable to (B, H, T, S).
+
+    Branches (all off by default): `pascal_heads` front heads scaled by the parent prior; `directed_heads`
+    front heads of a cross-attention with Chen et al.'s syntax-directed window (`double_context`: as extra
+    contexts next to all the global heads, eq. 14, else replacing the front heads' contexts); a last parse
+    head (`parse_scores` "dot" or "biaffine") whose log-attention is kept in `parse_log_weights` for the
+    DBSA/LISA losses; `record_mean` keeps the head-averaged attention weights in `mean_weights` (SyncAttn's C).
+    """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, pascal_heads: int = 0,
-                 sigma2: float = 1.0, parent_ignore: float = 0.0, kernel: str = "auto") -> None:
+                 sigma2: float = 1.0, parent_ignore: float = 0.0, kernel: str = "auto", directed_heads: int = 0,
+                 directed_n: float = 4.0, double_context: bool = False, parse_scores: str = "",
+                 record_mean: bool = False) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model {d_model} is not a multiple of n_heads {n_heads}")
-        if not 0 <= pascal_heads <= n_heads:
-            raise ValueError(f"pascal_heads must be in 0..{n_heads}, got {pascal_heads}")
+        if pascal_heads and directed_heads:
+            raise ValueError("a layer has either Pascal or syntax-directed front heads")
+        if parse_scores not in PARSE_SCORES:
+            raise ValueError(f"parse_scores must be one of {PARSE_SCORES}, got {parse_scores!r}")
+        parse = int(bool(parse_scores))
+        front = pascal_heads if pascal_heads else 0 if double_context else directed_heads
+        if not 0 <= pascal_heads <= n_heads or not 0 <= directed_heads <= n_heads or front + parse > n_heads:
+            raise ValueError(f"{max(pascal_heads, directed_heads)} front heads + {parse} parse head do not fit "
+                             f"in {n_heads} heads")
         self.n_heads, self.head_dim, self.dropout = n_heads, d_model // n_heads, dropout
         self.pascal_heads, self.sigma2, self.parent_ignore = pascal_heads, sigma2, parent_ignore
+        self.directed_heads, self.directed_n, self.double_context = directed_heads, directed_n, double_context
+        self.parse_scores, self.record_mean = parse_scores, record_mean
         self.kernel = check_kernel(kernel)
         self.query = nn.Linear(d_model, d_model)
         self.key_value = nn.Linear(d_model, 2 * d_model)
         self.out = nn.Linear(d_model, d_model)
+        if directed_heads:  # eq. 5: p_i = S * sigmoid(v^T tanh(W h_i)), one v per syntax-directed head
+            self.align_hidden = nn.Linear(d_model, d_model)
+            self.align_out = nn.Linear(d_model, directed_heads, bias=False)
+            if double_context:  # eq. 14: L_cs c_s next to the global heads' output projection
+                self.directed_out = nn.Linear(directed_heads * self.head_dim, d_model)
+        if parse_scores == "biaffine":  # DBSA eq. 4: softmax(Q U K^T / sqrt(d_k)); U starts as the identity
+            self.parse_bilinear = nn.Parameter(torch.eye(self.head_dim))
+        self.parse_log_weights: torch.Tensor | None = None
+        self.mean_weights: torch.Tensor | None = None
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
@@ -131,7 +192,7 @@ class MultiHeadAttention(nn.Module):
 
     def uses_flex(self, device: torch.device) -> bool:
         """Whether a forward pass on `device` (in the current train/eval mode) runs the FlexAttention kernel."""
-        if self.pascal_heads == 0 or self.kernel == "math":
+        if self.pascal_heads == 0 or self.kernel == "math" or self.parse_scores or self.record_mean:
             return False
         dropout_active = self.training and self.dropout > 0
         if self.kernel == "flex":
@@ -178,12 +239,41 @@ class MultiHeadAttention(nn.Module):
                           RuntimeWarning, stacklevel=2)
             return None
 
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                scale: torch.Tensor | None = None, window: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Explicit attention of some heads: (context, log-weights before dropout); `scale` multiplies the
+        scores before the softmax (Pascal, syntax-directed), `window` (True = inside) masks like `mask`."""
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+        if scale is not None:
+            scores = scores * scale.to(scores.dtype)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        if window is not None:
+            scores = scores.masked_fill(~window, float("-inf"))
+        log_weights = torch.log_softmax(scores.float(), dim=-1)
+        weights = F.dropout(log_weights.exp().to(v.dtype), self.dropout if self.training else 0.0, self.training)
+        return weights @ v, log_weights
+
+    def _directed(self, x: torch.Tensor, distances: torch.Tensor | None, mask: torch.Tensor | None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Scale and window (B, h, T, S) of the syntax-directed heads: each head predicts an aligned source
+        position p in [0, n - 1] (n = source sub-words without EOS) and reads the interpolated row M[p]."""
+        if distances is None or mask is None:
+            raise ValueError("syntax-directed heads need the source syntax distances and the source mask")
+        n_src = (mask.reshape(mask.shape[0], -1).sum(-1) - 1).clamp(min=1) - 1  # last sub-word position
+        gate = torch.sigmoid(self.align_out(torch.tanh(self.align_hidden(x)))).transpose(1, 2)  # (B, h, T)
+        rows, nearest = distance_rows(distances, n_src.to(gate.dtype)[:, None, None] * gate)
+        scale, window = syntax_directed_prior(rows, nearest, self.directed_n)
+        return scale, window
+
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                parent: torch.Tensor | None = None, prior: torch.Tensor | None = None, cache: dict | None = None
-                ) -> torch.Tensor:
+                parent: torch.Tensor | None = None, prior: torch.Tensor | None = None, cache: dict | None = None,
+                distances: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, C), memory (B, S, C) for cross-attention; `parent` (B, T) or a ready `prior` (B, T, S)
         for the Pascal heads (the flex kernel takes `parent` and a key-padding mask (B, 1, 1, S) only);
-        `cache` (a dict, filled here) for incremental decoding."""
+        `distances` (B, S, S) sub-word syntax distances for syntax-directed heads; `cache` (a dict, filled
+        here) for incremental decoding."""
         b, t, c = x.shape
         q = self._heads(self.query(x))
         k, v = self._keys_values(x, memory, cache)
@@ -191,24 +281,49 @@ class MultiHeadAttention(nn.Module):
         h = self.pascal_heads
         if h and prior is None and parent is None:
             raise ValueError("a layer with Pascal heads needs the source parent positions")
-        y = None
-        if h == 0:
+        self.parse_log_weights = self.mean_weights = None
+        front = h or (0 if self.double_context else self.directed_heads)
+        parse = int(bool(self.parse_scores))
+        if not front and not parse and not self.record_mean and not self.directed_heads:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
-        elif prior is None and self.uses_flex(x.device):
+            return self.out(y.transpose(1, 2).reshape(b, t, c))
+        y = None
+        if h and prior is None and self.uses_flex(x.device):
             y = self._flex(q, k, v, mask, parent)
         if y is None:
-            if prior is None:
-                prior = parent_prior(parent, k.shape[2], self.sigma2, self.parent_ignore, self.training)
-            # Pascal heads: explicit scores, scaled by the parent prior (one per sentence) before the softmax
-            scores = (q[:, :h] @ k[:, :h].transpose(-2, -1)) / math.sqrt(self.head_dim)
-            scores = scores * prior[:, None].to(scores.dtype)
-            if mask is not None:
-                scores = scores.masked_fill(~mask, float("-inf"))
-            weights = F.dropout(torch.softmax(scores.float(), dim=-1).to(v.dtype), p_drop, self.training)
-            pascal = weights @ v[:, :h]
-            if h == self.n_heads:
-                y = pascal
-            else:
-                rest = F.scaled_dot_product_attention(q[:, h:], k[:, h:], v[:, h:], attn_mask=mask, dropout_p=p_drop)
-                y = torch.cat([pascal, rest], dim=1)
-        return self.out(y.transpose(1, 2).reshape(b, t, c))
+            contexts, log_weights = [], []
+            scale = window = None
+            if h:
+                if prior is None:
+                    prior = parent_prior(parent, k.shape[2], self.sigma2, self.parent_ignore, self.training)
+                scale = prior[:, None]
+            elif self.directed_heads:
+                scale, window = self._directed(x, distances, mask)
+            if front:  # Pascal or (single-context) syntax-directed heads
+                context, log_w = self._attend(q[:, :front], k[:, :front], v[:, :front], mask, scale, window)
+                contexts.append(context)
+                log_weights.append(log_w)
+            middle = slice(front, self.n_heads - parse)
+            if middle.stop > middle.start:
+                if self.record_mean:
+                    context, log_w = self._attend(q[:, middle], k[:, middle], v[:, middle], mask)
+                    log_weights.append(log_w)
+                else:
+                    context = F.scaled_dot_product_attention(q[:, middle], k[:, middle], v[:, middle],
+                                                             attn_mask=mask, dropout_p=p_drop)
+                contexts.append(context)
+            if parse:
+                query = q[:, -1:] @ self.parse_bilinear if self.parse_scores == "biaffine" else q[:, -1:]
+                context, log_w = self._attend(query, k[:, -1:], v[:, -1:], mask)
+                self.parse_log_weights = log_w[:, 0]
+                contexts.append(context)
+                log_weights.append(log_w)
+            if self.record_mean:
+                self.mean_weights = torch.cat(log_weights, dim=1).exp().mean(dim=1)
+            y = torch.cat(contexts, dim=1) if len(contexts) > 1 else contexts[0]
+        out = self.out(y.transpose(1, 2).reshape(b, t, c))
+        if self.directed_heads and self.double_context:  # eq. 14: global and syntax-directed contexts
+            n = self.directed_heads
+            context, _ = self._attend(q[:, :n], k[:, :n], v[:, :n], mask, scale, window)
+            out = out + self.directed_out(context.transpose(1, 2).reshape(b, t, -1))
+        return out

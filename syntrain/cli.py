@@ -186,7 +186,8 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     device = _device()
     try:
         model, vocab, ckpt = load_checkpoint(checkpoint, device)
-        data = ParallelData(data_path, vocab)
+        data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
+                            labels=model.cfg.source_labels)
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
@@ -217,8 +218,11 @@ def average(checkpoints: tuple[str, ...], output_path: str) -> None:
 
 
 @cli.command()
-def env() -> None:
-    """Print the torch version, the device training would use, and what `auto` picks there."""
+@click.option("--checkpoint", type=click.Path(exists=True, dir_okay=False),
+              help="Also print the syntax switches this checkpoint was trained with.")
+def env(checkpoint: str | None) -> None:
+    """Print the torch version, the device training would use, what `auto` picks there, and the syntax
+    switches (config keys of the recipe's [model] section; README "syntax switches")."""
     import torch
 
     from .attention import flex_available
@@ -229,6 +233,17 @@ def env() -> None:
     kernel = "flex" if cuda and flex_available() else "math"
     click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
                f"Pascal attention kernel {kernel} (math while attention dropout is on)")
+    click.echo("syntax switches ([model] keys, all off by default): pascal_heads; directed_heads, double_context, "
+               "directed_n; dbsa_encoder, dbsa_decoder, dbsa_layer, dbsa_lambda; sync_lambda, sync_layer; "
+               "lisa_layer, lisa_lambda; label_embedding (S&H)")
+    if checkpoint:
+        from .train import load_checkpoint
+
+        try:
+            model, _, _ = load_checkpoint(checkpoint)
+        except ValueError as e:
+            raise click.ClickException(str(e)) from e
+        click.echo(f"{checkpoint}: {model.cfg.switches()}")
 
 
 def main() -> None:

@@ -5,6 +5,14 @@ Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS
 `src_parent_mid` is used as is; the appended EOS has no parent (parent -1: its Pascal prior row is 1, i.e.
 no scaling). Pad positions also carry parent -1 (they are masked as keys anyway). The decoder reads
 `[BOS] + subwords` and predicts `subwords + [EOS]`.
+
+Features of the other syntax switches (collated only when a switch asks for them, see FEATURE_COLUMNS):
+`distances` (B, S, S) sub-word syntax distances (`synprep.features.subword_distances`; the EOS and pad
+rows/columns are 0: EOS stays inside every syntax-directed window, unscaled); `src_head` (B, S) the
+`src_parent_first` position of each source sub-word (-1: EOS, pad: no loss); `tgt_head` (B, T) the decoder
+*input* position (BOS shift: + 1) of the head of the sub-word read at each input position, -1 for BOS, pad
+and sub-words whose head comes later (the causal mask hides it: no loss); `labels` (B, S) source label ids
+(0: EOS/pad, 1: a label unseen in training, 2... `label_vocabulary`), each piece taking its token's label.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import torch
 
 from synprep import schema
 from synprep.errors import InputError
+from synprep.features import per_subword, subword_distances
 from synprep.shards import Manifest, open_split, source_recipe
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
@@ -32,7 +41,31 @@ NO_PARENT = -1.0
 _ALL_FIELDS = {f.name for f in schema.pair_schema(schema.FEATURE_GROUPS, schema.FEATURE_GROUPS)}
 ID, SRC_TEXT, TGT_TEXT = "id", "src_text", "tgt_text"
 SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID = "src_subwords", "tgt_subwords", "src_parent_mid"
-assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID} <= _ALL_FIELDS
+SRC_PARENT_FIRST, TGT_PARENT_FIRST, SRC_DISTANCES = "src_parent_first", "tgt_parent_first", "src_distances"
+SRC_LABELS, SRC_SUBWORD_TOKEN = "src_labels", "src_subword_token"
+assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST, TGT_PARENT_FIRST,
+        SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN} <= _ALL_FIELDS
+# batch feature -> (shard column, the side and pipeline feature group that writes it)
+FEATURE_COLUMNS = {"distances": (SRC_DISTANCES, "src", "distances"), "labels": (SRC_LABELS, "src", "labels"),
+                   "src_heads": (SRC_PARENT_FIRST, "src", "parents"),
+                   "tgt_heads": (TGT_PARENT_FIRST, "tgt", "parents")}
+LABEL_NONE, LABEL_UNKNOWN = 0, 1
+
+
+def label_vocabulary(table: pa.Table) -> list[str]:
+    """The sorted source dependency labels of a table (S&H; ids 2... in the order returned)."""
+    if SRC_LABELS not in table.column_names:
+        raise ValueError("S&H label embeddings need src_labels: convert with [features] src = [..., \"labels\"]")
+    return sorted(label for label in pc.unique(pc.list_flatten(table.column(SRC_LABELS))).to_pylist()
+                  if label is not None)
+
+
+def _flat(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """A list column -> (flat values, int64 offsets per row)."""
+    array = table.column(column).combine_chunks()
+    values = pc.list_flatten(array).to_numpy(zero_copy_only=False)
+    lengths = np.asarray(pc.list_value_length(array).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+    return values, np.concatenate([[0], np.cumsum(lengths)])
 
 
 class Vocab:
@@ -92,7 +125,8 @@ class Vocab:
 
 
 # the columns the trainer reads (when present); of compressed shards only these are decompressed
-TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID)
+TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST,
+                 TGT_PARENT_FIRST, SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN)  # the syntax switches' too
 
 
 def read_split(path: str) -> tuple[pa.Table, Manifest]:
@@ -114,11 +148,18 @@ class Batch:
     tgt_in: torch.Tensor  # (B, T) BOS + subwords
     tgt_out: torch.Tensor  # (B, T) subwords + EOS
     index: np.ndarray
+    distances: torch.Tensor | None = None  # (B, S, S) uint8 sub-word syntax distances
+    src_head: torch.Tensor | None = None  # (B, S) head position (parent_first), -1 = none
+    tgt_head: torch.Tensor | None = None  # (B, T) head decoder input position, -1 = none
+    labels: torch.Tensor | None = None  # (B, S) source label ids
 
     def to(self, device: torch.device | str) -> Batch:
         """The same batch on `device`."""
-        parent = None if self.parent is None else self.parent.to(device)
-        return Batch(self.src.to(device), parent, self.tgt_in.to(device), self.tgt_out.to(device), self.index)
+        def move(x: torch.Tensor | None) -> torch.Tensor | None:
+            return None if x is None else x.to(device)
+
+        return Batch(self.src.to(device), move(self.parent), self.tgt_in.to(device), self.tgt_out.to(device),
+                     self.index, move(self.distances), move(self.src_head), move(self.tgt_head), move(self.labels))
 
     def tokens(self) -> int:
         """Target tokens (the loss normalizer)."""
@@ -126,10 +167,14 @@ class Batch:
 
 
 class ParallelData:
-    """One split as flat id arrays + offsets (the shards stay memory-mapped; only ids live in RAM)."""
+    """One split as flat id arrays + offsets (the shards stay memory-mapped; only ids live in RAM).
+
+    `features`: batch features to collate besides `parent` (FEATURE_COLUMNS keys) -> the switch that needs
+    each (named in the error when the shards lack its column); `labels`: the label vocabulary (S&H)."""
 
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
-                 configuration: dict | None = None) -> None:
+                 configuration: dict | None = None, features: dict[str, str] | None = None,
+                 labels: Sequence[str] = ()) -> None:
         self.path = path
         if table is None:
             self.table, manifest = read_split(path)
@@ -143,6 +188,19 @@ class ParallelData:
         if self.has_parents:
             column = self.table.column(SRC_PARENT_MID).combine_chunks()
             self.parents = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float32) + SRC_OFFSET
+        self.features = dict(features or {})
+        for feature, switch in self.features.items():
+            column, side, group = FEATURE_COLUMNS[feature]
+            if column not in self.table.column_names:
+                raise ValueError(f"{path}: {switch} needs {column}: convert with [features] {side} = [..., "
+                                 f"\"{group}\"]")
+        self.columns = {FEATURE_COLUMNS[f][0]: _flat(self.table, FEATURE_COLUMNS[f][0]) for f in self.features}
+        if "distances" in self.features or "labels" in self.features:
+            self.columns[SRC_SUBWORD_TOKEN] = _flat(self.table, SRC_SUBWORD_TOKEN)
+        if "labels" in self.features:  # label strings -> ids once (per token)
+            values, offsets = self.columns[SRC_LABELS]
+            index = {label: i + 2 for i, label in enumerate(labels)}
+            self.columns[SRC_LABELS] = (np.array([index.get(v, LABEL_UNKNOWN) for v in values], np.int64), offsets)
         self.src_len = np.diff(self.src_off) + 1  # + EOS
         self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
         self.keep = np.arange(len(self.src_len))
@@ -209,8 +267,41 @@ class ParallelData:
             tgt_in[b, 1 : z - a + 1] = self.tgt_ids[a:z]
             tgt_out[b, : z - a] = self.tgt_ids[a:z]
             tgt_out[b, z - a] = EOS_ID
+        extra = self._collate_features(rows, s, t)
         return Batch(torch.from_numpy(src), torch.from_numpy(parent) if self.has_parents else None,
-                     torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows))
+                     torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows), **extra)
+
+    def _row(self, column: str, row: int) -> np.ndarray:
+        values, offsets = self.columns[column]
+        return values[offsets[row] : offsets[row + 1]]
+
+    def _collate_features(self, rows: Sequence[int], s: int, t: int) -> dict[str, torch.Tensor]:
+        """The requested syntax features of `rows`, padded (conventions: module docstring)."""
+        out: dict[str, np.ndarray] = {}
+        if "distances" in self.features:
+            out["distances"] = np.zeros((len(rows), s, s), np.uint8)
+        if "labels" in self.features:
+            out["labels"] = np.full((len(rows), s), LABEL_NONE, np.int64)
+        if "src_heads" in self.features:
+            out["src_head"] = np.full((len(rows), s), -1, np.int64)
+        if "tgt_heads" in self.features:
+            out["tgt_head"] = np.full((len(rows), t), -1, np.int64)
+        for b, row in enumerate(rows):
+            if "distances" in out or "labels" in out:
+                owner = self._row(SRC_SUBWORD_TOKEN, row)
+                n = len(owner)
+                if "distances" in out:
+                    out["distances"][b, :n, :n] = subword_distances(self._row(SRC_DISTANCES, row), owner)
+                if "labels" in out:
+                    out["labels"][b, :n] = per_subword(self._row(SRC_LABELS, row), owner)
+            if "src_head" in out:
+                head = self._row(SRC_PARENT_FIRST, row)
+                out["src_head"][b, : len(head)] = head
+            if "tgt_head" in out:
+                head = self._row(TGT_PARENT_FIRST, row).astype(np.int64)
+                position = np.arange(len(head))
+                out["tgt_head"][b, 1 : len(head) + 1] = np.where(head <= position, head + 1, -1)
+        return {name: torch.from_numpy(array) for name, array in out.items()}
 
 
 def raw_source(lines: Sequence[str], pipeline: dict, signature: dict, dataset: str) -> pa.Table:

@@ -26,14 +26,15 @@ def _max_steps(model: Transformer, src: torch.Tensor) -> int:
 
 
 @torch.no_grad()
-def greedy(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None) -> list[list[int]]:
+def greedy(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None,
+           distances: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> list[list[int]]:
     """Most probable next token at each step; ids without BOS (EOS kept when produced)."""
-    memory, src_mask = model.encode(src, parent)
+    memory, src_mask = model.encode(src, parent, labels)
     cache = model.new_cache()
     ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     for step in range(_max_steps(model, src)):
-        next_id = model.decode_step(ys[:, -1:], step, memory, src_mask, cache).argmax(-1)
+        next_id = model.decode_step(ys[:, -1:], step, memory, src_mask, cache, distances).argmax(-1)
         next_id = torch.where(done, torch.full_like(next_id, PAD_ID), next_id)
         ys = torch.cat([ys, next_id[:, None]], dim=1)
         done |= next_id == EOS_ID
@@ -49,21 +50,25 @@ def length_penalty(length: int, alpha: float) -> float:
 
 @torch.no_grad()
 def beam_search(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None, beam: int = 4,
-                alpha: float = 0.6) -> list[list[int]]:
+                alpha: float = 0.6, distances: torch.Tensor | None = None, labels: torch.Tensor | None = None
+                ) -> list[list[int]]:
     """Batched beam search; returns the best hypothesis per sentence by length-normalized log-probability."""
-    return [hyps[0][1] for hyps in beam_search_nbest(model, src, parent, beam, alpha, nbest=1)]
+    return [hyps[0][1] for hyps in beam_search_nbest(model, src, parent, beam, alpha, 1, distances, labels)]
 
 
 @torch.no_grad()
 def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None, beam: int = 4,
-                      alpha: float = 0.6, nbest: int = 1) -> list[list[tuple[float, list[int]]]]:
+                      alpha: float = 0.6, nbest: int = 1, distances: torch.Tensor | None = None,
+                      labels: torch.Tensor | None = None) -> list[list[tuple[float, list[int]]]]:
     """Batched beam search; per sentence the `nbest` (<= beam) finished hypotheses as (length-normalized
-    log-probability, ids), best first."""
+    log-probability, ids), best first. `distances`, `labels`: source features of the syntax switches."""
     if not 1 <= nbest <= beam:
         raise ValueError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
     n, k = src.shape[0], beam
-    memory, src_mask = model.encode(src, parent)
+    memory, src_mask = model.encode(src, parent, labels)
     memory, src_mask = memory.repeat_interleave(k, 0), src_mask.repeat_interleave(k, 0)
+    if distances is not None:
+        distances = distances.repeat_interleave(k, 0)
     ys = torch.full((n * k, 1), BOS_ID, dtype=torch.long, device=src.device)
     scores = torch.full((n, k), float("-inf"), device=src.device)
     scores[:, 0] = 0.0  # one live hypothesis at the start
@@ -71,7 +76,8 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tenso
     max_steps = _max_steps(model, src)
     cache = model.new_cache()
     for step in range(1, max_steps + 1):
-        logp = F.log_softmax(model.decode_step(ys[:, -1:], step - 1, memory, src_mask, cache).float(), dim=-1)
+        logp = F.log_softmax(model.decode_step(ys[:, -1:], step - 1, memory, src_mask, cache, distances).float(),
+                             dim=-1)
         vocab = logp.shape[-1]
         top, flat = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, -1).topk(2 * k, dim=1)
         top_l, origin_l, token_l = top.tolist(), (flat // vocab).tolist(), (flat % vocab).tolist()
@@ -155,9 +161,10 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
         batch = data.collate(batch_rows).to(device)
         parent = batch.parent if any(layer.attn.pascal_heads for layer in model.encoder) else None
         if nbest or beam > 1:
-            hyps = beam_search_nbest(model, batch.src, parent, beam, alpha, max(nbest, 1))
+            hyps = beam_search_nbest(model, batch.src, parent, beam, alpha, max(nbest, 1), batch.distances,
+                                     batch.labels)
         else:
-            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, parent)]
+            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, parent, batch.distances, batch.labels)]
         for row, ranked in zip(batch_rows, hyps):
             out[position[int(row)]] = [(score, detok(debpe(vocab.decode(ids)))) for score, ids in ranked]
         bar.update(len(batch_rows))

@@ -1,4 +1,7 @@
-"""Transformer encoder-decoder (Vaswani et al., 2017) with optional Pascal heads in the encoder.
+"""Transformer encoder-decoder (Vaswani et al., 2017) with the syntax switches of README "syntax switches":
+Pascal heads (encoder), syntax-directed cross-attention heads (decoder), DBSA parse heads (encoder and/or
+decoder), SyncAttn (a loss over DBSA and cross-attention weights), a LISA parse head (encoder) and S&H
+dependency-label embeddings (source). All off by default.
 
 Pre-norm residual blocks (LayerNorm before each sub-layer, a final LayerNorm per stack: the tensor2tensor /
 fairseq `--*-normalize-before` variant, which trains without tuning on small data), sinusoidal positions,
@@ -37,6 +40,24 @@ class ModelConfig:
     pascal_heads: list[int] = field(default_factory=list)
     pascal_sigma2: float = 1.0
     parent_ignore: float = 0.0  # probability q of setting a Pascal prior row to 1 (training only)
+    # syntax-directed attention (Chen et al. 2017): heads per decoder layer's cross-attention (missing = 0)
+    directed_heads: list[int] = field(default_factory=list)
+    directed_n: float = 4.0  # window: syntax distance <= n; Gaussian sigma = n / 2
+    double_context: bool = False  # eq. 14: syntax-directed contexts next to the global heads (not replacing)
+    # DBSA (Deguchi et al. 2019): the last head of layer `dbsa_layer` (1-based) learns dependency heads
+    dbsa_encoder: bool = False
+    dbsa_decoder: bool = False
+    dbsa_layer: int = 1
+    dbsa_lambda: float = 0.5
+    # SyncAttn (synchronous syntactic attention): needs DBSA on both sides; 0 = off
+    sync_lambda: float = 0.0
+    sync_layer: int = 0  # decoder layer (1-based) whose cross-attention is C; 0 = the penultimate one
+    # LISA-style baseline: the last head of encoder layer `lisa_layer` (1-based; 0 = off), dot-product scores
+    lisa_layer: int = 0
+    lisa_lambda: float = 1.0
+    # S&H baseline (Sennrich & Haddow 2016): dependency-label embeddings in the last dimensions of the source
+    label_embedding: int = 0  # 10 in the Pascal paper's baseline; 0 = off
+    source_labels: list[str] = field(default_factory=list)  # label vocabulary (built from the training data)
 
     def to_dict(self) -> dict:
         """Plain values (stored in checkpoints)."""
@@ -46,6 +67,71 @@ class ModelConfig:
     def from_dict(cls, values: dict) -> ModelConfig:
         """Build from a dict, rejecting unknown keys and values of the wrong type with their names."""
         return config_from_dict(cls, values, "model")
+
+    @property
+    def sync_decoder_layer(self) -> int:
+        """The 0-based decoder layer of SyncAttn's cross-attention C."""
+        return (self.sync_layer or max(self.dec_layers - 1, 1)) - 1
+
+    def check(self) -> None:
+        """ValueError naming the option when the switches do not fit the model."""
+        if len(self.pascal_heads) > self.enc_layers:
+            raise ValueError(f"pascal_heads lists {len(self.pascal_heads)} layers, the encoder has {self.enc_layers}")
+        if len(self.directed_heads) > self.dec_layers:
+            raise ValueError(f"directed_heads lists {len(self.directed_heads)} layers, the decoder has "
+                             f"{self.dec_layers}")
+        if (self.dbsa_encoder or self.dbsa_decoder) and not 1 <= self.dbsa_layer <= min(self.enc_layers,
+                                                                                        self.dec_layers):
+            raise ValueError(f"dbsa_layer {self.dbsa_layer} is not a layer of the model (1-based)")
+        if not 0 <= self.lisa_layer <= self.enc_layers:
+            raise ValueError(f"lisa_layer {self.lisa_layer} is not an encoder layer (1-based; 0 = off)")
+        if self.lisa_layer and self.dbsa_encoder and self.lisa_layer == self.dbsa_layer:
+            raise ValueError("LISA and encoder DBSA both use the last head of the same layer: choose another "
+                             "lisa_layer")
+        if self.sync_lambda and not (self.dbsa_encoder and self.dbsa_decoder):
+            raise ValueError("sync_lambda > 0 (SyncAttn) needs dbsa_encoder and dbsa_decoder")
+        if self.sync_lambda and not 0 <= self.sync_layer <= self.dec_layers:
+            raise ValueError(f"sync_layer {self.sync_layer} is not a decoder layer (1-based; 0 = penultimate)")
+        if not 0 <= self.label_embedding < self.d_model:
+            raise ValueError(f"label_embedding must be in 0..{self.d_model - 1}, got {self.label_embedding}")
+
+    def switches(self) -> str:
+        """The syntax switches that are on, in one line (run header, `syntrain env --checkpoint`)."""
+        on = []
+        if any(self.pascal_heads):
+            on.append(f"pascal heads {self.pascal_heads} (sigma2 {self.pascal_sigma2}, q {self.parent_ignore})")
+        if any(self.directed_heads):
+            kind = "double" if self.double_context else "single"
+            on.append(f"syntax-directed heads {self.directed_heads} ({kind} context, n {self.directed_n})")
+        sides = [side for side, flag in (("encoder", self.dbsa_encoder), ("decoder", self.dbsa_decoder)) if flag]
+        if sides:
+            on.append(f"DBSA {'+'.join(sides)} layer {self.dbsa_layer} (lambda {self.dbsa_lambda})")
+        if self.sync_lambda:
+            on.append(f"SyncAttn decoder layer {self.sync_decoder_layer + 1} (lambda {self.sync_lambda})")
+        if self.lisa_layer:
+            on.append(f"LISA encoder layer {self.lisa_layer} (lambda {self.lisa_lambda})")
+        if self.label_embedding:
+            on.append(f"S&H label embeddings {self.label_embedding} ({len(self.source_labels)} labels)")
+        return "; ".join(on) or "none (vanilla)"
+
+    def batch_features(self, training: bool) -> dict[str, str]:
+        """Batch features the switches need (see data.FEATURE_COLUMNS) -> the switch that needs each;
+        `training` adds the supervision of the auxiliary losses."""
+        need = {}
+        if any(self.directed_heads):
+            need["distances"] = "syntax-directed attention"
+        if self.label_embedding:
+            need["labels"] = "S&H label embeddings"
+        if training and (self.dbsa_encoder or self.lisa_layer):
+            need["src_heads"] = "DBSA (encoder)" if self.dbsa_encoder else "LISA"
+        if training and self.dbsa_decoder:
+            need["tgt_heads"] = "DBSA (decoder)"
+        return need
+
+    def loss_weights(self) -> dict[str, float]:
+        """Auxiliary loss name -> its lambda (names as `Transformer.syntax_losses` returns them)."""
+        return {"dep_src": self.dbsa_lambda, "dep_tgt": self.dbsa_lambda, "lisa": self.lisa_lambda,
+                "sync": self.sync_lambda}
 
     @property
     def attn_dropout(self) -> float:
@@ -77,13 +163,13 @@ class FeedForward(nn.Sequential):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention (with `pascal_heads` Pascal heads) and feed-forward, pre-norm."""
+    """Self-attention (Pascal heads, a parse head) and feed-forward, pre-norm."""
 
-    def __init__(self, cfg: ModelConfig, pascal_heads: int) -> None:
+    def __init__(self, cfg: ModelConfig, pascal_heads: int, parse_scores: str = "") -> None:
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, pascal_heads, cfg.pascal_sigma2,
-                                       cfg.parent_ignore)
+                                       cfg.parent_ignore, parse_scores=parse_scores)
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
@@ -94,22 +180,28 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Causal self-attention, cross-attention over the encoder output, feed-forward, pre-norm."""
+    """Causal self-attention (a parse head), cross-attention over the encoder output (syntax-directed heads,
+    recorded mean weights), feed-forward, pre-norm."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, directed_heads: int = 0, parse_scores: str = "",
+                 record_cross: bool = False) -> None:
         super().__init__()
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, parse_scores=parse_scores)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, directed_heads=directed_heads,
+                                             directed_n=cfg.directed_n, double_context=cfg.double_context,
+                                             record_mean=record_cross)
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
-                cache: dict | None = None) -> torch.Tensor:
-        """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` ({"self": {}, "cross": {}}) for decoding."""
+                cache: dict | None = None, distances: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` ({"self": {}, "cross": {}}) for decoding;
+        `distances` (B, S, S) for syntax-directed heads."""
         self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
         x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache))
-        x = x + self.drop(self.cross_attn(self.norm2(x), memory=memory, mask=src_mask, cache=cross_cache))
+        x = x + self.drop(self.cross_attn(self.norm2(x), memory=memory, mask=src_mask, cache=cross_cache,
+                                          distances=distances))
         return x + self.drop(self.ff(self.norm3(x)))
 
 
@@ -120,17 +212,28 @@ class Transformer(nn.Module):
         super().__init__()
         if cfg.vocab_size <= 0:
             raise ValueError("ModelConfig.vocab_size must be set (the size of the joint vocabulary)")
-        if len(cfg.pascal_heads) > cfg.enc_layers:
-            raise ValueError(f"pascal_heads lists {len(cfg.pascal_heads)} layers, the encoder has {cfg.enc_layers}")
+        cfg.check()
         self.cfg = cfg
         heads = list(cfg.pascal_heads) + [0] * (cfg.enc_layers - len(cfg.pascal_heads))
+        directed = list(cfg.directed_heads) + [0] * (cfg.dec_layers - len(cfg.directed_heads))
+        enc_parse = [""] * cfg.enc_layers
+        if cfg.dbsa_encoder:
+            enc_parse[cfg.dbsa_layer - 1] = "biaffine"
+        if cfg.lisa_layer:
+            enc_parse[cfg.lisa_layer - 1] = "dot"
+        dec_parse = [""] * cfg.dec_layers
+        if cfg.dbsa_decoder:
+            dec_parse[cfg.dbsa_layer - 1] = "biaffine"
         self.src_embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=PAD_ID)
         self.tgt_embed = self.src_embed if cfg.share_embeddings else nn.Embedding(cfg.vocab_size, cfg.d_model,
                                                                                   padding_idx=PAD_ID)
+        if cfg.label_embedding:  # ids: 0 = none (EOS, pad), 1 = a label unseen in training, 2... source_labels
+            self.label_embed = nn.Embedding(len(cfg.source_labels) + 2, cfg.label_embedding, padding_idx=0)
         self.register_buffer("positions", sinusoids(cfg.max_len, cfg.d_model), persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
-        self.encoder = nn.ModuleList(EncoderLayer(cfg, h) for h in heads)
-        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
+        self.encoder = nn.ModuleList(EncoderLayer(cfg, h, p) for h, p in zip(heads, enc_parse))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg, d, p, bool(cfg.sync_lambda) and i == cfg.sync_decoder_layer)
+                                     for i, (d, p) in enumerate(zip(directed, dec_parse)))
         self.enc_norm, self.dec_norm = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.apply(self._init)
@@ -150,30 +253,39 @@ class Transformer(nn.Module):
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, std=self.cfg.d_model ** -0.5)
-            nn.init.zeros_(module.weight[PAD_ID])
+            nn.init.zeros_(module.weight[PAD_ID])  # PAD_ID = 0 = also the label embedding's "none"
 
-    def _embed(self, table: nn.Embedding, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
+    def _embed(self, table: nn.Embedding, ids: torch.Tensor, start: int = 0, labels: torch.Tensor | None = None
+               ) -> torch.Tensor:
         end = start + ids.shape[1]
         if end > self.cfg.max_len:
             raise ValueError(f"sequence of length {end} exceeds max_len {self.cfg.max_len}")
-        return self.drop(table(ids) * math.sqrt(self.cfg.d_model) + self.positions[start:end])
+        x = table(ids)
+        if labels is not None:  # S&H: label embeddings replace the last `label_embedding` dimensions
+            x = torch.cat([x[..., : -self.cfg.label_embedding], self.label_embed(labels)], dim=-1)
+        return self.drop(x * math.sqrt(self.cfg.d_model) + self.positions[start:end])
 
-    def encode(self, src: torch.Tensor, parent: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """src (B, S) ids, parent (B, S) positions -> (memory (B, S, C), source mask (B, 1, 1, S))."""
+    def encode(self, src: torch.Tensor, parent: torch.Tensor | None = None, labels: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """src (B, S) ids, parent (B, S) positions, labels (B, S) label ids (S&H) -> (memory (B, S, C),
+        source mask (B, 1, 1, S))."""
         src_mask = (src != PAD_ID)[:, None, None, :]
-        x = self._embed(self.src_embed, src)
+        if self.cfg.label_embedding and labels is None:
+            raise ValueError("S&H label embeddings need the source labels")
+        x = self._embed(self.src_embed, src, labels=labels if self.cfg.label_embedding else None)
         for layer in self.encoder:
             x = layer(x, src_mask, parent)
         return self.enc_norm(x), src_mask
 
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        """tgt_in (B, T) ids -> logits (B, T, V)."""
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+               distances: torch.Tensor | None = None) -> torch.Tensor:
+        """tgt_in (B, T) ids -> logits (B, T, V); `distances` (B, S, S) for syntax-directed heads."""
         t = tgt_in.shape[1]
         causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()
         self_mask = causal[None, None] & (tgt_in != PAD_ID)[:, None, None, :]
         x = self._embed(self.tgt_embed, tgt_in)
         for layer in self.decoder:
-            x = layer(x, memory, self_mask, src_mask)
+            x = layer(x, memory, self_mask, src_mask, distances=distances)
         return self.output(self.dec_norm(x))
 
     def new_cache(self) -> list[dict]:
@@ -189,18 +301,63 @@ class Transformer(nn.Module):
             layer["self"]["k"], layer["self"]["v"] = layer["self"]["k"][rows], layer["self"]["v"][rows]
 
     def decode_step(self, last: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
-                    cache: list[dict]) -> torch.Tensor:
+                    cache: list[dict], distances: torch.Tensor | None = None) -> torch.Tensor:
         """Incremental decoding: the token ids `last` (B, 1) at target position `step`, earlier positions read
         from `cache` -> logits (B, V) for the next token. Equals decode()'s last row (tested)."""
         x = self._embed(self.tgt_embed, last, start=step)
         for layer, layer_cache in zip(self.decoder, cache):
-            x = layer(x, memory, None, src_mask, layer_cache)
+            x = layer(x, memory, None, src_mask, layer_cache, distances)
         return self.output(self.dec_norm(x))[:, -1]
 
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, parent: torch.Tensor | None = None) -> torch.Tensor:
-        """Teacher-forced logits (B, T, V)."""
-        memory, src_mask = self.encode(src, parent)
-        return self.decode(tgt_in, memory, src_mask)
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, parent: torch.Tensor | None = None,
+                distances: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> torch.Tensor:
+        """Teacher-forced logits (B, T, V); the attention weights the auxiliary losses need are kept in the
+        layers until the next forward (see `syntax_losses`)."""
+        memory, src_mask = self.encode(src, parent, labels)
+        return self.decode(tgt_in, memory, src_mask, distances)
+
+    def syntax_losses(self, src_head: torch.Tensor | None, tgt_head: torch.Tensor | None, tgt_in: torch.Tensor
+                      ) -> dict[str, torch.Tensor]:
+        """The auxiliary losses of the last forward, unweighted sums over the batch (names as in
+        `ModelConfig.loss_weights`): DBSA/LISA -log A[t, head(t)] over rows with a head (>= 0), SyncAttn
+        sum (D' - D)^2 over the unmasked cells."""
+        cfg, losses = self.cfg, {}
+        if cfg.dbsa_encoder:
+            losses["dep_src"] = dependency_loss(self.encoder[cfg.dbsa_layer - 1].attn.parse_log_weights, src_head)
+        if cfg.lisa_layer:
+            losses["lisa"] = dependency_loss(self.encoder[cfg.lisa_layer - 1].attn.parse_log_weights, src_head)
+        if cfg.dbsa_decoder:
+            losses["dep_tgt"] = dependency_loss(self.decoder[cfg.dbsa_layer - 1].self_attn.parse_log_weights,
+                                                tgt_head)
+        if cfg.sync_lambda:
+            losses["sync"] = sync_loss(self.encoder[cfg.dbsa_layer - 1].attn.parse_log_weights.exp(),
+                                       self.decoder[cfg.dbsa_layer - 1].self_attn.parse_log_weights.exp(),
+                                       self.decoder[cfg.sync_decoder_layer].cross_attn.mean_weights, tgt_in != PAD_ID)
+        return losses
+
+
+def dependency_loss(log_weights: torch.Tensor, head: torch.Tensor | None) -> torch.Tensor:
+    """DBSA eq. 5 / LISA: sum of -log A[t, head(t)] over the rows t with a head (head >= 0); log_weights
+    (B, T, S), head (B, T) positions, -1 = no loss for that row."""
+    if head is None:
+        raise ValueError("the dependency loss needs the heads of the batch (src_head / tgt_head)")
+    supervised = head >= 0
+    picked = log_weights.gather(-1, head.clamp(min=0)[..., None])[..., 0]
+    return -torch.where(supervised, picked, torch.zeros_like(picked)).sum()
+
+
+def sync_loss(encoder: torch.Tensor, decoder: torch.Tensor, cross: torch.Tensor, tgt_valid: torch.Tensor
+              ) -> torch.Tensor:
+    """SyncAttn eqs. 7-9: D' = softmax(mask(C E C^T)), sum of (D' - D)^2 over the unmasked cells.
+
+    encoder E (B, S, S), decoder D (B, T, T), cross C (B, T, S), tgt_valid (B, T) non-pad target inputs.
+    Masked cells (a later or a pad key, a pad query) are zero in both D' and D."""
+    t = decoder.shape[-1]
+    causal = torch.ones(t, t, dtype=torch.bool, device=decoder.device).tril()
+    allowed = causal[None] & tgt_valid[:, None, :] & tgt_valid[:, :, None]
+    mapped = (cross.float() @ encoder.float() @ cross.float().transpose(1, 2)).masked_fill(~allowed, -1e9)
+    target = torch.softmax(mapped, dim=-1) * allowed  # (a pad query row: uniform, then zeroed)
+    return ((target - decoder.float() * allowed) ** 2).sum()
 
 
 def build_model(preset: str = "tiny", **overrides: object) -> Transformer:

@@ -163,23 +163,31 @@ def _set_rng_state(state: dict) -> None:
 
 
 def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: torch.device,
-                         autocast: contextlib.AbstractContextManager, label_smoothing: float
-                         ) -> tuple[torch.Tensor, int]:
+                         autocast: contextlib.AbstractContextManager, label_smoothing: float,
+                         aux_totals: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, int]:
     """Forward and backward over `batches` (one optimizer update): the gradients of the label-smoothed loss
-    summed over all their target tokens / the number of those tokens, as for one batch holding them all.
-    Returns (that mean loss as a 0-d tensor, target tokens). Under DDP, gradients sync on the last batch only."""
+    plus lambda x each auxiliary syntax loss, summed over the batches / their target tokens, as for one batch
+    holding them all. Returns (the mean translation loss as a 0-d tensor, target tokens); `aux_totals` gets
+    each auxiliary loss (unweighted, per target token) added. Under DDP, gradients sync on the last batch only."""
     tokens = sum(batch.tokens() for batch in batches)  # counted on the CPU: no device sync
     total = torch.zeros((), device=device)
+    raw = getattr(model, "module", model)
+    weights = raw.cfg.loss_weights()
     for i, batch in enumerate(batches):
         batch = batch.to(device)
         last = i == len(batches) - 1
         no_sync = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
         with no_sync:
             with autocast:
-                logits = model(batch.src, batch.tgt_in, batch.parent)
+                logits = model(batch.src, batch.tgt_in, batch.parent, batch.distances, batch.labels)
             loss = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
                                    label_smoothing=label_smoothing, reduction="sum") / tokens
-            loss.backward()
+            objective = loss
+            for name, value in raw.syntax_losses(batch.src_head, batch.tgt_head, batch.tgt_in).items():
+                objective = objective + weights[name] * value / tokens
+                if aux_totals is not None:
+                    aux_totals[name] = aux_totals.get(name, 0.0) + value.detach() / tokens
+            objective.backward()
         total += loss.detach()
     return total, tokens
 
@@ -199,7 +207,7 @@ def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
 def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
     """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
     ckpt = read_checkpoint(path, device)
-    model = Transformer(ModelConfig.from_dict(ckpt["model_config"])).to(device)
+    model = Transformer(ModelConfig.from_dict(ckpt["model_config"])).to(device)  # new keys: their defaults
     model.load_state_dict(ckpt["model"])
     return model.eval(), Vocab(ckpt["vocab"]), ckpt
 
@@ -212,7 +220,7 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     with torch.no_grad():
         for rows in data.batches(cfg.max_tokens, shuffle=False):
             batch = data.collate(rows).to(device)
-            logits = model(batch.src, batch.tgt_in, batch.parent)
+            logits = model(batch.src, batch.tgt_in, batch.parent, batch.distances, batch.labels)
             total += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
                                      label_smoothing=cfg.label_smoothing, reduction="sum").item()
             tokens += batch.tokens()
@@ -284,14 +292,20 @@ def train(cfg: TrainConfig) -> Transformer:
         vocab = Vocab.build([read_split(cfg.data)[0]])
         if rank == 0:
             vocab.save(os.path.join(cfg.out, "vocab.json"))
-    train_data = ParallelData(cfg.data, vocab, cfg.max_len)
+    mcfg = ModelConfig.from_dict(ckpt["model_config"]) if ckpt else \
+        ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": len(vocab)})
+    if mcfg.label_embedding and not mcfg.source_labels:
+        from .data import label_vocabulary, read_split
+
+        mcfg.source_labels = label_vocabulary(read_split(cfg.data)[0])
+    train_data = ParallelData(cfg.data, vocab, cfg.max_len, features=mcfg.batch_features(training=True),
+                              labels=mcfg.source_labels)
     longest = train_data.longest()
     if longest > cfg.max_tokens:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
                          "BOS/EOS): raise max_tokens or lower max_len")
-    valid_data = ParallelData(cfg.valid, vocab) if cfg.valid else None
-    mcfg = ModelConfig.from_dict(ckpt["model_config"]) if ckpt else \
-        ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": len(vocab)})
+    valid_data = ParallelData(cfg.valid, vocab, features=mcfg.batch_features(training=False),
+                              labels=mcfg.source_labels) if cfg.valid else None
     model = Transformer(mcfg).to(device)
     model.set_attention_kernel(cfg.attention)
     if cfg.attention == "flex" and device.type != "cuda":
@@ -323,9 +337,9 @@ def train(cfg: TrainConfig) -> Transformer:
     autocast = autocast_context(cfg.precision, device)
     n_params = sum(p.numel() for p in raw_model.parameters())
     _log(f"syntrain: {len(train_data)} training pairs, vocabulary {len(vocab)}, {n_params / 1e6:.1f}M parameters, "
-         f"pascal heads {mcfg.pascal_heads or 'none'}, device {device}, {world} process(es), "
+         f"device {device}, {world} process(es), "
          f"precision {resolve_precision(cfg.precision, device)}, attention kernel {_kernel_in_use(raw_model, device)}"
-         f", out {cfg.out}", rank)
+         f", out {cfg.out}\n  syntax switches: {mcfg.switches()}", rank)
     metrics_path = os.path.join(cfg.out, "metrics.jsonl")
     if rank == 0 and ckpt:
         _truncate_metrics(metrics_path, ckpt["step"])  # a resumed run redoes the steps after its checkpoint
@@ -371,7 +385,7 @@ def train(cfg: TrainConfig) -> Transformer:
     model.train()
     started = window_start = time.time()
     first_step = step
-    window_loss, window_tokens = 0.0, 0
+    window_loss, window_tokens, window_aux = 0.0, 0, {}
     stop = step >= cfg.max_steps  # a resumed run that is already complete only re-scores
     while not stop:
         batches = train_data.batches(cfg.max_tokens, cfg.seed, epoch)
@@ -381,7 +395,8 @@ def train(cfg: TrainConfig) -> Transformer:
         batches = batches[rank::world][:per_rank]
         while position < per_rank:
             group = [train_data.collate(rows) for rows in batches[position : position + cfg.accum_steps]]
-            loss, tokens = accumulate_gradients(model, group, device, autocast, cfg.label_smoothing)
+            aux: dict[str, torch.Tensor] = {}
+            loss, tokens = accumulate_gradients(model, group, device, autocast, cfg.label_smoothing, aux)
             if cfg.clip_norm:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
             optimizer.step()
@@ -389,6 +404,8 @@ def train(cfg: TrainConfig) -> Transformer:
             optimizer.zero_grad(set_to_none=True)
             step, position = step + 1, position + len(group)
             window_loss, window_tokens = window_loss + loss.detach() * tokens, window_tokens + tokens
+            for name, value in aux.items():
+                window_aux[name] = window_aux.get(name, 0.0) + value * tokens
             out_of_time = cfg.max_minutes and (time.time() - started) / 60 >= cfg.max_minutes
             if world > 1 and cfg.max_minutes:  # all ranks stop at the same step
                 flag = torch.tensor([float(bool(out_of_time))], device=device)
@@ -401,11 +418,14 @@ def train(cfg: TrainConfig) -> Transformer:
                 values = {"step": step, "epoch": epoch, "loss": round(window_loss.item() / window_tokens, 4),
                           "lr": scheduler.get_last_lr()[0], "tokens_per_s": round(window_tokens * world / seconds),
                           "elapsed_s": round(elapsed, 1)}
+                values.update({f"loss_{name}": round(value.item() / window_tokens, 4)
+                               for name, value in window_aux.items()})  # per target token, unweighted
+                aux_text = "".join(f" | {name} {values[f'loss_{name}']:.3f}" for name in window_aux)
                 eta = format_eta(step, first_step, elapsed, cfg.max_steps, cfg.max_minutes)
-                _log(f"step {step} | loss {values['loss']:.3f} | lr {values['lr']:.2e} | "
+                _log(f"step {step} | loss {values['loss']:.3f}{aux_text} | lr {values['lr']:.2e} | "
                      f"{values['tokens_per_s']} tok/s | ETA {eta}", rank)
                 record(values)
-                window_loss, window_tokens, window_start = 0.0, 0, time.time()
+                window_loss, window_tokens, window_aux, window_start = 0.0, 0, {}, time.time()
             if step % cfg.eval_interval == 0 or stop:
                 if valid_data is not None and rank == 0:
                     result = evaluate(raw_model, valid_data, vocab, cfg, device, cfg.eval_beam, cfg.eval_sentences)
@@ -435,7 +455,8 @@ def train(cfg: TrainConfig) -> Transformer:
             epoch, position = epoch + 1, 0
     if cfg.test and rank == 0:
         model_best, _, _ = load_checkpoint(best_path, device)
-        test_data = ParallelData(cfg.test, vocab)
+        test_data = ParallelData(cfg.test, vocab, features=mcfg.batch_features(training=False),
+                                 labels=mcfg.source_labels)
         result = evaluate(model_best, test_data, vocab, cfg, device, cfg.test_beam)
         _log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
              f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}", rank)

@@ -33,7 +33,8 @@ class Translator:
 
     def split(self, path: str) -> ParallelData:
         """A split folder written by synprep convert, with this model's vocabulary."""
-        return ParallelData(path, self.vocab)
+        return ParallelData(path, self.vocab, features=self.model.cfg.batch_features(training=False),
+                            labels=self.model.cfg.source_labels)
 
     def _decode(self, data: ParallelData) -> list[Ranked]:
         return translate_nbest(self.model, data, self.vocab, self.beam, self.alpha, self.max_tokens,
@@ -54,7 +55,9 @@ class Translator:
         pipeline = self.ckpt["pipeline"]
         dataset = self.ckpt.get("dataset") or pipeline.get("output", "")  # older checkpoints: the output
         table = raw_source([lines[i] for i in filled], pipeline, self.ckpt.get("signature", {}), dataset)
-        data = ParallelData("<input>", self.vocab, table=table, configuration=pipeline)
+        # raw_source makes every source feature of the training dataset (distances, labels, ...)
+        data = ParallelData("<input>", self.vocab, table=table, configuration=pipeline,
+                            features=self.model.cfg.batch_features(training=False), labels=self.model.cfg.source_labels)
         for i, ranked in zip(filled, self._decode(data)):
             results[i] = ranked
         return results

@@ -502,8 +502,10 @@ def test_training_recipes_are_valid(recipe):
     values = load_run_config(os.path.join(REPO, "pipelines", "train", recipe))
     cfg = TrainConfig.from_dict(values)
     model_cfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": 8})
+    model_cfg.check()  # the syntax switches fit the model
     assert all(0 <= h <= model_cfg.n_heads for h in model_cfg.pascal_heads)
     assert len(model_cfg.pascal_heads) <= model_cfg.enc_layers and cfg.accum_steps >= 1
     assert os.path.basename(cfg.data) == "train" and os.path.basename(cfg.valid) == "valid"
-    if cfg.preset == "base":  # the paper setups: 32k tokens per update on one process
-        assert cfg.max_tokens * cfg.accum_steps == 32768 and model_cfg.attention_dropout == 0.0
+    if cfg.preset == "base":  # the paper setups: 32k tokens per update on one process (SyncAttn: 25k)
+        per_update = 25000 if model_cfg.sync_lambda else 32768
+        assert cfg.max_tokens * cfg.accum_steps == per_update and model_cfg.attention_dropout == 0.0
