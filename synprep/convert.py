@@ -484,6 +484,8 @@ class Converter:
     def run(self) -> dict[str, SplitStats]:
         """All phases for all splits; returns per-split statistics (also in each manifest)."""
         self._check_inputs()
+        if os.path.exists(self.out) and not os.path.isdir(self.out):
+            raise InputError("the output must be a folder, and this is a file", self.out)
         existed = os.path.isdir(self.out)
         lock = WriterLock(self.out)
         lock.acquire()  # one writer at a time (a second convert or --resume on the same folder is refused)

@@ -344,11 +344,13 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
         os.makedirs(out_dir, exist_ok=True)
         for path in paths:
             os.replace(path, os.path.join(out_dir, os.path.basename(path)))
-    except BaseException:
+    except BaseException as err:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         for path in created:  # deepest first
             if os.path.isdir(path) and not os.listdir(path):
                 os.rmdir(path)
+        if isinstance(err, OSError) and err.filename is None and not isinstance(err, BrokenPipeError):
+            raise InputError(f"cannot write: {err.strerror or err}", out_dir) from None  # a full disk, named
         raise
     os.rmdir(tmp_dir)
     message = summary.warning()

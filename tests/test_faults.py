@@ -221,6 +221,19 @@ def full_disk_stdout(data, tmp):
     return ["sh", "-c", f"'{SYNPREP}' bpe apply --codes '{data['codes']}' -i in.txt > /dev/full"], None
 
 
+def full_disk_filter(data, tmp):
+    mount = _tmpfs(tmp, "64k")
+    _write(tmp / "in.en", "The dog barks at the cat today .\n" * 5000)
+    _write(tmp / "in.de", "Der Hund bellt heute die Katze an .\n" * 5000)
+    return [SYNPREP, "filter", "--src", "in.en", "--tgt", "in.de", "--src-lang", "en", "--tgt-lang", "de", "--langid",
+            "none", "-o", str(mount / "clean")], None
+
+
+def output_is_a_file(data, tmp):
+    _write(tmp / "out", "I am a file, not a folder\n")
+    return [SYNPREP, "convert", str(_pipeline(data, tmp)), "--output", "out"], None
+
+
 def full_disk_convert(data, tmp):
     mount = _tmpfs(tmp, "200k")
     pipeline = _pipeline(data, tmp)
@@ -340,6 +353,8 @@ CASES = [
     Case("bpe apply: disk full", "disk full", full_disk_bpe, names="o.bpe", root_only=True),
     Case("bpe apply: stdout on a full device", "disk full", full_disk_stdout, names="No space left"),
     Case("convert: disk full", "disk full", full_disk_convert, names="full/out", root_only=True),
+    Case("filter: disk full", "disk full", full_disk_filter, names="full/clean", root_only=True),
+    Case("convert: the output folder is a file", "bad values", output_is_a_file, names="must be a folder"),
     Case("syntrain run: disk full", "disk full", full_disk_syntrain, names="full/run", root_only=True),
     Case("parse: 200 KB line", "long lines", long_line_parse, expect="ok", check=_three_sentences_one_skipped),
     Case("convert: 40 KB line in the test split (counted)", "long lines", long_line_convert, expect="ok",

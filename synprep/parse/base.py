@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from typing import NamedTuple
 
 from ..conllu import DEPREL, HEAD, ID, ConlluSentence
+from ..errors import InputError
 from ..textio import file_sha256
 
 JOIN_LABEL = "parataxis"
@@ -54,7 +55,11 @@ class Parser(ABC):
         """One sentence per input line, in order (empty lines give empty sentences)."""
         texts = [self.prepare(line) for line in lines]
         wanted = [text for text in texts if text]
-        parsed = iter(self.parse_lines(wanted) if wanted else [])
+        try:
+            parsed = iter(self.parse_lines(wanted) if wanted else [])
+        except Exception as err:  # noqa: BLE001 - a backend library failing on some input: one clear error
+            raise InputError(f"the {self.name} parser failed on a batch of {len(wanted)} lines "
+                             f"({type(err).__name__}: {err})") from None
         result = []
         for text in texts:
             if not text:
