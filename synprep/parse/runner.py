@@ -108,10 +108,10 @@ def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int
     """Parse `input_path` (one sentence per line; '-' = stdin; .gz/.xz) into CoNLL-U at `output_path`.
     `progress`: a tqdm bar (lines) on stderr; None = only when stderr is a terminal."""
     spec.check()
-    if spec.backend in ("udpipe", "spacy-udpipe"):  # cheap to load: an unusable model is one error, before workers
-        from .udpipe import load_udpipe_model
+    if spec.backend in ("udpipe", "spacy-udpipe"):  # an unusable model is one error, before any worker starts
+        from .udpipe import check_udpipe_model
 
-        load_udpipe_model(spec.model)
+        check_udpipe_model(spec.model)
     workers = workers or default_workers()
     if batch_size < 1:
         raise InputError(f"batch size must be positive, got {batch_size}")

@@ -18,9 +18,12 @@ MODELS_HINT = ("UDPipe 1 models are released at the LINDAT repository "
 _PROBED: set[tuple[str, int, int]] = set()  # model files a child process loaded safely (inherited by forks)
 
 
-def _probe_in_child(path: str) -> None:
-    """Load the model once in a forked child first: on some damaged files UDPipe's C++ code throws an exception
-    nothing catches and aborts the whole process (and a pool would restart its dying workers forever)."""
+def check_udpipe_model(path: str) -> None:
+    """Load the model once in a forked child: an unusable file is a one-line InputError, and on some damaged
+    files UDPipe's C++ code throws an exception nothing catches and aborts the whole process (a pool would
+    restart its dying workers forever). The caller itself loads nothing (workers load the model once)."""
+    if not os.path.isfile(path):
+        raise InputError(f"no such UDPipe model file; {MODELS_HINT}", path)
     stat = os.stat(path)
     key = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
     if key in _PROBED or not hasattr(os, "fork"):
@@ -37,8 +40,11 @@ def _probe_in_child(path: str) -> None:
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) < 0:
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
         raise InputError(f"not a UDPipe model (UDPipe aborted while reading it: a damaged file?); {MODELS_HINT}", path)
+    if code:
+        raise InputError(f"not a loadable UDPipe model; {MODELS_HINT}", path)
     _PROBED.add(key)
 
 
@@ -47,9 +53,7 @@ def load_udpipe_model(path: str) -> Any:  # noqa: ANN401 (a ufal.udpipe.Model, i
     that makes UDPipe abort is caught in a child process first)."""
     from ufal.udpipe import Model
 
-    if not os.path.isfile(path):
-        raise InputError(f"no such UDPipe model file; {MODELS_HINT}", path)
-    _probe_in_child(path)
+    check_udpipe_model(path)
     model = Model.load(path)
     if model is None:
         raise InputError(f"not a loadable UDPipe model; {MODELS_HINT}", path)
