@@ -283,8 +283,8 @@ class SideView:
     record: dict[str, Any]  # everything stored (parent_mid, distances, transitions, ...)
 
 
-def example_sides(row: Row) -> Iterator[SideView]:
-    """The sides of a row that hold a tree, ready to show."""
+def example_sides(row: Row, unknown_label: str = "?") -> Iterator[SideView]:
+    """The sides of a row that hold a tree, ready to show (`unknown_label` where no labels are stored)."""
     for side, record in row.sides.items():
         if "tokens" not in record:
             continue
@@ -295,7 +295,7 @@ def example_sides(row: Row) -> Iterator[SideView]:
         for position, token in enumerate(owner):
             positions[token].append(position)
         yield SideView(side, record.get("text") or " ".join(tokens), tokens, heads,
-                       record.get("labels") or ["root" if h == 0 else "?" for h in heads], subwords, owner,
+                       record.get("labels") or ["root" if h == 0 else unknown_label for h in heads], subwords, owner,
                        F.token_pieces(subwords, owner, len(tokens)), positions, bool(record.get("projective")), record)
 
 

@@ -203,13 +203,12 @@ def _table(rows: list[list[str]], header: bool = True, numeric: bool = True) -> 
 def _example(row: Row) -> str:
     parts = [f'<div class="example"><h3>id {row.id}' + (f" <small>({escape(row.file)})</small>" if row.file else "")
              + "</h3>"]
-    for view in example_sides(row):
+    for view in example_sides(row, unknown_label=""):
         record, tokens, subwords = view.record, view.tokens, view.subwords
         kind = "projective" if view.projective else "non-projective (crossing arcs in red)"
         parts.append(f'<h4>{escape(view.side)} <small>{len(tokens)} tokens, {len(subwords)} sub-words, {kind}'
                      f'</small></h4><div class="text">{escape(view.text)}</div>')
-        labels = [label if label != "?" else "" for label in view.labels]
-        parts.append(f'<div class="scroll">{tree_svg(tokens, view.heads, labels, view.pieces)}</div>')
+        parts.append(f'<div class="scroll">{tree_svg(tokens, view.heads, view.labels, view.pieces)}</div>')
         stored = record.get("parent_mid") is not None
         mid = np.asarray(record["parent_mid"]) if stored else F.parent_mid(view.heads, view.owner)
         names = [f"{i}:{p}" for i, p in enumerate(subwords)]
