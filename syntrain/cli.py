@@ -63,7 +63,8 @@ def cli() -> None:
 @click.option("--seed", type=int)
 @click.option("--threads", type=int, help="Torch CPU threads.")
 @click.option("--attention", type=click.Choice(["auto", "math", "flex"]),
-              help="Pascal heads kernel: auto = FlexAttention on CUDA (no attention dropout), else math.")
+              help="Pascal heads kernel: auto = math; flex = FlexAttention (CUDA training, compiled per shape).")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), help="auto: CUDA when available, else CPU.")
 @click.option("--precision", type=click.Choice(["auto", "fp32", "bf16"]),
               help="auto = bf16 autocast on CUDA with bf16 support, else fp32.")
 @click.option("--max-len", type=int, help="Skip training pairs with a longer side (sub-words).")
@@ -230,9 +231,9 @@ def env(checkpoint: str | None) -> None:
     cuda = torch.cuda.is_available()
     name = f"cuda ({torch.cuda.get_device_name()})" if cuda else "cpu"
     precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
-    kernel = "flex" if cuda and flex_available() else "math"
+    flex = "available" if flex_available() else "not in this torch"
     click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
-               f"Pascal attention kernel {kernel} (math while attention dropout is on)")
+               f"Pascal attention kernel math (flex on request: {flex})")
     click.echo("syntax switches ([model] keys, all off by default): pascal_heads; directed_heads, double_context, "
                "directed_n; dbsa_encoder, dbsa_decoder, dbsa_layer, dbsa_lambda; sync_lambda, sync_layer; "
                "lisa_layer, lisa_lambda; label_embedding (S&H)")

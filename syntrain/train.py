@@ -66,7 +66,8 @@ class TrainConfig:
     log_interval: int = 100
     seed: int = 1
     threads: int = 0  # torch CPU threads (0: torch's default)
-    attention: str = "auto"  # kernel of the Pascal heads: auto (flex on CUDA), math, flex (see attention.py)
+    device: str = "auto"  # auto (CUDA when available, else CPU), cuda, cpu
+    attention: str = "auto"  # kernel of the Pascal heads: auto (= math), math, flex (see attention.py)
     precision: str = "auto"  # auto (bf16 autocast on CUDA with bf16 support, else fp32), fp32, bf16
     resume: bool = False
     keep_last: int = 0  # also keep the N most recent OUT/checkpoint_<step>.pt (0: only last.pt and best.pt)
@@ -247,16 +248,28 @@ def _truncate_metrics(path: str, step: int) -> None:
     atomic_write(path, "".join(kept).encode("utf-8"))
 
 
+def training_device(choice: str, local_rank: int = 0) -> torch.device:
+    """The device of process `local_rank` for `choice` (auto, cuda, cpu): one GPU per process."""
+    if choice not in ("auto", "cuda", "cpu"):
+        raise ValueError(f"device must be auto, cuda or cpu, got {choice!r}")
+    if choice == "cpu" or (choice == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise ValueError("device = cuda but torch sees no CUDA GPU (use device auto or cpu)")
+    if local_rank >= torch.cuda.device_count():
+        raise ValueError(f"process {local_rank} of this node has no GPU of its own ({torch.cuda.device_count()} "
+                         f"visible): start at most one process per GPU, or train with device = cpu")
+    return torch.device("cuda", local_rank)
+
+
 def train(cfg: TrainConfig) -> Transformer:
     """Run (or resume) training as configured; returns the trained model (unwrapped)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     own_group = world > 1 and not dist.is_initialized()
-    if torch.cuda.is_available():
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    device = training_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
+    if device.type == "cuda":
         torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
     if own_group:
         # rank 0 validates (decoding) while the others wait in the checkpoint collective: a long timeout
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=datetime.timedelta(hours=2))
