@@ -248,6 +248,13 @@ def _truncate_metrics(path: str, step: int) -> None:
     atomic_write(path, "".join(kept).encode("utf-8"))
 
 
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig
+                   ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    """Adam (betas from `cfg`, eps 1e-9) with the inverse square-root schedule."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas, eps=1e-9)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt(cfg.warmup))
+
+
 def training_device(choice: str, local_rank: int = 0) -> torch.device:
     """The device of process `local_rank` for `choice` (auto, cuda, cpu): one GPU per process."""
     if choice not in ("auto", "cuda", "cpu"):
@@ -332,8 +339,7 @@ def train(cfg: TrainConfig) -> Transformer:
     if mcfg.pascal_heads and any(mcfg.pascal_heads) and not train_data.has_parents:
         raise ValueError(f"{cfg.data}: Pascal heads need src_parent_mid (convert with [features] src = "
                          "[\"parents\"])")
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas, eps=1e-9)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt(cfg.warmup))
+    optimizer, scheduler = make_optimizer(model, cfg)
     step, epoch, position, best, bad_evals = 0, 0, 0, None, 0
     if ckpt:
         model.load_state_dict(ckpt["model"])
@@ -429,7 +435,8 @@ def train(cfg: TrainConfig) -> Transformer:
                 seconds = max(time.time() - window_start, 1e-9)
                 elapsed = time.time() - started
                 values = {"step": step, "epoch": epoch, "loss": round(window_loss.item() / window_tokens, 4),
-                          "lr": scheduler.get_last_lr()[0], "tokens_per_s": round(window_tokens * world / seconds),
+                          "lr": scheduler.get_last_lr()[0], "tokens": window_tokens * world,
+                          "tokens_per_s": round(window_tokens * world / seconds),
                           "elapsed_s": round(elapsed, 1)}
                 values.update({f"loss_{name}": round(value.item() / window_tokens, 4)
                                for name, value in window_aux.items()})  # per target token, unweighted
