@@ -107,6 +107,7 @@ def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[
 
     header = ["subset", "pairs"] + [f"{name} {m}" for name, _ in systems for m in ("BLEU", "chrF")]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    signatures: dict[str, object] = {}
     for name, ids in [("all", None), *subsets]:
         rows = list(range(len(references))) if ids is None else subset_rows(split_ids, ids, name)
         if not rows:
@@ -117,19 +118,24 @@ def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[
         metrics = {"BLEU": BLEU(), "chrF": CHRF()}
         cells = []
         if len(picked) > 1:
-            _, scores = PairedTest(picked, metrics, [refs], test_type="bs", n_samples=samples)()
+            signatures, scores = PairedTest(picked, metrics, [refs], test_type="bs", n_samples=samples)()
             bleu_key, chrf_key = [key for key in scores if key != "System"]
             for i in range(len(picked)):
                 for key in (bleu_key, chrf_key):
                     score = scores[key][i]
-                    cells.append(_fmt(score.score) + ("" if i == 0 else f" (p {score.p_value:.3f})"))
+                    # sacrebleu gives a system identical to the baseline its smallest p (a zero difference is
+                    # "not attributed to chance"): say so instead of printing it
+                    same = picked[i][1] == picked[0][1]
+                    cells.append(_fmt(score.score) + ("" if i == 0 else " (identical)" if same else
+                                                      f" (p {score.p_value:.3f})"))
         else:
             cells = [_fmt(metric.corpus_score(picked[0][1], [refs]).score) for metric in metrics.values()]
+            signatures = {m: metric.get_signature() for m, metric in metrics.items()}
         lines.append(f"| {name} | {len(rows)} | " + " | ".join(cells) + " |")
-    signatures = {m: metric.get_signature() for m, metric in {"BLEU": BLEU(), "chrF": CHRF()}.items()}
     lines.append("")
     if len(systems) > 1:
-        lines.append(f"p: paired bootstrap against {systems[0][0]} on the same pairs, {samples} resamples.")
+        lines.append(f"p: paired bootstrap against {systems[0][0]} on the same pairs, {samples} resamples "
+                     "(identical: the same hypotheses as the baseline on that subset).")
     lines += [f"{metric}: `{signature}`" for metric, signature in signatures.items()]
     return lines
 
