@@ -27,10 +27,13 @@ import os
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .textio import atomic_write
+
+if TYPE_CHECKING:
+    from .shards import Split
 
 SUMMARY = "summary.json"
 
@@ -251,13 +254,11 @@ def side_languages(configuration: Mapping[str, Any]) -> dict[str, str | None]:
     return {side: configuration.get(f"{side}_lang") or None for side in ("src", "tgt")}
 
 
-def scan_split(path: str, sides: Sequence[str] = ("src", "tgt"), rules: Sequence[Rule] = RULES) -> list[Subset]:
-    """Every (side, rule) subset of a converted split (read through synprep.shards), in the order of `sides`
+def scan_split(split: Split, sides: Sequence[str] = ("src", "tgt"), rules: Sequence[Rule] = RULES) -> list[Subset]:
+    """Every (side, rule) subset of a converted split (`synprep.shards.open_split`), in the order of `sides`
     and `rules`. A side without stored labels is an InputError; a rule not meant for a side's language, or one
     on labels with subtypes when the split stripped them, is kept with `skipped` set (0 pairs)."""
-    from .shards import open_split
-
-    split = open_split(path)
+    path = split.path
     langs = side_languages(split.manifest.configuration)
     stripped = bool(split.manifest.policies.get("strip_subtypes"))
     columns = ["id"]
@@ -298,8 +299,8 @@ def write_challenge(path: str, out_dir: str, sides: Sequence[str] = ("src", "tgt
     """Scan a split and write DIR (module docstring); returns the summary written to DIR/summary.json."""
     from .shards import open_split
 
-    subsets = scan_split(path, sides, rules)
     split = open_split(path)
+    subsets = scan_split(split, sides, rules)
     os.makedirs(out_dir, exist_ok=True)
     entries = []
     for subset in subsets:
@@ -391,6 +392,12 @@ def conllu_records(path: str) -> Iterator[dict[str, Any]]:
 
 
 def conllu_language(path: str) -> str | None:
-    """The language of a UD treebank file from its name (`en_ewt-ud-test.conllu` -> en), else None."""
-    stem = os.path.basename(path).split("_", 1)[0]
-    return stem if "_" in os.path.basename(path) and 2 <= len(stem) <= 3 and stem.isalpha() else None
+    """The language of a CoNLL-U file from its name: a UD treebank's prefix (`en_ewt-ud-test.conllu` -> en) or
+    a two-letter part before `.conllu` (`train.de.conllu`, `de.conllu` -> de); else None."""
+    name = os.path.basename(path)
+    prefix, parts = name.split("_", 1)[0], name.split(".")
+    if "_" in name and 2 <= len(prefix) <= 3 and prefix.isalpha():
+        return prefix.lower()
+    if len(parts) >= 2 and len(parts[-2]) == 2 and parts[-2].isalpha():
+        return parts[-2].lower()
+    return None

@@ -406,3 +406,11 @@ def test_eval_and_compare_by_subset(split, tmp_path):
     (damaged / "test.hyp").write_text("one line\n", encoding="utf-8")
     done = run("--data", test, str(perfect), str(damaged), module="syntrain.compare")
     assert done.returncode != 0 and "test.hyp: 1 hypotheses for a split of 7 pairs" in done.stderr
+
+
+def test_language_of_a_conllu_file_name():
+    from synprep.challenge import conllu_language
+
+    assert conllu_language("ud/en_ewt-ud-test.conllu") == "en" and conllu_language("x/train.de.conllu") == "de"
+    assert conllu_language("sample_data/en.conllu") == "en"
+    assert conllu_language("synth/test.src.conllu") is None and conllu_language("trees.conllu") is None
