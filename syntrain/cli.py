@@ -176,9 +176,15 @@ def _warn_signature(ckpt: dict, data: object) -> None:
 @click.option("--length-penalty", type=float, default=0.6, show_default=True)
 @click.option("--max-tokens", type=int, default=4096, show_default=True)
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
+@click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
+              help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
+              "every subset.")
 def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max_tokens: int,
-          output_path: str | None) -> None:
-    """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split."""
+          output_path: str | None, subsets_dir: str | None) -> None:
+    """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
+    subsets)."""
+    from synprep.challenge import load_subsets
+
     from .data import ParallelData
     from .decode import score
     from .decode import translate as run_translate
@@ -192,6 +198,7 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
+    subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
     hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device, progress=True)
     if output_path:
         with open(output_path, "w", encoding="utf-8") as f:
@@ -199,6 +206,12 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     result = score(hyps, data.references(data.keep))
     click.echo(f"BLEU {result['bleu']:.2f}  BLEU signature: {result['bleu_signature']}")
     click.echo(f"chrF {result['chrf']:.2f}  chrF signature: {result['chrf_signature']}")
+    if subsets is not None:
+        from .compare import subset_table
+
+        split_ids = data.table.column("id").to_pylist()
+        name = os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) or "model"
+        click.echo("\n".join(["", *subset_table([(name, hyps)], data.references(data.keep), split_ids, subsets)]))
 
 
 @cli.command()
