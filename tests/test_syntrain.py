@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -525,3 +526,43 @@ def test_training_recipes_are_valid(recipe):
     if cfg.preset == "base":  # the paper setups: 32k tokens per update on one process (SyncAttn: 25k)
         per_update = 25000 if model_cfg.sync_lambda else 32768
         assert cfg.max_tokens * cfg.accum_steps == per_update and model_cfg.attention_dropout == 0.0
+
+
+def test_prefetch_makes_the_next_batch_while_the_step_runs():
+    """The data of step n + 1 is ready before step n ends (collation overlaps the step), in order; an error
+    in `make` surfaces at its item."""
+    from syntrain.data import prefetch
+
+    made = []
+
+    def make(i):
+        made.append(i)
+        return i * 10
+
+    seen = []
+    for value in prefetch(range(6), make, depth=2):
+        time.sleep(0.05)  # the training step
+        seen.append(value)
+        n = value // 10
+        assert n == 5 or n + 1 in made, (n, made)  # the next batch exists before this step ends
+    assert seen == [0, 10, 20, 30, 40, 50] and made == list(range(6))
+
+    def broken(i):
+        if i == 3:
+            raise ValueError("bad row 3")
+        return i
+
+    got = []
+    with pytest.raises(ValueError, match="bad row 3"):
+        for value in prefetch(range(6), broken):
+            got.append(value)
+    assert got == [0, 1, 2]
+
+
+def test_collated_token_count_matches_the_tensor(shards):
+    table, _ = read_split(str(shards / "train"))
+    data = ParallelData(str(shards / "train"), Vocab.build([table]))
+    for rows in data.batches(300, seed=1, epoch=0)[:5]:
+        batch = data.collate(rows)
+        assert batch.tokens() == int((batch.tgt_out != PAD_ID).sum()) > 0
+        assert batch.to("cpu").tokens() == batch.tokens()
