@@ -11,7 +11,8 @@ fairseq lives in a side virtual environment (it pins old packages); one command 
 the benchmark says so and exits 0.
 
 Both tools train the Multi30k vanilla recipe's model (tiny: d_model 256, 4 heads, 3+3 layers, d_ff 1024,
-shared embeddings, pre-norm, dropout 0.3, attention dropout as the recipe's model, max_tokens 4096, label
+shared embeddings, pre-norm, dropout 0.3, attention and activation dropout as `--dropouts` says (the recipe's:
+0.3, the default; or fairseq's defaults: 0), max_tokens 4096, label
 smoothing 0.1, Adam (0.9, 0.98), eps 1e-9, lr 1e-3, inverse-sqrt warm-up 400) on the same BPE'd sentences:
 the training split's `src_subwords`/`tgt_subwords`, binarized for fairseq with a joined dictionary once
 (cached in --work). Runs alternate (fairseq, syntrain, fairseq, ...). Speed = target tokens per second
@@ -29,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,13 +78,14 @@ def pooled(arrivals: dict[int, float], tokens: dict[int, int], steps: int) -> fl
     return sum(tokens[s] for s in range(FIRST_TIMED + 1, steps + 1)) / (arrivals[steps] - arrivals[FIRST_TIMED])
 
 
-def run_fairseq(args, data_bin: Path, attention_dropout: float, env) -> float:
+def run_fairseq(args, data_bin: Path, model, env) -> float:
     command = [args.fairseq_python, "-m", "fairseq_cli.train", str(data_bin), "--arch", "transformer",
                "--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256",
                "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
                "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings",
                "--encoder-normalize-before", "--decoder-normalize-before", "--dropout", "0.3",
-               "--attention-dropout", str(attention_dropout), "--max-tokens", "4096",
+               "--attention-dropout", str(model.attn_dropout), "--activation-dropout", str(model.ff_dropout),
+               "--max-tokens", "4096",
                "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--optimizer", "adam",
                "--adam-betas", "(0.9, 0.98)", "--adam-eps", "1e-9", "--lr", "1e-3", "--lr-scheduler",
                "inverse_sqrt", "--warmup-updates", "400", "--max-update", str(args.steps), "--log-interval", "1",
@@ -99,12 +102,13 @@ def run_fairseq(args, data_bin: Path, attention_dropout: float, env) -> float:
     return pooled(arrivals, tokens, args.steps)
 
 
-def run_syntrain(args, env) -> float:
+def run_syntrain(args, env, model) -> float:
     out = Path(args.work) / "syntrain-run"
     command = [sys.executable, "-m", "syntrain", "run", str(ROOT / "pipelines" / "train" / "multi30k-vanilla.toml"),
                "--data", str(Path(args.dataset) / "train"), "--valid", "", "--test", "", "--out", str(out),
                "--overwrite", "--max-steps", str(args.steps), "--log-interval", "1", "--eval-interval", "1000000",
-               "--seed", "1"]
+               "--seed", "1", "--attention-dropout", str(model.attn_dropout), "--activation-dropout",
+               str(model.ff_dropout)]
     arrivals, _ = timed_lines(command, r"^step (\d+) \| loss", env)
     tokens = {}
     with open(out / "metrics.jsonl", encoding="utf-8") as f:
@@ -123,6 +127,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--threads", type=int, default=2, help="OMP/MKL threads of both tools")
     parser.add_argument("--gpu", action="store_true", help="run both on the GPU (default: CPU)")
+    parser.add_argument("--dropouts", choices=["recipe", "fairseq"], default="recipe",
+                        help="attention/activation dropout of both tools: the vanilla recipe's (= dropout) or "
+                             "fairseq's defaults (0)")
     args = parser.parse_args()
     if args.steps <= FIRST_TIMED:
         parser.error(f"--steps must be > {FIRST_TIMED} (steps 1..{FIRST_TIMED} are warm-up)")
@@ -138,6 +145,8 @@ def main() -> None:
 
     recipe = load_run_config(str(ROOT / "pipelines" / "train" / "multi30k-vanilla.toml"))
     model = ModelConfig.from_dict({**PRESETS[recipe.get("preset", "tiny")], **recipe["model"], "vocab_size": 1})
+    if args.dropouts == "fairseq":  # fairseq's defaults: no attention or activation dropout
+        model = replace(model, attention_dropout=0.0, activation_dropout=0.0)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     data_bin = binarize(args.fairseq_python, Path(args.dataset), work)
@@ -147,12 +156,13 @@ def main() -> None:
         env["CUDA_VISIBLE_DEVICES"] = ""
     ratios = []
     for pair in range(args.pairs):
-        fairseq = run_fairseq(args, data_bin, model.attn_dropout, env)
-        ours = run_syntrain(args, env)
+        fairseq = run_fairseq(args, data_bin, model, env)
+        ours = run_syntrain(args, env, model)
         ratios.append(ours / fairseq)
         print(f"pair {pair + 1}: fairseq {fairseq:,.0f}, syntrain {ours:,.0f} target tokens/s "
               f"(steps {FIRST_TIMED + 1}-{args.steps}): syntrain / fairseq = {ratios[-1]:.3f}", flush=True)
-    print(f"{'GPU' if args.gpu else 'CPU'}, {threads} threads, attention dropout {model.attn_dropout}: syntrain / "
+    print(f"{'GPU' if args.gpu else 'CPU'}, {threads} threads, dropout {model.dropout}, attention dropout "
+          f"{model.attn_dropout}, activation dropout {model.ff_dropout}: syntrain / "
           f"fairseq = {', '.join(f'{r:.3f}' for r in ratios)} (mean {sum(ratios) / len(ratios):.3f}; target >= 1.0)")
 
 

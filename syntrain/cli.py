@@ -51,6 +51,9 @@ def cli() -> None:
 @click.option("--preset", type=click.Choice(["tiny", "base"]), help="Model size preset.")
 @click.option("--pascal-heads", help="Pascal heads per encoder layer, e.g. '5' (layer 1) or '2,0,1'; '0' = vanilla.")
 @click.option("--parent-ignore", type=float, help="Parent ignoring probability q (training only).")
+@click.option("--dropout", type=float, help="Dropout on embeddings and residual branches.")
+@click.option("--attention-dropout", type=float, help="Dropout on attention weights (default: --dropout).")
+@click.option("--activation-dropout", type=float, help="Dropout after the feed-forward ReLU (default: --dropout).")
 @click.option("--max-steps", type=int)
 @click.option("--max-minutes", type=float, help="Stop after this much wall-clock time.")
 @click.option("--max-tokens", type=int, help="Tokens per batch and process (padding included).")
@@ -79,8 +82,8 @@ def cli() -> None:
               help="Compare each shard's sha256 with its manifest before training (default: on).")
 @click.option("--resume", is_flag=True, help="Continue from OUT/last.pt.")
 @click.option("--overwrite", is_flag=True, default=None, help="Delete an earlier run's files in OUT first.")
-def run(config: str | None, pascal_heads: str | None, parent_ignore: float | None, resume: bool,
-        **options: Any) -> None:
+def run(config: str | None, pascal_heads: str | None, parent_ignore: float | None, dropout: float | None,
+        attention_dropout: float | None, activation_dropout: float | None, resume: bool, **options: Any) -> None:
     """Train a model (from a TOML recipe and/or flags; flags win). An existing run in OUT is refused unless
     --resume or --overwrite."""
     from .train import TrainConfig, train
@@ -92,8 +95,10 @@ def run(config: str | None, pascal_heads: str | None, parent_ignore: float | Non
     model = dict(values.get("model", {}))
     if pascal_heads is not None:
         model["pascal_heads"] = [int(h) for h in pascal_heads.split(",") if h.strip()]
-    if parent_ignore is not None:
-        model["parent_ignore"] = parent_ignore
+    for key, value in (("parent_ignore", parent_ignore), ("dropout", dropout), ("attention_dropout", attention_dropout),
+                       ("activation_dropout", activation_dropout)):
+        if value is not None:
+            model[key] = value
     values["model"], values["resume"] = model, resume
     if not values.get("data"):
         raise click.UsageError("no training data: give a recipe with [data] train or --data")

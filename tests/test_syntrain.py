@@ -566,3 +566,16 @@ def test_collated_token_count_matches_the_tensor(shards):
         batch = data.collate(rows)
         assert batch.tokens() == int((batch.tgt_out != PAD_ID).sum()) > 0
         assert batch.to("cpu").tokens() == batch.tokens()
+
+
+def test_dropout_flags_reach_the_model(shards, tmp_path):
+    """--dropout / --attention-dropout / --activation-dropout (fairseq's three knobs) land in the checkpoint's
+    model and in its modules; unset, the last two follow --dropout."""
+    run = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "syntrain", "run", "--data", str(shards / "train"), "--out", str(run),
+                    "--max-steps", "1", "--max-tokens", "300", "--preset", "tiny", "--threads", "1", "--dropout", "0.2",
+                    "--attention-dropout", "0", "--activation-dropout", "0.05"], check=True, capture_output=True)
+    model, _, ckpt = load_checkpoint(str(run / "last.pt"))
+    assert ckpt["model_config"]["dropout"] == 0.2 and model.cfg.attn_dropout == 0.0 and model.cfg.ff_dropout == 0.05
+    assert model.encoder[0].attn.dropout == 0.0 and model.encoder[0].ff[2].p == 0.05 and model.encoder[0].drop.p == 0.2
+    assert build_model(vocab_size=10, dropout=0.3).cfg.ff_dropout == 0.3  # default: same as dropout
