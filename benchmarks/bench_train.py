@@ -3,7 +3,7 @@
     python benchmarks/bench_train.py [--data out/multi30k-en-de/train] [--preset tiny] [--pascal-heads 2]
                                      [--switches pascal,directed,...] [--steps 20] [--rounds 3]
                                      [--max-tokens 4096] [--threads 0] [--attention auto|math|flex]
-                                     [--precision auto|fp32|bf16] [--attention-dropout X]
+                                     [--precision auto|fp32|bf16] [--attention-dropout X] [--peak-tflops P]
 
 Batches come from real shards when --data exists (default: the Multi30k recipe's train split; the features
 a switch needs must be in them), else random ids with random trees. Rounds interleave the models (vanilla,
@@ -103,6 +103,8 @@ def main() -> None:
     parser.add_argument("--attention", default="auto", choices=["auto", "math", "flex"])
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"])
     parser.add_argument("--attention-dropout", type=float, default=None, help="default: the preset's dropout")
+    parser.add_argument("--peak-tflops", type=float, default=0.0,
+                        help="also print vanilla's model FLOPs utilisation against this peak (H100 SXM bf16: 989)")
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if args.threads:
@@ -148,6 +150,22 @@ def main() -> None:
             f"{'met' if ratio <= target else 'NOT met'})"
         print(f"{name:16s} {1000 * seconds / args.steps:8.1f} ms/step  {tokens / seconds:9.0f} target tokens/s"
               f"{verdict}")
+    if args.peak_tflops:
+        flops = sum(training_flops(vanilla.cfg, b) for b in batches)
+        achieved = flops / best["vanilla"][0] / 1e12
+        print(f"vanilla model FLOPs utilisation: {achieved:.1f} TFLOP/s = {100 * achieved / args.peak_tflops:.1f}% "
+              f"of {args.peak_tflops:g} (matmul FLOPs of the padded batches, backward = 2 x forward)")
+
+
+def training_flops(cfg, batch) -> float:
+    """Matmul FLOPs of one training step on `batch` (padded shapes): 3 x forward (backward = 2 x forward)."""
+    b, s = batch.src.shape
+    t = batch.tgt_in.shape[1]
+    d, ff = cfg.d_model, cfg.d_ff
+    linear = cfg.enc_layers * (4 * d * d + 2 * d * ff) * b * s + cfg.dec_layers * (8 * d * d + 2 * d * ff) * b * t
+    output = d * cfg.vocab_size * b * t
+    attention = 2 * d * (cfg.enc_layers * b * s * s + cfg.dec_layers * (b * t * t + b * t * s))  # QK^T and AV
+    return 3 * 2 * (linear + output + attention)
 
 
 if __name__ == "__main__":

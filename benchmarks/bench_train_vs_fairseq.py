@@ -74,8 +74,10 @@ def timed_lines(command: list[str], pattern: str, env: dict[str, str]) -> tuple[
     return arrivals, lines
 
 
-def pooled(arrivals: dict[int, float], tokens: dict[int, int], steps: int) -> float:
-    return sum(tokens[s] for s in range(FIRST_TIMED + 1, steps + 1)) / (arrivals[steps] - arrivals[FIRST_TIMED])
+def pooled(arrivals: dict[int, float], tokens: dict[int, int], steps: int) -> tuple[float, float, float]:
+    """(target tokens/s, seconds/step, target tokens/step) over steps FIRST_TIMED + 1 .. steps."""
+    seconds, total = arrivals[steps] - arrivals[FIRST_TIMED], sum(tokens[s] for s in range(FIRST_TIMED + 1, steps + 1))
+    return total / seconds, seconds / (steps - FIRST_TIMED), total / (steps - FIRST_TIMED)
 
 
 def run_fairseq(args, data_bin: Path, model, env) -> float:
@@ -158,9 +160,10 @@ def main() -> None:
     for pair in range(args.pairs):
         fairseq = run_fairseq(args, data_bin, model, env)
         ours = run_syntrain(args, env, model)
-        ratios.append(ours / fairseq)
-        print(f"pair {pair + 1}: fairseq {fairseq:,.0f}, syntrain {ours:,.0f} target tokens/s "
-              f"(steps {FIRST_TIMED + 1}-{args.steps}): syntrain / fairseq = {ratios[-1]:.3f}", flush=True)
+        ratios.append(ours[0] / fairseq[0])
+        print(f"pair {pair + 1}: fairseq {fairseq[0]:,.0f}, syntrain {ours[0]:,.0f} target tokens/s (steps "
+              f"{FIRST_TIMED + 1}-{args.steps}; s/step {fairseq[1]:.2f} vs {ours[1]:.2f}, target tokens/step "
+              f"{fairseq[2]:,.0f} vs {ours[2]:,.0f}): syntrain / fairseq = {ratios[-1]:.3f}", flush=True)
     print(f"{'GPU' if args.gpu else 'CPU'}, {threads} threads, dropout {model.dropout}, attention dropout "
           f"{model.attn_dropout}, activation dropout {model.ff_dropout}: syntrain / "
           f"fairseq = {', '.join(f'{r:.3f}' for r in ratios)} (mean {sum(ratios) / len(ratios):.3f}; target >= 1.0)")
