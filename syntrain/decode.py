@@ -27,11 +27,11 @@ import torch.nn.functional as F
 
 from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, from_transitions
 
-from .data import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, ParallelData, Vocab, graph_rows, is_arc
+from .data import BOS_ID, EOS_ID, PAD_ID, SPECIALS, ParallelData, Vocab, graph_rows, is_arc
 from .model import Transformer
 
 # token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
-# the end (EOS), never (PAD, BOS)
+# the end (EOS), never (PAD, BOS, UNK)
 CONTINUES, ENDS, LEFT, RIGHT, END, NEVER = range(6)
 
 
@@ -44,7 +44,7 @@ def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
     """(V,) the kind of every vocabulary entry (CONTINUES ... NEVER)."""
     kinds = np.full(len(vocab), ENDS, dtype=np.int64)
     for i, item in enumerate(vocab.itos):
-        if i < len(SPECIALS) and i != UNK_ID:
+        if i < len(SPECIALS):  # <unk> too: the tree could not be read back from the text
             kinds[i] = END if i == EOS_ID else NEVER
         elif item.startswith(LEFT_ARC):
             kinds[i] = LEFT
