@@ -400,3 +400,23 @@ def test_eval_writes_trees_and_the_tree_measure(shards, tmp_path):
     assert len(list(read_trees(str(trees_path)))) == ParallelData(f"{data}/test", Vocab(VOCAB_ITEMS)).table.num_rows
     result = CliRunner().invoke(cli, ["env", "--checkpoint", str(out / "best.pt")])
     assert "PARENT head in decoder layers [2]" in result.output and "BiTran (exact" in result.output
+
+
+@pytest.mark.parametrize("name", ["linearized", "parent", "gcn", "bitran"])
+def test_multi30k_recipes_load(name):
+    """The Multi30k tree-decoding recipes are valid configs with the vanilla recipe's budget and seed."""
+    from syntrain.cli import load_run_config
+    from syntrain.model import PRESETS, ModelConfig
+    from syntrain.train import TrainConfig
+
+    from .conftest import REPO
+
+    recipes = REPO / "pipelines" / "train"
+    values = TrainConfig.from_dict(load_run_config(str(recipes / f"multi30k-trans-{name}.toml")))
+    vanilla = TrainConfig.from_dict(load_run_config(str(recipes / "multi30k-vanilla.toml")))
+    model = ModelConfig.from_dict({**PRESETS[values.preset], **values.model, "vocab_size": 100})
+    model.check()
+    assert model.target == "transitions"
+    assert (values.seed, values.max_minutes, values.lr, values.data) == (vanilla.seed, vanilla.max_minutes,
+                                                                         vanilla.lr, vanilla.data)
+    assert values.max_tokens * values.accum_steps == vanilla.max_tokens * vanilla.accum_steps
