@@ -182,13 +182,14 @@ class TransitionState:
     `RIGHT-ARC:<root label>` with one word on the stack. `push` returns the edges of the generated graph the
     item adds (Choshen & Abend, section 3): an arc x = `*-ARC:l` with head word H and dependent word D adds
     H -> D, x -> D and H -> x, all labelled l, where an edge from/to a word is from/to each of its sub-words
-    (the root arc adds R -> x). Edges are (parent, child, label) with 0-based item positions.
+    (the root arc adds R -> x). Edges are (parent, child, label) with 0-based item positions; `graph` False:
+    no edges are built (`push` returns []), for the inverse alone.
     """
 
-    def __init__(self, root: str = "drop", separator: str = BPE_SEPARATOR) -> None:
+    def __init__(self, root: str = "drop", separator: str = BPE_SEPARATOR, graph: bool = True) -> None:
         if root not in ROOT_POLICIES:
             raise ValueError(f"root policy must be one of {ROOT_POLICIES}, got {root!r}")
-        self.root, self.separator = root, separator
+        self.root, self.separator, self.graph = root, separator, graph
         self.subwords: list[str] = []
         self.subword_token: list[int] = []
         self.heads: list[int] = []  # per token (1-based heads, 0 = none yet / root)
@@ -223,13 +224,15 @@ class TransitionState:
                     self.labels[self.stack[0]] = label
                     self.rooted = True
                     self.length += 1
-                    return [(p, position, label) for p in self.pieces[self.stack[0]]]
+                    return [(p, position, label) for p in self.pieces[self.stack[0]]] if self.graph else []
                 raise ValueError(f"item {position}: {item} needs two items on the stack")
             dependent = self.stack.pop(-2) if is_left else self.stack.pop()
             head = self.stack[-1]  # LEFT: s1 <- s0; RIGHT: s1 -> s0; either way the new top
             self.heads[dependent] = head + 1
             self.labels[dependent] = label
             self.length += 1
+            if not self.graph:
+                return []
             heads, dependents = self.pieces[head], self.pieces[dependent]
             return ([(h, d, label) for h in heads for d in dependents] + [(position, d, label) for d in dependents]
                     + [(h, position, label) for h in heads])
@@ -299,7 +302,7 @@ def from_transitions(sequence: Sequence[str], root: str = "drop", separator: str
 
     A sub-word ending in `separator` continues its token. Raises ValueError on an invalid sequence.
     """
-    state = TransitionState(root, separator)
+    state = TransitionState(root, separator, graph=False)
     for item in sequence:
         state.push(item)
     state.finish()
