@@ -262,6 +262,26 @@ def inspect_command(path: str, show: int, html_path: str | None, examples: int) 
 
 
 @cli.command()
+@click.argument("split_path", metavar="DATASET_SPLIT")
+@click.option("-o", "--output", required=True, help="Folder for summary.json and one .ids/.tsv per subset.")
+@click.option("--side", type=click.Choice(["src", "tgt", "both"]), default="both", show_default=True)
+@click.option("--phenomena", default=None,
+              help="Comma-separated rule names (default: all; built in: particle,reflexive,stranding).")
+@click.option("--rules", "rules_path", default=None, help="TOML file of extra [[rule]] tables (README).")
+def challenge(split_path: str, output: str, side: str, phenomena: str | None, rules_path: str | None) -> None:
+    """Syntactic challenge sets: the pairs of a converted split whose trees contain each phenomenon."""
+    from .challenge import format_summary, load_rules, select_rules, write_challenge
+
+    extra = load_rules(rules_path) if rules_path else ()
+    names = [n.strip() for n in phenomena.split(",") if n.strip()] if phenomena else None
+    rules = select_rules(names, extra)
+    sides = ("src", "tgt") if side == "both" else (side,)
+    summary = write_challenge(split_path, output, sides, rules)
+    click.echo(format_summary(summary), err=True)
+    click.echo(f"wrote {os.path.join(output, 'summary.json')}", err=True)
+
+
+@cli.command()
 @click.argument("directory")
 @click.option("--max-failures", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Failures listed at most (all are counted).")

@@ -214,6 +214,22 @@ def _raise_head_error(sentence: ConlluSentence, path: str) -> None:
     raise InputError("no root (no word with head 0)", path, sentence.line, label)
 
 
+def token_spans(sentence: ConlluSentence, heads: list[int]) -> list[tuple[int, int, int]]:
+    """Per surface token: its first and last 1-based word and the word whose head and label it takes
+    (CONTRACT.md: the word of a multiword span highest in the tree, the first on ties)."""
+    n = len(sentence.words)
+    if not sentence.multiword:
+        return [(w, w, w) for w in range(1, n + 1)]
+    depth = _depths(heads)
+    ends = {first: last for first, last, _ in sentence.multiword}
+    spans, w = [], 1
+    while w <= n:
+        last = min(ends.get(w, w), n)
+        spans.append((w, last, min(range(w, last + 1), key=lambda v: (depth[v - 1], v))))
+        w = last + 1
+    return spans
+
+
 def to_tree(sentence: ConlluSentence, path: str = "<input>") -> Tree:
     """Collapse multiword tokens into surface tokens (CONTRACT.md "Tokens and trees")."""
     heads = word_heads(sentence, path)
@@ -221,22 +237,15 @@ def to_tree(sentence: ConlluSentence, path: str = "<input>") -> Tree:
     if not sentence.multiword:
         return Tree([w[FORM] for w in words], heads, [w[DEPREL] for w in words],
                     sentence.sent_id, sentence.text)
-    depth = _depths(heads)
+    forms = {first: cols[FORM] for first, _, cols in sentence.multiword}
     word_token = [0] * (len(words) + 1)  # 1-based word -> 1-based token
     tokens: list[str] = []
     rep_word: list[int] = []  # the word whose head and label the token takes
-    spans = {first: (last, cols) for first, last, cols in sentence.multiword}
-    w = 1
-    while w <= len(words):
-        last, cols = spans.get(w, (w, words[w - 1]))
-        last = min(last, len(words))
-        span = range(w, last + 1)
-        top = min(span, key=lambda v: (depth[v - 1], v))
-        tokens.append(cols[FORM])
+    for first, last, top in token_spans(sentence, heads):
+        tokens.append(forms.get(first, words[first - 1][FORM]))
         rep_word.append(top)
-        for v in span:
+        for v in range(first, last + 1):
             word_token[v] = len(tokens)
-        w = last + 1
     token_heads = [word_token[heads[v - 1]] if heads[v - 1] else 0 for v in rep_word]
     labels = [words[v - 1][DEPREL] for v in rep_word]
     return Tree(tokens, token_heads, labels, sentence.sent_id, sentence.text)

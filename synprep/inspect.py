@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import features as F
+from .challenge import RULES, conllu_language, find_phenomena, side_languages
 from .conllu import read_trees
 from .errors import InputError
 from .featurize import FeatureConfig, sentence_features
@@ -77,6 +78,8 @@ class SideStats:
     has_transitions: bool = False
     labels: Counter = field(default_factory=Counter)
     lengths: Counter = field(default_factory=Counter)  # tokens per sentence -> sentences
+    lang: str | None = None
+    phenomena: Counter | None = None  # challenge rule -> sentences with it (None: no labels stored)
 
     def add(self, record: dict[str, Any]) -> None:
         self.sentences += 1
@@ -87,6 +90,9 @@ class SideStats:
         self.lengths[n] += 1
         if record.get("labels") is not None:
             self.labels.update(record["labels"])
+            if self.phenomena is None:
+                self.phenomena = Counter({rule.name: 0 for rule in RULES if rule.applies_to(self.lang)})
+            self.phenomena.update(find_phenomena(record, RULES, self.lang).keys())
         if "transitions" in record:
             self.has_transitions = True
             self.transitions_null += record["transitions"] is None
@@ -125,8 +131,10 @@ class DatasetStats:
 
 def compute_stats(dataset: Dataset) -> DatasetStats:
     """Count everything in one pass over the rows."""
+    langs = (side_languages(dataset.split.manifest.configuration) if dataset.split is not None
+             else {"conllu": conllu_language(dataset.path)})
     stats = DatasetStats(dataset.path, dataset.kind, manifest=dataset.manifest,
-                         sides={side: SideStats() for side in dataset.sides})
+                         sides={side: SideStats(lang=langs.get(side)) for side in dataset.sides})
     for row in dataset.rows():
         stats.pairs += 1
         for side, record in row.sides.items():
@@ -156,6 +164,9 @@ def summary_rows(stats: DatasetStats) -> list[list[str]]:
                        ("projective", lambda s: f"{100 * s.projective_share:.1f}%"),
                        ("transitions null", lambda s: f"{s.transitions_null}" if s.has_transitions else "-")):
         table.append([label, *(get(stats.sides[n]) for n in names)])
+    for rule in RULES:  # challenge-set phenomena (synprep.challenge): sentences; '-' = not counted
+        table.append([rule.name, *(str(s.phenomena[rule.name]) if s.phenomena is not None and rule.name in
+                                   s.phenomena else "-" for s in (stats.sides[n] for n in names))])
     return table
 
 

@@ -19,10 +19,13 @@ Kernels for a layer with Pascal heads (`kernel`):
 - "math": explicit scores for the Pascal heads (any device, attention dropout supported), fused
   `scaled_dot_product_attention` for the other heads.
 - "flex": FlexAttention, all heads in one kernel, the prior computed inside it by a `score_mod` (no (B, T, S)
-  prior tensor). Compiled (Triton) on CUDA; on CPU the eager reference (slow, inference only: PyTorch has no
-  FlexAttention backward on CPU). FlexAttention has no attention-weight dropout, so training with it needs
-  `attention_dropout = 0`.
-- "auto" (default): "flex" on CUDA when available and no attention dropout is active, else "math".
+  prior tensor: for long sequences). Compiled (Triton) on CUDA, once per distinct (B, H, T, S) shape: with
+  dynamic shapes the compiled backward fails on torch 2.11 (AssertionError "all unwrapped values must be
+  FakeTensor"), and after torch's recompile limit a new shape runs the eager reference. Triton needs a head
+  dimension >= 16. On CPU the eager reference (slow, inference only: PyTorch has no FlexAttention backward on
+  CPU). FlexAttention has no attention-weight dropout, so training with it needs `attention_dropout = 0`.
+- "auto" (default): "math". On an H100 the math kernel's Pascal step costs 0.99x (tiny) / 1.02x (base) of a
+  vanilla step (benchmarks/bench_train.py), so nothing asks for the compile-per-shape kernel by default.
 """
 
 from __future__ import annotations
@@ -110,7 +113,7 @@ def syntax_directed_prior(rows: torch.Tensor, nearest: torch.Tensor, n: float) -
 
 
 _compiled_flex: Callable | None = None
-_flex_failed: str = ""  # why the compiled kernel failed in this process ("auto" then stays on "math")
+FLEX_MIN_HEAD_DIM = 16  # Triton's FlexAttention kernel: "embedding dimension ... must be at least 16"
 
 
 def flex_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod: Callable) -> torch.Tensor:
@@ -122,8 +125,8 @@ def flex_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod:
         with warnings.catch_warnings():  # the eager reference on purpose (no CPU backward, see above)
             warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
             return flex(q, k, v, score_mod=score_mod)
-    if _compiled_flex is None:
-        _compiled_flex = torch.compile(flex, dynamic=True)
+    if _compiled_flex is None:  # static shapes: dynamic=True breaks the compiled backward on torch 2.11
+        _compiled_flex = torch.compile(flex, dynamic=False)
     return _compiled_flex(q, k, v, score_mod=score_mod)
 
 
@@ -201,6 +204,9 @@ class MultiHeadAttention(nn.Module):
             return False
         dropout_active = self.training and self.dropout > 0
         if self.kernel == "flex":
+            if device.type == "cuda" and self.head_dim < FLEX_MIN_HEAD_DIM:
+                raise ValueError(f"the flex attention kernel needs a head dimension >= {FLEX_MIN_HEAD_DIM} on CUDA "
+                                 f"(Triton), this model has {self.head_dim}: use kernel 'math'")
             if dropout_active:
                 raise ValueError("the flex attention kernel has no attention dropout: set the model's "
                                  "attention_dropout = 0 or use kernel 'math'")
@@ -208,7 +214,7 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("the flex attention kernel runs without gradients off CUDA (PyTorch has no "
                                  "FlexAttention backward on CPU): use torch.no_grad() or kernel 'math'")
             return True
-        return device.type == "cuda" and not dropout_active and not _flex_failed and flex_available()
+        return False  # auto: math (module docstring)
 
     def _keys_values(self, x: torch.Tensor, memory: torch.Tensor | None, cache: dict | None
                      ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -224,25 +230,14 @@ class MultiHeadAttention(nn.Module):
         return k, v
 
     def _flex(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-              parent: torch.Tensor) -> torch.Tensor | None:
-        """All heads through the flex kernel; None when it fails under kernel "auto" (a torch.compile/Triton
-        error: a warning, then the math kernel for the rest of the process)."""
-        global _flex_failed
+              parent: torch.Tensor) -> torch.Tensor:
+        """All heads through the flex kernel (errors of torch.compile/Triton propagate)."""
         b = q.shape[0]
         if mask is not None and mask.shape[1:3] != (1, 1):
             raise ValueError("the flex attention kernel takes a key-padding mask of shape (B, 1, 1, S)")
         key_valid = None if mask is None else mask[:, 0, 0, :].expand(b, k.shape[2])
         active = prior_rows(parent, self.parent_ignore, self.training)
-        try:
-            return flex_attention(q, k, v, pascal_score_mod(parent, active, key_valid, self.pascal_heads,
-                                                            self.sigma2))
-        except Exception as error:
-            if self.kernel == "flex":
-                raise
-            _flex_failed = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-            warnings.warn(f"FlexAttention failed ({_flex_failed}); the 'auto' attention kernel uses 'math' from now on",
-                          RuntimeWarning, stacklevel=2)
-            return None
+        return flex_attention(q, k, v, pascal_score_mod(parent, active, key_valid, self.pascal_heads, self.sigma2))
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
                 scale: torch.Tensor | None = None, window: torch.Tensor | None = None

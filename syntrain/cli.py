@@ -51,6 +51,9 @@ def cli() -> None:
 @click.option("--preset", type=click.Choice(["tiny", "base"]), help="Model size preset.")
 @click.option("--pascal-heads", help="Pascal heads per encoder layer, e.g. '5' (layer 1) or '2,0,1'; '0' = vanilla.")
 @click.option("--parent-ignore", type=float, help="Parent ignoring probability q (training only).")
+@click.option("--dropout", type=float, help="Dropout on embeddings and residual branches.")
+@click.option("--attention-dropout", type=float, help="Dropout on attention weights (default: --dropout).")
+@click.option("--activation-dropout", type=float, help="Dropout after the feed-forward ReLU (default: --dropout).")
 @click.option("--max-steps", type=int)
 @click.option("--max-minutes", type=float, help="Stop after this much wall-clock time.")
 @click.option("--max-tokens", type=int, help="Tokens per batch and process (padding included).")
@@ -63,7 +66,8 @@ def cli() -> None:
 @click.option("--seed", type=int)
 @click.option("--threads", type=int, help="Torch CPU threads.")
 @click.option("--attention", type=click.Choice(["auto", "math", "flex"]),
-              help="Pascal heads kernel: auto = FlexAttention on CUDA (no attention dropout), else math.")
+              help="Pascal heads kernel: auto = math; flex = FlexAttention (CUDA training, compiled per shape).")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), help="auto: CUDA when available, else CPU.")
 @click.option("--precision", type=click.Choice(["auto", "fp32", "bf16"]),
               help="auto = bf16 autocast on CUDA with bf16 support, else fp32.")
 @click.option("--max-len", type=int, help="Skip training pairs with a longer side (sub-words).")
@@ -78,8 +82,8 @@ def cli() -> None:
               help="Compare each shard's sha256 with its manifest before training (default: on).")
 @click.option("--resume", is_flag=True, help="Continue from OUT/last.pt.")
 @click.option("--overwrite", is_flag=True, default=None, help="Delete an earlier run's files in OUT first.")
-def run(config: str | None, pascal_heads: str | None, parent_ignore: float | None, resume: bool,
-        **options: Any) -> None:
+def run(config: str | None, pascal_heads: str | None, parent_ignore: float | None, dropout: float | None,
+        attention_dropout: float | None, activation_dropout: float | None, resume: bool, **options: Any) -> None:
     """Train a model (from a TOML recipe and/or flags; flags win). An existing run in OUT is refused unless
     --resume or --overwrite."""
     from .train import TrainConfig, train
@@ -91,8 +95,10 @@ def run(config: str | None, pascal_heads: str | None, parent_ignore: float | Non
     model = dict(values.get("model", {}))
     if pascal_heads is not None:
         model["pascal_heads"] = [int(h) for h in pascal_heads.split(",") if h.strip()]
-    if parent_ignore is not None:
-        model["parent_ignore"] = parent_ignore
+    for key, value in (("parent_ignore", parent_ignore), ("dropout", dropout), ("attention_dropout", attention_dropout),
+                       ("activation_dropout", activation_dropout)):
+        if value is not None:
+            model[key] = value
     values["model"], values["resume"] = model, resume
     if not values.get("data"):
         raise click.UsageError("no training data: give a recipe with [data] train or --data")
@@ -175,12 +181,17 @@ def _warn_signature(ckpt: dict, data: object) -> None:
 @click.option("--length-penalty", type=float, default=0.6, show_default=True)
 @click.option("--max-tokens", type=int, default=4096, show_default=True)
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
+@click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
+              help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
+              "every subset.")
 @click.option("--trees", "trees_path", type=click.Path(dir_okay=False),
               help="Tree-decoding models: also write the predicted target trees (CoNLL-U).")
 def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max_tokens: int,
-          output_path: str | None, trees_path: str | None) -> None:
-    """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split; for tree-decoding
-    models (target = transitions) also the tree measure (README "tree decoding")."""
+          output_path: str | None, subsets_dir: str | None, trees_path: str | None) -> None:
+    """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
+    subsets); for tree-decoding models (target = transitions) also the tree measure (README "tree decoding")."""
+    from synprep.challenge import load_subsets
+
     from .data import ParallelData
     from .decode import conllu_block, score, tree_rows, tree_scores
     from .decode import translate as run_translate
@@ -199,6 +210,7 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
+    subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
     pieces: list[list[str]] = []
     hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device, progress=True,
                          pieces=pieces)
@@ -212,8 +224,14 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     result = score(hyps, data.references(data.keep))
     click.echo(f"BLEU {result['bleu']:.2f}  BLEU signature: {result['bleu_signature']}")
     click.echo(f"chrF {result['chrf']:.2f}  chrF signature: {result['chrf_signature']}")
+    if subsets is not None:
+        from .compare import subset_table
+
+        split_ids = data.table.column("id").to_pylist()
+        name = os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) or "model"
+        click.echo("\n".join(["", *subset_table([(name, hyps)], data.references(data.keep), split_ids, subsets)]))
     if model.cfg.target == "transitions":
-        trees = tree_scores(pieces, data, data.keep, model.cfg.transition_root)
+        trees = tree_scores(pieces, data.reference_transitions(data.keep), model.cfg.transition_root)
         click.echo(f"trees:{tree_text(trees)[2:]}")
 
 
@@ -254,9 +272,9 @@ def env(checkpoint: str | None) -> None:
     cuda = torch.cuda.is_available()
     name = f"cuda ({torch.cuda.get_device_name()})" if cuda else "cpu"
     precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
-    kernel = "flex" if cuda and flex_available() else "math"
+    flex = "available" if flex_available() else "not in this torch"
     click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
-               f"Pascal attention kernel {kernel} (math while attention dropout is on)")
+               f"Pascal attention kernel math (flex on request: {flex})")
     click.echo("syntax switches ([model] keys, all off by default): pascal_heads; directed_heads, double_context, "
                "directed_n; dbsa_encoder, dbsa_decoder, dbsa_layer, dbsa_lambda; sync_lambda, sync_layer; "
                "lisa_layer, lisa_lambda; label_embedding (S&H); tree decoding: target = \"transitions\", "

@@ -1,13 +1,18 @@
-"""The results table: runs' best.pt decoded on one test split, BLEU and chrF with sacrebleu signatures, and a
-paired bootstrap of each run against the baseline (sacrebleu's `--paired-bs`: 1,000 resamples).
+"""The results table: runs decoded on one test split, BLEU and chrF with sacrebleu signatures, and a paired
+bootstrap of each run against the baseline (sacrebleu's `--paired-bs`: 1,000 resamples); with `--subsets DIR`
+(written by `synprep challenge`) also one table over the whole split and every challenge subset.
 
     python -m syntrain.compare --data out/multi30k-en-de/test runs/multi30k-vanilla runs/multi30k-pascal ...
+    python -m syntrain.compare --data out/multi30k-en-de/test --subsets challenge/ runs/vanilla runs/pascal
 
-The first run is the baseline. Hypotheses are written to RUN/test.hyp (reused when newer than best.pt), so
-the same numbers come from `sacrebleu REF -i RUN1/test.hyp RUN2/test.hyp -m bleu chrf --paired-bs`. Prints a
-Markdown table (README "syntax switches: results"). Tree-decoding runs (target = transitions) are scored on
-their text (transition tokens removed); their raw outputs go to RUN/test.trans (one line of transitions per
-sentence) and the table's `trees` column gives the tree measure (README "tree decoding").
+The first run is the baseline. A run is a folder with best.pt (decoded here; the hypotheses are written to
+RUN/test.hyp, reused when newer than best.pt, and the run's description to RUN/describe.json) or only
+RUN/test.hyp (hypotheses brought back from another machine: one line per pair of the split, in split order),
+described by RUN/describe.json ({"switches": str, "seed": int, "steps": int}) when present, else '?'. The same
+whole-split numbers come from `sacrebleu REF -i RUN1/test.hyp RUN2/test.hyp -m bleu chrf --paired-bs`. Prints
+Markdown tables (README "syntax switches: results", "Challenge sets"). Tree-decoding runs (target =
+transitions) are scored on their text (transition tokens removed); their outputs' transitions go to
+RUN/test.trans (one line per pair) and the `trees` column gives the tree measure (README "tree decoding").
 """
 
 from __future__ import annotations
@@ -18,76 +23,171 @@ import os
 import sys
 from collections.abc import Sequence
 
+from synprep.errors import InputError
 
-def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, device: str) -> list[str]:
-    """Detokenized translations of the split by RUN/best.pt (cached in RUN/test.hyp; a tree-decoding run's
-    transitions in RUN/test.trans)."""
+HYPOTHESES = "test.hyp"
+TRANSITIONS = "test.trans"
+DESCRIPTION = "describe.json"
+
+
+def reference_texts(data_path: str) -> tuple[list[int], list[str]]:
+    """(pair ids, raw target sentences `tgt_text`) of a split, in split order (the order of every hypothesis
+    file)."""
+    from synprep.shards import open_split
+
+    table = open_split(data_path).table(["id", "tgt_text"]).to_pydict()
+    return table["id"], table["tgt_text"]
+
+
+def read_hypotheses(path: str, expected: int | None = None) -> list[str]:
+    """One hypothesis a line; a count other than `expected` (the split's pairs) is an error naming the file."""
+    with open(path, encoding="utf-8", newline="\n") as f:
+        hyps = f.read().split("\n")
+    if hyps and hyps[-1] == "":
+        hyps.pop()
+    if expected is not None and len(hyps) != expected:
+        raise ValueError(f"{path}: {len(hyps)} hypotheses for a split of {expected} pairs (decoded on another split?)")
+    return hyps
+
+
+def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, device: str,
+                   expected: int | None = None) -> list[str]:
+    """Detokenized translations of the split by RUN/best.pt, cached in RUN/test.hyp; a run with only test.hyp
+    (no checkpoint) is read as it is."""
+    checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
+    if os.path.isfile(cached) and (not os.path.isfile(checkpoint)
+                                   or os.path.getmtime(cached) >= os.path.getmtime(checkpoint)):
+        return read_hypotheses(cached, expected)
     from .data import ParallelData
     from .decode import translate
     from .train import load_checkpoint
 
-    checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, "test.hyp")
-    if os.path.isfile(cached) and os.path.getmtime(cached) >= os.path.getmtime(checkpoint):
-        with open(cached, encoding="utf-8") as f:
-            return f.read().splitlines()
     model, vocab, _ = load_checkpoint(checkpoint, device)
     data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
                         labels=model.cfg.source_labels)
     pieces: list[list[str]] = []
     hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces)
     if model.cfg.target == "transitions":
-        with open(os.path.join(run, "test.trans"), "w", encoding="utf-8") as f:
+        with open(os.path.join(run, TRANSITIONS), "w", encoding="utf-8") as f:
             f.writelines(" ".join(p) + "\n" for p in pieces)
     with open(cached, "w", encoding="utf-8") as f:
         f.writelines(h + "\n" for h in hyps)
     return hyps
 
 
+def describe(run: str) -> tuple[str, object, object]:
+    """(syntax switches, seed, training steps) of a run: from best.pt when there is one (also written to
+    RUN/describe.json), else from RUN/describe.json, else '?'."""
+    checkpoint, path = os.path.join(run, "best.pt"), os.path.join(run, DESCRIPTION)
+    if os.path.isfile(checkpoint):
+        import torch
+
+        from .model import ModelConfig
+
+        ckpt = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        cfg = ModelConfig.from_dict(ckpt["model_config"])
+        described = {"switches": cfg.switches(), "seed": ckpt["train_config"]["seed"], "steps": ckpt["step"]}
+        if cfg.target == "transitions":
+            described["transition_root"] = cfg.transition_root
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(described, f, indent=1)
+            f.write("\n")
+    elif os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            described = json.load(f)
+    else:
+        described = {}
+    return described.get("switches", "?"), described.get("seed", "?"), described.get("steps", "?")
+
+
 def tree_column(run: str, data_path: str) -> str:
-    """The tree measure of a tree-decoding run (from RUN/test.trans), '' for other runs."""
-    path = os.path.join(run, "test.trans")
+    """The tree measure of a tree-decoding run (RUN/test.trans; root policy from RUN/describe.json), '' for
+    other runs."""
+    path = os.path.join(run, TRANSITIONS)
     if not os.path.isfile(path):
         return ""
-    import torch
+    from synprep.shards import open_split
 
-    from .data import ParallelData, Vocab
     from .decode import tree_scores
-    from .model import ModelConfig
 
-    cfg = ModelConfig.from_dict(torch.load(os.path.join(run, "best.pt"), map_location="cpu",
-                                           weights_only=False)["model_config"])
+    root = "drop"
+    if os.path.isfile(os.path.join(run, DESCRIPTION)):
+        with open(os.path.join(run, DESCRIPTION), encoding="utf-8") as f:
+            root = json.load(f).get("transition_root", "drop")
     with open(path, encoding="utf-8") as f:
         pieces = [line.split() for line in f.read().splitlines()]
-    data = ParallelData(data_path, Vocab.load(os.path.join(run, "vocab.json")))
-    trees = tree_scores(pieces, data, data.keep, cfg.transition_root)
+    split = open_split(data_path)
+    references = split.table(["tgt_transitions"]).column(0).to_pylist() if "tgt_transitions" in split.columns \
+        else [None] * len(pieces)
+    trees = tree_scores(pieces, references, root)
     exact = "" if trees["exact_uas"] is None else f", UAS {trees['exact_uas']:.1f} / LAS {trees['exact_las']:.1f}"
     return f"valid {trees['valid_trees']:.1f}%, = ref {trees['exact_outputs']:.1f}%{exact}"
 
 
-def describe(run: str) -> tuple[str, int, int]:
-    """(syntax switches, seed, training steps) of a run, from its checkpoint."""
-    import torch
+def _fmt(value: float) -> str:
+    return f"{value:.2f}"
 
-    ckpt = torch.load(os.path.join(run, "best.pt"), map_location="cpu", weights_only=False)
-    from .model import ModelConfig
 
-    return ModelConfig.from_dict(ckpt["model_config"]).switches(), ckpt["train_config"]["seed"], ckpt["step"]
+def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[str], split_ids: Sequence[int],
+                 subsets: Sequence[tuple[str, Sequence[int]]], samples: int = 1000) -> list[str]:
+    """Markdown lines: one row for the whole split (`all`) and one per subset (name, pair ids), BLEU and chrF
+    of every system; with two or more systems, each later one's cell carries its paired-bootstrap p value
+    against the first (sacrebleu's PairedTest, `samples` resamples). An empty subset is a row of 0 pairs."""
+    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import PairedTest
+
+    from synprep.challenge import subset_rows
+
+    header = ["subset", "pairs"] + [f"{name} {m}" for name, _ in systems for m in ("BLEU", "chrF")]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    signatures: dict[str, object] = {}
+    for name, ids in [("all", None), *subsets]:
+        rows = list(range(len(references))) if ids is None else subset_rows(split_ids, ids, name)
+        if not rows:
+            lines.append(f"| {name} | 0 | " + " | ".join("-" for _ in range(2 * len(systems))) + " |")
+            continue
+        refs = [references[r] for r in rows]
+        picked = [(sys_name, [hyps[r] for r in rows]) for sys_name, hyps in systems]
+        metrics = {"BLEU": BLEU(), "chrF": CHRF()}
+        cells = []
+        if len(picked) > 1:
+            signatures, scores = PairedTest(picked, metrics, [refs], test_type="bs", n_samples=samples)()
+            bleu_key, chrf_key = [key for key in scores if key != "System"]
+            for i in range(len(picked)):
+                for key in (bleu_key, chrf_key):
+                    score = scores[key][i]
+                    # sacrebleu gives a system identical to the baseline its smallest p (a zero difference is
+                    # "not attributed to chance"): say so instead of printing it
+                    same = picked[i][1] == picked[0][1]
+                    cells.append(_fmt(score.score) + ("" if i == 0 else " (identical)" if same else
+                                                      f" (p {score.p_value:.3f})"))
+        else:
+            cells = [_fmt(metric.corpus_score(picked[0][1], [refs]).score) for metric in metrics.values()]
+            signatures = {m: metric.get_signature() for m, metric in metrics.items()}
+        lines.append(f"| {name} | {len(rows)} | " + " | ".join(cells) + " |")
+    lines.append("")
+    if len(systems) > 1:
+        lines.append(f"p: paired bootstrap against {systems[0][0]} on the same pairs, {samples} resamples "
+                     "(identical: the same hypotheses as the baseline on that subset).")
+    lines += [f"{metric}: `{signature}`" for metric, signature in signatures.items()]
+    return lines
 
 
 def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: float = 0.6,
-            samples: int = 1000) -> str:
-    """The Markdown table (runs[0] = the baseline)."""
+            samples: int = 1000, subsets_dir: str | None = None) -> str:
+    """The Markdown table (runs[0] = the baseline); with `subsets_dir` (synprep challenge's output) also the
+    table over the whole split and every subset (`subset_table`)."""
     import torch
     from sacrebleu.metrics import BLEU, CHRF
     from sacrebleu.significance import PairedTest
 
-    from .data import ParallelData, Vocab
+    from synprep.challenge import load_subsets
 
+    subsets = load_subsets(subsets_dir) if subsets_dir is not None else None  # checked before any decoding
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    split_ids, references = reference_texts(data_path)
     systems = [(os.path.basename(os.path.normpath(run)), run_hypotheses(run, data_path, beam, length_penalty,
-                                                                         device)) for run in runs]
-    reference_data = ParallelData(data_path, Vocab.load(os.path.join(runs[0], "vocab.json")))
-    references = reference_data.references(reference_data.keep)
+                                                                         device, len(references))) for run in runs]
     metrics = {"BLEU": BLEU(), "chrF": CHRF()}
     if len(systems) > 1:
         signatures, scores = PairedTest(systems, metrics, [references], test_type="bs", n_samples=samples)()
@@ -110,23 +210,35 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
                  f"paired bootstrap against {systems[0][0]}, {samples} resamples.")
     for metric, signature in signatures.items():
         lines.append(f"{metric}: `{signature}`")
+    if subsets is not None:
+        names = [name for name, _ in systems]
+        if len(set(names)) != len(names):  # PairedTest names the systems: keep them apart
+            systems = [(f"{name} ({i + 1})", hyps) for i, (name, hyps) in enumerate(systems)]
+        lines += ["", f"Challenge subsets: {subsets_dir} (synprep challenge)", ""]
+        lines += subset_table(systems, references, split_ids, subsets, samples)
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="run directories (best.pt, vocab.json); the first = baseline")
+    parser.add_argument("runs", nargs="+", help="run directories (best.pt and/or test.hyp); the first = baseline")
     parser.add_argument("--data", required=True, help="test split directory")
+    parser.add_argument("--subsets", help="challenge sets of the split (synprep challenge -o DIR)")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--length-penalty", type=float, default=0.6)
     parser.add_argument("--samples", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument("--json", help="also write the table's rows here")
     args = parser.parse_args(argv)
-    missing = [run for run in args.runs if not os.path.isfile(os.path.join(run, "best.pt"))]
+    missing = [run for run in args.runs if not any(os.path.isfile(os.path.join(run, name))
+                                                   for name in ("best.pt", HYPOTHESES))]
     if missing:
-        sys.exit(f"no best.pt in {', '.join(missing)} (train them first: syntrain run RECIPE)")
-    table = compare(args.runs, args.data, args.beam, args.length_penalty, args.samples)
+        sys.exit(f"syntrain.compare: error: no best.pt or {HYPOTHESES} in {', '.join(missing)} (train them first: "
+                 "syntrain run RECIPE)")
+    try:
+        table = compare(args.runs, args.data, args.beam, args.length_penalty, args.samples, args.subsets)
+    except (ValueError, OSError, InputError) as err:
+        sys.exit(f"syntrain.compare: error: {err}")
     print(table)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

@@ -26,8 +26,11 @@ position p = the rows with step <= p. Label ids: 0 = self (GCN), 1 = a label uns
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -172,6 +175,22 @@ def read_split(path: str) -> tuple[pa.Table, Manifest]:
     return split.table(columns), split.manifest
 
 
+Item, Made = TypeVar("Item"), TypeVar("Made")
+
+
+def prefetch(items: Sequence[Item], make: Callable[[Item], Made], depth: int = 2) -> Iterator[Made]:
+    """`make(item)` for each item, in order, computed on one background thread up to `depth` items ahead of
+    the consumer (collation of the next batches overlaps the training step; numpy and torch copies release
+    the GIL). An exception in `make` is raised at its item."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="syntrain-prefetch") as pool:
+        pending = deque(pool.submit(make, item) for item in items[:depth])
+        for i in range(len(items)):
+            made = pending.popleft().result()
+            if i + depth < len(items):
+                pending.append(pool.submit(make, items[i + depth]))
+            yield made
+
+
 @dataclass
 class Batch:
     """Padded tensors of one batch; `index` = row numbers in the dataset."""
@@ -185,20 +204,32 @@ class Batch:
     src_head: torch.Tensor | None = None  # (B, S) head position (parent_first), -1 = none
     tgt_head: torch.Tensor | None = None  # (B, T) head decoder input position, -1 = none
     labels: torch.Tensor | None = None  # (B, S) source label ids
+    target_tokens: int = -1  # non-pad tgt_out entries, counted at collation (-1: count when asked)
     graph: torch.Tensor | None = None  # (E, 5) generated-graph edges (tree decoding; module docstring)
 
-    def to(self, device: torch.device | str) -> Batch:
-        """The same batch on `device`."""
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
+        """The same batch on `device` (`non_blocking` copies from pinned memory overlap the running step)."""
         def move(x: torch.Tensor | None) -> torch.Tensor | None:
-            return None if x is None else x.to(device)
+            return None if x is None else x.to(device, non_blocking=non_blocking)
 
-        return Batch(self.src.to(device), move(self.parent), self.tgt_in.to(device), self.tgt_out.to(device),
-                     self.index, move(self.distances), move(self.src_head), move(self.tgt_head), move(self.labels),
+        return Batch(move(self.src), move(self.parent), move(self.tgt_in), move(self.tgt_out), self.index,
+                     move(self.distances), move(self.src_head), move(self.tgt_head), move(self.labels), self.tokens(),
                      move(self.graph))
 
+    def pin_memory(self) -> Batch:
+        """The same batch in page-locked memory (for non-blocking copies to a GPU)."""
+        def pin(x: torch.Tensor | None) -> torch.Tensor | None:
+            return None if x is None else x.pin_memory()
+
+        return Batch(pin(self.src), pin(self.parent), pin(self.tgt_in), pin(self.tgt_out), self.index,
+                     pin(self.distances), pin(self.src_head), pin(self.tgt_head), pin(self.labels), self.tokens(),
+                     pin(self.graph))
+
     def tokens(self) -> int:
-        """Target tokens (the loss normalizer)."""
-        return int((self.tgt_out != PAD_ID).sum())
+        """Target tokens (the loss normalizer); known without touching the device once collated."""
+        if self.target_tokens < 0:
+            self.target_tokens = int((self.tgt_out != PAD_ID).sum())
+        return self.target_tokens
 
 
 class ParallelData:
@@ -274,6 +305,13 @@ class ParallelData:
         """Tokens of the longest kept row (the longer side, with EOS/BOS): the least a batch must hold."""
         return int(np.maximum(self.src_len, self.tgt_len)[self.keep].max()) if len(self.keep) else 0
 
+    def reference_transitions(self, rows: Sequence[int]) -> list[list[str] | None]:
+        """The target transitions of the given rows (None where null or not in the shards)."""
+        if TGT_TRANSITIONS not in self.table.column_names:
+            return [None] * len(rows)
+        column = self.table.column(TGT_TRANSITIONS)
+        return [column[int(i)].as_py() for i in rows]
+
     def references(self, rows: Sequence[int]) -> list[str]:
         """Raw target sentences (`tgt_text`) of the given rows."""
         texts = self.table.column(TGT_TEXT)
@@ -325,8 +363,10 @@ class ParallelData:
         extra = self._collate_features(rows, s, t)
         if self.arc_labels is not None:
             extra["graph"] = torch.from_numpy(self.collate_graph(tgt_in))
+        tokens = int(self.tgt_len[rows].sum())  # target items + one EOS each
         return Batch(torch.from_numpy(src), torch.from_numpy(parent) if self.has_parents else None,
-                     torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows), **extra)
+                     torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows), **extra,
+                     target_tokens=tokens)
 
     def collate_graph(self, tgt_in: np.ndarray) -> np.ndarray:
         """(E, 5) graph edges of a padded (B, T) decoder input (see the module docstring)."""

@@ -305,25 +305,24 @@ def conllu_block(tree: Sequence[tuple[str, int, str]], sent_id: str) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def tree_scores(pieces: Sequence[Sequence[str]], data: ParallelData, rows: Sequence[int], root: str = "drop"
+def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop"
                 ) -> dict:
-    """The tree measure of README "tree decoding": `valid_trees` = share (%) of outputs the inverse accepts;
-    on the outputs whose sub-words equal the reference's (`exact_outputs`, % of the rows with a reference
-    tree), `exact_uas`/`exact_las` = attachment scores (%) of the predicted tree against the reference tree
-    (the reference transitions decoded, i.e. the parser's tree as the shards encode it)."""
-    valid = exact = tokens = heads_ok = both_ok = references = 0
-    column = data.table.column("tgt_transitions") if "tgt_transitions" in data.table.column_names else None
-    for row, output in zip(rows, pieces):
+    """The tree measure of README "tree decoding" for outputs and their reference transitions (None: none):
+    `valid_trees` = share (%) of outputs the inverse accepts; on the outputs whose sub-words equal the
+    reference's (`exact_outputs`, % of the rows with a reference), `exact_uas`/`exact_las` = attachment scores
+    (%) of the predicted tree against the reference tree (the reference transitions decoded, i.e. the parser's
+    tree as the shards encode it)."""
+    valid = exact = tokens = heads_ok = both_ok = counted = 0
+    for output, reference in zip(pieces, references):
         try:
             _, predicted_owner, predicted_heads, predicted_labels = from_transitions(list(output), root)
             subwords = text_pieces(output)
             valid += 1
         except ValueError:
             continue
-        reference = None if column is None else column[int(row)].as_py()
         if reference is None:
             continue
-        references += 1
+        counted += 1
         ref_subwords, ref_owner, ref_heads, ref_labels = from_transitions(reference, root)
         if subwords != ref_subwords or predicted_owner != ref_owner:
             continue
@@ -333,7 +332,7 @@ def tree_scores(pieces: Sequence[Sequence[str]], data: ParallelData, rows: Seque
             heads_ok += h == rh
             both_ok += h == rh and lab == rlab
     n = max(len(pieces), 1)
-    return {"valid_trees": round(100 * valid / n, 2), "exact_outputs": round(100 * exact / max(references, 1), 2),
+    return {"valid_trees": round(100 * valid / n, 2), "exact_outputs": round(100 * exact / max(counted, 1), 2),
             "exact_uas": round(100 * heads_ok / tokens, 2) if tokens else None,
             "exact_las": round(100 * both_ok / tokens, 2) if tokens else None}
 

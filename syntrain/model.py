@@ -41,6 +41,7 @@ class ModelConfig:
     dec_layers: int = 3
     dropout: float = 0.1
     attention_dropout: float | None = None  # dropout on attention weights (None: same as `dropout`)
+    activation_dropout: float | None = None  # dropout after the feed-forward ReLU (None: same as `dropout`)
     share_embeddings: bool = True
     max_len: int = 512
     pascal_heads: list[int] = field(default_factory=list)
@@ -188,6 +189,11 @@ class ModelConfig:
         """The attention-weight dropout in effect."""
         return self.dropout if self.attention_dropout is None else self.attention_dropout
 
+    @property
+    def ff_dropout(self) -> float:
+        """The feed-forward activation dropout in effect (fairseq's `--activation-dropout`)."""
+        return self.dropout if self.activation_dropout is None else self.activation_dropout
+
 
 PRESETS: dict[str, dict] = {
     "tiny": dict(d_model=256, n_heads=4, d_ff=1024, enc_layers=3, dec_layers=3, dropout=0.1),  # CPU
@@ -220,7 +226,7 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, pascal_heads, cfg.pascal_sigma2,
                                        cfg.parent_ignore, parse_scores=parse_scores)
-        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.ff_dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, parent: torch.Tensor | None) -> torch.Tensor:
@@ -299,7 +305,7 @@ class DecoderLayer(nn.Module):
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, directed_heads=directed_heads,
                                              directed_n=cfg.directed_n, double_context=cfg.double_context,
                                              record_mean=record_cross)
-        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.ff_dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,

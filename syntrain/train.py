@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import json
 import math
 import os
@@ -31,7 +32,7 @@ from synprep.tables import config_from_dict
 from synprep.textio import atomic_write
 
 from .checkpoints import clear_run, default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
-from .data import PAD_ID, Batch, ParallelData, Vocab, arc_label_vocabulary
+from .data import PAD_ID, Batch, ParallelData, Vocab, arc_label_vocabulary, prefetch
 from .decode import score, translate, tree_scores
 from .model import PRESETS, ModelConfig, Transformer
 
@@ -66,7 +67,8 @@ class TrainConfig:
     log_interval: int = 100
     seed: int = 1
     threads: int = 0  # torch CPU threads (0: torch's default)
-    attention: str = "auto"  # kernel of the Pascal heads: auto (flex on CUDA), math, flex (see attention.py)
+    device: str = "auto"  # auto (CUDA when available, else CPU), cuda, cpu
+    attention: str = "auto"  # kernel of the Pascal heads: auto (= math), math, flex (see attention.py)
     precision: str = "auto"  # auto (bf16 autocast on CUDA with bf16 support, else fp32), fp32, bf16
     resume: bool = False
     keep_last: int = 0  # also keep the N most recent OUT/checkpoint_<step>.pt (0: only last.pt and best.pt)
@@ -196,6 +198,16 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
     return total, tokens
 
 
+def collate_group(start: int, data: ParallelData, batches: list[np.ndarray], accum: int, device: torch.device
+                  ) -> list[Batch]:
+    """The batches of the optimizer update that begins at batch `start`; on CUDA already on their way to the
+    GPU (pinned memory, non-blocking copies)."""
+    group = [data.collate(rows) for rows in batches[start : start + accum]]
+    if device.type == "cuda":
+        group = [batch.pin_memory().to(device, non_blocking=True) for batch in group]
+    return group
+
+
 def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
     """A checkpoint file as its dict; an unreadable or foreign file is a ValueError naming it."""
     try:
@@ -250,7 +262,7 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, pieces=pieces)
     metrics = {"loss": round(total / max(tokens, 1), 4), **score(hyps, data.references(rows))}
     if model.cfg.target == "transitions":
-        metrics.update(tree_scores(pieces, data, rows, model.cfg.transition_root))
+        metrics.update(tree_scores(pieces, data.reference_transitions(rows), model.cfg.transition_root))
     model.train()
     return metrics
 
@@ -271,16 +283,36 @@ def _truncate_metrics(path: str, step: int) -> None:
     atomic_write(path, "".join(kept).encode("utf-8"))
 
 
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig
+                   ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    """Adam (betas from `cfg`, eps 1e-9; the fused kernel: one pass over all parameters, CPU and CUDA) with the
+    inverse square-root schedule."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas, eps=1e-9, fused=True)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt(cfg.warmup))
+
+
+def training_device(choice: str, local_rank: int = 0) -> torch.device:
+    """The device of process `local_rank` for `choice` (auto, cuda, cpu): one GPU per process."""
+    if choice not in ("auto", "cuda", "cpu"):
+        raise ValueError(f"device must be auto, cuda or cpu, got {choice!r}")
+    if choice == "cpu" or (choice == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise ValueError("device = cuda but torch sees no CUDA GPU (use device auto or cpu)")
+    if local_rank >= torch.cuda.device_count():
+        raise ValueError(f"process {local_rank} of this node has no GPU of its own ({torch.cuda.device_count()} "
+                         f"visible): start at most one process per GPU, or train with device = cpu")
+    return torch.device("cuda", local_rank)
+
+
 def train(cfg: TrainConfig) -> Transformer:
     """Run (or resume) training as configured; returns the trained model (unwrapped)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     own_group = world > 1 and not dist.is_initialized()
-    if torch.cuda.is_available():
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    device = training_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
+    if device.type == "cuda":
         torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
     if own_group:
         # rank 0 validates (decoding) while the others wait in the checkpoint collective: a long timeout
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=datetime.timedelta(hours=2))
@@ -350,8 +382,7 @@ def train(cfg: TrainConfig) -> Transformer:
     if mcfg.pascal_heads and any(mcfg.pascal_heads) and not train_data.has_parents:
         raise ValueError(f"{cfg.data}: Pascal heads need src_parent_mid (convert with [features] src = "
                          "[\"parents\"])")
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas, eps=1e-9)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt(cfg.warmup))
+    optimizer, scheduler = make_optimizer(model, cfg)
     step, epoch, position, best, bad_evals = 0, 0, 0, None, 0
     if ckpt:
         model.load_state_dict(ckpt["model"])
@@ -375,13 +406,8 @@ def train(cfg: TrainConfig) -> Transformer:
         _log(f"  target transitions: {train_data.skipped_null} training pair(s) without transitions skipped "
              f"(null: not encodable under the pipeline's non_projective policy), {len(mcfg.arc_labels)} arc labels, "
              f"root {mcfg.transition_root}", rank)
-        if rank == 0 and not ckpt:
-            record_header = {"step": 0, "skipped_null_transitions": train_data.skipped_null,
-                             "arc_labels": len(mcfg.arc_labels)}
-        else:
-            record_header = None
-    else:
-        record_header = None
+    record_header = {"step": 0, "skipped_null_transitions": train_data.skipped_null,
+                     "arc_labels": len(mcfg.arc_labels)} if mcfg.target == "transitions" and not ckpt else None
     metrics_path = os.path.join(cfg.out, "metrics.jsonl")
     if rank == 0 and ckpt:
         _truncate_metrics(metrics_path, ckpt["step"])  # a resumed run redoes the steps after its checkpoint
@@ -437,8 +463,10 @@ def train(cfg: TrainConfig) -> Transformer:
         if per_rank == 0:
             raise ValueError(f"{cfg.data}: fewer batches ({len(batches)}) than processes ({world})")
         batches = batches[rank::world][:per_rank]
-        while position < per_rank:
-            group = [train_data.collate(rows) for rows in batches[position : position + cfg.accum_steps]]
+        make_group = functools.partial(collate_group, data=train_data, batches=batches, accum=cfg.accum_steps,
+                                       device=device)  # on the prefetch thread, while the previous step runs
+        groups = prefetch(range(position, per_rank, cfg.accum_steps), make_group)
+        for group in groups:
             aux: dict[str, torch.Tensor] = {}
             loss, tokens = accumulate_gradients(model, group, device, autocast, cfg.label_smoothing, aux)
             if cfg.clip_norm:
@@ -460,7 +488,8 @@ def train(cfg: TrainConfig) -> Transformer:
                 seconds = max(time.time() - window_start, 1e-9)
                 elapsed = time.time() - started
                 values = {"step": step, "epoch": epoch, "loss": round(window_loss.item() / window_tokens, 4),
-                          "lr": scheduler.get_last_lr()[0], "tokens_per_s": round(window_tokens * world / seconds),
+                          "lr": scheduler.get_last_lr()[0], "tokens": window_tokens * world,
+                          "tokens_per_s": round(window_tokens * world / seconds),
                           "elapsed_s": round(elapsed, 1)}
                 values.update({f"loss_{name}": round(value.item() / window_tokens, 4)
                                for name, value in window_aux.items()})  # per target token, unweighted
@@ -495,6 +524,7 @@ def train(cfg: TrainConfig) -> Transformer:
                              f"{cfg.best_metric} (patience {cfg.patience})", rank)
                         stop = True
             if stop:
+                groups.close()  # the prefetch thread finishes the batches it has started
                 break
         if position >= per_rank:
             epoch, position = epoch + 1, 0

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from syntrain.attention import MultiHeadAttention, parent_prior
 from syntrain.data import EOS_ID, NO_PARENT, PAD_ID, ParallelData, Vocab, raw_source, read_split
 from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
-from syntrain.train import TrainConfig, load_checkpoint, train
+from syntrain.train import TrainConfig, load_checkpoint, train, training_device
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.1, pascal_heads=[2],
@@ -107,10 +108,10 @@ def test_pascal_with_all_ones_prior_equals_vanilla():
         torch.testing.assert_close(pascal(x, mask=mask, parent=no_parents), expected, atol=1e-6, rtol=1e-5)
 
 
-def _flex_case(n_heads=4, pascal_heads=2, parent_ignore=0.4, device="cpu"):
+def _flex_case(n_heads=4, pascal_heads=2, parent_ignore=0.4, device="cpu", d_model=32):
     torch.manual_seed(0)
-    attn = MultiHeadAttention(32, n_heads, dropout=0.0, pascal_heads=pascal_heads, parent_ignore=parent_ignore)
-    x = torch.randn(3, 9, 32)
+    attn = MultiHeadAttention(d_model, n_heads, dropout=0.0, pascal_heads=pascal_heads, parent_ignore=parent_ignore)
+    x = torch.randn(3, 9, d_model)
     mask = torch.ones(3, 1, 1, 9, dtype=torch.bool)
     mask[1, ..., 6:], mask[2, ..., 2:] = False, False
     parent = torch.randint(0, 5, (3, 9)).float() + 0.5 * torch.randint(0, 2, (3, 9))
@@ -137,12 +138,12 @@ def test_flex_kernel_equals_math_kernel(pascal_heads):
 
 
 def test_attention_kernel_choice():
-    attn = MultiHeadAttention(32, 4, dropout=0.1, pascal_heads=2)
+    attn = MultiHeadAttention(64, 4, dropout=0.1, pascal_heads=2)
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     attn.train()
-    assert not attn.uses_flex(cpu) and not attn.uses_flex(cuda)  # auto: attention dropout active -> math
+    assert not attn.uses_flex(cpu) and not attn.uses_flex(cuda)  # auto = math
     attn.eval()
-    assert not attn.uses_flex(cpu) and attn.uses_flex(cuda)  # auto: flex on CUDA only
+    assert not attn.uses_flex(cpu) and not attn.uses_flex(cuda)
     attn.kernel = "math"
     assert not attn.uses_flex(cuda)
     attn.kernel = "flex"
@@ -152,31 +153,26 @@ def test_attention_kernel_choice():
     with pytest.raises(ValueError, match="attention dropout"):
         attn.uses_flex(cpu)
     assert not MultiHeadAttention(32, 4, kernel="flex").uses_flex(cuda)  # no Pascal heads: plain SDPA
+    with torch.no_grad(), pytest.raises(ValueError, match="head dimension >= 16"):  # Triton's limit
+        MultiHeadAttention(32, 4, pascal_heads=2, kernel="flex").uses_flex(cuda)
     with pytest.raises(ValueError, match="unknown attention kernel"):
         build_model(vocab_size=20, **SMALL).set_attention_kernel("fused")
 
 
-def test_auto_kernel_falls_back_to_math_when_flex_fails(monkeypatch):
-    """A compile failure of the flex kernel (simulated: no GPU here) under 'auto' warns and gives the math result;
-    under 'flex' it raises."""
+def test_flex_kernel_errors_propagate(monkeypatch):
+    """A compile failure of the flex kernel (simulated: no GPU here) is raised, never silently replaced."""
     import syntrain.attention as attention
 
     def broken(*args, **kwargs):
         raise RuntimeError("triton: out of shared memory\nmore detail")
 
     monkeypatch.setattr(attention, "flex_attention", broken)
-    monkeypatch.setattr(attention, "_flex_failed", "")
     attn, x, mask, parent = _flex_case()
     attn.eval()
     q, k, v = (attn._heads(z) for z in (attn.query(x), *attn.key_value(x).split(32, dim=-1)))
     attn.kernel = "flex"
     with pytest.raises(RuntimeError, match="shared memory"):
         attn._flex(q, k, v, mask, parent)
-    attn.kernel = "auto"
-    assert attn.uses_flex(torch.device("cuda"))
-    with pytest.warns(RuntimeWarning, match=r"out of shared memory\); the 'auto'"):
-        assert attn._flex(q, k, v, mask, parent) is None
-    assert not attn.uses_flex(torch.device("cuda"))
 
 
 def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
@@ -199,7 +195,7 @@ def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (compiled FlexAttention, backward)")
 def test_cuda_flex_forward_and_gradients_equal_math():
-    attn, x, mask, parent = _flex_case(device="cuda")
+    attn, x, mask, parent = _flex_case(device="cuda", d_model=64)  # Triton: head dimension >= 16
     attn.train()
     results = {}
     for kernel in ("math", "flex"):
@@ -215,17 +211,27 @@ def test_cuda_flex_forward_and_gradients_equal_math():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_cuda_training_uses_flex_and_bf16_and_learns(shards, tmp_path):
-    """The CUDA defaults (auto: bf16 autocast, FlexAttention for the Pascal layer without attention dropout)."""
-    model = {**SMALL, "attention_dropout": 0.0}
+def test_cuda_training_bf16_learns_and_flex_decodes_like_math(shards, tmp_path):
+    """The CUDA defaults (auto: bf16 autocast, math kernel) train; the trained model decodes the same with the
+    compiled flex kernel."""
+    model = {**SMALL, "attention_dropout": 0.0, "d_model": 64}
     trained = train(TrainConfig(data=str(shards / "train"), valid=str(shards / "valid"), out=str(tmp_path), model=model,
                                 max_tokens=600, max_steps=40, lr=3e-3, warmup=5, log_interval=10, eval_interval=40,
                                 eval_sentences=20))
     assert next(trained.parameters()).is_cuda
-    trained.train()
-    assert trained.encoder[0].attn.uses_flex(torch.device("cuda"))
+    assert not trained.encoder[0].attn.uses_flex(torch.device("cuda"))  # auto = math
     losses = _losses(tmp_path / "metrics.jsonl")
     assert losses[40] < losses[10] - 0.5, losses
+    trained.eval()
+    src = torch.randint(4, 20, (3, 7), device="cuda")
+    parent = torch.randint(0, 7, (3, 7), device="cuda").float()
+    with torch.no_grad():
+        memory = {}
+        for kernel in ("math", "flex"):
+            trained.set_attention_kernel(kernel)
+            memory[kernel] = trained.encode(src, parent)
+    trained.set_attention_kernel("auto")
+    torch.testing.assert_close(memory["flex"], memory["math"], atol=2e-4, rtol=2e-4)
 
 
 def test_bf16_autocast_trains(shards, tmp_path):
@@ -249,7 +255,16 @@ def test_bf16_autocast_trains(shards, tmp_path):
 def test_flex_training_on_cpu_is_refused(shards, tmp_path):
     with pytest.raises(ValueError, match="CUDA only"):
         train(TrainConfig(data=str(shards / "train"), out=str(tmp_path), model=SMALL, max_steps=1,
-                          attention="flex"))
+                          attention="flex", device="cpu"))
+
+
+def test_device_choice():
+    assert training_device("cpu") == torch.device("cpu")
+    assert training_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match="auto, cuda or cpu"):
+        training_device("gpu")
+    with pytest.raises(ValueError, match="no GPU of its own" if torch.cuda.is_available() else "sees no CUDA GPU"):
+        training_device("cuda", local_rank=torch.cuda.device_count())
 
 
 def test_data_shifts_and_batches(shards):
@@ -307,7 +322,8 @@ def test_ddp_gloo_two_processes_keep_replicas_identical(shards, tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cfg = dict(data=str(shards / "train"), out=str(tmp_path / "run"), model=SMALL, max_tokens=300, max_steps=4,
-               warmup=2, log_interval=1, eval_interval=1000, threads=1, accum_steps=2)  # DDP no_sync path too
+               warmup=2, log_interval=1, eval_interval=1000, threads=1, accum_steps=2,  # DDP no_sync path too
+               device="cpu")  # gloo, also on a GPU machine
     torch.multiprocessing.spawn(_ddp_worker, args=(2, port, cfg, str(tmp_path)), nprocs=2, join=True)
     a, b = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
     init = build_model(vocab_size=a["src_embed.weight"].shape[0], **SMALL).state_dict()
@@ -323,7 +339,8 @@ def test_torchrun_cli_two_processes(shards, tmp_path):
     out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                           "-m", "syntrain", "run", "--data", str(shards / "train"), "--out", str(tmp_path / "run"),
                           "--max-steps", "3", "--max-tokens", "300", "--warmup", "2", "--log-interval", "1",
-                          "--preset", "tiny", "--pascal-heads", "2"], capture_output=True, text=True, env=env, cwd=REPO,
+                          "--preset", "tiny", "--pascal-heads", "2", "--device", "cpu"],
+                         capture_output=True, text=True, env=env, cwd=REPO,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "2 process(es)" in out.stderr and out.stderr.count("syntrain:") == 1  # rank 0 logs
@@ -509,3 +526,56 @@ def test_training_recipes_are_valid(recipe):
     if cfg.preset == "base":  # the paper setups: 32k tokens per update on one process (SyncAttn: 25k)
         per_update = 25000 if model_cfg.sync_lambda else 32768
         assert cfg.max_tokens * cfg.accum_steps == per_update and model_cfg.attention_dropout == 0.0
+
+
+def test_prefetch_makes_the_next_batch_while_the_step_runs():
+    """The data of step n + 1 is ready before step n ends (collation overlaps the step), in order; an error
+    in `make` surfaces at its item."""
+    from syntrain.data import prefetch
+
+    made = []
+
+    def make(i):
+        made.append(i)
+        return i * 10
+
+    seen = []
+    for value in prefetch(range(6), make, depth=2):
+        time.sleep(0.05)  # the training step
+        seen.append(value)
+        n = value // 10
+        assert n == 5 or n + 1 in made, (n, made)  # the next batch exists before this step ends
+    assert seen == [0, 10, 20, 30, 40, 50] and made == list(range(6))
+
+    def broken(i):
+        if i == 3:
+            raise ValueError("bad row 3")
+        return i
+
+    got = []
+    with pytest.raises(ValueError, match="bad row 3"):
+        for value in prefetch(range(6), broken):
+            got.append(value)
+    assert got == [0, 1, 2]
+
+
+def test_collated_token_count_matches_the_tensor(shards):
+    table, _ = read_split(str(shards / "train"))
+    data = ParallelData(str(shards / "train"), Vocab.build([table]))
+    for rows in data.batches(300, seed=1, epoch=0)[:5]:
+        batch = data.collate(rows)
+        assert batch.tokens() == int((batch.tgt_out != PAD_ID).sum()) > 0
+        assert batch.to("cpu").tokens() == batch.tokens()
+
+
+def test_dropout_flags_reach_the_model(shards, tmp_path):
+    """--dropout / --attention-dropout / --activation-dropout (fairseq's three knobs) land in the checkpoint's
+    model and in its modules; unset, the last two follow --dropout."""
+    run = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "syntrain", "run", "--data", str(shards / "train"), "--out", str(run),
+                    "--max-steps", "1", "--max-tokens", "300", "--preset", "tiny", "--threads", "1", "--dropout", "0.2",
+                    "--attention-dropout", "0", "--activation-dropout", "0.05"], check=True, capture_output=True)
+    model, _, ckpt = load_checkpoint(str(run / "last.pt"))
+    assert ckpt["model_config"]["dropout"] == 0.2 and model.cfg.attn_dropout == 0.0 and model.cfg.ff_dropout == 0.05
+    assert model.encoder[0].attn.dropout == 0.0 and model.encoder[0].ff[2].p == 0.05 and model.encoder[0].drop.p == 0.2
+    assert build_model(vocab_size=10, dropout=0.3).cfg.ff_dropout == 0.3  # default: same as dropout

@@ -1,0 +1,75 @@
+"""Profile syntrain training steps on the CPU (torch.profiler): where a step's time goes.
+
+    python benchmarks/profile_train.py [--data out/multi30k-en-de/train] [--steps 8] [--threads 2] [--top 25]
+                                       [--pascal-heads 0]
+
+The step is the trainer's own: `ParallelData.collate` of the next batch, `accumulate_gradients`
+(forward, label-smoothed loss, auxiliary losses, backward), the trainer's optimizer step and scheduler.
+Batches come from the Multi30k recipe's shards (vanilla recipe model: tiny, dropout 0.3). Prints the top
+operators by self CPU time and the share of collation, forward+backward and the optimizer in the step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+from syntrain.data import ParallelData, Vocab, read_split
+from syntrain.model import build_model
+from syntrain.train import TrainConfig, accumulate_gradients, autocast_context, make_optimizer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=str(ROOT / "out" / "multi30k-en-de" / "train"))
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--pascal-heads", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    vocab = Vocab.build([read_split(args.data)[0]])
+    data = ParallelData(args.data, vocab, 256)
+    cfg = TrainConfig(data=args.data, max_tokens=4096, lr=1e-3, warmup=400)
+    heads = [args.pascal_heads] if args.pascal_heads else []
+    model = build_model("tiny", vocab_size=len(vocab), dropout=0.3, pascal_heads=heads).train()
+    optimizer, scheduler = make_optimizer(model, cfg)
+    rows = data.batches(cfg.max_tokens, seed=0)[: args.steps + 2]
+    device, autocast = torch.device("cpu"), autocast_context("fp32", torch.device("cpu"))
+
+    def step(batch_rows) -> None:
+        with record_function("collate"):
+            batch = data.collate(batch_rows)
+        with record_function("forward+backward"):
+            accumulate_gradients(model, [batch], device, autocast, cfg.label_smoothing)
+        with record_function("optimizer"):
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+
+    for r in rows[:2]:  # warm-up
+        step(r)
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for r in rows[2:]:
+            step(r)
+    seconds = time.perf_counter() - start
+    averages = prof.key_averages()
+    print(averages.table(sort_by="self_cpu_time_total", row_limit=args.top))
+    total = sum(e.cpu_time_total for e in averages if e.key in ("collate", "forward+backward", "optimizer"))
+    for key in ("collate", "forward+backward", "optimizer"):
+        event = next(e for e in averages if e.key == key)
+        share = 100 * event.cpu_time_total / total
+        print(f"{key:18s} {event.cpu_time_total / 1e3 / args.steps:8.1f} ms/step  {share:5.1f}%")
+    print(f"{args.steps} steps in {seconds:.2f} s (profiler on), {args.threads} threads, torch {torch.__version__}")
+
+
+if __name__ == "__main__":
+    main()
