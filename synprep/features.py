@@ -173,53 +173,140 @@ def to_transitions(heads: Sequence[int], labels: Sequence[str], pieces: Sequence
     return out
 
 
+class TransitionState:
+    """The arc-standard transition system read one item at a time: THE implementation, shared by
+    `from_transitions`, the trainer's graph (`transition_edges`) and constrained decoding (`allowed`).
+
+    Items: a sub-word (SHIFT; one ending in `separator` continues its token), `LEFT-ARC:<l>` (s1 becomes a
+    dependent of s0), `RIGHT-ARC:<l>` (s0 becomes a dependent of s1); under root policy `keep` a final
+    `RIGHT-ARC:<root label>` with one word on the stack. `push` returns the edges of the generated graph the
+    item adds (Choshen & Abend, section 3): an arc x = `*-ARC:l` with head word H and dependent word D adds
+    H -> D, x -> D and H -> x, all labelled l, where an edge from/to a word is from/to each of its sub-words
+    (the root arc adds R -> x). Edges are (parent, child, label) with 0-based item positions; `graph` False:
+    no edges are built (`push` returns []), for the inverse alone.
+    """
+
+    def __init__(self, root: str = "drop", separator: str = BPE_SEPARATOR, graph: bool = True) -> None:
+        if root not in ROOT_POLICIES:
+            raise ValueError(f"root policy must be one of {ROOT_POLICIES}, got {root!r}")
+        self.root, self.separator, self.graph = root, separator, graph
+        self.subwords: list[str] = []
+        self.subword_token: list[int] = []
+        self.heads: list[int] = []  # per token (1-based heads, 0 = none yet / root)
+        self.labels: list[str] = []
+        self.pieces: list[list[int]] = []  # per token: the item positions of its sub-words
+        self.stack: list[int] = []  # token indices, top last
+        self.open_token = False  # the last sub-word continues its token
+        self.rooted = False
+        self.length = 0  # items read
+
+    def copy(self) -> TransitionState:
+        """An independent copy (beam search: hypotheses that share a prefix)."""
+        other = TransitionState.__new__(TransitionState)
+        other.__dict__.update(self.__dict__)
+        for name in ("subwords", "subword_token", "heads", "labels", "stack"):
+            setattr(other, name, list(getattr(self, name)))
+        other.pieces = [list(p) for p in self.pieces]
+        return other
+
+    def push(self, item: str) -> list[tuple[int, int, str]]:
+        """Read one item; the graph edges it adds. ValueError (naming the item's position) if invalid."""
+        position = self.length
+        if self.rooted:
+            raise ValueError(f"item {position} ({item!r}) after the root arc")
+        is_left = item.startswith(LEFT_ARC)
+        if is_left or item.startswith(RIGHT_ARC):
+            label = item[len(LEFT_ARC):] if is_left else item[len(RIGHT_ARC):]
+            if self.open_token:
+                raise ValueError(f"item {position}: arc inside an unfinished token")
+            if len(self.stack) < 2:
+                if not is_left and self.root == "keep" and len(self.stack) == 1:
+                    self.labels[self.stack[0]] = label
+                    self.rooted = True
+                    self.length += 1
+                    return [(p, position, label) for p in self.pieces[self.stack[0]]] if self.graph else []
+                raise ValueError(f"item {position}: {item} needs two items on the stack")
+            dependent = self.stack.pop(-2) if is_left else self.stack.pop()
+            head = self.stack[-1]  # LEFT: s1 <- s0; RIGHT: s1 -> s0; either way the new top
+            self.heads[dependent] = head + 1
+            self.labels[dependent] = label
+            self.length += 1
+            if not self.graph:
+                return []
+            heads, dependents = self.pieces[head], self.pieces[dependent]
+            return ([(h, d, label) for h in heads for d in dependents] + [(position, d, label) for d in dependents]
+                    + [(h, position, label) for h in heads])
+        if not self.open_token:
+            self.stack.append(len(self.heads))
+            self.heads.append(0)
+            self.labels.append(DROPPED_ROOT_LABEL)
+            self.pieces.append([])
+        self.subwords.append(item)
+        self.subword_token.append(len(self.heads) - 1)
+        self.pieces[-1].append(position)
+        self.open_token = item.endswith(self.separator)
+        self.length += 1
+        return []
+
+    def finish(self) -> None:
+        """ValueError unless the items read so far are a complete sequence."""
+        if self.open_token:
+            raise ValueError("sequence ends inside an unfinished token")
+        if len(self.stack) > 1:
+            raise ValueError(f"sequence ends with {len(self.stack)} items on the stack")
+        if self.root == "keep" and self.stack and not self.rooted:
+            raise ValueError("root policy keep: the final root arc is missing")
+
+    def items_to_finish(self) -> int:
+        """The fewest items that complete the sequence from here (arcs, the root arc; the end not counted),
+        assuming an unfinished token ends with its next sub-word."""
+        words = len(self.stack)
+        return int(self.open_token) + max(words - 1, 0) + int(self.root == "keep" and words > 0 and not self.rooted)
+
+    def allowed(self, steps_left: int) -> tuple[bool, bool, bool, bool, bool]:
+        """What may come next so that at most `steps_left` items, the end of the sequence included, complete a
+        valid tree: (a sub-word that continues its token, a sub-word that ends one, LEFT-ARC, RIGHT-ARC, end).
+        The end needs exactly one word on the stack (and the root arc under `keep`)."""
+        if self.rooted:
+            return False, False, False, False, True
+        words = len(self.stack)
+        keep_root = int(self.root == "keep")
+        if self.open_token:  # finish the token: ends it -> words stay; continues -> one more sub-word after
+            need_end = max(words - 1, 0) + keep_root + 1
+            return need_end + 1 < steps_left, need_end < steps_left, False, False, False
+        new_word = words + keep_root + 1  # a new word: then `words` arcs, the root arc, the end
+        arc = words >= 2 and (words - 2) + keep_root + 1 < steps_left
+        root_arc = keep_root and words == 1
+        end = words == 1 and not keep_root
+        return new_word + 1 < steps_left, new_word < steps_left, arc, arc or bool(root_arc), end
+
+
+def transition_edges(sequence: Sequence[str], root: str = "drop", separator: str = BPE_SEPARATOR
+                     ) -> tuple[np.ndarray, list[str]]:
+    """The generated graph of a (prefix of a) transition sequence: (int64 (E, 3) rows (parent, child, step),
+    labels), positions = 0-based item positions, step = the position of the item that added the edge. The
+    graph after reading the first n items = the rows with step < n (edges are only ever added)."""
+    state = TransitionState(root, separator)
+    rows: list[tuple[int, int, int]] = []
+    labels: list[str] = []
+    for step, item in enumerate(sequence):
+        for parent, child, label in state.push(item):
+            rows.append((parent, child, step))
+            labels.append(label)
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 3), labels
+
+
 def from_transitions(sequence: Sequence[str], root: str = "drop", separator: str = BPE_SEPARATOR
                      ) -> tuple[list[str], list[int], list[int], list[str]]:
     """Exact inverse of `to_transitions`: (sub-words, subword_token, heads, labels).
 
     A sub-word ending in `separator` continues its token. Raises ValueError on an invalid sequence.
     """
-    if root not in ROOT_POLICIES:
-        raise ValueError(f"root policy must be one of {ROOT_POLICIES}, got {root!r}")
-    subwords: list[str] = []
-    subword_token: list[int] = []
-    heads: list[int] = []
-    labels: list[str] = []
-    stack: list[int] = []
-    open_token = False  # the last sub-word continues its token
-    rooted = False
-    for position, item in enumerate(sequence):
-        if rooted:
-            raise ValueError(f"item {position} ({item!r}) after the root arc")
-        is_left = item.startswith(LEFT_ARC)
-        if is_left or item.startswith(RIGHT_ARC):
-            label = item[len(LEFT_ARC):] if is_left else item[len(RIGHT_ARC):]
-            if open_token:
-                raise ValueError(f"item {position}: arc inside an unfinished token")
-            if len(stack) < 2:
-                if not is_left and root == "keep" and len(stack) == 1:
-                    labels[stack[0]] = label
-                    rooted = True
-                    continue
-                raise ValueError(f"item {position}: {item} needs two items on the stack")
-            dependent = stack.pop(-2) if is_left else stack.pop()
-            heads[dependent] = stack[-1] + 1  # LEFT: s1 <- s0; RIGHT: s1 -> s0; either way the new top
-            labels[dependent] = label
-            continue
-        if not open_token:
-            stack.append(len(heads))
-            heads.append(0)
-            labels.append(DROPPED_ROOT_LABEL)
-        subwords.append(item)
-        subword_token.append(len(heads) - 1)
-        open_token = item.endswith(separator)
-    if open_token:
-        raise ValueError("sequence ends inside an unfinished token")
-    if len(stack) > 1:
-        raise ValueError(f"sequence ends with {len(stack)} items on the stack")
-    if root == "keep" and stack and not rooted:
-        raise ValueError("root policy keep: the final root arc is missing")
-    return subwords, subword_token, heads, labels
+    state = TransitionState(root, separator, graph=False)
+    for item in sequence:
+        state.push(item)
+    state.finish()
+    return state.subwords, state.subword_token, state.heads, state.labels
 
 
 def gaussian(diff: Any, sigma2: float = 1.0) -> Any:

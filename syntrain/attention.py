@@ -2,7 +2,9 @@
 
 Head layout of a layer: the *front* heads 0..h-1 are Pascal heads (encoder self-attention) or syntax-directed
 heads (decoder cross-attention); the *parse head* (DBSA / LISA) is the last head; the heads in between are
-plain (fused `scaled_dot_product_attention`). See README "syntax switches" for the conventions.
+plain (fused `scaled_dot_product_attention`). See README "syntax switches" for the conventions. A PARENT
+head (tree decoding, decoder self-attention) is head 0 and attends only to itself and its parents in the
+generated graph (a mask; no parameters).
 
 Pascal (Bugliarello & Okazaki, 2020): in the first `pascal_heads` heads of a layer, the scaled dot-product
 score s_tj of query t and key j is multiplied, before the softmax, by the Gaussian density
@@ -158,7 +160,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, pascal_heads: int = 0,
                  sigma2: float = 1.0, parent_ignore: float = 0.0, kernel: str = "auto", directed_heads: int = 0,
                  directed_n: float = 4.0, double_context: bool = False, parse_scores: str = "",
-                 record_mean: bool = False) -> None:
+                 record_mean: bool = False, parent_head: bool = False) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model {d_model} is not a multiple of n_heads {n_heads}")
@@ -175,6 +177,9 @@ class MultiHeadAttention(nn.Module):
         self.pascal_heads, self.sigma2, self.parent_ignore = pascal_heads, sigma2, parent_ignore
         self.directed_heads, self.directed_n, self.double_context = directed_heads, directed_n, double_context
         self.parse_scores, self.record_mean = parse_scores, record_mean
+        if parent_head and (pascal_heads or directed_heads or parse_scores or record_mean):
+            raise ValueError("a PARENT head shares its layer with no other syntax head")
+        self.parent_head = parent_head
         self.kernel = check_kernel(kernel)
         self.query = nn.Linear(d_model, d_model)
         self.key_value = nn.Linear(d_model, 2 * d_model)
@@ -264,15 +269,22 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                 parent: torch.Tensor | None = None, prior: torch.Tensor | None = None, cache: dict | None = None,
-                distances: torch.Tensor | None = None) -> torch.Tensor:
+                distances: torch.Tensor | None = None, parent_mask: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, C), memory (B, S, C) for cross-attention; `parent` (B, T) or a ready `prior` (B, T, S)
         for the Pascal heads (the flex kernel takes `parent` and a key-padding mask (B, 1, 1, S) only);
         `distances` (B, S, S) sub-word syntax distances for syntax-directed heads; `cache` (a dict, filled
-        here) for incremental decoding."""
+        here) for incremental decoding; `parent_mask` (B, T, S) the PARENT head's mask (itself and parents)."""
         b, t, c = x.shape
         q = self._heads(self.query(x))
         k, v = self._keys_values(x, memory, cache)
         p_drop = self.dropout if self.training else 0.0
+        if self.parent_head:
+            if parent_mask is None:
+                raise ValueError("a PARENT head needs the generated graph (parent_mask)")
+            others = (torch.ones_like(parent_mask)[:, None] if mask is None else mask.expand(b, 1, t, k.shape[2]))
+            head_mask = torch.cat([parent_mask[:, None], others.expand(b, self.n_heads - 1, t, k.shape[2])], dim=1)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=head_mask, dropout_p=p_drop)
+            return self.out(y.transpose(1, 2).reshape(b, t, c))
         h = self.pascal_heads
         if h and prior is None and parent is None:
             raise ValueError("a layer with Pascal heads needs the source parent positions")

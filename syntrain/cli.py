@@ -184,30 +184,43 @@ def _warn_signature(ckpt: dict, data: object) -> None:
 @click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")
+@click.option("--trees", "trees_path", type=click.Path(dir_okay=False),
+              help="Tree-decoding models: also write the predicted target trees (CoNLL-U).")
 def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max_tokens: int,
-          output_path: str | None, subsets_dir: str | None) -> None:
+          output_path: str | None, subsets_dir: str | None, trees_path: str | None) -> None:
     """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
-    subsets)."""
+    subsets); for tree-decoding models (target = transitions) also the tree measure (README "tree decoding")."""
     from synprep.challenge import load_subsets
 
     from .data import ParallelData
-    from .decode import score
+    from .decode import conllu_block, score, tree_rows, tree_scores
     from .decode import translate as run_translate
-    from .train import load_checkpoint
+    from .train import data_options, load_checkpoint, tree_text
 
     device = _device()
     try:
         model, vocab, ckpt = load_checkpoint(checkpoint, device)
+        if trees_path and model.cfg.target != "transitions":
+            raise ValueError("--trees needs a tree-decoding model (target = \"transitions\")")
+        options = data_options(model.cfg)
+        if "tgt_transitions" not in open_columns(data_path):  # decoding needs no reference transitions
+            options["target"] = "text"
         data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
-                            labels=model.cfg.source_labels)
+                            labels=model.cfg.source_labels, **options)
     except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
     subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
-    hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device, progress=True)
+    pieces: list[list[str]] = []
+    hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device, progress=True,
+                         pieces=pieces)
     if output_path:
         with open(output_path, "w", encoding="utf-8") as f:
             f.writelines(h + "\n" for h in hyps)
+    if trees_path:
+        with open(trees_path, "w", encoding="utf-8") as f:
+            for row, output in zip(data.keep, pieces):
+                f.write(conllu_block(tree_rows(output, model.cfg.transition_root), str(int(row))))
     result = score(hyps, data.references(data.keep))
     click.echo(f"BLEU {result['bleu']:.2f}  BLEU signature: {result['bleu_signature']}")
     click.echo(f"chrF {result['chrf']:.2f}  chrF signature: {result['chrf_signature']}")
@@ -217,6 +230,16 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         split_ids = data.table.column("id").to_pylist()
         name = os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) or "model"
         click.echo("\n".join(["", *subset_table([(name, hyps)], data.references(data.keep), split_ids, subsets)]))
+    if model.cfg.target == "transitions":
+        trees = tree_scores(pieces, data.reference_transitions(data.keep), model.cfg.transition_root)
+        click.echo(f"trees:{tree_text(trees)[2:]}")
+
+
+def open_columns(path: str) -> list[str]:
+    """The column names of a split folder."""
+    from synprep.shards import open_split
+
+    return list(open_split(path).columns)
 
 
 @cli.command()
@@ -254,7 +277,8 @@ def env(checkpoint: str | None) -> None:
                f"Pascal attention kernel math (flex on request: {flex})")
     click.echo("syntax switches ([model] keys, all off by default): pascal_heads; directed_heads, double_context, "
                "directed_n; dbsa_encoder, dbsa_decoder, dbsa_layer, dbsa_lambda; sync_lambda, sync_layer; "
-               "lisa_layer, lisa_lambda; label_embedding (S&H)")
+               "lisa_layer, lisa_lambda; label_embedding (S&H); tree decoding: target = \"transitions\", "
+               "parent_layers, gcn_layers, gcn_labeled, gcn_gated, bidirectional, bidirectional_prefixes")
     if checkpoint:
         from .train import load_checkpoint
 

@@ -10,7 +10,9 @@ RUN/test.hyp, reused when newer than best.pt, and the run's description to RUN/d
 RUN/test.hyp (hypotheses brought back from another machine: one line per pair of the split, in split order),
 described by RUN/describe.json ({"switches": str, "seed": int, "steps": int}) when present, else '?'. The same
 whole-split numbers come from `sacrebleu REF -i RUN1/test.hyp RUN2/test.hyp -m bleu chrf --paired-bs`. Prints
-Markdown tables (README "syntax switches: results", "Challenge sets").
+Markdown tables (README "syntax switches: results", "Challenge sets"). Tree-decoding runs (target =
+transitions) are scored on their text (transition tokens removed); their outputs' transitions go to
+RUN/test.trans (one line per pair) and the `trees` column gives the tree measure (README "tree decoding").
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from synprep.errors import InputError
 
 HYPOTHESES = "test.hyp"
+TRANSITIONS = "test.trans"
 DESCRIPTION = "describe.json"
 
 
@@ -62,7 +65,11 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
     model, vocab, _ = load_checkpoint(checkpoint, device)
     data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
                         labels=model.cfg.source_labels)
-    hyps = translate(model, data, vocab, beam, length_penalty, device=device)
+    pieces: list[list[str]] = []
+    hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces)
+    if model.cfg.target == "transitions":
+        with open(os.path.join(run, TRANSITIONS), "w", encoding="utf-8") as f:
+            f.writelines(" ".join(p) + "\n" for p in pieces)
     with open(cached, "w", encoding="utf-8") as f:
         f.writelines(h + "\n" for h in hyps)
     return hyps
@@ -78,8 +85,10 @@ def describe(run: str) -> tuple[str, object, object]:
         from .model import ModelConfig
 
         ckpt = torch.load(checkpoint, map_location="cpu", weights_only=False)
-        described = {"switches": ModelConfig.from_dict(ckpt["model_config"]).switches(),
-                     "seed": ckpt["train_config"]["seed"], "steps": ckpt["step"]}
+        cfg = ModelConfig.from_dict(ckpt["model_config"])
+        described = {"switches": cfg.switches(), "seed": ckpt["train_config"]["seed"], "steps": ckpt["step"]}
+        if cfg.target == "transitions":
+            described["transition_root"] = cfg.transition_root
         with open(path, "w", encoding="utf-8") as f:
             json.dump(described, f, indent=1)
             f.write("\n")
@@ -89,6 +98,30 @@ def describe(run: str) -> tuple[str, object, object]:
     else:
         described = {}
     return described.get("switches", "?"), described.get("seed", "?"), described.get("steps", "?")
+
+
+def tree_column(run: str, data_path: str) -> str:
+    """The tree measure of a tree-decoding run (RUN/test.trans; root policy from RUN/describe.json), '' for
+    other runs."""
+    path = os.path.join(run, TRANSITIONS)
+    if not os.path.isfile(path):
+        return ""
+    from synprep.shards import open_split
+
+    from .decode import tree_scores
+
+    root = "drop"
+    if os.path.isfile(os.path.join(run, DESCRIPTION)):
+        with open(os.path.join(run, DESCRIPTION), encoding="utf-8") as f:
+            root = json.load(f).get("transition_root", "drop")
+    with open(path, encoding="utf-8") as f:
+        pieces = [line.split() for line in f.read().splitlines()]
+    split = open_split(data_path)
+    references = split.table(["tgt_transitions"]).column(0).to_pylist() if "tgt_transitions" in split.columns \
+        else [None] * len(pieces)
+    trees = tree_scores(pieces, references, root)
+    exact = "" if trees["exact_uas"] is None else f", UAS {trees['exact_uas']:.1f} / LAS {trees['exact_las']:.1f}"
+    return f"valid {trees['valid_trees']:.1f}%, = ref {trees['exact_outputs']:.1f}%{exact}"
 
 
 def _fmt(value: float) -> str:
@@ -163,15 +196,15 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
                                                   for m, metric in metrics.items()}}
         signatures = {m: metric.get_signature() for m, metric in metrics.items()}
     bleu_key, chrf_key = [key for key in scores if key != "System"]  # sacrebleu names them BLEU, chrF2
-    lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) | trees |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for i, (name, run) in enumerate(zip(scores["System"], runs)):
         switches, seed, steps = describe(run)
         bleu, chrf = scores[bleu_key][i], scores[chrf_key][i]
         p_bleu = "baseline" if i == 0 else f"{bleu.p_value:.3f}"
         p_chrf = "baseline" if i == 0 else f"{chrf.p_value:.3f}"
         lines.append(f"| {name.replace('* ', '').replace('Baseline: ', '')} | {switches} | {seed} | {steps} | "
-                     f"{bleu.score:.2f} | {p_bleu} | {chrf.score:.2f} | {p_chrf} |")
+                     f"{bleu.score:.2f} | {p_bleu} | {chrf.score:.2f} | {p_chrf} | {tree_column(run, data_path)} |")
     lines.append("")
     lines.append(f"Test: {data_path} ({len(references)} sentences), beam {beam}, length penalty {length_penalty}; "
                  f"paired bootstrap against {systems[0][0]}, {samples} resamples.")

@@ -13,6 +13,14 @@ rows/columns are 0: EOS stays inside every syntax-directed window, unscaled); `s
 *input* position (BOS shift: + 1) of the head of the sub-word read at each input position, -1 for BOS, pad
 and sub-words whose head comes later (the causal mask hides it: no loss); `labels` (B, S) source label ids
 (0: EOS/pad, 1: a label unseen in training, 2... `label_vocabulary`), each piece taking its token's label.
+
+Tree decoding (`target = "transitions"`, README "tree decoding"): the decoder reads `[BOS] + tgt_transitions`
+and predicts `tgt_transitions + [EOS]`; rows whose transitions are null are skipped (counted in
+`skipped_null`). `graph` (E, 5) int64 rows (batch row, parent, child, label id, step) are the edges of the
+generated graph (`synprep.features.TransitionState`) in decoder *input* positions (item position + 1, BOS
+shift), step = the input position of the arc that added the edge: the graph seen after reading input
+position p = the rows with step <= p. Label ids: 0 = self (GCN), 1 = a label unseen in training, 2...
+`arc_labels`.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import torch
 
 from synprep import schema
 from synprep.errors import InputError
-from synprep.features import per_subword, subword_distances
+from synprep.features import LEFT_ARC, RIGHT_ARC, per_subword, subword_distances, transition_edges
 from synprep.shards import Manifest, open_split, source_recipe
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
@@ -45,14 +53,31 @@ _ALL_FIELDS = {f.name for f in schema.pair_schema(schema.FEATURE_GROUPS, schema.
 ID, SRC_TEXT, TGT_TEXT = "id", "src_text", "tgt_text"
 SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID = "src_subwords", "tgt_subwords", "src_parent_mid"
 SRC_PARENT_FIRST, TGT_PARENT_FIRST, SRC_DISTANCES = "src_parent_first", "tgt_parent_first", "src_distances"
-SRC_LABELS, SRC_SUBWORD_TOKEN = "src_labels", "src_subword_token"
+SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS = "src_labels", "src_subword_token", "tgt_transitions"
 assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST, TGT_PARENT_FIRST,
-        SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN} <= _ALL_FIELDS
+        SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS} <= _ALL_FIELDS
 # batch feature -> (shard column, the side and pipeline feature group that writes it)
 FEATURE_COLUMNS = {"distances": (SRC_DISTANCES, "src", "distances"), "labels": (SRC_LABELS, "src", "labels"),
                    "src_heads": (SRC_PARENT_FIRST, "src", "parents"),
                    "tgt_heads": (TGT_PARENT_FIRST, "tgt", "parents")}
 LABEL_NONE, LABEL_UNKNOWN = 0, 1
+TARGETS = ("text", "transitions")  # what the decoder produces: sub-words, or arc-standard transitions
+
+
+def is_arc(item: str) -> bool:
+    """A transition token (LEFT-ARC:<label> / RIGHT-ARC:<label>), not a sub-word."""
+    return item.startswith(LEFT_ARC) or item.startswith(RIGHT_ARC)
+
+
+def arc_label_vocabulary(vocab: Vocab) -> list[str]:
+    """The sorted labels of the vocabulary's transition tokens (graph label ids 2... in this order)."""
+    return sorted({item.split(":", 1)[1] for item in vocab.itos if is_arc(item)})
+
+
+def transitions_error(path: str) -> str:
+    """The one-line message for shards without the target transitions."""
+    return (f"{path}: target = \"transitions\" needs {TGT_TRANSITIONS}: convert with [features] tgt = [..., "
+            "\"transitions\"]")
 
 
 def label_vocabulary(table: pa.Table) -> list[str]:
@@ -84,12 +109,20 @@ class Vocab:
         return len(self.itos)
 
     @classmethod
-    def build(cls, tables: Iterable[pa.Table], min_freq: int = 1) -> Vocab:
-        """Count `src_subwords` and `tgt_subwords` of the given tables (one joint vocabulary)."""
+    def build(cls, tables: Iterable[pa.Table], min_freq: int = 1, transitions: bool = False) -> Vocab:
+        """Count `src_subwords` and `tgt_subwords` of the given tables (one joint vocabulary); `transitions`:
+        also the LEFT-ARC/RIGHT-ARC tokens of `tgt_transitions`."""
         counts: dict[str, int] = {}
         for table in tables:
-            for column in (SRC_SUBWORDS, TGT_SUBWORDS):
+            columns = [SRC_SUBWORDS, TGT_SUBWORDS]
+            if transitions:
+                if TGT_TRANSITIONS not in table.column_names:
+                    raise ValueError(transitions_error("the training split"))
+                columns.append(TGT_TRANSITIONS)
+            for column in columns:
                 flat = pc.list_flatten(table.column(column))
+                if column == TGT_TRANSITIONS:
+                    flat = flat.filter(pc.or_(pc.starts_with(flat, LEFT_ARC), pc.starts_with(flat, RIGHT_ARC)))
                 for row in pc.value_counts(flat).to_pylist():
                     counts[row["values"]] = counts.get(row["values"], 0) + row["counts"]
         kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIALS),
@@ -129,7 +162,7 @@ class Vocab:
 
 # the columns the trainer reads (when present); of compressed shards only these are decompressed
 TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST,
-                 TGT_PARENT_FIRST, SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN)  # the syntax switches' too
+                 TGT_PARENT_FIRST, SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS)  # switches' too
 
 
 def read_split(path: str) -> tuple[pa.Table, Manifest]:
@@ -172,6 +205,7 @@ class Batch:
     tgt_head: torch.Tensor | None = None  # (B, T) head decoder input position, -1 = none
     labels: torch.Tensor | None = None  # (B, S) source label ids
     target_tokens: int = -1  # non-pad tgt_out entries, counted at collation (-1: count when asked)
+    graph: torch.Tensor | None = None  # (E, 5) generated-graph edges (tree decoding; module docstring)
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         """The same batch on `device` (`non_blocking` copies from pinned memory overlap the running step)."""
@@ -179,7 +213,8 @@ class Batch:
             return None if x is None else x.to(device, non_blocking=non_blocking)
 
         return Batch(move(self.src), move(self.parent), move(self.tgt_in), move(self.tgt_out), self.index,
-                     move(self.distances), move(self.src_head), move(self.tgt_head), move(self.labels), self.tokens())
+                     move(self.distances), move(self.src_head), move(self.tgt_head), move(self.labels), self.tokens(),
+                     move(self.graph))
 
     def pin_memory(self) -> Batch:
         """The same batch in page-locked memory (for non-blocking copies to a GPU)."""
@@ -187,7 +222,8 @@ class Batch:
             return None if x is None else x.pin_memory()
 
         return Batch(pin(self.src), pin(self.parent), pin(self.tgt_in), pin(self.tgt_out), self.index,
-                     pin(self.distances), pin(self.src_head), pin(self.tgt_head), pin(self.labels), self.tokens())
+                     pin(self.distances), pin(self.src_head), pin(self.tgt_head), pin(self.labels), self.tokens(),
+                     pin(self.graph))
 
     def tokens(self) -> int:
         """Target tokens (the loss normalizer); known without touching the device once collated."""
@@ -200,11 +236,14 @@ class ParallelData:
     """One split as flat id arrays + offsets (the shards stay memory-mapped; only ids live in RAM).
 
     `features`: batch features to collate besides `parent` (FEATURE_COLUMNS keys) -> the switch that needs
-    each (named in the error when the shards lack its column); `labels`: the label vocabulary (S&H)."""
+    each (named in the error when the shards lack its column); `labels`: the label vocabulary (S&H).
+    `target` "transitions": targets are `tgt_transitions` (rows without them are skipped when `skip_null`,
+    else kept for decoding but left out of `loss_rows`); `arc_labels` (not None): collate the generated graph."""
 
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
                  configuration: dict | None = None, features: dict[str, str] | None = None,
-                 labels: Sequence[str] = ()) -> None:
+                 labels: Sequence[str] = (), target: str = "text", arc_labels: Sequence[str] | None = None,
+                 skip_null: bool = False) -> None:
         self.path = path
         if table is None:
             self.table, manifest = read_split(path)
@@ -212,8 +251,22 @@ class ParallelData:
         else:  # raw text prepared by synprep.prepare
             self.table, self.configuration, self.signature = table, configuration or {}, {}
         self.vocab = vocab
+        if target not in TARGETS:
+            raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+        self.target = target
+        self.root = self.configuration.get("features", {}).get("root", "drop")
         self.src_ids, self.src_off = vocab.encode_column(self.table.column(SRC_SUBWORDS))
-        self.tgt_ids, self.tgt_off = vocab.encode_column(self.table.column(TGT_SUBWORDS))
+        null = np.zeros(self.table.num_rows, dtype=bool)
+        if target == "transitions" and table is None:  # raw text has no targets
+            if TGT_TRANSITIONS not in self.table.column_names:
+                raise ValueError(transitions_error(path))
+            column = self.table.column(TGT_TRANSITIONS)
+            null = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            self.tgt_ids, self.tgt_off = vocab.encode_column(column)
+        else:
+            self.tgt_ids, self.tgt_off = vocab.encode_column(self.table.column(TGT_SUBWORDS))
+        self.skipped_null = int(null.sum())
+        self.arc_labels = None if arc_labels is None else {label: i + 2 for i, label in enumerate(arc_labels)}
         self.has_parents = SRC_PARENT_MID in self.table.column_names
         if self.has_parents:
             column = self.table.column(SRC_PARENT_MID).combine_chunks()
@@ -234,8 +287,11 @@ class ParallelData:
         self.src_len = np.diff(self.src_off) + 1  # + EOS
         self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
         self.keep = np.arange(len(self.src_len))
+        if skip_null:
+            self.keep = self.keep[~null]
         if max_len:
-            self.keep = self.keep[(self.src_len <= max_len) & (self.tgt_len <= max_len)]
+            self.keep = self.keep[(self.src_len[self.keep] <= max_len) & (self.tgt_len[self.keep] <= max_len)]
+        self.loss_rows = self.keep[~null[self.keep]]  # rows with a target (validation loss)
 
     @property
     def tgt_lang(self) -> str:
@@ -248,6 +304,13 @@ class ParallelData:
     def longest(self) -> int:
         """Tokens of the longest kept row (the longer side, with EOS/BOS): the least a batch must hold."""
         return int(np.maximum(self.src_len, self.tgt_len)[self.keep].max()) if len(self.keep) else 0
+
+    def reference_transitions(self, rows: Sequence[int]) -> list[list[str] | None]:
+        """The target transitions of the given rows (None where null or not in the shards)."""
+        if TGT_TRANSITIONS not in self.table.column_names:
+            return [None] * len(rows)
+        column = self.table.column(TGT_TRANSITIONS)
+        return [column[int(i)].as_py() for i in rows]
 
     def references(self, rows: Sequence[int]) -> list[str]:
         """Raw target sentences (`tgt_text`) of the given rows."""
@@ -298,10 +361,17 @@ class ParallelData:
             tgt_out[b, : z - a] = self.tgt_ids[a:z]
             tgt_out[b, z - a] = EOS_ID
         extra = self._collate_features(rows, s, t)
-        tokens = int(self.tgt_len[rows].sum())  # sub-words + one EOS each
+        if self.arc_labels is not None:
+            extra["graph"] = torch.from_numpy(self.collate_graph(tgt_in))
+        tokens = int(self.tgt_len[rows].sum())  # target items + one EOS each
         return Batch(torch.from_numpy(src), torch.from_numpy(parent) if self.has_parents else None,
                      torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows), **extra,
                      target_tokens=tokens)
+
+    def collate_graph(self, tgt_in: np.ndarray) -> np.ndarray:
+        """(E, 5) graph edges of a padded (B, T) decoder input (see the module docstring)."""
+        return graph_rows([[self.vocab.itos[i] for i in row[1:] if i != PAD_ID] for row in tgt_in.tolist()],
+                          self.arc_labels or {}, self.root)
 
     def _row(self, column: str, row: int) -> np.ndarray:
         values, offsets = self.columns[column]
@@ -334,6 +404,18 @@ class ParallelData:
                 position = np.arange(len(head))
                 out["tgt_head"][b, 1 : len(head) + 1] = np.where(head <= position, head + 1, -1)
         return {name: torch.from_numpy(array) for name, array in out.items()}
+
+
+def graph_rows(sequences: Sequence[Sequence[str]], label_ids: dict[str, int], root: str = "drop") -> np.ndarray:
+    """The generated graphs of several transition sequences (prefixes allowed) as one (E, 5) int64 array of
+    (batch row, parent, child, label id, step) in decoder input positions (+ 1: BOS)."""
+    parts = []
+    for b, sequence in enumerate(sequences):
+        edges, labels = transition_edges(sequence, root)
+        if len(edges):
+            ids = np.array([label_ids.get(label, LABEL_UNKNOWN) for label in labels], dtype=np.int64)
+            parts.append(np.column_stack([np.full(len(edges), b), edges[:, :2] + 1, ids, edges[:, 2] + 1]))
+    return np.concatenate(parts) if parts else np.zeros((0, 5), dtype=np.int64)
 
 
 def raw_source(lines: Sequence[str], pipeline: dict, signature: dict, dataset: str) -> pa.Table:

@@ -5,6 +5,14 @@ a hypothesis is final when it emits EOS, a sentence is done when it has `beam` f
 criterion). Post-processing joins pieces, removes the BPE marker ("@@ ") and detokenizes with sacremoses
 (Moses rules for the target language); without sacremoses, a simple fallback removes the space before
 closing punctuation and after opening brackets.
+
+Tree decoding (`target = "transitions"`): greedy and beam search are constrained by the transition system
+(`synprep.features.TransitionState.allowed`): an arc only with two words on the stack, no arc inside a
+token, the end only with one word on the stack (under root `keep`: after the final root RIGHT-ARC), and no
+step that could not be completed within the length limit, so every output is a valid projective tree.
+Models that read the generated graph (PARENT, GCN) or attend bidirectionally (BiTran) re-run the decoder over
+the whole prefix at every step (no incremental cache: O(T^2) per sentence). Text output drops the transition
+tokens before de-BPE; `tree_rows` turns the pieces into CoNLL-U through `synprep.features.from_transitions`.
 """
 
 from __future__ import annotations
@@ -17,25 +25,112 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .data import BOS_ID, EOS_ID, PAD_ID, ParallelData, Vocab
+from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, from_transitions
+
+from .data import BOS_ID, EOS_ID, PAD_ID, SPECIALS, ParallelData, Vocab, graph_rows, is_arc
 from .model import Transformer
+
+# token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
+# the end (EOS), never (PAD, BOS, UNK)
+CONTINUES, ENDS, LEFT, RIGHT, END, NEVER = range(6)
 
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
-    return min(model.cfg.max_len - 1, int(src.shape[1] * 1.5) + 10)
+    factor = 3.0 if model.cfg.target == "transitions" else 1.5  # transitions: sub-words + one arc per word
+    return min(model.cfg.max_len - 1, int(src.shape[1] * factor) + 10)
+
+
+def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
+    """(V,) the kind of every vocabulary entry (CONTINUES ... NEVER)."""
+    kinds = np.full(len(vocab), ENDS, dtype=np.int64)
+    for i, item in enumerate(vocab.itos):
+        if i < len(SPECIALS):  # <unk> too: the tree could not be read back from the text
+            kinds[i] = END if i == EOS_ID else NEVER
+        elif item.startswith(LEFT_ARC):
+            kinds[i] = LEFT
+        elif item.startswith(RIGHT_ARC):
+            kinds[i] = RIGHT
+        elif item.endswith(separator):
+            kinds[i] = CONTINUES
+    return kinds
+
+
+class TreeConstraint:
+    """The transition states of a batch of hypotheses: the allowed next tokens, and the graph so far."""
+
+    def __init__(self, vocab: Vocab, root: str, rows: int, label_ids: dict[str, int] | None = None) -> None:
+        self.vocab, self.root = vocab, root
+        self.kinds = torch.from_numpy(token_kinds(vocab))
+        self.states = [TransitionState(root) for _ in range(rows)]
+        self.items: list[list[str]] = [[] for _ in range(rows)]
+        self.label_ids = label_ids
+
+    def mask(self, steps_left: int, device: torch.device) -> torch.Tensor:
+        """(rows, V) True = allowed; a finished or stuck row may only end."""
+        allowed = torch.tensor([list(state.allowed(steps_left)) + [False] for state in self.states])
+        allowed[~allowed.any(1), END] = True
+        return allowed[:, self.kinds].to(device)
+
+    def push(self, tokens: Sequence[int]) -> None:
+        """Append one token per row (EOS and PAD leave the state as it is)."""
+        for state, items, token in zip(self.states, self.items, tokens):
+            if token not in (EOS_ID, PAD_ID):
+                state.push(self.vocab.itos[token])
+                items.append(self.vocab.itos[token])
+
+    def reorder(self, rows: Sequence[int]) -> None:
+        """Keep rows `rows` (beam search)."""
+        self.states = [self.states[r].copy() for r in rows]
+        self.items = [list(self.items[r]) for r in rows]
+
+    def graph(self, device: torch.device) -> torch.Tensor | None:
+        """(E, 5) the generated graph of every row so far (decoder input positions)."""
+        if self.label_ids is None:
+            return None
+        return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root)).to(device)
+
+
+def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> TreeConstraint | None:
+    if model.cfg.target != "transitions":
+        return None
+    if vocab is None:
+        raise ValueError("decoding transitions needs the vocabulary (the constraints read the token strings)")
+    labels = {label: i + 2 for i, label in enumerate(model.cfg.arc_labels)} if model.cfg.uses_graph else None
+    return TreeConstraint(vocab, model.cfg.transition_root, rows, labels)
+
+
+def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
+                 cache: list[dict], distances: torch.Tensor | None, constraint: TreeConstraint | None
+                 ) -> torch.Tensor:
+    """Logits (N, V) for the token after `ys` (N, step + 1): incremental, or the whole prefix again."""
+    if not model.cfg.recomputes_prefix:
+        return model.decode_step(ys[:, -1:], step, memory, src_mask, cache, distances)
+    graph = constraint.graph(ys.device) if constraint is not None else None
+    hidden = model.decode_hidden(ys, memory, src_mask, distances, graph)
+    last = (ys != PAD_ID).sum(1) - 1  # BiTran: finished rows hold pads after their end
+    return model.output(hidden[torch.arange(len(ys), device=ys.device), last])
 
 
 @torch.no_grad()
 def greedy(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None,
-           distances: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> list[list[int]]:
-    """Most probable next token at each step; ids without BOS (EOS kept when produced)."""
+           distances: torch.Tensor | None = None, labels: torch.Tensor | None = None, vocab: Vocab | None = None
+           ) -> list[list[int]]:
+    """Most probable next token at each step; ids without BOS (EOS kept when produced). Transition targets
+    (`vocab` needed) are constrained to valid trees."""
     memory, src_mask = model.encode(src, parent, labels)
     cache = model.new_cache()
     ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-    for step in range(_max_steps(model, src)):
-        next_id = model.decode_step(ys[:, -1:], step, memory, src_mask, cache, distances).argmax(-1)
+    constraint = _constraint(model, vocab, src.shape[0])
+    max_steps = _max_steps(model, src)
+    for step in range(max_steps):
+        logits = _next_logits(model, ys, step, memory, src_mask, cache, distances, constraint)
+        if constraint is not None:
+            logits = logits.masked_fill(~constraint.mask(max_steps - step, logits.device), float("-inf"))
+        next_id = logits.argmax(-1)
         next_id = torch.where(done, torch.full_like(next_id, PAD_ID), next_id)
+        if constraint is not None:
+            constraint.push(next_id.tolist())
         ys = torch.cat([ys, next_id[:, None]], dim=1)
         done |= next_id == EOS_ID
         if done.all():
@@ -50,18 +145,20 @@ def length_penalty(length: int, alpha: float) -> float:
 
 @torch.no_grad()
 def beam_search(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None, beam: int = 4,
-                alpha: float = 0.6, distances: torch.Tensor | None = None, labels: torch.Tensor | None = None
-                ) -> list[list[int]]:
+                alpha: float = 0.6, distances: torch.Tensor | None = None, labels: torch.Tensor | None = None,
+                vocab: Vocab | None = None) -> list[list[int]]:
     """Batched beam search; returns the best hypothesis per sentence by length-normalized log-probability."""
-    return [hyps[0][1] for hyps in beam_search_nbest(model, src, parent, beam, alpha, 1, distances, labels)]
+    return [hyps[0][1] for hyps in beam_search_nbest(model, src, parent, beam, alpha, 1, distances, labels, vocab)]
 
 
 @torch.no_grad()
 def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None, beam: int = 4,
                       alpha: float = 0.6, nbest: int = 1, distances: torch.Tensor | None = None,
-                      labels: torch.Tensor | None = None) -> list[list[tuple[float, list[int]]]]:
+                      labels: torch.Tensor | None = None, vocab: Vocab | None = None
+                      ) -> list[list[tuple[float, list[int]]]]:
     """Batched beam search; per sentence the `nbest` (<= beam) finished hypotheses as (length-normalized
-    log-probability, ids), best first. `distances`, `labels`: source features of the syntax switches."""
+    log-probability, ids), best first. `distances`, `labels`: source features of the syntax switches;
+    transition targets (`vocab` needed) are constrained to valid trees."""
     if not 1 <= nbest <= beam:
         raise ValueError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
     n, k = src.shape[0], beam
@@ -75,9 +172,12 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tenso
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
     max_steps = _max_steps(model, src)
     cache = model.new_cache()
+    constraint = _constraint(model, vocab, n * k)
     for step in range(1, max_steps + 1):
-        logp = F.log_softmax(model.decode_step(ys[:, -1:], step - 1, memory, src_mask, cache, distances).float(),
-                             dim=-1)
+        logits = _next_logits(model, ys, step - 1, memory, src_mask, cache, distances, constraint).float()
+        if constraint is not None:
+            logits = logits.masked_fill(~constraint.mask(max_steps - step + 1, logits.device), float("-inf"))
+        logp = F.log_softmax(logits, dim=-1)
         vocab = logp.shape[-1]
         top, flat = (scores[:, :, None] + logp.view(n, k, vocab)).view(n, -1).topk(2 * k, dim=1)
         top_l, origin_l, token_l = top.tolist(), (flat // vocab).tolist(), (flat % vocab).tolist()
@@ -103,9 +203,18 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tenso
             break
         rows = torch.from_numpy(new_rows.reshape(-1)).to(src.device)
         ys = torch.cat([ys[rows], torch.from_numpy(new_tokens.reshape(-1, 1)).to(src.device)], dim=1)
-        model.reorder_cache(cache, rows)
+        if constraint is not None:
+            constraint.reorder(new_rows.reshape(-1).tolist())
+            constraint.push(new_tokens.reshape(-1).tolist())
+        if not model.cfg.recomputes_prefix:
+            model.reorder_cache(cache, rows)
         scores = torch.from_numpy(new_scores).to(src.device)
     return [sorted(f, key=lambda h: -h[0])[:nbest] if f else [(0.0, [EOS_ID])] for f in finished]
+
+
+def text_pieces(pieces: Sequence[str]) -> list[str]:
+    """The sub-words of an output (transition tokens removed)."""
+    return [piece for piece in pieces if not is_arc(piece)]
 
 
 def debpe(pieces: Sequence[str]) -> list[str]:
@@ -132,26 +241,30 @@ def detokenizer(lang: str):  # noqa: ANN201 (returns a callable)
 @torch.no_grad()
 def translate(model: Transformer, data: ParallelData, vocab: Vocab, beam: int = 4, alpha: float = 0.6,
               max_tokens: int = 4096, rows: Sequence[int] | None = None, device: str | torch.device = "cpu",
-              progress: bool = False) -> list[str]:
+              progress: bool = False, pieces: list[list[str]] | None = None) -> list[str]:
     """Detokenized translations of `rows` (default: all) of a split, in row order; `progress`: a tqdm bar
-    (sentences) on stderr when it is a terminal."""
+    (sentences) on stderr when it is a terminal; `pieces` (a list) gets each row's output pieces (transition
+    tokens included)."""
     return [hyps[0][1] for hyps in translate_nbest(model, data, vocab, beam, alpha, max_tokens, rows, device,
-                                                   0, progress)]
+                                                   0, progress, pieces)]
 
 
 @torch.no_grad()
 def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: int = 4, alpha: float = 0.6,
                     max_tokens: int = 4096, rows: Sequence[int] | None = None, device: str | torch.device = "cpu",
-                    nbest: int = 1, progress: bool = False) -> list[list[tuple[float, str]]]:
+                    nbest: int = 1, progress: bool = False, pieces: list[list[str]] | None = None
+                    ) -> list[list[tuple[float, str]]]:
     """Per row (default: all, in row order) the `nbest` detokenized translations with their length-normalized
     log-probabilities, best first (beam search). nbest = 0: only the best, greedy when beam = 1 (score 0.0).
-    A row whose source is longer than the model's positions (`max_len`) is not decoded: an empty list."""
+    A row whose source is longer than the model's positions (`max_len`) is not decoded: an empty list.
+    `pieces` (a list) gets the best output's pieces per row (transition tokens included)."""
     from tqdm import tqdm
 
     model.eval()
     rows = np.asarray(data.keep if rows is None else rows)
     position = {int(r): i for i, r in enumerate(rows)}
     out: list[list[tuple[float, str]]] = [[] for _ in rows]
+    best: list[list[str]] = [[] for _ in rows]
     detok = detokenizer(data.tgt_lang)
     bar = tqdm(total=len(rows), unit="sent", desc="translating", disable=not (progress and sys.stderr.isatty()),
                file=sys.stderr)
@@ -162,14 +275,66 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
         parent = batch.parent if any(layer.attn.pascal_heads for layer in model.encoder) else None
         if nbest or beam > 1:
             hyps = beam_search_nbest(model, batch.src, parent, beam, alpha, max(nbest, 1), batch.distances,
-                                     batch.labels)
+                                     batch.labels, vocab)
         else:
-            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, parent, batch.distances, batch.labels)]
+            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, parent, batch.distances, batch.labels, vocab)]
         for row, ranked in zip(batch_rows, hyps):
-            out[position[int(row)]] = [(score, detok(debpe(vocab.decode(ids)))) for score, ids in ranked]
+            out[position[int(row)]] = [(score, detok(debpe(text_pieces(vocab.decode(ids))))) for score, ids in ranked]
+            best[position[int(row)]] = vocab.decode(ranked[0][1])
         bar.update(len(batch_rows))
     bar.close()
+    if pieces is not None:
+        pieces[:] = best
     return out
+
+
+def tree_rows(pieces: Sequence[str], root: str = "drop") -> list[tuple[str, int, str]]:
+    """An output's transitions -> its tree as (token, head, label) per token (heads 1-based, 0 = root),
+    through `synprep.features.from_transitions`; ValueError when the output is not a valid sequence."""
+    subwords, owner, heads, labels = from_transitions(list(pieces), root)
+    tokens = debpe(subwords) if subwords else []
+    if len(tokens) != len(heads):  # a token of one sub-word "@@" alone: keep the pieces' grouping
+        tokens = ["".join(p.removesuffix("@@") for p, o in zip(subwords, owner) if o == t) for t in range(len(heads))]
+    return list(zip(tokens, heads, labels))
+
+
+def conllu_block(tree: Sequence[tuple[str, int, str]], sent_id: str) -> str:
+    """One CoNLL-U sentence (ID, FORM, HEAD, DEPREL; the other columns '_')."""
+    lines = [f"# sent_id = {sent_id}"]
+    lines += [f"{i}\t{form}\t_\t_\t_\t_\t{head}\t{label}\t_\t_" for i, (form, head, label) in enumerate(tree, 1)]
+    return "\n".join(lines) + "\n\n"
+
+
+def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop"
+                ) -> dict:
+    """The tree measure of README "tree decoding" for outputs and their reference transitions (None: none):
+    `valid_trees` = share (%) of outputs the inverse accepts; on the outputs whose sub-words equal the
+    reference's (`exact_outputs`, % of the rows with a reference), `exact_uas`/`exact_las` = attachment scores
+    (%) of the predicted tree against the reference tree (the reference transitions decoded, i.e. the parser's
+    tree as the shards encode it)."""
+    valid = exact = tokens = heads_ok = both_ok = counted = 0
+    for output, reference in zip(pieces, references):
+        try:
+            _, predicted_owner, predicted_heads, predicted_labels = from_transitions(list(output), root)
+            subwords = text_pieces(output)
+            valid += 1
+        except ValueError:
+            continue
+        if reference is None:
+            continue
+        counted += 1
+        ref_subwords, ref_owner, ref_heads, ref_labels = from_transitions(reference, root)
+        if subwords != ref_subwords or predicted_owner != ref_owner:
+            continue
+        exact += 1
+        tokens += len(ref_heads)
+        for h, lab, rh, rlab in zip(predicted_heads, predicted_labels, ref_heads, ref_labels):
+            heads_ok += h == rh
+            both_ok += h == rh and lab == rlab
+    n = max(len(pieces), 1)
+    return {"valid_trees": round(100 * valid / n, 2), "exact_outputs": round(100 * exact / max(counted, 1), 2),
+            "exact_uas": round(100 * heads_ok / tokens, 2) if tokens else None,
+            "exact_las": round(100 * both_ok / tokens, 2) if tokens else None}
 
 
 def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:

@@ -3,6 +3,12 @@ Pascal heads (encoder), syntax-directed cross-attention heads (decoder), DBSA pa
 decoder), SyncAttn (a loss over DBSA and cross-attention weights), a LISA parse head (encoder) and S&H
 dependency-label embeddings (source). All off by default.
 
+Tree decoding (Choshen & Abend; README "tree decoding"): `target = "transitions"` (the decoder produces
+arc-standard transitions: alone = Linearized), `parent_layers` (PARENT heads), `gcn_layers` (gated GCN over the
+generated graph), `bidirectional` (BiTran: every generated token attends to every generated token; training
+re-encodes every prefix). The generated graph comes as (E, 5) edge rows (`syntrain.data`); a position p sees
+the edges with step <= limit[p]: p itself (one pass, causal) or the prefix end (BiTran).
+
 Pre-norm residual blocks (LayerNorm before each sub-layer, a final LayerNorm per stack: the tensor2tensor /
 fairseq `--*-normalize-before` variant, which trains without tuning on small data), sinusoidal positions,
 embeddings scaled by sqrt(d_model), optionally one embedding matrix shared by source, target and output
@@ -20,7 +26,7 @@ from torch import nn
 from synprep.tables import config_from_dict
 
 from .attention import MultiHeadAttention, check_kernel
-from .data import PAD_ID
+from .data import PAD_ID, TARGETS
 
 
 @dataclass
@@ -59,6 +65,16 @@ class ModelConfig:
     # S&H baseline (Sennrich & Haddow 2016): dependency-label embeddings in the last dimensions of the source
     label_embedding: int = 0  # 10 in the Pascal paper's baseline; 0 = off
     source_labels: list[str] = field(default_factory=list)  # label vocabulary (built from the training data)
+    # tree decoding (Choshen & Abend): the decoder produces arc-standard transitions (text = sub-words)
+    target: str = "text"
+    parent_layers: list[int] = field(default_factory=list)  # 1-based decoder layers with a PARENT head (head 0)
+    gcn_layers: int = 0  # gated GCN layers over the generated graph above the decoder embeddings (paper: 2)
+    gcn_labeled: bool = True  # False: the `unlabeled` ablation (one bias for every arc label)
+    gcn_gated: bool = True  # False: the `ungated` ablation (gate = 1)
+    bidirectional: bool = False  # BiTran: generated tokens attend to all generated tokens (re-encodes prefixes)
+    bidirectional_prefixes: int = 0  # training: 0 = exact (every prefix), k = k sampled prefixes per sentence
+    transition_root: str = "drop"  # root policy of the training transitions (filled by the trainer)
+    arc_labels: list[str] = field(default_factory=list)  # labels of the arc tokens (filled by the trainer)
 
     def to_dict(self) -> dict:
         """Plain values (stored in checkpoints)."""
@@ -95,6 +111,17 @@ class ModelConfig:
             raise ValueError(f"sync_layer {self.sync_layer} is not a decoder layer (1-based; 0 = penultimate)")
         if not 0 <= self.label_embedding < self.d_model:
             raise ValueError(f"label_embedding must be in 0..{self.d_model - 1}, got {self.label_embedding}")
+        if self.target not in TARGETS:
+            raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
+        tree = bool(self.parent_layers or self.gcn_layers or self.bidirectional)
+        if tree and self.target != "transitions":
+            raise ValueError("parent_layers, gcn_layers and bidirectional decode trees: set target = \"transitions\"")
+        if any(not 1 <= layer <= self.dec_layers for layer in self.parent_layers):
+            raise ValueError(f"parent_layers {self.parent_layers}: decoder layers are 1..{self.dec_layers}")
+        if self.target == "transitions" and (self.dbsa_decoder or self.sync_lambda):
+            raise ValueError("decoder DBSA / SyncAttn supervise sub-word heads: not with target = \"transitions\"")
+        if self.gcn_layers < 0 or self.bidirectional_prefixes < 0:
+            raise ValueError("gcn_layers and bidirectional_prefixes must be >= 0")
 
     def switches(self) -> str:
         """The syntax switches that are on, in one line (run header, `syntrain env --checkpoint`)."""
@@ -113,7 +140,30 @@ class ModelConfig:
             on.append(f"LISA encoder layer {self.lisa_layer} (lambda {self.lisa_lambda})")
         if self.label_embedding:
             on.append(f"S&H label embeddings {self.label_embedding} ({len(self.source_labels)} labels)")
+        if self.target == "transitions":
+            parts = [f"target transitions (root {self.transition_root}, {len(self.arc_labels)} arc labels)"]
+            if self.parent_layers:
+                parts.append(f"PARENT head in decoder layers {self.parent_layers}")
+            if self.gcn_layers:
+                kind = ("" if self.gcn_labeled else "unlabeled ") + ("gated" if self.gcn_gated else "ungated")
+                parts.append(f"GCN {self.gcn_layers} layers ({kind})")
+            if self.bidirectional:
+                parts.append("BiTran " + (f"(approximation: {self.bidirectional_prefixes} sampled prefixes)"
+                                          if self.bidirectional_prefixes else "(exact: every prefix)"))
+            if len(parts) == 1:
+                parts.append("linearized")
+            on.append(", ".join(parts))
         return "; ".join(on) or "none (vanilla)"
+
+    @property
+    def uses_graph(self) -> bool:
+        """The decoder reads the generated graph (PARENT, GCN)."""
+        return bool(self.parent_layers or self.gcn_layers)
+
+    @property
+    def recomputes_prefix(self) -> bool:
+        """Decoding re-runs the decoder over the whole prefix at each step (no incremental cache)."""
+        return self.uses_graph or self.bidirectional
 
     def batch_features(self, training: bool) -> dict[str, str]:
         """Batch features the switches need (see data.FEATURE_COLUMNS) -> the switch that needs each;
@@ -185,15 +235,73 @@ class EncoderLayer(nn.Module):
         return x + self.drop(self.ff(self.norm2(x)))
 
 
+class GatedGCN(nn.Module):
+    """Labeled, gated graph convolution layers with residual connections (Choshen & Abend, section 4):
+    h_v <- h_v + ReLU(sum over u in N(v) of g_uv (W_dir(u,v) h_u + b_lab(u,v))),
+    g_uv = sigmoid(h_u . w_dir(u,v) + b'_lab(u,v)); directions self (u = v), from a parent (u -> v) and from a
+    child (v -> u); weights per direction, biases per label (0 = self, 1 = unseen, 2... the arc labels).
+    `labeled` False: one bias for every arc label; `gated` False: g = 1. An edge is used by node v when its
+    step <= limit[v] (the graph generated so far)."""
+
+    def __init__(self, d_model: int, n_labels: int, layers: int, labeled: bool = True, gated: bool = True
+                 ) -> None:
+        super().__init__()
+        self.labeled, self.gated, self.d_model = labeled, gated, d_model
+        self.weight = nn.ModuleList(nn.Linear(d_model, 3 * d_model, bias=False) for _ in range(layers))
+        self.bias = nn.ModuleList(nn.Embedding(n_labels, d_model) for _ in range(layers))
+        if gated:
+            self.gate = nn.ModuleList(nn.Linear(d_model, 3, bias=False) for _ in range(layers))
+            self.gate_bias = nn.ModuleList(nn.Embedding(n_labels, 1) for _ in range(layers))
+
+    def forward(self, h: torch.Tensor, graph: torch.Tensor, limit: torch.Tensor) -> torch.Tensor:
+        """h (B, T, C), graph (E, 5) (batch, parent, child, label, step), limit (B, T) -> (B, T, C)."""
+        b, t, c = h.shape
+        batch, parent, child, label, step = graph.unbind(1)
+        if not self.labeled:
+            label = torch.ones_like(label)
+        # each edge sends a message parent -> child (direction 1) and child -> parent (direction 2)
+        rows = torch.cat([batch, batch])
+        source, target = torch.cat([parent, child]), torch.cat([child, parent])
+        direction = torch.cat([torch.ones_like(parent), torch.full_like(child, 2)])
+        labels = torch.cat([label, label])
+        visible = (torch.cat([step, step]) <= limit[rows, target]).to(h.dtype)
+        self_label = torch.zeros((b, t), dtype=torch.long, device=h.device)
+        for i, weight in enumerate(self.weight):
+            projected = weight(h).view(b, t, 3, c)
+            if self.gated:
+                gates = self.gate[i](h)  # (B, T, 3)
+                self_gate = torch.sigmoid(gates[..., 0] + self.gate_bias[i](self_label)[..., 0])[..., None]
+                edge_gate = torch.sigmoid(gates[rows, source, direction] + self.gate_bias[i](labels)[:, 0])[:, None]
+            else:
+                self_gate, edge_gate = 1.0, 1.0
+            total = self_gate * (projected[:, :, 0] + self.bias[i](self_label))
+            messages = edge_gate * (projected[rows, source, direction] + self.bias[i](labels)) * visible[:, None]
+            total = total.index_put((rows, target), messages.to(total.dtype), accumulate=True)
+            h = h + torch.relu(total)
+        return h
+
+
+def parent_mask(graph: torch.Tensor, limit: torch.Tensor) -> torch.Tensor:
+    """PARENT head: (B, T, T) True where query t may attend to key j: j = t, or j is a parent of t in the
+    graph generated so far (an edge j -> t with step <= limit[t])."""
+    b, t = limit.shape
+    batch, parent, child, _, step = graph.unbind(1)
+    visible = step <= limit[batch, child]
+    mask = torch.zeros((b, t, t), dtype=torch.bool, device=limit.device)
+    mask[batch[visible], child[visible], parent[visible]] = True
+    return mask | torch.eye(t, dtype=torch.bool, device=limit.device)[None]
+
+
 class DecoderLayer(nn.Module):
-    """Causal self-attention (a parse head), cross-attention over the encoder output (syntax-directed heads,
-    recorded mean weights), feed-forward, pre-norm."""
+    """Causal self-attention (a parse head or a PARENT head), cross-attention over the encoder output
+    (syntax-directed heads, recorded mean weights), feed-forward, pre-norm."""
 
     def __init__(self, cfg: ModelConfig, directed_heads: int = 0, parse_scores: str = "",
-                 record_cross: bool = False) -> None:
+                 record_cross: bool = False, parent_head: bool = False) -> None:
         super().__init__()
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, parse_scores=parse_scores)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, parse_scores=parse_scores,
+                                            parent_head=parent_head)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, directed_heads=directed_heads,
                                              directed_n=cfg.directed_n, double_context=cfg.double_context,
                                              record_mean=record_cross)
@@ -201,11 +309,12 @@ class DecoderLayer(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
-                cache: dict | None = None, distances: torch.Tensor | None = None) -> torch.Tensor:
+                cache: dict | None = None, distances: torch.Tensor | None = None,
+                parents: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` ({"self": {}, "cross": {}}) for decoding;
-        `distances` (B, S, S) for syntax-directed heads."""
+        `distances` (B, S, S) for syntax-directed heads; `parents` (B, T, T) the PARENT head's mask."""
         self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
-        x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache))
+        x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache, parent_mask=parents))
         x = x + self.drop(self.cross_attn(self.norm2(x), memory=memory, mask=src_mask, cache=cross_cache,
                                           distances=distances))
         return x + self.drop(self.ff(self.norm3(x)))
@@ -238,8 +347,12 @@ class Transformer(nn.Module):
         self.register_buffer("positions", sinusoids(cfg.max_len, cfg.d_model), persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg, h, p) for h, p in zip(heads, enc_parse))
-        self.decoder = nn.ModuleList(DecoderLayer(cfg, d, p, bool(cfg.sync_lambda) and i == cfg.sync_decoder_layer)
+        self.decoder = nn.ModuleList(DecoderLayer(cfg, d, p, bool(cfg.sync_lambda) and i == cfg.sync_decoder_layer,
+                                                  i + 1 in cfg.parent_layers)
                                      for i, (d, p) in enumerate(zip(directed, dec_parse)))
+        if cfg.gcn_layers:  # label ids: 0 = self, 1 = unseen, 2... arc_labels
+            self.gcn = GatedGCN(cfg.d_model, len(cfg.arc_labels) + 2, cfg.gcn_layers, cfg.gcn_labeled, cfg.gcn_gated)
+        self.sampled_positions: torch.Tensor | None = None  # BiTran approximation: the positions with a loss
         self.enc_norm, self.dec_norm = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.apply(self._init)
@@ -284,15 +397,67 @@ class Transformer(nn.Module):
         return self.enc_norm(x), src_mask
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-               distances: torch.Tensor | None = None) -> torch.Tensor:
-        """tgt_in (B, T) ids -> logits (B, T, V); `distances` (B, S, S) for syntax-directed heads."""
-        t = tgt_in.shape[1]
-        causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()
-        self_mask = causal[None, None] & (tgt_in != PAD_ID)[:, None, None, :]
+               distances: torch.Tensor | None = None, graph: torch.Tensor | None = None) -> torch.Tensor:
+        """tgt_in (B, T) ids -> logits (B, T, V); `distances` (B, S, S) for syntax-directed heads, `graph` (E, 5)
+        the generated graph (PARENT, GCN). BiTran: only the last non-pad position's logits are a prediction."""
+        return self.output(self.decode_hidden(tgt_in, memory, src_mask, distances, graph))
+
+    def decode_hidden(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                      distances: torch.Tensor | None = None, graph: torch.Tensor | None = None) -> torch.Tensor:
+        """The decoder's normalized output states (B, T, C) (see `decode`)."""
+        b, t = tgt_in.shape
+        valid = tgt_in != PAD_ID
+        positions = torch.arange(t, device=tgt_in.device)
+        if self.cfg.bidirectional:  # M_bi: every generated token sees every generated token (the non-pad prefix)
+            self_mask = valid[:, None, None, :]
+            limit = (valid.sum(1) - 1)[:, None].expand(b, t)
+        else:
+            causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()
+            self_mask = causal[None, None] & valid[:, None, None, :]
+            limit = positions[None].expand(b, t)
         x = self._embed(self.tgt_embed, tgt_in)
+        parents = None
+        if self.cfg.uses_graph:
+            if graph is None:
+                raise ValueError("PARENT heads and the GCN need the generated graph of the target transitions")
+            if self.cfg.gcn_layers:
+                x = self.gcn(x, graph, limit)
+            if self.cfg.parent_layers:
+                parents = parent_mask(graph, limit)
         for layer in self.decoder:
-            x = layer(x, memory, self_mask, src_mask, distances=distances)
-        return self.output(self.dec_norm(x))
+            x = layer(x, memory, self_mask, src_mask, distances=distances,
+                      parents=parents if layer.self_attn.parent_head else None)
+        return self.dec_norm(x)
+
+    def prefix_logits(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                      distances: torch.Tensor | None = None, graph: torch.Tensor | None = None) -> torch.Tensor:
+        """BiTran teacher forcing (B, T, V): the prediction at input position p comes from a pass over the
+        prefix 0..p alone (its own graph, bidirectional attention), one pass per prefix, batched as B x T rows
+        (cost O(T) passes). In training with `bidirectional_prefixes` = k, only k sampled prefixes per
+        sentence are computed (the approximation); `sampled_positions` (B, T) then marks them (others: zeros)."""
+        b, t = tgt_in.shape
+        valid = tgt_in != PAD_ID
+        chosen = valid
+        self.sampled_positions = None
+        if self.training and self.cfg.bidirectional_prefixes:
+            noise = torch.rand((b, t), device=tgt_in.device).masked_fill(~valid, 2.0)
+            rank = noise.argsort(1).argsort(1)
+            chosen = valid & (rank < self.cfg.bidirectional_prefixes)
+            self.sampled_positions = chosen
+        rows_b, rows_p = chosen.nonzero(as_tuple=True)
+        positions = torch.arange(t, device=tgt_in.device)
+        row_tgt = tgt_in[rows_b].masked_fill(positions[None] > rows_p[:, None], PAD_ID)
+        row_graph = None
+        if graph is not None and self.cfg.uses_graph:
+            pairs = (graph[:, 0:1] == rows_b[None]) & (graph[:, 4:5] <= rows_p[None])
+            edge, row = pairs.nonzero(as_tuple=True)
+            row_graph = graph[edge].clone()
+            row_graph[:, 0] = row
+        hidden = self.decode_hidden(row_tgt, memory[rows_b], src_mask[rows_b],
+                                    None if distances is None else distances[rows_b], row_graph)
+        last = self.output(hidden[torch.arange(len(rows_b), device=hidden.device), rows_p])
+        out = torch.zeros((b, t, last.shape[-1]), dtype=last.dtype, device=last.device)
+        return out.index_put((rows_b, rows_p), last)
 
     def new_cache(self) -> list[dict]:
         """An empty incremental-decoding cache (per decoder layer: self-attention keys/values so far,
@@ -316,11 +481,14 @@ class Transformer(nn.Module):
         return self.output(self.dec_norm(x))[:, -1]
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, parent: torch.Tensor | None = None,
-                distances: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> torch.Tensor:
+                distances: torch.Tensor | None = None, labels: torch.Tensor | None = None,
+                graph: torch.Tensor | None = None) -> torch.Tensor:
         """Teacher-forced logits (B, T, V); the attention weights the auxiliary losses need are kept in the
-        layers until the next forward (see `syntax_losses`)."""
+        layers until the next forward (see `syntax_losses`). BiTran: `prefix_logits`."""
         memory, src_mask = self.encode(src, parent, labels)
-        return self.decode(tgt_in, memory, src_mask, distances)
+        if self.cfg.bidirectional:
+            return self.prefix_logits(tgt_in, memory, src_mask, distances, graph)
+        return self.decode(tgt_in, memory, src_mask, distances, graph)
 
     def syntax_losses(self, src_head: torch.Tensor | None, tgt_head: torch.Tensor | None, tgt_in: torch.Tensor
                       ) -> dict[str, torch.Tensor]:

@@ -32,8 +32,8 @@ from synprep.tables import config_from_dict
 from synprep.textio import atomic_write
 
 from .checkpoints import clear_run, default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
-from .data import PAD_ID, Batch, ParallelData, Vocab, prefetch
-from .decode import score, translate
+from .data import PAD_ID, Batch, ParallelData, Vocab, arc_label_vocabulary, prefetch
+from .decode import score, translate, tree_scores
 from .model import PRESETS, ModelConfig, Transformer
 
 
@@ -181,9 +181,13 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
         no_sync = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
         with no_sync:
             with autocast:
-                logits = model(batch.src, batch.tgt_in, batch.parent, batch.distances, batch.labels)
-            loss = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
-                                   label_smoothing=label_smoothing, reduction="sum") / tokens
+                logits = model(batch.src, batch.tgt_in, batch.parent, batch.distances, batch.labels, batch.graph)
+            target, weight = batch.tgt_out, 1.0
+            if raw.sampled_positions is not None:  # BiTran approximation: the sampled prefixes, scaled to all
+                target = target.masked_fill(~raw.sampled_positions, PAD_ID)
+                weight = batch.tokens() / max(int((target != PAD_ID).sum()), 1)
+            loss = weight * F.cross_entropy(logits.float().flatten(0, 1), target.flatten(), ignore_index=PAD_ID,
+                                            label_smoothing=label_smoothing, reduction="sum") / tokens
             objective = loss
             for name, value in raw.syntax_losses(batch.src_head, batch.tgt_head, batch.tgt_in).items():
                 objective = objective + weights[name] * value / tokens
@@ -216,6 +220,23 @@ def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
     return ckpt
 
 
+TREE_KEYS = ("valid_trees", "exact_outputs", "exact_uas", "exact_las")
+
+
+def tree_text(result: dict) -> str:
+    """The tree measure of a tree-decoding model's scores, for a log line ('' for other models)."""
+    if "valid_trees" not in result:
+        return ""
+    uas, las = result["exact_uas"], result["exact_las"]
+    exact = f", UAS {uas:.2f} / LAS {las:.2f} on them" if uas is not None else ""
+    return f" | valid trees {result['valid_trees']:.1f}% | outputs = reference {result['exact_outputs']:.1f}%{exact}"
+
+
+def data_options(cfg: ModelConfig) -> dict[str, Any]:
+    """ParallelData options a model needs: its target, and the graph's label ids for PARENT/GCN."""
+    return {"target": cfg.target, "arc_labels": list(cfg.arc_labels) if cfg.uses_graph else None}
+
+
 def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
     """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
     ckpt = read_checkpoint(path, device)
@@ -230,15 +251,18 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     model.eval()
     total, tokens = 0.0, 0
     with torch.no_grad():
-        for rows in data.batches(cfg.max_tokens, shuffle=False):
+        for rows in data.batches(cfg.max_tokens, shuffle=False, rows=data.loss_rows):
             batch = data.collate(rows).to(device)
-            logits = model(batch.src, batch.tgt_in, batch.parent, batch.distances, batch.labels)
+            logits = model(batch.src, batch.tgt_in, batch.parent, batch.distances, batch.labels, batch.graph)
             total += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
                                      label_smoothing=cfg.label_smoothing, reduction="sum").item()
             tokens += batch.tokens()
     rows = data.keep[:sentences] if sentences else data.keep
-    hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device)
+    pieces: list[list[str]] = []
+    hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, pieces=pieces)
     metrics = {"loss": round(total / max(tokens, 1), 4), **score(hyps, data.references(rows))}
+    if model.cfg.target == "transitions":
+        metrics.update(tree_scores(pieces, data.reference_transitions(rows), model.cfg.transition_root))
     model.train()
     return metrics
 
@@ -321,7 +345,7 @@ def train(cfg: TrainConfig) -> Transformer:
     else:
         from .data import read_split
 
-        vocab = Vocab.build([read_split(cfg.data)[0]])
+        vocab = Vocab.build([read_split(cfg.data)[0]], transitions=cfg.model.get("target") == "transitions")
         if rank == 0:
             vocab.save(os.path.join(cfg.out, "vocab.json"))
     mcfg = ModelConfig.from_dict(ckpt["model_config"]) if ckpt else \
@@ -330,14 +354,21 @@ def train(cfg: TrainConfig) -> Transformer:
         from .data import label_vocabulary, read_split
 
         mcfg.source_labels = label_vocabulary(read_split(cfg.data)[0])
+    tree = data_options(mcfg)
     train_data = ParallelData(cfg.data, vocab, cfg.max_len, features=mcfg.batch_features(training=True),
-                              labels=mcfg.source_labels)
+                              labels=mcfg.source_labels, skip_null=True, **tree)
+    if mcfg.target == "transitions" and not ckpt:
+        mcfg.transition_root = train_data.root
+        mcfg.arc_labels = arc_label_vocabulary(vocab)
+        tree = data_options(mcfg)
+        train_data.arc_labels = {label: i + 2 for i, label in enumerate(mcfg.arc_labels)} if mcfg.uses_graph \
+            else None
     longest = train_data.longest()
     if longest > cfg.max_tokens:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
                          "BOS/EOS): raise max_tokens or lower max_len")
     valid_data = ParallelData(cfg.valid, vocab, features=mcfg.batch_features(training=False),
-                              labels=mcfg.source_labels) if cfg.valid else None
+                              labels=mcfg.source_labels, **tree) if cfg.valid else None
     model = Transformer(mcfg).to(device)
     model.set_attention_kernel(cfg.attention)
     if cfg.attention == "flex" and device.type != "cuda":
@@ -371,10 +402,18 @@ def train(cfg: TrainConfig) -> Transformer:
          f"device {device}, {world} process(es), "
          f"precision {resolve_precision(cfg.precision, device)}, attention kernel {_kernel_in_use(raw_model, device)}"
          f", out {cfg.out}\n  syntax switches: {mcfg.switches()}", rank)
+    if mcfg.target == "transitions":
+        _log(f"  target transitions: {train_data.skipped_null} training pair(s) without transitions skipped "
+             f"(null: not encodable under the pipeline's non_projective policy), {len(mcfg.arc_labels)} arc labels, "
+             f"root {mcfg.transition_root}", rank)
+    record_header = {"step": 0, "skipped_null_transitions": train_data.skipped_null,
+                     "arc_labels": len(mcfg.arc_labels)} if mcfg.target == "transitions" and not ckpt else None
     metrics_path = os.path.join(cfg.out, "metrics.jsonl")
     if rank == 0 and ckpt:
         _truncate_metrics(metrics_path, ckpt["step"])  # a resumed run redoes the steps after its checkpoint
     metrics_file = open(metrics_path, "a", encoding="utf-8") if rank == 0 else None
+    if metrics_file and record_header:
+        metrics_file.write(json.dumps(record_header) + "\n")
     writer = None
     if cfg.tensorboard and rank == 0:
         try:
@@ -464,9 +503,10 @@ def train(cfg: TrainConfig) -> Transformer:
                 if valid_data is not None and rank == 0:
                     result = evaluate(raw_model, valid_data, vocab, cfg, device, cfg.eval_beam, cfg.eval_sentences)
                     _log(f"step {step} | valid loss {result['loss']:.3f} | BLEU {result['bleu']:.2f} | "
-                         f"chrF {result['chrf']:.2f}", rank)
+                         f"chrF {result['chrf']:.2f}{tree_text(result)}", rank)
                     record({"step": step, "valid_loss": result["loss"], "valid_bleu": result["bleu"],
-                            "valid_chrf": result["chrf"]})
+                            "valid_chrf": result["chrf"], **{f"valid_{key}": result[key] for key in TREE_KEYS
+                                                             if key in result}})
                     value = result["bleu"] if cfg.best_metric == "bleu" else result["loss"]
                     improved = best is None or (value > best if cfg.best_metric == "bleu" else value < best)
                     best, bad_evals = (value, 0) if improved else (best, bad_evals + 1)
@@ -491,9 +531,10 @@ def train(cfg: TrainConfig) -> Transformer:
     if cfg.test and rank == 0:
         model_best, _, _ = load_checkpoint(best_path, device)
         test_data = ParallelData(cfg.test, vocab, features=mcfg.batch_features(training=False),
-                                 labels=mcfg.source_labels)
+                                 labels=mcfg.source_labels, **tree)
         result = evaluate(model_best, test_data, vocab, cfg, device, cfg.test_beam)
         _log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
+             f"{tree_text(result)}"
              f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}", rank)
         record({"step": step, "test": cfg.test, **{f"test_{k}": v for k, v in result.items()}})
     if metrics_file:
