@@ -164,8 +164,12 @@ def main() -> None:
     parser.add_argument("--attention-dropout", type=float, default=None, help="default: the preset's dropout")
     parser.add_argument("--peak-tflops", type=float, default=0.0,
                         help="also print vanilla's model FLOPs utilisation against this peak (H100 SXM bf16: 989)")
+    parser.add_argument("--no-cudnn-attention", action="store_true",
+                        help="CUDA: keep scaled_dot_product_attention off its cuDNN backend (flash/efficient instead)")
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if args.no_cudnn_attention:
+        torch.backends.cuda.enable_cudnn_sdp(False)
     if args.threads:
         torch.set_num_threads(args.threads)
     chosen = [s.strip() for s in args.switches.split(",") if s.strip()]

@@ -74,7 +74,8 @@ def main() -> None:
     averages = prof.key_averages()
     print(averages.table(sort_by="self_cuda_time_total" if cuda else "self_cpu_time_total", row_limit=args.top))
     if cuda:
-        kernels = sum(e.self_device_time_total for e in averages) / 1e6
+        kernels = sum(e.self_device_time_total for e in prof.events()
+                      if e.device_type == torch.autograd.DeviceType.CUDA and not e.is_user_annotation) / 1e6
         print(f"GPU busy {kernels:.3f} s of {seconds:.3f} s wall = {100 * kernels / seconds:.0f}% "
               f"({torch.cuda.get_device_name()}, {args.preset}, bf16 autocast)")
     total = sum(e.cpu_time_total for e in averages if e.key in ("collate", "forward+backward", "optimizer"))
