@@ -23,7 +23,14 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from syntrain.data import ParallelData, Vocab, read_split
 from syntrain.model import build_model
-from syntrain.train import TrainConfig, accumulate_gradients, autocast_context, make_optimizer
+from syntrain.train import TrainConfig, accumulate_gradients, autocast_context, inverse_sqrt
+
+try:
+    from syntrain.train import make_optimizer
+except ImportError:  # checkouts before make_optimizer (for before/after profiles): their plain Adam
+    def make_optimizer(model, cfg):
+        optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas, eps=1e-9)
+        return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt(cfg.warmup))
 
 ROOT = Path(__file__).resolve().parents[1]
 
