@@ -179,6 +179,8 @@ def load_rules(path: str) -> tuple[Rule, ...]:
         raise InputError(f"cannot read rules: {err.strerror or err}", path) from None
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"not valid TOML: {err}", path) from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text (byte {err.start})", path) from None
     entries = data.get("rule")
     if not isinstance(entries, list) or set(data) != {"rule"}:
         raise InputError("expected [[rule]] tables only (name, description, example, labels, ...)", path)

@@ -41,8 +41,13 @@ def reference_texts(data_path: str) -> tuple[list[int], list[str]]:
 
 def read_hypotheses(path: str, expected: int | None = None) -> list[str]:
     """One hypothesis a line; a count other than `expected` (the split's pairs) is an error naming the file."""
-    with open(path, encoding="utf-8", newline="\n") as f:
-        hyps = f.read().split("\n")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        hyps = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text") from None
     if hyps and hyps[-1] == "":
         hyps.pop()
     if expected is not None and len(hyps) != expected:
@@ -75,6 +80,21 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
     return hyps
 
 
+def read_description(run: str) -> dict:
+    """RUN/describe.json as a dict ({} when absent); a damaged file is a ValueError naming it."""
+    path = os.path.join(run, DESCRIPTION)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            described = json.load(f)
+    except ValueError as err:  # bad JSON or bad bytes
+        raise ValueError(f"{path}: not a run description ({err})") from None
+    if not isinstance(described, dict):
+        raise ValueError(f"{path}: not a run description (expected a JSON object)")
+    return described
+
+
 def describe(run: str) -> tuple[str, object, object]:
     """(syntax switches, seed, training steps) of a run: from best.pt when there is one (also written to
     RUN/describe.json), else from RUN/describe.json, else '?'."""
@@ -92,11 +112,8 @@ def describe(run: str) -> tuple[str, object, object]:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(described, f, indent=1)
             f.write("\n")
-    elif os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            described = json.load(f)
     else:
-        described = {}
+        described = read_description(run)
     return described.get("switches", "?"), described.get("seed", "?"), described.get("steps", "?")
 
 
@@ -110,10 +127,7 @@ def tree_column(run: str, data_path: str) -> str:
 
     from .decode import tree_scores
 
-    root = "drop"
-    if os.path.isfile(os.path.join(run, DESCRIPTION)):
-        with open(os.path.join(run, DESCRIPTION), encoding="utf-8") as f:
-            root = json.load(f).get("transition_root", "drop")
+    root = read_description(run).get("transition_root", "drop")
     with open(path, encoding="utf-8") as f:
         pieces = [line.split() for line in f.read().splitlines()]
     split = open_split(data_path)
@@ -219,6 +233,12 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     return "\n".join(lines)
 
 
+def _fail(message: str) -> None:
+    """One error line, exit 2 (as the synprep/syntrain commands)."""
+    print(f"syntrain.compare: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -233,12 +253,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     missing = [run for run in args.runs if not any(os.path.isfile(os.path.join(run, name))
                                                    for name in ("best.pt", HYPOTHESES))]
     if missing:
-        sys.exit(f"syntrain.compare: error: no best.pt or {HYPOTHESES} in {', '.join(missing)} (train them first: "
-                 "syntrain run RECIPE)")
+        _fail(f"no best.pt or {HYPOTHESES} in {', '.join(missing)} (train them first: syntrain run RECIPE)")
     try:
         table = compare(args.runs, args.data, args.beam, args.length_penalty, args.samples, args.subsets)
     except (ValueError, OSError, InputError) as err:
-        sys.exit(f"syntrain.compare: error: {err}")
+        _fail(str(err))
     print(table)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

@@ -77,7 +77,8 @@ def classify(case: Case, data: dict, tmp: Path) -> tuple[str, str]:
         return "silent", "exit 0 on bad input"
     lines = [line for line in err.strip().splitlines() if line.strip()]
     last = lines[-1] if lines else ""
-    if result.returncode != 2 or last.split(": error: ")[0] not in ("synprep", "syntrain") or case.names not in last:
+    if result.returncode != 2 or last.split(": error: ")[0] not in ("synprep", "syntrain", "syntrain.compare") \
+            or case.names not in last:
         return "unclear", f"exit {result.returncode}: {last[:300]}"
     if leftovers:
         return "silent", f"left behind: {', '.join(leftovers)}"
@@ -329,6 +330,40 @@ def align_error_midway(data, tmp):
     return [SYNPREP, "align", "--conllu", "in.conllu", "--format", "jsonl", "-o", "out.jsonl", "--workers", "1"], None
 
 
+def rules_not_utf8(data, tmp):
+    _write(tmp / "rules.toml", b'[[rule]]\nname = "caf\xe9"\nlabels = ["obj"]\n')
+    return [SYNPREP, "challenge", str(data["shards"] / "test"), "-o", "sets", "--rules", "rules.toml"], None
+
+
+def _hypothesis_run(data, tmp, hyp: bytes, description: bytes | None = None) -> list[str]:
+    """A run folder holding only test.hyp (and describe.json), scored by syntrain.compare against itself."""
+    from synprep.shards import open_split
+
+    pairs = open_split(str(data["shards"] / "test")).manifest.rows
+    good = _write(tmp / "good" / "test.hyp", "a b\n" * pairs)
+    _write(tmp / "bad" / "test.hyp", hyp.replace(b"PAIRS", b"a b\n" * (pairs - 2)))
+    if description is not None:
+        _write(tmp / "bad" / "describe.json", description)
+    return [sys.executable, "-m", "syntrain.compare", "--data", str(data["shards"] / "test"), "--samples", "10",
+            str(good.parent), "bad"]
+
+
+def hypotheses_bad_byte(data, tmp):
+    return _hypothesis_run(data, tmp, b"a b\nPAIRSca\xe9\n"), None
+
+
+def description_corrupt(data, tmp):
+    return _hypothesis_run(data, tmp, b"a b\nPAIRSc\n", b'{"switches": "pascal", "seed": '), None
+
+
+def subset_ids_not_ids(data, tmp):
+    argv = _hypothesis_run(data, tmp, b"a b\nPAIRSc\n")
+    subprocess.run([SYNPREP, "challenge", str(data["shards"] / "test"), "-o", str(tmp / "sets")], check=True,
+                   capture_output=True)
+    _write(tmp / "sets" / "src.particle.ids", "3\nseven\n")
+    return [*argv[:5], "--subsets", "sets", *argv[5:]], None
+
+
 CASES = [
     Case("align: latin-1 byte in CoNLL-U", "bad bytes", bad_bytes_align, names="in.conllu:1", absent=("out.txt",)),
     Case("convert: pipeline TOML not UTF-8", "bad bytes", bad_bytes_toml, names="pipeline.toml", absent=("out",)),
@@ -373,6 +408,10 @@ CASES = [
          check=_still_a_device, root_only=True),
     Case("align: error after 300 sentences leaves no partial output", "leftovers", align_error_midway,
          names="in.conllu:1801", absent=("out.jsonl",)),
+    Case("challenge: rules TOML not UTF-8", "bad bytes", rules_not_utf8, names="rules.toml", absent=("sets",)),
+    Case("compare: bad byte in a run's test.hyp", "bad bytes", hypotheses_bad_byte, names="test.hyp:"),
+    Case("compare: truncated describe.json", "truncation", description_corrupt, names="describe.json"),
+    Case("compare: a subset id list with a non-id", "corruption", subset_ids_not_ids, names="src.particle.ids:2"),
 ]
 
 
