@@ -1,12 +1,38 @@
-"""TOML/JSON tables -> config dataclasses, checked: unknown keys and values of the wrong type are errors that
-name them (pipeline files, training recipes, checkpoints)."""
+"""TOML/JSON tables -> config dataclasses, checked: unknown keys, values of the wrong type and values out of
+their declared range are errors that name them (pipeline files, training recipes, flags, checkpoints).
+
+A field declares its range once, with `option(...)`; `config_from_dict` checks it wherever values come from,
+and `describe_option` words it for `--help` and the docs:
+
+    @dataclass
+    class TrainConfig:
+        warmup: int = option(4000, ge=1, help="warm-up steps")
+
+NaN and infinity are refused in every float field; strings are never taken as booleans.
+"""
 
 from __future__ import annotations
 
+import math
 import types
 import typing
-from dataclasses import fields
+from collections.abc import Sequence
+from dataclasses import MISSING, Field, field, fields
 from typing import Any
+
+_BOUNDS = (("ge", ">=", lambda v, b: v >= b), ("gt", ">", lambda v, b: v > b), ("le", "<=", lambda v, b: v <= b),
+           ("lt", "<", lambda v, b: v < b))
+
+
+def option(default: Any = MISSING, *, default_factory: Any = MISSING, help: str = "",  # noqa: A002
+           ge: float | None = None, gt: float | None = None, le: float | None = None, lt: float | None = None,
+           choices: Sequence[Any] | None = None) -> Any:
+    """A dataclass field with its help text and allowed values (bounds apply to each item of a list)."""
+    metadata = {"help": help, "ge": ge, "gt": gt, "le": le, "lt": lt,
+                "choices": tuple(choices) if choices is not None else None}
+    if default_factory is not MISSING:
+        return field(default_factory=default_factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 def _has_type(value: Any, hint: Any) -> bool:
@@ -36,18 +62,62 @@ def _has_type(value: Any, hint: Any) -> bool:
     return True
 
 
+def _type_words(hint: Any) -> str:
+    """A type hint in words: 'an integer', 'a list of integers', 'a string or nothing'."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_words(arg) for arg in args if arg is not type(None))
+    if origin in (list, tuple):
+        inner = {int: "integers", float: "numbers", str: "strings", bool: "booleans"}.get(args[0] if args else None)
+        return f"a list of {inner}" if inner else "a list"
+    words = {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a table"}
+    return words.get(hint, str(hint))
+
+
+def describe_option(cls: type, name: str) -> str:
+    """The allowed values of a field declared with `option`, in words: 'an integer >= 1', 'one of a, b'."""
+    meta = {f.name: f for f in fields(cls)}[name].metadata
+    if meta.get("choices"):
+        return "one of " + ", ".join(map(str, meta["choices"]))
+    words = _type_words(typing.get_type_hints(cls)[name])
+    bounds = [f"{sign} {meta[key]:g}" for key, sign, _ in _BOUNDS if meta.get(key) is not None]
+    return words + (" " + " and ".join(bounds) if bounds else "")
+
+
+def _range_error(name: str, value: Any, spec: Field) -> str | None:
+    """Why `value` is outside the field's declared values (None if it is fine)."""
+    items = value if isinstance(value, list | tuple) else [value]
+    for item in items:
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{name} must be a finite number, got {item!r}"
+    meta = spec.metadata
+    if meta.get("choices") is not None and value not in meta["choices"]:
+        return f"{name} must be one of {', '.join(map(str, meta['choices']))}, got {value!r}"
+    for item in items:
+        if not isinstance(item, int | float) or isinstance(item, bool):
+            continue
+        for key, sign, ok in _BOUNDS:
+            if meta.get(key) is not None and not ok(item, meta[key]):
+                return f"{name} must be {sign} {meta[key]:g}, got {item!r}"
+    return None
+
+
 def config_from_dict(cls: type, values: dict, what: str) -> Any:
-    """A config dataclass from a dict (a recipe table, a checkpoint): unknown keys and values of the wrong type
-    are a ValueError naming them; lists become tuples where the field is a tuple."""
+    """A config dataclass from a dict (a recipe table, flags, a checkpoint): unknown keys, values of the wrong
+    type and values outside the declared range are a ValueError naming them ('[train] warmup must be >= 1, got 0');
+    lists become tuples where the field is a tuple."""
     hints = typing.get_type_hints(cls)
-    known = {f.name for f in fields(cls)}
-    unknown = set(values) - known
+    specs = {f.name: f for f in fields(cls)}
+    unknown = set(values) - set(specs)
     if unknown:
         raise ValueError(f"unknown {what} option(s): {', '.join(sorted(unknown))}")
     values = dict(values)
     for name, value in values.items():
         if not _has_type(value, hints[name]):
-            raise ValueError(f"{what} option {name} = {value!r}: expected {hints[name]}")
+            raise ValueError(f"{what} {name} must be {_type_words(hints[name])}, got {value!r}")
+        problem = _range_error(name, value, specs[name])
+        if problem:
+            raise ValueError(f"{what} {problem}")
         if typing.get_origin(hints[name]) is tuple and isinstance(value, list):
             values[name] = tuple(value)
     return cls(**values)
