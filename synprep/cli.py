@@ -230,11 +230,15 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
               help="Share of pairs with an extraposed relative clause (non-projective on both sides).")
 @click.option("--bpe-symbols", type=click.IntRange(min=1), default=300, show_default=True,
               help="BPE merges in the written pipeline.toml.")
-def synth(pairs: int, seed: int, output: str, max_depth: int, non_projective_rate: float, bpe_symbols: int) -> None:
+@click.option("--lengths", type=click.Choice(["short", "wmt"]), default="short", show_default=True,
+              help="Sentence lengths: short (one clause, ~12 tokens) or wmt (mean ~25 tokens, a tail to 100).")
+def synth(pairs: int, seed: int, output: str, max_depth: int, non_projective_rate: float, bpe_symbols: int,
+          lengths: str) -> None:
     """Synthetic en-like/de-like parallel corpus with gold trees (90/5/5 train/valid/test)."""
     from .synth import SynthConfig, write_corpus
 
-    summary = write_corpus(output, pairs, seed, SynthConfig(max_depth, non_projective_rate), bpe_symbols)
+    summary = write_corpus(output, pairs, seed, SynthConfig(max_depth, non_projective_rate, lengths=lengths),
+                           bpe_symbols)
     click.echo(summary.format() + f" to {output}; next: synprep convert {os.path.join(output, 'pipeline.toml')}",
                err=True)
 

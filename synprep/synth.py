@@ -52,6 +52,7 @@ PREPS = [("in", "in"), ("on", "auf"), ("near", "neben"), ("with", "mit"), ("unde
 ADVS = [("today", "heute"), ("often", "oft"), ("quickly", "rasch"), ("here", "hier"), ("again", "wieder"),
         ("slowly", "langsam")]
 MARK = ("that", "dass")
+CONJUNCTION = ("and", "und")
 RELATIVE = ("which", "welcher")
 PERIOD = (".", ".")
 
@@ -78,6 +79,12 @@ class Node:
         return next((d for d in self.deps if d.deprel == deprel), None)
 
 
+# sentence lengths: "short" = one clause (Multi30k-like, ~12 tokens); "wmt" = a target length per pair drawn
+# from a log-normal (mean ~25 tokens, median ~22, a tail to WMT_MAX_TOKENS), reached with coordinated clauses
+LENGTHS = ("short", "wmt")
+WMT_LOG_MEAN, WMT_LOG_SIGMA, WMT_MAX_TOKENS = 2.7, 0.6, 100
+
+
 @dataclass(frozen=True)
 class SynthConfig:
     """Grammar settings (probabilities per opportunity)."""
@@ -92,8 +99,11 @@ class SynthConfig:
     p_clausal: float = 0.15
     p_name: float = 0.1
     p_poss: float = 0.15
+    lengths: str = "short"  # LENGTHS: "wmt" joins clauses with `and` up to a WMT-like sentence length
 
     def __post_init__(self) -> None:
+        if self.lengths not in LENGTHS:
+            raise InputError(f"--lengths must be one of {', '.join(LENGTHS)}, got {self.lengths!r}")
         if not 0.0 <= self.non_projective_rate <= 1.0:
             raise InputError(f"--non-projective-rate must be in [0, 1], got {self.non_projective_rate}")
         if self.max_depth < 0:
@@ -167,14 +177,36 @@ class Grammar:
 
     def sentence(self) -> Node:
         extrapose = self._chance(self.config.non_projective_rate)
-        return self.clause("root", self.config.max_depth, extrapose)
+        root = self.clause("root", self.config.max_depth, extrapose)
+        if self.config.lengths == "wmt":
+            self._coordinate(root)
+        return root
+
+    def _coordinate(self, root: Node) -> None:
+        """Add `and`-coordinated main clauses to the root until a drawn WMT-like length is reached."""
+        target = min(WMT_MAX_TOKENS, round(self.rng.lognormvariate(WMT_LOG_MEAN, WMT_LOG_SIGMA)))
+        size = _size(root)
+        while size < target:
+            clause = self.clause("conj", self.config.max_depth)
+            grown = size + _size(clause) + 1
+            if grown > WMT_MAX_TOKENS:
+                break
+            clause.deps.insert(0, Node(*CONJUNCTION, "CCONJ", "cc", parent=clause))
+            root.add(clause)
+            size = grown
+
+
+def _size(node: Node) -> int:
+    """Words in the subtree of `node` (an extraposed clause included)."""
+    return 1 + sum(_size(dep) for dep in node.deps)
 
 
 # word order: the relations of a head's dependents in linear order, "HEAD" = the head itself
 _NOUN_ORDER = ("case", "det", "nmod:poss", "amod", "HEAD", "nmod", "acl:relcl")
 _ORDERS = {
-    ("src", "clause"): ("mark", "nsubj", "HEAD", "obj", "obl", "advmod", "ccomp", "EXTRAPOSED", "punct"),
-    ("tgt", "root"): ("nsubj", "HEAD", "advmod", "obl", "obj", "ccomp", "EXTRAPOSED", "punct"),
+    ("src", "clause"): ("cc", "mark", "nsubj", "HEAD", "obj", "obl", "advmod", "ccomp", "EXTRAPOSED", "conj",
+                        "punct"),
+    ("tgt", "root"): ("cc", "nsubj", "HEAD", "advmod", "obl", "obj", "ccomp", "EXTRAPOSED", "conj", "punct"),
     ("tgt", "clause"): ("mark", "nsubj", "advmod", "obl", "obj", "HEAD", "ccomp"),
 }
 
@@ -186,7 +218,7 @@ def linearize(root: Node, side: str) -> list[Node]:
     def visit(node: Node) -> None:
         if node.upos != "VERB":
             order = _NOUN_ORDER
-        elif side == "tgt" and node.deprel == "root":
+        elif side == "tgt" and node.deprel in ("root", "conj"):  # main clauses: verb second
             order = _ORDERS[("tgt", "root")]
         else:
             order = _ORDERS[(side, "clause")]
@@ -247,7 +279,7 @@ src_lang = "en"                  # en-like and de-like synthetic languages
 tgt_lang = "de"
 output = "shards"                # relative to this file; `--output` overrides
 shard_size = 10000
-source = "synprep synth --pairs {pairs} --seed {seed} --max-depth {max_depth} --non-projective-rate {rate}"
+source = "synprep synth --pairs {pairs} --seed {seed} --max-depth {max_depth} --non-projective-rate {rate}{lengths}"
 {splits}
 [filter]
 langid = "none"                  # synthetic text: no language identification
@@ -308,7 +340,7 @@ def write_corpus(output: str, pairs: int, seed: int, config: SynthConfig = Synth
     with open(os.path.join(output, "lexicon.tsv"), "w", encoding="utf-8") as out:
         for upos, words in (("NOUN", NOUNS), ("PROPN", NAMES), ("DET", DETS), ("PRON", POSS), ("ADJ", ADJS),
                             ("VERB", TRANSITIVE + INTRANSITIVE + CLAUSAL), ("ADP", PREPS), ("ADV", ADVS),
-                            ("SCONJ", [MARK]), ("PRON", [RELATIVE]), ("PUNCT", [PERIOD])):
+                            ("SCONJ", [MARK]), ("CCONJ", [CONJUNCTION]), ("PRON", [RELATIVE]), ("PUNCT", [PERIOD])):
             for src, tgt in words:
                 out.write(f"{src}\t{tgt}\t{upos}\n")
     split_tables = "".join(f'\n[splits.{split}]\nsrc = "{split}.src.conllu"\ntgt = "{split}.tgt.conllu"\n'
@@ -316,6 +348,7 @@ def write_corpus(output: str, pairs: int, seed: int, config: SynthConfig = Synth
     with open(os.path.join(output, "pipeline.toml"), "w", encoding="utf-8") as out:
         out.write(PIPELINE_TEMPLATE.format(seed=seed, pairs=pairs,
                                            max_depth=config.max_depth, rate=config.non_projective_rate,
+                                           lengths="" if config.lengths == "short" else f" --lengths {config.lengths}",
                                            splits=split_tables, bpe_symbols=bpe_symbols))
     total = sum(counts.values())
     with open(os.path.join(output, "synth.json"), "w", encoding="utf-8") as out:
