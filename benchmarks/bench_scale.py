@@ -1,0 +1,243 @@
+"""Benchmark: synprep convert and syntrain run as the corpus grows to WMT size (synthetic, WMT-like lengths).
+
+    python benchmarks/bench_scale.py                 # N = 30k and 300k pairs (a few minutes)
+    python benchmarks/bench_scale.py --quick         # N = 3k and 10k (CI-sized)
+    python benchmarks/bench_scale.py --large         # N = 30k, 300k and 1M
+    python benchmarks/bench_scale.py --sizes 30000,4500000 --workers 16   # any sizes (WMT16: 4.5M pairs)
+
+For each N: `synprep synth --lengths wmt` (mean ~25 tokens, tail to 100), then `synprep convert` of its
+pipeline.toml (pre-parsed CoNLL-U: no parser; the Multi30k pipeline's feature set, joint BPE): wall time, the
+worker time of each stage (run.json), peak RSS summed over the whole process tree, shard bytes per pair and
+what is left in the output folder; then `syntrain run` (tiny model, CPU, 12 steps of 1024 tokens): time from start to
+the data being ready (the `syntrain:` line) and to the first step, peak RSS, steps/s, and the arrays the
+trainer must hold (ids, offsets, parents). UDPipe's parse
+rate is measured once on a sample (the shared models when present, else a tiny model trained on
+sample_data) to extrapolate the parse stage, which the pre-parsed path skips.
+
+Baseline: the smallest N of the same run. Targets: convert time per pair at the largest N within 1.2x of the
+smallest, convert peak RSS bounded whatever N (<= 600 MB with 2 workers), shards <= 1.0 KB per pair, trainer
+first step <= 20 s and peak RSS <= 2x (baseline process + arrays held) at 1M pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SYNPREP_SHARED", ROOT.parent / "shared"))  # data and UDPipe models, if present
+BIN = Path(sys.executable).parent
+SAMPLE_DATA = ROOT / "sample_data"
+PARSE_SAMPLE = 1000  # sentences parsed to measure UDPipe's rate
+MiB = 2**20
+
+
+def measured(command: list[str], marks: dict[str, str] | None = None) -> dict:
+    """Run `command`: wall seconds, peak RSS (bytes, the process tree, sampled every 50 ms), and for each
+    name -> prefix of `marks` the seconds until the first stderr line that starts with the prefix."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen: dict[str, float] = {}
+    tail: list[str] = []
+
+    def watch() -> None:
+        for line in process.stderr:
+            tail.append(line)
+            del tail[:-20]
+            for name, prefix in (marks or {}).items():
+                if name not in seen and line.startswith(prefix):
+                    seen[name] = time.perf_counter() - start
+
+    reader = threading.Thread(target=watch, daemon=True)
+    reader.start()
+    root = psutil.Process(process.pid)
+    peak = 0
+    while process.poll() is None:
+        try:
+            procs = [root] + root.children(recursive=True)
+            peak = max(peak, sum(p.memory_info().rss for p in procs if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
+    reader.join()
+    if process.returncode:
+        sys.exit(f"{' '.join(command[:2])} failed with exit code {process.returncode}:\n{''.join(tail)}")
+    return {"seconds": time.perf_counter() - start, "peak": peak, **{name: seen.get(name) for name in marks or {}}}
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def convert(tmp: Path, pairs: int, workers: int) -> dict:
+    data = tmp / f"synth{pairs}"
+    started = time.perf_counter()
+    subprocess.run([str(BIN / "synprep"), "synth", "--pairs", str(pairs), "--seed", "1", "--lengths", "wmt",
+                    "-o", str(data)], check=True, capture_output=True)
+    synth_seconds = time.perf_counter() - started
+    out = tmp / f"out{pairs}"
+    result = measured([str(BIN / "synprep"), "convert", str(data / "pipeline.toml"), "--output", str(out),
+                       "--workers", str(workers)])
+    stages = json.loads((out / "run.json").read_text())["seconds"]
+    worker: dict[str, float] = {}
+    for split in stages.values():
+        for name, value in split.items():
+            if not name.endswith("_wall"):
+                worker[name] = worker.get(name, 0.0) + value
+    rows = shard_bytes = 0
+    for split in ("train", "valid", "test"):
+        manifest = json.loads((out / split / "manifest.json").read_text())
+        rows += manifest["rows"]
+        shard_bytes += sum(shard["bytes"] for shard in manifest["shards"])
+    shutil.rmtree(data)  # the corpus is no longer needed: keep the disk use of the run small
+    return {**result, "synth_seconds": synth_seconds, "stages": worker, "rows": rows, "shard_bytes": shard_bytes,
+            "folder_bytes": folder_bytes(out), "work_left": (out / ".work").exists(), "out": out}
+
+
+def held_arrays(split: Path) -> int:
+    """Bytes of what the trainer must hold in RAM for this split: int32 ids of both sides, float32 source
+    parents, int64 offsets of both sides (syntrain.data.ParallelData)."""
+    import pyarrow.compute as pc
+
+    from synprep.shards import open_split
+
+    table = open_split(str(split)).table(["src_subwords", "tgt_subwords"])
+    src = int(pc.sum(pc.list_value_length(table.column("src_subwords"))).as_py())
+    tgt = int(pc.sum(pc.list_value_length(table.column("tgt_subwords"))).as_py())
+    return 4 * src + 4 * tgt + 4 * src + 2 * 8 * (table.num_rows + 1)
+
+
+def baseline_rss() -> int:
+    """RSS of a process that has imported what syntrain run imports (torch, pyarrow, the trainer)."""
+    code = "import psutil, syntrain.train, syntrain.data; print(psutil.Process().memory_info().rss)"
+    return int(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+
+
+def train(tmp: Path, out: Path, steps: int) -> dict:
+    run_dir = tmp / f"run-{out.name}"
+    result = measured([str(BIN / "syntrain"), "run", "--data", str(out / "train"), "--out", str(run_dir),
+                       "--preset", "tiny", "--device", "cpu", "--threads", "1", "--max-steps", str(steps),
+                       "--log-interval", "5", "--eval-interval", str(10 * steps), "--max-tokens", "1024",
+                       "--max-len", "256", "--seed", "1"],
+                      {"ready": "syntrain: ", "first": "step 1 "})
+    logged = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    logged = [r for r in logged if "elapsed_s" in r]
+    first, last = logged[0], logged[-1]
+    steps_per_s = (last["step"] - first["step"]) / max(last["elapsed_s"] - first["elapsed_s"], 1e-9)
+    shutil.rmtree(run_dir)
+    return {**result, "steps_per_s": steps_per_s, "arrays": held_arrays(out / "train")}
+
+
+def parse_rate(tmp: Path) -> dict:
+    """UDPipe sentences/s and tokens/s on one core, on WMT-like synthetic text and (when present) real text."""
+    from synprep.parse import ParserSpec
+
+    model = SHARED / "models" / "en_ewt.udpipe"
+    source = "shared en_ewt"
+    if not model.exists():
+        from synprep.parse.train import train_udpipe
+
+        model = tmp / "en.udpipe"
+        train_udpipe(str(SAMPLE_DATA / "en.conllu"), str(model), "tiny", quiet=True)
+        source = "tiny model trained on sample_data/en.conllu"
+    parser = ParserSpec("udpipe", str(model)).load()
+    data = tmp / "parse-sample"
+    subprocess.run([str(BIN / "synprep"), "synth", "--pairs", str(PARSE_SAMPLE), "--seed", "2", "--lengths", "wmt",
+                    "-o", str(data)], check=True, capture_output=True)
+    samples = {"synthetic WMT-like": (data / "train.src").read_text(encoding="utf-8").splitlines()}
+    multi30k = SHARED / "data" / "parallel" / "multi30k" / "train.en"
+    if multi30k.exists():
+        with open(multi30k, encoding="utf-8") as handle:
+            samples["Multi30k (real)"] = [line.strip() for _, line in zip(range(PARSE_SAMPLE), handle)]
+    rates = {}
+    for name, lines in samples.items():
+        started = time.perf_counter()
+        parser.parse(lines)
+        seconds = time.perf_counter() - started
+        tokens = sum(len(line.split()) for line in lines)
+        rates[name] = {"sentences_per_s": len(lines) / seconds, "tokens_per_s": tokens / seconds,
+                       "tokens": tokens / len(lines)}
+    shutil.rmtree(data)
+    return {"model": source, "rates": rates}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", help="comma-separated pair counts (default 30000,300000)")
+    parser.add_argument("--quick", action="store_true", help="N = 3000,10000 (CI-sized)")
+    parser.add_argument("--large", action="store_true", help="N = 30000,300000,1000000")
+    parser.add_argument("--workers", type=int, default=2, help="convert workers (default 2)")
+    parser.add_argument("--steps", type=int, default=12, help="training steps per size (default 12)")
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args()
+    sizes = ([int(s) for s in args.sizes.split(",")] if args.sizes else [3000, 10000] if args.quick
+             else [30000, 300000, 1000000] if args.large else [30000, 300000])
+    tmp = Path(tempfile.mkdtemp(prefix="bench_scale_", dir=os.environ.get("BENCH_TMP")))
+    try:
+        rates = parse_rate(tmp)
+        baseline = baseline_rss()
+        results = {}
+        for pairs in sizes:
+            converted = convert(tmp, pairs, args.workers)
+            trained = train(tmp, converted["out"], args.steps)
+            shutil.rmtree(converted.pop("out"))
+            results[pairs] = {"convert": converted, "train": trained}
+            print_row(pairs, results[pairs], header=len(results) == 1)
+        summary(results, rates, baseline, args.workers)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"sizes": {str(k): v for k, v in results.items()},
+                                                   "parse": rates, "baseline_rss": baseline,
+                                                   "workers": args.workers}, indent=2))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+HEADER = (f"{'pairs':>8} {'synth s':>8} {'convert s':>9} {'us/pair':>8} {'conv RSS MB':>11} {'B/pair':>7} "
+          f"{'.work':>5} {'ready s':>7} {'1st step s':>10} {'train RSS MB':>12} {'arrays MB':>9} {'steps/s':>7}  "
+          "worker s per stage")
+
+
+def print_row(pairs: int, result: dict, header: bool) -> None:
+    c, t = result["convert"], result["train"]
+    if header:
+        print(HEADER)
+    stages = ", ".join(f"{k} {v:.1f}" for k, v in c["stages"].items() if v)
+    print(f"{pairs:8d} {c['synth_seconds']:8.1f} {c['seconds']:9.1f} {1e6 * c['seconds'] / pairs:8.1f} "
+          f"{c['peak'] / MiB:11.0f} {c['shard_bytes'] / c['rows']:7.0f} {'kept' if c['work_left'] else 'gone':>5} "
+          f"{t['ready'] or float('nan'):7.1f} {t['first'] or float('nan'):10.1f} {t['peak'] / MiB:12.0f} "
+          f"{t['arrays'] / MiB:9.0f} "
+          f"{t['steps_per_s']:7.2f}  {stages}", flush=True)
+
+
+def summary(results: dict, rates: dict, baseline: int, workers: int) -> None:
+    small, large = min(results), max(results)
+    c0, c1 = results[small]["convert"], results[large]["convert"]
+    t1 = results[large]["train"]
+    per_pair = (c1["seconds"] / large) / (c0["seconds"] / small)
+    print(f"baseline = N {small} of this run. At N {large}: convert time per pair {per_pair:.2f}x (target <= 1.2); "
+          f"convert peak RSS {c1['peak'] / c0['peak']:.2f}x, {c1['peak'] / MiB:.0f} MiB with {workers} workers "
+          f"(target <= 600); shards {c1['shard_bytes'] / c1['rows']:.0f} B/pair (target <= 1000)")
+    t0 = results[small]["train"]
+    growth = (t1["peak"] - t0["peak"]) / max(t1["arrays"] - t0["arrays"], 1)
+    print(f"trainer at N {large}: data ready after {t1['ready'] or float('nan'):.1f} s, first step after "
+          f"{t1['first'] or float('nan'):.1f} s (target <= 20); peak RSS {t1['peak'] / MiB:.0f} MiB "
+          f"(an idle process with the trainer imported: {baseline / MiB:.0f} MiB); arrays held "
+          f"{t1['arrays'] / MiB:.0f} MiB; RSS growth from N {small} / array growth: {growth:.2f}x (target <= 2); "
+          f"steps/s {t1['steps_per_s']:.2f} vs {t0['steps_per_s']:.2f} at N {small}")
+    for name, rate in rates["rates"].items():
+        print(f"UDPipe ({rates['model']}), {name}: {rate['sentences_per_s']:.0f} sentences/s, "
+              f"{rate['tokens_per_s']:.0f} tokens/s per core ({rate['tokens']:.1f} tokens/sentence)")
+
+
+if __name__ == "__main__":
+    main()
