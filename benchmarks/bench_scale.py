@@ -1,6 +1,6 @@
 """Benchmark: synprep convert and syntrain run as the corpus grows to WMT size (synthetic, WMT-like lengths).
 
-    python benchmarks/bench_scale.py                 # N = 30k and 300k pairs (a few minutes)
+    python benchmarks/bench_scale.py                 # N = 30k and 100k pairs (a few minutes)
     python benchmarks/bench_scale.py --quick         # N = 3k and 10k (CI-sized)
     python benchmarks/bench_scale.py --large         # N = 30k, 300k and 1M
     python benchmarks/bench_scale.py --sizes 30000,4500000 --workers 16   # any sizes (WMT16: 4.5M pairs)
@@ -173,7 +173,7 @@ def parse_rate(tmp: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", help="comma-separated pair counts (default 30000,300000)")
+    parser.add_argument("--sizes", help="comma-separated pair counts (default 30000,100000)")
     parser.add_argument("--quick", action="store_true", help="N = 3000,10000 (CI-sized)")
     parser.add_argument("--large", action="store_true", help="N = 30000,300000,1000000")
     parser.add_argument("--workers", type=int, default=2, help="convert workers (default 2)")
@@ -181,7 +181,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     sizes = ([int(s) for s in args.sizes.split(",")] if args.sizes else [3000, 10000] if args.quick
-             else [30000, 300000, 1000000] if args.large else [30000, 300000])
+             else [30000, 300000, 1000000] if args.large else [30000, 100000])
     tmp = Path(tempfile.mkdtemp(prefix="bench_scale_", dir=os.environ.get("BENCH_TMP")))
     try:
         rates = parse_rate(tmp)

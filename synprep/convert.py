@@ -46,13 +46,15 @@ from .parallel import default_workers, ordered_map
 from .parse import ParserSpec
 from .pipeline import ParserConfig, PipelineConfig, SplitConfig
 from .schema import pair_schema
-from .shards import LOCK, Manifest, WriterLock, shard_name, write_paths, write_shard
+from .shards import LOCK, Manifest, WriterLock, load_manifest, shard_name, write_paths, write_shard
 from .textio import atomic_write, file_sha256, tsv_field
 from .trees import Tree
 
 PIECE_ROWS = 1000  # input pairs per unit of work and per Arrow record batch (changing it changes the bytes)
 CONVERT_REASONS = ("invalid_tree", "non_projective")  # rejections after the filter
 SIDES = ("src", "tgt")
+RUN_INFO = "run.json"  # at OUT: written last (workers, engine, timings, the configuration's fingerprint)
+REMOVING = ".removing"  # OUT/.work is renamed to OUT/.work.removing, then removed
 
 
 @dataclass(frozen=True)
@@ -257,6 +259,7 @@ class ConvertOptions:
     overwrite: bool = False
     ray_address: str | None = None
     progress: bool | None = None  # None: when stderr is a terminal
+    keep_work: bool = False  # keep OUT/.work (parsed CoNLL-U, tokens) after a finished run
 
 
 class Converter:
@@ -298,8 +301,14 @@ class Converter:
             path = os.path.join(self.out, name)
             shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 
+    def _finished(self) -> bool:
+        """The output holds a finished run whose work folder is gone (run.json is written last)."""
+        return os.path.isfile(os.path.join(self.out, RUN_INFO)) and not os.path.isdir(self.work)
+
     def _prepare_output(self) -> None:
         marker = os.path.join(self.work, "config.json")
+        if not os.path.isfile(marker) and self._finished():  # run.json keeps the fingerprint of a finished run
+            marker = os.path.join(self.out, RUN_INFO)
         if self._contents() and not self.options.resume:
             if not self.options.overwrite:
                 raise InputError("output folder exists and is not empty: pass --resume to continue an interrupted "
@@ -313,6 +322,9 @@ class Converter:
             if previous.get("fingerprint") != self._fingerprint():
                 raise InputError("--resume: this output was made with a different configuration "
                                  "(use --overwrite or another --output)", self.out)
+        shutil.rmtree(self.work + REMOVING, ignore_errors=True)  # a removal that was interrupted
+        if self.options.resume and self._finished():  # nothing left to do
+            return
         if self.options.resume:  # what an interrupted run was writing: temporary files, never complete
             for folder, _, names in os.walk(self.out):
                 for name in names:
@@ -494,7 +506,13 @@ class Converter:
         try:
             self._prepare_output()
             prepared = True
-            return self._run()
+            if self.options.resume and self._finished():
+                return self._finished_stats()
+            stats = self._run()
+            if not self.options.keep_work:  # nothing left to resume: the work folder goes (renamed first, so
+                os.replace(self.work, self.work + REMOVING)  # an interrupted removal never looks resumable)
+                shutil.rmtree(self.work + REMOVING)
+            return stats
         except InputError:
             if fresh and prepared:  # bad input found while working: leave no half-made folder that blocks the
                 self._clear_output()  # corrected run
@@ -503,6 +521,14 @@ class Converter:
             raise
         finally:
             lock.release()
+
+    def _finished_stats(self) -> dict[str, SplitStats]:
+        """The statistics of a finished run, from its manifests (`--resume` of a finished output)."""
+        for split in self.config.splits:
+            manifest = load_manifest(os.path.join(self.out, split.name))
+            self.stats[split.name] = SplitStats(manifest.input_lines, manifest.rows, Counter(manifest.rejected),
+                                                manifest.joined_lines)
+        return self.stats
 
     def _run(self) -> dict[str, SplitStats]:
         specs = {side: self._parser_spec(parser, side)
@@ -544,9 +570,9 @@ class Converter:
             Manifest(split.name, self.config.to_dict(), signature, stats.input_pairs, stats.rows,
                      dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS), shards, stats.joined_lines,
                      PIECE_ROWS, self.config.shard_size, self.config.compression).write(folder)
-        run_info = {"workers": self.workers, "engine": self.options.engine,
+        run_info = {"fingerprint": self._fingerprint(), "workers": self.workers, "engine": self.options.engine,
                     "seconds": {name: dict(s.seconds) for name, s in self.stats.items()}}
-        atomic_write(os.path.join(self.out, "run.json"), json.dumps(run_info, indent=2).encode())  # not in shards
+        atomic_write(os.path.join(self.out, RUN_INFO), json.dumps(run_info, indent=2).encode())  # not in shards
         return self.stats
 
     def _read_pieces(self, split: SplitConfig, pieces: list[tuple[int, int]], stats: SplitStats) -> list[str]:

@@ -170,6 +170,7 @@ def test_resume_after_sigkill_gives_the_same_shards(tmp_path, tiny_udpipe, kill_
     assert refused.returncode == 2 and "--resume" in refused.stderr
     convert(pipeline, "--resume", "--workers", "2")
     assert shard_bytes(out) == reference
+    assert not (out / ".work").exists()  # removed once nothing is left to resume
     manifest = json.loads((out / "train" / "manifest.json").read_text())
     assert manifest["rows"] + sum(manifest["rejected"].values()) == 600
 
