@@ -45,7 +45,7 @@ from .options import ENGINES
 from .parallel import default_workers, ordered_map
 from .parse import ParserSpec
 from .pipeline import ParserConfig, PipelineConfig, SplitConfig
-from .schema import pair_schema
+from .schema import MADE_FROM_HEADS, pair_schema
 from .shards import LOCK, Manifest, WriterLock, load_manifest, shard_name, write_paths, write_shard
 from .textio import atomic_write, file_sha256, tsv_field
 from .trees import Tree
@@ -534,8 +534,9 @@ class Converter:
         specs = {side: self._parser_spec(parser, side)
                  for side, parser in (("src", self.config.src_parser), ("tgt", self.config.tgt_parser))}
         features = self.config.features
-        configs = tuple(FeatureConfig(getattr(features, side), features.root, features.non_projective,
-                                      features.strip_subtypes) for side in SIDES)
+        configs = tuple(FeatureConfig(tuple(g for g in getattr(features, side) if g not in MADE_FROM_HEADS),
+                                      features.root, features.non_projective, features.strip_subtypes)
+                        for side in SIDES)  # distances are made from heads where used: not computed here
         ordered = sorted(self.config.splits, key=lambda s: s.name != "train")  # train first: BPE learns on it
         bar = tqdm(unit=" pairs", desc="filter+parse", file=sys.stderr,
                    disable=None if self.options.progress is None else not self.options.progress)

@@ -13,25 +13,35 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # of convert shards; manifest.json's schema_version (CONTRACT.md "Shard encoding")
+READABLE_VERSIONS = (1, 2)  # 1: strings stored as strings, src/tgt_distances stored token x token
 
 # --features group -> the fields it adds (besides the always-present BASE_FIELDS)
 FEATURE_GROUPS = ("parents", "distances", "transitions", "labels")
 DEFAULT_FEATURES = ("parents", "transitions", "labels")
 
+# Version 2 stores the string lists dictionary-encoded (per record batch: the batch's distinct strings once,
+# then an integer id per item); every Arrow reader decodes them to strings by itself.
+LABEL_IDS = pa.dictionary(pa.int16(), pa.string())
+STRING_IDS = pa.dictionary(pa.int32(), pa.string())
 _FIELD_TYPES: dict[str, pa.DataType] = {
-    "tokens": pa.list_(pa.string()),
+    "tokens": pa.list_(STRING_IDS),
     "heads": pa.list_(pa.int16()),
-    "labels": pa.list_(pa.string()),
-    "subwords": pa.list_(pa.string()),
+    "labels": pa.list_(LABEL_IDS),
+    "subwords": pa.list_(STRING_IDS),
     "subword_token": pa.list_(pa.int16()),
     "parent_mid": pa.list_(pa.float32()),
     "parent_first": pa.list_(pa.int16()),
     "distances": pa.list_(pa.uint8()),  # token x token, row-major flattened
-    "transitions": pa.list_(pa.string()),  # null when the tree cannot be encoded
+    "transitions": pa.list_(STRING_IDS),  # null when the tree cannot be encoded
     "projective": pa.bool_(),
 }
+_PLAIN_STRINGS = {name: pa.list_(pa.string()) for name in ("tokens", "labels", "subwords", "transitions")}
+_V1_TYPES = {**_FIELD_TYPES, **_PLAIN_STRINGS}  # version 1 shards, and `synprep align --format arrow`
+# fields that convert shards (version 2) do not store: made from `heads` where used (synprep.features)
+MADE_FROM_HEADS = ("distances",)
 # What each column holds, stored as field metadata ("description") in every shard, so a reader that never saw
 # CONTRACT.md (pandas, polars, HF datasets) can tell 1-based token heads from 0-based sub-word positions.
 FIELD_DOCS = {
@@ -67,14 +77,18 @@ def parse_features(spec: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(group for group in FEATURE_GROUPS if group in names)
 
 
-def feature_fields(features: Sequence[str], prefix: str = "") -> list[pa.Field]:
-    """The Arrow fields of one side's sentence features, e.g. prefix 'src_'."""
+def feature_fields(features: Sequence[str], prefix: str = "", version: int = 1) -> list[pa.Field]:
+    """The Arrow fields of one side's sentence features, e.g. prefix 'src_'. `version` 1: every field of the
+    groups, strings as strings (align's output and version-1 shards); 2: convert shards (module comments)."""
     names = list(BASE_FIELDS)
     for group in features:
         names.extend(GROUP_FIELDS[group])
+    if version >= 2:
+        names = [name for name in names if name not in MADE_FROM_HEADS]
+    types = _FIELD_TYPES if version >= 2 else _V1_TYPES
     order = list(_FIELD_TYPES)
     names.sort(key=order.index)
-    return [_field(prefix + name, _FIELD_TYPES[name], name, nullable=(name == "transitions")) for name in names]
+    return [_field(prefix + name, types[name], name, nullable=(name == "transitions")) for name in names]
 
 
 def _field(column: str, kind: pa.DataType, doc: str, nullable: bool = True) -> pa.Field:
@@ -88,11 +102,12 @@ def align_schema(features: Sequence[str]) -> pa.Schema:
                      + feature_fields(features))
 
 
-def pair_schema(src_features: Sequence[str], tgt_features: Sequence[str]) -> pa.Schema:
-    """Schema of a convert shard: id, src_text, tgt_text, src_* and tgt_* features."""
+def pair_schema(src_features: Sequence[str], tgt_features: Sequence[str], version: int = SCHEMA_VERSION
+                ) -> pa.Schema:
+    """Schema of a convert shard of format `version`: id, src_text, tgt_text, src_* and tgt_* features."""
     return pa.schema([_field("id", pa.int64(), "id", nullable=False), _field("src_text", pa.string(), "text"),
                       _field("tgt_text", pa.string(), "text")]
-                     + feature_fields(src_features, "src_") + feature_fields(tgt_features, "tgt_"))
+                     + feature_fields(src_features, "src_", version) + feature_fields(tgt_features, "tgt_", version))
 
 
 # Arrow arrays are built from numpy buffers (pa.Array.from_buffers): pa.array() on Python lists or numpy
@@ -153,11 +168,25 @@ def plain_array(values: Sequence[Any], value_type: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(value_type, len(values), [None, pa.py_buffer(_numeric_values(values, value_type))])
 
 
+def dictionary_array(strings: Sequence[str], dictionary_type: pa.DictionaryType) -> pa.Array:
+    """Strings as a dictionary array: the distinct strings in order of first appearance, an id per string."""
+    encoded = pc.dictionary_encode(string_array(strings))
+    try:
+        indices = encoded.indices.cast(dictionary_type.index_type)
+    except pa.ArrowInvalid:
+        raise ValueError(f"more than {np.iinfo(dictionary_type.index_type.to_pandas_dtype()).max + 1} distinct "
+                         "strings in one record batch for a dictionary column of "
+                         f"{dictionary_type.index_type}") from None
+    return pa.DictionaryArray.from_arrays(indices, encoded.dictionary)
+
+
 def list_array(flat: Any, lengths: np.ndarray, list_type: pa.DataType,
                valid: Sequence[bool] | None = None) -> pa.Array:
     """A list column from the concatenated values (a list of strings, or numbers) and the list lengths."""
     item_type = list_type.value_type
-    if item_type == pa.string():
+    if pa.types.is_dictionary(item_type):
+        items = dictionary_array(flat, item_type)
+    elif item_type == pa.string():
         items = string_array(flat)
     else:
         values = _numeric_values(flat, item_type)
@@ -173,7 +202,7 @@ def list_array_of_lists(values: Sequence[Any], list_type: pa.DataType) -> pa.Arr
     present = [v for v in values if v is not None and len(v)]
     if present and isinstance(present[0], np.ndarray):
         flat: Any = np.concatenate(present)
-    elif list_type.value_type == pa.string():
+    elif list_type.value_type == pa.string() or pa.types.is_dictionary(list_type.value_type):
         flat = list(chain.from_iterable(present))
     else:
         flat = np.fromiter(chain.from_iterable(present), dtype=np.int64, count=int(lengths.sum()))

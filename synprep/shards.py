@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from .errors import InputError
 from .options import COMPRESSIONS
-from .schema import FEATURE_GROUPS, SCHEMA_VERSION, pair_schema
+from .schema import FEATURE_GROUPS, READABLE_VERSIONS, SCHEMA_VERSION, pair_schema
 from .textio import atomic_write
 
 MANIFEST = "manifest.json"
@@ -145,7 +145,7 @@ class Manifest:
 
     def schema(self) -> pa.Schema:
         """The Arrow schema every shard of the split has."""
-        return pair_schema(self.features("src"), self.features("tgt"))
+        return pair_schema(self.features("src"), self.features("tgt"), self.schema_version)
 
     def to_json(self) -> str:
         """manifest.json's text (keys in a fixed order)."""
@@ -200,6 +200,11 @@ def load_manifest(folder: str) -> Manifest:
         if not (isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("rows"), int)
                 and os.path.basename(entry["file"]) == entry["file"]):
             raise InputError("manifest.json: every shard needs a plain 'file' name and 'rows'", path)
+    version = data.get("schema_version", 1)
+    if version not in READABLE_VERSIONS:
+        raise InputError(f"shard format version {version!r}: this synprep reads versions "
+                         f"{', '.join(map(str, READABLE_VERSIONS))} (a newer synprep wrote it: upgrade synprep, or "
+                         "convert again)", path)
     features = data["configuration"].get("features", {})
     for side in SIDES:
         groups = features.get(side, ()) if isinstance(features, dict) else None

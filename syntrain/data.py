@@ -7,7 +7,8 @@ no scaling). Pad positions also carry parent -1 (they are masked as keys anyway)
 `[BOS] + subwords` and predicts `subwords + [EOS]`.
 
 Features of the other syntax switches (collated only when a switch asks for them, see FEATURE_COLUMNS):
-`distances` (B, S, S) sub-word syntax distances (`synprep.features.subword_distances`; the EOS and pad
+`distances` (B, S, S) sub-word syntax distances (made from `src_heads` by `synprep.features`:
+`forest_tree_distances`, then `subword_distances`; the EOS and pad
 rows/columns are 0: EOS stays inside every syntax-directed window, unscaled); `src_head` (B, S) the
 `src_parent_first` position of each source sub-word (-1: EOS, pad: no loss); `tgt_head` (B, T) the decoder
 *input* position (BOS shift: + 1) of the head of the sub-word read at each input position, -1 for BOS, pad
@@ -39,7 +40,14 @@ import torch
 
 from synprep import schema
 from synprep.errors import InputError
-from synprep.features import LEFT_ARC, RIGHT_ARC, per_subword, subword_distances, transition_edges
+from synprep.features import (
+    LEFT_ARC,
+    RIGHT_ARC,
+    forest_tree_distances,
+    per_subword,
+    subword_distances,
+    transition_edges,
+)
 from synprep.shards import Manifest, open_split, source_recipe
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
@@ -49,15 +57,17 @@ SRC_OFFSET = 0  # tokens prepended to the source (none): added to src_parent_mid
 NO_PARENT = -1.0
 
 # column names, checked once against the declared Arrow schema
-_ALL_FIELDS = {f.name for f in schema.pair_schema(schema.FEATURE_GROUPS, schema.FEATURE_GROUPS)}
+_ALL_FIELDS = {f.name for f in schema.pair_schema(schema.FEATURE_GROUPS, schema.FEATURE_GROUPS, version=1)}
 ID, SRC_TEXT, TGT_TEXT = "id", "src_text", "tgt_text"
 SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID = "src_subwords", "tgt_subwords", "src_parent_mid"
 SRC_PARENT_FIRST, TGT_PARENT_FIRST, SRC_DISTANCES = "src_parent_first", "tgt_parent_first", "src_distances"
 SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS = "src_labels", "src_subword_token", "tgt_transitions"
+SRC_HEADS = "src_heads"
 assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST, TGT_PARENT_FIRST,
-        SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS} <= _ALL_FIELDS
-# batch feature -> (shard column, the side and pipeline feature group that writes it)
-FEATURE_COLUMNS = {"distances": (SRC_DISTANCES, "src", "distances"), "labels": (SRC_LABELS, "src", "labels"),
+        SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS, SRC_HEADS} <= _ALL_FIELDS
+# batch feature -> (shard column, the side and pipeline feature group that writes it); distances are made from
+# the heads that every shard has (shards of format 1 also stored them token x token: not read)
+FEATURE_COLUMNS = {"distances": (SRC_HEADS, "src", "distances"), "labels": (SRC_LABELS, "src", "labels"),
                    "src_heads": (SRC_PARENT_FIRST, "src", "parents"),
                    "tgt_heads": (TGT_PARENT_FIRST, "tgt", "parents")}
 LABEL_NONE, LABEL_UNKNOWN = 0, 1
@@ -96,6 +106,48 @@ def _flat(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
     return values, np.concatenate([[0], np.cumsum(lengths)])
 
 
+def _string_chunks(column: pa.ChunkedArray | pa.Array) -> Iterator[tuple[pa.Array, pa.Array]]:
+    """The flattened items of a list<string> or list<dictionary<int, string>> column (shard format 1 or 2), per
+    chunk: (distinct strings, int64 numpy index of each item into them) or, plain strings, (the items, None)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    for chunk in chunks:
+        flat = pc.list_flatten(chunk)
+        if pa.types.is_dictionary(flat.type):
+            yield flat.dictionary, flat.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        else:
+            yield flat, None
+
+
+def encode_strings(column: pa.ChunkedArray | pa.Array, value_set: pa.Array, first: int, unknown: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """A list of strings column -> (flat int32 ids, int64 offsets): id = `first` + the string's position in
+    `value_set`, `unknown` when absent. A dictionary column looks up each distinct string once."""
+    parts = []
+    for strings, index in _string_chunks(column):
+        found = pc.index_in(strings, value_set=value_set)
+        ids = (pc.fill_null(pc.add(found, first), unknown).to_numpy(zero_copy_only=False)).astype(np.int32)
+        parts.append(ids if index is None else ids[index])
+    lengths = pc.list_value_length(column)
+    lengths = (lengths.combine_chunks() if isinstance(lengths, pa.ChunkedArray) else lengths).fill_null(0)
+    offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths.to_numpy(zero_copy_only=False), np.int64))])
+    return (np.concatenate(parts) if parts else np.zeros(0, np.int32)), offsets
+
+
+def count_strings(column: pa.ChunkedArray, keep: Callable[[str], bool] | None = None) -> dict[str, int]:
+    """How often each string occurs in a list of strings column (`keep`: only the strings it accepts)."""
+    counts: dict[str, int] = {}
+    for strings, index in _string_chunks(column):
+        if index is None:
+            pairs = [(row["values"], row["counts"]) for row in pc.value_counts(strings).to_pylist()]
+        else:
+            frequency = np.bincount(index, minlength=len(strings))
+            pairs = zip(strings.to_pylist(), frequency.tolist(), strict=True)
+        for value, count in pairs:
+            if count and (keep is None or keep(value)):
+                counts[value] = counts.get(value, 0) + count
+    return counts
+
+
 class Vocab:
     """A joint source/target vocabulary: the specials first, then sub-words by frequency (ties: alphabetical)."""
 
@@ -104,6 +156,7 @@ class Vocab:
             raise ValueError(f"a vocabulary starts with {SPECIALS}")
         self.itos = list(tokens)
         self.stoi = {token: i for i, token in enumerate(self.itos)}
+        self._values: pa.Array | None = None  # itos as an Arrow array (for pc.index_in)
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -120,11 +173,9 @@ class Vocab:
                     raise ValueError(transitions_error("the training split"))
                 columns.append(TGT_TRANSITIONS)
             for column in columns:
-                flat = pc.list_flatten(table.column(column))
-                if column == TGT_TRANSITIONS:
-                    flat = flat.filter(pc.or_(pc.starts_with(flat, LEFT_ARC), pc.starts_with(flat, RIGHT_ARC)))
-                for row in pc.value_counts(flat).to_pylist():
-                    counts[row["values"]] = counts.get(row["values"], 0) + row["counts"]
+                found = count_strings(table.column(column), is_arc if column == TGT_TRANSITIONS else None)
+                for value, count in found.items():
+                    counts[value] = counts.get(value, 0) + count
         kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIALS),
                       key=lambda t: (-counts[t], t))
         return cls(list(SPECIALS) + kept)
@@ -132,11 +183,12 @@ class Vocab:
     def encode_column(self, column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
         """A list<string> column -> (flat int32 ids, int64 offsets); unknown pieces map to <unk>.
         (int32: half the RAM of int64 for WMT-size splits held by every training process.)"""
-        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        flat = pc.index_in(pc.list_flatten(column), value_set=pa.array(self.itos))
-        ids = pc.fill_null(flat, UNK_ID).to_numpy(zero_copy_only=False).astype(np.int32)
-        offsets = np.asarray(pc.list_value_length(column).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
-        return ids, np.concatenate([[0], np.cumsum(offsets)])
+        return encode_strings(column, self._value_set(), 0, UNK_ID)
+
+    def _value_set(self) -> pa.Array:
+        if self._values is None or len(self._values) != len(self.itos):
+            self._values = pa.array(self.itos, pa.string())
+        return self._values
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         """Ids -> pieces, stopping at EOS and skipping the other specials."""
@@ -162,7 +214,7 @@ class Vocab:
 
 # the columns the trainer reads (when present); of compressed shards only these are decompressed
 TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST,
-                 TGT_PARENT_FIRST, SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS)  # switches' too
+                 TGT_PARENT_FIRST, SRC_HEADS, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS)  # switches' too
 
 
 def read_split(path: str) -> tuple[pa.Table, Manifest]:
@@ -277,13 +329,13 @@ class ParallelData:
             if column not in self.table.column_names:
                 raise ValueError(f"{path}: {switch} needs {column}: convert with [features] {side} = [..., "
                                  f"\"{group}\"]")
-        self.columns = {FEATURE_COLUMNS[f][0]: _flat(self.table, FEATURE_COLUMNS[f][0]) for f in self.features}
+        self.columns = {FEATURE_COLUMNS[f][0]: _flat(self.table, FEATURE_COLUMNS[f][0]) for f in self.features
+                        if f != "labels"}
         if "distances" in self.features or "labels" in self.features:
             self.columns[SRC_SUBWORD_TOKEN] = _flat(self.table, SRC_SUBWORD_TOKEN)
         if "labels" in self.features:  # label strings -> ids once (per token)
-            values, offsets = self.columns[SRC_LABELS]
-            index = {label: i + 2 for i, label in enumerate(labels)}
-            self.columns[SRC_LABELS] = (np.array([index.get(v, LABEL_UNKNOWN) for v in values], np.int64), offsets)
+            known = pa.array(list(labels), pa.string())
+            self.columns[SRC_LABELS] = encode_strings(self.table.column(SRC_LABELS), known, 2, LABEL_UNKNOWN)
         self.src_len = np.diff(self.src_off) + 1  # + EOS
         self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
         self.keep = np.arange(len(self.src_len))
@@ -388,12 +440,17 @@ class ParallelData:
             out["src_head"] = np.full((len(rows), s), -1, np.int64)
         if "tgt_heads" in self.features:
             out["tgt_head"] = np.full((len(rows), t), -1, np.int64)
+        if "distances" in out:  # token x token, made from the heads of all rows at once
+            heads = [self._row(SRC_HEADS, row) for row in rows]
+            sizes = np.array([len(h) for h in heads], np.int64)
+            cells = np.concatenate([[0], np.cumsum(sizes * sizes)])
+            token_distances = forest_tree_distances(np.concatenate(heads) if heads else np.zeros(0, np.int64), sizes)
         for b, row in enumerate(rows):
             if "distances" in out or "labels" in out:
                 owner = self._row(SRC_SUBWORD_TOKEN, row)
                 n = len(owner)
                 if "distances" in out:
-                    out["distances"][b, :n, :n] = subword_distances(self._row(SRC_DISTANCES, row), owner)
+                    out["distances"][b, :n, :n] = subword_distances(token_distances[cells[b] : cells[b + 1]], owner)
                 if "labels" in out:
                     out["labels"][b, :n] = per_subword(self._row(SRC_LABELS, row), owner)
             if "src_head" in out:

@@ -93,3 +93,113 @@ def test_an_interrupted_removal_is_finished_by_resume(tmp_path, synth_corpus):
     shutil.rmtree(out / ".work.removing" / "train")
     synprep("convert", synth_corpus, "--output", out, "--resume")
     assert not (out / ".work.removing").exists() and shard_files(out) == reference
+
+
+# ------------------------------------------------------------------------------------ compact shards (format 2)
+
+SHARDS_V1 = Path(__file__).parent / "data" / "shards-v1"  # `synprep synth --pairs 60 --seed 1`, tgt distances
+# too, shard_size 25, converted by synprep with shard format 1 (strings as strings, distances token x token)
+
+
+@pytest.fixture(scope="module")
+def v2_of_the_v1_corpus(tmp_path_factory):
+    """The corpus of tests/data/shards-v1 converted again by this synprep (format 2)."""
+    folder = tmp_path_factory.mktemp("v2")
+    write_corpus(str(folder / "corpus"), 60, 1)
+    path = folder / "corpus" / "pipeline.toml"
+    text = path.read_text().replace('tgt = ["parents", "transitions", "labels"]',
+                                    'tgt = ["parents", "distances", "transitions", "labels"]')
+    path.write_text(text.replace("shard_size = 10000", "shard_size = 25"))
+    synprep("convert", path, "--output", folder / "shards", "--workers", 1)
+    return folder / "shards"
+
+
+def decoded(table):
+    """A table with its dictionary columns decoded to strings and no field metadata."""
+    import pyarrow as pa
+
+    columns, fields = [], []
+    for field, column in zip(table.schema, table.columns):
+        kind = field.type
+        if pa.types.is_list(kind) and pa.types.is_dictionary(kind.value_type):
+            kind = pa.list_(pa.string())
+            column = column.cast(kind)
+        columns.append(column)
+        fields.append(pa.field(field.name, kind, field.nullable))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+@pytest.mark.parametrize("split", ["train", "valid", "test"])
+def test_format_2_holds_everything_format_1_held(v2_of_the_v1_corpus, split):
+    from synprep.features import forest_tree_distances
+    from synprep.shards import open_split
+
+    old, new = open_split(str(SHARDS_V1 / split)), open_split(str(v2_of_the_v1_corpus / split))
+    assert (old.manifest.schema_version, new.manifest.schema_version) == (1, 2)
+    old_table, new_table = old.table(), new.table()
+    distances = [c for c in old_table.column_names if c.endswith("_distances")]
+    assert distances == ["src_distances", "tgt_distances"] and not set(distances) & set(new_table.column_names)
+    assert decoded(new_table).equals(decoded(old_table.drop_columns(distances)))
+    for side in ("src", "tgt"):  # the distances, made from the heads by the one implementation
+        heads = old_table.column(f"{side}_heads").combine_chunks()
+        sizes = np.asarray(heads.value_lengths(), np.int64)
+        made = forest_tree_distances(heads.flatten().to_numpy(), sizes)
+        assert np.array_equal(made, old_table.column(f"{side}_distances").combine_chunks().flatten().to_numpy())
+    assert [r.sides for r in old.rows()] == [
+        {side: {**values, **({"distances": old_row.sides[side]["distances"]})} for side, values in r.sides.items()}
+        for r, old_row in zip(new.rows(), old.rows())]
+
+
+def test_the_trainer_reads_both_formats_alike(v2_of_the_v1_corpus):
+    from syntrain.data import ParallelData, Vocab, label_vocabulary, read_split
+
+    tables = {name: read_split(str(root / "train"))[0] for name, root in (("v1", SHARDS_V1), ("v2",
+                                                                                   v2_of_the_v1_corpus))}
+    vocabs = {name: Vocab.build([table], transitions=True) for name, table in tables.items()}
+    assert vocabs["v1"].itos == vocabs["v2"].itos
+    labels = label_vocabulary(tables["v1"])
+    assert labels == label_vocabulary(tables["v2"])
+    features = {"distances": "a", "labels": "b", "src_heads": "c", "tgt_heads": "d"}
+    batches = {}
+    for name, root in (("v1", SHARDS_V1), ("v2", v2_of_the_v1_corpus)):
+        for target in ("text", "transitions"):
+            data = ParallelData(str(root / "train"), vocabs["v1"], features=features, labels=labels, target=target)
+            batches[name, target] = [data.collate(rows) for rows in data.batches(300, seed=3)]
+    for target in ("text", "transitions"):
+        for a, b in zip(batches["v1", target], batches["v2", target], strict=True):
+            for name in ("src", "parent", "tgt_in", "tgt_out", "distances", "src_head", "tgt_head", "labels"):
+                assert np.array_equal(getattr(a, name).numpy(), getattr(b, name).numpy()), name
+    assert batches["v2", "text"][0].labels.max() >= 2 and batches["v2", "text"][0].distances.max() >= 2
+
+
+def test_third_party_readers_decode_format_2(v2_of_the_v1_corpus):
+    import datasets
+    import pandas
+    import polars
+    import pyarrow as pa
+
+    path = v2_of_the_v1_corpus / "train" / "part-00001.arrow"  # the second shard: its own dictionaries
+    table = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
+    expected = decoded(table).to_pylist()
+    frame = table.to_pandas()
+    assert isinstance(frame, pandas.DataFrame) and len(frame) == len(expected)
+    assert list(frame["tgt_transitions"][0]) == expected[0]["tgt_transitions"]
+    assert list(frame["src_labels"][0]) == expected[0]["src_labels"]
+    polar = polars.read_ipc_stream(str(path))
+    assert polar["src_labels"].to_list() == [r["src_labels"] for r in expected]
+    assert polar["tgt_subwords"].to_list() == [r["tgt_subwords"] for r in expected]
+    hf = datasets.Dataset.from_file(str(path))
+    assert hf["tgt_transitions"] == [r["tgt_transitions"] for r in expected]
+    assert hf["src_tokens"] == [r["src_tokens"] for r in expected]
+    duckdb = pytest.importorskip("duckdb")
+    rows = duckdb.sql("select src_labels from table").fetchall()
+    assert [list(r[0]) for r in rows] == [r["src_labels"] for r in expected]
+
+
+def test_a_newer_format_is_a_one_line_error_naming_the_version(tmp_path):
+    shutil.copytree(SHARDS_V1 / "train", tmp_path / "train")
+    manifest = json.loads((tmp_path / "train" / "manifest.json").read_text())
+    (tmp_path / "train" / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 3}))
+    result = synprep("inspect", tmp_path / "train", check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "shard format version 3: this synprep reads versions 1, 2" in result.stderr

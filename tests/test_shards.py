@@ -16,27 +16,29 @@ from .conftest import REPO
 
 BIN = Path(sys.executable).parent
 
-# sha256 of the shards written before the shards module existed (commit a2de335): the refactor and every later
-# change must keep uncompressed shards byte-identical for the same input and configuration. Since then the schema
-# carries field descriptions (metadata), so the data is compared with them removed (`data_hashes`).
+# sha256 of the shards of format 2 (strings dictionary-encoded, distances made from heads where used; format 1's
+# pins came from commit a2de335 and held until then): every later change must keep uncompressed shards
+# byte-identical for the same input and configuration. The schema carries field descriptions (metadata), so the
+# data is compared with them removed (`data_hashes`). That format 2 holds everything format 1 held:
+# tests/test_scale.py (test_format_2_holds_everything_format_1_held).
 SAMPLE_SHARDS = {
-    "test/part-00000.arrow": "f5a4a8b83f21c46500a12ea64b9e659c4988f4f3c1759a9e3af7b2165728d322",
-    "train/part-00000.arrow": "8e4f91d49f48aba000e14e6196efd9094c5ab53f0c832f2699acabcd759cb11f",
-    "train/part-00001.arrow": "bcc0829eabfb8b9c45f12e820c5f22e168bb2aba050bad6e98f8b38dab778c60",
-    "train/part-00002.arrow": "3161bc0567372c816e948b43fadcfd18debf4d1e3595dfc8288ed15d978335ae",
-    "valid/part-00000.arrow": "eb38b08e67430083458fcde8d05402799c11435b699ac7707eba928b71697ee9",
+    "test/part-00000.arrow": "ca9ad9226c4efa3d4dbb53b41222b8a001d507809bba82334a6775a7464b228a",
+    "train/part-00000.arrow": "b6beb775962802da32fc79fa729ef8e71f71d95cd3869b8111ddb68af3356410",
+    "train/part-00001.arrow": "67d825a2b94637fa53113ccfb79260057a9fa1bd7de9a43a334385825893d08c",
+    "train/part-00002.arrow": "da9dc4819fcb5d9e4e5297736a6eaee8a75e8f8dabc01373b144bcf44277b6af",
+    "valid/part-00000.arrow": "97216b50e7f4b900ef73a63566af6a2fcc42a63d9bf5ef9db21a63c89b632a30",
 }
 SYNTH_LIFT_SHARDS = {
-    "test/part-00000.arrow": "0c448ecc50a035752ce549663ed58454849de5ff1fea4b101b6dec60de5d28d3",
-    "train/part-00000.arrow": "54db7f397685b81c44fbee2fd4710068ce76b46d1c8ce94baab46985a5a9bfae",
-    "valid/part-00000.arrow": "efa33caa5155e9c94e60ddaff90532bc072fbf544a3a9be54f0724518bd72b0a",
+    "test/part-00000.arrow": "7ef8a52c52829baa7c0325c1aabafdf4c1e53e2ade3b5cf537d90478c4c6c34a",
+    "train/part-00000.arrow": "8ee4bcfa3a5c4da47e932b2da563c800639bbf70cd9a869f547b1c0a38a8b9f1",
+    "valid/part-00000.arrow": "ab8e17030fdfecacd613457a5a48166c2e5ccd1cae92b42b8a7e5c8dc0ccc979",
 }
 SYNTH_DROP_SHARDS = {
-    "test/part-00000.arrow": "a3dcda7e1a0b369d3e6e8c17db325704ae1ddf2f05111356e72ce12c240a9b6d",
-    "train/part-00000.arrow": "6762e5a67e58a9079fa10bab20e26dc968494b64fea921eb2a76e8257c7d7610",
-    "train/part-00001.arrow": "b02d7110354387d62910a81394a7a2ae18ed07af05069a70b8b24ba016cbbfeb",
-    "train/part-00002.arrow": "7ebea3edbe017a1028b9a0e68498844e900483737fc3897ae3dc0a8c8f8b4ff2",
-    "valid/part-00000.arrow": "906099b61c4b2eb429a77d79557c436d83ac24732d14398f6b91aa76b9654a34",
+    "test/part-00000.arrow": "7752c579a4227d9e8571cefb29339abbb6e78fe5a96cf49ff8e0ba222289cb05",
+    "train/part-00000.arrow": "69e4c1d3f4d0cc8d7e28d67074b5cc95d553529e27c38a1bebf7f788375272af",
+    "train/part-00001.arrow": "21b907f8eaa2022db089d71a745f91c12794881ec9d62cd5fb2fc547bb5f6497",
+    "train/part-00002.arrow": "d0e7d5245f660280c27172d6e6978032cf2de3874dba0aee93df85bf67eb914b",
+    "valid/part-00000.arrow": "3a49b373d9cea0ac492b08858f81b8ab252c0925d827a4890d196b2a9706f582",
 }
 
 

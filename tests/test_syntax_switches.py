@@ -282,7 +282,7 @@ def test_collated_features_follow_the_conventions(shards):
     for b, row in enumerate(data.keep[:16]):
         record = table.slice(int(row), 1).to_pylist()[0]
         owner, n, m = record["src_subword_token"], len(record["src_subwords"]), len(record["tgt_subwords"])
-        expected = subword_distances(record["src_distances"], owner)
+        expected = subword_distances(tree_distances(record["src_heads"]), owner)
         assert (batch.distances[b, :n, :n].numpy() == expected).all() and batch.distances[b, n:].sum() == 0
         assert batch.labels[b, :n].tolist() == [labels.index(record["src_labels"][t]) + 2 for t in owner]
         assert batch.labels[b, n:].sum() == 0  # EOS, pad: "none"
@@ -298,11 +298,11 @@ def test_missing_shard_field_is_a_one_line_error(shards):
     table, manifest = read_split(str(shards / "train"))
     vocab = Vocab.build([table])
     with pytest.raises(ValueError) as error:
-        ParallelData("x/train", vocab, table=table.drop_columns(["src_distances"]),
-                     features=ModelConfig(directed_heads=[1]).batch_features(training=True))
+        ParallelData("x/train", vocab, table=table.drop_columns(["src_parent_first"]),
+                     features=ModelConfig(lisa_layer=1).batch_features(training=True))
     message = str(error.value)
-    assert "\n" not in message and "syntax-directed attention needs src_distances" in message
-    assert '"distances"' in message
+    assert "\n" not in message and "LISA needs src_parent_first" in message
+    assert '"parents"' in message
 
 
 def test_all_switches_train_together_and_translate(shards, tmp_path):
