@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -74,6 +75,7 @@ class FeatureJob:
     features: tuple[FeatureConfig, FeatureConfig]
     codes: str | None
     vocabularies: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
+    codes_text: str | None = None  # the codes file's text: workers on other machines need not see OUT
 
 
 @dataclass
@@ -204,22 +206,42 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
 def _features_setup(job: FeatureJob) -> tuple[FeatureJob, Bpe | None, Bpe | None]:
     if job.codes is None:
         return job, None, None
-    src, tgt = (Bpe(job.codes, set(vocabulary) if vocabulary else None) for vocabulary in job.vocabularies)
+    codes = job.codes
+    if job.codes_text is not None:  # a private copy: this worker may run on a machine without OUT
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".bpe", delete=False) as copy:
+            copy.write(job.codes_text)
+        codes = copy.name
+    try:
+        src, tgt = (Bpe(codes, set(vocabulary) if vocabulary else None) for vocabulary in job.vocabularies)
+    finally:
+        if codes != job.codes:
+            os.remove(codes)
     return job, src, tgt
 
 
-def _read_trees(path: str) -> list[Tree]:
-    with open(path, encoding="utf-8") as handle:
-        lines = handle.read().split("\n")
+def _read_piece(prefix: str) -> tuple[str, str, str]:
+    """A parsed piece as a phase-3 task: (its path prefix, for messages; source CoNLL-U; target CoNLL-U). The
+    text travels with the task, so a worker needs no access to OUT/.work (Ray nodes without shared storage)."""
+    texts = []
+    for side in SIDES:
+        with open(f"{prefix}.{side}.conllu", encoding="utf-8") as handle:
+            texts.append(handle.read())
+    return prefix, texts[0], texts[1]
+
+
+def _trees_of(text: str, path: str) -> list[Tree]:
+    lines = text.split("\n")
     return chunk_trees(lines, path) if any(lines) else []
 
 
-def _features_piece(state: tuple[FeatureJob, Bpe | None, Bpe | None], prefix: str
+def _features_piece(state: tuple[FeatureJob, Bpe | None, Bpe | None], task: tuple[str, str, str]
                     ) -> tuple[pa.RecordBatch | None, dict[str, Any]]:
-    """Features of one parsed piece as a record batch (None if it has no rows), and its stats."""
+    """Features of one parsed piece (see `_read_piece`) as a record batch (None if it has no rows), and its
+    stats."""
     job, src_bpe, tgt_bpe = state
     started = time.perf_counter()
-    trees = [_read_trees(f"{prefix}.{side}.conllu") for side in SIDES]
+    prefix, *texts = task
+    trees = [_trees_of(text, f"{prefix}.{side}.conllu") for side, text in zip(SIDES, texts, strict=True)]
     columns: list[FeatureColumns] = [
         featurize(side_trees, config, bpe.segment_word if bpe else None)
         for side_trees, config, bpe in zip(trees, job.features, (src_bpe, tgt_bpe))]
@@ -452,7 +474,8 @@ class Converter:
         shards_info = []
         todo = [(shard, piece) for shard, piece in pieces
                 if not os.path.isfile(os.path.join(folder, shard_name(shard)))]
-        results = self.map(_features_piece, (_piece_prefix(work, s, p) for s, p in todo), _features_setup, (job,))
+        results = self.map(_features_piece, (_read_piece(_piece_prefix(work, s, p)) for s, p in todo),
+                           _features_setup, (job,))
         for shard in sorted(by_shard):
             path = os.path.join(folder, shard_name(shard))
             stats_path = os.path.join(work, f"shard-{shard:05d}.json")
@@ -555,7 +578,11 @@ class Converter:
         started = time.perf_counter()
         codes, vocabularies = self._phase_bpe(pieces.get("train"))
         bpe_seconds = time.perf_counter() - started
-        job = FeatureJob(configs, codes, vocabularies)
+        codes_text = None
+        if codes and self.options.engine == "ray":
+            with open(codes, encoding="utf-8") as handle:
+                codes_text = handle.read()
+        job = FeatureJob(configs, codes, vocabularies, codes_text)
         identifier = make_identifier(self.config.filter) if self.config.filter else None
         signature = self._signature(specs, codes, identifier.signature() if identifier else None)
         for split in ordered:

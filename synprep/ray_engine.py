@@ -2,18 +2,23 @@
 
 Each actor builds its state once (e.g. loads the parser), tasks go round-robin to actors, results come
 back in input order with a bounded number in flight, so the output is the local engine's, byte for byte.
-Ray is an optional extra: `pip install synprep[ray]`.
+Ray is an optional extra: `pip install synprep[ray]`. On a cluster (`--ray-address`), the driver (where
+`synprep convert` runs) reads the inputs and writes OUT; each task carries its piece (lines, or parsed CoNLL-U)
+and the BPE codes travel with the job, so worker nodes need no shared storage: only the parser models at the
+same paths (pre-parsed CoNLL-U input needs none).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .errors import InputError
+
+TASKS_PER_NODE: Counter = Counter()  # Ray node id -> tasks it ran in this process (to check the spread)
 
 
 def _init_ray(workers: int, address: str | None) -> Any:  # noqa: ANN401 - the ray module
@@ -43,18 +48,24 @@ def ray_ordered_map(func: Callable[[Any, Any], Any], tasks: Iterable[Any], worke
         def __init__(self) -> None:
             self.state = setup(*setup_args)
 
-        def run(self, task: Any) -> Any:  # noqa: ANN401
-            return func(self.state, task)
+        def run(self, task: Any) -> tuple[str, Any]:
+            return ray.get_runtime_context().get_node_id(), func(self.state, task)
 
     actors = [Worker.remote() for _ in range(max(1, workers))]
     pending: deque = deque()
+
+    def result(ref: Any) -> Any:  # noqa: ANN401
+        node, value = _get(ray, ref)
+        TASKS_PER_NODE[node] += 1
+        return value
+
     try:
         for index, task in enumerate(tasks):
             pending.append(actors[index % len(actors)].run.remote(task))
             if len(pending) >= len(actors) * in_flight_per_worker:
-                yield _get(ray, pending.popleft())
+                yield result(pending.popleft())
         while pending:
-            yield _get(ray, pending.popleft())
+            yield result(pending.popleft())
     finally:
         for actor in actors:
             ray.kill(actor)

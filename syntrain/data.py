@@ -134,18 +134,24 @@ def encode_strings(column: pa.ChunkedArray | pa.Array, value_set: pa.Array, firs
 
 
 def count_strings(column: pa.ChunkedArray, keep: Callable[[str], bool] | None = None) -> dict[str, int]:
-    """How often each string occurs in a list of strings column (`keep`: only the strings it accepts)."""
-    counts: dict[str, int] = {}
+    """How often each string occurs in a list of strings column (`keep`: only the strings it accepts); the
+    counting is Arrow's (per chunk, then one group-by), only the distinct strings become Python objects."""
+    values, counts = [], []
     for strings, index in _string_chunks(column):
         if index is None:
-            pairs = [(row["values"], row["counts"]) for row in pc.value_counts(strings).to_pylist()]
+            found = pc.value_counts(strings)
+            values.append(found.field("values"))
+            counts.append(found.field("counts").cast(pa.int64()))
         else:
-            frequency = np.bincount(index, minlength=len(strings))
-            pairs = zip(strings.to_pylist(), frequency.tolist(), strict=True)
-        for value, count in pairs:
-            if count and (keep is None or keep(value)):
-                counts[value] = counts.get(value, 0) + count
-    return counts
+            values.append(strings)
+            counts.append(pa.array(np.bincount(index, minlength=len(strings)).astype(np.int64)))
+    if not values:
+        return {}
+    table = pa.table({"value": pa.concat_arrays(values), "count": pa.concat_arrays(counts)})
+    totals = table.group_by("value").aggregate([("count", "sum")])
+    return {value: count for value, count in zip(totals.column("value").to_pylist(),
+                                                 totals.column("count_sum").to_pylist(), strict=True)
+            if value is not None and count and (keep is None or keep(value))}
 
 
 class Vocab:
@@ -381,15 +387,7 @@ class ParallelData:
         rows = rng.permutation(rows) if shuffle else rows.copy()
         length = np.maximum(self.src_len, self.tgt_len)
         rows = rows[np.argsort(length[rows], kind="stable")]
-        batches, start, longest = [], 0, 0
-        for i, row in enumerate(rows):
-            longest_with = max(longest, int(length[row]))
-            if i > start and (i - start + 1) * longest_with > max_tokens:
-                batches.append(rows[start:i])
-                start, longest_with = i, int(length[row])
-            longest = longest_with
-        if start < len(rows):
-            batches.append(rows[start:])
+        batches = np.split(rows, batch_bounds(length[rows], max_tokens)) if len(rows) else []
         if shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         return batches
@@ -461,6 +459,29 @@ class ParallelData:
                 position = np.arange(len(head))
                 out["tgt_head"][b, 1 : len(head) + 1] = np.where(head <= position, head + 1, -1)
         return {name: torch.from_numpy(array) for name, array in out.items()}
+
+
+def batch_bounds(lengths: np.ndarray, max_tokens: int) -> list[int]:
+    """Where to cut rows sorted by length (non-decreasing `lengths`) so that each batch holds as many rows as
+    fit in rows x longest <= max_tokens (at least one), filled in order: the greedy row-by-row cut, computed
+    per run of equal lengths (a few hundred steps, not one per row)."""
+    change = np.flatnonzero(np.diff(lengths)) + 1
+    starts = np.concatenate([[0], change]).tolist()
+    ends = np.concatenate([change, [len(lengths)]]).tolist()
+    bounds: list[int] = []
+    open_rows = 0  # rows in the batch being filled
+    for start, end, length in zip(starts, ends, lengths[starts].tolist(), strict=True):
+        cap = max(1, max_tokens // length)  # rows of this length a batch can hold
+        if open_rows >= cap:
+            bounds.append(start)
+            open_rows = 0
+        taken = min(end - start, cap - open_rows)
+        open_rows += taken
+        rest = end - start - taken
+        if rest:  # the open batch is full: batches of `cap` rows, the last one stays open
+            bounds.extend(range(start + taken, end, cap))
+            open_rows = rest - (len(range(start + taken, end, cap)) - 1) * cap
+    return bounds
 
 
 def graph_rows(sequences: Sequence[Sequence[str]], label_ids: dict[str, int], root: str = "drop") -> np.ndarray:

@@ -203,3 +203,50 @@ def test_a_newer_format_is_a_one_line_error_naming_the_version(tmp_path):
     result = synprep("inspect", tmp_path / "train", check=False)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "shard format version 3: this synprep reads versions 1, 2" in result.stderr
+
+
+# ------------------------------------------------------------------------------ the trainer's flat storage
+
+
+def reference_batches(lengths, rows, max_tokens):
+    """The row-by-row greedy cut of syntrain.data before it was computed per run of equal lengths."""
+    batches, start, longest = [], 0, 0
+    for i, row in enumerate(rows):
+        longest_with = max(longest, int(lengths[row]))
+        if i > start and (i - start + 1) * longest_with > max_tokens:
+            batches.append(rows[start:i])
+            start, longest_with = i, int(lengths[row])
+        longest = longest_with
+    if start < len(rows):
+        batches.append(rows[start:])
+    return batches
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batches_are_cut_as_before(seed):
+    from syntrain.data import batch_bounds
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 3000))
+    lengths = rng.integers(1, [5, 60, 300, 1000, 20, 200][seed], size=n)
+    rows = np.argsort(lengths, kind="stable")
+    for max_tokens in (1, 7, 64, 300, 1024, 4096):
+        expected = reference_batches(lengths, rows, max_tokens)
+        got = np.split(rows, batch_bounds(lengths[rows], max_tokens)) if n else []
+        assert [b.tolist() for b in got] == [b.tolist() for b in expected]
+
+
+def test_same_batch_order_for_the_same_seed(v2_of_the_v1_corpus):
+    from syntrain.data import ParallelData, Vocab, read_split
+
+    vocab = Vocab.build([read_split(str(v2_of_the_v1_corpus / "train"))[0]])
+    data = ParallelData(str(v2_of_the_v1_corpus / "train"), vocab)
+    length = np.maximum(data.src_len, data.tgt_len)
+    for seed, epoch, max_tokens in ((1, 0, 200), (1, 3, 200), (7, 0, 64), (7, 2, 500)):
+        rng = np.random.default_rng([seed, epoch])  # as syntrain.data.ParallelData.batches shuffles
+        rows = rng.permutation(data.keep)
+        rows = rows[np.argsort(length[rows], kind="stable")]
+        expected = reference_batches(length, rows, max_tokens)
+        expected = [expected[i] for i in rng.permutation(len(expected))]
+        got = data.batches(max_tokens, seed=seed, epoch=epoch)
+        assert [b.tolist() for b in got] == [b.tolist() for b in expected]

@@ -330,7 +330,7 @@ def test_validate_recomputes_not_trusts(shards, tmp_path):
     _write_stream(path, pa.Table.from_pylist(rows, schema=table.schema))
     report, _ = validate_directory(str(target))
     fields = {f.field for f in report.failures if f.row == rows[0]["id"]}
-    assert {"src_parent_mid", "src_parent_first", "src_distances"} <= fields
+    assert {"src_parent_mid", "src_parent_first"} <= fields  # (distances: made from the heads, not stored)
 
 
 # ------------------------------------------------------------------------------------------------ HTML
