@@ -63,7 +63,7 @@ def prepare_source(lines: Sequence[str], recipe: SourceRecipe) -> pa.Table:
     config = FeatureConfig(recipe.features, policies.get("root", "drop"), policies.get("non_projective", "keep"),
                            bool(policies.get("strip_subtypes", False)))
     columns = featurize(trees, config, segment)
-    src_fields = S.feature_fields(recipe.features, "src_")
+    src_fields = S.feature_fields(recipe.features, "src_", S.SCHEMA_VERSION)  # as convert stores them
     n = len(texts)
     arrays = [S.plain_array(list(range(n)), pa.int64()), S.plain_array(texts, pa.string()),
               S.plain_array([""] * n, pa.string())] + columns.arrays(src_fields, "src_")
