@@ -61,18 +61,33 @@ def measured(command: list[str], marks: dict[str, str] | None = None) -> dict:
     reader = threading.Thread(target=watch, daemon=True)
     reader.start()
     root = psutil.Process(process.pid)
-    peak = 0
+    peak = peak_anon = 0
     while process.poll() is None:
         try:
             procs = [root] + root.children(recursive=True)
             peak = max(peak, sum(p.memory_info().rss for p in procs if p.is_running()))
+            peak_anon = max(peak_anon, sum(anonymous_rss(p.pid) for p in procs))
         except psutil.Error:
             pass
         time.sleep(0.05)
     reader.join()
     if process.returncode:
         sys.exit(f"{' '.join(command[:2])} failed with exit code {process.returncode}:\n{''.join(tail)}")
-    return {"seconds": time.perf_counter() - start, "peak": peak, **{name: seen.get(name) for name in marks or {}}}
+    return {"seconds": time.perf_counter() - start, "peak": peak, "peak_anon": peak_anon,
+            **{name: seen.get(name) for name in marks or {}}}
+
+
+def anonymous_rss(pid: int) -> int:
+    """RssAnon of a process (Linux): its resident private memory, without the file-backed pages of the
+    memory-mapped shards (which RSS counts but the kernel can drop at any time); 0 where unknown."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def folder_bytes(path: Path) -> int:
@@ -203,8 +218,8 @@ def main() -> None:
 
 
 HEADER = (f"{'pairs':>8} {'synth s':>8} {'convert s':>9} {'us/pair':>8} {'conv RSS MB':>11} {'B/pair':>7} "
-          f"{'.work':>5} {'ready s':>7} {'1st step s':>10} {'train RSS MB':>12} {'arrays MB':>9} {'steps/s':>7}  "
-          "worker s per stage")
+          f"{'.work':>5} {'ready s':>7} {'1st step s':>10} {'train RSS MB':>12} {'anon MB':>7} {'arrays MB':>9} "
+          f"{'steps/s':>7}  worker s per stage")
 
 
 def print_row(pairs: int, result: dict, header: bool) -> None:
@@ -215,6 +230,7 @@ def print_row(pairs: int, result: dict, header: bool) -> None:
     print(f"{pairs:8d} {c['synth_seconds']:8.1f} {c['seconds']:9.1f} {1e6 * c['seconds'] / pairs:8.1f} "
           f"{c['peak'] / MiB:11.0f} {c['shard_bytes'] / c['rows']:7.0f} {'kept' if c['work_left'] else 'gone':>5} "
           f"{t['ready'] or float('nan'):7.1f} {t['first'] or float('nan'):10.1f} {t['peak'] / MiB:12.0f} "
+          f"{t['peak_anon'] / MiB:7.0f} "
           f"{t['arrays'] / MiB:9.0f} "
           f"{t['steps_per_s']:7.2f}  {stages}", flush=True)
 
@@ -229,10 +245,12 @@ def summary(results: dict, rates: dict, baseline: int, workers: int) -> None:
           f"(target <= 600); shards {c1['shard_bytes'] / c1['rows']:.0f} B/pair (target <= 1000)")
     t0 = results[small]["train"]
     growth = (t1["peak"] - t0["peak"]) / max(t1["arrays"] - t0["arrays"], 1)
+    growth_anon = (t1["peak_anon"] - t0["peak_anon"]) / max(t1["arrays"] - t0["arrays"], 1)
     print(f"trainer at N {large}: data ready after {t1['ready'] or float('nan'):.1f} s, first step after "
           f"{t1['first'] or float('nan'):.1f} s (target <= 20); peak RSS {t1['peak'] / MiB:.0f} MiB "
           f"(an idle process with the trainer imported: {baseline / MiB:.0f} MiB); arrays held "
-          f"{t1['arrays'] / MiB:.0f} MiB; RSS growth from N {small} / array growth: {growth:.2f}x (target <= 2); "
+          f"{t1['arrays'] / MiB:.0f} MiB; growth from N {small} / array growth: RSS {growth:.2f}x, anonymous "
+          f"(without the memory-mapped shards) {growth_anon:.2f}x (target <= 2); "
           f"steps/s {t1['steps_per_s']:.2f} vs {t0['steps_per_s']:.2f} at N {small}")
     for name, rate in rates["rates"].items():
         print(f"UDPipe ({rates['model']}), {name}: {rate['sentences_per_s']:.0f} sentences/s, "

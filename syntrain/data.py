@@ -218,18 +218,23 @@ class Vocab:
             return cls(json.load(f))
 
 
+VOCAB_COLUMNS = (SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS)  # what Vocab.build counts (when present)
 # the columns the trainer reads (when present); of compressed shards only these are decompressed
 TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST,
                  TGT_PARENT_FIRST, SRC_HEADS, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS)  # switches' too
 
 
-def read_split(path: str) -> tuple[pa.Table, Manifest]:
+def read_split(path: str, columns: Sequence[str] | None = None) -> tuple[pa.Table, Manifest]:
     """A synprep split folder -> (one table over its checked shards, its manifest). Uncompressed shards are
-    memory-mapped whole (zero-copy); of compressed ones only TRAIN_COLUMNS are read into RAM."""
+    memory-mapped (zero-copy); of compressed ones only TRAIN_COLUMNS are read into RAM. `columns`: only those
+    of them that the split has (the pages of the others are never touched: a smaller resident set)."""
     split = open_split(path)
     if not split.manifest.shards:
         raise InputError("the manifest lists no shards", path)
-    columns = None if split.manifest.compression == "none" else [c for c in TRAIN_COLUMNS if c in split.columns]
+    if columns is not None:
+        columns = [c for c in dict.fromkeys(columns) if c in split.columns]
+    elif split.manifest.compression != "none":
+        columns = [c for c in TRAIN_COLUMNS if c in split.columns]
     return split.table(columns), split.manifest
 
 
@@ -303,8 +308,14 @@ class ParallelData:
                  labels: Sequence[str] = (), target: str = "text", arc_labels: Sequence[str] | None = None,
                  skip_null: bool = False) -> None:
         self.path = path
-        if table is None:
-            self.table, manifest = read_split(path)
+        if table is None:  # the columns this object reads (ids, texts for references, what is collated)
+            needed = [ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS, SRC_PARENT_MID]
+            needed += [FEATURE_COLUMNS[f][0] for f in features or {}]
+            if features and ("distances" in features or "labels" in features):
+                needed.append(SRC_SUBWORD_TOKEN)
+            if target != "transitions":
+                needed.remove(TGT_TRANSITIONS)
+            self.table, manifest = read_split(path, needed)
             self.configuration, self.signature = manifest.configuration, manifest.signature
         else:  # raw text prepared by synprep.prepare
             self.table, self.configuration, self.signature = table, configuration or {}, {}

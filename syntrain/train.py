@@ -343,9 +343,10 @@ def train(cfg: TrainConfig) -> Transformer:
     if ckpt:
         vocab = Vocab(ckpt["vocab"])
     else:
-        from .data import read_split
+        from .data import VOCAB_COLUMNS, read_split
 
-        vocab = Vocab.build([read_split(cfg.data)[0]], transitions=cfg.model.get("target") == "transitions")
+        vocab = Vocab.build([read_split(cfg.data, VOCAB_COLUMNS)[0]],
+                            transitions=cfg.model.get("target") == "transitions")
         if rank == 0:
             vocab.save(os.path.join(cfg.out, "vocab.json"))
     mcfg = ModelConfig.from_dict(ckpt["model_config"]) if ckpt else \
