@@ -3,9 +3,9 @@
 Relative paths resolve against `pipeline.data_root` (default: the folder of the TOML file); `~` and
 `$VARS` are expanded. The code runs on the resolved paths; `to_dict` (what manifests record) gives them as
 written in the file and leaves out the output folder, so a manifest does not depend on where it was written.
-Every key is documented in the README ("Pipeline files"). Each table's keys are declared once on its dataclass with
-`synprep.tables.option` (type, range, choices): a wrong value is one error naming the file, the table and the key,
-found before any work, as is a `[bpe] codes` file that is missing or damaged.
+Every key is documented in docs/synprep.md ("Pipeline files"). Each table's keys are declared once on its dataclass
+with `synprep.tables.option` (type, range, choices): a wrong value is one error naming the file, the table and the
+key, found before any work, as is a `[bpe] codes` file that is missing or damaged.
 """
 
 from __future__ import annotations
