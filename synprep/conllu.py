@@ -118,8 +118,8 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
                        first_index: int = 0) -> Iterator[ConlluSentence]:
     """Sentences from CoNLL-U lines (without line ends); `path` names the source in errors.
     A chunk of a file passes its first line number and the index of its first sentence. A sentence without words
-    (comments only) and a file without sentences are errors, unless `allow_empty` (a parser's output, where an
-    empty input line gives an empty sentence)."""
+    (comments only; see `_check_sentence` for the placeholders of empty input lines) and a file without sentences
+    are errors, unless `allow_empty` (a parser's output, where an empty input line gives an empty sentence)."""
     words: list[list[str]] = []
     multiword: list[tuple[int, int, list[str]]] = []
     comments: list[str] = []
@@ -184,9 +184,12 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
 
 def _check_sentence(multiword: list[tuple[int, int, list[str]]], lines: list[int], n: int, path: str,
                     comments: list[str], index: int, start: int, allow_empty: bool) -> None:
-    """A sentence has words (unless `allow_empty`), and every multiword range ends at one of them (`1-5` over three
-    words is an error, not a token that silently swallows them)."""
-    if not n and not allow_empty:
+    """A sentence has words, and every multiword range ends at one of them (`1-5` over three words is an error, not a
+    token that silently swallows them). A sentence without words is accepted with `allow_empty` and where it stands
+    for an input line with nothing to parse: `# text =` with no text, or `# skipped = ...` (what `synprep parse`
+    writes to keep one sentence per line)."""
+    if not n and not allow_empty and _comment_value(comments, "text") != "" \
+            and _comment_value(comments, "skipped") is None:
         raise InputError("sentence without words (comments only)" if not multiword else "sentence without words",
                          path, start, _sentence_label(comments, index))
     for (_, last, cols), line in zip(multiword, lines):

@@ -106,8 +106,11 @@ def open_binary(path: str, mode: str = "rb") -> BinaryIO:
 
 
 def check_text_file(path: str) -> None:
-    """Fail now, before any work, if a text input cannot be read or is UTF-16/UTF-32 (stdin is checked when read)."""
-    if path != "-":
+    """Fail now, before any work, if a text input is missing, unreadable or UTF-16/UTF-32. Only regular files are
+    opened: stdin and named pipes (`<(command)`) can be read once, so they are checked when they are read."""
+    if path == "-":
+        return
+    if not os.path.exists(path) or os.path.isfile(path) or os.path.isdir(path):
         open_binary(path).close()
 
 

@@ -96,6 +96,10 @@ def test_sentence_without_words_is_an_error_naming_its_line(tmp_path):
     with pytest.raises(InputError, match=r"comments.conllu:3 \(sentence s2\): sentence without words"):
         list(read_trees(str(path)))
     assert [len(s.words) for s in parse_conllu_text(path.read_text())] == [1, 0, 1]
+    placeholders = tmp_path / "parsed.conllu"  # synprep parse: an empty line, a line too long to parse
+    placeholders.write_text("# sent_id = 1\n# text =\n\n# sent_id = 2\n# text = a b\n# skipped = longer than 3 "
+                            "characters\n\n" + row(1, "c", 0, "root") + "\n\n", encoding="utf-8")
+    assert [tree.tokens for tree in read_trees(str(placeholders))] == [[], [], ["c"]]
 
 
 def test_empty_node_ids_are_ignored(tmp_path):
