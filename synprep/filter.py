@@ -67,7 +67,10 @@ class FilterSettings:
         object.__setattr__(self, "src_lang", check_iso_639_1(self.src_lang))
         object.__setattr__(self, "tgt_lang", check_iso_639_1(self.tgt_lang))
         if self.langid_languages is not None:
-            codes = tuple(sorted({check_iso_639_1(c) for c in self.langid_languages}))
+            try:
+                codes = tuple(sorted({check_iso_639_1(c) for c in self.langid_languages}))
+            except ValueError as err:
+                raise ValueError(f"langid_languages: {err}") from None
             object.__setattr__(self, "langid_languages", codes)
         if self.langid is not None and self.langid not in BACKENDS:
             raise ValueError(f"unknown langid backend {self.langid!r} (choose from {', '.join(BACKENDS)})")

@@ -18,6 +18,7 @@ from typing import Any
 from .corpus import detect_format
 from .errors import InputError
 from .filter import FilterSettings
+from .langid import check_iso_639_1
 from .options import INPUT_FORMATS, NON_PROJECTIVE_POLICIES, PARSER_BACKENDS, ROOT_POLICIES, UDPIPE_PRESETS
 from .schema import FEATURE_GROUPS
 from .shards import COMPRESSIONS, DEFAULT_COMPRESSION
@@ -218,6 +219,10 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     for key in ("src_lang", "tgt_lang"):
         if key not in head:
             raise InputError(f"[pipeline] needs {key}", path)
+        try:
+            check_iso_639_1(head[key])
+        except ValueError as err:
+            raise InputError(f"[pipeline] {key}: {err}", path) from None
     here = os.path.dirname(os.path.abspath(path))
     given: dict[str, str] = {}
     root = _resolve(head.get("data_root", "."), here, given)

@@ -96,6 +96,8 @@ def open_binary(path: str, mode: str = "rb") -> BinaryIO:
         raise InputError("is a directory, expected a file", path) from None
     except PermissionError:
         raise InputError("permission denied", path) from None
+    except ValueError:  # a NUL character in the name
+        raise InputError("not a valid file name (it holds a NUL character)", repr(path)) from None
     if "r" in mode:
         try:
             _check_text_start(stream, path)  # type: ignore[arg-type]

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import random
 import shutil
 import stat
 import subprocess
 import sys
+import typing
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -661,6 +663,100 @@ def test_fault_is_handled_cleanly(case, data, tmp_path):
     assert outcome == "clean", f"{outcome}: {detail}"
 
 
+# ------------------------------------------------------------- random values for every pipeline key
+
+_PIPELINE_BASE = {  # a valid pipeline (pre-parsed input; load_pipeline does not open the inputs)
+    "pipeline": {"name": "x", "src_lang": "en", "tgt_lang": "de", "shard_size": 100},
+    "splits": {"train": {"src": "train.src.conllu", "tgt": "train.tgt.conllu"}},
+    "filter": {"langid": "none"}, "parser": {"src": {"backend": "udpipe", "model": "en.udpipe"}},
+    "bpe": {"symbols": 100}, "features": {"src": ["parents"], "tgt": ["transitions"]},
+}
+_DECLARED = {"split": "SplitConfig", "parser": "ParserConfig", "bpe": "BpeConfig", "features": "FeaturesConfig"}
+_TABLES = {"pipeline": ("pipeline",), "split": ("splits", "train"), "filter": ("filter",),
+           "parser": ("parser", "src"), "bpe": ("bpe",), "features": ("features",)}
+
+
+class _Inline(dict):
+    """A value that is a TOML inline table (`key = {a = 1}`), not a [table] of the pipeline."""
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return {"nan": "nan", "inf": "inf", "-inf": "-inf"}.get(repr(value), repr(value))
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")  # TOML escapes DEL too
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    return "[" + ", ".join(map(_toml_value, value)) + "]"
+
+
+def _toml(tables: dict, prefix: str = "") -> str:
+    plain = {k: v for k, v in tables.items() if not isinstance(v, dict) or isinstance(v, _Inline)}
+    lines = [f"[{prefix}]"] if prefix and plain else []
+    lines += [f"{key} = {_toml_value(value)}" for key, value in plain.items()]
+    for key, value in tables.items():
+        if key not in plain:
+            lines.append(_toml(value, f"{prefix}.{key}" if prefix else key))
+    return "\n".join(lines)
+
+
+def _any_value():
+    from hypothesis import strategies as st
+
+    scalar = st.one_of(st.booleans(), st.integers(-10**6, 10**6), st.floats(), st.text(
+        st.characters(blacklist_categories=("Cs",)), max_size=8), st.sampled_from(["", "-1", "nan", "yes", "false"]))
+    return st.one_of(scalar, st.lists(scalar, max_size=3), st.dictionaries(st.sampled_from(["a", "b"]), scalar,
+                                                                           max_size=2))
+
+
+def _pipeline_keys() -> list[tuple[str, str]]:
+    from synprep.pipeline import _KEYS
+
+    return [(table, key) for table, keys in _KEYS.items() if table for key in sorted(keys)]
+
+
+@pytest.mark.parametrize("table, key", _pipeline_keys(), ids=lambda v: v)
+def test_random_values_of_every_pipeline_key(table, key, tmp_path_factory):
+    """Any value of any pipeline key loads or is one InputError line naming the file and the key (never another
+    exception: no traceback)."""
+    from hypothesis import HealthCheck, given, settings
+
+    from synprep import pipeline
+    from synprep.errors import InputError
+    from synprep.pipeline import load_pipeline
+
+    folder = tmp_path_factory.mktemp("random_values")
+    declared = {name: getattr(pipeline, cls) for name, cls in _DECLARED.items()} | {"filter": pipeline.FilterSettings}
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(_any_value())
+    def check(value):
+        tables = json.loads(json.dumps(_PIPELINE_BASE))
+        target = tables
+        for part in _TABLES[table]:
+            target = target[part]
+        target[key] = _Inline(value) if isinstance(value, dict) else value
+        path = folder / "pipeline.toml"
+        path.write_text(_toml(tables), encoding="utf-8")
+        try:
+            load_pipeline(str(path))
+        except InputError as err:
+            message = str(err)
+            assert "\n" not in message.strip() and key in message, message
+            assert message.startswith(str(path)) or f"[{table.replace('split', 'splits.train')}" in message \
+                or "codes" in message, message
+        else:  # loaded: the value was used as given, never coerced
+            assert hint is not bool or isinstance(value, bool), f"{key} = {value!r} taken as a boolean"
+            assert not isinstance(value, float) or math.isfinite(value), f"{key} = {value!r} accepted"
+
+    hint = typing.get_type_hints(declared[table]).get(key) if table in declared else None
+    check()
+
+
 class _Tally:
     """A pytest plugin that records every case of the fault suite: its file, class of fault, name and outcome."""
 
@@ -673,8 +769,8 @@ class _Tally:
         if report.when == "call" or (report.when == "setup" and not report.passed):
             params = getattr(getattr(item, "callspec", None), "params", {})
             case = next((value for value in params.values() if hasattr(value, "kind")), None)
-            kind = case.kind if case is not None else Path(str(item.fspath)).stem.removeprefix("test_faults_") \
-                or "other"
+            kind = case.kind if case is not None else "random values" if "random" in item.name else \
+                Path(str(item.fspath)).stem.removeprefix("test_faults_")
             detail = ""
             if report.failed:
                 message = str(getattr(report.longrepr, "reprcrash", None) and report.longrepr.reprcrash.message
