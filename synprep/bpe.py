@@ -8,12 +8,10 @@ to C string operations, behind a word cache. So `synprep bpe apply` is byte-iden
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import io
 import lzma
 import re
-import sys
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -290,39 +288,9 @@ def learn_joint(inputs: list[str], codes_path: str, symbols: int, vocab_paths: l
                 min_frequency: int = 2, total_symbols: bool = False, verbose: bool = False) -> None:
     """`subword-nmt learn-joint-bpe-and-vocab`: joint codes, then one vocabulary per input. subword-nmt's own
     stderr (its progress bar, `no pair has frequency >= 2. Stopping`) is shown only if `verbose` or on failure."""
+    from .bpe_learn import learn_joint_from_counts
+
     if symbols <= 0:
         raise InputError(f"--symbols must be positive, got {symbols}")
-    per_input = [_word_counts(path) for path in inputs]
-    joint: Counter[str] = Counter()
-    for counts in per_input:
-        joint += counts
-    if not joint:
-        raise InputError("no words to learn BPE from (empty input)", ",".join(inputs))
-    from subword_nmt import learn_bpe  # imports tqdm: only here
-
-    vocab_list = [f"{word} {freq}" for word, freq in joint.items()]
-    log = io.StringIO()
-    try:
-        with open(codes_path, "w", encoding="utf-8") as out, \
-                contextlib.redirect_stderr(sys.stderr if verbose else log):
-            learn_bpe.learn_bpe(vocab_list, out, symbols, min_frequency, False, is_dict=True,
-                                total_symbols=total_symbols)
-    except ValueError as error:  # subword-nmt's max() over no pairs: every word is a single character
-        sys.stderr.write(log.getvalue())
-        raise InputError(f"no symbol pairs to learn BPE from ({error})", ",".join(inputs)) from None
-    except BaseException:
-        sys.stderr.write(log.getvalue())
-        raise
-    if not vocab_paths:
-        return
-    bpe = Bpe(codes_path)
-    for path, vocab_path in zip(inputs, vocab_paths, strict=False):
-        counts: Counter[str] = Counter()
-        with open_binary(path) as stream:
-            for line in iter_subword_nmt_lines(stream, path):
-                for piece in bpe.segment_line(line).strip("\r\n ").split(" "):
-                    if piece:
-                        counts[piece] += 1
-        with open(vocab_path, "w", encoding="utf-8", newline="\n") as out:
-            for piece, freq in sorted(counts.items(), key=lambda item: item[1], reverse=True):
-                out.write(f"{piece} {freq}\n")
+    learn_joint_from_counts([_word_counts(path) for path in inputs], codes_path, symbols, vocab_paths,
+                            min_frequency, total_symbols, verbose, ",".join(inputs))

@@ -10,7 +10,8 @@ the engine, and an interrupted run resumes by skipping what is complete. Each in
 on both sides; each sentence is parsed (or, pre-parsed, read) and validated once in phase 1, which stores
 token-level CoNLL-U; phase 3 reads it with the column-wise reader and featurizes column-wise:
   phase 1  filter + parse each piece      -> OUT/.work/<split>/piece-KKKKK-JJJ.{json,src.conllu,tgt.conllu}
-                                             (+ .src.tok/.tgt.tok on train when BPE is learned)
+                                             (+ each side's word counts in the .json, on train when
+                                              BPE is learned: counted by the workers, merged once)
   phase 2  learn joint BPE on train        -> OUT/codes.bpe (skipped with given codes)
   phase 3  features of each piece -> shard -> OUT/<split>/part-KKKKK.arrow, then OUT/<split>/manifest.json
 Every file is written under a temporary name and renamed when complete.
@@ -35,7 +36,8 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from . import __version__
-from .bpe import Bpe, learn_joint, read_vocabulary
+from .bpe import Bpe, read_vocabulary
+from .bpe_learn import count_words, learn_joint_from_counts, merge_counts
 from .conllu import chunk_trees, format_sentence, to_tree, tree_to_sentence
 from .corpus import ConlluBlock, detect_format, read_side
 from .errors import InputError
@@ -64,7 +66,7 @@ class ParseJob:
 
     filter: FilterSettings | None  # None: only undecodable, empty and overlong pairs are rejected (valid/test)
     parsers: tuple[ParserSpec | None, ParserSpec | None]  # per side; None = the side is CoNLL-U already
-    write_tokens: bool  # also store the tokens (train, when BPE codes are learned)
+    write_tokens: bool  # also count the words of the tokens (train, when BPE codes are learned)
     max_chars: int  # the [filter] max_chars bound, on every split
 
 
@@ -196,7 +198,9 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
         "first_id": first_id, "input_pairs": len(reasons), "ids": kept_ids,
         "rejected": rejected, "rejected_counts": dict(Counter(r[1] for r in rejected)), "joined_lines": joined,
         "seconds": {"filter": filtered - started, "parse": time.perf_counter() - filtered},
-        **{key: "".join(part) for key, part in zip(("src", "tgt", "src_tok", "tgt_tok"), out)},
+        **{key: "".join(part) for key, part in zip(("src", "tgt"), out)},
+        **({f"{side}_counts": count_words("".join(part)) for side, part in zip(SIDES, out[2:])}
+           if job.write_tokens else {}),
     }
 
 
@@ -427,9 +431,6 @@ class Converter:
             prefix = _piece_prefix(work, *todo[k])
             for side in SIDES:
                 atomic_write(f"{prefix}.{side}.conllu", info.pop(side).encode("utf-8"))
-                tokens = info.pop(f"{side}_tok")
-                if job.write_tokens:
-                    atomic_write(f"{prefix}.{side}.tok", tokens.encode("utf-8"))
             atomic_write(prefix + ".json", json.dumps(info, ensure_ascii=False).encode("utf-8"))
             bar.update(info["input_pairs"])
         return pieces
@@ -448,16 +449,19 @@ class Converter:
             if train_pieces is None:
                 raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
             work = os.path.join(self.work, "train")
-            token_files = []
-            for side in SIDES:
-                path = os.path.join(self.work, f"train.tokens.{side}")
-                with open(path, "wb") as out:
-                    for shard, piece in train_pieces:
-                        with open(f"{_piece_prefix(work, shard, piece)}.{side}.tok", "rb") as part:
-                            shutil.copyfileobj(part, out)
-                token_files.append(path)
+            per_side: list[list[dict[str, int]]] = [[], []]
+            for shard, piece in train_pieces:  # the workers' word counts, in input order
+                path = _piece_prefix(work, shard, piece) + ".json"
+                with open(path, encoding="utf-8") as handle:
+                    info = json.load(handle)
+                if "src_counts" not in info:
+                    raise InputError("the work folder was made by an older synprep (no word counts): run again "
+                                     "with --overwrite", path)
+                for index, side in enumerate(SIDES):
+                    per_side[index].append(info[f"{side}_counts"])
             tmp = codes + ".tmp"
-            learn_joint(token_files, tmp, bpe.symbols, vocab_paths, bpe.min_frequency)
+            learn_joint_from_counts([merge_counts(parts) for parts in per_side], tmp, bpe.symbols, vocab_paths,
+                                    bpe.min_frequency, where=work)
             os.replace(tmp, codes)
         if not bpe.vocabulary_threshold:
             return codes, (None, None)

@@ -250,3 +250,45 @@ def test_same_batch_order_for_the_same_seed(v2_of_the_v1_corpus):
         expected = [expected[i] for i in rng.permutation(len(expected))]
         got = data.batches(max_tokens, seed=seed, epoch=epoch)
         assert [b.tolist() for b in got] == [b.tolist() for b in expected]
+
+
+# ------------------------------------------------------------------------- BPE learned from workers' counts
+
+SHARED = Path(os.environ.get("SYNPREP_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+MULTI30K = SHARED / "data" / "parallel" / "multi30k"
+
+
+def subword_nmt_learn(tmp, inputs, symbols):
+    subprocess.run([str(BIN / "subword-nmt"), "learn-joint-bpe-and-vocab", "-i", *map(str, inputs), "-s",
+                    str(symbols), "-o", str(tmp / "ref.codes"), "--write-vocabulary",
+                    *(str(tmp / f"ref.vocab{i}") for i in range(len(inputs)))], check=True, capture_output=True)
+    return [(tmp / "ref.codes").read_bytes()] + [(tmp / f"ref.vocab{i}").read_bytes() for i in range(len(inputs))]
+
+
+def test_convert_learns_subword_nmt_codes_from_the_workers_counts(tmp_path):
+    write_corpus(str(tmp_path / "corpus"), 4000, 3, SynthConfig(lengths="wmt"))
+    synprep("convert", tmp_path / "corpus" / "pipeline.toml", "--output", tmp_path / "out", "--workers", 2)
+    ours = [(tmp_path / "out" / name).read_bytes() for name in ("codes.bpe", "vocab.src", "vocab.tgt")]
+    # every pair is kept: the token files subword-nmt would read are the corpus' tokenized text
+    assert ours == subword_nmt_learn(tmp_path, [tmp_path / "corpus" / "train.src",
+                                                tmp_path / "corpus" / "train.tgt"], 300)
+
+
+@pytest.mark.skipif(not (MULTI30K / "train.en").exists(), reason="../shared Multi30k not present")
+def test_counts_merged_from_pieces_learn_subword_nmt_codes_on_real_text(tmp_path):
+    from synprep.bpe_learn import count_words, learn_joint_from_counts, merge_counts
+
+    inputs = []
+    for lang in ("en", "de"):
+        with open(MULTI30K / f"train.{lang}", encoding="utf-8") as handle:
+            text = "".join(line for _, line in zip(range(3000), handle))
+        (tmp_path / f"train.{lang}").write_text(text, encoding="utf-8")
+        inputs.append(tmp_path / f"train.{lang}")
+    per_input = []
+    for path in inputs:  # counted in pieces of uneven size, as the workers do, then merged once
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        cuts = [0, 1, 17, 400, 1000, 2999, len(lines)]
+        per_input.append(merge_counts(count_words("".join(lines[a:b])) for a, b in zip(cuts, cuts[1:])))
+    learn_joint_from_counts(per_input, str(tmp_path / "codes"), 2000, [str(tmp_path / "v0"), str(tmp_path / "v1")])
+    ours = [(tmp_path / name).read_bytes() for name in ("codes", "v0", "v1")]
+    assert ours == subword_nmt_learn(tmp_path, inputs, 2000)
