@@ -227,7 +227,8 @@ TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_
 def read_split(path: str, columns: Sequence[str] | None = None) -> tuple[pa.Table, Manifest]:
     """A synprep split folder -> (one table over its checked shards, its manifest). Uncompressed shards are
     memory-mapped (zero-copy); of compressed ones only TRAIN_COLUMNS are read into RAM. `columns`: only those
-    of them that the split has (the pages of the others are never touched: a smaller resident set)."""
+    of them that the split has (only they are validated and decoded; a stream's record batch is still read
+    whole, so the memory-mapped pages of the others are touched too)."""
     split = open_split(path)
     if not split.manifest.shards:
         raise InputError("the manifest lists no shards", path)
