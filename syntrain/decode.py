@@ -29,6 +29,7 @@ from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, from_transiti
 
 from .data import BOS_ID, EOS_ID, PAD_ID, SPECIALS, ParallelData, Vocab, graph_rows, is_arc
 from .model import Transformer
+from .switches import Features, merge_features
 
 # token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
 # the end (EOS), never (PAD, BOS, UNK)
@@ -100,31 +101,31 @@ def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> TreeConst
 
 
 def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
-                 cache: list[dict], distances: torch.Tensor | None, constraint: TreeConstraint | None
-                 ) -> torch.Tensor:
+                 cache: list[dict], features: Features, constraint: TreeConstraint | None) -> torch.Tensor:
     """Logits (N, V) for the token after `ys` (N, step + 1): incremental, or the whole prefix again."""
     if not model.cfg.recomputes_prefix:
-        return model.decode_step(ys[:, -1:], step, memory, src_mask, cache, distances)
+        return model.decode_step(ys[:, -1:], step, memory, src_mask, cache, features)
     graph = constraint.graph(ys.device) if constraint is not None else None
-    hidden = model.decode_hidden(ys, memory, src_mask, distances, graph)
+    hidden = model.decode_hidden(ys, memory, src_mask, merge_features(features, {"graph": graph}))
     last = (ys != PAD_ID).sum(1) - 1  # BiTran: finished rows hold pads after their end
     return model.output(hidden[torch.arange(len(ys), device=ys.device), last])
 
 
 @torch.no_grad()
-def greedy(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None,
-           distances: torch.Tensor | None = None, labels: torch.Tensor | None = None, vocab: Vocab | None = None
-           ) -> list[list[int]]:
-    """Most probable next token at each step; ids without BOS (EOS kept when produced). Transition targets
-    (`vocab` needed) are constrained to valid trees."""
-    memory, src_mask = model.encode(src, parent, labels)
+def greedy(model: Transformer, src: torch.Tensor, features: Features | None = None, vocab: Vocab | None = None,
+           **named: torch.Tensor | None) -> list[list[int]]:
+    """Most probable next token at each step; ids without BOS (EOS kept when produced). `features` (or by
+    name, e.g. parent=...): the source features of the syntax switches. Transition targets (`vocab` needed)
+    are constrained to valid trees."""
+    features = merge_features(features, named)
+    memory, src_mask = model.encode(src, features)
     cache = model.new_cache()
     ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     constraint = _constraint(model, vocab, src.shape[0])
     max_steps = _max_steps(model, src)
     for step in range(max_steps):
-        logits = _next_logits(model, ys, step, memory, src_mask, cache, distances, constraint)
+        logits = _next_logits(model, ys, step, memory, src_mask, cache, features, constraint)
         if constraint is not None:
             logits = logits.masked_fill(~constraint.mask(max_steps - step, logits.device), float("-inf"))
         next_id = logits.argmax(-1)
@@ -144,28 +145,27 @@ def length_penalty(length: int, alpha: float) -> float:
 
 
 @torch.no_grad()
-def beam_search(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None, beam: int = 4,
-                alpha: float = 0.6, distances: torch.Tensor | None = None, labels: torch.Tensor | None = None,
-                vocab: Vocab | None = None) -> list[list[int]]:
+def beam_search(model: Transformer, src: torch.Tensor, features: Features | None = None, beam: int = 4,
+                alpha: float = 0.6, vocab: Vocab | None = None, **named: torch.Tensor | None) -> list[list[int]]:
     """Batched beam search; returns the best hypothesis per sentence by length-normalized log-probability."""
-    return [hyps[0][1] for hyps in beam_search_nbest(model, src, parent, beam, alpha, 1, distances, labels, vocab)]
+    features = merge_features(features, named)
+    return [hyps[0][1] for hyps in beam_search_nbest(model, src, features, beam, alpha, 1, vocab)]
 
 
 @torch.no_grad()
-def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None, beam: int = 4,
-                      alpha: float = 0.6, nbest: int = 1, distances: torch.Tensor | None = None,
-                      labels: torch.Tensor | None = None, vocab: Vocab | None = None
+def beam_search_nbest(model: Transformer, src: torch.Tensor, features: Features | None = None, beam: int = 4,
+                      alpha: float = 0.6, nbest: int = 1, vocab: Vocab | None = None, **named: torch.Tensor | None
                       ) -> list[list[tuple[float, list[int]]]]:
     """Batched beam search; per sentence the `nbest` (<= beam) finished hypotheses as (length-normalized
-    log-probability, ids), best first. `distances`, `labels`: source features of the syntax switches;
+    log-probability, ids), best first. `features` (or by name): source features of the syntax switches;
     transition targets (`vocab` needed) are constrained to valid trees."""
     if not 1 <= nbest <= beam:
         raise ValueError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
     n, k = src.shape[0], beam
-    memory, src_mask = model.encode(src, parent, labels)
+    features = merge_features(features, named)
+    memory, src_mask = model.encode(src, features)
     memory, src_mask = memory.repeat_interleave(k, 0), src_mask.repeat_interleave(k, 0)
-    if distances is not None:
-        distances = distances.repeat_interleave(k, 0)
+    features = {name: value.repeat_interleave(k, 0) for name, value in features.items()}  # one row per hypothesis
     ys = torch.full((n * k, 1), BOS_ID, dtype=torch.long, device=src.device)
     scores = torch.full((n, k), float("-inf"), device=src.device)
     scores[:, 0] = 0.0  # one live hypothesis at the start
@@ -174,7 +174,7 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tenso
     cache = model.new_cache()
     constraint = _constraint(model, vocab, n * k)
     for step in range(1, max_steps + 1):
-        logits = _next_logits(model, ys, step - 1, memory, src_mask, cache, distances, constraint).float()
+        logits = _next_logits(model, ys, step - 1, memory, src_mask, cache, features, constraint).float()
         if constraint is not None:
             logits = logits.masked_fill(~constraint.mask(max_steps - step + 1, logits.device), float("-inf"))
         logp = F.log_softmax(logits, dim=-1)
@@ -272,12 +272,11 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     bar.update(len(rows) - len(fits))
     for batch_rows in data.batches(max_tokens, shuffle=False, rows=fits):
         batch = data.collate(batch_rows).to(device)
-        parent = batch.parent if any(layer.attn.pascal_heads for layer in model.encoder) else None
+        features = batch.source_features()
         if nbest or beam > 1:
-            hyps = beam_search_nbest(model, batch.src, parent, beam, alpha, max(nbest, 1), batch.distances,
-                                     batch.labels, vocab)
+            hyps = beam_search_nbest(model, batch.src, features, beam, alpha, max(nbest, 1), vocab)
         else:
-            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, parent, batch.distances, batch.labels, vocab)]
+            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, features, vocab)]
         for row, ranked in zip(batch_rows, hyps):
             out[position[int(row)]] = [(score, detok(debpe(text_pieces(vocab.decode(ids))))) for score, ids in ranked]
             best[position[int(row)]] = vocab.decode(ranked[0][1])

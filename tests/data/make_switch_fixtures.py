@@ -3,7 +3,12 @@
 Run from a checkout (any commit whose syntrain has `train`, `TrainConfig`, `accumulate_gradients`,
 `load_checkpoint`, `translate`), e.g. on an older commit to pin its behaviour:
 
-    python tests/data/make_switch_fixtures.py [--shards-only | --reference-only]
+    python tests/data/make_switch_fixtures.py [--shards-only | --reference-only] [--commit REV]
+
+e.g. against an exported older tree (the fixtures here were made so, from 4554382):
+
+    git archive 4554382 | tar -x -C /tmp/old && PYTHONPATH=/tmp/old \
+        python tests/data/make_switch_fixtures.py --reference-only --commit 4554382
 
 Writes under tests/data/switches/:
 - shards/{train,valid}: a small synthetic corpus (synprep synth, seed 3, every source and target feature),
@@ -79,21 +84,26 @@ def train_run(model: dict, preset: str, out: str, **extra: object) -> list[dict]
     return [{k: v for k, v in r.items() if k == "step" or k.startswith("loss")} for r in records if "loss" in r]
 
 
+def recipe_run(path: Path, out: str) -> dict:
+    """A recipe's first STEPS steps: the logged losses, and the full-precision losses of the model it saved."""
+    values = recipe_model(path)
+    logged = train_run(values["model"], values["preset"], out)
+    return {"logged": logged, "final": checkpoint_losses(f"{out}/last.pt")[0]}
+
+
 def recipe_losses() -> dict:
-    """Recipe file name -> the logged losses of its first STEPS steps."""
+    """Recipe file name -> `recipe_run`."""
     results = {}
     for path in sorted((REPO / "pipelines" / "train").glob("*.toml")):
-        values = recipe_model(path)
         with tempfile.TemporaryDirectory() as tmp:
-            results[path.name] = train_run(values["model"], values["preset"], f"{tmp}/run")
+            results[path.name] = recipe_run(path, f"{tmp}/run")
     return results
 
 
-def checkpoint_results(path: str) -> dict:
-    """Losses (translation and auxiliary, eval mode, on all validation rows as one update) and greedy outputs
-    of a checkpoint on the fixture's validation split."""
+def checkpoint_losses(path: str) -> tuple[dict, tuple]:
+    """({loss, tokens, aux}: translation and auxiliary losses in eval mode over all validation rows as one
+    update, (model, vocabulary, validation data)) of a checkpoint on the fixture's validation split."""
     from syntrain.data import ParallelData
-    from syntrain.decode import translate
     from syntrain.train import accumulate_gradients, data_options, load_checkpoint
 
     model, vocab, _ = load_checkpoint(path)
@@ -103,10 +113,18 @@ def checkpoint_results(path: str) -> dict:
     batches = [data.collate(rows) for rows in data.batches(400, shuffle=False)]
     aux: dict = {}
     loss, tokens = accumulate_gradients(model, batches, torch.device("cpu"), contextlib.nullcontext(), 0.1, aux)
+    losses = {"loss": loss.item(), "tokens": tokens, "aux": {name: float(value) for name, value in aux.items()}}
+    return losses, (model, vocab, data)
+
+
+def checkpoint_results(path: str) -> dict:
+    """`checkpoint_losses` and the greedy outputs of the first validation rows (and their pieces)."""
+    from syntrain.decode import translate
+
+    losses, (model, vocab, data) = checkpoint_losses(path)
     pieces: list[list[str]] = []
     outputs = translate(model, data, vocab, beam=1, rows=data.keep[:8], pieces=pieces)
-    return {"loss": loss.item(), "tokens": tokens, "aux": {name: float(value) for name, value in aux.items()},
-            "outputs": outputs, "pieces": pieces}
+    return {**losses, "outputs": outputs, "pieces": pieces}
 
 
 def checkpoints() -> dict:
@@ -127,14 +145,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shards-only", action="store_true", help="only rebuild the shards")
     parser.add_argument("--reference-only", action="store_true", help="keep the shards, redo losses/checkpoints")
+    parser.add_argument("--commit", default="", help="the commit of the syntrain code run (default: its git HEAD)")
     args = parser.parse_args()
     HERE.mkdir(parents=True, exist_ok=True)
     if not args.reference_only:
         make_shards()
     if args.shards_only:
         return
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
-    meta = {"commit": commit.stdout.strip(), "torch": torch.__version__}
+    import syntrain
+
+    code = Path(syntrain.__file__).resolve().parent
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=code)
+    meta = {"commit": args.commit or commit.stdout.strip(), "torch": torch.__version__}
     (HERE / "recipe_losses.json").write_text(json.dumps({"made_by": meta, "losses": recipe_losses()}, indent=1)
                                              + "\n")
     (HERE / "checkpoints.json").write_text(json.dumps({"made_by": meta, **checkpoints()}, indent=1) + "\n")
