@@ -1,11 +1,11 @@
 """Multi-head attention: plain heads on the fused kernel, with the syntax switches' hooks (syntrain.switches).
 
 Head layout of a layer: a hook may claim the *front* heads 0..h-1 (explicit attention, its scores scaled and
-windowed: Pascal, syntax-directed) and one may claim the *last* head (explicit attention of its own query: the
-DBSA / LISA parse heads); the heads in between are plain (fused `scaled_dot_product_attention`) unless a hook
+windowed: Pascal, syntax-directed) and one may claim the *last* head (explicit attention of its own query:
+the parse heads); the heads in between are plain (fused `scaled_dot_product_attention`) unless a hook
 needs every head's weights (SyncAttn). A hook may also replace the mask per head (PARENT), add a term to the
 output projection (double-context syntax-directed heads) and record weights for its loss into the forward's
-`records` dict (nothing is kept on the module).
+`records` dict (nothing is kept on the module). The conventions: docs/switches.md, docs/switches-api.md.
 
 Kernels (`kernel`), for a layer whose hooks can all run on FlexAttention (Pascal):
 - "math": explicit scores for the hook's heads (any device, attention dropout supported), fused

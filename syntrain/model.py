@@ -1,4 +1,5 @@
-"""Transformer encoder-decoder (Vaswani et al., 2017) with the syntax switches of `syntrain.switches`.
+"""Transformer encoder-decoder (Vaswani et al., 2017) with the syntax switches of `syntrain.switches`
+(docs/switches.md, docs/tree-decoding.md; writing one: docs/switches-api.md).
 
 The model is generic: each switch that is on (see `ModelConfig.switches_on`) adds its attention hooks to the
 layers it names, its modules (embeddings, graph layers) to the model, and its steps to the embedding and the
