@@ -37,7 +37,7 @@ CONTINUES, ENDS, LEFT, RIGHT, END, NEVER = range(6)
 
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
-    factor = 3.0 if model.cfg.target == "transitions" else 1.5  # transitions: sub-words + one arc per word
+    factor = max([1.5] + [switch.output_length_factor for switch in model.switches])  # transitions: + arcs
     return min(model.cfg.max_len - 1, int(src.shape[1] * factor) + 10)
 
 
@@ -92,12 +92,8 @@ class TreeConstraint:
 
 
 def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> TreeConstraint | None:
-    if model.cfg.target != "transitions":
-        return None
-    if vocab is None:
-        raise ValueError("decoding transitions needs the vocabulary (the constraints read the token strings)")
-    labels = {label: i + 2 for i, label in enumerate(model.cfg.arc_labels)} if model.cfg.uses_graph else None
-    return TreeConstraint(vocab, model.cfg.transition_root, rows, labels)
+    """The decoding constraint of a switch (tree decoding: TreeConstraint), or None."""
+    return next((made for switch in model.switches if (made := switch.constraint(vocab, rows)) is not None), None)
 
 
 def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,

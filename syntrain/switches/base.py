@@ -17,6 +17,8 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   `decoder_self_mask(...)`: another decoder self-attention mask; `teacher_forcing(...)`: another way to compute
   the teacher-forced logits;
 - `training_report(data)`, `output_scores(pieces, data, rows)`: run-header line and evaluation measures;
+- `constraint(vocab, rows)`, `output_length_factor`, `recomputes_prefix`: decoding (constrained tokens, the
+  length limit, no incremental cache);
 - `losses(outputs, features)`: its auxiliary losses, computed only from what forward returned (`Outputs`)
   and the batch features; `loss_weights()` their lambdas.
 
@@ -107,6 +109,7 @@ class Switch:
     Config: ClassVar[type]
     switched_by: ClassVar[tuple[str, ...]] = ()  # the options that turn it on (or override `active`)
     recomputes_prefix = False  # decoding re-runs the decoder over the whole prefix (no incremental cache)
+    output_length_factor = 1.5  # decoding stops after this many output items per source sub-word (+ 10)
 
     def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
                           **kwargs: Any) -> None:
@@ -187,6 +190,11 @@ class Switch:
     def training_report(self, data: Any) -> tuple[str, dict[str, Any]]:
         """(a line for the run header, values for the first metrics record) about the training data."""
         return "", {}
+
+    def constraint(self, vocab: Any, rows: int) -> Any:
+        """A constraint on the tokens decoding may choose (`mask`, `push`, `reorder`, `graph`; see
+        syntrain.decode.TreeConstraint) for `rows` hypotheses, or None."""
+        return None
 
     def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
         """Extra evaluation measures of decoded outputs (`pieces` of `rows` of `data`)."""

@@ -126,9 +126,20 @@ class TreeConfig:
 class TreeDecoding(Switch, name="tree", config=TreeConfig):
     """Target transitions: Linearized, PARENT heads, gated GCN, BiTran."""
 
+    output_length_factor = 3.0  # sub-words + one arc per word
+
     @property
     def recomputes_prefix(self) -> bool:  # decoding re-reads the graph, or attends bidirectionally
         return bool(self.cfg.uses_graph or self.cfg.bidirectional)
+
+    def constraint(self, vocab: Any, rows: int) -> Any:
+        """Decoding constrained to valid trees (syntrain.decode.TreeConstraint)."""
+        from ..decode import TreeConstraint
+
+        if vocab is None:
+            raise ValueError("decoding transitions needs the vocabulary (the constraints read the token strings)")
+        labels = {label: i + 2 for i, label in enumerate(self.cfg.arc_labels)} if self.cfg.uses_graph else None
+        return TreeConstraint(vocab, self.cfg.transition_root, rows, labels)
 
     @classmethod
     def active(cls, cfg: TreeConfig) -> bool:
