@@ -7,9 +7,10 @@ criterion). Post-processing joins pieces, removes the BPE marker ("@@ ") and det
 closing punctuation and after opening brackets.
 
 Tree decoding (`target = "transitions"`): greedy and beam search are constrained by the transition system
-(`synprep.features.TransitionState.allowed`): an arc only with two words on the stack, no arc inside a
-token, the end only with one word on the stack (under root `keep`: after the final root RIGHT-ARC), and no
-step that could not be completed within the length limit, so every output is a valid projective tree.
+(the tree switch's `TreeConstraint` over `synprep.features.TransitionState.allowed`): an arc only with two
+words on the stack, no arc inside a token, the end only with one word on the stack (under root `keep`: after
+the final root RIGHT-ARC), and no step that could not be completed within the length limit, so every output is
+a valid projective tree.
 Models that read the generated graph (PARENT, GCN) or attend bidirectionally (BiTran) re-run the decoder over
 the whole prefix at every step (no incremental cache: O(T^2) per sentence). Text output drops the transition
 tokens before de-BPE; `tree_rows` turns the pieces into CoNLL-U through `synprep.features.from_transitions`.
@@ -25,70 +26,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, from_transitions
+from synprep.features import from_transitions
 
-from .data import BOS_ID, EOS_ID, PAD_ID, SPECIALS, ParallelData, Vocab, graph_rows, is_arc
+from .data import BOS_ID, EOS_ID, PAD_ID, ParallelData, Vocab
 from .model import Transformer
 from .switches import Features, merge_features
-
-# token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
-# the end (EOS), never (PAD, BOS, UNK)
-CONTINUES, ENDS, LEFT, RIGHT, END, NEVER = range(6)
+from .switches.tree import TreeConstraint, text_pieces, token_kinds, tree_scores  # noqa: F401 (re-exported)
 
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
     factor = max([1.5] + [switch.output_length_factor for switch in model.switches])  # transitions: + arcs
     return min(model.cfg.max_len - 1, int(src.shape[1] * factor) + 10)
-
-
-def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
-    """(V,) the kind of every vocabulary entry (CONTINUES ... NEVER)."""
-    kinds = np.full(len(vocab), ENDS, dtype=np.int64)
-    for i, item in enumerate(vocab.itos):
-        if i < len(SPECIALS):  # <unk> too: the tree could not be read back from the text
-            kinds[i] = END if i == EOS_ID else NEVER
-        elif item.startswith(LEFT_ARC):
-            kinds[i] = LEFT
-        elif item.startswith(RIGHT_ARC):
-            kinds[i] = RIGHT
-        elif item.endswith(separator):
-            kinds[i] = CONTINUES
-    return kinds
-
-
-class TreeConstraint:
-    """The transition states of a batch of hypotheses: the allowed next tokens, and the graph so far."""
-
-    def __init__(self, vocab: Vocab, root: str, rows: int, label_ids: dict[str, int] | None = None) -> None:
-        self.vocab, self.root = vocab, root
-        self.kinds = torch.from_numpy(token_kinds(vocab))
-        self.states = [TransitionState(root) for _ in range(rows)]
-        self.items: list[list[str]] = [[] for _ in range(rows)]
-        self.label_ids = label_ids
-
-    def mask(self, steps_left: int, device: torch.device) -> torch.Tensor:
-        """(rows, V) True = allowed; a finished or stuck row may only end."""
-        allowed = torch.tensor([list(state.allowed(steps_left)) + [False] for state in self.states])
-        allowed[~allowed.any(1), END] = True
-        return allowed[:, self.kinds].to(device)
-
-    def push(self, tokens: Sequence[int]) -> None:
-        """Append one token per row (EOS and PAD leave the state as it is)."""
-        for state, items, token in zip(self.states, self.items, tokens):
-            if token not in (EOS_ID, PAD_ID):
-                state.push(self.vocab.itos[token])
-                items.append(self.vocab.itos[token])
-
-    def reorder(self, rows: Sequence[int]) -> None:
-        """Keep rows `rows` (beam search)."""
-        self.states = [self.states[r].copy() for r in rows]
-        self.items = [list(self.items[r]) for r in rows]
-
-    def graph(self, device: torch.device) -> torch.Tensor | None:
-        """(E, 5) the generated graph of every row so far (decoder input positions)."""
-        if self.label_ids is None:
-            return None
-        return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root)).to(device)
 
 
 def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> TreeConstraint | None:
@@ -208,11 +156,6 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, features: Features 
     return [sorted(f, key=lambda h: -h[0])[:nbest] if f else [(0.0, [EOS_ID])] for f in finished]
 
 
-def text_pieces(pieces: Sequence[str]) -> list[str]:
-    """The sub-words of an output (transition tokens removed)."""
-    return [piece for piece in pieces if not is_arc(piece)]
-
-
 def debpe(pieces: Sequence[str]) -> list[str]:
     """BPE pieces -> tokens (subword-nmt's "@@ " continuation marker removed)."""
     return re.sub(r"@@( |$)", "", " ".join(pieces)).split()
@@ -298,38 +241,6 @@ def conllu_block(tree: Sequence[tuple[str, int, str]], sent_id: str) -> str:
     lines = [f"# sent_id = {sent_id}"]
     lines += [f"{i}\t{form}\t_\t_\t_\t_\t{head}\t{label}\t_\t_" for i, (form, head, label) in enumerate(tree, 1)]
     return "\n".join(lines) + "\n\n"
-
-
-def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop"
-                ) -> dict:
-    """The tree measure of docs/tree-decoding.md for outputs and their reference transitions (None: none):
-    `valid_trees` = share (%) of outputs the inverse accepts; on the outputs whose sub-words equal the
-    reference's (`exact_outputs`, % of the rows with a reference), `exact_uas`/`exact_las` = attachment scores
-    (%) of the predicted tree against the reference tree (the reference transitions decoded, i.e. the parser's
-    tree as the shards encode it)."""
-    valid = exact = tokens = heads_ok = both_ok = counted = 0
-    for output, reference in zip(pieces, references):
-        try:
-            _, predicted_owner, predicted_heads, predicted_labels = from_transitions(list(output), root)
-            subwords = text_pieces(output)
-            valid += 1
-        except ValueError:
-            continue
-        if reference is None:
-            continue
-        counted += 1
-        ref_subwords, ref_owner, ref_heads, ref_labels = from_transitions(reference, root)
-        if subwords != ref_subwords or predicted_owner != ref_owner:
-            continue
-        exact += 1
-        tokens += len(ref_heads)
-        for h, lab, rh, rlab in zip(predicted_heads, predicted_labels, ref_heads, ref_labels):
-            heads_ok += h == rh
-            both_ok += h == rh and lab == rlab
-    n = max(len(pieces), 1)
-    return {"valid_trees": round(100 * valid / n, 2), "exact_outputs": round(100 * exact / max(counted, 1), 2),
-            "exact_uas": round(100 * heads_ok / tokens, 2) if tokens else None,
-            "exact_las": round(100 * both_ok / tokens, 2) if tokens else None}
 
 
 def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:

@@ -193,7 +193,7 @@ class Switch:
 
     def constraint(self, vocab: Any, rows: int) -> Any:
         """A constraint on the tokens decoding may choose (`mask`, `push`, `reorder`, `graph`; see
-        syntrain.decode.TreeConstraint) for `rows` hypotheses, or None."""
+        syntrain.switches.tree.TreeConstraint) for `rows` hypotheses, or None."""
         return None
 
     def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from torch import nn
 
 from synprep.tables import option
 
+from ..data import label_vocabulary
 from .base import Features, Switch, register
 
 
@@ -36,8 +37,6 @@ class LabelEmbeddings(Switch, name="labels", config=LabelConfig, switched_by=("l
 
     @classmethod
     def prepare(cls, cfg: LabelConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
-        from ..data import label_vocabulary
-
         return {} if cfg.source_labels else {"source_labels": label_vocabulary(table)}
 
     def describe(self) -> str:

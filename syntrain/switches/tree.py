@@ -16,17 +16,111 @@ training split and its vocabulary.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
+from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, from_transitions
 from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
-from ..data import PAD_ID, TARGETS
+from ..data import EOS_ID, PAD_ID, SPECIALS, TARGETS, Vocab, arc_label_vocabulary, graph_rows, is_arc
 from .base import AttentionHook, Features, Outputs, Switch, register
+
+# token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
+# the end (EOS), never (PAD, BOS, UNK)
+CONTINUES, ENDS, LEFT, RIGHT, END, NEVER = range(6)
+
+
+def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
+    """(V,) the kind of every vocabulary entry (CONTINUES ... NEVER)."""
+    kinds = np.full(len(vocab), ENDS, dtype=np.int64)
+    for i, item in enumerate(vocab.itos):
+        if i < len(SPECIALS):  # <unk> too: the tree could not be read back from the text
+            kinds[i] = END if i == EOS_ID else NEVER
+        elif item.startswith(LEFT_ARC):
+            kinds[i] = LEFT
+        elif item.startswith(RIGHT_ARC):
+            kinds[i] = RIGHT
+        elif item.endswith(separator):
+            kinds[i] = CONTINUES
+    return kinds
+
+
+class TreeConstraint:
+    """The transition states of a batch of hypotheses: the allowed next tokens, and the graph so far."""
+
+    def __init__(self, vocab: Vocab, root: str, rows: int, label_ids: dict[str, int] | None = None) -> None:
+        self.vocab, self.root = vocab, root
+        self.kinds = torch.from_numpy(token_kinds(vocab))
+        self.states = [TransitionState(root) for _ in range(rows)]
+        self.items: list[list[str]] = [[] for _ in range(rows)]
+        self.label_ids = label_ids
+
+    def mask(self, steps_left: int, device: torch.device) -> torch.Tensor:
+        """(rows, V) True = allowed; a finished or stuck row may only end."""
+        allowed = torch.tensor([list(state.allowed(steps_left)) + [False] for state in self.states])
+        allowed[~allowed.any(1), END] = True
+        return allowed[:, self.kinds].to(device)
+
+    def push(self, tokens: Sequence[int]) -> None:
+        """Append one token per row (EOS and PAD leave the state as it is)."""
+        for state, items, token in zip(self.states, self.items, tokens):
+            if token not in (EOS_ID, PAD_ID):
+                state.push(self.vocab.itos[token])
+                items.append(self.vocab.itos[token])
+
+    def reorder(self, rows: Sequence[int]) -> None:
+        """Keep rows `rows` (beam search)."""
+        self.states = [self.states[r].copy() for r in rows]
+        self.items = [list(self.items[r]) for r in rows]
+
+    def graph(self, device: torch.device) -> torch.Tensor | None:
+        """(E, 5) the generated graph of every row so far (decoder input positions)."""
+        if self.label_ids is None:
+            return None
+        return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root)).to(device)
+
+
+def text_pieces(pieces: Sequence[str]) -> list[str]:
+    """The sub-words of an output (transition tokens removed)."""
+    return [piece for piece in pieces if not is_arc(piece)]
+
+
+def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop"
+                ) -> dict:
+    """The tree measure of docs/tree-decoding.md for outputs and their reference transitions (None: none):
+    `valid_trees` = share (%) of outputs the inverse accepts; on the outputs whose sub-words equal the
+    reference's (`exact_outputs`, % of the rows with a reference), `exact_uas`/`exact_las` = attachment scores
+    (%) of the predicted tree against the reference tree (the reference transitions decoded, i.e. the parser's
+    tree as the shards encode it)."""
+    valid = exact = tokens = heads_ok = both_ok = counted = 0
+    for output, reference in zip(pieces, references):
+        try:
+            _, predicted_owner, predicted_heads, predicted_labels = from_transitions(list(output), root)
+            subwords = text_pieces(output)
+            valid += 1
+        except ValueError:
+            continue
+        if reference is None:
+            continue
+        counted += 1
+        ref_subwords, ref_owner, ref_heads, ref_labels = from_transitions(reference, root)
+        if subwords != ref_subwords or predicted_owner != ref_owner:
+            continue
+        exact += 1
+        tokens += len(ref_heads)
+        for h, lab, rh, rlab in zip(predicted_heads, predicted_labels, ref_heads, ref_labels):
+            heads_ok += h == rh
+            both_ok += h == rh and lab == rlab
+    n = max(len(pieces), 1)
+    return {"valid_trees": round(100 * valid / n, 2), "exact_outputs": round(100 * exact / max(counted, 1), 2),
+            "exact_uas": round(100 * heads_ok / tokens, 2) if tokens else None,
+            "exact_las": round(100 * both_ok / tokens, 2) if tokens else None}
 
 
 class GatedGCN(nn.Module):
@@ -133,9 +227,7 @@ class TreeDecoding(Switch, name="tree", config=TreeConfig):
         return bool(self.cfg.uses_graph or self.cfg.bidirectional)
 
     def constraint(self, vocab: Any, rows: int) -> Any:
-        """Decoding constrained to valid trees (syntrain.decode.TreeConstraint)."""
-        from ..decode import TreeConstraint
-
+        """Decoding constrained to valid trees (TreeConstraint)."""
         if vocab is None:
             raise ValueError("decoding transitions needs the vocabulary (the constraints read the token strings)")
         labels = {label: i + 2 for i, label in enumerate(self.cfg.arc_labels)} if self.cfg.uses_graph else None
@@ -154,8 +246,6 @@ class TreeDecoding(Switch, name="tree", config=TreeConfig):
 
     @classmethod
     def prepare(cls, cfg: TreeConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
-        from ..data import arc_label_vocabulary
-
         root = manifest.configuration.get("features", {}).get("root", "drop") if manifest is not None else "drop"
         return {"transition_root": root, "arc_labels": arc_label_vocabulary(vocab)}
 
@@ -182,8 +272,6 @@ class TreeDecoding(Switch, name="tree", config=TreeConfig):
                                            "arc_labels": len(cfg.arc_labels)})
 
     def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
-        from ..decode import tree_scores
-
         return tree_scores(pieces, data.reference_transitions(rows), self.cfg.transition_root)
 
     def data_options(self) -> dict[str, Any]:
