@@ -115,13 +115,6 @@ def format_eta(step: int, first_step: int, elapsed: float, max_steps: int, max_m
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def _kernel_in_use(model: Transformer, device: torch.device) -> str:
-    layers = [layer.attn for layer in model.encoder if layer.attn.pascal_heads]
-    if not layers:
-        return "none (no Pascal heads)"
-    return "flex" if layers[0].uses_flex(device) else "math"
-
-
 def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int) -> TrainConfig:
     """Name the run folder when none is given; refuse an earlier run there unless resuming or overwriting."""
     if cfg.resume and cfg.overwrite:
