@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import nn
 
-from synprep.tables import config_from_dict
+from synprep.tables import config_from_dict, option
 
 from .attention import MultiHeadAttention, check_kernel
 from .data import PAD_ID, TARGETS
@@ -34,19 +34,21 @@ class ModelConfig:
     """Sizes and options; `pascal_heads[i]` = Pascal heads in encoder layer i (missing = 0)."""
 
     vocab_size: int = 0
-    d_model: int = 256
-    n_heads: int = 4
-    d_ff: int = 1024
-    enc_layers: int = 3
-    dec_layers: int = 3
-    dropout: float = 0.1
-    attention_dropout: float | None = None  # dropout on attention weights (None: same as `dropout`)
-    activation_dropout: float | None = None  # dropout after the feed-forward ReLU (None: same as `dropout`)
+    d_model: int = option(256, ge=1, help="model (embedding) dimension; a multiple of n_heads")
+    n_heads: int = option(4, ge=1, help="attention heads per layer")
+    d_ff: int = option(1024, ge=1, help="feed-forward inner dimension")
+    enc_layers: int = option(3, ge=1, help="encoder layers")
+    dec_layers: int = option(3, ge=1, help="decoder layers")
+    dropout: float = option(0.1, ge=0, lt=1, help="dropout on embeddings and residual branches")
+    attention_dropout: float | None = option(None, ge=0, lt=1, help="dropout on attention weights (unset: dropout)")
+    activation_dropout: float | None = option(None, ge=0, lt=1,
+                                              help="dropout after the feed-forward ReLU (unset: dropout)")
     share_embeddings: bool = True
-    max_len: int = 512
-    pascal_heads: list[int] = field(default_factory=list)
-    pascal_sigma2: float = 1.0
-    parent_ignore: float = 0.0  # probability q of setting a Pascal prior row to 1 (training only)
+    max_len: int = option(512, ge=1, help="positions (sub-words per sentence, BOS/EOS included)")
+    pascal_heads: list[int] = option(default_factory=list, ge=0,
+                                     help="Pascal heads per encoder layer, e.g. [2, 0, 1] (missing layers: 0)")
+    pascal_sigma2: float = option(1.0, gt=0, help="variance of the Pascal parent prior (Gaussian)")
+    parent_ignore: float = option(0.0, ge=0, le=1, help="probability q of ignoring a Pascal prior row (training only)")
     # syntax-directed attention (Chen et al. 2017): heads per decoder layer's cross-attention (missing = 0)
     directed_heads: list[int] = field(default_factory=list)
     directed_n: float = 4.0  # window: syntax distance <= n; Gaussian sigma = n / 2
