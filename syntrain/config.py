@@ -16,6 +16,7 @@ import functools
 import os
 import sys
 import tomllib
+import types
 import typing
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
@@ -134,7 +135,8 @@ def parse_value(text: str, hint: Any = None) -> Any:
     """A flag's text as a value: a number for a number field ('1e-3', 'nan'), '2,0,1' for a list of integers,
     else a TOML value ('true', '[2, 0]', '"x"'), else the text itself (so 'yes' stays a string, never a
     boolean)."""
-    base = [arg for arg in typing.get_args(hint) if arg is not type(None)] or [hint]
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    base = [arg for arg in typing.get_args(hint) if arg is not type(None)] if union else [hint]
     try:
         if base[0] is int:
             return int(text)
@@ -152,9 +154,12 @@ def parse_value(text: str, hint: Any = None) -> Any:
         return text
 
 
-def _unknown(key: str, known: list[str], label: str) -> ConfigError:
+def _unknown(key: str, known: list[str], label: str, elsewhere: dict[str, list[str]] | None = None) -> ConfigError:
+    """'LABEL unknown key KEY (did you mean ...?)', or '(a [train] key)' when it belongs to another section."""
+    other = [section for section, keys in (elsewhere or {}).items() if key in keys]
     close = difflib.get_close_matches(key, known, n=1)
-    hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
+    hint = f" (a [{other[0]}] key)" if other else f" (did you mean {close[0]}?)" if close else \
+        f" (known: {', '.join(known)})"
     return ConfigError(f"{label} unknown key {key}{hint}")
 
 
@@ -176,7 +181,8 @@ def check_model_value(name: str, value: Any, label: str) -> Any:
     if name in TRAINER_FILLED:
         raise ConfigError(f"{label}{name} is set by the trainer from the training data: remove it")
     if declaration("model", name) is None:
-        raise _unknown(name, ["preset", *model_keys()], label.rstrip(". "))
+        raise _unknown(name, ["preset", *model_keys()], label.rstrip(". ") + ("" if label.endswith("] ") else ":"),
+                       {"train": train_keys()})
     return check_value("model", name, value, f"{label}{name}")
 
 
@@ -232,7 +238,9 @@ def load_run_config(path: str) -> dict[str, Any]:
     table = read_toml(path)
     for section, value in table.items():
         if section not in SECTIONS:
-            raise _unknown(section, list(SECTIONS[:3]), f"{path}: top level:")
+            close = difflib.get_close_matches(section, SECTIONS[:3], n=1)
+            raise ConfigError(f"{path}: unknown section [{section}]" + (f" (did you mean [{close[0]}]?)" if close else
+                                                                         " (use [data], [model], [train])"))
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: {section} must be a table ([{section}]), got {value!r}")
     here = os.path.dirname(os.path.abspath(path))
@@ -244,7 +252,8 @@ def load_run_config(path: str) -> dict[str, Any]:
     known = train_keys()
     for key, value in table.get("train", {}).items():
         if key not in known:
-            raise _unknown(key, known, f"{path}: [train]")
+            raise _unknown(key, known, f"{path}: [train]", {"model": ["preset", *model_keys()],
+                                                              "data": ["data", "valid", "test"]})
         values[key] = check_value("train", key, value, f"{path}: [train] {key}")
     if values.get("out"):
         values["out"] = _resolve(values["out"], here)
@@ -270,7 +279,7 @@ def parse_set(item: str) -> tuple[str, str, Any]:
     if section == "model":
         return section, name, check_model_value(name, parse_value(text.strip()), label)
     if name not in train_keys():
-        raise _unknown(name, train_keys(), label.rstrip("."))
+        raise _unknown(name, train_keys(), "--set train:", {"model": model_keys()})
     return section, name, check_value("train", name, parse_value(text.strip()), f"{label}{name}")
 
 
@@ -310,7 +319,7 @@ def choose_splits(values: dict[str, Any], recipe: dict[str, Any], flags: dict[st
             continue
         try:
             differ = signature_differences(trained, split_signature(path))
-            reason = f"its {' and '.join(differ)} differ from --data {flags['data']}'s" if differ else ""
+            reason = f"its {' and '.join(differ)} differ from those of --data {flags['data']}" if differ else ""
         except Exception as err:  # noqa: BLE001 (a missing or damaged split folder)
             reason = f"unreadable ({' '.join(str(err).split())})"
         if reason:
@@ -326,7 +335,7 @@ def warmup_note(cfg: TrainConfig) -> str | None:
         return None
     from .train import inverse_sqrt
 
-    last = cfg.lr * inverse_sqrt(cfg.warmup)(cfg.max_steps - 1)
+    last = cfg.lr * inverse_sqrt(cfg.warmup)(cfg.max_steps)  # the lr the progress line shows at the last step
     return (f"warning: warm-up ({cfg.warmup} steps) is longer than the run ({cfg.max_steps} steps): lr reaches "
             f"{last:.1e} at the last step, never its peak {cfg.lr:g} (lower --warmup, e.g. to "
             f"{max(1, cfg.max_steps // 10)})")

@@ -107,11 +107,13 @@ def _plain(value: Any) -> Any:
 def config_text(cfg: TrainConfig, model_config: dict[str, Any], signature: dict[str, Any]) -> str:
     """config.toml: the resolved configuration as a recipe ([data], [model], [train]) and the training data's
     synprep signature ([synprep], not read back)."""
-    tables = {"data": {key: getattr(cfg, name) for key, name in DATA_KEYS.items()},
+    tables = {"data": {key: os.path.abspath(getattr(cfg, name)) if getattr(cfg, name) else ""
+                       for key, name in DATA_KEYS.items()},
               "model": {"preset": cfg.preset, **{k: v for k, v in model_config.items() if k not in TRAINER_FILLED}},
-              "train": {key: getattr(cfg, key) for key in train_keys() if key not in SESSION_ONLY},
+              "train": {key: getattr(cfg, key) for key in train_keys() if key not in SESSION_ONLY} |
+              {"out": os.path.abspath(cfg.out)},
               "synprep": {"signature": signature}}
-    command = shlex.join([os.path.basename(sys.argv[0]) or "syntrain", *sys.argv[1:]])
+    command = shlex.join(["syntrain", *sys.argv[1:]])
     header = (f"# The configuration of this run (recipe + flags + defaults), written by syntrain {__version__} on "
               f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n# command: {command}\n# `syntrain run --resume --out RUN` "
               "continues the run from it; `syntrain run RUN/config.toml --out NEW` repeats it.\n\n")
