@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from . import __version__
+from .config import load_run_config  # noqa: F401 (its home was here: `from syntrain.cli import load_run_config`)
 
 RUN_FLAGS = (  # `syntrain run` flags: (section, field); help, default and allowed values from the declarations
     ("train", "data"), ("train", "valid"), ("train", "test"), ("train", "out"), ("train", "preset"),

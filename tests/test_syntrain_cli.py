@@ -95,9 +95,9 @@ def test_keep_last_and_average(sample, tmp_path):
 
 
 def test_patience_stops_when_validation_does_not_improve(sample, tmp_path):
-    # lr = 0: the weights never change, so the validation loss never improves after the first validation
+    # lr = 1e-30 (0 is refused): the weights do not change, so the validation loss never improves after the first
     train(TrainConfig(data=str(sample / "shards" / "train"), valid=str(sample / "shards" / "valid"),
-                      out=str(tmp_path / "r"), model=SMALL, max_tokens=300, max_steps=50, lr=0.0, log_interval=1,
+                      out=str(tmp_path / "r"), model=SMALL, max_tokens=300, max_steps=50, lr=1e-30, log_interval=1,
                       eval_interval=1, eval_sentences=2, threads=1, patience=2, best_metric="loss"))
     assert torch.load(tmp_path / "r" / "last.pt", weights_only=False)["step"] == 3
 
