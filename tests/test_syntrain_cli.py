@@ -346,3 +346,14 @@ def test_interactive_translation_prompts_on_a_terminal(sample):
     os.close(master)
     assert process.returncode == 0 and answer.strip()
     assert err.startswith(b"> ")  # the prompt for the next line
+
+
+def test_recipe_fields_page_is_current():
+    """docs/recipe-fields.md lists every field as declared (regenerate: python -m syntrain.config)."""
+    from syntrain.config import BEGIN, docs_page
+
+    with open(os.path.join(REPO, "docs", "recipe-fields.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    assert BEGIN in text and docs_page(text) == text, "run: python -m syntrain.config docs/recipe-fields.md"
+    for name in ("warmup", "pascal_heads", "label_smoothing", "valid"):
+        assert f"| `{name}` |" in text
