@@ -267,7 +267,7 @@ def inspect_command(path: str, show: int, html_path: str | None, examples: int) 
 @click.option("--side", type=click.Choice(["src", "tgt", "both"]), default="both", show_default=True)
 @click.option("--phenomena", default=None,
               help="Comma-separated rule names (default: all; built in: particle,reflexive,stranding).")
-@click.option("--rules", "rules_path", default=None, help="TOML file of extra [[rule]] tables (README).")
+@click.option("--rules", "rules_path", default=None, help="TOML file of extra [[rule]] tables (docs/synprep.md).")
 def challenge(split_path: str, output: str, side: str, phenomena: str | None, rules_path: str | None) -> None:
     """Syntactic challenge sets: the pairs of a converted split whose trees contain each phenomenon."""
     from .challenge import format_summary, load_rules, select_rules, write_challenge

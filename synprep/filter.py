@@ -50,7 +50,7 @@ class FilterSettings:
     langid_languages: candidate languages for the identifier (None = the backend's default set); src_lang and
     tgt_lang are always added.
     langid_min_letters: a side with fewer letters skips its language check (0 = check every side); short
-    lines are where identifiers err most (README has the measured trade-off).
+    lines are where identifiers err most (benchmarks/README.md has the measured trade-off).
     """
 
     src_lang: str

@@ -3,7 +3,7 @@
 Relative paths resolve against `pipeline.data_root` (default: the folder of the TOML file); `~` and
 `$VARS` are expanded. The code runs on the resolved paths; `to_dict` (what manifests record) gives them as
 written in the file and leaves out the output folder, so a manifest does not depend on where it was written.
-Every key is documented in the README ("Pipeline files").
+Every key is documented in docs/synprep.md ("Pipeline files").
 """
 
 from __future__ import annotations

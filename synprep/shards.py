@@ -33,7 +33,7 @@ MANIFEST = "manifest.json"
 LOCK = ".lock"  # at the dataset root: held by the one process writing the dataset
 PATHS = "paths.json"  # at the dataset root: this machine's absolute paths (never inside a split folder)
 SIDES = ("src", "tgt")
-DEFAULT_COMPRESSION = "none"  # zero-copy memory mapping for the trainer and HF datasets (README: "Compression")
+DEFAULT_COMPRESSION = "none"  # zero-copy memory mapping for the trainer and HF datasets (docs/synprep.md "Compression")
 
 
 def shard_name(index: int) -> str:

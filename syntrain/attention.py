@@ -2,7 +2,7 @@
 
 Head layout of a layer: the *front* heads 0..h-1 are Pascal heads (encoder self-attention) or syntax-directed
 heads (decoder cross-attention); the *parse head* (DBSA / LISA) is the last head; the heads in between are
-plain (fused `scaled_dot_product_attention`). See README "syntax switches" for the conventions. A PARENT
+plain (fused `scaled_dot_product_attention`). See docs/switches.md for the conventions. A PARENT
 head (tree decoding, decoder self-attention) is head 0 and attends only to itself and its parents in the
 generated graph (a mask; no parameters).
 

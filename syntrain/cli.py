@@ -231,7 +231,7 @@ def _prompted(lines: Iterator[str]) -> Iterator[str]:
 def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max_tokens: int,
           output_path: str | None, subsets_dir: str | None, trees_path: str | None) -> None:
     """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
-    subsets); for tree-decoding models (target = transitions) also the tree measure (README "tree decoding")."""
+    subsets); for tree-decoding models (target = transitions) also the tree measure (docs/tree-decoding.md)."""
     from synprep.challenge import load_subsets
 
     from .data import ParallelData
@@ -349,7 +349,7 @@ def average(checkpoints: tuple[str, ...], output_path: str) -> None:
               help="Also print the syntax switches this checkpoint was trained with.")
 def env(checkpoint: str | None) -> None:
     """Print the torch version, the device training would use, what `auto` picks there, and the syntax
-    switches (config keys of the recipe's [model] section; README "syntax switches")."""
+    switches (config keys of the recipe's [model] section; docs/switches.md)."""
     import torch
 
     from .attention import flex_available

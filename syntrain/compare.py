@@ -11,9 +11,9 @@ description to RUN/describe.json: the only files compare writes into a run folde
 writes) or only RUN/test.hyp (hypotheses brought back from another machine: one line per pair of the split, in
 split order), described by RUN/describe.json ({"switches": str, "seed": int, "steps": int}) when present, else
 '?'. The same whole-split numbers come from `sacrebleu REF -i RUN1/test.hyp RUN2/test.hyp -m bleu chrf
---paired-bs`. Prints Markdown tables (README "syntax switches: results", "Challenge sets"). Tree-decoding runs (target =
+--paired-bs`. Prints Markdown tables (docs/results.md). Tree-decoding runs (target =
 transitions) are scored on their text (transition tokens removed); their outputs' transitions go to
-RUN/test.trans (one line per pair) and the `trees` column gives the tree measure (README "tree decoding").
+RUN/test.trans (one line per pair) and the `trees` column gives the tree measure (docs/tree-decoding.md).
 """
 
 from __future__ import annotations

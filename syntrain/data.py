@@ -14,7 +14,7 @@ rows/columns are 0: EOS stays inside every syntax-directed window, unscaled); `s
 and sub-words whose head comes later (the causal mask hides it: no loss); `labels` (B, S) source label ids
 (0: EOS/pad, 1: a label unseen in training, 2... `label_vocabulary`), each piece taking its token's label.
 
-Tree decoding (`target = "transitions"`, README "tree decoding"): the decoder reads `[BOS] + tgt_transitions`
+Tree decoding (`target = "transitions"`, docs/tree-decoding.md): the decoder reads `[BOS] + tgt_transitions`
 and predicts `tgt_transitions + [EOS]`; rows whose transitions are null are skipped (counted in
 `skipped_null`). `graph` (E, 5) int64 rows (batch row, parent, child, label id, step) are the edges of the
 generated graph (`synprep.features.TransitionState`) in decoder *input* positions (item position + 1, BOS

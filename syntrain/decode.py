@@ -307,7 +307,7 @@ def conllu_block(tree: Sequence[tuple[str, int, str]], sent_id: str) -> str:
 
 def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop"
                 ) -> dict:
-    """The tree measure of README "tree decoding" for outputs and their reference transitions (None: none):
+    """The tree measure of docs/tree-decoding.md for outputs and their reference transitions (None: none):
     `valid_trees` = share (%) of outputs the inverse accepts; on the outputs whose sub-words equal the
     reference's (`exact_outputs`, % of the rows with a reference), `exact_uas`/`exact_las` = attachment scores
     (%) of the predicted tree against the reference tree (the reference transitions decoded, i.e. the parser's

@@ -1,9 +1,9 @@
-"""Transformer encoder-decoder (Vaswani et al., 2017) with the syntax switches of README "syntax switches":
+"""Transformer encoder-decoder (Vaswani et al., 2017) with the syntax switches of docs/switches.md:
 Pascal heads (encoder), syntax-directed cross-attention heads (decoder), DBSA parse heads (encoder and/or
 decoder), SyncAttn (a loss over DBSA and cross-attention weights), a LISA parse head (encoder) and S&H
 dependency-label embeddings (source). All off by default.
 
-Tree decoding (Choshen & Abend; README "tree decoding"): `target = "transitions"` (the decoder produces
+Tree decoding (Choshen & Abend; docs/tree-decoding.md): `target = "transitions"` (the decoder produces
 arc-standard transitions: alone = Linearized), `parent_layers` (PARENT heads), `gcn_layers` (gated GCN over the
 generated graph), `bidirectional` (BiTran: every generated token attends to every generated token; training
 re-encodes every prefix). The generated graph comes as (E, 5) edge rows (`syntrain.data`); a position p sees

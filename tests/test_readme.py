@@ -1,4 +1,5 @@
-"""The README's ```python blocks run as written, and print what their `# ...` comment lines say."""
+"""The ```python blocks of the documentation (README.md, docs/*.md, benchmarks/README.md) run as written, and
+print what their `# ...` comment lines say."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import pytest
 
 from .conftest import REPO
 
-BLOCKS = re.findall(r"^```python\n(.*?)^```", (REPO / "README.md").read_text(encoding="utf-8"), re.S | re.M)
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "benchmarks" / "README.md"]
+BLOCKS = [
+    (page.relative_to(REPO).as_posix(), block)
+    for page in PAGES
+    if page.exists()
+    for block in re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
+]
 
 
 def expected_output(block: str) -> str:
@@ -24,13 +31,15 @@ def expected_output(block: str) -> str:
     return "\n".join(expected)
 
 
-def test_readme_has_python_blocks():
-    assert BLOCKS
+def test_documentation_has_python_blocks():
+    """The reference pages carry the examples (a moved or renamed page would silently drop them)."""
+    pages = {page for page, _ in BLOCKS}
+    assert {"docs/synprep.md", "docs/tree-decoding.md"} <= pages
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_python_block_runs(block):
+@pytest.mark.parametrize(("page", "block"), BLOCKS, ids=[f"{page}-{i}" for i, (page, _) in enumerate(BLOCKS)])
+def test_documentation_python_block_runs(page: str, block: str):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(block, "README.md", "exec"), {})  # a fresh namespace, as a new session would have
+        exec(compile(block, page, "exec"), {})  # a fresh namespace, as a reader pasting the block would have
     assert printed.getvalue().strip() == expected_output(block)

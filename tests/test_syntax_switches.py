@@ -1,4 +1,4 @@
-"""syntrain syntax switches (README "syntax switches"): syntax-directed attention (single, double context),
+"""syntrain syntax switches (docs/switches.md): syntax-directed attention (single, double context),
 DBSA, SyncAttn, LISA, S&H. Real torch, small models: only the configured layers/heads change, gradients reach
 each mechanism's parameters, uninformative syntax reduces to plain attention, causal masks hold, batch
 invariance, and the shards/raw-text errors."""

@@ -1,4 +1,4 @@
-"""Target-side tree decoding (Choshen & Abend; README "tree decoding"): the generated graph of any prefix (one
+"""Target-side tree decoding (Choshen & Abend; docs/tree-decoding.md): the generated graph of any prefix (one
 transition system, shared with synprep's inverse), no future leak for PARENT / GCN / BiTran, constrained
 decoding always yields valid projective trees, a tiny model learns synthetic transitions to exact trees, batch
 invariance, and the shards errors. Real torch, real synth shards, small models."""
