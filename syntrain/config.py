@@ -315,7 +315,7 @@ def choose_splits(values: dict[str, Any], recipe: dict[str, Any], flags: dict[st
         return notes
     for split in ("valid", "test"):
         path = recipe.get(split)
-        if not path or flags.get(split):
+        if not path or split in flags:  # given as a flag ('' = none): the user's choice
             continue
         try:
             differ = signature_differences(trained, split_signature(path))

@@ -146,6 +146,7 @@ def test_translate_stdin_interactive_and_nbest(sample, tmp_path):
     process.stdin.close()
     assert process.wait() == 0
     assert answers == from_file.stdout.splitlines()[:2]
+    assert "> " not in process.stderr.read()  # no prompt when the input is not a terminal
     # n-best: N lines per input line, LINE<TAB>SCORE<TAB>TRANSLATION, best first; the best = the 1-best output
     nbest = syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "2", "--nbest", "2")
     assert nbest.returncode == 0, nbest.stderr
@@ -256,6 +257,8 @@ def test_data_flag_keeps_only_recipe_splits_of_the_same_shards(sample, tmp_path)
     assert len(notes) == 1 and f"its test split {foreign} is dropped: its BPE codes differ" in notes[0]
     cfg, notes, _ = resolve_run(str(recipe), {"data": str(other_train), "test": str(shards / "test")}, {})
     assert (cfg.test, notes) == (str(shards / "test"), [])
+    cfg, notes, _ = resolve_run(str(recipe), {"data": str(other_train), "valid": "", "test": ""}, {})
+    assert (cfg.valid, cfg.test, notes) == ("", "", [])  # '' = none, as the user said: no warning
     # training data from another dataset: both of the recipe's splits go
     cfg, notes, _ = resolve_run(str(recipe), {"data": str(_foreign_copy(shards / "train", tmp_path / "ft"))}, {})
     assert (cfg.valid, cfg.test) == ("", str(foreign)) and "valid split" in notes[0]  # foreign test: same codes
