@@ -360,3 +360,11 @@ def test_recipe_fields_page_is_current():
     assert BEGIN in text and docs_page(text) == text, "run: python -m syntrain.config docs/recipe-fields.md"
     for name in ("warmup", "pascal_heads", "label_smoothing", "valid"):
         assert f"| `{name}` |" in text
+
+
+@pytest.mark.parametrize("recipe", sorted(os.listdir(os.path.join(REPO, "pipelines", "train"))))
+def test_shipped_recipes_pass_the_up_front_model_check(recipe):
+    """Every shipped recipe's model builds (on the meta device: the check `syntrain run` makes before any work)."""
+    from syntrain.config import TrainConfig, check_model, load_run_config
+
+    check_model(TrainConfig.from_dict(load_run_config(os.path.join(REPO, "pipelines", "train", recipe))), recipe)
