@@ -116,7 +116,7 @@ def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
     from .runfolder import logged_run, resumed_step
 
     model_flags = {name: options.pop(name) for section, name in RUN_FLAGS if section == "model"}
-    with logged_run():
+    with logged_run() as log:
         try:
             cfg, notes, model_label = resolve_run(config, options, model_flags, sets)
             step = resumed_step(cfg.out) if cfg.resume else None
@@ -126,7 +126,7 @@ def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
         except ConfigError as err:
             raise click.ClickException(str(err)) from None
         for note in notes:
-            _note(note)
+            log.hold(note)  # printed when the run starts, after the checks that need the data
         from .train import train
 
         try:

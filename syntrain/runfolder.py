@@ -32,7 +32,12 @@ class RunLog(io.TextIOBase):
     carriage-return updates leave only their last state in the file."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.stream, self.file, self.pending, self.partial = stream, None, [], ""
+        self.stream, self.file, self.pending, self.partial, self.held = stream, None, [], "", []
+
+    def hold(self, line: str) -> None:
+        """A warning about the configuration, printed once the run has started (a run refused at its start
+        ends in its one error line only)."""
+        self.held.append(line)
 
     def write(self, text: str) -> int:
         self.stream.write(text)
@@ -68,6 +73,9 @@ class RunLog(io.TextIOBase):
         self.file.writelines(self.pending)
         self.file.flush()
         self.pending = []
+        for line in self.held:
+            self.write(line + "\n")
+        self.held = []
 
     def close(self) -> None:
         if self.file is not None:
