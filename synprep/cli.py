@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -31,13 +33,30 @@ def _vocab_names(prefix: str, inputs: tuple[str, ...]) -> list[str]:
     return [f"{prefix}.{s}" for s in suffixes]
 
 
+def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback running `synprep.bpe.<check>` on the value: its error names the option."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        from . import bpe
+
+        try:
+            getattr(bpe, check)(value)
+        except InputError as err:
+            raise click.BadParameter(str(err), ctx, param) from None
+        return value
+
+    return callback
+
+
 @bpe.command("learn")
 @click.option("-i", "--input", "inputs", multiple=True, required=True, help="Tokenized text (repeat per language).")
 @click.option("-o", "--output", required=True, help="Where to write the joint BPE codes.")
-@click.option("-s", "--symbols", default=16000, show_default=True, help="Number of merge operations.")
+@click.option("-s", "--symbols", type=click.IntRange(min=1), default=16000, show_default=True,
+              help="Number of merge operations.")
 @click.option("--vocab-prefix", default=None,
               help="Also write one vocabulary per input: PREFIX.<suffix of the input file>.")
-@click.option("--min-frequency", default=2, show_default=True, help="Stop when no pair is this frequent.")
+@click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Stop when no pair is this frequent.")
 @click.option("-v", "--verbose", is_flag=True, help="Show subword-nmt's own progress and messages.")
 def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: str | None,
               min_frequency: int, verbose: bool) -> None:
@@ -55,10 +74,13 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
 @click.option("-i", "--input", "input_path", default="-", show_default=True, help="Input text ('-' = stdin).")
 @click.option("-o", "--output", default="-", show_default=True, help="Output ('-' = stdout).")
 @click.option("--vocabulary", default=None, help="Vocabulary file: revert merges that produce rare pieces.")
-@click.option("--vocabulary-threshold", type=int, default=None, help="Pieces rarer than this count as OOV.")
-@click.option("--merges", type=int, default=-1, help="Use only the first N merges (default: all).")
-@click.option("--separator", default=options.BPE_SEPARATOR, show_default=True)
-@click.option("--glossaries", multiple=True, help="Words/regexes never split (repeatable).")
+@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None,
+              help="Pieces rarer than this count as OOV.")
+@click.option("--merges", type=click.IntRange(min=-1), default=-1, help="Use only the first N merges (default: all).")
+@click.option("--separator", default=options.BPE_SEPARATOR, show_default=True, callback=_checked_by("check_separator"),
+              help="Marks a piece that continues (non-empty, no whitespace).")
+@click.option("--glossaries", multiple=True, callback=_checked_by("check_glossaries"),
+              help="Words/regexes never split (repeatable).")
 def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
               vocabulary_threshold: int | None, merges: int, separator: str, glossaries: tuple[str, ...]) -> None:
     """Apply BPE codes: byte-identical to `subword-nmt apply-bpe`, faster."""
@@ -74,7 +96,7 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
 @click.option("--conllu", required=True, help="Input CoNLL-U ('-' = stdin; .gz/.xz accepted).")
 @click.option("--bpe-codes", default=None, help="Joint BPE codes; without them sub-words = tokens.")
 @click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
-@click.option("--vocabulary-threshold", type=int, default=None)
+@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None)
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
               help="Comma-separated: parents,distances,transitions,labels.")
 @click.option("--format", "fmt", type=click.Choice(options.ALIGN_FORMATS),

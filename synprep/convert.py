@@ -47,7 +47,7 @@ from .parse import ParserSpec
 from .pipeline import ParserConfig, PipelineConfig, SplitConfig
 from .schema import pair_schema
 from .shards import LOCK, Manifest, WriterLock, shard_name, write_paths, write_shard
-from .textio import atomic_write, file_sha256, tsv_field
+from .textio import atomic_write, check_text_file, file_sha256, tsv_field
 from .trees import Tree
 
 PIECE_ROWS = 1000  # input pairs per unit of work and per Arrow record batch (changing it changes the bytes)
@@ -285,6 +285,8 @@ class Converter:
                 if not os.path.exists(path) or os.path.isdir(path):  # a named pipe is fine: read once
                     raise InputError(f"input file of split {split.name!r} not found (the comments at the top of "
                                      "the pipeline file say where to get it)", path)
+                if os.path.isfile(path):
+                    check_text_file(path)  # UTF-16/UTF-32 text: one error now, before any work
 
     def _fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.config.fingerprint_dict(), sort_keys=True).encode()).hexdigest()

@@ -33,7 +33,7 @@ from .errors import InputError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
 from .options import MAX_LINE_CHARS
 from .parallel import default_workers, ordered_map
-from .textio import count_lines, open_binary, tsv_field
+from .textio import check_text_file, count_lines, open_binary, tsv_field
 
 REASONS = ("invalid_utf8", "empty", "line_too_long", "identical", "too_short", "too_long", "ratio", "src_lang",
            "tgt_lang")
@@ -67,7 +67,10 @@ class FilterSettings:
         object.__setattr__(self, "src_lang", check_iso_639_1(self.src_lang))
         object.__setattr__(self, "tgt_lang", check_iso_639_1(self.tgt_lang))
         if self.langid_languages is not None:
-            codes = tuple(sorted({check_iso_639_1(c) for c in self.langid_languages}))
+            try:
+                codes = tuple(sorted({check_iso_639_1(c) for c in self.langid_languages}))
+            except ValueError as err:
+                raise ValueError(f"langid_languages: {err}") from None
             object.__setattr__(self, "langid_languages", codes)
         if self.langid is not None and self.langid not in BACKENDS:
             raise ValueError(f"unknown langid backend {self.langid!r} (choose from {', '.join(BACKENDS)})")
@@ -307,6 +310,8 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
     if names[0] == names[1] or {IDS_NAME, REJECTED_NAME} & set(names):
         raise InputError(f"output names would collide: {names[0]}, {names[1]}, {IDS_NAME}, {REJECTED_NAME}; "
                          "rename an input", src_path)
+    for path in (src_path, tgt_path):
+        check_text_file(path)  # missing, UTF-16/UTF-32: one error before any work
     counts = count_lines(src_path), count_lines(tgt_path)
     if None not in counts and counts[0] != counts[1]:
         raise _mismatch(src_path, counts[0], tgt_path, counts[1])  # type: ignore[arg-type]
