@@ -257,7 +257,7 @@ def bad_recipe_value(draw):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(case=bad_recipe_value())
-def test_wrong_recipe_values_are_one_line_naming_the_field(case, tmp_path):
+def test_random_wrong_recipe_values_are_one_line_naming_the_field(case, tmp_path):
     section, key, value = case
     recipe = tmp_path / "recipe.toml"
     tables = {"data": {"train": "nowhere"}, section: {key: value}} if section != "data" else {"data": {key: value}}
@@ -277,7 +277,7 @@ def bad_flag_value(draw):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(case=bad_flag_value())
-def test_wrong_flag_values_are_one_line_naming_the_flag(case, tmp_path):
+def test_random_wrong_flag_values_are_one_line_naming_the_flag(case, tmp_path):
     flag, text = case
     code, err = run_in_process(["run", "--data", "nowhere", "--out", str(tmp_path / "run"), f"{flag}={text}"])
     lines = err.strip().splitlines()
