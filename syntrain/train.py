@@ -19,7 +19,7 @@ import random
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,59 +28,14 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from synprep.shards import open_split
-from synprep.tables import config_from_dict
 from synprep.textio import atomic_write
 
-from .checkpoints import clear_run, default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
+from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
+from .config import TrainConfig, stored_model_config
 from .data import PAD_ID, Batch, ParallelData, Vocab, prefetch, read_split
 from .decode import score, translate
 from .model import PRESETS, ModelConfig, Transformer, prepared_config
-
-
-@dataclass
-class TrainConfig:
-    """Everything a run needs besides the model sizes (`model`: preset overrides, e.g. pascal_heads)."""
-
-    data: str = ""  # training split directory (synprep convert output, e.g. out/x/train)
-    valid: str = ""  # validation split ('' = none)
-    test: str = ""  # test split, scored with best.pt at the end ('' = none)
-    out: str = ""  # run folder ('' = runs/<data folder name>-<timestamp>); an earlier run there is refused
-    overwrite: bool = False  # delete an earlier run's files in `out` first
-    name: str = ""  # names the default run folder (the CLI passes the recipe's file name; else the data folder's)
-    preset: str = "tiny"
-    model: dict[str, Any] = field(default_factory=dict)
-    max_tokens: int = 4096  # per batch and process: sentences x longest side (padding included)
-    max_len: int = 256  # longer training pairs are skipped
-    max_steps: int = 20000
-    max_minutes: float = 0.0  # stop after this much training time (0: no limit)
-    lr: float = 7e-4  # peak learning rate, reached at the end of warm-up
-    warmup: int = 4000
-    adam_betas: tuple[float, float] = (0.9, 0.98)
-    label_smoothing: float = 0.1
-    clip_norm: float = 0.0  # 0: no clipping
-    accum_steps: int = 1  # batches per optimizer step (fairseq --update-freq): update = accum x max_tokens x procs
-    eval_interval: int = 1000  # steps between validation (loss + BLEU) and checkpoints
-    eval_sentences: int = 0  # validation sentences decoded for BLEU (0: all)
-    eval_beam: int = 1  # 1: greedy during training; the final test uses `test_beam`
-    test_beam: int = 4
-    length_penalty: float = 0.6
-    log_interval: int = 100
-    seed: int = 1
-    threads: int = 0  # torch CPU threads (0: torch's default)
-    device: str = "auto"  # auto (CUDA when available, else CPU), cuda, cpu
-    attention: str = "auto"  # kernel of the Pascal heads: auto (= math), math, flex (see attention.py)
-    precision: str = "auto"  # auto (bf16 autocast on CUDA with bf16 support, else fp32), fp32, bf16
-    resume: bool = False
-    keep_last: int = 0  # also keep the N most recent OUT/checkpoint_<step>.pt (0: only last.pt and best.pt)
-    patience: int = 0  # stop after this many validations without improvement of `best_metric` (0: never)
-    best_metric: str = "bleu"  # validation metric for best.pt and patience: bleu (higher) or loss (lower)
-    tensorboard: bool = False  # also log every metric to OUT/tensorboard (needs the `tensorboard` package)
-    verify_shards: bool = True  # compare every shard's sha256 with its manifest before training
-
-    @classmethod
-    def from_dict(cls, values: dict) -> TrainConfig:
-        """Build from a dict, rejecting unknown keys and values of the wrong type with their names."""
-        return config_from_dict(cls, values, "training")
+from .runfolder import start_run_folder
 
 
 def inverse_sqrt(warmup: int):  # noqa: ANN201 (returns the LambdaLR multiplier function)
@@ -129,12 +84,7 @@ def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int) -> TrainConfig:
         if not cfg.overwrite:
             raise ValueError(f"{cfg.out}: holds an earlier run ({', '.join(earlier)}); --resume continues it, "
                              "--overwrite deletes it, or choose another --out")
-        if rank == 0:
-            clear_run(cfg.out)
-        if world > 1:
-            dist.barrier()
-    os.makedirs(cfg.out, exist_ok=True)
-    return cfg
+    return cfg  # the folder is made (and an earlier run deleted) by start_run_folder, after every check
 
 
 def _log(message: str, rank: int) -> None:
@@ -235,7 +185,7 @@ def data_options(cfg: ModelConfig) -> dict[str, Any]:
 def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
     """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
     ckpt = read_checkpoint(path, device)
-    model = Transformer(ModelConfig.from_dict(ckpt["model_config"])).to(device)  # new keys: their defaults
+    model = Transformer(stored_model_config(ckpt, path)).to(device)  # new keys: their defaults
     model.load_state_dict(ckpt["model"])
     return model.eval(), Vocab(ckpt["vocab"]), ckpt
 
@@ -350,17 +300,6 @@ class Run:
                     self.writer.add_scalar(key, value, values["step"])
 
 
-def _check_train_config(cfg: TrainConfig) -> None:
-    if cfg.accum_steps < 1:
-        raise ValueError(f"accum_steps must be >= 1, got {cfg.accum_steps}")
-    if cfg.max_tokens < 1 or cfg.max_len < 0:
-        raise ValueError(f"max_tokens must be >= 1 and max_len >= 0, got {cfg.max_tokens} and {cfg.max_len}")
-    if cfg.preset not in PRESETS:
-        raise ValueError(f"unknown preset {cfg.preset!r}; choose from {', '.join(PRESETS)}")
-    if cfg.best_metric not in ("bleu", "loss"):
-        raise ValueError(f"best_metric must be bleu or loss, got {cfg.best_metric!r}")
-
-
 def set_up(cfg: TrainConfig) -> Run:
     """Processes and device, the run folder, the checkpoint to resume from, the shards' hashes."""
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
@@ -373,7 +312,6 @@ def set_up(cfg: TrainConfig) -> Run:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=datetime.timedelta(hours=2))
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    _check_train_config(cfg)
     run = Run(_prepare_run_dir(cfg, rank, world), rank, world, device, own_group)
     resume = cfg.resume and os.path.isfile(run.last_path)
     if cfg.resume and not resume:
@@ -399,9 +337,7 @@ def load_data(run: Run) -> None:
     else:
         target = ModelConfig.from_dict(values).data_options()["target"]
         run.vocab = Vocab.build([split[0]], transitions=target == "transitions")
-        if run.rank == 0:
-            run.vocab.save(os.path.join(cfg.out, "vocab.json"))
-    run.mcfg = ModelConfig.from_dict(values) if ckpt else prepared_config(values, *split, run.vocab)
+    run.mcfg = stored_model_config(ckpt, run.last_path) if ckpt else prepared_config(values, *split, run.vocab)
     options = data_options(run.mcfg)
     run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, features=run.mcfg.batch_features(training=True),
                                   labels=run.mcfg.source_labels, skip_null=True, split=split, **options)
@@ -463,6 +399,8 @@ def open_metrics(run: Run) -> None:
         if text:
             run.log(f"  {text}")
         header.update(values)
+    start_run_folder(cfg, run.mcfg.to_dict(), run.train_data.signature, None if run.ckpt else run.vocab, run.rank,
+                     run.world)  # the run folder's first write, after every check
     metrics_path = os.path.join(cfg.out, "metrics.jsonl")
     if run.rank == 0 and run.ckpt:
         _truncate_metrics(metrics_path, run.ckpt["step"])  # a resumed run redoes the steps after its checkpoint

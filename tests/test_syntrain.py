@@ -505,7 +505,7 @@ def test_cli_bad_input_is_a_one_line_error(shards, tmp_path):
          f"{foreign}: not a syntrain checkpoint"),
         (["run", "--data", str(tmp_path), "--out", str(tmp_path / "r")],
          f"{tmp_path}: not a split folder (no manifest.json"),
-        (["run", str(recipe)], "unknown model option(s): pascal_head"),
+        (["run", str(recipe)], f"{recipe}: [model] unknown key pascal_head (did you mean pascal_heads?)"),
     ]
     for args, message in cases:
         result = subprocess.run([sys.executable, "-m", "syntrain", *args], capture_output=True, text=True, cwd=REPO)
@@ -517,7 +517,7 @@ def test_cli_bad_input_is_a_one_line_error(shards, tmp_path):
 @pytest.mark.parametrize("recipe", sorted(os.listdir(os.path.join(REPO, "pipelines", "train"))))
 def test_training_recipes_are_valid(recipe):
     """Every shipped recipe loads: known keys, a model that builds, data paths under out/ made by a pipeline."""
-    from syntrain.cli import load_run_config
+    from syntrain.config import load_run_config
     from syntrain.model import PRESETS, ModelConfig
 
     values = load_run_config(os.path.join(REPO, "pipelines", "train", recipe))
