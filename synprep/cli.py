@@ -188,8 +188,9 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
 @click.option("--src-lang", required=True, help="Source language, ISO 639-1 (e.g. en).")
 @click.option("--tgt-lang", required=True, help="Target language, ISO 639-1 (e.g. de).")
 @click.option("-o", "--output-dir", required=True, help="Folder for the kept sides, ids and rejected.tsv.")
-@click.option("--langid", type=click.Choice([*options.LANGID_BACKENDS, "none"]), default="langdetect",
-              show_default=True, help="Language-ID backend (py3langid: 61x faster); none: no language checks.")
+@click.option("--langid", type=click.Choice([*options.LANGID_BACKENDS, "none"]), default=options.DEFAULT_LANGID,
+              show_default=True, help="Language-ID backend (py3langid: ~50x faster than langdetect and more "
+                                      "accurate, docs/langid.md); none: no language checks.")
 @click.option("--langid-languages", default=None,
               help="Comma-separated candidate languages for the identifier (default: the backend's set).")
 @click.option("--langid-min-letters", type=click.IntRange(min=0), default=0, show_default=True,
@@ -201,9 +202,10 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
 @click.option("--max-chars", type=click.IntRange(min=1), default=options.MAX_LINE_CHARS, show_default=True,
               help="Max characters per side (longer lines are rejected first: bounded work per line).")
 @click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
+@click.option("--overwrite", is_flag=True, help="Write into a non-empty output folder, replacing its output files.")
 def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, output_dir: str, langid: str,
                    langid_languages: str | None, langid_min_letters: int, min_len: int, max_len: int,
-                   max_ratio: float, max_chars: int, workers: int) -> None:
+                   max_ratio: float, max_chars: int, workers: int, overwrite: bool) -> None:
     """Clean a parallel corpus: keep or reject (one counted reason) every pair; output identical for any --workers."""
     from .filter import FilterSettings, filter_files
 
@@ -211,7 +213,7 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
     try:
         settings = FilterSettings(src_lang, tgt_lang, min_len, max_len, max_ratio,
                                   None if langid == "none" else langid, languages, langid_min_letters, max_chars)
-        summary = filter_files(src_path, tgt_path, output_dir, settings, workers or None)
+        summary = filter_files(src_path, tgt_path, output_dir, settings, workers or None, overwrite=overwrite)
     except ValueError as err:
         raise click.UsageError(str(err)) from None
     click.echo(summary.format())
@@ -274,13 +276,16 @@ def synth(pairs: int, seed: int, output: str, max_depth: int, non_projective_rat
 @click.option("--html", "html_path", default=None, help="Write a self-contained HTML report here.")
 @click.option("--examples", type=click.IntRange(min=0), default=3, show_default=True,
               help="Examples in the HTML report.")
-def inspect_command(path: str, show: int, html_path: str | None, examples: int) -> None:
+@click.option("--stats/--no-stats", "print_stats", default=None,
+              help="Print the statistics to stdout  [default: --stats, but --no-stats with --html]")
+def inspect_command(path: str, show: int, html_path: str | None, examples: int, print_stats: bool | None) -> None:
     """Statistics of a shard directory (manifest.json + part-*.arrow) or a CoNLL-U file."""
     from .inspect import compute_stats, format_stats, open_dataset, pick_examples, render_example
 
     dataset = open_dataset(path)
     stats = compute_stats(dataset)
-    click.echo(format_stats(stats))
+    if print_stats or (print_stats is None and not html_path):  # the HTML report holds them already
+        click.echo(format_stats(stats))
     for row in pick_examples(dataset, show) if show else []:
         click.echo(render_example(row))
     if html_path:

@@ -304,7 +304,7 @@ def max_tokens_tiny(data, tmp):
 
 
 def recipe_wrong_type(data, tmp):
-    _write(tmp / "recipe.toml", f'[train]\ndata = "{data["shards"] / "train"}"\nmax_tokens = "many"\n')
+    _write(tmp / "recipe.toml", f'[data]\ntrain = "{data["shards"] / "train"}"\n[train]\nmax_tokens = "many"\n')
     return [*SYNTRAIN, "run", "recipe.toml", "--out", "run", "--max-steps", "1"], None
 
 
@@ -399,7 +399,7 @@ CASES = [
     Case("translate: a line far beyond max_len", "long lines", long_line_translate, expect="ok", check=_three_lines),
     Case("convert --shard-size 0", "bad values", shard_size_zero, names="--shard-size", absent=("out",)),
     Case("convert --workers -1", "bad values", workers_negative, names="workers", absent=("out",)),
-    Case("run --max-tokens 0", "bad values", max_tokens_zero, names="max_tokens"),
+    Case("run --max-tokens 0", "bad values", max_tokens_zero, names="--max-tokens"),
     Case("run --max-tokens 5 (below the longest sentence)", "bad values", max_tokens_tiny, names="max_tokens"),
     Case("run: recipe value of the wrong type", "bad values", recipe_wrong_type, names="max_tokens"),
     Case("convert: pipeline value of the wrong type", "bad values", pipeline_wrong_type, names="pipeline.toml",
