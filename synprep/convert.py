@@ -475,7 +475,7 @@ class Converter:
                 for index, side in enumerate(SIDES):
                     per_side[index].append(info[f"{side}_counts"])
             tmp = codes + ".tmp"
-            self._say(f"learn joint BPE: {bpe.symbols} merges on the train words (subword-nmt)")
+            self._say(f"learn joint BPE: {bpe.symbols} merges on the train tokens (subword-nmt)")
             learn_joint_from_counts([merge_counts(parts) for parts in per_side], tmp, bpe.symbols, vocab_paths,
                                     bpe.min_frequency, verbose=self._progress(), where=work)
             os.replace(tmp, codes)
