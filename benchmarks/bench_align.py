@@ -59,7 +59,7 @@ def main() -> None:
 
     import conllu
 
-    from synprep.bpe import learn_joint
+    from synprep.bpe_learn import learn_joint
     from synprep.conllu import read_conllu, to_tree
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_align_"))

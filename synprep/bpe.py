@@ -13,7 +13,6 @@ import io
 import lzma
 import re
 import zlib
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, repeat
 from typing import BinaryIO
@@ -271,26 +270,3 @@ def apply_file(bpe: Bpe, input_path: str, output_path: str) -> int:
         except (EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile) as err:  # truncated .gz/.xz input
             raise InputError(f"cannot read input (truncated or corrupt?): {err}", input_path) from None
     return count
-
-
-def _word_counts(path: str) -> Counter[str]:
-    """subword-nmt's get_vocabulary (word frequencies), reading with our UTF-8 checks."""
-    counts: Counter[str] = Counter()
-    with open_binary(path) as stream:
-        for line in iter_subword_nmt_lines(stream, path):
-            for word in line.strip("\r\n ").split(" "):
-                if word:
-                    counts[word] += 1
-    return counts
-
-
-def learn_joint(inputs: list[str], codes_path: str, symbols: int, vocab_paths: list[str] | None = None,
-                min_frequency: int = 2, total_symbols: bool = False, verbose: bool = False) -> None:
-    """`subword-nmt learn-joint-bpe-and-vocab`: joint codes, then one vocabulary per input. subword-nmt's own
-    stderr (its progress bar, `no pair has frequency >= 2. Stopping`) is shown only if `verbose` or on failure."""
-    from .bpe_learn import learn_joint_from_counts
-
-    if symbols <= 0:
-        raise InputError(f"--symbols must be positive, got {symbols}")
-    learn_joint_from_counts([_word_counts(path) for path in inputs], codes_path, symbols, vocab_paths,
-                            min_frequency, total_symbols, verbose, ",".join(inputs))

@@ -16,14 +16,14 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from .bpe import Bpe, iter_subword_nmt_lines
 from .errors import InputError
+from .textio import open_binary
 
 
 def count_words(text: str, where: str = "<tokens>") -> dict[str, int]:
     """The words of `text` and their counts, first seen first, as subword-nmt's get_vocabulary reads a file
     of that text (its line breaks, words split at single spaces)."""
-    from .bpe import iter_subword_nmt_lines
-
     counts: Counter[str] = Counter()
     for line in iter_subword_nmt_lines(io.BytesIO(text.encode("utf-8")), where):
         for word in line.strip("\r\n ").split(" "):
@@ -69,8 +69,6 @@ def learn_joint_from_counts(per_input: list[Counter[str]], codes_path: str, symb
         raise
     if not vocab_paths:
         return
-    from .bpe import Bpe
-
     bpe = Bpe(codes_path)
     for counts, vocab_path in zip(per_input, vocab_paths, strict=False):
         pieces: Counter[str] = Counter()
@@ -80,3 +78,24 @@ def learn_joint_from_counts(per_input: list[Counter[str]], codes_path: str, symb
         with open(vocab_path, "w", encoding="utf-8", newline="\n") as out:
             for piece, freq in sorted(pieces.items(), key=lambda item: item[1], reverse=True):
                 out.write(f"{piece} {freq}\n")
+
+
+def _word_counts(path: str) -> Counter[str]:
+    """subword-nmt's get_vocabulary (word frequencies), reading with our UTF-8 checks."""
+    counts: Counter[str] = Counter()
+    with open_binary(path) as stream:
+        for line in iter_subword_nmt_lines(stream, path):
+            for word in line.strip("\r\n ").split(" "):
+                if word:
+                    counts[word] += 1
+    return counts
+
+
+def learn_joint(inputs: list[str], codes_path: str, symbols: int, vocab_paths: list[str] | None = None,
+                min_frequency: int = 2, total_symbols: bool = False, verbose: bool = False) -> None:
+    """`subword-nmt learn-joint-bpe-and-vocab`: joint codes, then one vocabulary per input. subword-nmt's own
+    stderr (its progress bar, `no pair has frequency >= 2. Stopping`) is shown only if `verbose` or on failure."""
+    if symbols <= 0:
+        raise InputError(f"--symbols must be positive, got {symbols}")
+    learn_joint_from_counts([_word_counts(path) for path in inputs], codes_path, symbols, vocab_paths,
+                            min_frequency, total_symbols, verbose, ",".join(inputs))

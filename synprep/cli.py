@@ -61,7 +61,7 @@ def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], A
 def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: str | None,
               min_frequency: int, verbose: bool) -> None:
     """Learn joint BPE codes (subword-nmt learn-joint-bpe-and-vocab)."""
-    from .bpe import learn_joint
+    from .bpe_learn import learn_joint
 
     vocab_paths = _vocab_names(vocab_prefix, inputs) if vocab_prefix else None
     learn_joint(list(inputs), output, symbols, vocab_paths, min_frequency, verbose=verbose)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import os
 import sys
 import tomllib
@@ -28,6 +29,7 @@ SECTIONS = ("data", "model", "train", "synprep")  # [synprep]: the data's signat
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
 NOT_IN_TRAIN = ("data", "valid", "test", "preset", "model", "resume")  # [data], [model] preset, or a flag only
 TRAINER_FILLED = ("vocab_size", "source_labels", "transition_root", "arc_labels")  # model fields the data decides
+CONFIG_FILE, LOG_FILE = "config.toml", "train.log"  # a run folder's resolved configuration and its log
 SIGNATURE_KEYS = {"parsers": "parsers", "bpe_codes_sha256": "BPE codes"}  # what makes shards incompatible
 
 
@@ -169,6 +171,11 @@ def _unknown(key: str, known: list[str], label: str, elsewhere: dict[str, list[s
     hint = f" (a [{other[0]}] key)" if other else f" (did you mean {close[0]}?)" if close else \
         f" (known: {', '.join(known)})"
     return ConfigError(f"{label} unknown key {key}{hint}")
+
+
+def inverse_sqrt(warmup: int):  # noqa: ANN201 (returns the LambdaLR multiplier function)
+    """Linear warm-up to 1 over `warmup` steps, then decay as sqrt(warmup / step)."""
+    return lambda step: min((step + 1) / warmup, math.sqrt(warmup / (step + 1)))
 
 
 def train_keys() -> list[str]:
@@ -341,8 +348,6 @@ def warmup_note(cfg: TrainConfig) -> str | None:
     """One warning line when the learning rate never reaches its peak within max_steps (warm-up too long)."""
     if cfg.warmup <= cfg.max_steps:
         return None
-    from .train import inverse_sqrt
-
     last = cfg.lr * inverse_sqrt(cfg.warmup)(cfg.max_steps)  # the lr the progress line shows at the last step
     return (f"warning: warm-up ({cfg.warmup} steps) is longer than the run ({cfg.max_steps} steps): lr reaches "
             f"{last:.1e} at the last step, never its peak {cfg.lr:g} (lower --warmup, e.g. to "
@@ -412,8 +417,6 @@ def resolve_run(recipe: str | None, flags: dict[str, Any], model_flags: dict[str
     """The run's configuration: recipe (or, for `--resume --out RUN` without one, RUN/config.toml) < --set <
     flags < nothing given: the declared defaults. Returns (config, warning lines, how to name the [model] source
     in errors)."""
-    from .runfolder import CONFIG_FILE
-
     flags = {key: value for key, value in flags.items() if value is not None}
     if recipe is None and flags.get("resume") and flags.get("out"):
         saved = os.path.join(flags["out"], CONFIG_FILE)

@@ -21,9 +21,8 @@ import tomli_w
 from synprep.textio import atomic_write
 
 from . import __version__
-from .config import DATA_KEYS, TRAINER_FILLED, TrainConfig, train_keys
+from .config import CONFIG_FILE, DATA_KEYS, LOG_FILE, TRAINER_FILLED, TrainConfig, train_keys
 
-CONFIG_FILE, LOG_FILE = "config.toml", "train.log"
 SESSION_ONLY = ("overwrite",)  # [train] keys that describe one command, not the run
 
 

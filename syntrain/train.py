@@ -31,16 +31,11 @@ from synprep.shards import open_split
 from synprep.textio import atomic_write
 
 from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
-from .config import TrainConfig, stored_model_config
+from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .data import PAD_ID, Batch, ParallelData, Vocab, prefetch, read_split
 from .decode import score, translate
 from .model import PRESETS, ModelConfig, Transformer, prepared_config
 from .runfolder import start_run_folder
-
-
-def inverse_sqrt(warmup: int):  # noqa: ANN201 (returns the LambdaLR multiplier function)
-    """Linear warm-up to 1 over `warmup` steps, then decay as sqrt(warmup / step)."""
-    return lambda step: min((step + 1) / warmup, math.sqrt(warmup / (step + 1)))
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:

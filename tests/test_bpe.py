@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synprep.bpe import Bpe, align_subwords, learn_joint
+from synprep.bpe import Bpe, align_subwords
+from synprep.bpe_learn import learn_joint
 
 BIN = Path(sys.executable).parent
 WORDS = ("the house houses housing a an unhappily happiness translation translations translated "

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from synprep import features as F
-from synprep.bpe import Bpe, learn_joint
+from synprep.bpe import Bpe
+from synprep.bpe_learn import learn_joint
 from synprep.conllu import read_conllu, to_tree
 from synprep.featurize import FeatureConfig, sentence_features
 from synprep.trees import is_projective
