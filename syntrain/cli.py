@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import fields
 from typing import Any
 
 import click
@@ -106,7 +107,7 @@ def cli() -> None:
 @click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False))
 @run_flags
 @click.option("--set", "sets", multiple=True, metavar="SECTION.FIELD=VALUE",
-              help="Set any [model] or [train] field, e.g. --set model.dbsa_encoder=true --set train.warmup=100 "
+              help="Set any [model] or [train] field, e.g. --set model.d_model=512 --set train.warmup=100 "
               "(VALUE is a TOML value: true, 100, 1e-3, [2, 0], \"text\"; docs/recipe-fields.md lists the fields).")
 def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
     """Train a model from a TOML recipe and/or flags (flags win; docs/recipe-fields.md). Every value is checked
@@ -360,10 +361,12 @@ def env(checkpoint: str | None) -> None:
     flex = "available" if flex_available() else "not in this torch"
     click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
                f"Pascal attention kernel math (flex on request: {flex})")
-    click.echo("syntax switches ([model] keys, all off by default): pascal_heads; directed_heads, double_context, "
-               "directed_n; dbsa_encoder, dbsa_decoder, dbsa_layer, dbsa_lambda; sync_lambda, sync_layer; "
-               "lisa_layer, lisa_lambda; label_embedding (S&H); tree decoding: target = \"transitions\", "
-               "parent_layers, gcn_layers, gcn_labeled, gcn_gated, bidirectional, bidirectional_prefixes")
+    from .config import TRAINER_FILLED
+    from .model import config_parts
+
+    switches = [f"{name}: {', '.join(f.name for f in fields(cls) if f.name not in TRAINER_FILLED)}"
+                for name, cls in config_parts().items() if name != "sizes"]
+    click.echo("syntax switches ([model] keys, all off by default): " + "; ".join(switches))
     if checkpoint:
         from .train import load_checkpoint
 
