@@ -42,6 +42,8 @@ from synprep.errors import InputError
 from synprep.features import LEFT_ARC, RIGHT_ARC, per_subword, subword_distances, transition_edges
 from synprep.shards import Manifest, open_split, source_recipe
 
+from .shapes import padded_length
+
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
@@ -292,6 +294,8 @@ class ParallelData:
         if max_len:
             self.keep = self.keep[(self.src_len[self.keep] <= max_len) & (self.tgt_len[self.keep] <= max_len)]
         self.loss_rows = self.keep[~null[self.keep]]  # rows with a target (validation loss)
+        # shape ladder (syntrain.shapes): pad batch lengths to its rungs (capped at `ladder_limit` when > 0)
+        self.ladder, self.ladder_limit = False, 0
 
     @property
     def tgt_lang(self) -> str:
@@ -331,10 +335,10 @@ class ParallelData:
         rows = rows[np.argsort(length[rows], kind="stable")]
         batches, start, longest = [], 0, 0
         for i, row in enumerate(rows):
-            longest_with = max(longest, int(length[row]))
+            longest_with = max(longest, self.padded(int(length[row])))  # padding counts against max_tokens
             if i > start and (i - start + 1) * longest_with > max_tokens:
                 batches.append(rows[start:i])
-                start, longest_with = i, int(length[row])
+                start, longest_with = i, self.padded(int(length[row]))
             longest = longest_with
         if start < len(rows):
             batches.append(rows[start:])
@@ -342,9 +346,18 @@ class ParallelData:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         return batches
 
+    def padded(self, longest: int) -> int:
+        """The padded length of a batch side whose longest row has `longest` positions (the ladder's rung when
+        `ladder` is on, else `longest`)."""
+        return padded_length(longest, self.ladder_limit) if self.ladder else longest
+
+    def shape(self, rows: Sequence[int]) -> tuple[int, int, int]:
+        """(rows, source length, target length) of the batch `collate(rows)` makes."""
+        return len(rows), self.padded(int(self.src_len[rows].max())), self.padded(int(self.tgt_len[rows].max()))
+
     def collate(self, rows: Sequence[int]) -> Batch:
-        """Rows -> padded tensors (right padding)."""
-        n, s, t = len(rows), int(self.src_len[rows].max()), int(self.tgt_len[rows].max())
+        """Rows -> padded tensors (right padding, to the shape ladder when `ladder` is on)."""
+        n, s, t = self.shape(rows)
         src = np.full((n, s), PAD_ID, np.int64)
         parent = np.full((n, s), NO_PARENT, np.float32)
         tgt_in = np.full((n, t), PAD_ID, np.int64)

@@ -28,13 +28,14 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from synprep.shards import open_split
-from synprep.tables import config_from_dict
+from synprep.tables import config_from_dict, option
 from synprep.textio import atomic_write
 
 from .checkpoints import clear_run, default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
 from .data import PAD_ID, Batch, ParallelData, Vocab, arc_label_vocabulary, prefetch
 from .decode import score, translate, tree_scores
 from .model import PRESETS, ModelConfig, Transformer
+from .shapes import LADDER_CHOICES, LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 
 
 @dataclass
@@ -76,6 +77,11 @@ class TrainConfig:
     best_metric: str = "bleu"  # validation metric for best.pt and patience: bleu (higher) or loss (lower)
     tensorboard: bool = False  # also log every metric to OUT/tensorboard (needs the `tensorboard` package)
     verify_shards: bool = True  # compare every shard's sha256 with its manifest before training
+    shape_ladder: str = option("auto", choices=LADDER_CHOICES,
+                               help="pad batch lengths to the shape ladder (syntrain.shapes): auto = on CUDA and "
+                               "with compile, off for the eager CPU")
+    compile: bool = option(False, help="torch.compile the model for training (static shapes, one graph per "
+                           "batch shape; CUDA graphs on CUDA when the shape ladder is on)")
 
     @classmethod
     def from_dict(cls, values: dict) -> TrainConfig:
@@ -185,7 +191,7 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
             target, weight = batch.tgt_out, 1.0
             if raw.sampled_positions is not None:  # BiTran approximation: the sampled prefixes, scaled to all
                 target = target.masked_fill(~raw.sampled_positions, PAD_ID)
-                weight = batch.tokens() / max(int((target != PAD_ID).sum()), 1)
+                weight = batch.tokens() / (target != PAD_ID).sum().clamp(min=1)  # on the device: no sync
             loss = weight * F.cross_entropy(logits.float().flatten(0, 1), target.flatten(), ignore_index=PAD_ID,
                                             label_smoothing=label_smoothing, reduction="sum") / tokens
             objective = loss
@@ -206,6 +212,50 @@ def collate_group(start: int, data: ParallelData, batches: list[np.ndarray], acc
     if device.type == "cuda":
         group = [batch.pin_memory().to(device, non_blocking=True) for batch in group]
     return group
+
+
+def sample_batches(data: ParallelData, batches: list[np.ndarray], device: torch.device, count: int = 2
+                   ) -> list[Batch]:
+    """`count` batches spread over the padded sizes of `batches` (the largest first), on `device`: what the
+    attention backend is timed on."""
+    sizes = [data.shape(rows) for rows in batches]
+    order = sorted(range(len(batches)), key=lambda i: -sizes[i][0] * max(sizes[i][1:]))
+    picked = {order[round(k * (len(order) - 1) / max(count - 1, 1))] for k in range(count)}
+    return [data.collate(batches[i]).to(device) for i in sorted(picked)]
+
+
+def prepare_steps(cfg: TrainConfig, model: torch.nn.Module, raw_model: Transformer, data: ParallelData,
+                  batches: list[np.ndarray], device: torch.device, autocast: contextlib.AbstractContextManager,
+                  rank: int) -> tuple[torch.nn.Module, contextlib.AbstractContextManager, bool]:
+    """Once per session, with the first epoch's batches: log the distinct batch shapes; on CUDA choose the
+    attention backend by timing the candidates (syntrain.shapes); compile the model when asked. Returns (the
+    model to step, the forward context, whether steps run as CUDA graphs)."""
+    shapes = [data.shape(rows) for rows in batches]
+    distinct = len(set(shapes))
+    _log(f"  shapes: {shape_summary(shapes)} (shape ladder: {LADDER_TEXT if data.ladder else 'off'})", rank)
+    if device.type == "cuda":
+        samples = sample_batches(data, batches[rank::max(int(os.environ.get("WORLD_SIZE", "1")), 1)], device)
+        flex = cfg.attention == "auto" and any(raw_model.cfg.pascal_heads) and raw_model.cfg.attn_dropout == 0 \
+            and raw_model.cfg.d_model // raw_model.cfg.n_heads >= 16
+
+        def step(context: contextlib.AbstractContextManager) -> None:
+            accumulate_gradients(raw_model, samples, device, context, cfg.label_smoothing)
+
+        autocast, chosen, timings = choose_attention(raw_model, step, autocast, device, flex)
+        measured = ", ".join(f"{name} {1000 * seconds:.1f} ms" for name, seconds in timings.items())
+        _log(f"  attention: {chosen} (forward + backward of {len(samples)} sample batches: {measured})", rank)
+    else:
+        _log("  attention: torch's scaled_dot_product_attention dispatch on the CPU (not timed)", rank)
+    graphs = False
+    if cfg.compile:
+        import torch._dynamo
+
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, distinct + 8)
+        graphs = device.type == "cuda" and data.ladder
+        model = compile_model(model, device, "reduce-overhead" if graphs else "default")
+        _log(f"  compile: torch.compile, static shapes (about {distinct} graphs this epoch)"
+             f"{', CUDA graphs' if graphs else ''}", rank)
+    return model, autocast, graphs
 
 
 def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
@@ -369,6 +419,10 @@ def train(cfg: TrainConfig) -> Transformer:
                          "BOS/EOS): raise max_tokens or lower max_len")
     valid_data = ParallelData(cfg.valid, vocab, features=mcfg.batch_features(training=False),
                               labels=mcfg.source_labels, **tree) if cfg.valid else None
+    ladder = ladder_in_use(cfg.shape_ladder, device, cfg.compile)
+    for data in (train_data, valid_data):
+        if data is not None:
+            data.ladder, data.ladder_limit = ladder, mcfg.max_len
     model = Transformer(mcfg).to(device)
     model.set_attention_kernel(cfg.attention)
     if cfg.attention == "flex" and device.type != "cuda":
@@ -457,8 +511,13 @@ def train(cfg: TrainConfig) -> Transformer:
     first_step = step
     window_loss, window_tokens, window_aux = 0.0, 0, {}
     stop = step >= cfg.max_steps  # a resumed run that is already complete only re-scores
+    prepared, cuda_graphs = False, False
     while not stop:
         batches = train_data.batches(cfg.max_tokens, cfg.seed, epoch)
+        if not prepared:
+            model, autocast, cuda_graphs = prepare_steps(cfg, model, raw_model, train_data, batches, device,
+                                                         autocast, rank)
+            prepared = True
         per_rank = len(batches) // world
         if per_rank == 0:
             raise ValueError(f"{cfg.data}: fewer batches ({len(batches)}) than processes ({world})")
@@ -468,6 +527,8 @@ def train(cfg: TrainConfig) -> Transformer:
         groups = prefetch(range(position, per_rank, cfg.accum_steps), make_group)
         for group in groups:
             aux: dict[str, torch.Tensor] = {}
+            if cuda_graphs:
+                torch.compiler.cudagraph_mark_step_begin()
             loss, tokens = accumulate_gradients(model, group, device, autocast, cfg.label_smoothing, aux)
             if cfg.clip_norm:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
@@ -479,12 +540,14 @@ def train(cfg: TrainConfig) -> Transformer:
             for name, value in aux.items():
                 window_aux[name] = window_aux.get(name, 0.0) + value * tokens
             out_of_time = cfg.max_minutes and (time.time() - started) / 60 >= cfg.max_minutes
-            if world > 1 and cfg.max_minutes:  # all ranks stop at the same step
-                flag = torch.tensor([float(bool(out_of_time))], device=device)
-                dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-                out_of_time = bool(flag.item())
+            log_step = step % cfg.log_interval == 0 or step == 1
+            if world > 1 and cfg.max_minutes:  # all ranks stop at the same step, agreed at log steps (a sync)
+                flag = torch.tensor([float(bool(out_of_time))], device=device) if log_step else None
+                if flag is not None:
+                    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                out_of_time = flag is not None and bool(flag.item())
             stop = step >= cfg.max_steps or bool(out_of_time)
-            if step % cfg.log_interval == 0 or step == 1 or stop:  # the first and the last step always
+            if log_step or stop:  # the first and the last step always
                 seconds = max(time.time() - window_start, 1e-9)
                 elapsed = time.time() - started
                 values = {"step": step, "epoch": epoch, "loss": round(window_loss.item() / window_tokens, 4),
