@@ -80,6 +80,10 @@ def cli() -> None:
               help="Also log to OUT/tensorboard (needs the tensorboard package).")
 @click.option("--verify-shards/--no-verify-shards", default=None,
               help="Compare each shard's sha256 with its manifest before training (default: on).")
+@click.option("--compile/--no-compile", "compile_model", default=None,
+              help="torch.compile the model for training (default: off; docs/syntrain.md, Shapes and compilation).")
+@click.option("--shape-ladder", type=click.Choice(["auto", "on", "off"]),
+              help="Pad batch lengths to the shape ladder: auto = on CUDA and with --compile, off for the eager CPU.")
 @click.option("--resume", is_flag=True, help="Continue from OUT/last.pt.")
 @click.option("--overwrite", is_flag=True, default=None, help="Delete an earlier run's files in OUT first.")
 def run(config: str | None, pascal_heads: str | None, parent_ignore: float | None, dropout: float | None,
@@ -91,6 +95,7 @@ def run(config: str | None, pascal_heads: str | None, parent_ignore: float | Non
     values = load_run_config(config) if config else {}
     if config and not values.get("name"):
         values["name"] = os.path.splitext(os.path.basename(config))[0]
+    options["compile"] = options.pop("compile_model")
     values.update({key: value for key, value in options.items() if value is not None})
     model = dict(values.get("model", {}))
     if pascal_heads is not None:

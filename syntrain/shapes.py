@@ -26,7 +26,6 @@ import torch
 FINE_STEP, FINE_UP_TO, COARSE_STEP = 8, 64, 64
 LADDER_TEXT = f"multiples of {FINE_STEP} up to {FINE_UP_TO}, then of {COARSE_STEP}"
 LADDER_CHOICES = ("auto", "on", "off")
-COMPILE_MODES = ("default", "reduce-overhead")
 
 
 def padded_length(longest: int, limit: int = 0) -> int:
@@ -151,13 +150,16 @@ def choose_attention(model: torch.nn.Module, step: Callable[[contextlib.Abstract
     return contexts[backend], chosen, timings
 
 
-def compile_model(model: torch.nn.Module, device: torch.device, mode: str = "default") -> torch.nn.Module:
-    """`torch.compile(model)` with static shapes (dynamic=False): the shape ladder bounds the graphs to one per
-    ladder shape, and static shapes let CUDA graphs (`mode="reduce-overhead"`, CUDA only) capture each one."""
-    if mode not in COMPILE_MODES:
-        raise ValueError(f"compile mode must be one of {', '.join(COMPILE_MODES)}, got {mode!r}")
-    if mode == "reduce-overhead" and device.type != "cuda":
-        mode = "default"
+def compile_model(model: torch.nn.Module, device: torch.device, cuda_graphs: bool, shapes: int
+                  ) -> torch.nn.Module:
+    """`torch.compile(model)` with static shapes (dynamic=False): one graph per batch shape, which the shape
+    ladder keeps to a few (`shapes`: how many to allow before torch falls back to eager). Static shapes give
+    each graph kernels specialised to its sizes, match what the compile-vs-eager tests check, and let CUDA
+    graphs (`cuda_graphs`: mode "reduce-overhead", CUDA only) capture each shape once."""
+    import torch._dynamo
+
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, shapes + 8)
+    mode = "reduce-overhead" if cuda_graphs and device.type == "cuda" else "default"
     return torch.compile(model, dynamic=False, mode=mode)
 
 

@@ -248,11 +248,8 @@ def prepare_steps(cfg: TrainConfig, model: torch.nn.Module, raw_model: Transform
         _log("  attention: torch's scaled_dot_product_attention dispatch on the CPU (not timed)", rank)
     graphs = False
     if cfg.compile:
-        import torch._dynamo
-
-        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, distinct + 8)
         graphs = device.type == "cuda" and data.ladder
-        model = compile_model(model, device, "reduce-overhead" if graphs else "default")
+        model = compile_model(model, device, graphs, distinct)
         _log(f"  compile: torch.compile, static shapes (about {distinct} graphs this epoch)"
              f"{', CUDA graphs' if graphs else ''}", rank)
     return model, autocast, graphs

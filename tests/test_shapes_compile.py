@@ -220,3 +220,50 @@ def test_cuda_training_step_has_no_host_sync(shards, corpus, switch):
         optimizer.zero_grad(set_to_none=True)
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+# torch.compile against eager through the trainer: every step of the run has one batch shape (all training
+# pairs in one batch, padded to the ladder), so each case compiles one graph (forward + backward). Dropout and
+# parent ignoring off: compiled code draws its random numbers differently.
+COMPILE_CASES = {
+    "vanilla": {},
+    "text_switches": dict(pascal_heads=[2], directed_heads=[0, 2], dbsa_encoder=True, dbsa_decoder=True,
+                          sync_lambda=0.5, label_embedding=4),
+    "tree": dict(target="transitions", parent_layers=[1], gcn_layers=1),
+}
+COMPILE_STEPS = 3
+LOSS_TOLERANCE = 1e-4  # relative, per logged loss: the compiled kernels sum in another order (fp32)
+
+
+def _losses(path):
+    import json
+
+    records = [json.loads(line) for line in open(path, encoding="utf-8")]
+    return [{k: v for k, v in r.items() if k.startswith("loss")} for r in records if "loss" in r]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(COMPILE_CASES))
+def test_compiled_training_equals_eager(shards, tmp_path, case):
+    """`compile = true` trains like eager: the losses (translation and auxiliary) of the first steps agree
+    within LOSS_TOLERANCE and the trained models decode the same sentences to the same outputs."""
+    from syntrain.decode import translate
+    from syntrain.train import load_checkpoint, train
+
+    model = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0, **COMPILE_CASES[case])
+    common = dict(data=shards, model=model, max_tokens=100_000, max_steps=COMPILE_STEPS, lr=3e-3, warmup=2,
+                  log_interval=1, eval_interval=1000, threads=2, seed=5, shape_ladder="on", verify_shards=False)
+    for name, compiled in (("eager", False), ("compiled", True)):
+        train(TrainConfig(out=str(tmp_path / name), compile=compiled, **common))
+    eager, compiled = _losses(tmp_path / "eager" / "metrics.jsonl"), _losses(tmp_path / "compiled" / "metrics.jsonl")
+    assert len(eager) == COMPILE_STEPS and [r.keys() for r in eager] == [r.keys() for r in compiled]
+    for step, (a, b) in enumerate(zip(eager, compiled), 1):
+        for key in a:
+            assert b[key] == pytest.approx(a[key], rel=LOSS_TOLERANCE, abs=1e-4), (case, step, key)
+    outputs = []
+    for name in ("eager", "compiled"):
+        trained, vocab, _ = load_checkpoint(str(tmp_path / name / "last.pt"))
+        data = ParallelData(shards, vocab, features=trained.cfg.batch_features(training=False),
+                            labels=trained.cfg.source_labels, **data_options(trained.cfg))
+        outputs.append(translate(trained, data, vocab, beam=2, rows=data.keep[:12]))
+    assert outputs[0] == outputs[1]
