@@ -240,7 +240,9 @@ class ParallelData:
     `features`: batch features to collate besides `parent` (FEATURE_COLUMNS keys) -> the switch that needs
     each (named in the error when the shards lack its column); `labels`: the label vocabulary (S&H).
     `target` "transitions": targets are `tgt_transitions` (rows without them are skipped when `skip_null`,
-    else kept for decoding but left out of `loss_rows`); `arc_labels` (not None): collate the generated graph."""
+    else kept for decoding but left out of `loss_rows`); `arc_labels` (not None): collate the generated graph.
+    `ladder` (set by the trainer): pad batch lengths to the shape ladder of `syntrain.shapes`, capped at
+    `ladder_limit` when > 0; the padding counts against `max_tokens` in `batches`."""
 
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
                  configuration: dict | None = None, features: dict[str, str] | None = None,
