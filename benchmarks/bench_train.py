@@ -30,8 +30,8 @@ counts). The last lines are the speed section: distinct batch shapes, host time 
 thread that runs the steps; on CUDA also the GPU's kernel time per step, from one profiled pass of vanilla's
 batches), and on CUDA vanilla's model FLOPs utilisation (MFU: matmul FLOPs of the batches before ladder
 padding / time / peak; the peak from --peak-tflops, else a known bf16 peak for the device's name).
-`--ladder-compare`: vanilla on the same sentences batched without and with the ladder, alternating rounds, and
-the ratio of target tokens/s (what the ladder costs or buys on this device).
+`--ladder-compare`: vanilla on the same batches (the same rows) padded without and with the ladder, alternating
+rounds, and the ratio of target tokens/s (what the ladder's padding costs or buys on this device).
 """
 
 from __future__ import annotations
@@ -100,9 +100,8 @@ def batches_from(args, tree: bool = False):
         data.ladder = args.ladder
         rows = data.batches(args.max_tokens, seed=0)[: args.steps]
         out = {"text": collated(data, rows, args.ladder)}
-        if args.ladder_compare:  # vanilla's sentences batched the other way
-            data.ladder = not args.ladder
-            out["other ladder"] = collated(data, data.batches(args.max_tokens, seed=0)[: args.steps], not args.ladder)
+        if args.ladder_compare:  # vanilla's batches (the same rows) padded the other way
+            out["other ladder"] = collated(data, rows, not args.ladder)
         if tree:
             options = data_options(build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
                                                **TREE_SWITCHES["gcn"]).cfg)
@@ -212,7 +211,7 @@ def main() -> None:
                         help="pad batch lengths to the shape ladder (auto: on CUDA or with --compile)")
     parser.add_argument("--compile", action="store_true", help="step torch.compile'd models (static shapes)")
     parser.add_argument("--ladder-compare", action="store_true",
-                        help="also time vanilla on the same sentences batched the other way (ladder on/off)")
+                        help="also time vanilla on the same batches padded the other way (ladder on/off)")
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     args.ladder = ladder_in_use(args.shape_ladder, device, args.compile)
@@ -288,7 +287,7 @@ def main() -> None:
         on, off = ("vanilla", other) if args.ladder else (other, "vanilla")
         speed = {name: best[name][1] / best[name][0] for name in (on, off)}
         print(f"shape ladder: vanilla {speed[on]:.0f} target tokens/s with it, {speed[off]:.0f} without: "
-              f"x{speed[on] / speed[off]:.3f} (the same sentences, alternating rounds, best of {args.rounds})")
+              f"x{speed[on] / speed[off]:.3f} (the same batches, alternating rounds, best of {args.rounds})")
     speed_section(args, device, vanilla, steppers["vanilla"], optimizers["vanilla"], batches["vanilla"], autocast,
                   best["vanilla"][0], host["vanilla"], shapes)
 

@@ -148,8 +148,8 @@ def test_attention_backend_is_chosen_by_timing(shards, corpus):
     assert set(timings) == {"math", "flash"} and chosen == min(timings, key=timings.get)
     assert torch.equal(torch.get_rng_state(), state)
     assert all(p.grad is None for p in model.parameters())
-    with context:  # the chosen backend is usable as the forward's context
-        with context:  # and reusable, nested
+    for _ in range(2):  # the chosen context is reusable: entered around every forward
+        with context:
             pass
     loss_chosen = accumulate_gradients(model, batches, CPU, context, 0.1)[0]
     loss_default = accumulate_gradients(model, batches, CPU, PLAIN, 0.1)[0]
@@ -253,8 +253,12 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
     model = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0, **COMPILE_CASES[case])
     common = dict(data=shards, model=model, max_tokens=100_000, max_steps=COMPILE_STEPS, lr=3e-3, warmup=2,
                   log_interval=1, eval_interval=1000, threads=2, seed=5, shape_ladder="on", verify_shards=False)
+    from torch._dynamo.utils import counters
+
     for name, compiled in (("eager", False), ("compiled", True)):
+        frames = counters["stats"]["unique_graphs"]
         train(TrainConfig(out=str(tmp_path / name), compile=compiled, **common))
+        assert (counters["stats"]["unique_graphs"] > frames) == compiled  # compiled: graphs were made
     eager, compiled = _losses(tmp_path / "eager" / "metrics.jsonl"), _losses(tmp_path / "compiled" / "metrics.jsonl")
     assert len(eager) == COMPILE_STEPS and [r.keys() for r in eager] == [r.keys() for r in compiled]
     for step, (a, b) in enumerate(zip(eager, compiled), 1):
