@@ -8,6 +8,13 @@ fixture sentences (tests/data/langid_sentences.tsv). Speed = sentences/s over th
 Accuracy as the filter needs it: en vs de vs other (a non-en/de sentence counts as right if called neither en
 nor de); "exact" = the exact language code. Target (issue 4): fast backend >= 10x langdetect, accuracy >= it.
 Candidates that are not synprep backends (pycld2, lingua, langid) are measured when installed.
+
+Held-out sets, as `synprep filter` uses the identifier (its defaults: all of a backend's languages,
+langid_min_letters 0), per backend: every sentence of the UD test treebanks (EWT test = en, GSD test = de:
+accuracy, time) and every pair of the held-out parallel sets in ../shared/data/parallel (Multi30k val and
+test 2016, iwslt14-toy dev and test, opennmt-toy val; all genuine en-de pairs): pairs the language checks reject
+(src_lang or tgt_lang, through synprep.filter.check_pair) and the time for both sides. `--held-out-only` skips
+the mixed set.
 """
 
 from __future__ import annotations
@@ -24,7 +31,19 @@ sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared" / "data"
 TESTS_DATA = ROOT / "tests" / "data"
 
+from synprep.filter import FilterSettings, check_pair  # noqa: E402
 from synprep.langid import get_identifier  # noqa: E402
+
+BACKENDS = ("langdetect", "py3langid")
+PARALLEL_HELD_OUT = (  # (name, en file, de file) under ../shared/data/parallel
+    ("Multi30k val", "multi30k/val.en", "multi30k/val.de"),
+    ("Multi30k test 2016", "multi30k/test_2016_flickr.en", "multi30k/test_2016_flickr.de"),
+    ("iwslt14-toy dev", "iwslt14-toy-deen/dev.en", "iwslt14-toy-deen/dev.de"),
+    ("iwslt14-toy test", "iwslt14-toy-deen/test._en", "iwslt14-toy-deen/test.de"),
+    ("opennmt-toy val", "opennmt-toy-ende/src-val.txt", "opennmt-toy-ende/tgt-val.txt"),
+)
+UD_HELD_OUT = (("EWT test", "UD_English-EWT/en_ewt-ud-test.conllu", "en"),
+               ("GSD test", "UD_German-GSD/de_gsd-ud-test.conllu", "de"))
 
 
 def treebank(folder: str, n: int) -> list[str]:
@@ -88,12 +107,68 @@ def candidates(languages: list[str]) -> dict[str, Callable[[str], str]]:
     return found
 
 
+def ud_texts(relative: str) -> list[str]:
+    """Every `# text` of a UD file, in file order."""
+    lines = (SHARED / "ud" / relative).read_text(encoding="utf-8").splitlines()
+    return [line[9:].strip() for line in lines if line.startswith("# text = ")]
+
+
+def held_out() -> None:
+    """Both backends as the filter uses them by default, on the held-out UD test sets and parallel sets."""
+    print(f"{'held-out set':20s} {'size':>6s} " + " ".join(f"{b + ' ' + what:>22s}" for b in BACKENDS
+                                                      for what in ("acc/rejected", "seconds")))
+    identifiers = {name: get_identifier(name) for name in BACKENDS}
+    for identifier in identifiers.values():
+        identifier.detect("warm up")
+    totals = {name: [0, 0.0] for name in BACKENDS}  # wrong (sentences) or rejected (pairs); seconds
+    for name, relative, lang in UD_HELD_OUT:
+        texts = ud_texts(relative)
+        cells = []
+        for backend, identifier in identifiers.items():
+            start = time.perf_counter()
+            wrong = sum(identifier.detect(text) != lang for text in texts)
+            seconds = time.perf_counter() - start
+            totals[backend][0] += wrong
+            totals[backend][1] += seconds
+            cells += [f"{1 - wrong / len(texts):.4f} ({wrong} wrong)", f"{seconds:.2f}"]
+        print(f"{name:20s} {len(texts):6d} " + " ".join(f"{c:>22s}" for c in cells))
+    sentences = sum(len(ud_texts(relative)) for _, relative, _ in UD_HELD_OUT)
+    print(f"{'UD test, both':20s} {sentences:6d} " + " ".join(
+        f"{c:>22s}" for b in BACKENDS
+        for c in (f"{1 - totals[b][0] / sentences:.4f} ({totals[b][0]} wrong)", f"{totals[b][1]:.2f}")))
+    totals = {name: [0, 0.0] for name in BACKENDS}
+    pairs_total = 0
+    for name, src, tgt in PARALLEL_HELD_OUT:
+        pairs = list(zip((SHARED / "parallel" / src).read_text(encoding="utf-8").splitlines(),
+                         (SHARED / "parallel" / tgt).read_text(encoding="utf-8").splitlines(), strict=True))
+        pairs_total += len(pairs)
+        cells = []
+        for backend, identifier in identifiers.items():
+            # only the language checks: no length limits, the filter's other defaults
+            settings = FilterSettings("en", "de", min_len=0, max_len=10**6, max_ratio=10**6, langid=backend)
+            start = time.perf_counter()
+            reasons = [check_pair(s, t, settings, identifier) for s, t in pairs]
+            seconds = time.perf_counter() - start
+            rejected = sum(reason in ("src_lang", "tgt_lang") for reason in reasons)
+            totals[backend][0] += rejected
+            totals[backend][1] += seconds
+            cells += [f"{rejected} rejected", f"{seconds:.2f}"]
+        print(f"{name:20s} {len(pairs):6d} " + " ".join(f"{c:>22s}" for c in cells))
+    print(f"{'parallel, all':20s} {pairs_total:6d} " + " ".join(
+        f"{c:>22s}" for b in BACKENDS for c in (f"{totals[b][0]} rejected", f"{totals[b][1]:.2f}")))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-treebank", type=int, default=1500, help="sentences from each of EWT and GSD")
+    parser.add_argument("--held-out-only", action="store_true", help="only the held-out sets")
     args = parser.parse_args()
     if not (SHARED / "ud" / "UD_English-EWT").is_dir():
         sys.exit("needs ../shared/data/ud (UD English-EWT, German-GSD)")
+    held_out()
+    if args.held_out_only:
+        return
+    print()
     data = [(t, "en") for t in treebank("UD_English-EWT", args.per_treebank)]
     data += [(t, "de") for t in treebank("UD_German-GSD", args.per_treebank)] + other_languages()
     n_other = sum(g not in ("en", "de") for _, g in data)

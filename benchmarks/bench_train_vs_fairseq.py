@@ -30,7 +30,6 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,7 +147,7 @@ def main() -> None:
     recipe = load_run_config(str(ROOT / "pipelines" / "train" / "multi30k-vanilla.toml"))
     model = ModelConfig.from_dict({**PRESETS[recipe.get("preset", "tiny")], **recipe["model"], "vocab_size": 1})
     if args.dropouts == "fairseq":  # fairseq's defaults: no attention or activation dropout
-        model = replace(model, attention_dropout=0.0, activation_dropout=0.0)
+        model = model.replace(attention_dropout=0.0, activation_dropout=0.0)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     data_bin = binarize(args.fairseq_python, Path(args.dataset), work)

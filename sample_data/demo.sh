@@ -33,15 +33,22 @@ $BIN/synprep align --conllu sample_data/en.conllu --bpe-codes "$OUT/sample/codes
 head -c 300 "$OUT/de.jsonl"; echo " ..."
 
 echo
-echo "== 4. synthetic parallel treebank (gold trees) -> convert -> validate -> inspect (terminal + HTML report)"
+echo "== 4. synthetic parallel corpus -> convert its raw text, parsed by tiny UDPipe models trained on a separate"
+echo "==    synthetic treebank -> validate -> inspect (terminal + HTML report)   (pipelines/synth-demo.toml)"
 $BIN/synprep synth --pairs 2000 --seed 1 -o "$OUT/synth"
-$BIN/synprep convert "$OUT/synth/pipeline.toml" --overwrite
+$BIN/synprep synth --pairs 300 --seed 2 -o "$OUT/synth-treebank"
+$BIN/synprep convert pipelines/synth-demo.toml --overwrite
 $BIN/synprep validate "$OUT/synth/shards/train"
-$BIN/synprep inspect "$OUT/synth/shards/train" --show 1 --html "$OUT/synth/report.html" | tail -25
+$BIN/synprep inspect "$OUT/synth/shards/train" --show 1 --html "$OUT/synth/report.html"
 
 echo
 echo "== 5. syntrain: a short CPU run of a tiny Transformer with Pascal heads on the synthetic shards"
 $BIN/syntrain run pipelines/train/synth-demo.toml --overwrite  # 300 steps; scores best.pt on the test split
 $BIN/syntrain translate --checkpoint "$OUT/run/best.pt" -i "$OUT/synth/shards/test" -o "$OUT/run/test.hyp"
-paste "$OUT/synth/test.src" "$OUT/run/test.hyp" 2>/dev/null | head -3 || head -3 "$OUT/run/test.hyp"
+echo "source | translation, the first test pairs:"
+paste <(head -3 "$OUT/synth/test.src") <(head -3 "$OUT/run/test.hyp")
+
+echo
+echo "== 6. the model translates raw text: syntrain parses it with the dataset's parser model, as convert did"
+echo "every big river sings ." | $BIN/syntrain translate --checkpoint "$OUT/run/best.pt"
 echo "demo finished: outputs in $OUT/ (open $OUT/synth/report.html in a browser)"

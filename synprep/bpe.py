@@ -46,35 +46,88 @@ def iter_subword_nmt_lines(stream: BinaryIO, path: str) -> Iterator[str]:
             yield line
 
 
-def _check_codes(path: str) -> None:
-    """Fail early, with file and line, when `path` is not a subword-nmt codes file."""
-    lineno = 0
+_COUNT = re.compile("[0-9]+")  # a vocabulary count: ASCII digits (str.isdigit() also takes '²', which int() refuses)
+_END_OF_WORD = "</w>"
+
+
+def _checked_lines(path: str, what: str) -> Iterator[tuple[int, str]]:
+    """(line number, line without its line end) of a codes or vocabulary file, UTF-8 checked; a last line without
+    a line end is an error: subword-nmt ends every line it writes with one, so the file was cut short."""
     with open_binary(path) as stream:
         for lineno, raw in enumerate(stream, 1):
-            line = decode_line(raw, path, lineno).strip("\r\n ")
-            if lineno == 1 and line.startswith("#version:"):
-                if line.split(":", 1)[1].strip() not in ("0.1", "0.2"):
-                    raise InputError(f"unknown BPE codes version {line[9:].strip()!r} (subword-nmt writes 0.1 or 0.2)",
-                                     path, lineno)
-                continue
-            if len(line.split(" ")) != 2:
-                raise InputError("not a BPE codes file (each line must hold exactly two symbols)",
+            if not raw.endswith(b"\n"):
+                raise InputError(f"the last line has no line end: a cut-off {what} file? (subword-nmt ends every "
+                                 "line with one)", path, lineno)
+            yield lineno, decode_line(raw, path, lineno).strip("\r\n ")
+
+
+def _basic_symbol(symbol: str) -> bool:
+    """A symbol before any merge: one character, the end-of-word mark (codes 0.1) or a character with it (0.2)."""
+    return len(symbol) == 1 or symbol == _END_OF_WORD or (len(symbol) == 5 and symbol.endswith(_END_OF_WORD))
+
+
+def read_codes(path: str) -> str:
+    """The text of a subword-nmt codes file, checked line by line (errors name the file and the line): an optional
+    '#version: 0.1|0.2' first line, then merges of exactly two symbols, each a character (with '</w>') or the result
+    of an earlier merge, so a line cut in the middle or damaged is found; at least one merge; every line ended."""
+    lines, merged = [], set()
+    for lineno, line in _checked_lines(path, "BPE codes"):
+        lines.append(line)
+        if lineno == 1 and line.startswith("#version:"):
+            if line.split(":", 1)[1].strip() not in ("0.1", "0.2"):
+                raise InputError(f"unknown BPE codes version {line[9:].strip()!r} (subword-nmt writes 0.1 or 0.2)",
                                  path, lineno)
-    if not lineno:
+            continue
+        pair = line.split(" ")
+        if len(pair) != 2 or not all(pair):
+            raise InputError("not a BPE codes file (each line must hold exactly two symbols)", path, lineno)
+        for symbol in pair:
+            if symbol not in merged and not _basic_symbol(symbol):
+                raise InputError(f"symbol {symbol!r} is neither a character nor made by an earlier merge: a damaged "
+                                 "or cut-off codes file?", path, lineno)
+        merged.add(pair[0] + pair[1])
+    if not lines:
         raise InputError("empty BPE codes file (learn codes with synprep bpe learn)", path)
+    if not merged:
+        raise InputError("no merges in the BPE codes file (only the version line): learn codes from more text or "
+                         "with a lower minimum frequency", path)
+    return "".join(line + "\n" for line in lines)
 
 
 def read_vocabulary(path: str, threshold: int | None) -> set[str]:
-    """subword-nmt vocabulary file ('piece count' lines), filtered by frequency threshold."""
-    vocabulary = set()
-    with open_binary(path) as stream:
-        for lineno, raw in enumerate(stream, 1):
-            parts = decode_line(raw, path, lineno).strip("\r\n ").split(" ")
-            if len(parts) != 2 or not parts[1].isdigit():
-                raise InputError("not a vocabulary file (expected 'piece count')", path, lineno)
-            if threshold is None or int(parts[1]) >= threshold:
-                vocabulary.add(parts[0])
+    """subword-nmt vocabulary file ('piece count' lines, counts in ASCII digits, every line ended), filtered by
+    frequency threshold."""
+    vocabulary, lineno = set(), 0
+    for lineno, line in _checked_lines(path, "vocabulary"):
+        parts = line.split(" ")
+        if len(parts) != 2 or not parts[0] or not _COUNT.fullmatch(parts[1]):
+            raise InputError("not a vocabulary file (expected 'piece count', the count in digits 0-9)", path, lineno)
+        if threshold is None or int(parts[1]) >= threshold:
+            vocabulary.add(parts[0])
+    if not lineno:
+        raise InputError("empty vocabulary file (write one with synprep bpe learn --vocab-prefix)", path)
     return vocabulary
+
+
+def check_separator(separator: str) -> None:
+    """The BPE separator marks a piece that continues: it must be non-empty and hold no whitespace (output pieces
+    are space-separated), or pieces could not be told apart or joined back."""
+    if not separator or WHITESPACE_IN_TOKEN.search(separator):
+        raise InputError(f"the BPE separator must be non-empty and hold no whitespace, got {separator!r}")
+
+
+def check_glossaries(glossaries: Sequence[str]) -> None:
+    """Each glossary entry is a regular expression (subword-nmt matches them as one alternation)."""
+    for entry in glossaries:
+        try:
+            re.compile(entry)
+        except re.error as err:
+            raise InputError(f"glossary {entry!r} is not a regular expression: {err}") from None
+    try:
+        re.compile("^({})$".format("|".join(glossaries)))
+    except re.error as err:
+        raise InputError(f"the glossaries {list(glossaries)!r} do not combine into one regular expression: {err}"
+                         ) from None
 
 
 class _PiecesCache(dict):
@@ -94,9 +147,10 @@ class Bpe:
 
     def __init__(self, codes_path: str, vocabulary: set[str] | None = None, merges: int = -1,
                  separator: str = SEPARATOR, glossaries: list[str] | None = None) -> None:
-        _check_codes(codes_path)
-        with open(codes_path, encoding="utf-8") as codes:
-            self._bpe = apply_bpe.BPE(codes, merges, separator, vocabulary, glossaries)
+        check_separator(separator)
+        if glossaries:
+            check_glossaries(glossaries)
+        self._bpe = apply_bpe.BPE(io.StringIO(read_codes(codes_path)), merges, separator, vocabulary, glossaries)
         self.codes_path = codes_path
         self.separator = separator
         self.options = (merges, separator, tuple(glossaries) if glossaries else None)  # to rebuild it elsewhere

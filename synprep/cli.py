@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -31,13 +33,30 @@ def _vocab_names(prefix: str, inputs: tuple[str, ...]) -> list[str]:
     return [f"{prefix}.{s}" for s in suffixes]
 
 
+def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback running `synprep.bpe.<check>` on the value: its error names the option."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        from . import bpe
+
+        try:
+            getattr(bpe, check)(value)
+        except InputError as err:
+            raise click.BadParameter(str(err), ctx, param) from None
+        return value
+
+    return callback
+
+
 @bpe.command("learn")
 @click.option("-i", "--input", "inputs", multiple=True, required=True, help="Tokenized text (repeat per language).")
 @click.option("-o", "--output", required=True, help="Where to write the joint BPE codes.")
-@click.option("-s", "--symbols", default=16000, show_default=True, help="Number of merge operations.")
+@click.option("-s", "--symbols", type=click.IntRange(min=1), default=16000, show_default=True,
+              help="Number of merge operations.")
 @click.option("--vocab-prefix", default=None,
               help="Also write one vocabulary per input: PREFIX.<suffix of the input file>.")
-@click.option("--min-frequency", default=2, show_default=True, help="Stop when no pair is this frequent.")
+@click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Stop when no pair is this frequent.")
 @click.option("-v", "--verbose", is_flag=True, help="Show subword-nmt's own progress and messages.")
 def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: str | None,
               min_frequency: int, verbose: bool) -> None:
@@ -55,10 +74,13 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
 @click.option("-i", "--input", "input_path", default="-", show_default=True, help="Input text ('-' = stdin).")
 @click.option("-o", "--output", default="-", show_default=True, help="Output ('-' = stdout).")
 @click.option("--vocabulary", default=None, help="Vocabulary file: revert merges that produce rare pieces.")
-@click.option("--vocabulary-threshold", type=int, default=None, help="Pieces rarer than this count as OOV.")
-@click.option("--merges", type=int, default=-1, help="Use only the first N merges (default: all).")
-@click.option("--separator", default=options.BPE_SEPARATOR, show_default=True)
-@click.option("--glossaries", multiple=True, help="Words/regexes never split (repeatable).")
+@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None,
+              help="Pieces rarer than this count as OOV.")
+@click.option("--merges", type=click.IntRange(min=-1), default=-1, help="Use only the first N merges (default: all).")
+@click.option("--separator", default=options.BPE_SEPARATOR, show_default=True, callback=_checked_by("check_separator"),
+              help="Marks a piece that continues (non-empty, no whitespace).")
+@click.option("--glossaries", multiple=True, callback=_checked_by("check_glossaries"),
+              help="Words/regexes never split (repeatable).")
 def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
               vocabulary_threshold: int | None, merges: int, separator: str, glossaries: tuple[str, ...]) -> None:
     """Apply BPE codes: byte-identical to `subword-nmt apply-bpe`, faster."""
@@ -74,7 +96,7 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
 @click.option("--conllu", required=True, help="Input CoNLL-U ('-' = stdin; .gz/.xz accepted).")
 @click.option("--bpe-codes", default=None, help="Joint BPE codes; without them sub-words = tokens.")
 @click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
-@click.option("--vocabulary-threshold", type=int, default=None)
+@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None)
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
               help="Comma-separated: parents,distances,transitions,labels.")
 @click.option("--format", "fmt", type=click.Choice(options.ALIGN_FORMATS),
@@ -166,8 +188,9 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
 @click.option("--src-lang", required=True, help="Source language, ISO 639-1 (e.g. en).")
 @click.option("--tgt-lang", required=True, help="Target language, ISO 639-1 (e.g. de).")
 @click.option("-o", "--output-dir", required=True, help="Folder for the kept sides, ids and rejected.tsv.")
-@click.option("--langid", type=click.Choice([*options.LANGID_BACKENDS, "none"]), default="langdetect",
-              show_default=True, help="Language-ID backend (py3langid: 61x faster); none: no language checks.")
+@click.option("--langid", type=click.Choice([*options.LANGID_BACKENDS, "none"]), default=options.DEFAULT_LANGID,
+              show_default=True, help="Language-ID backend (py3langid: ~50x faster than langdetect and more "
+                                      "accurate, docs/langid.md); none: no language checks.")
 @click.option("--langid-languages", default=None,
               help="Comma-separated candidate languages for the identifier (default: the backend's set).")
 @click.option("--langid-min-letters", type=click.IntRange(min=0), default=0, show_default=True,
@@ -179,9 +202,10 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
 @click.option("--max-chars", type=click.IntRange(min=1), default=options.MAX_LINE_CHARS, show_default=True,
               help="Max characters per side (longer lines are rejected first: bounded work per line).")
 @click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
+@click.option("--overwrite", is_flag=True, help="Write into a non-empty output folder, replacing its output files.")
 def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, output_dir: str, langid: str,
                    langid_languages: str | None, langid_min_letters: int, min_len: int, max_len: int,
-                   max_ratio: float, max_chars: int, workers: int) -> None:
+                   max_ratio: float, max_chars: int, workers: int, overwrite: bool) -> None:
     """Clean a parallel corpus: keep or reject (one counted reason) every pair; output identical for any --workers."""
     from .filter import FilterSettings, filter_files
 
@@ -189,7 +213,7 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
     try:
         settings = FilterSettings(src_lang, tgt_lang, min_len, max_len, max_ratio,
                                   None if langid == "none" else langid, languages, langid_min_letters, max_chars)
-        summary = filter_files(src_path, tgt_path, output_dir, settings, workers or None)
+        summary = filter_files(src_path, tgt_path, output_dir, settings, workers or None, overwrite=overwrite)
     except ValueError as err:
         raise click.UsageError(str(err)) from None
     click.echo(summary.format())
@@ -245,13 +269,16 @@ def synth(pairs: int, seed: int, output: str, max_depth: int, non_projective_rat
 @click.option("--html", "html_path", default=None, help="Write a self-contained HTML report here.")
 @click.option("--examples", type=click.IntRange(min=0), default=3, show_default=True,
               help="Examples in the HTML report.")
-def inspect_command(path: str, show: int, html_path: str | None, examples: int) -> None:
+@click.option("--stats/--no-stats", "print_stats", default=None,
+              help="Print the statistics to stdout  [default: --stats, but --no-stats with --html]")
+def inspect_command(path: str, show: int, html_path: str | None, examples: int, print_stats: bool | None) -> None:
     """Statistics of a shard directory (manifest.json + part-*.arrow) or a CoNLL-U file."""
     from .inspect import compute_stats, format_stats, open_dataset, pick_examples, render_example
 
     dataset = open_dataset(path)
     stats = compute_stats(dataset)
-    click.echo(format_stats(stats))
+    if print_stats or (print_stats is None and not html_path):  # the HTML report holds them already
+        click.echo(format_stats(stats))
     for row in pick_examples(dataset, show) if show else []:
         click.echo(render_example(row))
     if html_path:

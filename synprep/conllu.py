@@ -7,6 +7,7 @@ the `conllu` library on every shared treebank in the tests.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -20,6 +21,22 @@ from .trees import Tree, find_cycle
 
 COLUMNS = 10
 ID, FORM, LEMMA, UPOS, XPOS, FEATS, HEAD, DEPREL, DEPS, MISC = range(COLUMNS)
+_EMPTY_NODE_ID = re.compile("[0-9]+[.][0-9]+")  # enhanced UD's empty nodes: N.M, two integers
+_WHITESPACE = re.compile(r"\s")
+
+
+def _number(text: str) -> bool:
+    """Whether an ID or HEAD field is a non-negative integer in ASCII digits (str.isdigit() also takes '²')."""
+    return text.isascii() and text.isdigit()
+
+
+def _label_problem(label: str) -> str | None:
+    """Why a DEPREL cannot be used (transitions are space-separated `LEFT-ARC:<label>` items), or None."""
+    if not label:
+        return "empty DEPREL"
+    if _WHITESPACE.search(label):
+        return f"DEPREL {label!r} holds whitespace (UD labels never do; transitions are space-separated)"
+    return None
 
 
 @dataclass
@@ -100,7 +117,9 @@ def parse_conllu_text(text: str, path: str = "<text>") -> list[ConlluSentence]:
 def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = False, first_line: int = 1,
                        first_index: int = 0) -> Iterator[ConlluSentence]:
     """Sentences from CoNLL-U lines (without line ends); `path` names the source in errors.
-    A chunk of a file passes its first line number and the index of its first sentence."""
+    A chunk of a file passes its first line number and the index of its first sentence. A sentence without words
+    (comments only; see `_check_sentence` for the placeholders of empty input lines) and a file without sentences
+    are errors, unless `allow_empty` (a parser's output, where an empty input line gives an empty sentence)."""
     words: list[list[str]] = []
     multiword: list[tuple[int, int, list[str]]] = []
     comments: list[str] = []
@@ -112,7 +131,7 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
     for lineno, line in enumerate(lines, first_line):  # lines come without line ends (read_lines strips \r\n)
         if not line:
             if words or comments or multiword:
-                _check_spans(multiword, multiword_lines, len(words), path, comments, index)
+                _check_sentence(multiword, multiword_lines, len(words), path, comments, index, start, allow_empty)
                 yield ConlluSentence(words, multiword, comments, index, start, word_lines)
                 index += 1
                 words, multiword, comments, word_lines, multiword_lines = [], [], [], [], []
@@ -129,15 +148,18 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
             raise InputError(f"expected {COLUMNS} tab-separated columns, found {len(cols)}", path, lineno,
                              _sentence_label(comments, index))
         wid = cols[ID]
-        if wid.isdigit():
+        if _number(wid):
             if int(wid) != len(words) + 1:
                 raise InputError(f"word ID {wid} out of sequence (expected {len(words) + 1})", path,
                                  lineno, _sentence_label(comments, index))
+            problem = _label_problem(cols[DEPREL])
+            if problem:
+                raise InputError(problem, path, lineno, _sentence_label(comments, index))
             words.append(cols)
             word_lines.append(lineno)
         elif "-" in wid:
             first, _, last = wid.partition("-")
-            if not (first.isdigit() and last.isdigit()) or int(first) != len(words) + 1 \
+            if not (_number(first) and _number(last)) or int(first) != len(words) + 1 \
                     or int(last) < int(first):
                 raise InputError(f"bad multiword token ID {wid!r}", path, lineno, _sentence_label(comments, index))
             if multiword and int(first) <= multiword[-1][1]:
@@ -146,21 +168,30 @@ def parse_conllu_lines(lines: Iterable[str], path: str, allow_empty: bool = Fals
             multiword.append((int(first), int(last), cols))
             multiword_lines.append(lineno)
         elif "." in wid:
+            if not _EMPTY_NODE_ID.fullmatch(wid):
+                raise InputError(f"bad empty node ID {wid!r} (expected N.M, two integers)", path, lineno,
+                                 _sentence_label(comments, index))
             continue  # empty node (enhanced UD): ignored
         else:
             raise InputError(f"bad word ID {wid!r}", path, lineno, _sentence_label(comments, index))
     if words or comments or multiword:
-        _check_spans(multiword, multiword_lines, len(words), path, comments, index)
+        _check_sentence(multiword, multiword_lines, len(words), path, comments, index, start, allow_empty)
         yield ConlluSentence(words, multiword, comments, index, start, word_lines)
         index += 1
     if index == first_index and not allow_empty:
         raise InputError("empty CoNLL-U file (no sentence)", path, lineno or None)
 
 
-def _check_spans(multiword: list[tuple[int, int, list[str]]], lines: list[int], n: int, path: str,
-                 comments: list[str], index: int) -> None:
-    """Every multiword range ends at a word of the sentence (`1-5` over three words is an error, not a token
-    that silently swallows them)."""
+def _check_sentence(multiword: list[tuple[int, int, list[str]]], lines: list[int], n: int, path: str,
+                    comments: list[str], index: int, start: int, allow_empty: bool) -> None:
+    """A sentence has words, and every multiword range ends at one of them (`1-5` over three words is an error, not a
+    token that silently swallows them). A sentence without words is accepted with `allow_empty` and where it stands
+    for an input line with nothing to parse: `# text =` with no text, or `# skipped = ...` (what `synprep parse`
+    writes to keep one sentence per line)."""
+    if not n and not allow_empty and _comment_value(comments, "text") != "" \
+            and _comment_value(comments, "skipped") is None:
+        raise InputError("sentence without words (comments only)" if not multiword else "sentence without words",
+                         path, start, _sentence_label(comments, index))
     for (_, last, cols), line in zip(multiword, lines):
         if last > n:
             raise InputError(f"multiword token {cols[ID]} covers words past the last word ({n})", path, line,
@@ -173,7 +204,7 @@ def word_heads(sentence: ConlluSentence, path: str) -> list[int]:
     try:  # fast path for the valid sentences that make up nearly all input
         heads = [int(word[HEAD]) for word in sentence.words]
         valid = heads.count(0) == 1 and all(0 <= h <= n and h != i for i, h in enumerate(heads, 1)) \
-            and all(word[HEAD].isdigit() for word in sentence.words)
+            and all(_number(word[HEAD]) for word in sentence.words)
     except ValueError:
         valid = False
     if not valid or not n:
@@ -200,7 +231,7 @@ def _raise_head_error(sentence: ConlluSentence, path: str) -> None:
     roots = 0
     for i, (word, lineno) in enumerate(zip(sentence.words, _word_lines(sentence)), 1):
         head = word[HEAD]
-        if not head.isdigit():
+        if not _number(head):
             raise InputError(f"head {head!r} is not a non-negative integer", path, lineno, label)
         value = int(head)
         if value > n:
@@ -294,8 +325,8 @@ def chunk_trees(lines: list[str], path: str, first_line: int = 1, first_index: i
             cols = "\t".join(words).split("\t")
             if len(cols) == COLUMNS * n and cols[ID::COLUMNS] == _word_ids(n) \
                     and list(map(str.count, words, repeat("\t", n))).count(COLUMNS - 1) == n:
-                head_texts = cols[HEAD::COLUMNS]
-                if "".join(head_texts).isdigit():
+                head_texts, labels = cols[HEAD::COLUMNS], cols[DEPREL::COLUMNS]
+                if _number("".join(head_texts)) and "" not in labels and not _WHITESPACE.search("".join(labels)):
                     try:
                         heads = list(map(int, head_texts))
                     except ValueError:
@@ -303,7 +334,7 @@ def chunk_trees(lines: list[str], path: str, first_line: int = 1, first_index: i
                     if heads and heads.count(0) == 1 and max(heads) <= n \
                             and not any(map(eq, heads, range(1, n + 1))):
                         comments = [line[1:].strip() for line in lines[a:w]]
-                        tree = Tree(cols[FORM::COLUMNS], heads, cols[DEPREL::COLUMNS],
+                        tree = Tree(cols[FORM::COLUMNS], heads, labels,
                                     _comment_value(comments, "sent_id"), _comment_value(comments, "text"))
                         fast.append(len(trees))
                         heads_all += heads
@@ -323,7 +354,7 @@ def chunk_trees(lines: list[str], path: str, first_line: int = 1, first_index: i
     out: list[Tree] = []
     for k, (tree, (a, end)) in enumerate(zip(trees, spans, strict=True)):
         if tree is None:
-            sentence = next(parse_conllu_lines(lines[a:end], path, True, first_line + a, first_index + k))
+            sentence = next(parse_conllu_lines(lines[a:end], path, False, first_line + a, first_index + k))
             tree = to_tree(sentence, path)
         out.append(tree)
     return out

@@ -47,7 +47,7 @@ from .parse import ParserSpec
 from .pipeline import ParserConfig, PipelineConfig, SplitConfig
 from .schema import pair_schema
 from .shards import LOCK, Manifest, WriterLock, shard_name, write_paths, write_shard
-from .textio import atomic_write, file_sha256, tsv_field
+from .textio import atomic_write, check_text_file, count_lines, file_sha256, tsv_field
 from .trees import Tree
 
 PIECE_ROWS = 1000  # input pairs per unit of work and per Arrow record batch (changing it changes the bytes)
@@ -275,6 +275,20 @@ class Converter:
         self.reused: set[tuple[str, int, int]] = set()  # pieces a --resume found done: their timings are not ours
         self.map = _make_mapper(options.engine, self.workers, options.ray_address)
         self.stats: dict[str, SplitStats] = {}
+        self.piece_pairs: dict[tuple[str, int, int], int] = {}  # input pairs per (split, shard, piece)
+
+    # -- progress (on stderr; by default only when it is a terminal)
+
+    def _progress(self) -> bool:
+        return sys.stderr.isatty() if self.options.progress is None else self.options.progress
+
+    def _bar(self, stage: str, total: int | None) -> tqdm:
+        return tqdm(total=total, unit=" pairs", desc=stage, file=sys.stderr, disable=not self._progress())
+
+    def _say(self, line: str) -> None:
+        """One line for a stage without a bar of its own."""
+        if self._progress():
+            tqdm.write(line, file=sys.stderr)
 
     # -- set-up
 
@@ -285,6 +299,8 @@ class Converter:
                 if not os.path.exists(path) or os.path.isdir(path):  # a named pipe is fine: read once
                     raise InputError(f"input file of split {split.name!r} not found (the comments at the top of "
                                      "the pipeline file say where to get it)", path)
+                if os.path.isfile(path):
+                    check_text_file(path)  # UTF-16/UTF-32 text: one error now, before any work
 
     def _fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.config.fingerprint_dict(), sort_keys=True).encode()).hexdigest()
@@ -333,6 +349,7 @@ class Converter:
             model = os.path.join(self.out, "models", f"{side}.udpipe")
             if not os.path.isfile(model):
                 tmp = model + ".tmp"
+                self._say(f"train the {side} parser: UDPipe, {parser.preset} preset, on {parser.train_conllu}")
                 train_udpipe(parser.train_conllu, tmp, parser.preset, quiet=True)
                 os.replace(tmp, model)
         spec = ParserSpec(parser.backend, model, parser.model_dir, parser.lang, parser.pretokenized)
@@ -421,7 +438,8 @@ class Converter:
                             shutil.copyfileobj(part, out)
                 token_files.append(path)
             tmp = codes + ".tmp"
-            learn_joint(token_files, tmp, bpe.symbols, vocab_paths, bpe.min_frequency)
+            self._say(f"learn joint BPE: {bpe.symbols} merges on the train tokens (subword-nmt)")
+            learn_joint(token_files, tmp, bpe.symbols, vocab_paths, bpe.min_frequency, verbose=self._progress())
             os.replace(tmp, codes)
         if not bpe.vocabulary_threshold:
             return codes, (None, None)
@@ -429,7 +447,7 @@ class Converter:
         return codes, (src, tgt)
 
     def _phase_features(self, split: SplitConfig, job: FeatureJob, pieces: list[tuple[int, int]],
-                        stats: SplitStats) -> list[dict[str, Any]]:
+                        stats: SplitStats, bar: tqdm) -> list[dict[str, Any]]:
         work = os.path.join(self.work, split.name)
         folder = os.path.join(self.out, split.name)
         os.makedirs(folder, exist_ok=True)
@@ -447,13 +465,14 @@ class Converter:
             built_now = not os.path.isfile(path)
             if built_now:
                 batches, shard_stats = [], {"rows": 0, "rejected": Counter(), "seconds": Counter()}
-                for _ in by_shard[shard]:
+                for piece in by_shard[shard]:
                     batch, info = next(results)
                     if batch is not None:
                         batches.append(batch)
                     shard_stats["rows"] += info["rows"]
                     shard_stats["rejected"].update(info["rejected"])
                     shard_stats["seconds"].update(info["seconds"])
+                    bar.update(self.piece_pairs.get((split.name, shard, piece), 0))
                 started = time.perf_counter()
                 shard_stats["entry"] = write_shard(path + ".part", schema, batches, self.config.compression)
                 shard_stats["entry"]["file"] = shard_name(shard)
@@ -462,6 +481,8 @@ class Converter:
                 os.replace(path + ".part", path)  # the shard counts as done once its stats are stored
             with open(stats_path, encoding="utf-8") as handle:
                 done = json.load(handle)
+            if not built_now:
+                bar.update(sum(self.piece_pairs.get((split.name, shard, p), 0) for p in by_shard[shard]))
             stats.rows += done["rows"]
             stats.rejected.update(done["rejected"])
             stats.seconds.update(done["seconds"] if built_now else {})  # a resumed run: only its own time
@@ -511,8 +532,8 @@ class Converter:
         configs = tuple(FeatureConfig(getattr(features, side), features.root, features.non_projective,
                                       features.strip_subtypes) for side in SIDES)
         ordered = sorted(self.config.splits, key=lambda s: s.name != "train")  # train first: BPE learns on it
-        bar = tqdm(unit=" pairs", desc="filter+parse", file=sys.stderr,
-                   disable=None if self.options.progress is None else not self.options.progress)
+        counts = [_count_pairs(split) for split in ordered]  # the bar's total: ETA and percentage
+        bar = self._bar("filter+parse", None if None in counts else sum(counts))
         pieces = {}
         for split in ordered:
             job = ParseJob(self.config.filter if split.filter else None,
@@ -535,7 +556,8 @@ class Converter:
             stats = self.stats[split.name]
             rejected_lines = self._read_pieces(split, pieces[split.name], stats)
             started = time.perf_counter()
-            shards = self._phase_features(split, job, pieces[split.name], stats)
+            with self._bar(f"features+shards {split.name}", stats.input_pairs) as bar:
+                shards = self._phase_features(split, job, pieces[split.name], stats, bar)
             stats.seconds["phase3_wall"] = time.perf_counter() - started
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
             folder = os.path.join(self.out, split.name)
@@ -562,11 +584,19 @@ class Converter:
                 raise InputError("a piece of the work folder is missing or unreadable (changed since the run "
                                  "stopped?): run again with --overwrite", path) from None
             stats.input_pairs += info["input_pairs"]
+            self.piece_pairs[(split.name, shard, piece)] = info["input_pairs"]  # for the features bar
             stats.rejected.update(info["rejected_counts"])
             stats.joined_lines += info["joined_lines"]
             stats.seconds.update({} if (split.name, shard, piece) in self.reused else info["seconds"])
             lines += ["\t".join([str(row[0]), row[1], tsv_field(row[2]), row[3], row[4]]) for row in info["rejected"]]
         return lines
+
+
+def _count_pairs(split: SplitConfig) -> int | None:
+    """The input pairs of a split, counted cheaply (newlines in the source files), or None where that is not the
+    count of segments (CoNLL-U, SGML, XML) or would read the input twice (compressed files, pipes)."""
+    counts = [count_lines(path) if (split.format or detect_format(path)) == "text" else None for path in split.src]
+    return None if None in counts else sum(counts)  # type: ignore[arg-type]
 
 
 def _is_conllu(split: SplitConfig, files: tuple[str, ...]) -> bool:

@@ -31,9 +31,9 @@ from tqdm import tqdm
 
 from .errors import InputError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
-from .options import MAX_LINE_CHARS
+from .options import DEFAULT_LANGID, MAX_LINE_CHARS
 from .parallel import default_workers, ordered_map
-from .textio import count_lines, open_binary, tsv_field
+from .textio import check_text_file, count_lines, open_binary, tsv_field
 
 REASONS = ("invalid_utf8", "empty", "line_too_long", "identical", "too_short", "too_long", "ratio", "src_lang",
            "tgt_lang")
@@ -46,7 +46,8 @@ IDS_NAME, REJECTED_NAME = "ids", "rejected.tsv"
 class FilterSettings:
     """What decides which pairs are kept; serializable with `to_dict` / `from_dict`.
 
-    langid: backend name (`synprep.langid.BACKENDS`) or None to skip the language checks.
+    langid: backend name (`synprep.langid.BACKENDS`; default py3langid, docs/langid.md has the measurement) or
+    None to skip the language checks.
     langid_languages: candidate languages for the identifier (None = the backend's default set); src_lang and
     tgt_lang are always added.
     langid_min_letters: a side with fewer letters skips its language check (0 = check every side); short
@@ -58,7 +59,7 @@ class FilterSettings:
     min_len: int = 1
     max_len: int = 80
     max_ratio: float = 3.0
-    langid: str | None = "langdetect"
+    langid: str | None = DEFAULT_LANGID
     langid_languages: tuple[str, ...] | None = field(default=None)
     langid_min_letters: int = 0
     max_chars: int = MAX_LINE_CHARS  # longer lines are rejected before anything else looks at them
@@ -67,7 +68,10 @@ class FilterSettings:
         object.__setattr__(self, "src_lang", check_iso_639_1(self.src_lang))
         object.__setattr__(self, "tgt_lang", check_iso_639_1(self.tgt_lang))
         if self.langid_languages is not None:
-            codes = tuple(sorted({check_iso_639_1(c) for c in self.langid_languages}))
+            try:
+                codes = tuple(sorted({check_iso_639_1(c) for c in self.langid_languages}))
+            except ValueError as err:
+                raise ValueError(f"langid_languages: {err}") from None
             object.__setattr__(self, "langid_languages", codes)
         if self.langid is not None and self.langid not in BACKENDS:
             raise ValueError(f"unknown langid backend {self.langid!r} (choose from {', '.join(BACKENDS)})")
@@ -293,13 +297,23 @@ def _missing_dirs(path: str) -> list[str]:
     return missing
 
 
+def check_output_dir(out_dir: str, overwrite: bool) -> None:
+    """`out_dir` is missing, an empty folder, or (with `overwrite`) a folder whose same-named files get replaced;
+    anything else is an InputError naming it."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise InputError("the output must be a folder, and this is a file", out_dir)
+    if not overwrite and os.path.isdir(out_dir) and os.listdir(out_dir):
+        raise InputError("output folder exists and is not empty: pass --overwrite to replace its files", out_dir)
+
+
 def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSettings, workers: int | None = None,
                  chunk_size: int = CHUNK_SIZE, warn: Callable[[str], None] | None = None,
-                 progress: bool | None = None) -> FilterSummary:
+                 progress: bool | None = None, overwrite: bool = False) -> FilterSummary:
     """Filter a parallel corpus into `out_dir`: kept sides (input base names), `ids`, `rejected.tsv`.
 
     Output is identical for any number of `workers` (None = all cores). Files are written to a temporary folder
     beside `out_dir` and moved in at the end, so a failure (e.g. different line counts) leaves nothing behind.
+    A non-empty `out_dir` is refused unless `overwrite` (then those four files are replaced, others left alone).
     `warn` receives the rejected-share warning (default: printed to stderr). `progress`: a tqdm bar on stderr
     (None: only when stderr is a terminal).
     """
@@ -307,6 +321,9 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
     if names[0] == names[1] or {IDS_NAME, REJECTED_NAME} & set(names):
         raise InputError(f"output names would collide: {names[0]}, {names[1]}, {IDS_NAME}, {REJECTED_NAME}; "
                          "rename an input", src_path)
+    for path in (src_path, tgt_path):
+        check_text_file(path)  # missing, UTF-16/UTF-32: one error before any work
+    check_output_dir(out_dir, overwrite)
     counts = count_lines(src_path), count_lines(tgt_path)
     if None not in counts and counts[0] != counts[1]:
         raise _mismatch(src_path, counts[0], tgt_path, counts[1])  # type: ignore[arg-type]

@@ -3,23 +3,27 @@
 Relative paths resolve against `pipeline.data_root` (default: the folder of the TOML file); `~` and
 `$VARS` are expanded. The code runs on the resolved paths; `to_dict` (what manifests record) gives them as
 written in the file and leaves out the output folder, so a manifest does not depend on where it was written.
-Every key is documented in docs/synprep.md ("Pipeline files").
+Every key is documented in docs/synprep.md ("Pipeline files"). Each table's keys are declared once on its dataclass
+with `synprep.tables.option` (type, range, choices): a wrong value is one error naming the file, the table and the
+key, found before any work, as is a `[bpe] codes` file that is missing or damaged.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .corpus import detect_format
 from .errors import InputError
 from .filter import FilterSettings
-from .options import NON_PROJECTIVE_POLICIES, ROOT_POLICIES
+from .langid import check_iso_639_1
+from .options import INPUT_FORMATS, NON_PROJECTIVE_POLICIES, PARSER_BACKENDS, ROOT_POLICIES, UDPIPE_PRESETS
 from .schema import FEATURE_GROUPS
 from .shards import COMPRESSIONS, DEFAULT_COMPRESSION
-from .tables import config_from_dict
+from .tables import config_from_dict, option
+from .textio import UTF8_BOM, wide_encoding
 
 SPLITS = ("train", "valid", "test")
 _KEYS = {
@@ -28,7 +32,7 @@ _KEYS = {
     "split": {"src", "tgt", "format", "filter"},
     "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters", "max_chars"},
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
-    "bpe": {"symbols", "codes", "min_frequency", "vocabulary_threshold"},
+    "bpe": {"enabled", "symbols", "codes", "min_frequency", "vocabulary_threshold"},
     "features": {"src", "tgt", "root", "non_projective", "strip_subtypes"},
 }
 
@@ -38,36 +42,39 @@ class SplitConfig:
     name: str
     src: tuple[str, ...]
     tgt: tuple[str, ...]
-    format: str | None = None  # None: from each file name (text, sgml, xml, conllu)
-    filter: bool = True
+    format: str | None = option(None, choices=INPUT_FORMATS,
+                                help="format of every input file (default: from each file name)")
+    filter: bool = option(True, help="apply the [filter] settings (default: true for train, false for valid/test)")
 
 
 @dataclass(frozen=True)
 class ParserConfig:
-    backend: str = "udpipe"
-    model: str | None = None
-    model_dir: str | None = None
-    lang: str | None = None
-    pretokenized: bool = False
-    train_conllu: str | None = None  # train a UDPipe model from this treebank when `model` is missing
-    preset: str = "tiny"
+    backend: str = option("udpipe", choices=PARSER_BACKENDS, help="parser backend")
+    model: str | None = option(None, help="model file (udpipe, spacy-udpipe) or spaCy pipeline")
+    model_dir: str | None = option(None, help="stanza: local model folder")
+    lang: str | None = option(None, help="language code (default: the side's language)")
+    pretokenized: bool = option(False, help="the input is tokenized: keep its tokens")
+    train_conllu: str | None = option(None, help="train a UDPipe model from this treebank when `model` is missing")
+    preset: str = option("tiny", choices=UDPIPE_PRESETS, help="UDPipe training preset (with train_conllu)")
 
 
 @dataclass(frozen=True)
 class BpeConfig:
-    symbols: int | None = 16000  # learn joint codes on the train split ...
-    codes: str | None = None  # ... or use these
-    min_frequency: int = 2
-    vocabulary_threshold: int | None = None  # with learned codes: revert merges rarer than this per side
+    symbols: int | None = option(16000, ge=1, help="merges of the joint codes learned on the train split")
+    codes: str | None = option(None, help="use these codes instead of learning them")
+    min_frequency: int = option(2, ge=1, help="learning stops when no pair is this frequent")
+    vocabulary_threshold: int | None = option(None, ge=1, help="with learned codes: revert merges rarer than this "
+                                                                "in each side's vocabulary")
+    enabled: bool = option(True, help="false: no BPE, the sub-words are the tokens")
 
 
 @dataclass(frozen=True)
 class FeaturesConfig:
-    src: tuple[str, ...] = ("parents",)
-    tgt: tuple[str, ...] = ("transitions",)
-    root: str = "drop"
-    non_projective: str = "drop"
-    strip_subtypes: bool = False
+    src: tuple[str, ...] = option(("parents",), help="source feature groups")
+    tgt: tuple[str, ...] = option(("transitions",), help="target feature groups")
+    root: str = option("drop", choices=ROOT_POLICIES, help="root transition policy")
+    non_projective: str = option("drop", choices=NON_PROJECTIVE_POLICIES, help="non-projective tree policy")
+    strip_subtypes: bool = option(False, help="compound:prt -> compound in labels and transitions")
 
 
 @dataclass(frozen=True)
@@ -125,8 +132,9 @@ def _typed(cls: type, table: dict, where: str, path: str) -> Any:
     """A config dataclass from a TOML table; a value of the wrong type is an error naming [where] and the file."""
     try:
         return config_from_dict(cls, table, f"[{where}]")
-    except (TypeError, ValueError) as err:
-        raise InputError(str(err), path) from None
+    except (TypeError, ValueError) as err:  # the dataclass's own checks (FilterSettings) do not name the table
+        message = str(err)
+        raise InputError(message if message.startswith(f"[{where}]") else f"[{where}] {message}", path) from None
 
 
 def _resolve(value: str, root: str, given: dict[str, str] | None = None) -> str:
@@ -146,24 +154,62 @@ def _paths(value: Any, key: str, root: str, path: str, given: dict[str, str]) ->
 
 def _features(value: Any, key: str, path: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(v in FEATURE_GROUPS for v in value):
-        raise InputError(f"{key} must be a list of {', '.join(FEATURE_GROUPS)}", path)
+        raise InputError(f"[features] {key} must be a list of {', '.join(FEATURE_GROUPS)}, got {value!r}", path)
     return tuple(g for g in FEATURE_GROUPS if g in value)
+
+
+def _read_toml(path: str) -> dict:
+    """The tables of a UTF-8 TOML file (a UTF-8 byte order mark is skipped; UTF-16/32 is named)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        raise InputError("no such pipeline file", path) from None
+    except OSError as err:
+        raise InputError(f"cannot read the pipeline file: {err.strerror or err}", path) from None
+    encoding = wide_encoding(raw[:4096])
+    if encoding:
+        raise InputError(f"is {encoding}, not UTF-8 (a pipeline file is UTF-8 TOML)", path)
+    try:
+        return tomllib.loads(raw.removeprefix(UTF8_BOM).decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 (a pipeline file is UTF-8 TOML)", path) from None
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"not valid TOML: {err}", path) from None
+
+
+def _bpe_config(table: dict, root: str, given: dict[str, str], path: str) -> BpeConfig:
+    """[bpe]: learn codes (symbols) or use given ones (codes, checked now, before any work) or none (enabled =
+    false); the keys that do not fit the choice are errors, not ignored."""
+    table = dict(table)
+    if table.get("enabled", True) is False:
+        extra = sorted(set(table) - {"enabled"})
+        if extra:
+            raise InputError(f"[bpe] enabled = false takes no other key, got {', '.join(extra)}", path)
+        table["symbols"] = None
+    elif "codes" in table:
+        for key in ("symbols", "min_frequency", "vocabulary_threshold"):
+            if key in table:
+                raise InputError(f"[bpe] {key} is for learning codes: give symbols (learn codes) or codes (use "
+                                 "them), not both", path)
+        table["symbols"] = None
+    bpe = _typed(BpeConfig, table, "bpe", path)
+    if bpe.codes is not None:
+        from .bpe import read_codes
+
+        codes = _resolve(bpe.codes, root, given)
+        try:
+            read_codes(codes)  # missing, not UTF-8, cut off: an error now rather than after the input is read
+        except InputError as err:
+            raise InputError(f"[bpe] codes: {err.message}", err.path, err.line) from None
+        bpe = BpeConfig(None, codes)
+    return bpe
 
 
 def load_pipeline(path: str, output: str | None = None, shard_size: int | None = None,
                   compression: str | None = None) -> PipelineConfig:
     """Read and check a pipeline file; `output` / `shard_size` / `compression` override the file's values."""
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except FileNotFoundError:
-        raise InputError("no such pipeline file", path) from None
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML: {err}", path) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 (a pipeline file is UTF-8 TOML)", path) from None
-    except OSError as err:
-        raise InputError(f"cannot read the pipeline file: {err.strerror or err}", path) from None
+    data = _read_toml(path)
     _check_keys(data, _KEYS[""], "top level", path)
     head = data.get("pipeline", {})
     _check_keys(head, _KEYS["pipeline"], "pipeline", path)
@@ -173,6 +219,10 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     for key in ("src_lang", "tgt_lang"):
         if key not in head:
             raise InputError(f"[pipeline] needs {key}", path)
+        try:
+            check_iso_639_1(head[key])
+        except ValueError as err:
+            raise InputError(f"[pipeline] {key}: {err}", path) from None
     here = os.path.dirname(os.path.abspath(path))
     given: dict[str, str] = {}
     root = _resolve(head.get("data_root", "."), here, given)
@@ -184,9 +234,10 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
         _check_keys(table, _KEYS["split"], f"splits.{name}", path)
         if "src" not in table or "tgt" not in table:
             raise InputError(f"[splits.{name}] needs src and tgt", path)
-        splits.append(SplitConfig(name, _paths(table["src"], f"splits.{name}.src", root, path, given),
-                                  _paths(table["tgt"], f"splits.{name}.tgt", root, path, given),
-                                  table.get("format"), bool(table.get("filter", name == "train"))))
+        splits.append(_typed(SplitConfig, {
+            "filter": name == "train", **table, "name": name,
+            "src": _paths(table["src"], f"splits.{name}.src", root, path, given),
+            "tgt": _paths(table["tgt"], f"splits.{name}.tgt", root, path, given)}, f"splits.{name}", path))
     if not splits:
         raise InputError("no [splits.train|valid|test] given", path)
 
@@ -197,12 +248,12 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
             parsers[side] = None
             continue
         _check_keys(table, _KEYS["parser"], f"parser.{side}", path)
-        table = dict(table)
-        for key in ("model", "model_dir", "train_conllu"):
-            if key in table and not (table["backend"] == "spacy" and key == "model" and "/" not in table[key]):
-                table[key] = _resolve(table[key], root, given)
-        table.setdefault("lang", head["src_lang" if side == "src" else "tgt_lang"])
-        parsers[side] = _typed(ParserConfig, table, f"parser.{side}", path)
+        table = {"lang": head["src_lang" if side == "src" else "tgt_lang"], **table}
+        parser = _typed(ParserConfig, table, f"parser.{side}", path)
+        paths = {key: _resolve(getattr(parser, key), root, given) for key in ("model", "model_dir", "train_conllu")
+                 if getattr(parser, key) is not None
+                 and not (parser.backend == "spacy" and key == "model" and "/" not in getattr(parser, key))}
+        parsers[side] = replace(parser, **paths)
     for split in splits:
         for side, files in (("src", split.src), ("tgt", split.tgt)):
             preparsed = (split.format or "").lower() == "conllu" or all(detect_format(f) == "conllu" for f in files)
@@ -211,31 +262,21 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
 
     bpe_table = data.get("bpe", {})
     _check_keys(bpe_table, _KEYS["bpe"], "bpe", path)
-    if "codes" in bpe_table:
-        bpe_table = {**bpe_table, "codes": _resolve(bpe_table["codes"], root, given), "symbols": None}
-    bpe = _typed(BpeConfig, bpe_table, "bpe", path)
+    bpe = _bpe_config(bpe_table, root, given, path)
 
-    feats = data.get("features", {})
+    feats = dict(data.get("features", {}))
     _check_keys(feats, _KEYS["features"], "features", path)
-    features = FeaturesConfig(
-        _features(feats.get("src", ["parents"]), "features.src", path),
-        _features(feats.get("tgt", ["transitions"]), "features.tgt", path),
-        feats.get("root", "drop"), feats.get("non_projective", "drop"), bool(feats.get("strip_subtypes", False)))
-    if features.root not in ROOT_POLICIES or features.non_projective not in NON_PROJECTIVE_POLICIES:
-        raise InputError(f"features.root must be one of {ROOT_POLICIES}, features.non_projective one of "
-                         f"{NON_PROJECTIVE_POLICIES}", path)
+    for side in ("src", "tgt"):
+        if side in feats:
+            feats[side] = _features(feats[side], side, path)
+    features = _typed(FeaturesConfig, feats, "features", path)
 
     filter_table = dict(data.get("filter", {}))
     _check_keys(filter_table, _KEYS["filter"], "filter", path)
     if filter_table.get("langid") == "none":
         filter_table["langid"] = None
-    if filter_table.get("langid_languages") is not None:
-        filter_table["langid_languages"] = tuple(filter_table["langid_languages"])
-    try:
-        settings = _typed(FilterSettings, {"src_lang": head["src_lang"], "tgt_lang": head["tgt_lang"], **filter_table},
-                          "filter", path)
-    except (TypeError, ValueError) as err:
-        raise InputError(f"[filter]: {err}", path) from None
+    settings = _typed(FilterSettings, {"src_lang": head["src_lang"], "tgt_lang": head["tgt_lang"], **filter_table},
+                      "filter", path)
     compression = compression or head.get("compression", DEFAULT_COMPRESSION)
     if compression not in COMPRESSIONS:
         raise InputError(f"[pipeline] compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}",

@@ -256,7 +256,7 @@ max_len = 250
 max_ratio = 3.0
 
 [bpe]
-symbols = {bpe_symbols}                  # joint BPE learned on the train split
+{bpe_line}
 
 [features]
 src = ["parents", "distances", "labels"]
@@ -316,7 +316,9 @@ def write_corpus(output: str, pairs: int, seed: int, config: SynthConfig = Synth
     with open(os.path.join(output, "pipeline.toml"), "w", encoding="utf-8") as out:
         out.write(PIPELINE_TEMPLATE.format(seed=seed, pairs=pairs,
                                            max_depth=config.max_depth, rate=config.non_projective_rate,
-                                           splits=split_tables, bpe_symbols=bpe_symbols))
+                                           splits=split_tables,
+                                           bpe_line=f"symbols = {bpe_symbols}                  # joint BPE learned on "
+                                           "the train split" if bpe_symbols else "enabled = false  # no BPE"))
     total = sum(counts.values())
     with open(os.path.join(output, "synth.json"), "w", encoding="utf-8") as out:
         json.dump({"pairs": total, "seed": seed, "splits": counts, "config": config.__dict__,

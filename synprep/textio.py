@@ -1,6 +1,9 @@
 """Opening text inputs and outputs: plain, .gz, .xz, or '-' for stdin/stdout, always UTF-8.
 
-Lines are decoded one by one so that a non-UTF-8 byte is reported with its line number.
+Lines are decoded one by one so that a non-UTF-8 byte is reported with its line number. Every reader opens its
+input with `open_binary`, which looks at the first bytes once: UTF-16 or UTF-32 text (a byte order mark, or NUL
+bytes) is one error naming the file and its encoding (read line by line it would split inside characters), and a
+UTF-8 byte order mark is skipped (it is not part of the first line).
 """
 
 from __future__ import annotations
@@ -13,28 +16,104 @@ import lzma
 import os
 import stat
 import sys
+import zlib
 from collections.abc import Iterator
 from typing import IO, BinaryIO
 
 from .errors import InputError
 
+UTF8_BOM = b"\xef\xbb\xbf"
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32-LE"), (b"\x00\x00\xfe\xff", "UTF-32-BE"),  # UTF-32 first: its LE
+              (b"\xff\xfe", "UTF-16-LE"), (b"\xfe\xff", "UTF-16-BE"))                # mark starts like UTF-16's
+SNIFF_BYTES = 4096  # how much of the start of a text input is looked at for NUL bytes
+
+
+# where each wide encoding puts the zero bytes of ASCII characters: (unit size, offsets within a unit)
+_ZERO_BYTES = {"UTF-32-LE": (4, (1, 2, 3)), "UTF-32-BE": (4, (0, 1, 2)), "UTF-16-LE": (2, (1,)), "UTF-16-BE": (2, (0,))}
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """'UTF-16-LE text (byte order mark)', 'UTF-32-BE text', ... when the text starting with `head` is UTF-16 or
+    UTF-32: from its byte order mark or, without one, from its NUL bytes (an encoding is named when the bytes decode
+    in it, its NULs sit where it puts ASCII's zero bytes, and the text shows a line end or is mostly ASCII). None
+    for anything else: a stray NUL byte in UTF-8 text is left to the line checks."""
+    for mark, name in _WIDE_BOMS:
+        if head.startswith(mark):
+            return f"{name} text (byte order mark)"
+    nuls = head.count(0)
+    if not nuls:
+        return None
+    for name, (unit, offsets) in _ZERO_BYTES.items():
+        size = len(head) // unit * unit
+        placed = sum(head[offset:size:unit].count(0) for offset in offsets)
+        if placed * 4 < nuls * 3:  # most NULs elsewhere: not this encoding
+            continue
+        try:
+            text = head[:size].decode(name)
+        except UnicodeDecodeError as err:
+            if err.start < size - 4:  # only a character cut by the end of `head` may fail
+                continue
+            text = head[:err.start].decode(name)
+        if "\x00" not in text and ("\n" in text or nuls * 4 >= len(head)):
+            return f"{name} text"
+    return None
+
+
+def _check_text_start(stream: BinaryIO, path: str) -> None:
+    """Refuse UTF-16/UTF-32 (or NUL bytes) at the start of a text input; skip a UTF-8 byte order mark."""
+    peek = getattr(stream, "peek", None)
+    if peek is None:
+        return
+    try:
+        head = peek(SNIFF_BYTES)[:SNIFF_BYTES]
+    except (OSError, EOFError, lzma.LZMAError, zlib.error):  # a damaged .gz/.xz: its reader says so, with the file
+        return
+    found = wide_encoding(head)
+    if found:
+        raise InputError(f"is {found}, not UTF-8: convert it first (iconv -f {found.split()[0]} -t UTF-8)", path)
+    if head.startswith(UTF8_BOM):
+        stream.read(len(UTF8_BOM))
+
 
 def open_binary(path: str, mode: str = "rb") -> BinaryIO:
-    """Open `path` (or stdin/stdout for '-') as a binary stream, transparently (de)compressing."""
+    """Open `path` (or stdin/stdout for '-') as a binary stream, transparently (de)compressing. For reading, the
+    stream starts after a UTF-8 byte order mark, and UTF-16/UTF-32 text is an InputError naming the encoding."""
     if path == "-":
-        return sys.stdin.buffer if "r" in mode else sys.stdout.buffer
+        stream = sys.stdin.buffer if "r" in mode else sys.stdout.buffer
+        if "r" in mode:
+            _check_text_start(stream, "<stdin>")
+        return stream
     try:
         if path.endswith(".gz"):
-            return gzip.open(path, mode)  # type: ignore[return-value]
-        if path.endswith(".xz"):
-            return lzma.open(path, mode)  # type: ignore[return-value]
-        return open(path, mode)  # noqa: SIM115
+            stream = gzip.open(path, mode)
+        elif path.endswith(".xz"):
+            stream = lzma.open(path, mode)
+        else:
+            stream = open(path, mode)  # noqa: SIM115
     except FileNotFoundError:
         raise InputError("no such file", path) from None
     except IsADirectoryError:
         raise InputError("is a directory, expected a file", path) from None
     except PermissionError:
         raise InputError("permission denied", path) from None
+    except ValueError:  # a NUL character in the name
+        raise InputError("not a valid file name (it holds a NUL character)", repr(path)) from None
+    if "r" in mode:
+        try:
+            _check_text_start(stream, path)  # type: ignore[arg-type]
+        except InputError:
+            stream.close()
+            raise
+    return stream  # type: ignore[return-value]
+
+
+def check_text_file(path: str) -> None:
+    """Fail now, before any work, if a text input is missing, unreadable or UTF-16/UTF-32. Only regular files are
+    opened: stdin and named pipes (`<(command)`) can be read once, so they are checked when they are read."""
+    if path == "-":
+        return
+    if not os.path.exists(path) or os.path.isfile(path) or os.path.isdir(path):
+        open_binary(path).close()
 
 
 def decode_line(raw: bytes, path: str, lineno: int) -> str:
@@ -69,8 +148,6 @@ def read_line_blocks(path: str) -> Iterator[list[str]]:
                 for offset, raw in enumerate(block, 1):
                     decode_line(raw, path, lineno + offset)
                 raise  # unreachable: some line failed above
-            if not lineno and text.startswith("\ufeff"):  # a byte order mark is not part of the first line
-                text = text[1:]
             lineno += len(block)
             if text.endswith("\n"):
                 text = text[:-1]

@@ -1,7 +1,7 @@
 """Run folders and checkpoint files: which files make a run, keeping the last N step checkpoints, averaging.
 
-A run folder holds `last.pt`, `best.pt`, `vocab.json`, `metrics.jsonl`, with `--keep-last N` also
-`checkpoint_<step>.pt` (the N most recent), and with `--tensorboard` a `tensorboard/` folder.
+A run folder holds `last.pt`, `best.pt`, `vocab.json`, `metrics.jsonl`, `config.toml`, `train.log`, with
+`--keep-last N` also `checkpoint_<step>.pt` (the N most recent), and with `--tensorboard` a `tensorboard/` folder.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 
 import torch
 
-RUN_FILES = ("last.pt", "best.pt", "vocab.json", "metrics.jsonl")
+RUN_FILES = ("last.pt", "best.pt", "vocab.json", "metrics.jsonl", "config.toml", "train.log")
 STEP_CHECKPOINT = re.compile(r"checkpoint_(\d+)\.pt$")
 
 

@@ -4,35 +4,97 @@ train.py and decode.py."""
 from __future__ import annotations
 
 import os
-import tomllib
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from . import __version__
+from .config import load_run_config  # noqa: F401 (its home was here: `from syntrain.cli import load_run_config`)
+
+RUN_FLAGS = (  # `syntrain run` flags: (section, field); help, default and allowed values from the declarations
+    ("train", "data"), ("train", "valid"), ("train", "test"), ("train", "out"), ("train", "preset"),
+    ("model", "pascal_heads"), ("model", "parent_ignore"), ("model", "dropout"), ("model", "attention_dropout"),
+    ("model", "activation_dropout"), ("train", "max_steps"), ("train", "max_minutes"), ("train", "max_tokens"),
+    ("train", "accum_steps"), ("train", "lr"), ("train", "warmup"), ("train", "label_smoothing"),
+    ("train", "clip_norm"), ("train", "eval_interval"), ("train", "eval_sentences"), ("train", "eval_beam"),
+    ("train", "test_beam"), ("train", "length_penalty"), ("train", "log_interval"), ("train", "seed"),
+    ("train", "threads"), ("train", "attention"), ("train", "device"), ("train", "precision"), ("train", "max_len"),
+    ("train", "keep_last"), ("train", "patience"), ("train", "best_metric"), ("train", "tensorboard"),
+    ("train", "verify_shards"), ("train", "shape_ladder"), ("train", "compile"), ("train", "name"),
+    ("train", "resume"), ("train", "overwrite"))
 
 
-def load_run_config(path: str) -> dict[str, Any]:
-    """A training TOML ([data] train/valid/test, [model] preset + model options, [train] the rest) -> the
-    TrainConfig values; relative paths resolve against the file's folder."""
-    with open(path, "rb") as f:
-        table = tomllib.load(f)
-    unknown = set(table) - {"data", "model", "train"}
-    if unknown:
-        raise click.UsageError(f"{path}: unknown section(s) {', '.join(sorted(unknown))} (use data, model, train)")
-    here = os.path.dirname(os.path.abspath(path))
-    values: dict[str, Any] = dict(table.get("train", {}))
-    for key, value in table.get("data", {}).items():
-        if key not in ("train", "valid", "test"):
-            raise click.UsageError(f"{path}: [data] {key}: expected train, valid or test")
-        values["data" if key == "train" else key] = os.path.normpath(os.path.join(here, value))
-    if "out" in values:
-        values["out"] = os.path.normpath(os.path.join(here, values["out"]))
-    model = dict(table.get("model", {}))
-    if "preset" in model:
-        values["preset"] = model.pop("preset")
-    values["model"] = model
-    return values
+class DeclaredType(click.ParamType):
+    """A flag's value parsed for its declared field and checked by the declaration (one line naming the flag)."""
+
+    def __init__(self, section: str, name: str) -> None:
+        self.section, self.field_name, self.name = section, name, "value"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:  # type: ignore[override]
+        from .config import declaration
+
+        cls, spec, hint = declaration(self.section, self.field_name)  # type: ignore[misc]
+        if spec.metadata.get("choices"):
+            return "[" + "|".join(spec.metadata["choices"]) + "]"
+        words = {int: "INTEGER", float: "NUMBER", str: "TEXT", float | None: "NUMBER"}
+        return words.get(hint, "N,N,...")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from .config import ConfigError, check_value, declaration, parse_value
+
+        if not isinstance(value, str):
+            return value
+        flag = param.opts[0] if param else self.field_name
+        try:
+            return check_value(self.section, self.field_name,
+                               parse_value(value, declaration(self.section, self.field_name)[2]), flag)
+        except ConfigError as err:
+            raise click.UsageError(str(err), ctx) from None
+
+
+class DeclaredOption(click.Option):
+    """A `syntrain run` flag made from a declared field: its help, default and allowed values (shown by --help,
+    read from the declaration only then: model fields import torch)."""
+
+    def __init__(self, declared: tuple[str, str]) -> None:
+        from .config import declaration
+
+        section, name = declared
+        flag = "--" + name.replace("_", "-")
+        self.section, self.field_name = section, name
+        if section == "train" and declaration(section, name)[2] is bool:  # type: ignore[index]
+            default_on = declaration(section, name)[1].default  # type: ignore[index]
+            super().__init__([f"{flag}/--no-{flag[2:]}" if default_on else flag], is_flag=True, default=None)
+        else:
+            super().__init__([flag], type=DeclaredType(section, name), default=None)
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from synprep.tables import describe_option
+
+        from .config import declaration, default_words
+
+        cls, spec, hint = declaration(self.section, self.field_name)  # type: ignore[misc]
+        help_text = spec.metadata.get("help", "")
+        plain = hint in (bool, str) or spec.metadata.get("choices")
+        allowed = "" if plain else f" ({describe_option(cls, spec.name)})"
+        self.help = (f"{help_text[:1].upper()}{help_text[1:]}{allowed}.  "
+                     f"[default: {default_words(self.section, self.field_name)}]")
+        return super().get_help_record(ctx)
+
+
+def run_flags(function: Any) -> Any:
+    """The RUN_FLAGS options, as decorators of a command function."""
+    for declared in reversed(RUN_FLAGS):
+        function = click.option(*declared, cls=DeclaredOption)(function)
+    return function
+
+
+def _note(message: str) -> None:
+    """A warning or status line on stderr (once under torchrun: rank 0)."""
+    if os.environ.get("RANK", "0") == "0":
+        click.echo(message, err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,74 +105,35 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False))
-@click.option("--data", help="Training split directory (synprep convert output).")
-@click.option("--valid", help="Validation split directory.")
-@click.option("--test", help="Test split, scored with best.pt (beam search) at the end.")
-@click.option("--out", help="Run directory (checkpoints, vocab.json, metrics.jsonl); default: "
-              "runs/<recipe name or data folder name>-<YYYYmmdd-HHMMSS>.")
-@click.option("--preset", type=click.Choice(["tiny", "base"]), help="Model size preset.")
-@click.option("--pascal-heads", help="Pascal heads per encoder layer, e.g. '5' (layer 1) or '2,0,1'; '0' = vanilla.")
-@click.option("--parent-ignore", type=float, help="Parent ignoring probability q (training only).")
-@click.option("--dropout", type=float, help="Dropout on embeddings and residual branches.")
-@click.option("--attention-dropout", type=float, help="Dropout on attention weights (default: --dropout).")
-@click.option("--activation-dropout", type=float, help="Dropout after the feed-forward ReLU (default: --dropout).")
-@click.option("--max-steps", type=int)
-@click.option("--max-minutes", type=float, help="Stop after this much wall-clock time.")
-@click.option("--max-tokens", type=int, help="Tokens per batch and process (padding included).")
-@click.option("--accum-steps", type=int, help="Batches per optimizer step (gradient accumulation).")
-@click.option("--lr", type=float, help="Peak learning rate.")
-@click.option("--warmup", type=int, help="Warm-up steps.")
-@click.option("--eval-interval", type=int)
-@click.option("--eval-sentences", type=int, help="Validation sentences decoded for BLEU (0: all).")
-@click.option("--log-interval", type=int)
-@click.option("--seed", type=int)
-@click.option("--threads", type=int, help="Torch CPU threads.")
-@click.option("--attention", type=click.Choice(["auto", "math", "flex"]),
-              help="Pascal heads kernel: auto = math; flex = FlexAttention (CUDA training, compiled per shape).")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), help="auto: CUDA when available, else CPU.")
-@click.option("--precision", type=click.Choice(["auto", "fp32", "bf16"]),
-              help="auto = bf16 autocast on CUDA with bf16 support, else fp32.")
-@click.option("--max-len", type=int, help="Skip training pairs with a longer side (sub-words).")
-@click.option("--clip-norm", type=float, help="Clip the gradient norm to this (0: no clipping).")
-@click.option("--keep-last", type=int, help="Also keep the N most recent OUT/checkpoint_<step>.pt.")
-@click.option("--patience", type=int, help="Stop after N validations without improvement (0: never).")
-@click.option("--best-metric", type=click.Choice(["bleu", "loss"]),
-              help="Validation metric for best.pt and --patience (default bleu).")
-@click.option("--tensorboard", is_flag=True, default=None,
-              help="Also log to OUT/tensorboard (needs the tensorboard package).")
-@click.option("--verify-shards/--no-verify-shards", default=None,
-              help="Compare each shard's sha256 with its manifest before training (default: on).")
-@click.option("--compile/--no-compile", "compile_model", default=None,
-              help="torch.compile the model for training (default: off; docs/syntrain.md, Shapes and compilation).")
-@click.option("--shape-ladder", type=click.Choice(["auto", "on", "off"]),
-              help="Pad batch lengths to the shape ladder: auto = on CUDA and with --compile, off for the eager CPU.")
-@click.option("--resume", is_flag=True, help="Continue from OUT/last.pt.")
-@click.option("--overwrite", is_flag=True, default=None, help="Delete an earlier run's files in OUT first.")
-def run(config: str | None, pascal_heads: str | None, parent_ignore: float | None, dropout: float | None,
-        attention_dropout: float | None, activation_dropout: float | None, resume: bool, **options: Any) -> None:
-    """Train a model (from a TOML recipe and/or flags; flags win). An existing run in OUT is refused unless
-    --resume or --overwrite."""
-    from .train import TrainConfig, train
+@run_flags
+@click.option("--set", "sets", multiple=True, metavar="SECTION.FIELD=VALUE",
+              help="Set any [model] or [train] field, e.g. --set model.dbsa_encoder=true --set train.warmup=100 "
+              "(VALUE is a TOML value: true, 100, 1e-3, [2, 0], \"text\"; docs/recipe-fields.md lists the fields).")
+def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
+    """Train a model from a TOML recipe and/or flags (flags win; docs/recipe-fields.md). Every value is checked
+    before anything is read or written; the run folder gets config.toml (the resolved configuration) and
+    train.log. An earlier run in OUT is refused unless --resume (which needs only --out RUN) or --overwrite."""
+    from .config import ConfigError, check_run, resolve_run
+    from .runfolder import logged_run, resumed_step
 
-    values = load_run_config(config) if config else {}
-    if config and not values.get("name"):
-        values["name"] = os.path.splitext(os.path.basename(config))[0]
-    options["compile"] = options.pop("compile_model")
-    values.update({key: value for key, value in options.items() if value is not None})
-    model = dict(values.get("model", {}))
-    if pascal_heads is not None:
-        model["pascal_heads"] = [int(h) for h in pascal_heads.split(",") if h.strip()]
-    for key, value in (("parent_ignore", parent_ignore), ("dropout", dropout), ("attention_dropout", attention_dropout),
-                       ("activation_dropout", activation_dropout)):
-        if value is not None:
-            model[key] = value
-    values["model"], values["resume"] = model, resume
-    if not values.get("data"):
-        raise click.UsageError("no training data: give a recipe with [data] train or --data")
-    try:
-        train(TrainConfig.from_dict(values))
-    except (ValueError, OSError) as e:
-        raise click.ClickException(str(e)) from e
+    model_flags = {name: options.pop(name) for section, name in RUN_FLAGS if section == "model"}
+    with logged_run() as log:
+        try:
+            cfg, notes, model_label = resolve_run(config, options, model_flags, sets)
+            step = resumed_step(cfg.out) if cfg.resume else None
+            if step is not None:
+                _note(f"syntrain: resuming {cfg.out} at step {step}")
+            notes += check_run(cfg, model_label)
+        except ConfigError as err:
+            raise click.ClickException(str(err)) from None
+        for note in notes:
+            log.hold(note)  # printed when the run starts, after the checks that need the data
+        from .train import train
+
+        try:
+            train(cfg)
+        except (ValueError, OSError) as err:
+            raise click.ClickException(str(err)) from err
 
 
 def _device() -> str:
@@ -126,12 +149,13 @@ def _device() -> str:
               "and codes) or a split directory written by synprep convert.")
 @click.option("-o", "--output", "output_path", default="-", show_default=True, help="Output ('-' = stdout).")
 @click.option("--interactive", is_flag=True,
-              help="Translate raw text line by line as it arrives, writing and flushing each result at once.")
+              help="Translate raw text line by line as it arrives, writing and flushing each result at once (on a "
+              "terminal: a '> ' prompt on stderr before each line).")
 @click.option("--nbest", type=click.IntRange(min=1), default=None,
               help="Write the N best translations per input line: LINE<TAB>SCORE<TAB>TRANSLATION (N <= --beam).")
-@click.option("--beam", type=click.IntRange(min=1), default=4, show_default=True, help="1 = greedy.")
-@click.option("--length-penalty", type=float, default=0.6, show_default=True)
-@click.option("--max-tokens", type=int, default=4096, show_default=True)
+@click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
+@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
+@click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=4096, show_default=True)
 def translate(checkpoint: str, input_path: str, output_path: str, interactive: bool, nbest: int | None, beam: int,
               length_penalty: float, max_tokens: int) -> None:
     """Translate raw text or the source side of shards; one detokenized line per input (N with --nbest), in
@@ -157,7 +181,9 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
                 for lineno, ranked in enumerate(results, 1):
                     write(lineno, ranked)
             elif interactive:
-                translator.interactive(iter_lines(input_path), out)
+                lines = iter_lines(input_path)
+                terminal = input_path == "-" and sys.stdin.isatty()
+                translator.interactive(_prompted(lines) if terminal else lines, out)
             else:
                 lines = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)
                 blank, too_long = translator.translate_lines(lines, out)
@@ -172,19 +198,31 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
 
 
 def _warn_signature(ckpt: dict, data: object) -> None:
-    trained, given = ckpt.get("signature", {}), data.signature
-    keys = ("parsers", "bpe_codes_sha256")
-    if any(trained.get(k) != given.get(k) for k in keys):
-        click.echo("warning: the shards were not made with the parsers / BPE codes of the training data "
+    from .config import signature_differences
+
+    differ = signature_differences(ckpt.get("signature", {}), data.signature)
+    if differ:
+        click.echo(f"warning: the shards were not made with the {' and '.join(differ)} of the training data "
                    "(synprep signatures differ)", err=True)
+
+
+def _prompted(lines: Iterator[str]) -> Iterator[str]:
+    """`lines` with a '> ' prompt on stderr before each (on a terminal: after the previous translation)."""
+    while True:
+        click.echo("> ", nl=False, err=True)
+        line = next(lines, None)
+        if line is None:
+            click.echo(err=True)
+            return
+        yield line
 
 
 @cli.command(name="eval")
 @click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--beam", type=int, default=4, show_default=True, help="1 = greedy.")
-@click.option("--length-penalty", type=float, default=0.6, show_default=True)
-@click.option("--max-tokens", type=int, default=4096, show_default=True)
+@click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
+@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
+@click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=4096, show_default=True)
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
 @click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
@@ -245,6 +283,49 @@ def open_columns(path: str) -> list[str]:
     from synprep.shards import open_split
 
     return list(open_split(path).columns)
+
+
+@cli.command(name="compare")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False),
+              help="The test split folder (synprep convert output) every run is scored on.")
+@click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
+              help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
+              "every subset.")
+@click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
+@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
+@click.option("--samples", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Paired-bootstrap resamples.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the tables here (JSON).")
+def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | None, beam: int, length_penalty: float,
+                    samples: int, json_path: str | None) -> None:
+    """Results table of runs on one test split: BLEU and chrF with sacrebleu signatures and a paired bootstrap of
+    each run against the first (the baseline). A run is a folder with best.pt or test.hyp (hypotheses, one line
+    per pair of the split). Into a run folder with best.pt it writes only RUN/test.hyp (its decoding, reused while
+    newer than best.pt), RUN/describe.json (switches, seed, steps) and, for tree-decoding runs, RUN/test.trans;
+    it names every file it writes on stderr."""
+    import json
+
+    from synprep.errors import InputError
+
+    from .compare import HYPOTHESES, compare
+
+    missing = [run for run in runs if not any(os.path.isfile(os.path.join(run, name))
+                                              for name in ("best.pt", HYPOTHESES))]
+    if missing:
+        raise click.UsageError(f"no best.pt or {HYPOTHESES} in {', '.join(missing)} (train them first: syntrain run "
+                               "RECIPE)")
+    written: list[str] = []
+    try:
+        table = compare(runs, data_path, beam, length_penalty, samples, subsets_dir, written)
+    except (ValueError, InputError) as err:
+        raise click.ClickException(str(err)) from None
+    click.echo(table)
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as f:
+            json.dump({"runs": list(runs), "table": table}, f, indent=1)
+    click.echo(f"compare wrote {', '.join(written)}" if written else "compare wrote nothing into the run folders",
+               err=True)
 
 
 @cli.command()

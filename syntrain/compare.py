@@ -2,28 +2,28 @@
 bootstrap of each run against the baseline (sacrebleu's `--paired-bs`: 1,000 resamples); with `--subsets DIR`
 (written by `synprep challenge`) also one table over the whole split and every challenge subset.
 
-    python -m syntrain.compare --data out/multi30k-en-de/test runs/multi30k-vanilla runs/multi30k-pascal ...
-    python -m syntrain.compare --data out/multi30k-en-de/test --subsets challenge/ runs/vanilla runs/pascal
+    syntrain compare --data out/multi30k-en-de/test runs/multi30k-vanilla runs/multi30k-pascal ...
+    syntrain compare --data out/multi30k-en-de/test --subsets challenge/ runs/vanilla runs/pascal
 
-The first run is the baseline. A run is a folder with best.pt (decoded here; the hypotheses are written to
-RUN/test.hyp, reused when newer than best.pt, and the run's description to RUN/describe.json) or only
-RUN/test.hyp (hypotheses brought back from another machine: one line per pair of the split, in split order),
-described by RUN/describe.json ({"switches": str, "seed": int, "steps": int}) when present, else '?'. The same
-whole-split numbers come from `sacrebleu REF -i RUN1/test.hyp RUN2/test.hyp -m bleu chrf --paired-bs`. Prints
-Markdown tables (docs/results.md). Tree-decoding runs (target =
+(`python -m syntrain.compare` is the same command.) The first run is the baseline. A run is a folder with best.pt
+(decoded here; the hypotheses are written to RUN/test.hyp, reused when newer than best.pt, and the run's
+description to RUN/describe.json: the only files compare writes into a run folder, and it names each one it
+writes) or only RUN/test.hyp (hypotheses brought back from another machine: one line per pair of the split, in
+split order), described by RUN/describe.json ({"switches": str, "seed": int, "steps": int}) when present, else
+'?'. The same whole-split numbers come from `sacrebleu REF -i RUN1/test.hyp RUN2/test.hyp -m bleu chrf
+--paired-bs`. Prints Markdown tables (docs/results.md). Tree-decoding runs (target =
 transitions) are scored on their text (transition tokens removed); their outputs' transitions go to
 RUN/test.trans (one line per pair) and the `trees` column gives the tree measure (docs/tree-decoding.md).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from collections.abc import Sequence
 
-from synprep.errors import InputError
+from synprep.textio import atomic_write
 
 HYPOTHESES = "test.hyp"
 TRANSITIONS = "test.trans"
@@ -56,9 +56,9 @@ def read_hypotheses(path: str, expected: int | None = None) -> list[str]:
 
 
 def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, device: str,
-                   expected: int | None = None) -> list[str]:
+                   expected: int | None = None, written: list[str] | None = None) -> list[str]:
     """Detokenized translations of the split by RUN/best.pt, cached in RUN/test.hyp; a run with only test.hyp
-    (no checkpoint) is read as it is."""
+    (no checkpoint) is read as it is. The files written are added to `written`."""
     checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
     if os.path.isfile(cached) and (not os.path.isfile(checkpoint)
                                    or os.path.getmtime(cached) >= os.path.getmtime(checkpoint)):
@@ -73,11 +73,15 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
     pieces: list[list[str]] = []
     hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces)
     if model.cfg.target == "transitions":
-        with open(os.path.join(run, TRANSITIONS), "w", encoding="utf-8") as f:
-            f.writelines(" ".join(p) + "\n" for p in pieces)
-    with open(cached, "w", encoding="utf-8") as f:
-        f.writelines(h + "\n" for h in hyps)
+        _write_lines(os.path.join(run, TRANSITIONS), [" ".join(p) for p in pieces], written)
+    _write_lines(cached, hyps, written)
     return hyps
+
+
+def _write_lines(path: str, lines: list[str], written: list[str] | None) -> None:
+    atomic_write(path, "".join(line + "\n" for line in lines).encode("utf-8"))
+    if written is not None:
+        written.append(path)
 
 
 def read_description(run: str) -> dict:
@@ -95,23 +99,23 @@ def read_description(run: str) -> dict:
     return described
 
 
-def describe(run: str) -> tuple[str, object, object]:
+def describe(run: str, written: list[str] | None = None) -> tuple[str, object, object]:
     """(syntax switches, seed, training steps) of a run: from best.pt when there is one (also written to
-    RUN/describe.json), else from RUN/describe.json, else '?'."""
+    RUN/describe.json, added to `written`), else from RUN/describe.json, else '?'."""
     checkpoint, path = os.path.join(run, "best.pt"), os.path.join(run, DESCRIPTION)
     if os.path.isfile(checkpoint):
-        import torch
+        from .config import stored_model_config, stored_train_config
+        from .train import read_checkpoint
 
-        from .model import ModelConfig
-
-        ckpt = torch.load(checkpoint, map_location="cpu", weights_only=False)
-        cfg = ModelConfig.from_dict(ckpt["model_config"])
-        described = {"switches": cfg.switches(), "seed": ckpt["train_config"]["seed"], "steps": ckpt["step"]}
+        ckpt = read_checkpoint(checkpoint)
+        cfg = stored_model_config(ckpt, checkpoint)
+        described = {"switches": cfg.switches(), "seed": stored_train_config(ckpt, checkpoint).seed,
+                     "steps": ckpt.get("step", "?")}
         if cfg.target == "transitions":
             described["transition_root"] = cfg.transition_root
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(described, f, indent=1)
-            f.write("\n")
+        atomic_write(path, (json.dumps(described, indent=1) + "\n").encode("utf-8"))
+        if written is not None:
+            written.append(path)
     else:
         described = read_description(run)
     return described.get("switches", "?"), described.get("seed", "?"), described.get("steps", "?")
@@ -188,9 +192,10 @@ def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[
 
 
 def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: float = 0.6,
-            samples: int = 1000, subsets_dir: str | None = None) -> str:
+            samples: int = 1000, subsets_dir: str | None = None, written: list[str] | None = None) -> str:
     """The Markdown table (runs[0] = the baseline); with `subsets_dir` (synprep challenge's output) also the
-    table over the whole split and every subset (`subset_table`)."""
+    table over the whole split and every subset (`subset_table`). The files written into run folders are added to
+    `written`."""
     import torch
     from sacrebleu.metrics import BLEU, CHRF
     from sacrebleu.significance import PairedTest
@@ -201,7 +206,8 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     split_ids, references = reference_texts(data_path)
     systems = [(os.path.basename(os.path.normpath(run)), run_hypotheses(run, data_path, beam, length_penalty,
-                                                                         device, len(references))) for run in runs]
+                                                                         device, len(references), written))
+               for run in runs]
     metrics = {"BLEU": BLEU(), "chrF": CHRF()}
     if len(systems) > 1:
         signatures, scores = PairedTest(systems, metrics, [references], test_type="bs", n_samples=samples)()
@@ -213,7 +219,7 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) | trees |",
              "|---|---|---|---|---|---|---|---|---|"]
     for i, (name, run) in enumerate(zip(scores["System"], runs)):
-        switches, seed, steps = describe(run)
+        switches, seed, steps = describe(run, written)
         bleu, chrf = scores[bleu_key][i], scores[chrf_key][i]
         p_bleu = "baseline" if i == 0 else f"{bleu.p_value:.3f}"
         p_chrf = "baseline" if i == 0 else f"{chrf.p_value:.3f}"
@@ -233,35 +239,15 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     return "\n".join(lines)
 
 
-def _fail(message: str) -> None:
-    """One error line, exit 2 (as the synprep/syntrain commands)."""
-    print(f"syntrain.compare: error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    """Command line (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="run directories (best.pt and/or test.hyp); the first = baseline")
-    parser.add_argument("--data", required=True, help="test split directory")
-    parser.add_argument("--subsets", help="challenge sets of the split (synprep challenge -o DIR)")
-    parser.add_argument("--beam", type=int, default=4)
-    parser.add_argument("--length-penalty", type=float, default=0.6)
-    parser.add_argument("--samples", type=int, default=1000, help="bootstrap resamples")
-    parser.add_argument("--json", help="also write the table's rows here")
-    args = parser.parse_args(argv)
-    missing = [run for run in args.runs if not any(os.path.isfile(os.path.join(run, name))
-                                                   for name in ("best.pt", HYPOTHESES))]
-    if missing:
-        _fail(f"no best.pt or {HYPOTHESES} in {', '.join(missing)} (train them first: syntrain run RECIPE)")
-    try:
-        table = compare(args.runs, args.data, args.beam, args.length_penalty, args.samples, args.subsets)
-    except (ValueError, OSError, InputError) as err:
-        _fail(str(err))
-    print(table)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"runs": args.runs, "table": table}, f, indent=1)
+    """`python -m syntrain.compare ...`: the same command as `syntrain compare ...`."""
+    from synprep.errors import run_cli
+
+    from .cli import compare_command
+
+    if argv is not None:
+        sys.argv = [sys.argv[0], *argv]
+    run_cli(compare_command, "syntrain.compare")
 
 
 if __name__ == "__main__":

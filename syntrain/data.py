@@ -59,7 +59,8 @@ SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS = "src_labels", "src_subword_toke
 assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST, TGT_PARENT_FIRST,
         SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS} <= _ALL_FIELDS
 # batch feature -> (shard column, the side and pipeline feature group that writes it)
-FEATURE_COLUMNS = {"distances": (SRC_DISTANCES, "src", "distances"), "labels": (SRC_LABELS, "src", "labels"),
+FEATURE_COLUMNS = {"parents": (SRC_PARENT_MID, "src", "parents"),
+                   "distances": (SRC_DISTANCES, "src", "distances"), "labels": (SRC_LABELS, "src", "labels"),
                    "src_heads": (SRC_PARENT_FIRST, "src", "parents"),
                    "tgt_heads": (TGT_PARENT_FIRST, "tgt", "parents")}
 LABEL_NONE, LABEL_UNKNOWN = 0, 1
@@ -227,6 +228,16 @@ class Batch:
                      pin(self.distances), pin(self.src_head), pin(self.tgt_head), pin(self.labels), self.tokens(),
                      pin(self.graph))
 
+    def features(self) -> dict[str, torch.Tensor]:
+        """The batch features the syntax switches read, by name (those collated)."""
+        named = {"parent": self.parent, "distances": self.distances, "src_head": self.src_head,
+                 "tgt_head": self.tgt_head, "labels": self.labels, "graph": self.graph}
+        return {name: value for name, value in named.items() if value is not None}
+
+    def source_features(self) -> dict[str, torch.Tensor]:
+        """The features of the source side only (what decoding reads; no target supervision)."""
+        return {name: value for name, value in self.features().items() if name not in ("tgt_head", "graph")}
+
     def tokens(self) -> int:
         """Target tokens (the loss normalizer); known without touching the device once collated."""
         if self.target_tokens < 0:
@@ -240,17 +251,19 @@ class ParallelData:
     `features`: batch features to collate besides `parent` (FEATURE_COLUMNS keys) -> the switch that needs
     each (named in the error when the shards lack its column); `labels`: the label vocabulary (S&H).
     `target` "transitions": targets are `tgt_transitions` (rows without them are skipped when `skip_null`,
-    else kept for decoding but left out of `loss_rows`); `arc_labels` (not None): collate the generated graph.
-    `ladder` (set by the trainer): pad batch lengths to the shape ladder of `syntrain.shapes`, capped at
-    `ladder_limit` when > 0; the padding counts against `max_tokens` in `batches`."""
+    else kept for decoding but left out of `loss_rows`); `arc_labels` (not None): collate the generated graph,
+    computed once per sentence here. `split`: the (table, manifest) of `path` when already read (`read_split`);
+    `table` alone: raw text prepared by synprep.prepare. `ladder` (set by the trainer): pad batch lengths to the
+    shape ladder of `syntrain.shapes`, capped at `ladder_limit` when > 0; the padding counts against
+    `max_tokens` in `batches`."""
 
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
                  configuration: dict | None = None, features: dict[str, str] | None = None,
                  labels: Sequence[str] = (), target: str = "text", arc_labels: Sequence[str] | None = None,
-                 skip_null: bool = False) -> None:
+                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None) -> None:
         self.path = path
         if table is None:
-            self.table, manifest = read_split(path)
+            self.table, manifest = split or read_split(path)
             self.configuration, self.signature = manifest.configuration, manifest.signature
         else:  # raw text prepared by synprep.prepare
             self.table, self.configuration, self.signature = table, configuration or {}, {}
@@ -281,7 +294,8 @@ class ParallelData:
             if column not in self.table.column_names:
                 raise ValueError(f"{path}: {switch} needs {column}: convert with [features] {side} = [..., "
                                  f"\"{group}\"]")
-        self.columns = {FEATURE_COLUMNS[f][0]: _flat(self.table, FEATURE_COLUMNS[f][0]) for f in self.features}
+        self.columns = {FEATURE_COLUMNS[f][0]: _flat(self.table, FEATURE_COLUMNS[f][0]) for f in self.features
+                        if f != "parents"}  # parents: always collated (`parent`) when the shards have them
         if "distances" in self.features or "labels" in self.features:
             self.columns[SRC_SUBWORD_TOKEN] = _flat(self.table, SRC_SUBWORD_TOKEN)
         if "labels" in self.features:  # label strings -> ids once (per token)
@@ -298,6 +312,17 @@ class ParallelData:
         self.loss_rows = self.keep[~null[self.keep]]  # rows with a target (validation loss)
         # shape ladder (syntrain.shapes): pad batch lengths to its rungs (capped at `ladder_limit` when > 0)
         self.ladder, self.ladder_limit = False, 0
+        self.graphs = None if arc_labels is None else self._graphs(null)
+
+    def _graphs(self, null: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's generated graph (E, 4) (parent, child, label id, step; decoder input positions), flat with
+        int64 row offsets: computed once, collated by slicing."""
+        itos = np.array(self.vocab.itos, dtype=object)
+        sequences = [[] if null[row] else itos[self.tgt_ids[self.tgt_off[row] : self.tgt_off[row + 1]]].tolist()
+                     for row in range(len(self.tgt_len))]
+        edges = [graph_rows([sequence], self.arc_labels or {}, self.root)[:, 1:] for sequence in sequences]
+        offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.int64)
+        return (np.concatenate(edges) if edges else np.zeros((0, 4), np.int64)), offsets
 
     @property
     def tgt_lang(self) -> str:
@@ -376,17 +401,19 @@ class ParallelData:
             tgt_out[b, : z - a] = self.tgt_ids[a:z]
             tgt_out[b, z - a] = EOS_ID
         extra = self._collate_features(rows, s, t)
-        if self.arc_labels is not None:
-            extra["graph"] = torch.from_numpy(self.collate_graph(tgt_in))
+        if self.graphs is not None:
+            extra["graph"] = torch.from_numpy(self.collate_graph(rows))
         tokens = int(self.tgt_len[rows].sum())  # target items + one EOS each
         return Batch(torch.from_numpy(src), torch.from_numpy(parent) if self.has_parents else None,
                      torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows), **extra,
                      target_tokens=tokens)
 
-    def collate_graph(self, tgt_in: np.ndarray) -> np.ndarray:
-        """(E, 5) graph edges of a padded (B, T) decoder input (see the module docstring)."""
-        return graph_rows([[self.vocab.itos[i] for i in row[1:] if i != PAD_ID] for row in tgt_in.tolist()],
-                          self.arc_labels or {}, self.root)
+    def collate_graph(self, rows: Sequence[int]) -> np.ndarray:
+        """(E, 5) graph edges of the given rows (batch row, then the cached edges; module docstring)."""
+        edges, offsets = self.graphs
+        parts = [edges[offsets[row] : offsets[row + 1]] for row in rows]
+        batch = np.repeat(np.arange(len(parts)), [len(part) for part in parts])
+        return np.column_stack([batch, np.concatenate(parts)]) if parts else np.zeros((0, 5), np.int64)
 
     def _row(self, column: str, row: int) -> np.ndarray:
         values, offsets = self.columns[column]

@@ -7,9 +7,10 @@ criterion). Post-processing joins pieces, removes the BPE marker ("@@ ") and det
 closing punctuation and after opening brackets.
 
 Tree decoding (`target = "transitions"`): greedy and beam search are constrained by the transition system
-(`synprep.features.TransitionState.allowed`): an arc only with two words on the stack, no arc inside a
-token, the end only with one word on the stack (under root `keep`: after the final root RIGHT-ARC), and no
-step that could not be completed within the length limit, so every output is a valid projective tree.
+(the tree switch's `TreeConstraint` over `synprep.features.TransitionState.allowed`): an arc only with two
+words on the stack, no arc inside a token, the end only with one word on the stack (under root `keep`: after
+the final root RIGHT-ARC), and no step that could not be completed within the length limit, so every output is
+a valid projective tree.
 Models that read the generated graph (PARENT, GCN) or attend bidirectionally (BiTran) re-run the decoder over
 the whole prefix at every step (no incremental cache: O(T^2) per sentence). Text output drops the transition
 tokens before de-BPE; `tree_rows` turns the pieces into CoNLL-U through `synprep.features.from_transitions`.
@@ -25,106 +26,50 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, from_transitions
+from synprep.features import from_transitions
 
-from .data import BOS_ID, EOS_ID, PAD_ID, SPECIALS, ParallelData, Vocab, graph_rows, is_arc
+from .data import BOS_ID, EOS_ID, PAD_ID, ParallelData, Vocab
 from .model import Transformer
-
-# token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
-# the end (EOS), never (PAD, BOS, UNK)
-CONTINUES, ENDS, LEFT, RIGHT, END, NEVER = range(6)
+from .switches import Features, merge_features
+from .switches.tree import TreeConstraint, text_pieces, token_kinds, tree_scores  # noqa: F401 (re-exported)
 
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
-    factor = 3.0 if model.cfg.target == "transitions" else 1.5  # transitions: sub-words + one arc per word
+    factor = max([1.5] + [switch.output_length_factor for switch in model.switches])  # transitions: + arcs
     return min(model.cfg.max_len - 1, int(src.shape[1] * factor) + 10)
 
 
-def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
-    """(V,) the kind of every vocabulary entry (CONTINUES ... NEVER)."""
-    kinds = np.full(len(vocab), ENDS, dtype=np.int64)
-    for i, item in enumerate(vocab.itos):
-        if i < len(SPECIALS):  # <unk> too: the tree could not be read back from the text
-            kinds[i] = END if i == EOS_ID else NEVER
-        elif item.startswith(LEFT_ARC):
-            kinds[i] = LEFT
-        elif item.startswith(RIGHT_ARC):
-            kinds[i] = RIGHT
-        elif item.endswith(separator):
-            kinds[i] = CONTINUES
-    return kinds
-
-
-class TreeConstraint:
-    """The transition states of a batch of hypotheses: the allowed next tokens, and the graph so far."""
-
-    def __init__(self, vocab: Vocab, root: str, rows: int, label_ids: dict[str, int] | None = None) -> None:
-        self.vocab, self.root = vocab, root
-        self.kinds = torch.from_numpy(token_kinds(vocab))
-        self.states = [TransitionState(root) for _ in range(rows)]
-        self.items: list[list[str]] = [[] for _ in range(rows)]
-        self.label_ids = label_ids
-
-    def mask(self, steps_left: int, device: torch.device) -> torch.Tensor:
-        """(rows, V) True = allowed; a finished or stuck row may only end."""
-        allowed = torch.tensor([list(state.allowed(steps_left)) + [False] for state in self.states])
-        allowed[~allowed.any(1), END] = True
-        return allowed[:, self.kinds].to(device)
-
-    def push(self, tokens: Sequence[int]) -> None:
-        """Append one token per row (EOS and PAD leave the state as it is)."""
-        for state, items, token in zip(self.states, self.items, tokens):
-            if token not in (EOS_ID, PAD_ID):
-                state.push(self.vocab.itos[token])
-                items.append(self.vocab.itos[token])
-
-    def reorder(self, rows: Sequence[int]) -> None:
-        """Keep rows `rows` (beam search)."""
-        self.states = [self.states[r].copy() for r in rows]
-        self.items = [list(self.items[r]) for r in rows]
-
-    def graph(self, device: torch.device) -> torch.Tensor | None:
-        """(E, 5) the generated graph of every row so far (decoder input positions)."""
-        if self.label_ids is None:
-            return None
-        return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root)).to(device)
-
-
 def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> TreeConstraint | None:
-    if model.cfg.target != "transitions":
-        return None
-    if vocab is None:
-        raise ValueError("decoding transitions needs the vocabulary (the constraints read the token strings)")
-    labels = {label: i + 2 for i, label in enumerate(model.cfg.arc_labels)} if model.cfg.uses_graph else None
-    return TreeConstraint(vocab, model.cfg.transition_root, rows, labels)
+    """The decoding constraint of a switch (tree decoding: TreeConstraint), or None."""
+    return next((made for switch in model.switches if (made := switch.constraint(vocab, rows)) is not None), None)
 
 
 def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
-                 cache: list[dict], distances: torch.Tensor | None, constraint: TreeConstraint | None
-                 ) -> torch.Tensor:
+                 cache: list[dict], features: Features, constraint: TreeConstraint | None) -> torch.Tensor:
     """Logits (N, V) for the token after `ys` (N, step + 1): incremental, or the whole prefix again."""
     if not model.cfg.recomputes_prefix:
-        return model.decode_step(ys[:, -1:], step, memory, src_mask, cache, distances)
+        return model.decode_step(ys[:, -1:], step, memory, src_mask, cache, features)
     graph = constraint.graph(ys.device) if constraint is not None else None
-    hidden = model.decode_hidden(ys, memory, src_mask, distances, graph)
+    hidden = model.decode_hidden(ys, memory, src_mask, merge_features(features, {"graph": graph}))
     last = (ys != PAD_ID).sum(1) - 1  # BiTran: finished rows hold pads after their end
     return model.output(hidden[torch.arange(len(ys), device=ys.device), last])
 
 
 @torch.no_grad()
-def greedy(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None,
-           distances: torch.Tensor | None = None, labels: torch.Tensor | None = None, vocab: Vocab | None = None
-           ) -> list[list[int]]:
-    """Most probable next token at each step; ids without BOS (EOS kept when produced). Transition targets
-    (`vocab` needed) are constrained to valid trees."""
-    memory, src_mask = model.encode(src, parent, labels)
+def greedy(model: Transformer, src: torch.Tensor, features: Features | None = None, vocab: Vocab | None = None,
+           **named: torch.Tensor | None) -> list[list[int]]:
+    """Most probable next token at each step; ids without BOS (EOS kept when produced). `features` (or by
+    name, e.g. parent=...): the source features of the syntax switches. Transition targets (`vocab` needed)
+    are constrained to valid trees."""
+    features = merge_features(features, named)
+    memory, src_mask = model.encode(src, features)
     cache = model.new_cache()
     ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     constraint = _constraint(model, vocab, src.shape[0])
     max_steps = _max_steps(model, src)
     for step in range(max_steps):
-        logits = _next_logits(model, ys, step, memory, src_mask, cache, distances, constraint)
+        logits = _next_logits(model, ys, step, memory, src_mask, cache, features, constraint)
         if constraint is not None:
             logits = logits.masked_fill(~constraint.mask(max_steps - step, logits.device), float("-inf"))
         next_id = logits.argmax(-1)
@@ -144,28 +89,27 @@ def length_penalty(length: int, alpha: float) -> float:
 
 
 @torch.no_grad()
-def beam_search(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None, beam: int = 4,
-                alpha: float = 0.6, distances: torch.Tensor | None = None, labels: torch.Tensor | None = None,
-                vocab: Vocab | None = None) -> list[list[int]]:
+def beam_search(model: Transformer, src: torch.Tensor, features: Features | None = None, beam: int = 4,
+                alpha: float = 0.6, vocab: Vocab | None = None, **named: torch.Tensor | None) -> list[list[int]]:
     """Batched beam search; returns the best hypothesis per sentence by length-normalized log-probability."""
-    return [hyps[0][1] for hyps in beam_search_nbest(model, src, parent, beam, alpha, 1, distances, labels, vocab)]
+    features = merge_features(features, named)
+    return [hyps[0][1] for hyps in beam_search_nbest(model, src, features, beam, alpha, 1, vocab)]
 
 
 @torch.no_grad()
-def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tensor | None = None, beam: int = 4,
-                      alpha: float = 0.6, nbest: int = 1, distances: torch.Tensor | None = None,
-                      labels: torch.Tensor | None = None, vocab: Vocab | None = None
+def beam_search_nbest(model: Transformer, src: torch.Tensor, features: Features | None = None, beam: int = 4,
+                      alpha: float = 0.6, nbest: int = 1, vocab: Vocab | None = None, **named: torch.Tensor | None
                       ) -> list[list[tuple[float, list[int]]]]:
     """Batched beam search; per sentence the `nbest` (<= beam) finished hypotheses as (length-normalized
-    log-probability, ids), best first. `distances`, `labels`: source features of the syntax switches;
+    log-probability, ids), best first. `features` (or by name): source features of the syntax switches;
     transition targets (`vocab` needed) are constrained to valid trees."""
     if not 1 <= nbest <= beam:
         raise ValueError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
     n, k = src.shape[0], beam
-    memory, src_mask = model.encode(src, parent, labels)
+    features = merge_features(features, named)
+    memory, src_mask = model.encode(src, features)
     memory, src_mask = memory.repeat_interleave(k, 0), src_mask.repeat_interleave(k, 0)
-    if distances is not None:
-        distances = distances.repeat_interleave(k, 0)
+    features = {name: value.repeat_interleave(k, 0) for name, value in features.items()}  # one row per hypothesis
     ys = torch.full((n * k, 1), BOS_ID, dtype=torch.long, device=src.device)
     scores = torch.full((n, k), float("-inf"), device=src.device)
     scores[:, 0] = 0.0  # one live hypothesis at the start
@@ -174,7 +118,7 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tenso
     cache = model.new_cache()
     constraint = _constraint(model, vocab, n * k)
     for step in range(1, max_steps + 1):
-        logits = _next_logits(model, ys, step - 1, memory, src_mask, cache, distances, constraint).float()
+        logits = _next_logits(model, ys, step - 1, memory, src_mask, cache, features, constraint).float()
         if constraint is not None:
             logits = logits.masked_fill(~constraint.mask(max_steps - step + 1, logits.device), float("-inf"))
         logp = F.log_softmax(logits, dim=-1)
@@ -210,11 +154,6 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, parent: torch.Tenso
             model.reorder_cache(cache, rows)
         scores = torch.from_numpy(new_scores).to(src.device)
     return [sorted(f, key=lambda h: -h[0])[:nbest] if f else [(0.0, [EOS_ID])] for f in finished]
-
-
-def text_pieces(pieces: Sequence[str]) -> list[str]:
-    """The sub-words of an output (transition tokens removed)."""
-    return [piece for piece in pieces if not is_arc(piece)]
 
 
 def debpe(pieces: Sequence[str]) -> list[str]:
@@ -272,12 +211,11 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     bar.update(len(rows) - len(fits))
     for batch_rows in data.batches(max_tokens, shuffle=False, rows=fits):
         batch = data.collate(batch_rows).to(device)
-        parent = batch.parent if any(layer.attn.pascal_heads for layer in model.encoder) else None
+        features = batch.source_features()
         if nbest or beam > 1:
-            hyps = beam_search_nbest(model, batch.src, parent, beam, alpha, max(nbest, 1), batch.distances,
-                                     batch.labels, vocab)
+            hyps = beam_search_nbest(model, batch.src, features, beam, alpha, max(nbest, 1), vocab)
         else:
-            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, parent, batch.distances, batch.labels, vocab)]
+            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, features, vocab)]
         for row, ranked in zip(batch_rows, hyps):
             out[position[int(row)]] = [(score, detok(debpe(text_pieces(vocab.decode(ids))))) for score, ids in ranked]
             best[position[int(row)]] = vocab.decode(ranked[0][1])
@@ -303,38 +241,6 @@ def conllu_block(tree: Sequence[tuple[str, int, str]], sent_id: str) -> str:
     lines = [f"# sent_id = {sent_id}"]
     lines += [f"{i}\t{form}\t_\t_\t_\t_\t{head}\t{label}\t_\t_" for i, (form, head, label) in enumerate(tree, 1)]
     return "\n".join(lines) + "\n\n"
-
-
-def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop"
-                ) -> dict:
-    """The tree measure of docs/tree-decoding.md for outputs and their reference transitions (None: none):
-    `valid_trees` = share (%) of outputs the inverse accepts; on the outputs whose sub-words equal the
-    reference's (`exact_outputs`, % of the rows with a reference), `exact_uas`/`exact_las` = attachment scores
-    (%) of the predicted tree against the reference tree (the reference transitions decoded, i.e. the parser's
-    tree as the shards encode it)."""
-    valid = exact = tokens = heads_ok = both_ok = counted = 0
-    for output, reference in zip(pieces, references):
-        try:
-            _, predicted_owner, predicted_heads, predicted_labels = from_transitions(list(output), root)
-            subwords = text_pieces(output)
-            valid += 1
-        except ValueError:
-            continue
-        if reference is None:
-            continue
-        counted += 1
-        ref_subwords, ref_owner, ref_heads, ref_labels = from_transitions(reference, root)
-        if subwords != ref_subwords or predicted_owner != ref_owner:
-            continue
-        exact += 1
-        tokens += len(ref_heads)
-        for h, lab, rh, rlab in zip(predicted_heads, predicted_labels, ref_heads, ref_labels):
-            heads_ok += h == rh
-            both_ok += h == rh and lab == rlab
-    n = max(len(pieces), 1)
-    return {"valid_trees": round(100 * valid / n, 2), "exact_outputs": round(100 * exact / max(counted, 1), 2),
-            "exact_uas": round(100 * heads_ok / tokens, 2) if tokens else None,
-            "exact_las": round(100 * both_ok / tokens, 2) if tokens else None}
 
 
 def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:

@@ -19,7 +19,7 @@ import random
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,65 +28,15 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from synprep.shards import open_split
-from synprep.tables import config_from_dict, option
 from synprep.textio import atomic_write
 
-from .checkpoints import clear_run, default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
-from .data import PAD_ID, Batch, ParallelData, Vocab, arc_label_vocabulary, prefetch
-from .decode import score, translate, tree_scores
-from .model import PRESETS, ModelConfig, Transformer
-from .shapes import LADDER_CHOICES, LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
-
-
-@dataclass
-class TrainConfig:
-    """Everything a run needs besides the model sizes (`model`: preset overrides, e.g. pascal_heads)."""
-
-    data: str = ""  # training split directory (synprep convert output, e.g. out/x/train)
-    valid: str = ""  # validation split ('' = none)
-    test: str = ""  # test split, scored with best.pt at the end ('' = none)
-    out: str = ""  # run folder ('' = runs/<data folder name>-<timestamp>); an earlier run there is refused
-    overwrite: bool = False  # delete an earlier run's files in `out` first
-    name: str = ""  # names the default run folder (the CLI passes the recipe's file name; else the data folder's)
-    preset: str = "tiny"
-    model: dict[str, Any] = field(default_factory=dict)
-    max_tokens: int = 4096  # per batch and process: sentences x longest side (padding included)
-    max_len: int = 256  # longer training pairs are skipped
-    max_steps: int = 20000
-    max_minutes: float = 0.0  # stop after this much training time (0: no limit)
-    lr: float = 7e-4  # peak learning rate, reached at the end of warm-up
-    warmup: int = 4000
-    adam_betas: tuple[float, float] = (0.9, 0.98)
-    label_smoothing: float = 0.1
-    clip_norm: float = 0.0  # 0: no clipping
-    accum_steps: int = 1  # batches per optimizer step (fairseq --update-freq): update = accum x max_tokens x procs
-    eval_interval: int = 1000  # steps between validation (loss + BLEU) and checkpoints
-    eval_sentences: int = 0  # validation sentences decoded for BLEU (0: all)
-    eval_beam: int = 1  # 1: greedy during training; the final test uses `test_beam`
-    test_beam: int = 4
-    length_penalty: float = 0.6
-    log_interval: int = 100
-    seed: int = 1
-    threads: int = 0  # torch CPU threads (0: torch's default)
-    device: str = "auto"  # auto (CUDA when available, else CPU), cuda, cpu
-    attention: str = "auto"  # kernel of the Pascal heads: auto (= math), math, flex (see attention.py)
-    precision: str = "auto"  # auto (bf16 autocast on CUDA with bf16 support, else fp32), fp32, bf16
-    resume: bool = False
-    keep_last: int = 0  # also keep the N most recent OUT/checkpoint_<step>.pt (0: only last.pt and best.pt)
-    patience: int = 0  # stop after this many validations without improvement of `best_metric` (0: never)
-    best_metric: str = "bleu"  # validation metric for best.pt and patience: bleu (higher) or loss (lower)
-    tensorboard: bool = False  # also log every metric to OUT/tensorboard (needs the `tensorboard` package)
-    verify_shards: bool = True  # compare every shard's sha256 with its manifest before training
-    shape_ladder: str = option("auto", choices=LADDER_CHOICES,
-                               help="pad batch lengths to the shape ladder (syntrain.shapes): auto = on CUDA and "
-                               "with compile, off for the eager CPU")
-    compile: bool = option(False, help="torch.compile the model for training (static shapes, one graph per "
-                           "batch shape; CUDA graphs on CUDA when the shape ladder is on)")
-
-    @classmethod
-    def from_dict(cls, values: dict) -> TrainConfig:
-        """Build from a dict, rejecting unknown keys and values of the wrong type with their names."""
-        return config_from_dict(cls, values, "training")
+from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
+from .config import TrainConfig, stored_model_config
+from .data import PAD_ID, Batch, ParallelData, Vocab, prefetch, read_split
+from .decode import score, translate
+from .model import PRESETS, ModelConfig, Transformer, prepared_config
+from .runfolder import start_run_folder
+from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 
 
 def inverse_sqrt(warmup: int):  # noqa: ANN201 (returns the LambdaLR multiplier function)
@@ -121,13 +71,6 @@ def format_eta(step: int, first_step: int, elapsed: float, max_steps: int, max_m
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def _kernel_in_use(model: Transformer, device: torch.device) -> str:
-    layers = [layer.attn for layer in model.encoder if layer.attn.pascal_heads]
-    if not layers:
-        return "none (no Pascal heads)"
-    return "flex" if layers[0].uses_flex(device) else "math"
-
-
 def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int) -> TrainConfig:
     """Name the run folder when none is given; refuse an earlier run there unless resuming or overwriting."""
     if cfg.resume and cfg.overwrite:
@@ -142,12 +85,7 @@ def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int) -> TrainConfig:
         if not cfg.overwrite:
             raise ValueError(f"{cfg.out}: holds an earlier run ({', '.join(earlier)}); --resume continues it, "
                              "--overwrite deletes it, or choose another --out")
-        if rank == 0:
-            clear_run(cfg.out)
-        if world > 1:
-            dist.barrier()
-    os.makedirs(cfg.out, exist_ok=True)
-    return cfg
+    return cfg  # the folder is made (and an earlier run deleted) by start_run_folder, after every check
 
 
 def _log(message: str, rank: int) -> None:
@@ -183,19 +121,21 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
     weights = raw.cfg.loss_weights()
     for i, batch in enumerate(batches):
         batch = batch.to(device)
+        features = batch.features()
         last = i == len(batches) - 1
         no_sync = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
         with no_sync:
             with autocast:
-                logits = model(batch.src, batch.tgt_in, batch.parent, batch.distances, batch.labels, batch.graph)
+                outputs = model(batch.src, batch.tgt_in, features)
             target, weight = batch.tgt_out, 1.0
-            if raw.sampled_positions is not None:  # BiTran approximation: the sampled prefixes, scaled to all
-                target = target.masked_fill(~raw.sampled_positions, PAD_ID)
+            if outputs.loss_positions is not None:  # only some positions predicted: scaled to all
+                target = target.masked_fill(~outputs.loss_positions, PAD_ID)
                 weight = batch.tokens() / (target != PAD_ID).sum().clamp(min=1)  # on the device: no sync
-            loss = weight * F.cross_entropy(logits.float().flatten(0, 1), target.flatten(), ignore_index=PAD_ID,
-                                            label_smoothing=label_smoothing, reduction="sum") / tokens
+            loss = weight * F.cross_entropy(outputs.logits.float().flatten(0, 1), target.flatten(),
+                                            ignore_index=PAD_ID, label_smoothing=label_smoothing,
+                                            reduction="sum") / tokens
             objective = loss
-            for name, value in raw.syntax_losses(batch.src_head, batch.tgt_head, batch.tgt_in).items():
+            for name, value in raw.auxiliary_losses(outputs, features).items():
                 objective = objective + weights[name] * value / tokens
                 if aux_totals is not None:
                     aux_totals[name] = aux_totals.get(name, 0.0) + value.detach() / tokens
@@ -224,35 +164,34 @@ def sample_batches(data: ParallelData, batches: list[np.ndarray], device: torch.
     return [data.collate(batches[i]).to(device) for i in sorted(picked)]
 
 
-def prepare_steps(cfg: TrainConfig, model: torch.nn.Module, raw_model: Transformer, data: ParallelData,
-                  batches: list[np.ndarray], device: torch.device, autocast: contextlib.AbstractContextManager,
-                  rank: int) -> tuple[torch.nn.Module, contextlib.AbstractContextManager, bool]:
+def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
     """Once per session, with the first epoch's batches: log the distinct batch shapes; on CUDA choose the
-    attention backend by timing the candidates (syntrain.shapes); compile the model when asked. Returns (the
-    model to step, the forward context, whether steps run as CUDA graphs)."""
+    attention backend by timing the candidates (syntrain.shapes: `run.autocast` then also forces it); compile
+    `run.model` when asked. Returns whether the steps run as CUDA graphs."""
+    cfg, data, device, raw = run.cfg, run.train_data, run.device, run.raw_model
     shapes = [data.shape(rows) for rows in batches]
     distinct = len(set(shapes))
-    _log(f"  shapes: {shape_summary(shapes)} (shape ladder: {LADDER_TEXT if data.ladder else 'off'})", rank)
+    run.log(f"  shapes: {shape_summary(shapes)} (shape ladder: {LADDER_TEXT if data.ladder else 'off'})")
     if device.type == "cuda":
-        samples = sample_batches(data, batches[rank::max(int(os.environ.get("WORLD_SIZE", "1")), 1)], device)
-        flex = cfg.attention == "auto" and any(raw_model.cfg.pascal_heads) and raw_model.cfg.attn_dropout == 0 \
-            and raw_model.cfg.d_model // raw_model.cfg.n_heads >= 16
+        samples = sample_batches(data, batches[run.rank :: run.world], device)
+        flex = cfg.attention == "auto" and raw.kernel_in_use(device) == "math" and raw.cfg.attn_dropout == 0 \
+            and raw.cfg.d_model // raw.cfg.n_heads >= 16  # layers with a choice of kernel, flex allowed
 
         def step(context: contextlib.AbstractContextManager) -> None:
-            accumulate_gradients(raw_model, samples, device, context, cfg.label_smoothing)
+            accumulate_gradients(raw, samples, device, context, cfg.label_smoothing)
 
-        autocast, chosen, timings = choose_attention(raw_model, step, autocast, device, flex)
+        run.autocast, chosen, timings = choose_attention(raw, step, run.autocast, device, flex)
         measured = ", ".join(f"{name} {1000 * seconds:.1f} ms" for name, seconds in timings.items())
-        _log(f"  attention: {chosen} (forward + backward of {len(samples)} sample batches: {measured})", rank)
+        run.log(f"  attention: {chosen} (forward + backward of {len(samples)} sample batches: {measured})")
     else:
-        _log("  attention: torch's scaled_dot_product_attention dispatch on the CPU (not timed)", rank)
+        run.log("  attention: torch's scaled_dot_product_attention dispatch on the CPU (not timed)")
     graphs = False
     if cfg.compile:
         graphs = device.type == "cuda" and data.ladder
-        model = compile_model(model, device, graphs, distinct)
-        _log(f"  compile: torch.compile, static shapes (about {distinct} graphs this epoch)"
-             f"{', CUDA graphs' if graphs else ''}", rank)
-    return model, autocast, graphs
+        run.model = compile_model(run.model, device, graphs, distinct)
+        run.log(f"  compile: torch.compile, static shapes (about {distinct} graphs this epoch)"
+                f"{', CUDA graphs' if graphs else ''}")
+    return graphs
 
 
 def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
@@ -280,14 +219,14 @@ def tree_text(result: dict) -> str:
 
 
 def data_options(cfg: ModelConfig) -> dict[str, Any]:
-    """ParallelData options a model needs: its target, and the graph's label ids for PARENT/GCN."""
-    return {"target": cfg.target, "arc_labels": list(cfg.arc_labels) if cfg.uses_graph else None}
+    """ParallelData options a model needs: its target, and the graph's label ids (the switches' data_options)."""
+    return cfg.data_options()
 
 
 def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
     """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
     ckpt = read_checkpoint(path, device)
-    model = Transformer(ModelConfig.from_dict(ckpt["model_config"])).to(device)  # new keys: their defaults
+    model = Transformer(stored_model_config(ckpt, path)).to(device)  # new keys: their defaults
     model.load_state_dict(ckpt["model"])
     return model.eval(), Vocab(ckpt["vocab"]), ckpt
 
@@ -300,7 +239,7 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     with torch.no_grad():
         for rows in data.batches(cfg.max_tokens, shuffle=False, rows=data.loss_rows):
             batch = data.collate(rows).to(device)
-            logits = model(batch.src, batch.tgt_in, batch.parent, batch.distances, batch.labels, batch.graph)
+            logits = model(batch.src, batch.tgt_in, batch.features()).logits
             total += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
                                      label_smoothing=cfg.label_smoothing, reduction="sum").item()
             tokens += batch.tokens()
@@ -308,8 +247,8 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     pieces: list[list[str]] = []
     hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, pieces=pieces)
     metrics = {"loss": round(total / max(tokens, 1), 4), **score(hyps, data.references(rows))}
-    if model.cfg.target == "transitions":
-        metrics.update(tree_scores(pieces, data.reference_transitions(rows), model.cfg.transition_root))
+    for switch in model.switches:  # measures of the output's structure (trees)
+        metrics.update(switch.output_scores(pieces, data, rows))
     model.train()
     return metrics
 
@@ -352,10 +291,59 @@ def training_device(choice: str, local_rank: int = 0) -> torch.device:
     return torch.device("cuda", local_rank)
 
 
-def train(cfg: TrainConfig) -> Transformer:
-    """Run (or resume) training as configured; returns the trained model (unwrapped)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
+@dataclass
+class Run:
+    """The state of one training run, passed through the steps of `train`."""
+
+    cfg: TrainConfig
+    rank: int
+    world: int
+    device: torch.device
+    own_group: bool
+    ckpt: dict | None = None  # the checkpoint resumed from
+    vocab: Vocab | None = None
+    mcfg: ModelConfig | None = None
+    train_data: ParallelData | None = None
+    valid_data: ParallelData | None = None
+    model: torch.nn.Module | None = None  # DDP-wrapped under torchrun
+    raw_model: Transformer | None = None
+    optimizer: torch.optim.Optimizer | None = None
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+    autocast: contextlib.AbstractContextManager | None = None
+    step: int = 0
+    epoch: int = 0
+    position: int = 0
+    best: float | None = None
+    bad_evals: int = 0
+    metrics_file: Any = None
+    writer: Any = None
+
+    @property
+    def last_path(self) -> str:
+        return os.path.join(self.cfg.out, "last.pt")
+
+    @property
+    def best_path(self) -> str:
+        return os.path.join(self.cfg.out, "best.pt")
+
+    def log(self, message: str) -> None:
+        """A progress line on stderr (rank 0)."""
+        _log(message, self.rank)
+
+    def record(self, values: dict) -> None:
+        """One metrics.jsonl record (and TensorBoard scalars), rank 0."""
+        if self.metrics_file:
+            self.metrics_file.write(json.dumps(values) + "\n")
+            self.metrics_file.flush()
+        if self.writer:
+            for key, value in values.items():
+                if isinstance(value, (int, float)) and key not in ("step", "epoch"):
+                    self.writer.add_scalar(key, value, values["step"])
+
+
+def set_up(cfg: TrainConfig) -> Run:
+    """Processes and device, the run folder, the checkpoint to resume from, the shards' hashes."""
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     own_group = world > 1 and not dist.is_initialized()
     device = training_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
     if device.type == "cuda":
@@ -365,61 +353,56 @@ def train(cfg: TrainConfig) -> Transformer:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=datetime.timedelta(hours=2))
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    if cfg.accum_steps < 1:
-        raise ValueError(f"accum_steps must be >= 1, got {cfg.accum_steps}")
-    if cfg.max_tokens < 1 or cfg.max_len < 0:
-        raise ValueError(f"max_tokens must be >= 1 and max_len >= 0, got {cfg.max_tokens} and {cfg.max_len}")
-    if cfg.preset not in PRESETS:
-        raise ValueError(f"unknown preset {cfg.preset!r}; choose from {', '.join(PRESETS)}")
-    if cfg.best_metric not in ("bleu", "loss"):
-        raise ValueError(f"best_metric must be bleu or loss, got {cfg.best_metric!r}")
-    cfg = _prepare_run_dir(cfg, rank, world)
-    last_path, best_path = os.path.join(cfg.out, "last.pt"), os.path.join(cfg.out, "best.pt")
-    resume = cfg.resume and os.path.isfile(last_path)
+    run = Run(_prepare_run_dir(cfg, rank, world), rank, world, device, own_group)
+    resume = cfg.resume and os.path.isfile(run.last_path)
     if cfg.resume and not resume:
-        _log(f"--resume: no {last_path} yet, starting from scratch", rank)
-
+        run.log(f"--resume: no {run.last_path} yet, starting from scratch")
     if cfg.verify_shards:
         for split in (cfg.data, cfg.valid, cfg.test):
             problems = open_split(split).verify_hashes() if split else []
             if problems:
                 raise ValueError(f"{problems[0]} (synprep validate {split} lists all; --no-verify-shards skips "
                                  "this check)")
-    ckpt = read_checkpoint(last_path) if resume else None
-    torch.manual_seed(cfg.seed)
+    run.ckpt = read_checkpoint(run.last_path) if resume else None
+    return run
+
+
+def load_data(run: Run) -> None:
+    """The training split read once: vocabulary, the model config (built once, with what it derives from the
+    data), the training and validation data."""
+    cfg, ckpt = run.cfg, run.ckpt
+    split = read_split(cfg.data)
+    values = ckpt["model_config"] if ckpt else {**PRESETS[cfg.preset], **cfg.model}
     if ckpt:
-        vocab = Vocab(ckpt["vocab"])
+        run.vocab = Vocab(ckpt["vocab"])
     else:
-        from .data import read_split
-
-        vocab = Vocab.build([read_split(cfg.data)[0]], transitions=cfg.model.get("target") == "transitions")
-        if rank == 0:
-            vocab.save(os.path.join(cfg.out, "vocab.json"))
-    mcfg = ModelConfig.from_dict(ckpt["model_config"]) if ckpt else \
-        ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": len(vocab)})
-    if mcfg.label_embedding and not mcfg.source_labels:
-        from .data import label_vocabulary, read_split
-
-        mcfg.source_labels = label_vocabulary(read_split(cfg.data)[0])
-    tree = data_options(mcfg)
-    train_data = ParallelData(cfg.data, vocab, cfg.max_len, features=mcfg.batch_features(training=True),
-                              labels=mcfg.source_labels, skip_null=True, **tree)
-    if mcfg.target == "transitions" and not ckpt:
-        mcfg.transition_root = train_data.root
-        mcfg.arc_labels = arc_label_vocabulary(vocab)
-        tree = data_options(mcfg)
-        train_data.arc_labels = {label: i + 2 for i, label in enumerate(mcfg.arc_labels)} if mcfg.uses_graph \
-            else None
-    longest = train_data.longest()
+        target = ModelConfig.from_dict(values).data_options()["target"]
+        run.vocab = Vocab.build([split[0]], transitions=target == "transitions")
+    run.mcfg = stored_model_config(ckpt, run.last_path) if ckpt else prepared_config(values, *split, run.vocab)
+    options = data_options(run.mcfg)
+    run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, features=run.mcfg.batch_features(training=True),
+                                  labels=run.mcfg.source_labels, skip_null=True, split=split, **options)
+    longest = run.train_data.longest()
     if longest > cfg.max_tokens:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
                          "BOS/EOS): raise max_tokens or lower max_len")
-    valid_data = ParallelData(cfg.valid, vocab, features=mcfg.batch_features(training=False),
-                              labels=mcfg.source_labels, **tree) if cfg.valid else None
-    ladder = ladder_in_use(cfg.shape_ladder, device, cfg.compile)
-    for data in (train_data, valid_data):
+    run.valid_data = eval_data(cfg.valid, run.vocab, run.mcfg) if cfg.valid else None
+    ladder = ladder_in_use(cfg.shape_ladder, run.device, cfg.compile)
+    for data in (run.train_data, run.valid_data):
         if data is not None:
-            data.ladder, data.ladder_limit = ladder, mcfg.max_len
+            data.ladder, data.ladder_limit = ladder, run.mcfg.max_len
+
+
+def eval_data(path: str, vocab: Vocab, mcfg: ModelConfig) -> ParallelData:
+    """A validation or test split with what the model reads."""
+    return ParallelData(path, vocab, features=mcfg.batch_features(training=False), labels=mcfg.source_labels,
+                        **data_options(mcfg))
+
+
+def make_model(run: Run) -> None:
+    """The model (seeded), the attention kernel, the optimizer; the resumed state; DDP; the run header."""
+    cfg, mcfg, device = run.cfg, run.mcfg, run.device
+    torch.manual_seed(cfg.seed)
     model = Transformer(mcfg).to(device)
     model.set_attention_kernel(cfg.attention)
     if cfg.attention == "flex" and device.type != "cuda":
@@ -430,177 +413,224 @@ def train(cfg: TrainConfig) -> Transformer:
                          f"(now {mcfg.attn_dropout})")
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-    if mcfg.pascal_heads and any(mcfg.pascal_heads) and not train_data.has_parents:
-        raise ValueError(f"{cfg.data}: Pascal heads need src_parent_mid (convert with [features] src = "
-                         "[\"parents\"])")
-    optimizer, scheduler = make_optimizer(model, cfg)
-    step, epoch, position, best, bad_evals = 0, 0, 0, None, 0
-    if ckpt:
+    run.optimizer, run.scheduler = make_optimizer(model, cfg)
+    if run.ckpt:
+        ckpt = run.ckpt
         model.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        step, epoch, position, best = ckpt["step"], ckpt["epoch"], ckpt["position"], ckpt["best"]
-        bad_evals = ckpt.get("bad_evals", 0)
-        _set_rng_state(ckpt["rng"][rank] if isinstance(ckpt["rng"], list) else ckpt["rng"])
-        _log(f"resumed from {last_path} at step {step}", rank)
-    raw_model = model
-    if world > 1:
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
-                                                          else None)
-    autocast = autocast_context(cfg.precision, device)
-    n_params = sum(p.numel() for p in raw_model.parameters())
-    _log(f"syntrain: {len(train_data)} training pairs, vocabulary {len(vocab)}, {n_params / 1e6:.1f}M parameters, "
-         f"device {device}, {world} process(es), "
-         f"precision {resolve_precision(cfg.precision, device)}, attention kernel {_kernel_in_use(raw_model, device)}"
-         f", out {cfg.out}\n  syntax switches: {mcfg.switches()}", rank)
-    if mcfg.target == "transitions":
-        _log(f"  target transitions: {train_data.skipped_null} training pair(s) without transitions skipped "
-             f"(null: not encodable under the pipeline's non_projective policy), {len(mcfg.arc_labels)} arc labels, "
-             f"root {mcfg.transition_root}", rank)
-    record_header = {"step": 0, "skipped_null_transitions": train_data.skipped_null,
-                     "arc_labels": len(mcfg.arc_labels)} if mcfg.target == "transitions" and not ckpt else None
+        run.optimizer.load_state_dict(ckpt["optimizer"])
+        run.scheduler.load_state_dict(ckpt["scheduler"])
+        run.step, run.epoch, run.position, run.best = ckpt["step"], ckpt["epoch"], ckpt["position"], ckpt["best"]
+        run.bad_evals = ckpt.get("bad_evals", 0)
+        _set_rng_state(ckpt["rng"][run.rank] if isinstance(ckpt["rng"], list) else ckpt["rng"])
+        run.log(f"resumed from {run.last_path} at step {run.step}")
+    run.raw_model = run.model = model
+    if run.world > 1:
+        run.model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
+    run.autocast = autocast_context(cfg.precision, device)
+    n_params = sum(p.numel() for p in model.parameters())
+    precision = resolve_precision(cfg.precision, device)
+    run.log(f"syntrain: {len(run.train_data)} training pairs, vocabulary {len(run.vocab)}, {n_params / 1e6:.1f}M "
+            f"parameters, device {device}, {run.world} process(es), precision {precision}"
+            f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n  syntax switches: {mcfg.switches()}")
+
+
+def open_metrics(run: Run) -> None:
+    """OUT/metrics.jsonl (a resumed run drops the records after its checkpoint), the switches' data report,
+    TensorBoard."""
+    cfg, header = run.cfg, {}
+    for switch in run.raw_model.switches:
+        text, values = switch.training_report(run.train_data)
+        if text:
+            run.log(f"  {text}")
+        header.update(values)
+    start_run_folder(cfg, run.mcfg.to_dict(), run.train_data.signature, None if run.ckpt else run.vocab, run.rank,
+                     run.world)  # the run folder's first write, after every check
     metrics_path = os.path.join(cfg.out, "metrics.jsonl")
-    if rank == 0 and ckpt:
-        _truncate_metrics(metrics_path, ckpt["step"])  # a resumed run redoes the steps after its checkpoint
-    metrics_file = open(metrics_path, "a", encoding="utf-8") if rank == 0 else None
-    if metrics_file and record_header:
-        metrics_file.write(json.dumps(record_header) + "\n")
-    writer = None
-    if cfg.tensorboard and rank == 0:
+    if run.rank == 0 and run.ckpt:
+        _truncate_metrics(metrics_path, run.ckpt["step"])  # a resumed run redoes the steps after its checkpoint
+    run.metrics_file = open(metrics_path, "a", encoding="utf-8") if run.rank == 0 else None
+    if run.metrics_file and header and not run.ckpt:
+        run.metrics_file.write(json.dumps({"step": 0, **header}) + "\n")
+    if cfg.tensorboard and run.rank == 0:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
             raise ValueError("--tensorboard needs the tensorboard package (pip install tensorboard)") from None
-        writer = SummaryWriter(os.path.join(cfg.out, "tensorboard"))
+        run.writer = SummaryWriter(os.path.join(cfg.out, "tensorboard"))
 
-    def record(values: dict) -> None:
-        if metrics_file:
-            metrics_file.write(json.dumps(values) + "\n")
-            metrics_file.flush()
-        if writer:
-            for key, value in values.items():
-                if isinstance(value, (int, float)) and key not in ("step", "epoch"):
-                    writer.add_scalar(key, value, values["step"])
 
-    def save(also_best: bool) -> None:
-        """last.pt (and best.pt); a collective under DDP: every rank calls it, rank 0 writes."""
-        rng = _rng_state()
-        if world > 1:  # every rank's RNG, so each continues its own dropout stream
-            gathered: list = [None] * world
-            dist.all_gather_object(gathered, rng)
-            rng = gathered
-        if rank == 0:
-            state = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
-                     "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch, "position": position,
-                     "best": best, "bad_evals": bad_evals, "rng": rng, "vocab": vocab.itos,
-                     "model_config": mcfg.to_dict(),
-                     "train_config": asdict(cfg), "signature": train_data.signature,
-                     "pipeline": train_data.configuration,
-                     "dataset": os.path.dirname(os.path.abspath(cfg.data))}
-            for path in (last_path, best_path) if also_best else (last_path,):
-                save_checkpoint(state, path)
-            if cfg.keep_last:
-                shutil.copyfile(last_path, os.path.join(cfg.out, f"checkpoint_{step}.pt"))
-                prune_step_checkpoints(cfg.out, cfg.keep_last)
+def save(run: Run, also_best: bool) -> None:
+    """last.pt (and best.pt); a collective under DDP: every rank calls it, rank 0 writes."""
+    cfg, rng = run.cfg, _rng_state()
+    if run.world > 1:  # every rank's RNG, so each continues its own dropout stream
+        gathered: list = [None] * run.world
+        dist.all_gather_object(gathered, rng)
+        rng = gathered
+    if run.rank != 0:
+        return
+    state = {"model": run.raw_model.state_dict(), "optimizer": run.optimizer.state_dict(),
+             "scheduler": run.scheduler.state_dict(), "step": run.step, "epoch": run.epoch,
+             "position": run.position, "best": run.best, "bad_evals": run.bad_evals, "rng": rng,
+             "vocab": run.vocab.itos, "model_config": run.mcfg.to_dict(), "train_config": asdict(cfg),
+             "signature": run.train_data.signature, "pipeline": run.train_data.configuration,
+             "dataset": os.path.dirname(os.path.abspath(cfg.data))}
+    for path in (run.last_path, run.best_path) if also_best else (run.last_path,):
+        save_checkpoint(state, path)
+    if cfg.keep_last:
+        shutil.copyfile(run.last_path, os.path.join(cfg.out, f"checkpoint_{run.step}.pt"))
+        prune_step_checkpoints(cfg.out, cfg.keep_last)
 
-    model.train()
-    started = window_start = time.time()
-    first_step = step
-    window_loss, window_tokens, window_aux = 0.0, 0, {}
-    stop = step >= cfg.max_steps  # a resumed run that is already complete only re-scores
+
+def validate_and_save(run: Run, stop: bool) -> bool:
+    """Validation (rank 0), best.pt by `best_metric`, the checkpoints, patience; returns whether to stop."""
+    cfg = run.cfg
+    if run.valid_data is not None and run.rank == 0:
+        result = evaluate(run.raw_model, run.valid_data, run.vocab, cfg, run.device, cfg.eval_beam,
+                          cfg.eval_sentences)
+        run.log(f"step {run.step} | valid loss {result['loss']:.3f} | BLEU {result['bleu']:.2f} | "
+                f"chrF {result['chrf']:.2f}{tree_text(result)}")
+        run.record({"step": run.step, "valid_loss": result["loss"], "valid_bleu": result["bleu"],
+                    "valid_chrf": result["chrf"], **{f"valid_{key}": result[key] for key in TREE_KEYS
+                                                     if key in result}})
+        value = result["bleu"] if cfg.best_metric == "bleu" else result["loss"]
+        improved = run.best is None or (value > run.best if cfg.best_metric == "bleu" else value < run.best)
+        run.best, run.bad_evals = (value, 0) if improved else (run.best, run.bad_evals + 1)
+    else:
+        improved = run.valid_data is None  # no validation: best = last
+    save(run, improved)
+    if cfg.patience and run.valid_data is not None and not stop:
+        patience_over = torch.tensor([float(run.bad_evals >= cfg.patience)])
+        if run.world > 1:  # rank 0 validated: its decision holds for all
+            patience_over = patience_over.to(run.device)
+            dist.broadcast(patience_over, src=0)
+        if patience_over.item():
+            run.log(f"early stopping at step {run.step}: {run.bad_evals} validations without a better "
+                    f"{cfg.best_metric} (patience {cfg.patience})")
+            return True
+    return stop
+
+
+class Window:
+    """Training loss, auxiliary losses and tokens since the last log line."""
+
+    def __init__(self) -> None:
+        self.loss, self.tokens, self.aux, self.start = 0.0, 0, {}, time.time()
+
+    def add(self, loss: torch.Tensor, tokens: int, aux: dict[str, torch.Tensor]) -> None:
+        self.loss, self.tokens = self.loss + loss.detach() * tokens, self.tokens + tokens
+        for name, value in aux.items():
+            self.aux[name] = self.aux.get(name, 0.0) + value * tokens
+
+    def report(self, run: Run, started: float, first_step: int) -> None:
+        """The log line and metrics record of the window (then a new window starts)."""
+        cfg, tokens = run.cfg, self.tokens
+        seconds, elapsed = max(time.time() - self.start, 1e-9), time.time() - started
+        values = {"step": run.step, "epoch": run.epoch, "loss": round(self.loss.item() / tokens, 4),
+                  "lr": run.scheduler.get_last_lr()[0], "tokens": tokens * run.world,
+                  "tokens_per_s": round(tokens * run.world / seconds), "elapsed_s": round(elapsed, 1)}
+        values.update({f"loss_{name}": round(value.item() / tokens, 4)
+                       for name, value in self.aux.items()})  # per target token, unweighted
+        aux_text = "".join(f" | {name} {values[f'loss_{name}']:.3f}" for name in self.aux)
+        eta = format_eta(run.step, first_step, elapsed, cfg.max_steps, cfg.max_minutes)
+        run.log(f"step {run.step} | loss {values['loss']:.3f}{aux_text} | lr {values['lr']:.2e} | "
+                f"{values['tokens_per_s']} tok/s | ETA {eta}")
+        run.record(values)
+        self.__init__()
+
+
+def optimizer_step(run: Run, group: list[Batch], window: Window) -> None:
+    """One update over the batches of `group`."""
+    aux: dict[str, torch.Tensor] = {}
+    loss, tokens = accumulate_gradients(run.model, group, run.device, run.autocast, run.cfg.label_smoothing, aux)
+    if run.cfg.clip_norm:
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.cfg.clip_norm)
+    run.optimizer.step()
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    run.step, run.position = run.step + 1, run.position + len(group)
+    window.add(loss, tokens, aux)
+
+
+def _out_of_time(run: Run, started: float, log_step: bool) -> bool:
+    out_of_time = bool(run.cfg.max_minutes) and (time.time() - started) / 60 >= run.cfg.max_minutes
+    if run.world > 1 and run.cfg.max_minutes:  # all ranks stop at the same step, agreed at log steps (a sync)
+        if not log_step:
+            return False
+        flag = torch.tensor([float(out_of_time)], device=run.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        out_of_time = bool(flag.item())
+    return out_of_time
+
+
+def training_loop(run: Run) -> None:
+    """Epochs of seeded batches (this rank's share, collated ahead on a thread) until max_steps, max_minutes
+    or patience; logs every log_interval steps, validates and saves every eval_interval steps."""
+    cfg = run.cfg
+    run.model.train()
+    started, first_step, window = time.time(), run.step, Window()
+    stop = run.step >= cfg.max_steps  # a resumed run that is already complete only re-scores
     prepared, cuda_graphs = False, False
     while not stop:
-        batches = train_data.batches(cfg.max_tokens, cfg.seed, epoch)
+        batches = run.train_data.batches(cfg.max_tokens, cfg.seed, run.epoch)
         if not prepared:
-            model, autocast, cuda_graphs = prepare_steps(cfg, model, raw_model, train_data, batches, device,
-                                                         autocast, rank)
-            prepared = True
-        per_rank = len(batches) // world
+            cuda_graphs, prepared = prepare_steps(run, batches), True
+        per_rank = len(batches) // run.world
         if per_rank == 0:
-            raise ValueError(f"{cfg.data}: fewer batches ({len(batches)}) than processes ({world})")
-        batches = batches[rank::world][:per_rank]
-        make_group = functools.partial(collate_group, data=train_data, batches=batches, accum=cfg.accum_steps,
-                                       device=device)  # on the prefetch thread, while the previous step runs
-        groups = prefetch(range(position, per_rank, cfg.accum_steps), make_group)
+            raise ValueError(f"{cfg.data}: fewer batches ({len(batches)}) than processes ({run.world})")
+        batches = batches[run.rank :: run.world][:per_rank]
+        make_group = functools.partial(collate_group, data=run.train_data, batches=batches, accum=cfg.accum_steps,
+                                       device=run.device)  # on the prefetch thread, while the previous step runs
+        groups = prefetch(range(run.position, per_rank, cfg.accum_steps), make_group)
         for group in groups:
-            aux: dict[str, torch.Tensor] = {}
             if cuda_graphs:
                 torch.compiler.cudagraph_mark_step_begin()
-            loss, tokens = accumulate_gradients(model, group, device, autocast, cfg.label_smoothing, aux)
-            if cfg.clip_norm:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step, position = step + 1, position + len(group)
-            window_loss, window_tokens = window_loss + loss.detach() * tokens, window_tokens + tokens
-            for name, value in aux.items():
-                window_aux[name] = window_aux.get(name, 0.0) + value * tokens
-            out_of_time = cfg.max_minutes and (time.time() - started) / 60 >= cfg.max_minutes
-            log_step = step % cfg.log_interval == 0 or step == 1
-            if world > 1 and cfg.max_minutes:  # all ranks stop at the same step, agreed at log steps (a sync)
-                flag = torch.tensor([float(bool(out_of_time))], device=device) if log_step else None
-                if flag is not None:
-                    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-                out_of_time = flag is not None and bool(flag.item())
-            stop = step >= cfg.max_steps or bool(out_of_time)
+            optimizer_step(run, group, window)
+            log_step = run.step % cfg.log_interval == 0 or run.step == 1
+            stop = run.step >= cfg.max_steps or _out_of_time(run, started, log_step)
             if log_step or stop:  # the first and the last step always
-                seconds = max(time.time() - window_start, 1e-9)
-                elapsed = time.time() - started
-                values = {"step": step, "epoch": epoch, "loss": round(window_loss.item() / window_tokens, 4),
-                          "lr": scheduler.get_last_lr()[0], "tokens": window_tokens * world,
-                          "tokens_per_s": round(window_tokens * world / seconds),
-                          "elapsed_s": round(elapsed, 1)}
-                values.update({f"loss_{name}": round(value.item() / window_tokens, 4)
-                               for name, value in window_aux.items()})  # per target token, unweighted
-                aux_text = "".join(f" | {name} {values[f'loss_{name}']:.3f}" for name in window_aux)
-                eta = format_eta(step, first_step, elapsed, cfg.max_steps, cfg.max_minutes)
-                _log(f"step {step} | loss {values['loss']:.3f}{aux_text} | lr {values['lr']:.2e} | "
-                     f"{values['tokens_per_s']} tok/s | ETA {eta}", rank)
-                record(values)
-                window_loss, window_tokens, window_aux, window_start = 0.0, 0, {}, time.time()
-            if step % cfg.eval_interval == 0 or stop:
-                if valid_data is not None and rank == 0:
-                    result = evaluate(raw_model, valid_data, vocab, cfg, device, cfg.eval_beam, cfg.eval_sentences)
-                    _log(f"step {step} | valid loss {result['loss']:.3f} | BLEU {result['bleu']:.2f} | "
-                         f"chrF {result['chrf']:.2f}{tree_text(result)}", rank)
-                    record({"step": step, "valid_loss": result["loss"], "valid_bleu": result["bleu"],
-                            "valid_chrf": result["chrf"], **{f"valid_{key}": result[key] for key in TREE_KEYS
-                                                             if key in result}})
-                    value = result["bleu"] if cfg.best_metric == "bleu" else result["loss"]
-                    improved = best is None or (value > best if cfg.best_metric == "bleu" else value < best)
-                    best, bad_evals = (value, 0) if improved else (best, bad_evals + 1)
-                else:
-                    improved = valid_data is None  # no validation: best = last
-                save(improved)
-                window_start = time.time()  # evaluation time is not training throughput
-                if cfg.patience and valid_data is not None and not stop:
-                    patience_over = torch.tensor([float(bad_evals >= cfg.patience)])
-                    if world > 1:  # rank 0 validated: its decision holds for all
-                        patience_over = patience_over.to(device)
-                        dist.broadcast(patience_over, src=0)
-                    if patience_over.item():
-                        _log(f"early stopping at step {step}: {bad_evals} validations without a better "
-                             f"{cfg.best_metric} (patience {cfg.patience})", rank)
-                        stop = True
+                window.report(run, started, first_step)
+            if run.step % cfg.eval_interval == 0 or stop:
+                stop = validate_and_save(run, stop)
+                window.start = time.time()  # evaluation time is not training throughput
             if stop:
                 groups.close()  # the prefetch thread finishes the batches it has started
                 break
-        if position >= per_rank:
-            epoch, position = epoch + 1, 0
-    if cfg.test and rank == 0:
-        model_best, _, _ = load_checkpoint(best_path, device)
-        test_data = ParallelData(cfg.test, vocab, features=mcfg.batch_features(training=False),
-                                 labels=mcfg.source_labels, **tree)
-        result = evaluate(model_best, test_data, vocab, cfg, device, cfg.test_beam)
-        _log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
-             f"{tree_text(result)}"
-             f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}", rank)
-        record({"step": step, "test": cfg.test, **{f"test_{k}": v for k, v in result.items()}})
-    if metrics_file:
-        metrics_file.close()
-    if writer:
-        writer.close()
-    if own_group:
+        if run.position >= per_rank:
+            run.epoch, run.position = run.epoch + 1, 0
+
+
+def score_test_split(run: Run) -> None:
+    """The test split scored with best.pt (rank 0)."""
+    cfg = run.cfg
+    if not cfg.test or run.rank != 0:
+        return
+    model_best, _, _ = load_checkpoint(run.best_path, run.device)
+    result = evaluate(model_best, eval_data(cfg.test, run.vocab, run.mcfg), run.vocab, cfg, run.device,
+                      cfg.test_beam)
+    run.log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
+            f"{tree_text(result)}"
+            f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}")
+    run.record({"step": run.step, "test": cfg.test, **{f"test_{k}": v for k, v in result.items()}})
+
+
+def close(run: Run) -> None:
+    """Close the metrics and TensorBoard files and the process group this run opened."""
+    if run.metrics_file:
+        run.metrics_file.close()
+    if run.writer:
+        run.writer.close()
+    if run.own_group:
         dist.destroy_process_group()
-    return raw_model
+
+
+def train(cfg: TrainConfig) -> Transformer:
+    """Run (or resume) training as configured; returns the trained model (unwrapped)."""
+    run = set_up(cfg)
+    load_data(run)
+    make_model(run)
+    open_metrics(run)
+    training_loop(run)
+    score_test_split(run)
+    close(run)
+    return run.raw_model

@@ -197,13 +197,18 @@ BROKEN = [
     MULTIWORD.replace("\t3\tdet", "\t7\tdet"),  # multiword sentence with a head out of range ...
     MULTIWORD.replace("\t3\tcase", "\t2\tcase").replace("\t3\tdet", "\t1\tdet"),  # ... with a cycle
     MULTIWORD.replace("1-2\tzum\t_", "1-2\tzum"),  # multiword line with 9 columns
+    "# only a comment\n\n",  # a sentence without words
+    EMPTY_NODE.replace("2.1\t", "2.x\t"),  # an empty node ID that is not N.M
+    sentence(JOHN).replace("\t4\tdet", "\t4\tdet x"),  # a DEPREL with a space ...
+    sentence(JOHN).replace("\t4\tdet", "\t4\t"),  # ... an empty one
+    sentence(JOHN).replace("\t4\tdet", "\t\u00b2\tdet"),  # a head that str.isdigit() takes and int() refuses
 ]
 
 
 def slow_trees(text, first_line=1, first_index=0):
     from synprep.conllu import parse_conllu_lines, to_tree
 
-    return [to_tree(s, "x.conllu") for s in parse_conllu_lines(text.split("\n"), "x.conllu", True,
+    return [to_tree(s, "x.conllu") for s in parse_conllu_lines(text.split("\n"), "x.conllu", False,
                                                                   first_line, first_index)]
 
 
@@ -212,7 +217,7 @@ def test_chunk_trees_same_trees_and_errors_as_the_line_reader(bad):
     from synprep.conllu import chunk_trees
     from synprep.errors import InputError
 
-    good = sentence(JOHN, "a") + MULTIWORD + EMPTY_NODE + "# only a comment\n\n" + sentence(NONPROJ, "b")
+    good = sentence(JOHN, "a") + MULTIWORD + EMPTY_NODE + sentence(NONPROJ, "b")
     for text in (good, good + "\n\n" + good, sentence([("x", 0, "root")])):
         assert chunk_trees(text.split("\n"), "x.conllu", 5, 7) == slow_trees(text, 5, 7)
     text = good + BROKEN[bad] + CYCLE  # the first error in the chunk is the one reported
@@ -231,7 +236,7 @@ def test_arrow_columns_equal_pyarrow_conversion_of_the_records(treebank):
     from synprep.schema import records_to_batch
 
     path, codes = treebank
-    trees = list(read_trees(str(path))) * 2 + slow_trees(MULTIWORD + "# only a comment\n\n")
+    trees = list(read_trees(str(path))) * 2 + slow_trees(MULTIWORD)
     features = parse_features("parents,distances,transitions,labels")
     for policy in ("keep", "lift", "drop"):
         columns = featurize(trees, FeatureConfig(features, "keep", policy, True), Bpe(str(codes)).segment_word)

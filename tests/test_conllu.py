@@ -70,6 +70,13 @@ def test_highest_word_is_not_first_word_of_span():
     (row(2, "x", 7, "dep"), "head 7 out of range", 3),
     (row(2, "x", 0, "dep"), "more than one root", 3),
     (row(3, "x", 1, "dep"), "word ID 3 out of sequence", 3),
+    (row(2, "x", "\u00b2", "dep"), "head '\u00b2' is not a non-negative integer", 3),  # isdigit() but not int()
+    (row(2, "x", 1, "dep").replace("2", "\u00b2", 1), "bad word ID", 3),
+    ("1.x\tx\t_\t_\t_\t_\t_\t_\t_\t_", "bad empty node ID '1.x' (expected N.M", 3),
+    ("1.\tx\t_\t_\t_\t_\t_\t_\t_\t_", "bad empty node ID", 3),
+    (row(2, "x", 1, "nmod poss"), "DEPREL 'nmod poss' holds whitespace", 3),
+    (row(2, "x", 1, "nmod\u00a0poss"), "holds whitespace", 3),
+    (row(2, "x", 1, ""), "empty DEPREL", 3),
 ])
 def test_malformed_sentences_name_file_line_and_sentence(tmp_path, bad_row, message, line):
     path = tmp_path / "bad.conllu"
@@ -78,6 +85,28 @@ def test_malformed_sentences_name_file_line_and_sentence(tmp_path, bad_row, mess
         list(read_trees(str(path)))
     assert message in str(err.value)
     assert str(err.value).startswith(f"{path}:{line} (sentence s1)")
+
+
+def test_sentence_without_words_is_an_error_naming_its_line(tmp_path):
+    """In a file, a sentence of comments only is an error at its first line; a parser's output keeps it (an empty
+    input line gives an empty sentence there)."""
+    path = tmp_path / "comments.conllu"
+    path.write_text(row(1, "a", 0, "root") + "\n\n# sent_id = s2\n# text = nothing\n\n" + row(1, "b", 0, "root")
+                    + "\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"comments.conllu:3 \(sentence s2\): sentence without words"):
+        list(read_trees(str(path)))
+    assert [len(s.words) for s in parse_conllu_text(path.read_text())] == [1, 0, 1]
+    placeholders = tmp_path / "parsed.conllu"  # synprep parse: an empty line, a line too long to parse
+    placeholders.write_text("# sent_id = 1\n# text =\n\n# sent_id = 2\n# text = a b\n# skipped = longer than 3 "
+                            "characters\n\n" + row(1, "c", 0, "root") + "\n\n", encoding="utf-8")
+    assert [tree.tokens for tree in read_trees(str(placeholders))] == [[], [], ["c"]]
+
+
+def test_empty_node_ids_are_ignored(tmp_path):
+    path = tmp_path / "enhanced.conllu"
+    path.write_text(row(1, "a", 0, "root") + "\n1.1\tx\t_\t_\t_\t_\t_\t_\t_\t_\n1.12\ty\t_\t_\t_\t_\t_\t_\t_\t_\n"
+                    + row(2, "b", 1, "dep") + "\n\n", encoding="utf-8")
+    assert next(read_trees(str(path))).tokens == ["a", "b"]
 
 
 def test_cycle_is_reported(tmp_path):

@@ -8,7 +8,8 @@ Every case runs a real command on damaged input and is classified as
   hang        no answer within the time limit
   silent      exit 0 on bad input, or a result that lost or changed something
   unclear     an error, but not one line, or not naming what it should
-Each case is a test here (`make test`); `python -m tests.test_faults` prints the table and the totals.
+Each case is a test here (`make test`); `python -m tests.test_faults [pytest args]` runs every tests/test_faults*.py
+file and prints one line per case and the totals per class of fault (cases, passed, failed, skipped).
 Cases of other classes live beside the code they exercise: concurrent writers, damaged shards and manifests,
 named pipes (tests/test_shards.py), kill -9 + --resume (tests/test_convert.py).
 """
@@ -17,13 +18,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import random
 import shutil
 import stat
 import subprocess
 import sys
-import tempfile
+import typing
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -302,7 +304,7 @@ def max_tokens_tiny(data, tmp):
 
 
 def recipe_wrong_type(data, tmp):
-    _write(tmp / "recipe.toml", f'[train]\ndata = "{data["shards"] / "train"}"\nmax_tokens = "many"\n')
+    _write(tmp / "recipe.toml", f'[data]\ntrain = "{data["shards"] / "train"}"\n[train]\nmax_tokens = "many"\n')
     return [*SYNTRAIN, "run", "recipe.toml", "--out", "run", "--max-steps", "1"], None
 
 
@@ -397,7 +399,7 @@ CASES = [
     Case("translate: a line far beyond max_len", "long lines", long_line_translate, expect="ok", check=_three_lines),
     Case("convert --shard-size 0", "bad values", shard_size_zero, names="--shard-size", absent=("out",)),
     Case("convert --workers -1", "bad values", workers_negative, names="workers", absent=("out",)),
-    Case("run --max-tokens 0", "bad values", max_tokens_zero, names="max_tokens"),
+    Case("run --max-tokens 0", "bad values", max_tokens_zero, names="--max-tokens"),
     Case("run --max-tokens 5 (below the longest sentence)", "bad values", max_tokens_tiny, names="max_tokens"),
     Case("run: recipe value of the wrong type", "bad values", recipe_wrong_type, names="max_tokens"),
     Case("convert: pipeline value of the wrong type", "bad values", pipeline_wrong_type, names="pipeline.toml",
@@ -413,6 +415,209 @@ CASES = [
     Case("compare: truncated describe.json", "truncation", description_corrupt, names="describe.json"),
     Case("compare: a subset id list with a non-id", "corruption", subset_ids_not_ids, names="src.particle.ids:2"),
 ]
+
+
+# ---------------------------------------------------------------------------------- input checks
+
+
+def _bpe_apply(codes, *extra: str) -> list[str]:
+    return [SYNPREP, "bpe", "apply", "--codes", str(codes), "-i", "in.txt", "-o", "out.bpe", *extra]
+
+
+def _text(tmp: Path) -> None:
+    _write(tmp / "in.txt", "the dog barks at the cat\n" * 3)
+
+
+def vocabulary_superscript_count(data, tmp):
+    _text(tmp)
+    _write(tmp / "vocab.txt", "the 5\ndo@@ \u00b2\n")  # '²'.isdigit() is True, int('²') fails
+    return _bpe_apply(data["codes"], "--vocabulary", "vocab.txt", "--vocabulary-threshold", "2"), None
+
+
+def vocabulary_cut_off(data, tmp):
+    _text(tmp)
+    _write(tmp / "vocab.txt", "the 512\ndog 4")  # cut from 'dog 40\n': a valid-looking line without its end
+    return _bpe_apply(data["codes"], "--vocabulary", "vocab.txt"), None
+
+
+def glossary_not_a_regex(data, tmp):
+    _text(tmp)
+    return _bpe_apply(data["codes"], "--glossaries", "("), None
+
+
+def separator(value: str):
+    def prepare(data, tmp):
+        _text(tmp)
+        return _bpe_apply(data["codes"], "--separator", value), None
+    return prepare
+
+
+def learn_min_frequency(value: str):
+    def prepare(data, tmp):
+        _text(tmp)
+        return [SYNPREP, "bpe", "learn", "-i", "in.txt", "-o", "codes.bpe", "--min-frequency", value], None
+    return prepare
+
+
+def codes_header_only(data, tmp):
+    _text(tmp)
+    _write(tmp / "codes.bpe", "#version: 0.2\n")
+    return _bpe_apply("codes.bpe"), None
+
+
+def _cut_codes(data, tmp) -> Path:
+    """The dataset's codes cut in the middle of a merge line (no line end after it)."""
+    text = Path(data["codes"]).read_text(encoding="utf-8")
+    cut = text.index("\n", len(text) // 2) - 1
+    return _write(tmp / "codes.bpe", text[:cut])
+
+
+def codes_cut_mid_line(data, tmp):
+    _text(tmp)
+    _cut_codes(data, tmp)
+    return _bpe_apply("codes.bpe"), None
+
+
+def codes_cut_align(data, tmp):
+    _cut_codes(data, tmp)
+    return [SYNPREP, "align", "--conllu", str(data["synth"] / "test.src.conllu"), "--bpe-codes", "codes.bpe",
+            "-o", "out.jsonl"], None
+
+
+def codes_damaged_symbol(data, tmp):
+    _text(tmp)
+    lines = Path(data["codes"]).read_text(encoding="utf-8").split("\n")
+    lines.insert(5, "zzq@ x")  # neither a character nor made by an earlier merge
+    _write(tmp / "codes.bpe", "\n".join(lines))
+    return _bpe_apply("codes.bpe"), None
+
+
+def pipeline_edit(replace: dict[str, str]):
+    def prepare(data, tmp):
+        return [SYNPREP, "convert", str(_pipeline(data, tmp, replace)), "--output", "out"], None
+    return prepare
+
+
+def pipeline_codes(text: str | None):
+    """[bpe] codes = "given.bpe": missing (None) or holding `text`."""
+    def prepare(data, tmp):
+        pipeline = _pipeline(data, tmp, {"symbols = 300": 'codes = "given.bpe"'})
+        if text is not None:
+            _write(tmp / "synth" / "given.bpe", text)
+        return [SYNPREP, "convert", str(pipeline), "--output", "out"], None
+    return prepare
+
+
+def conllu_edit(old: str, new: str, fmt: str = "jsonl"):
+    def prepare(data, tmp):
+        assert old in CONLLU
+        _write(tmp / "in.conllu", CONLLU + CONLLU.replace(old, new))
+        return [SYNPREP, "align", "--conllu", "in.conllu", "--format", fmt, "-o", "out.txt"], None
+    return prepare
+
+
+def wide_text(encoding: str, command: str):
+    """One command reading UTF-16/UTF-32 text (with or without a byte order mark)."""
+    def prepare(data, tmp):
+        if command == "filter":
+            _write(tmp / "in.en", "The dog barks .\nA cat .\n".encode(encoding))
+            _write(tmp / "in.de", "Der Hund bellt .\nEine Katze .\n".encode(encoding))
+            return [SYNPREP, "filter", "--src", "in.en", "--tgt", "in.de", "--src-lang", "en", "--tgt-lang", "de",
+                    "--langid", "none", "-o", "clean"], None
+        if command == "align":
+            _write(tmp / "in.conllu", CONLLU.encode(encoding))
+            return [SYNPREP, "align", "--conllu", "in.conllu", "-o", "out.txt"], None
+        if command == "bpe apply (stdin)":
+            return [SYNPREP, "bpe", "apply", "--codes", str(data["codes"]), "-o", "out.bpe"], \
+                "the dog barks\n".encode(encoding)
+        if command == "parse":
+            _write(tmp / "in.txt", "The dog barks .\n".encode(encoding))
+            return [SYNPREP, "parse", "--backend", "udpipe", "--model", data["udpipe"], "-i", "in.txt", "-o",
+                    "out.txt", "--workers", "1"], None
+        pipeline = _pipeline(data, tmp)  # convert: one input of the last split
+        path = tmp / "synth" / "test.tgt.conllu"
+        path.write_bytes(path.read_text(encoding="utf-8").encode(encoding))
+        return [SYNPREP, "convert", str(pipeline), "--output", "out"], None
+    return prepare
+
+
+def bom_filter(data, tmp):
+    _write(tmp / "in.en", "\ufeffThe dog barks .\nA cat sleeps .\n")
+    _write(tmp / "in.de", "The dog barks .\nEine Katze schläft .\n")  # the first pair is an untranslated copy
+    return [SYNPREP, "filter", "--src", "in.en", "--tgt", "in.de", "--src-lang", "en", "--tgt-lang", "de",
+            "--langid", "none", "-o", "clean"], None
+
+
+def _copy_rejected_as_identical(tmp, result):
+    rows = (tmp / "clean" / "rejected.tsv").read_text(encoding="utf-8").splitlines()
+    kept = (tmp / "clean" / "in.en").read_bytes()
+    return [row.split("\t")[:2] for row in rows] == [["0", "identical"]] and kept == b"A cat sleeps .\n"
+
+
+INPUT_CASES = [
+    Case("bpe apply: vocabulary count '\u00b2'", "bad values", vocabulary_superscript_count, names="vocab.txt:2",
+         absent=("out.bpe",)),
+    Case("bpe apply: vocabulary cut off (last line without its end)", "truncation", vocabulary_cut_off,
+         names="vocab.txt:2", absent=("out.bpe",)),
+    Case("bpe apply --glossaries '('", "bad values", glossary_not_a_regex, names="--glossaries", absent=("out.bpe",)),
+    Case("bpe apply --separator ''", "bad values", separator(""), names="--separator", absent=("out.bpe",)),
+    Case("bpe apply --separator ' '", "bad values", separator(" "), names="--separator", absent=("out.bpe",)),
+    Case("bpe learn --min-frequency 0", "bad values", learn_min_frequency("0"), names="--min-frequency",
+         absent=("codes.bpe",)),
+    Case("bpe learn --min-frequency -1", "bad values", learn_min_frequency("-1"), names="--min-frequency",
+         absent=("codes.bpe",)),
+    Case("bpe apply: codes with only the version line", "corruption", codes_header_only, names="codes.bpe: no merges",
+         absent=("out.bpe",)),
+    Case("bpe apply: codes cut in the middle of a line", "truncation", codes_cut_mid_line, names="codes.bpe:",
+         absent=("out.bpe",)),
+    Case("align --bpe-codes: codes cut in the middle of a line", "truncation", codes_cut_align, names="codes.bpe:",
+         absent=("out.jsonl",)),
+    Case("bpe apply: a merge of symbols no earlier merge made", "corruption", codes_damaged_symbol,
+         names="codes.bpe:6", absent=("out.bpe",)),
+    Case("convert: max_ratio = nan", "bad values", pipeline_edit({"max_ratio = 3.0": "max_ratio = nan"}),
+         names="[filter] max_ratio", absent=("out",)),
+    Case("convert: [bpe] symbols = 0", "bad values", pipeline_edit({"symbols = 300": "symbols = 0"}),
+         names="[bpe] symbols must be >= 1", absent=("out",)),
+    Case("convert: [bpe] symbols = -1", "bad values", pipeline_edit({"symbols = 300": "symbols = -1"}),
+         names="pipeline.toml: [bpe] symbols", absent=("out",)),
+    Case("convert: split filter = \"yes\"", "bad values",
+         pipeline_edit({'tgt = "test.tgt.conllu"': 'tgt = "test.tgt.conllu"\nfilter = "yes"'}),
+         names="[splits.test] filter must be true or false", absent=("out",)),
+    Case("convert: split filter = \"false\"", "bad values",
+         pipeline_edit({'tgt = "train.tgt.conllu"': 'tgt = "train.tgt.conllu"\nfilter = "false"'}),
+         names="[splits.train] filter must be true or false", absent=("out",)),
+    Case("convert: langid_languages = \"en\" (a string)", "bad values",
+         pipeline_edit({"max_ratio = 3.0": 'max_ratio = 3.0\nlangid_languages = "en"'}),
+         names="[filter] langid_languages must be a list", absent=("out",)),
+    Case("convert: [bpe] codes file missing (found before any work)", "bad values", pipeline_codes(None),
+         names="given.bpe: [bpe] codes: no such file", absent=("out",)),
+    Case("convert: [bpe] codes with only the version line", "corruption", pipeline_codes("#version: 0.2\n"),
+         names="given.bpe: [bpe] codes: no merges", absent=("out",)),
+    Case("align: empty node ID 1.x", "corruption",
+         conllu_edit("\n2\tdog", "\n1.x\tgone\t_\t_\t_\t_\t_\t_\t_\t_\n2\tdog"), names="in.conllu:9",
+         absent=("out.txt",)),
+    Case("align: a sentence of comments only", "corruption", conllu_edit(CONLLU, "# text = nothing\n\n"),
+         names="in.conllu:7", absent=("out.txt",)),
+    Case("align --format transitions: DEPREL with a space", "corruption",
+         conllu_edit("\tdet\t", "\tdet x\t", "transitions"), names="in.conllu:8", absent=("out.txt",)),
+    Case("align --format jsonl: DEPREL with a space", "corruption", conllu_edit("\tnsubj\t", "\tn subj\t"),
+         names="in.conllu:9", absent=("out.txt",)),
+    Case("filter: UTF-16 input on both sides", "bad bytes", wide_text("utf-16", "filter"), names="in.en: is UTF-16",
+         absent=("clean",)),
+    Case("filter: UTF-16-LE input without a byte order mark", "bad bytes", wide_text("utf-16-le", "filter"),
+         names="in.en: is UTF-16-LE", absent=("clean",)),
+    Case("align: UTF-16 CoNLL-U", "bad bytes", wide_text("utf-16", "align"), names="in.conllu: is UTF-16",
+         absent=("out.txt",)),
+    Case("bpe apply: UTF-32 on stdin", "bad bytes", wide_text("utf-32", "bpe apply (stdin)"),
+         names="<stdin>: is UTF-32", absent=("out.bpe",)),
+    Case("parse: UTF-16-BE input", "bad bytes", wide_text("utf-16-be", "parse"), names="in.txt: is UTF-16-BE",
+         absent=("out.txt",)),
+    Case("convert: UTF-16 input in the last split (found before any work)", "bad bytes", wide_text("utf-16", "convert"),
+         names="test.tgt.conllu: is UTF-16", absent=("out",)),
+    Case("filter: UTF-8 byte order mark on the source's first line", "bad bytes", bom_filter, expect="ok",
+         check=_copy_rejected_as_identical),
+]
+CASES += INPUT_CASES
 
 
 def make_data(root: Path) -> dict:
@@ -458,26 +663,149 @@ def test_fault_is_handled_cleanly(case, data, tmp_path):
     assert outcome == "clean", f"{outcome}: {detail}"
 
 
-def main() -> None:
-    """Run every case and print the table and the totals per outcome."""
-    with tempfile.TemporaryDirectory(prefix="faults_") as root:
-        data = make_data(Path(root))
-        totals: Counter = Counter()
-        kinds: Counter = Counter()
-        for k, case in enumerate(CASES):
-            if case.root_only and os.geteuid() != 0:
-                outcome, detail = "skipped", "needs root"
-            else:
-                tmp = Path(root) / f"case{k}"
-                tmp.mkdir()
-                outcome, detail = _run_case(case, data, tmp)
-            totals[outcome] += 1
-            kinds[case.kind] += 1
-            print(f"{outcome:9s} {case.kind:11s} {case.name:55s} {detail[:90]}")
-        print(f"\n{len(CASES)} cases ({', '.join(f'{k} {v}' for k, v in kinds.items())}): "
-              + ", ".join(f"{name} {totals.get(name, 0)}" for name in
-                          ("clean", "traceback", "crash", "hang", "silent", "unclear", "skipped")))
+# ------------------------------------------------------------- random values for every pipeline key
+
+_PIPELINE_BASE = {  # a valid pipeline (pre-parsed input; load_pipeline does not open the inputs)
+    "pipeline": {"name": "x", "src_lang": "en", "tgt_lang": "de", "shard_size": 100},
+    "splits": {"train": {"src": "train.src.conllu", "tgt": "train.tgt.conllu"}},
+    "filter": {"langid": "none"}, "parser": {"src": {"backend": "udpipe", "model": "en.udpipe"}},
+    "bpe": {"symbols": 100}, "features": {"src": ["parents"], "tgt": ["transitions"]},
+}
+_DECLARED = {"split": "SplitConfig", "parser": "ParserConfig", "bpe": "BpeConfig", "features": "FeaturesConfig"}
+_TABLES = {"pipeline": ("pipeline",), "split": ("splits", "train"), "filter": ("filter",),
+           "parser": ("parser", "src"), "bpe": ("bpe",), "features": ("features",)}
+
+
+class _Inline(dict):
+    """A value that is a TOML inline table (`key = {a = 1}`), not a [table] of the pipeline."""
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return {"nan": "nan", "inf": "inf", "-inf": "-inf"}.get(repr(value), repr(value))
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")  # TOML escapes DEL too
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    return "[" + ", ".join(map(_toml_value, value)) + "]"
+
+
+def _toml(tables: dict, prefix: str = "") -> str:
+    plain = {k: v for k, v in tables.items() if not isinstance(v, dict) or isinstance(v, _Inline)}
+    lines = [f"[{prefix}]"] if prefix and plain else []
+    lines += [f"{key} = {_toml_value(value)}" for key, value in plain.items()]
+    for key, value in tables.items():
+        if key not in plain:
+            lines.append(_toml(value, f"{prefix}.{key}" if prefix else key))
+    return "\n".join(lines)
+
+
+def _any_value():
+    from hypothesis import strategies as st
+
+    scalar = st.one_of(st.booleans(), st.integers(-10**6, 10**6), st.floats(), st.text(
+        st.characters(blacklist_categories=("Cs",)), max_size=8), st.sampled_from(["", "-1", "nan", "yes", "false"]))
+    return st.one_of(scalar, st.lists(scalar, max_size=3), st.dictionaries(st.sampled_from(["a", "b"]), scalar,
+                                                                           max_size=2))
+
+
+def _pipeline_keys() -> list[tuple[str, str]]:
+    from synprep.pipeline import _KEYS
+
+    return [(table, key) for table, keys in _KEYS.items() if table for key in sorted(keys)]
+
+
+@pytest.mark.parametrize("table, key", _pipeline_keys(), ids=lambda v: v)
+def test_random_values_of_every_pipeline_key(table, key, tmp_path_factory):
+    """Any value of any pipeline key loads or is one InputError line naming the file and the key (never another
+    exception: no traceback)."""
+    from hypothesis import HealthCheck, given, settings
+
+    from synprep import pipeline
+    from synprep.errors import InputError
+    from synprep.pipeline import load_pipeline
+
+    folder = tmp_path_factory.mktemp("random_values")
+    declared = {name: getattr(pipeline, cls) for name, cls in _DECLARED.items()} | {"filter": pipeline.FilterSettings}
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(_any_value())
+    def check(value):
+        tables = json.loads(json.dumps(_PIPELINE_BASE))
+        target = tables
+        for part in _TABLES[table]:
+            target = target[part]
+        target[key] = _Inline(value) if isinstance(value, dict) else value
+        path = folder / "pipeline.toml"
+        path.write_text(_toml(tables), encoding="utf-8")
+        try:
+            load_pipeline(str(path))
+        except InputError as err:
+            message = str(err)
+            assert "\n" not in message.strip() and key in message, message
+            assert message.startswith(str(path)) or f"[{table.replace('split', 'splits.train')}" in message \
+                or "codes" in message, message
+        else:  # loaded: the value was used as given, never coerced
+            assert hint is not bool or isinstance(value, bool), f"{key} = {value!r} taken as a boolean"
+            assert not isinstance(value, float) or math.isfinite(value), f"{key} = {value!r} accepted"
+
+    hint = typing.get_type_hints(declared[table]).get(key) if table in declared else None
+    check()
+
+
+class _Tally:
+    """A pytest plugin that records every case of the fault suite: its file, class of fault, name and outcome."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, str, str]] = []  # (file, kind, name, passed|failed|skipped, detail)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):  # noqa: ANN001, ANN201 (pytest's hook signature)
+        report = (yield).get_result()
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            params = getattr(getattr(item, "callspec", None), "params", {})
+            case = next((value for value in params.values() if hasattr(value, "kind")), None)
+            kind = case.kind if case is not None else "random values" if "random" in item.name else \
+                Path(str(item.fspath)).stem.removeprefix("test_faults_")
+            detail = ""
+            if report.failed:
+                message = str(getattr(report.longrepr, "reprcrash", None) and report.longrepr.reprcrash.message
+                              or report.longrepr)
+                detail = message.removeprefix("AssertionError: ").splitlines()[0] if message else ""
+            elif report.skipped and isinstance(report.longrepr, tuple):
+                detail = str(report.longrepr[2]).removeprefix("Skipped: ")
+            name = case.name if case is not None else item.name
+            self.rows.append((Path(str(item.fspath)).name, kind, name, report.outcome, detail))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the fault suite (every tests/test_faults*.py file) and print one line per case, then the totals per
+    class of fault (cases, passed, failed, skipped). Arguments are handed to pytest (`-k bpe`)."""
+    files = sorted(str(path) for path in Path(__file__).parent.glob("test_faults*.py"))
+    tally = _Tally()
+    code = pytest.main([*files, "-q", "--tb=no", "-p", "no:cacheprovider", *(argv or [])], plugins=[tally])
+    print()
+    for file, kind, name, outcome, detail in tally.rows:
+        print(f"{outcome:8s} {kind:12s} {name[:64]:64s} {file:24s} {detail[:100]}")
+    per_kind: dict[str, Counter] = {}
+    for _, kind, _, outcome, _ in tally.rows:
+        per_kind.setdefault(kind, Counter())[outcome] += 1
+    def totals(label: str, counts: Counter) -> str:
+        return (f"{label:16s} {sum(counts.values()):6d} {counts['passed']:7d} {counts['failed']:7d} "
+                f"{counts['skipped']:8d}")
+
+    print(f"\n{'class of fault':16s} {'cases':>6s} {'passed':>7s} {'failed':>7s} {'skipped':>8s}")
+    total: Counter = Counter()
+    for kind, counts in sorted(per_kind.items()):
+        total.update(counts)
+        print(totals(kind, counts))
+    print(totals("all", total) + f"   ({len(files)} files: {', '.join(Path(f).name for f in files)})")
+    return int(code)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

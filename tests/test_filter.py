@@ -215,7 +215,7 @@ def test_toy_corpus_langdetect_deterministic(tmp_path):
     (tmp_path / "in" / "train.en").write_bytes(head["src"])
     (tmp_path / "in" / "train.de").write_bytes(head["tgt"])
     src, tgt = str(tmp_path / "in" / "train.en"), str(tmp_path / "in" / "train.de")
-    config = FilterSettings("en", "de")  # langdetect, the default
+    config = FilterSettings("en", "de", langid="langdetect")
     filter_files(src, tgt, str(tmp_path / "two"), config, 2, chunk_size=97)
     rows = (tmp_path / "two" / "rejected.tsv").read_text(encoding="utf-8").splitlines()
     reasons = {int(r.split("\t")[0]): r.split("\t")[1] for r in rows}
@@ -267,3 +267,39 @@ def test_overlong_lines_are_rejected_first_on_every_split():
         assert check_pair_detailed(long, "Das ist gut .", config) == ("line_too_long", "5599 characters > 5000")
     assert check_pair(long, "Kurz .", settings(max_chars=6000), None) == "too_long"  # tokens: the next check
     assert check_pair_detailed("Yes", "Ja", None, max_chars=2) == ("line_too_long", "3 characters > 2")
+
+
+def test_cli_refuses_a_non_empty_output_folder_without_overwrite(tmp_path):
+    src, tgt = write_pairs(tmp_path / "in", PAIRS)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    args = ["--src", src, "--tgt", tgt, "--src-lang", "en", "--tgt-lang", "de", "-o", str(out), "--workers", "1"]
+    refused = run_cli(*args)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert str(out) in refused.stderr and "not empty" in refused.stderr and "--overwrite" in refused.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]  # nothing written
+    done = run_cli(*args, "--overwrite")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["ids", "notes.txt", "rejected.tsv", "train.de", "train.en"]
+    (out / "ids").write_text("stale\n")
+    assert run_cli(*args).returncode == 2 and (out / "ids").read_text() == "stale\n"  # a filter output, too
+    assert run_cli(*args, "--overwrite").returncode == 0 and (out / "ids").read_text() != "stale\n"
+    (tmp_path / "empty").mkdir()
+    assert run_cli(*args[:-4], "-o", str(tmp_path / "empty")).returncode == 0  # an empty folder is fine
+    (tmp_path / "file").write_text("x\n")
+    as_file = run_cli(*args[:-4], "-o", str(tmp_path / "file"), "--overwrite")
+    assert as_file.returncode == 2 and "is a file" in as_file.stderr and as_file.stderr.count("\n") == 1
+
+
+def test_cli_default_identifier_is_py3langid(tmp_path):
+    """py3langid is the default (docs/langid.md): it keeps this genuine caption pair, langdetect calls it Danish."""
+    src, tgt = write_pairs(tmp_path / "in", [(b"A black dog leaps over a log.",
+                                              b"Ein schwarzer Hund springt \xc3\xbcber einen Baumstamm.")])
+    args = ["--src", src, "--tgt", tgt, "--src-lang", "en", "--tgt-lang", "de", "--workers", "1"]
+    default = run_cli(*args, "-o", str(tmp_path / "default"))
+    assert default.returncode == 0 and "1 pairs: 1 kept" in default.stdout, default.stdout + default.stderr
+    slow = run_cli(*args, "-o", str(tmp_path / "langdetect"), "--langid", "langdetect")
+    assert slow.returncode == 0 and "1 pairs: 0 kept" in slow.stdout
+    assert (tmp_path / "langdetect" / "rejected.tsv").read_text().startswith("0\tsrc_lang\tdetected da")
+    assert FilterSettings("en", "de").langid == "py3langid" == make_identifier(FilterSettings("en", "de")).name

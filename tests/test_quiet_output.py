@@ -1,5 +1,6 @@
-"""What synprep prints besides its results: one summary line, no leaked library output; progress bars on demand;
-rejected.tsv names the detected language; the HTML report's charts fit their titles."""
+"""What synprep prints besides its results: one summary line, no leaked library output; progress bars on demand
+(convert's with totals and ETA, one per stage); inspect's statistics on stdout only when asked; rejected.tsv
+names the detected language; the HTML report's charts fit their titles."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import re
 import subprocess
 import sys
 
+from synprep.convert import Converter, ConvertOptions
 from synprep.filter import FilterSettings, filter_files
 from synprep.parse import ParserSpec
 from synprep.parse.runner import parse_file
+from synprep.pipeline import load_pipeline
 from synprep.report import bar_chart, hbar_chart
 
 from .conftest import REPO, SAMPLE_DATA
@@ -58,6 +61,66 @@ def test_progress_bars_on_request(tmp_path, tiny_udpipe, capfd):
     assert capfd.readouterr().err == ""
     parse_file(ParserSpec("udpipe", tiny_udpipe("en")), str(src), str(tmp_path / "p.conllu"), 1, progress=True)
     assert re.search(r"parse: 30 lines", capfd.readouterr().err)
+
+
+def _text_pipeline(tmp_path, model):
+    """A raw-text pipeline: 40 train + 10 valid pairs; the source parser trained on the fly, the target's given."""
+    for split, n in (("train", 40), ("valid", 10)):
+        (tmp_path / f"{split}.en").write_text("".join(f"The cat {i} sleeps on the mat today .\n" for i in range(n)))
+        (tmp_path / f"{split}.de").write_text("".join(f"Die Katze {i} schläft heute auf der Matte .\n"
+                                                      for i in range(n)))
+    path = tmp_path / "pipeline.toml"
+    path.write_text(f"""[pipeline]
+name = "progress"
+src_lang = "en"
+tgt_lang = "de"
+output = "out"
+[splits.train]
+src = "train.en"
+tgt = "train.de"
+[splits.valid]
+src = "valid.en"
+tgt = "valid.de"
+[filter]
+langid = "none"
+[parser.src]
+backend = "udpipe"
+train_conllu = "{SAMPLE_DATA / 'en.conllu'}"
+preset = "tiny"
+[parser.tgt]
+backend = "udpipe"
+model = "{model}"
+[bpe]
+symbols = 40
+""")
+    return str(path)
+
+
+def test_convert_progress_has_totals_and_a_bar_or_line_per_stage(tmp_path, tiny_udpipe, capfd):
+    pipeline = _text_pipeline(tmp_path, tiny_udpipe("de"))
+    Converter(load_pipeline(pipeline), ConvertOptions(workers=1, progress=True)).run()
+    err = capfd.readouterr().err
+    assert "train the src parser: UDPipe, tiny preset, on " in err
+    # the input lines are counted first: total, percentage and ETA (the time left in [elapsed<left])
+    assert re.search(r"filter\+parse: 100%\|[^|]*\| 50/50 \[\d\d:\d\d<00:00", err), err
+    assert "learn joint BPE: 40 merges on the train tokens" in err
+    assert re.search(r"features\+shards train: 100%\|[^|]*\| 40/40 \[", err), err
+    assert re.search(r"features\+shards valid: 100%\|[^|]*\| 10/10 \[", err), err
+    Converter(load_pipeline(pipeline, str(tmp_path / "quiet")), ConvertOptions(workers=1)).run()
+    assert capfd.readouterr().err == ""  # default: no bars and no lines when stderr is not a terminal
+
+
+def test_inspect_prints_statistics_only_when_asked_with_html(tmp_path):
+    conllu = str(SAMPLE_DATA / "en.conllu")
+    plain = synprep("inspect", conllu)
+    assert plain.returncode == 0 and "sentences" in plain.stdout, plain.stderr
+    report = tmp_path / "r.html"
+    quiet = synprep("inspect", conllu, "--html", str(report))
+    assert quiet.returncode == 0 and quiet.stdout == "" and report.stat().st_size > 1000, quiet.stderr
+    assert quiet.stderr.strip() == f"wrote {report}"
+    asked = synprep("inspect", conllu, "--html", str(report), "--stats")
+    assert asked.returncode == 0 and asked.stdout == plain.stdout
+    assert synprep("inspect", conllu, "--no-stats").stdout == ""
 
 
 def test_rejected_tsv_names_the_detected_language(tmp_path):

@@ -5,6 +5,7 @@ invariance, and the shards/raw-text errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -17,7 +18,9 @@ from synprep.features import subword_distances, tree_distances
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.cli import cli
 from syntrain.data import EOS_ID, PAD_ID, ParallelData, Vocab, read_split
-from syntrain.model import ModelConfig, Transformer, build_model, dependency_loss, sync_loss
+from syntrain.model import ModelConfig, Transformer, build_model
+from syntrain.switches.parse_head import dependency_loss
+from syntrain.switches.sync import sync_loss
 from syntrain.train import TrainConfig, accumulate_gradients, load_checkpoint, train
 
 SMALL = dict(vocab_size=40, d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=3, dropout=0.0)
@@ -82,7 +85,7 @@ def _head_contexts(model, *inputs):
                 contexts[name] = x.view(*x.shape[:2], attn.n_heads, attn.head_dim).transpose(1, 2)
             hooks.append(module.out.register_forward_pre_hook(hook))
     with torch.no_grad():
-        logits = model(*inputs)
+        logits = model(*inputs).logits
     for hook in hooks:
         hook.remove()
     return contexts, logits
@@ -90,8 +93,8 @@ def _head_contexts(model, *inputs):
 
 def _forward_inputs(options, src, tgt, distances, labels):
     parent = torch.zeros(src.shape, dtype=torch.float32)
-    return (src, tgt, parent, distances if options.get("directed_heads") else None,
-            labels if options.get("label_embedding") else None)
+    return (src, tgt, {"parent": parent, "distances": distances if options.get("directed_heads") else None,
+                       "labels": labels if options.get("label_embedding") else None})
 
 
 def test_subword_distances_pieces_share_their_token_row():
@@ -127,9 +130,9 @@ def test_gradients_reach_the_mechanism(switch):
     _, model = _pair(options)
     model.train()
     src, tgt, distances, labels, src_head, tgt_head = _batch([7, 5, 6])
-    logits = model(*_forward_inputs(options, src, tgt, distances, labels))
-    losses = model.syntax_losses(src_head, tgt_head, tgt)
-    total = sum(losses.values()) if losses else logits.logsumexp(-1).sum()
+    outputs = model(*_forward_inputs(options, src, tgt, distances, labels))
+    losses = model.auxiliary_losses(outputs, src_head=src_head, tgt_head=tgt_head)
+    total = sum(losses.values()) if losses else outputs.logits.logsumexp(-1).sum()
     total.backward()
     names = {"directed": ["decoder.1.cross_attn.align_hidden.weight", "decoder.1.cross_attn.align_out.weight"],
              "directed_double": ["decoder.1.cross_attn.align_out.weight", "decoder.1.cross_attn.directed_out.weight"],
@@ -143,8 +146,8 @@ def test_gradients_reach_the_mechanism(switch):
         assert grad is not None and grad.abs().sum() > 0, name
     if switch == "sync":  # the sync loss alone reaches both DBSA heads and C's layer
         model.zero_grad()
-        model(*_forward_inputs(options, src, tgt, distances, labels))
-        model.syntax_losses(src_head, tgt_head, tgt)["sync"].backward()
+        outputs = model(*_forward_inputs(options, src, tgt, distances, labels))
+        model.auxiliary_losses(outputs, src_head=src_head, tgt_head=tgt_head)["sync"].backward()
         for name in names:
             assert model.get_parameter(name).grad.abs().sum() > 0, name
 
@@ -158,18 +161,18 @@ def test_uninformative_syntax_is_plain_attention():
     vanilla, single = _pair(dict(directed_heads=[2, 2, 2]))
     parent = torch.zeros(src.shape)
     with torch.no_grad():
-        expected = vanilla(src, tgt, parent)
-        torch.testing.assert_close(single(src, tgt, parent, zeros), expected)
-        assert not torch.allclose(single(src, tgt, parent, distances), expected, atol=1e-4)
+        expected = vanilla(src, tgt, parent=parent).logits
+        torch.testing.assert_close(single(src, tgt, parent=parent, distances=zeros).logits, expected)
+        assert not torch.allclose(single(src, tgt, parent=parent, distances=distances).logits, expected, atol=1e-4)
         _, double = _pair(dict(directed_heads=[0, 0, 2], double_context=True))
         layer = double.decoder[2].cross_attn
         layer.directed_out.weight.zero_()
         layer.directed_out.bias.zero_()
-        torch.testing.assert_close(double(src, tgt, parent, zeros), expected)
+        torch.testing.assert_close(double(src, tgt, parent=parent, distances=zeros).logits, expected)
         _, dbsa = _pair(dict(dbsa_encoder=True, dbsa_decoder=True))
         for module in (dbsa.encoder[0].attn, dbsa.decoder[0].self_attn):
             module.parse_bilinear.copy_(torch.eye(module.head_dim))
-        torch.testing.assert_close(dbsa(src, tgt, parent), expected)
+        torch.testing.assert_close(dbsa(src, tgt, parent=parent).logits, expected)
 
 
 def test_dependency_loss_is_zero_on_its_heads_and_skips_rows_without_one():
@@ -207,12 +210,13 @@ def test_decoder_positions_never_see_later_target_tokens(switch):
     results = []
     for target in (tgt, later):
         with torch.no_grad():
-            logits = model(*_forward_inputs(options, src, target, distances, labels))
+            outputs = model(*_forward_inputs(options, src, target, distances, labels))
             early = target.clone()
             early[:, 5:] = PAD_ID  # losses over the first 5 positions only
-            results.append((logits[:, :5], model.syntax_losses(src_head, cut, early)))
+            first = dataclasses.replace(outputs, target_valid=early != PAD_ID)
+            results.append((outputs.logits[:, :5], model.auxiliary_losses(first, src_head=src_head, tgt_head=cut)))
         if "dbsa_decoder" in options or "sync_lambda" in options:
-            log_weights = model.decoder[model.cfg.dbsa_layer - 1].self_attn.parse_log_weights
+            log_weights = outputs.records["parse_decoder"]
             assert torch.isneginf(log_weights[:, torch.ones(8, 8).triu(1).bool()]).all()
     torch.testing.assert_close(results[0][0], results[1][0], rtol=0, atol=0)
     assert results[0][1].keys() == results[1][1].keys()
@@ -228,15 +232,16 @@ def test_batch_invariance(switch):
     lengths, tgt_lengths = [9, 4, 7], [6, 9, 3]
     src, tgt, distances, labels, src_head, tgt_head = _batch(lengths, tgt_lengths)
     with torch.no_grad():
-        logits = model(*_forward_inputs(options, src, tgt, distances, labels))
-        batch_losses = model.syntax_losses(src_head, tgt_head, tgt)
+        outputs = model(*_forward_inputs(options, src, tgt, distances, labels))
+        logits = outputs.logits
+        batch_losses = model.auxiliary_losses(outputs, src_head=src_head, tgt_head=tgt_head)
         alone_sums = {name: 0.0 for name in batch_losses}
         for i, (n, m) in enumerate(zip(lengths, tgt_lengths)):
             one = src[i : i + 1, :n], tgt[i : i + 1, :m], distances[i : i + 1, :n, :n], labels[i : i + 1, :n]
             alone = model(*_forward_inputs(options, *one))
-            torch.testing.assert_close(alone[0], logits[i, :m], atol=2e-5, rtol=1e-4)
-            for name, value in model.syntax_losses(src_head[i : i + 1, :n], tgt_head[i : i + 1, :m],
-                                                   tgt[i : i + 1, :m]).items():
+            torch.testing.assert_close(alone.logits[0], logits[i, :m], atol=2e-5, rtol=1e-4)
+            for name, value in model.auxiliary_losses(alone, src_head=src_head[i : i + 1, :n],
+                                                      tgt_head=tgt_head[i : i + 1, :m]).items():
                 alone_sums[name] += value
     for name, value in batch_losses.items():
         torch.testing.assert_close(value, torch.as_tensor(alone_sums[name]), atol=1e-4, rtol=1e-4)

@@ -215,7 +215,7 @@ def test_end_to_end_validate_ok_and_inspect(shards, tmp_path):
         assert got.projective == pc.sum(table[f"{side}_projective"].cast(pa.int64())).as_py()
         assert 0.1 < 1 - got.projective_share < 0.3
     assert stats.sides["tgt"].transitions_null == 0  # lifted
-    result = synprep("inspect", str(shards / "train"), "--show", "3", "--html", str(tmp_path / "r.html"))
+    result = synprep("inspect", str(shards / "train"), "--show", "3", "--html", str(tmp_path / "r.html"), "--stats")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("── id ") == 3 and "signature:" in result.stdout and "@@" in result.stdout
     assert (tmp_path / "r.html").stat().st_size > 10000

@@ -15,10 +15,11 @@ import pytest
 import torch
 
 from synprep.synth import SynthConfig, write_corpus
-from syntrain.attention import MultiHeadAttention, parent_prior
+from syntrain.attention import MultiHeadAttention
 from syntrain.data import EOS_ID, NO_PARENT, PAD_ID, ParallelData, Vocab, raw_source, read_split
 from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
+from syntrain.switches.pascal import PascalHeads, parent_prior
 from syntrain.train import TrainConfig, load_checkpoint, train, training_device
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,15 +58,15 @@ def test_pascal_batch_invariance():
                         pascal_heads=[3, 1]).eval()
     lengths = [9, 4, 7, 2]
     src, parent, tgt = _random_batch(lengths)
-    memory, _ = model.encode(src, parent)
-    logits = model(src, tgt, parent)
+    memory, _ = model.encode(src, parent=parent)
+    logits = model(src, tgt, parent=parent).logits
     for b, n in enumerate(lengths):
-        alone_memory, _ = model.encode(src[b : b + 1, :n], parent[b : b + 1, :n])
+        alone_memory, _ = model.encode(src[b : b + 1, :n], parent=parent[b : b + 1, :n])
         torch.testing.assert_close(memory[b, :n], alone_memory[0], atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(logits[b], model(src[b : b + 1, :n], tgt[b : b + 1], parent[b : b + 1, :n])[0],
-                                   atol=1e-5, rtol=1e-5)
+        alone = model(src[b : b + 1, :n], tgt[b : b + 1], parent=parent[b : b + 1, :n]).logits
+        torch.testing.assert_close(logits[b], alone[0], atol=1e-5, rtol=1e-5)
     # the parents matter: swapping the batch's parent rows changes the outputs
-    assert not torch.allclose(model.encode(src, parent.flip(0))[0][0, :4], memory[0, :4], atol=1e-3)
+    assert not torch.allclose(model.encode(src, parent=parent.flip(0))[0][0, :4], memory[0, :4], atol=1e-3)
 
 
 def test_parent_prior_is_the_gaussian_and_special_rows_are_one():
@@ -85,7 +86,7 @@ def test_parent_ignoring_only_in_training_and_at_the_rate():
         assert abs(ones - q) < 0.02, (q, ones)
         assert not (parent_prior(parent, 50, ignore_prob=q, training=False) == 1).all(-1).any()
     # through the module: eval mode is deterministic, train mode (q > 0, no dropout) is not
-    attn = MultiHeadAttention(16, 4, dropout=0.0, pascal_heads=2, parent_ignore=0.5)
+    attn = MultiHeadAttention(16, 4, dropout=0.0, hooks=[PascalHeads(2, parent_ignore=0.5)])
     x, p = torch.randn(3, 8, 16), torch.randint(0, 8, (3, 8)).float()
     attn.eval()
     assert torch.equal(attn(x, parent=p), attn(x, parent=p))
@@ -100,7 +101,7 @@ def test_pascal_with_all_ones_prior_equals_vanilla():
     mask = torch.ones(2, 1, 1, 7, dtype=torch.bool)
     mask[1, ..., 5:] = False
     for heads in (1, 4):
-        pascal = MultiHeadAttention(32, 4, pascal_heads=heads).eval()
+        pascal = MultiHeadAttention(32, 4, hooks=[PascalHeads(heads)]).eval()
         pascal.load_state_dict(vanilla.state_dict())
         expected = vanilla(x, mask=mask)
         torch.testing.assert_close(pascal(x, mask=mask, prior=torch.ones(2, 7, 7)), expected, atol=1e-6, rtol=1e-5)
@@ -110,7 +111,8 @@ def test_pascal_with_all_ones_prior_equals_vanilla():
 
 def _flex_case(n_heads=4, pascal_heads=2, parent_ignore=0.4, device="cpu", d_model=32):
     torch.manual_seed(0)
-    attn = MultiHeadAttention(d_model, n_heads, dropout=0.0, pascal_heads=pascal_heads, parent_ignore=parent_ignore)
+    attn = MultiHeadAttention(d_model, n_heads, dropout=0.0,
+                              hooks=[PascalHeads(pascal_heads, parent_ignore=parent_ignore)])
     x = torch.randn(3, 9, d_model)
     mask = torch.ones(3, 1, 1, 9, dtype=torch.bool)
     mask[1, ..., 6:], mask[2, ..., 2:] = False, False
@@ -138,7 +140,7 @@ def test_flex_kernel_equals_math_kernel(pascal_heads):
 
 
 def test_attention_kernel_choice():
-    attn = MultiHeadAttention(64, 4, dropout=0.1, pascal_heads=2)
+    attn = MultiHeadAttention(64, 4, dropout=0.1, hooks=[PascalHeads(2)])
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     attn.train()
     assert not attn.uses_flex(cpu) and not attn.uses_flex(cuda)  # auto = math
@@ -154,7 +156,7 @@ def test_attention_kernel_choice():
         attn.uses_flex(cpu)
     assert not MultiHeadAttention(32, 4, kernel="flex").uses_flex(cuda)  # no Pascal heads: plain SDPA
     with torch.no_grad(), pytest.raises(ValueError, match="head dimension >= 16"):  # Triton's limit
-        MultiHeadAttention(32, 4, pascal_heads=2, kernel="flex").uses_flex(cuda)
+        MultiHeadAttention(32, 4, hooks=[PascalHeads(2)], kernel="flex").uses_flex(cuda)
     with pytest.raises(ValueError, match="unknown attention kernel"):
         build_model(vocab_size=20, **SMALL).set_attention_kernel("fused")
 
@@ -172,7 +174,7 @@ def test_flex_kernel_errors_propagate(monkeypatch):
     q, k, v = (attn._heads(z) for z in (attn.query(x), *attn.key_value(x).split(32, dim=-1)))
     attn.kernel = "flex"
     with pytest.raises(RuntimeError, match="shared memory"):
-        attn._flex(q, k, v, mask, parent)
+        attn._flex(q, k, v, mask, {"parent": parent})
 
 
 def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
@@ -186,9 +188,10 @@ def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
     for kernel in ("math", "flex"):
         model.set_attention_kernel(kernel)
         with torch.no_grad():
-            outputs[kernel] = (model.encode(batch.src, batch.parent)[0], greedy(model, batch.src, batch.parent))
+            outputs[kernel] = (model.encode(batch.src, parent=batch.parent)[0],
+                               greedy(model, batch.src, parent=batch.parent))
     with pytest.raises(ValueError, match="without gradients"):
-        model.encode(batch.src, batch.parent)
+        model.encode(batch.src, parent=batch.parent)
     torch.testing.assert_close(outputs["flex"][0], outputs["math"][0], atol=1e-5, rtol=1e-5)
     assert outputs["flex"][1] == outputs["math"][1]
 
@@ -230,7 +233,7 @@ def test_cuda_training_bf16_learns_and_flex_decodes_like_math(shards, tmp_path):
         memory = {}
         for kernel in ("math", "flex"):
             trained.set_attention_kernel(kernel)
-            memory[kernel] = trained.encode(src, parent)
+            memory[kernel] = trained.encode(src, parent=parent)
     trained.set_attention_kernel("auto")
     torch.testing.assert_close(memory["flex"], memory["math"], atol=2e-4, rtol=2e-4)
 
@@ -242,9 +245,9 @@ def test_bf16_autocast_trains(shards, tmp_path):
     model = build_model(vocab_size=30, **SMALL)
     src, parent, tgt = _random_batch([6, 4], vocab=30)
     with autocast_context("bf16", torch.device("cpu")):
-        assert model(src, tgt, parent).dtype == torch.bfloat16
+        assert model(src, tgt, parent=parent).logits.dtype == torch.bfloat16
     with autocast_context("auto", torch.device("cpu")):
-        assert model(src, tgt, parent).dtype == torch.float32
+        assert model(src, tgt, parent=parent).logits.dtype == torch.float32
     with pytest.raises(ValueError, match="unknown precision"):
         autocast_context("fp16", torch.device("cpu"))
     train(TrainConfig(data=str(shards / "train"), out=str(tmp_path), model=SMALL, max_tokens=600, max_steps=30,
@@ -434,7 +437,7 @@ def test_incremental_decoding_equals_teacher_forcing():
     model = build_model(vocab_size=40, **{**SMALL, "pascal_heads": [2, 1]}).eval()
     src, parent, tgt = _random_batch([9, 4, 7], vocab=40)
     with torch.no_grad():
-        memory, src_mask = model.encode(src, parent)
+        memory, src_mask = model.encode(src, parent=parent)
         full = model.decode(tgt, memory, src_mask)
         cache = model.new_cache()
         steps = [model.decode_step(tgt[:, i : i + 1], i, memory, src_mask, cache) for i in range(tgt.shape[1])]
@@ -484,8 +487,8 @@ def test_beam_of_one_is_greedy(shards, tmp_path):
     model, vocab, _ = load_checkpoint(str(tmp_path / "last.pt"))
     data = ParallelData(str(shards / "test"), vocab)
     batch = data.collate(data.keep[:30])
-    greedy_ids = [[t for t in ids if t != PAD_ID] for ids in greedy(model, batch.src, batch.parent)]
-    assert beam_search(model, batch.src, batch.parent, beam=1) == greedy_ids
+    greedy_ids = [[t for t in ids if t != PAD_ID] for ids in greedy(model, batch.src, parent=batch.parent)]
+    assert beam_search(model, batch.src, parent=batch.parent, beam=1) == greedy_ids
     assert len({tuple(ids) for ids in greedy_ids}) > 1  # not one constant output
 
 
@@ -502,7 +505,7 @@ def test_cli_bad_input_is_a_one_line_error(shards, tmp_path):
          f"{foreign}: not a syntrain checkpoint"),
         (["run", "--data", str(tmp_path), "--out", str(tmp_path / "r")],
          f"{tmp_path}: not a split folder (no manifest.json"),
-        (["run", str(recipe)], "unknown model option(s): pascal_head"),
+        (["run", str(recipe)], f"{recipe}: [model] unknown key pascal_head (did you mean pascal_heads?)"),
     ]
     for args, message in cases:
         result = subprocess.run([sys.executable, "-m", "syntrain", *args], capture_output=True, text=True, cwd=REPO)
@@ -514,7 +517,7 @@ def test_cli_bad_input_is_a_one_line_error(shards, tmp_path):
 @pytest.mark.parametrize("recipe", sorted(os.listdir(os.path.join(REPO, "pipelines", "train"))))
 def test_training_recipes_are_valid(recipe):
     """Every shipped recipe loads: known keys, a model that builds, data paths under out/ made by a pipeline."""
-    from syntrain.cli import load_run_config
+    from syntrain.config import load_run_config
     from syntrain.model import PRESETS, ModelConfig
 
     values = load_run_config(os.path.join(REPO, "pipelines", "train", recipe))

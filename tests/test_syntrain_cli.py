@@ -95,9 +95,9 @@ def test_keep_last_and_average(sample, tmp_path):
 
 
 def test_patience_stops_when_validation_does_not_improve(sample, tmp_path):
-    # lr = 0: the weights never change, so the validation loss never improves after the first validation
+    # lr = 1e-30 (0 is refused): the weights do not change, so the validation loss never improves after the first
     train(TrainConfig(data=str(sample / "shards" / "train"), valid=str(sample / "shards" / "valid"),
-                      out=str(tmp_path / "r"), model=SMALL, max_tokens=300, max_steps=50, lr=0.0, log_interval=1,
+                      out=str(tmp_path / "r"), model=SMALL, max_tokens=300, max_steps=50, lr=1e-30, log_interval=1,
                       eval_interval=1, eval_sentences=2, threads=1, patience=2, best_metric="loss"))
     assert torch.load(tmp_path / "r" / "last.pt", weights_only=False)["step"] == 3
 
@@ -146,6 +146,7 @@ def test_translate_stdin_interactive_and_nbest(sample, tmp_path):
     process.stdin.close()
     assert process.wait() == 0
     assert answers == from_file.stdout.splitlines()[:2]
+    assert "> " not in process.stderr.read()  # no prompt when the input is not a terminal
     # n-best: N lines per input line, LINE<TAB>SCORE<TAB>TRANSLATION, best first; the best = the 1-best output
     nbest = syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "2", "--nbest", "2")
     assert nbest.returncode == 0, nbest.stderr
@@ -174,3 +175,196 @@ def test_one_error_style(prog, args, message):
     assert result.stderr.startswith(message), result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Error:" not in result.stderr, result.stderr
     assert result.stderr.count("error:") == 1
+
+
+# ------------------------------------------------------------------------------------------ configuration
+
+
+def _run_args(sample, out, *extra: str) -> list[str]:
+    """A small `syntrain run` on the sample shards, given by flags and --set only."""
+    return ["run", "--data", str(sample / "shards" / "train"), "--valid", str(sample / "shards" / "valid"),
+            "--out", str(out), "--max-tokens", "300", "--threads", "1", "--pascal-heads", "2", "--set",
+            "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.enc_layers=1", "--set",
+            "model.dec_layers=1", "--log-interval", "1", "--eval-interval", "2", "--eval-sentences", "2", *extra]
+
+
+def test_run_folder_holds_its_configuration_and_log_and_resumes_from_them(sample, tmp_path):
+    import tomllib
+
+    from synprep.shards import load_manifest
+
+    out = tmp_path / "r"
+    first = syntrain(*_run_args(sample, out, "--max-steps", "2", "--warmup", "5"))
+    assert first.returncode == 0, first.stderr
+    config = tomllib.loads((out / "config.toml").read_text(encoding="utf-8"))
+    assert config["data"] == {"train": str(sample / "shards" / "train"), "valid": str(sample / "shards" / "valid"),
+                              "test": ""}
+    assert config["model"]["preset"] == "tiny" and config["model"]["d_model"] == 32
+    assert config["model"]["pascal_heads"] == [2] and config["model"]["n_heads"] == 4  # the preset's
+    assert (config["train"]["max_steps"], config["train"]["warmup"], config["train"]["label_smoothing"]) == (2, 5, 0.1)
+    signature = load_manifest(str(sample / "shards" / "train")).signature
+    assert config["synprep"]["signature"]["bpe_codes_sha256"] == signature["bpe_codes_sha256"]
+    assert config["synprep"]["signature"]["parsers"] == signature["parsers"]
+    log = (out / "train.log").read_text(encoding="utf-8")
+    assert log == first.stderr and "warning: warm-up (5 steps) is longer than the run (2 steps)" in log
+    # the run folder is all a resume needs; its first line names the step
+    resumed = syntrain("run", "--resume", "--out", str(out), "--max-steps", "4")
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.splitlines()[0] == f"syntrain: resuming {out} at step 2"
+    assert _steps(out) == [1, 2, 3, 4]
+    assert (out / "train.log").read_text(encoding="utf-8") == first.stderr + resumed.stderr
+    assert tomllib.loads((out / "config.toml").read_text(encoding="utf-8"))["train"]["max_steps"] == 4
+    # a folder without config.toml (an older run) needs its recipe again
+    (tmp_path / "old").mkdir()
+    old = syntrain("run", "--resume", "--out", str(tmp_path / "old"))
+    assert old.returncode == 2 and "has no config.toml" in old.stderr
+
+
+def test_nothing_is_written_before_every_check_has_passed(sample, tmp_path):
+    out = tmp_path / "r"
+    refused = syntrain(*_run_args(sample, out, "--max-steps", "1", "--max-tokens", "5"))  # found after reading data
+    assert refused.returncode == 2 and "max_tokens 5 is below the longest training sentence" in refused.stderr
+    assert not out.exists()
+    corrected = syntrain(*_run_args(sample, out, "--max-steps", "1"))
+    assert corrected.returncode == 0, corrected.stderr
+    assert {"vocab.json", "config.toml", "train.log", "last.pt"} <= set(os.listdir(out))
+
+
+def _foreign_copy(split, to):
+    """A copy of a split folder whose manifest says it was made with other BPE codes."""
+    import shutil
+
+    shutil.copytree(split, to)
+    manifest = json.loads((to / "manifest.json").read_text(encoding="utf-8"))
+    manifest["signature"]["bpe_codes_sha256"] = "0" * 64
+    (to / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return to
+
+
+def test_data_flag_keeps_only_recipe_splits_of_the_same_shards(sample, tmp_path):
+    import shutil
+
+    from syntrain.config import check_run, resolve_run
+
+    shards = sample / "shards"
+    foreign = _foreign_copy(shards / "test", tmp_path / "foreign_test")
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(f'[data]\ntrain = "{shards / "train"}"\nvalid = "{shards / "valid"}"\ntest = "{foreign}"\n')
+    other_train = tmp_path / "other_train"
+    shutil.copytree(shards / "train", other_train)  # the same shards (signature) elsewhere
+    cfg, notes, _ = resolve_run(str(recipe), {"data": str(other_train)}, {})
+    assert cfg.valid == str(shards / "valid") and cfg.test == ""
+    assert len(notes) == 1 and f"its test split {foreign} is dropped: its BPE codes differ" in notes[0]
+    cfg, notes, _ = resolve_run(str(recipe), {"data": str(other_train), "test": str(shards / "test")}, {})
+    assert (cfg.test, notes) == (str(shards / "test"), [])
+    cfg, notes, _ = resolve_run(str(recipe), {"data": str(other_train), "valid": "", "test": ""}, {})
+    assert (cfg.valid, cfg.test, notes) == ("", "", [])  # '' = none, as the user said: no warning
+    # training data from another dataset: both of the recipe's splits go
+    cfg, notes, _ = resolve_run(str(recipe), {"data": str(_foreign_copy(shards / "train", tmp_path / "ft"))}, {})
+    assert (cfg.valid, cfg.test) == ("", str(foreign)) and "valid split" in notes[0]  # foreign test: same codes
+    # no --data: the recipe's splits stay; a split of other shards is one warning
+    cfg, notes, label = resolve_run(str(recipe), {"max_steps": 50, "warmup": 10}, {})
+    assert cfg.test == str(foreign) and notes == []
+    assert check_run(cfg, label) == [f"warning: the test split {foreign} was not made with the BPE codes of the "
+                                     f"training data {shards / 'train'} (synprep signatures differ)"]
+
+
+def test_warmup_longer_than_the_run_is_one_warning_with_the_numbers():
+    from syntrain.config import TrainConfig, warmup_note
+
+    note = warmup_note(TrainConfig(max_steps=40))
+    assert note == ("warning: warm-up (4000 steps) is longer than the run (40 steps): lr reaches 7.2e-06 at the last "
+                    "step, never its peak 0.0007 (lower --warmup, e.g. to 4)")
+    assert warmup_note(TrainConfig(max_steps=40, warmup=40)) is None
+
+
+def test_set_overrides_any_field_and_flags_win():
+    from syntrain.config import ConfigError, resolve_run
+
+    cfg, _, _ = resolve_run(None, {"data": "d", "warmup": 7}, {"dropout": 0.2},
+                            ("model.dbsa_encoder=true", "train.warmup=100", "model.pascal_heads=[1, 0]",
+                             "train.device=cpu", "model.dropout=0.3", "train.lr=1e-3"))
+    assert cfg.model == {"dbsa_encoder": True, "pascal_heads": [1, 0], "dropout": 0.2}
+    assert (cfg.warmup, cfg.device, cfg.lr) == (7, "cpu", 1e-3)
+    for item, message in [("model.dbsa_encoder=yes", "--set model.dbsa_encoder must be true or false, got 'yes'"),
+                          ("model.dbsa_encoder=\"true\"", "--set model.dbsa_encoder must be true or false"),
+                          ("train.warmup=0", "--set train.warmup must be >= 1, got 0"),
+                          ("model.pascal_head=2", "--set model: unknown key pascal_head (did you mean pascal_heads?)"),
+                          ("train.dropout=0.1", "--set train: unknown key dropout (a [model] key)"),
+                          ("data.train=x", "--set data.train=x: expected model.FIELD=VALUE or train.FIELD=VALUE")]:
+        with pytest.raises(ConfigError) as error:
+            resolve_run(None, {"data": "d"}, {}, (item,))
+        assert str(error.value).startswith(message), (item, str(error.value))
+
+
+def test_run_help_shows_every_option_with_its_default():
+    from click.testing import CliRunner
+
+    from syntrain.cli import RUN_FLAGS, cli
+
+    result = CliRunner().invoke(cli, ["run", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    assert result.output.count("[default: ") == len(RUN_FLAGS)
+    assert "--warmup INTEGER" in result.output and "[default: 4000]" in result.output
+    assert "(a number > 0).  [default: 0.0007]" in result.output  # --lr
+    assert "[default: the preset's: tiny 0.1, base 0.1]" in result.output  # --dropout
+
+
+def test_compare_subcommand_writes_only_what_it_says(sample, tmp_path):
+    import shutil
+
+    run = tmp_path / "model"
+    shutil.copytree(sample / "run", run)
+    before = set(os.listdir(run))
+    result = syntrain("compare", "--data", str(sample / "shards" / "test"), "--samples", "10", str(run))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("| run | switches | seed | steps |")
+    assert "| model | pascal heads [2]" in result.stdout
+    assert set(os.listdir(run)) - before == {"test.hyp", "describe.json"}
+    assert result.stderr.strip().splitlines()[-1] == f"compare wrote {run / 'test.hyp'}, {run / 'describe.json'}"
+    again = subprocess.run([sys.executable, "-m", "syntrain.compare", "--data", str(sample / "shards" / "test"),
+                            "--samples", "10", str(run)], capture_output=True, text=True, cwd=REPO)
+    assert again.returncode == 0 and again.stdout == result.stdout  # test.hyp reused: newer than best.pt
+    assert again.stderr.strip().splitlines()[-1] == f"compare wrote {run / 'describe.json'}"
+    missing = syntrain("compare", "--data", str(sample / "shards" / "test"), str(tmp_path))
+    assert missing.returncode == 2 and "no best.pt or test.hyp in" in missing.stderr
+
+
+def test_interactive_translation_prompts_on_a_terminal(sample):
+    import pty
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "syntrain", "translate", "--checkpoint",
+                                str(sample / "run" / "last.pt"), "--beam", "1", "--interactive"], stdin=slave,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    os.close(slave)
+    ready, _, _ = select.select([process.stderr], [], [], 300)
+    assert ready and os.read(process.stderr.fileno(), 2) == b"> "  # the prompt, before any input
+    os.write(master, (_raw_lines(sample)[0] + "\n").encode())
+    ready, _, _ = select.select([process.stdout], [], [], 300)
+    assert ready, "no answer to an interactive line"
+    answer = process.stdout.readline()
+    os.write(master, b"\x04")  # end of input (Ctrl-D)
+    _, err = process.communicate(timeout=120)
+    os.close(master)
+    assert process.returncode == 0 and answer.strip()
+    assert err.startswith(b"> ")  # the prompt for the next line
+
+
+def test_recipe_fields_page_is_current():
+    """docs/recipe-fields.md lists every field as declared (regenerate: python -m syntrain.config)."""
+    from syntrain.config import BEGIN, docs_page
+
+    with open(os.path.join(REPO, "docs", "recipe-fields.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    assert BEGIN in text and docs_page(text) == text, "run: python -m syntrain.config docs/recipe-fields.md"
+    for name in ("warmup", "pascal_heads", "label_smoothing", "valid"):
+        assert f"| `{name}` |" in text
+
+
+@pytest.mark.parametrize("recipe", sorted(os.listdir(os.path.join(REPO, "pipelines", "train"))))
+def test_shipped_recipes_pass_the_up_front_model_check(recipe):
+    """Every shipped recipe's model builds (on the meta device: the check `syntrain run` makes before any work)."""
+    from syntrain.config import TrainConfig, check_model, load_run_config
+
+    check_model(TrainConfig.from_dict(load_run_config(os.path.join(REPO, "pipelines", "train", recipe))), recipe)

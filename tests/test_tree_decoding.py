@@ -23,7 +23,8 @@ from synprep.trees import is_projective, lift_projective
 from syntrain.cli import cli
 from syntrain.data import BOS_ID, PAD_ID, SPECIALS, ParallelData, Vocab, graph_rows
 from syntrain.decode import TreeConstraint, beam_search, greedy, tree_rows
-from syntrain.model import build_model, parent_mask
+from syntrain.model import build_model
+from syntrain.switches.tree import parent_mask
 from syntrain.train import accumulate_gradients, data_options
 
 LABELS = ["nsubj", "obj", "det", "amod", "compound:prt"]
@@ -193,7 +194,7 @@ def test_no_future_leak(name):
     src, tgt, graph = _inputs(vocab, [a, b])
     src[1] = src[0]
     with torch.no_grad():
-        logits = model(src, tgt, graph=graph)
+        logits = model(src, tgt, graph=graph).logits
     same = 4  # BOS + 3 shared items
     assert torch.allclose(logits[0, :same], logits[1, :same], atol=1e-5)
     assert not torch.allclose(logits[0, same:9], logits[1, same:9], atol=1e-3)
@@ -206,8 +207,8 @@ def test_graph_changes_the_output(name):
     model = _model(TREE_SWITCHES[name], vocab)
     src, tgt, graph = _inputs(vocab, SENTENCES[:1])
     with torch.no_grad():
-        with_graph = model(src, tgt, graph=graph)
-        without = model(src, tgt, graph=graph[:0])
+        with_graph = model(src, tgt, graph=graph).logits
+        without = model(src, tgt, graph=graph[:0]).logits
     assert torch.allclose(with_graph[0, :3], without[0, :3], atol=1e-5)  # before the first arc
     assert not torch.allclose(with_graph[0, 3:], without[0, 3:], atol=1e-4)
 
@@ -218,7 +219,7 @@ def test_bitran_prefix_pass_equals_decoding_that_prefix_alone():
     model = _model(TREE_SWITCHES["parent_gcn_bitran"], vocab)
     src, tgt, graph = _inputs(vocab, SENTENCES[:1])
     with torch.no_grad():
-        logits = model(src, tgt, graph=graph)
+        logits = model(src, tgt, graph=graph).logits
         memory, src_mask = model.encode(src)
         items = SENTENCES[0].split()
         labels = {label: i + 2 for i, label in enumerate(ARC_LABELS)}
@@ -237,10 +238,10 @@ def test_batch_invariance(name):
     model = _model(TREE_SWITCHES[name], vocab)
     src, tgt, graph = _inputs(vocab, SENTENCES)
     with torch.no_grad():
-        batched = model(src, tgt, graph=graph)
+        batched = model(src, tgt, graph=graph).logits
         for b, sentence in enumerate(SENTENCES):
             s1, t1, g1 = _inputs(vocab, [sentence])
-            alone = model(src[b : b + 1], t1, graph=g1)
+            alone = model(src[b : b + 1], t1, graph=g1).logits
             n = t1.shape[1]
             assert torch.allclose(batched[b, :n], alone[0], atol=1e-5), (name, b)
 

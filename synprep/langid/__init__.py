@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..options import LANGID_BACKENDS
+from ..options import DEFAULT_LANGID, LANGID_BACKENDS
 from .base import UNDETERMINED, LanguageIdentifier, check_iso_639_1
 
 BACKENDS = LANGID_BACKENDS
-DEFAULT_BACKEND = "langdetect"
+DEFAULT_BACKEND = DEFAULT_LANGID
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "UNDETERMINED", "LanguageIdentifier", "check_iso_639_1",
            "get_identifier"]

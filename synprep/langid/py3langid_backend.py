@@ -1,7 +1,7 @@
 """py3langid (langid.py's naive Bayes model over byte n-grams, 97 languages, model shipped in the wheel).
 
-The fast backend: 61x langdetect's throughput and more accurate on short en/de sentences (benchmarks/README.md
-has the figures). Same decisions as `py3langid.classify`, faster: only the n-gram features present in the sentence are
+The default backend: ~50x langdetect's throughput and more accurate on en/de text (docs/langid.md has the
+figures). Same decisions as `py3langid.classify`, faster: only the n-gram features present in the sentence are
 scored (a sparse dot product instead of a dense one over all 7,480 features). Text without any letter is
 'und', as with langdetect. Pinned to 0.3.0: 0.4.0 ships a retrained 140-language model that is less accurate
 on short English/German (0.936 vs 0.966 en/de accuracy on benchmarks/bench_langid.py's sentences).

@@ -1,0 +1,230 @@
+"""The interface of a syntax switch, and the registry the generic model, config and trainer loop over.
+
+A switch is one module: a `Switch` subclass, `class MySwitch(Switch, name=..., config=MyConfig,
+switched_by=(...))`, with its config slice (a dataclass whose fields are declared with `synprep.tables.option`;
+the names are flat `[model]` keys, `switched_by` the ones that turn it on) and the hooks it needs, then one line
+`register(MySwitch)`. Hooks (all optional; the defaults do nothing):
+
+- `check(cfg)`: cross-field checks that need no data (ValueError naming the field);
+- `describe()`: its part of the run header's "syntax switches" line;
+- `batch_columns(training)`: batch features it reads (syntrain.data.FEATURE_COLUMNS keys) -> who needs them;
+- `data_options()`: ParallelData options (the target, graph labels); `prepare(cfg, table, manifest, vocab)`:
+  config values derived from the training split, computed before the config is built;
+- `attention_hooks(stack, layer, kind)`: `AttentionHook`s for one attention module (scale / mask / extra
+  projection / recorded weights);
+- `source_modules()` + `embed_source(...)`: extra embedding of the source; `decoder_modules()` +
+  `decoder_input(...)`: what runs on the decoder input (graph layers, masks for the attention hooks);
+  `decoder_self_mask(...)`: another decoder self-attention mask; `teacher_forcing(...)`: another way to compute
+  the teacher-forced logits;
+- `training_report(data)`, `output_scores(pieces, data, rows)`: run-header line and evaluation measures;
+- `constraint(vocab, rows)`, `output_length_factor`, `recomputes_prefix`: decoding (constrained tokens, the
+  length limit, no incremental cache);
+- `losses(outputs, features)`: its auxiliary losses, computed only from what forward returned (`Outputs`)
+  and the batch features; `loss_weights()` their lambdas.
+
+Forward never keeps state on a module: the attention hooks write the tensors a loss needs into the `records`
+dict of the current forward, which `Outputs` carries back to the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+
+if TYPE_CHECKING:
+    from torch import nn
+
+Features = dict[str, torch.Tensor]
+
+
+def merge_features(features: Features | None, named: dict[str, torch.Tensor | None]) -> Features:
+    """`features` plus features passed by name (None values dropped)."""
+    return {name: value for name, value in {**(features or {}), **named}.items() if value is not None}
+
+
+@dataclass
+class Outputs:
+    """What a teacher-forced forward returns: the logits and what the losses need.
+
+    `records`: named tensors recorded by the attention hooks (e.g. a parse head's log-weights);
+    `target_valid` (B, T) the non-pad decoder inputs; `loss_positions` (B, T) the positions whose prediction
+    was computed (None: all; a sampled approximation leaves the others at zero logits)."""
+
+    logits: torch.Tensor
+    records: dict[str, torch.Tensor] = field(default_factory=dict)
+    target_valid: torch.Tensor | None = None
+    loss_positions: torch.Tensor | None = None
+
+
+class AttentionHook:
+    """One switch's part in one attention module. Head layout: `front` claims heads 0..front-1 (explicit
+    attention with the scale and window of `scores`), `last` claims the last head (explicit attention of
+    `query(q)`); `all_weights` makes every head explicit and hands their log-weights to `record`. Parameters
+    are registered on the attention module in `attach` (their names are the checkpoints' names)."""
+
+    front = 0
+    last = False
+    all_weights = False
+    flex = False  # `score_mod` can run the whole layer on the FlexAttention kernel
+    name = "syntax"
+
+    def attach(self, attn: nn.Module) -> None:
+        """Register this hook's parameters on `attn` (after its query/key/value/output projections)."""
+
+    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, features: Features
+               ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """(scale (B, front, T, S) multiplying the front heads' scores, window (True = inside) or None)."""
+        return None, None
+
+    def query(self, attn: nn.Module, q: torch.Tensor) -> torch.Tensor:
+        """The last head's query (B, 1, T, D)."""
+        return q
+
+    def head_mask(self, attn: nn.Module, mask: torch.Tensor | None, features: Features, shape: tuple[int, ...]
+                  ) -> torch.Tensor | None:
+        """A per-head mask (B, H, T, S) replacing `mask`, or None."""
+        return None
+
+    def record(self, attn: nn.Module, log_weights: dict[str, torch.Tensor], records: dict[str, torch.Tensor]
+               ) -> None:
+        """Keep what a loss needs from the explicit heads' log-weights ("front", "middle", "last": (B, h, T, S))."""
+
+    def extra(self, attn: nn.Module, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              mask: torch.Tensor | None, features: Features) -> torch.Tensor | None:
+        """A term (B, T, C) added to the output projection, or None."""
+        return None
+
+    def score_mod(self, attn: nn.Module, features: Features, key_valid: torch.Tensor | None) -> Callable:
+        """The FlexAttention `score_mod` of the whole layer (only where `flex`)."""
+        raise NotImplementedError
+
+
+class Switch:
+    """A syntax mechanism (see the module docstring); instances hold the composed model config `cfg`."""
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type]
+    switched_by: ClassVar[tuple[str, ...]] = ()  # the options that turn it on (or override `active`)
+    recomputes_prefix = False  # decoding re-runs the decoder over the whole prefix (no incremental cache)
+    output_length_factor = 1.5  # decoding stops after this many output items per source sub-word (+ 10)
+
+    def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
+                          **kwargs: Any) -> None:
+        """`class MySwitch(Switch, name=..., config=MyConfig, switched_by=("my_option",))`."""
+        super().__init_subclass__(**kwargs)
+        cls.name, cls.switched_by = name or cls.name, switched_by or cls.switched_by
+        if config is not None:
+            cls.Config = config
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+
+    @classmethod
+    def active(cls, cfg: Any) -> bool:
+        """Whether the switch is on in `cfg`: one of the `switched_by` options is set (a list: a non-zero item)."""
+        return any(any(value) if isinstance(value, list) else bool(value)
+                   for value in (getattr(cfg, name) for name in cls.switched_by))
+
+    @staticmethod
+    def check_layer_list(cfg: Any, option: str, stack: str) -> None:
+        """ValueError when the per-layer list `option` names more layers than `stack` ("encoder"/"decoder") has."""
+        layers = cfg.enc_layers if stack == "encoder" else cfg.dec_layers
+        if len(getattr(cfg, option)) > layers:
+            raise ValueError(f"{option} lists {len(getattr(cfg, option))} layers, the {stack} has {layers}")
+
+    @classmethod
+    def check(cls, cfg: Any) -> None:
+        """ValueError naming the field when the options do not fit the model (no data needed)."""
+
+    @classmethod
+    def prepare(cls, cfg: Any, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+        """Config values derived from the training split (`table`, its `manifest`) and the vocabulary."""
+        return {}
+
+    def describe(self) -> str:
+        """Its part of the "syntax switches" line."""
+        return self.name
+
+    def batch_columns(self, training: bool) -> dict[str, str]:
+        """Batch features it reads (FEATURE_COLUMNS keys) -> who needs them; `training` adds loss supervision."""
+        return {}
+
+    def data_options(self) -> dict[str, Any]:
+        """ParallelData options it sets (target, arc_labels)."""
+        return {}
+
+    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        """Hooks of the attention module `kind` ("self" / "cross") of 0-based layer `layer` of `stack`
+        ("encoder" / "decoder")."""
+        return []
+
+    def source_modules(self) -> dict[str, nn.Module]:
+        """Modules registered on the model right after the embeddings (by name)."""
+        return {}
+
+    def embed_source(self, model: nn.Module, x: torch.Tensor, features: Features) -> torch.Tensor:
+        """The source embeddings (B, S, C) before scaling and positions."""
+        return x
+
+    def decoder_modules(self) -> dict[str, nn.Module]:
+        """Modules registered on the model after the decoder layers (by name)."""
+        return {}
+
+    def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(decoder self-attention mask (B, 1, T, T), limit (B, T): the last input each position sees)."""
+        return None
+
+    def decoder_input(self, model: nn.Module, x: torch.Tensor, features: Features, limit: torch.Tensor
+                      ) -> tuple[torch.Tensor, Features]:
+        """The embedded decoder input and the features the decoder layers see."""
+        return x, features
+
+    def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
+                        src_mask: torch.Tensor, features: Features, records: dict) -> Outputs | None:
+        """Teacher-forced outputs computed another way than one causal decoder pass (None: the usual one)."""
+        return None
+
+    def training_report(self, data: Any) -> tuple[str, dict[str, Any]]:
+        """(a line for the run header, values for the first metrics record) about the training data."""
+        return "", {}
+
+    def constraint(self, vocab: Any, rows: int) -> Any:
+        """A constraint on the tokens decoding may choose (`mask`, `push`, `reorder`, `graph`; see
+        syntrain.switches.tree.TreeConstraint) for `rows` hypotheses, or None."""
+        return None
+
+    def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
+        """Extra evaluation measures of decoded outputs (`pieces` of `rows` of `data`)."""
+        return {}
+
+    def loss_weights(self) -> dict[str, float]:
+        """Auxiliary loss name -> its lambda."""
+        return {}
+
+    def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
+        """Its auxiliary losses (unweighted sums over the batch) from `outputs` and the batch features."""
+        return {}
+
+
+_REGISTRY: dict[str, type[Switch]] = {}
+
+
+def register(switch: type[Switch]) -> type[Switch]:
+    """Add a switch (its config fields become `[model]` options); usable as a class decorator."""
+    if not switch.name or switch.name in _REGISTRY:
+        raise ValueError(f"a switch needs a new name, got {switch.name!r}")
+    _REGISTRY[switch.name] = switch
+    return switch
+
+
+def unregister(name: str) -> None:
+    """Remove a registered switch (tests)."""
+    _REGISTRY.pop(name, None)
+
+
+def registered() -> list[type[Switch]]:
+    """The registered switches, in registration order (the order of their hooks in a module)."""
+    return list(_REGISTRY.values())

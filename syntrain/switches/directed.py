@@ -1,0 +1,124 @@
+"""Syntax-directed attention (Chen et al., 2017) in the decoder cross-attention.
+
+Each of the `directed_heads[i]` heads of decoder layer i's cross-attention predicts an aligned source position
+p_i = n * sigmoid(v^T tanh(W h_i)) (eq. 5; n = the last source sub-word position) and reads row M[p] of the
+sub-word syntax distances (batch feature "distances"): scores are scaled by exp(-M[p][j]^2 / 2 sigma^2) with
+sigma = n / 2 and masked outside the window M[round(p)][j] <= n (eqs. 10-11). Single context: these heads'
+contexts replace the front heads'; double context (eq. 14): they are computed next to all the global heads
+and added through their own output projection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from synprep.tables import option
+
+from .base import AttentionHook, Features, Switch, register
+
+
+def distance_rows(distances: torch.Tensor, position: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows M[p] of the (B, S, S) syntax distances at continuous positions p (B, H, T) -> (interpolated,
+    nearest), each (B, H, T, S).
+
+    Interpolated: linear between rows floor(p) and floor(p) + 1, so the Gaussian scaling built from it has a
+    gradient with respect to p (and W, v). Nearest: row round(p), for the window (it always holds the
+    sub-word at p itself at distance 0; an interpolated row can have every key beyond n)."""
+    b, s, _ = distances.shape
+    low = position.detach().floor().clamp(0, s - 1)
+    frac = (position - low)[..., None]
+    low = low.long()
+    high = (low + 1).clamp(max=s - 1)
+    table = distances.float()
+
+    def rows(index: torch.Tensor) -> torch.Tensor:
+        return torch.gather(table, 1, index.reshape(b, -1, 1).expand(-1, -1, s)).view(*index.shape, s)
+
+    low_rows, high_rows = rows(low), rows(high)
+    nearest = torch.where(frac >= 0.5, high_rows, low_rows)
+    return low_rows + frac * (high_rows - low_rows), nearest
+
+
+def syntax_directed_prior(rows: torch.Tensor, nearest: torch.Tensor, n: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chen et al. eqs. 10-11: (scaling exp(-M[p][j]^2 / 2 sigma^2) with sigma = n / 2 on the interpolated
+    rows, window M[round(p)][j] <= n)."""
+    sigma2 = (n / 2) ** 2
+    return torch.exp(rows * rows * (-0.5 / sigma2)), nearest <= n
+
+
+class DirectedHeads(AttentionHook):
+    """`heads` syntax-directed heads of a cross-attention (parameters align_hidden, align_out, directed_out)."""
+
+    name = "syntax-directed heads"
+
+    def __init__(self, heads: int, n: float, double_context: bool) -> None:
+        self.heads, self.n, self.double_context = heads, n, double_context
+        self.front = 0 if double_context else heads
+
+    def attach(self, attn: nn.Module) -> None:
+        d_model = attn.n_heads * attn.head_dim
+        attn.align_hidden = nn.Linear(d_model, d_model)  # eq. 5: p_i = S * sigmoid(v^T tanh(W h_i))
+        attn.align_out = nn.Linear(d_model, self.heads, bias=False)  # one v per syntax-directed head
+        if self.double_context:  # eq. 14: L_cs c_s next to the global heads' output projection
+            attn.directed_out = nn.Linear(self.heads * attn.head_dim, d_model)
+
+    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, features: Features
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Scale and window (B, h, T, S): each head's aligned position p in [0, n - 1] (n = source sub-words
+        without EOS) reads the interpolated row M[p]."""
+        distances = features.get("distances")
+        if distances is None or mask is None:
+            raise ValueError("syntax-directed heads need the source syntax distances and the source mask")
+        n_src = (mask.reshape(mask.shape[0], -1).sum(-1) - 1).clamp(min=1) - 1  # last sub-word position
+        gate = torch.sigmoid(attn.align_out(torch.tanh(attn.align_hidden(x)))).transpose(1, 2)  # (B, h, T)
+        rows, nearest = distance_rows(distances, n_src.to(gate.dtype)[:, None, None] * gate)
+        return syntax_directed_prior(rows, nearest, self.n)
+
+    def extra(self, attn: nn.Module, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              mask: torch.Tensor | None, features: Features) -> torch.Tensor | None:
+        if not self.double_context:
+            return None
+        n = self.heads  # eq. 14: global and syntax-directed contexts
+        scale, window = self.scores(attn, x, k.shape[2], mask, features)
+        context, _ = attn.attend(q[:, :n], k[:, :n], v[:, :n], mask, scale, window)
+        return attn.directed_out(context.transpose(1, 2).reshape(*x.shape[:2], -1))
+
+
+@dataclass
+class DirectedConfig:
+    """[model] options of syntax-directed attention."""
+
+    directed_heads: list[int] = option(default_factory=list, ge=0,
+                                       help="syntax-directed heads per decoder layer's cross-attention")
+    directed_n: float = option(4.0, gt=0, help="window: syntax distance <= n; Gaussian sigma = n / 2")
+    double_context: bool = option(False, help="eq. 14: syntax-directed contexts next to the global heads")
+
+
+class Directed(Switch, name="directed", config=DirectedConfig, switched_by=("directed_heads",)):
+    """Syntax-directed cross-attention heads, single or double context."""
+
+    @classmethod
+    def check(cls, cfg: DirectedConfig) -> None:
+        cls.check_layer_list(cfg, "directed_heads", "decoder")
+        if any(heads > cfg.n_heads for heads in cfg.directed_heads):
+            raise ValueError(f"directed_heads {cfg.directed_heads}: {max(cfg.directed_heads)} front heads do not fit "
+                             f"in {cfg.n_heads} heads")
+
+    def describe(self) -> str:
+        kind = "double" if self.cfg.double_context else "single"
+        return f"syntax-directed heads {self.cfg.directed_heads} ({kind} context, n {self.cfg.directed_n})"
+
+    def batch_columns(self, training: bool) -> dict[str, str]:
+        return {"distances": "syntax-directed attention"}
+
+    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        heads = self.cfg.directed_heads
+        if (stack, kind) != ("decoder", "cross") or layer >= len(heads) or not heads[layer]:
+            return []
+        return [DirectedHeads(heads[layer], self.cfg.directed_n, self.cfg.double_context)]
+
+
+register(Directed)

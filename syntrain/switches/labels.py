@@ -1,0 +1,59 @@
+"""S&H (Sennrich & Haddow, 2016): dependency-label embeddings of the source.
+
+The last `label_embedding` dimensions of each source sub-word's embedding are replaced by the embedding of its
+token's dependency label (batch feature "labels": ids 0 = none (EOS, pad), 1 = a label unseen in training,
+2... `source_labels`, the label vocabulary derived from the training split).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from synprep.tables import option
+
+from ..data import label_vocabulary
+from .base import Features, Switch, register
+
+
+@dataclass
+class LabelConfig:
+    """[model] options of the S&H label embeddings."""
+
+    label_embedding: int = option(0, ge=0, help="size of the source label embeddings (0: off)")
+    source_labels: list[str] = option(default_factory=list, help="label vocabulary (from the training data)")
+
+
+class LabelEmbeddings(Switch, name="labels", config=LabelConfig, switched_by=("label_embedding",)):
+    """Source dependency-label embeddings in the last dimensions of the source embeddings."""
+
+    @classmethod
+    def check(cls, cfg: LabelConfig) -> None:
+        if cfg.label_embedding >= cfg.d_model:
+            raise ValueError(f"label_embedding must be in 0..{cfg.d_model - 1}, got {cfg.label_embedding}")
+
+    @classmethod
+    def prepare(cls, cfg: LabelConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+        return {} if cfg.source_labels else {"source_labels": label_vocabulary(table)}
+
+    def describe(self) -> str:
+        return f"S&H label embeddings {self.cfg.label_embedding} ({len(self.cfg.source_labels)} labels)"
+
+    def batch_columns(self, training: bool) -> dict[str, str]:
+        return {"labels": "S&H label embeddings"}
+
+    def source_modules(self) -> dict[str, nn.Module]:
+        cfg = self.cfg  # ids: 0 = none (EOS, pad), 1 = a label unseen in training, 2... source_labels
+        return {"label_embed": nn.Embedding(len(cfg.source_labels) + 2, cfg.label_embedding, padding_idx=0)}
+
+    def embed_source(self, model: nn.Module, x: torch.Tensor, features: Features) -> torch.Tensor:
+        labels = features.get("labels")
+        if labels is None:
+            raise ValueError("S&H label embeddings need the source labels")
+        return torch.cat([x[..., : -self.cfg.label_embedding], model.label_embed(labels)], dim=-1)
+
+
+register(LabelEmbeddings)

@@ -1,0 +1,145 @@
+"""Parse heads: DBSA (Deguchi et al., 2019) and a LISA-style baseline (Strubell et al., 2018).
+
+DBSA (dependency-based self-attention): the last head of encoder and/or decoder layer `dbsa_layer` (1-based)
+scores bi-affinely, softmax(Q U K^T / sqrt(d_k)) with U (parameter `parse_bilinear`) starting as the identity,
+and learns dependency heads: the loss sum of -log A[t, head(t)] over the rows with a head (eq. 5; batch
+features "src_heads" / "tgt_heads"), weighted by `dbsa_lambda`. On the decoder side the causal mask keeps it
+from seeing later tokens (a head that comes later gives no loss).
+LISA: the last head of encoder layer `lisa_layer` with plain dot-product scores and the same loss
+(`lisa_lambda`).
+
+The parse head's log-weights are recorded in the forward's records ("parse_encoder", "parse_decoder", "lisa"),
+which SyncAttn reads as well.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from synprep.tables import option
+
+from .base import AttentionHook, Features, Outputs, Switch, register
+
+ENCODER, DECODER, LISA = "parse_encoder", "parse_decoder", "lisa"  # record names
+
+
+def dependency_loss(log_weights: torch.Tensor, head: torch.Tensor | None) -> torch.Tensor:
+    """DBSA eq. 5 / LISA: sum of -log A[t, head(t)] over the rows t with a head (head >= 0); log_weights
+    (B, T, S), head (B, T) positions, -1 = no loss for that row."""
+    if head is None:
+        raise ValueError("the dependency loss needs the heads of the batch (src_head / tgt_head)")
+    supervised = head >= 0
+    picked = log_weights.gather(-1, head.clamp(min=0)[..., None])[..., 0]
+    return -torch.where(supervised, picked, torch.zeros_like(picked)).sum()
+
+
+class ParseHead(AttentionHook):
+    """The last head of a self-attention as a parse head: "biaffine" (DBSA: query Q U) or "dot" (LISA); its
+    log-weights (B, T, S) are recorded under `key`."""
+
+    last = True
+    name = "parse head"
+
+    def __init__(self, scores: str, key: str) -> None:
+        self.bilinear, self.key = scores == "biaffine", key
+
+    def attach(self, attn: nn.Module) -> None:
+        if self.bilinear:  # DBSA eq. 4: softmax(Q U K^T / sqrt(d_k)); U starts as the identity
+            attn.parse_bilinear = nn.Parameter(torch.eye(attn.head_dim))
+
+    def query(self, attn: nn.Module, q: torch.Tensor) -> torch.Tensor:
+        return q @ attn.parse_bilinear if self.bilinear else q
+
+    def record(self, attn: nn.Module, log_weights: dict[str, torch.Tensor], records: dict[str, torch.Tensor]
+               ) -> None:
+        records[self.key] = log_weights["last"][:, 0]
+
+
+@dataclass
+class ParseHeadConfig:
+    """[model] options of the DBSA and LISA parse heads."""
+
+    dbsa_encoder: bool = option(False, help="DBSA: the last head of encoder layer dbsa_layer learns source heads")
+    dbsa_decoder: bool = option(False, help="DBSA: the last head of decoder layer dbsa_layer learns target heads")
+    dbsa_layer: int = option(1, ge=1, help="1-based layer of the DBSA parse heads")
+    dbsa_lambda: float = option(0.5, ge=0, help="weight of the DBSA losses")
+    lisa_layer: int = option(0, ge=0, help="1-based encoder layer of the LISA parse head (0: off)")
+    lisa_lambda: float = option(1.0, ge=0, help="weight of the LISA loss")
+
+
+def parse_layer(cfg: ParseHeadConfig) -> int:
+    """The 0-based layer of the DBSA parse heads."""
+    return cfg.dbsa_layer - 1
+
+
+def on_both_sides(cfg: ParseHeadConfig) -> bool:
+    """DBSA parse heads in the encoder and the decoder (what SyncAttn reads)."""
+    return cfg.dbsa_encoder and cfg.dbsa_decoder
+
+
+BOTH_SIDES = "dbsa_encoder and dbsa_decoder"  # the options `on_both_sides` reads, for error messages
+
+
+class ParseHeads(Switch, name="parse_head", config=ParseHeadConfig,
+                 switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer")):
+    """DBSA (encoder and/or decoder) and LISA (encoder) parse heads with their dependency losses."""
+
+    @classmethod
+    def check(cls, cfg: ParseHeadConfig) -> None:
+        if (cfg.dbsa_encoder or cfg.dbsa_decoder) and not cfg.dbsa_layer <= min(cfg.enc_layers, cfg.dec_layers):
+            raise ValueError(f"dbsa_layer {cfg.dbsa_layer} is not a layer of the model (1-based)")
+        if cfg.lisa_layer > cfg.enc_layers:
+            raise ValueError(f"lisa_layer {cfg.lisa_layer} is not an encoder layer (1-based; 0 = off)")
+        if cfg.lisa_layer and cfg.dbsa_encoder and cfg.lisa_layer == cfg.dbsa_layer:
+            raise ValueError("LISA and encoder DBSA both use the last head of the same layer: choose another "
+                             "lisa_layer")
+        if cfg.target == "transitions" and cfg.dbsa_decoder:
+            raise ValueError("decoder DBSA supervises sub-word heads: not with target = \"transitions\"")
+
+    def describe(self) -> str:
+        cfg, on = self.cfg, []
+        sides = [side for side, flag in (("encoder", cfg.dbsa_encoder), ("decoder", cfg.dbsa_decoder)) if flag]
+        if sides:
+            on.append(f"DBSA {'+'.join(sides)} layer {cfg.dbsa_layer} (lambda {cfg.dbsa_lambda})")
+        if cfg.lisa_layer:
+            on.append(f"LISA encoder layer {cfg.lisa_layer} (lambda {cfg.lisa_lambda})")
+        return "; ".join(on)
+
+    def batch_columns(self, training: bool) -> dict[str, str]:
+        need, cfg = {}, self.cfg
+        if training and (cfg.dbsa_encoder or cfg.lisa_layer):
+            need["src_heads"] = "DBSA (encoder)" if cfg.dbsa_encoder else "LISA"
+        if training and cfg.dbsa_decoder:
+            need["tgt_heads"] = "DBSA (decoder)"
+        return need
+
+    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        cfg = self.cfg
+        if kind != "self":
+            return []
+        if stack == "encoder" and cfg.dbsa_encoder and layer == parse_layer(cfg):
+            return [ParseHead("biaffine", ENCODER)]
+        if stack == "encoder" and layer == cfg.lisa_layer - 1:
+            return [ParseHead("dot", LISA)]
+        if stack == "decoder" and cfg.dbsa_decoder and layer == parse_layer(cfg):
+            return [ParseHead("biaffine", DECODER)]
+        return []
+
+    def loss_weights(self) -> dict[str, float]:
+        return {"dep_src": self.cfg.dbsa_lambda, "dep_tgt": self.cfg.dbsa_lambda, "lisa": self.cfg.lisa_lambda}
+
+    def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
+        cfg, losses = self.cfg, {}
+        if cfg.dbsa_encoder:
+            losses["dep_src"] = dependency_loss(outputs.records[ENCODER], features.get("src_head"))
+        if cfg.lisa_layer:
+            losses["lisa"] = dependency_loss(outputs.records[LISA], features.get("src_head"))
+        if cfg.dbsa_decoder:
+            losses["dep_tgt"] = dependency_loss(outputs.records[DECODER], features.get("tgt_head"))
+        return losses
+
+
+register(ParseHeads)

@@ -1,0 +1,95 @@
+"""SyncAttn (synchronous syntactic attention): a loss tying the target parse head to the source parse head
+through the cross-attention.
+
+C = the head-averaged cross-attention weights of decoder layer `sync_layer` (1-based; 0 = the penultimate),
+E and D = the encoder and decoder parse heads' attention (both sides of the parse_head switch, same layer):
+D' = softmax(mask(C E C^T)), loss sum of (D' - D)^2 over the unmasked cells (eqs. 7-9), weighted by
+`sync_lambda` (0 = off).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from synprep.tables import option
+
+from . import parse_head
+from .base import AttentionHook, Features, Outputs, Switch, register
+
+CROSS = "sync_cross"  # record name: C (B, T, S)
+
+
+def sync_loss(encoder: torch.Tensor, decoder: torch.Tensor, cross: torch.Tensor, tgt_valid: torch.Tensor
+              ) -> torch.Tensor:
+    """SyncAttn eqs. 7-9: D' = softmax(mask(C E C^T)), sum of (D' - D)^2 over the unmasked cells.
+
+    encoder E (B, S, S), decoder D (B, T, T), cross C (B, T, S), tgt_valid (B, T) non-pad target inputs.
+    Masked cells (a later or a pad key, a pad query) are zero in both D' and D."""
+    t = decoder.shape[-1]
+    causal = torch.ones(t, t, dtype=torch.bool, device=decoder.device).tril()
+    allowed = causal[None] & tgt_valid[:, None, :] & tgt_valid[:, :, None]
+    mapped = (cross.float() @ encoder.float() @ cross.float().transpose(1, 2)).masked_fill(~allowed, -1e9)
+    target = torch.softmax(mapped, dim=-1) * allowed  # (a pad query row: uniform, then zeroed)
+    return ((target - decoder.float() * allowed) ** 2).sum()
+
+
+class MeanCrossWeights(AttentionHook):
+    """Records a cross-attention's weights averaged over all its heads (C)."""
+
+    all_weights = True
+    name = "SyncAttn"
+
+    def record(self, attn: nn.Module, log_weights: dict[str, torch.Tensor], records: dict[str, torch.Tensor]
+               ) -> None:
+        parts = [log_weights[part] for part in ("front", "middle", "last") if part in log_weights]
+        records[CROSS] = torch.cat(parts, dim=1).exp().mean(dim=1)
+
+
+@dataclass
+class SyncConfig:
+    """[model] options of SyncAttn."""
+
+    sync_lambda: float = option(0.0, ge=0, help="weight of the SyncAttn loss (0: off)")
+    sync_layer: int = option(0, ge=0, help="1-based decoder layer whose cross-attention is C (0: penultimate)")
+
+
+def sync_decoder_layer(cfg: SyncConfig) -> int:
+    """The 0-based decoder layer of SyncAttn's cross-attention C (`cfg`: the whole model config)."""
+    return (cfg.sync_layer or max(cfg.dec_layers - 1, 1)) - 1
+
+
+class SyncAttn(Switch, name="sync", config=SyncConfig, switched_by=("sync_lambda",)):
+    """The SyncAttn loss over the parse heads and a cross-attention."""
+
+    @classmethod
+    def check(cls, cfg: SyncConfig) -> None:
+        if not cfg.sync_lambda:
+            return
+        if not parse_head.on_both_sides(cfg):
+            raise ValueError(f"sync_lambda > 0 (SyncAttn) needs {parse_head.BOTH_SIDES}")
+        if cfg.sync_layer > cfg.dec_layers:
+            raise ValueError(f"sync_layer {cfg.sync_layer} is not a decoder layer (1-based; 0 = penultimate)")
+        if cfg.target == "transitions":
+            raise ValueError("SyncAttn supervises sub-word heads: not with target = \"transitions\"")
+
+    def describe(self) -> str:
+        return f"SyncAttn decoder layer {sync_decoder_layer(self.cfg) + 1} (lambda {self.cfg.sync_lambda})"
+
+    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        if (stack, kind) == ("decoder", "cross") and layer == sync_decoder_layer(self.cfg):
+            return [MeanCrossWeights()]
+        return []
+
+    def loss_weights(self) -> dict[str, float]:
+        return {"sync": self.cfg.sync_lambda}
+
+    def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
+        records = outputs.records
+        return {"sync": sync_loss(records[parse_head.ENCODER].exp(), records[parse_head.DECODER].exp(),
+                                  records[CROSS], outputs.target_valid)}
+
+
+register(SyncAttn)

@@ -1,0 +1,341 @@
+"""Tree decoding (Choshen & Abend): the decoder produces arc-standard transitions, optionally reading the graph
+it has generated so far.
+
+`target = "transitions"` alone = Linearized (the decoder reads `[BOS] + tgt_transitions`). On top:
+`parent_layers` (a PARENT head, head 0 of those decoder layers' self-attention, attends only to itself and its
+parents in the generated graph: a mask, no parameters), `gcn_layers` (a labeled, gated graph convolution over
+the generated graph above the decoder embeddings; ablations `gcn_labeled`, `gcn_gated`), `bidirectional`
+(BiTran: every generated token attends to every generated token; teacher forcing re-encodes every prefix, or
+`bidirectional_prefixes` = k sampled prefixes per sentence in training).
+
+The generated graph comes as the batch feature "graph", (E, 5) edge rows (batch row, parent, child, label id,
+step) in decoder input positions (`syntrain.data`); a position p sees the edges with step <= limit[p]: p
+itself (one causal pass) or the prefix end (BiTran). `transition_root` and `arc_labels` are derived from the
+training split and its vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, from_transitions
+from synprep.options import ROOT_POLICIES
+from synprep.tables import option
+
+from ..data import EOS_ID, PAD_ID, SPECIALS, TARGETS, Vocab, arc_label_vocabulary, graph_rows, is_arc
+from .base import AttentionHook, Features, Outputs, Switch, register
+
+# token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
+# the end (EOS), never (PAD, BOS, UNK)
+CONTINUES, ENDS, LEFT, RIGHT, END, NEVER = range(6)
+
+
+def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
+    """(V,) the kind of every vocabulary entry (CONTINUES ... NEVER)."""
+    kinds = np.full(len(vocab), ENDS, dtype=np.int64)
+    for i, item in enumerate(vocab.itos):
+        if i < len(SPECIALS):  # <unk> too: the tree could not be read back from the text
+            kinds[i] = END if i == EOS_ID else NEVER
+        elif item.startswith(LEFT_ARC):
+            kinds[i] = LEFT
+        elif item.startswith(RIGHT_ARC):
+            kinds[i] = RIGHT
+        elif item.endswith(separator):
+            kinds[i] = CONTINUES
+    return kinds
+
+
+class TreeConstraint:
+    """The transition states of a batch of hypotheses: the allowed next tokens, and the graph so far."""
+
+    def __init__(self, vocab: Vocab, root: str, rows: int, label_ids: dict[str, int] | None = None) -> None:
+        self.vocab, self.root = vocab, root
+        self.kinds = torch.from_numpy(token_kinds(vocab))
+        self.states = [TransitionState(root) for _ in range(rows)]
+        self.items: list[list[str]] = [[] for _ in range(rows)]
+        self.label_ids = label_ids
+
+    def mask(self, steps_left: int, device: torch.device) -> torch.Tensor:
+        """(rows, V) True = allowed; a finished or stuck row may only end."""
+        allowed = torch.tensor([list(state.allowed(steps_left)) + [False] for state in self.states])
+        allowed[~allowed.any(1), END] = True
+        return allowed[:, self.kinds].to(device)
+
+    def push(self, tokens: Sequence[int]) -> None:
+        """Append one token per row (EOS and PAD leave the state as it is)."""
+        for state, items, token in zip(self.states, self.items, tokens):
+            if token not in (EOS_ID, PAD_ID):
+                state.push(self.vocab.itos[token])
+                items.append(self.vocab.itos[token])
+
+    def reorder(self, rows: Sequence[int]) -> None:
+        """Keep rows `rows` (beam search)."""
+        self.states = [self.states[r].copy() for r in rows]
+        self.items = [list(self.items[r]) for r in rows]
+
+    def graph(self, device: torch.device) -> torch.Tensor | None:
+        """(E, 5) the generated graph of every row so far (decoder input positions)."""
+        if self.label_ids is None:
+            return None
+        return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root)).to(device)
+
+
+def text_pieces(pieces: Sequence[str]) -> list[str]:
+    """The sub-words of an output (transition tokens removed)."""
+    return [piece for piece in pieces if not is_arc(piece)]
+
+
+def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop"
+                ) -> dict:
+    """The tree measure of docs/tree-decoding.md for outputs and their reference transitions (None: none):
+    `valid_trees` = share (%) of outputs the inverse accepts; on the outputs whose sub-words equal the
+    reference's (`exact_outputs`, % of the rows with a reference), `exact_uas`/`exact_las` = attachment scores
+    (%) of the predicted tree against the reference tree (the reference transitions decoded, i.e. the parser's
+    tree as the shards encode it)."""
+    valid = exact = tokens = heads_ok = both_ok = counted = 0
+    for output, reference in zip(pieces, references):
+        try:
+            _, predicted_owner, predicted_heads, predicted_labels = from_transitions(list(output), root)
+            subwords = text_pieces(output)
+            valid += 1
+        except ValueError:
+            continue
+        if reference is None:
+            continue
+        counted += 1
+        ref_subwords, ref_owner, ref_heads, ref_labels = from_transitions(reference, root)
+        if subwords != ref_subwords or predicted_owner != ref_owner:
+            continue
+        exact += 1
+        tokens += len(ref_heads)
+        for h, lab, rh, rlab in zip(predicted_heads, predicted_labels, ref_heads, ref_labels):
+            heads_ok += h == rh
+            both_ok += h == rh and lab == rlab
+    n = max(len(pieces), 1)
+    return {"valid_trees": round(100 * valid / n, 2), "exact_outputs": round(100 * exact / max(counted, 1), 2),
+            "exact_uas": round(100 * heads_ok / tokens, 2) if tokens else None,
+            "exact_las": round(100 * both_ok / tokens, 2) if tokens else None}
+
+
+class GatedGCN(nn.Module):
+    """Labeled, gated graph convolution layers with residual connections (Choshen & Abend, section 4):
+    h_v <- h_v + ReLU(sum over u in N(v) of g_uv (W_dir(u,v) h_u + b_lab(u,v))),
+    g_uv = sigmoid(h_u . w_dir(u,v) + b'_lab(u,v)); directions self (u = v), from a parent (u -> v) and from a
+    child (v -> u); weights per direction, biases per label (0 = self, 1 = unseen, 2... the arc labels).
+    `labeled` False: one bias for every arc label; `gated` False: g = 1. An edge is used by node v when its
+    step <= limit[v] (the graph generated so far)."""
+
+    def __init__(self, d_model: int, n_labels: int, layers: int, labeled: bool = True, gated: bool = True
+                 ) -> None:
+        super().__init__()
+        self.labeled, self.gated, self.d_model = labeled, gated, d_model
+        self.weight = nn.ModuleList(nn.Linear(d_model, 3 * d_model, bias=False) for _ in range(layers))
+        self.bias = nn.ModuleList(nn.Embedding(n_labels, d_model) for _ in range(layers))
+        if gated:
+            self.gate = nn.ModuleList(nn.Linear(d_model, 3, bias=False) for _ in range(layers))
+            self.gate_bias = nn.ModuleList(nn.Embedding(n_labels, 1) for _ in range(layers))
+
+    def forward(self, h: torch.Tensor, graph: torch.Tensor, limit: torch.Tensor) -> torch.Tensor:
+        """h (B, T, C), graph (E, 5) (batch, parent, child, label, step), limit (B, T) -> (B, T, C)."""
+        b, t, c = h.shape
+        batch, parent, child, label, step = graph.unbind(1)
+        if not self.labeled:
+            label = torch.ones_like(label)
+        # each edge sends a message parent -> child (direction 1) and child -> parent (direction 2)
+        rows = torch.cat([batch, batch])
+        source, target = torch.cat([parent, child]), torch.cat([child, parent])
+        direction = torch.cat([torch.ones_like(parent), torch.full_like(child, 2)])
+        labels = torch.cat([label, label])
+        visible = (torch.cat([step, step]) <= limit[rows, target]).to(h.dtype)
+        self_label = torch.zeros((b, t), dtype=torch.long, device=h.device)
+        for i, weight in enumerate(self.weight):
+            projected = weight(h).view(b, t, 3, c)
+            if self.gated:
+                gates = self.gate[i](h)  # (B, T, 3)
+                self_gate = torch.sigmoid(gates[..., 0] + self.gate_bias[i](self_label)[..., 0])[..., None]
+                edge_gate = torch.sigmoid(gates[rows, source, direction] + self.gate_bias[i](labels)[:, 0])[:, None]
+            else:
+                self_gate, edge_gate = 1.0, 1.0
+            total = self_gate * (projected[:, :, 0] + self.bias[i](self_label))
+            messages = edge_gate * (projected[rows, source, direction] + self.bias[i](labels)) * visible[:, None]
+            total = total.index_put((rows, target), messages.to(total.dtype), accumulate=True)
+            h = h + torch.relu(total)
+        return h
+
+
+def parent_mask(graph: torch.Tensor, limit: torch.Tensor) -> torch.Tensor:
+    """PARENT head: (B, T, T) True where query t may attend to key j: j = t, or j is a parent of t in the
+    graph generated so far (an edge j -> t with step <= limit[t])."""
+    b, t = limit.shape
+    batch, parent, child, _, step = graph.unbind(1)
+    visible = step <= limit[batch, child]
+    mask = torch.zeros((b, t, t), dtype=torch.bool, device=limit.device)
+    mask[batch[visible], child[visible], parent[visible]] = True
+    return mask | torch.eye(t, dtype=torch.bool, device=limit.device)[None]
+
+
+class ParentHead(AttentionHook):
+    """Head 0 of a decoder self-attention attends to itself and its parents (feature "parent_mask")."""
+
+    name = "PARENT head"
+
+    def head_mask(self, attn: nn.Module, mask: torch.Tensor | None, features: Features, shape: tuple[int, ...]
+                  ) -> torch.Tensor:
+        parents = features.get("parent_mask")
+        if parents is None:
+            raise ValueError("a PARENT head needs the generated graph (parent_mask)")
+        b, h, t, s = shape
+        others = torch.ones_like(parents)[:, None] if mask is None else mask.expand(b, 1, t, s)
+        return torch.cat([parents[:, None], others.expand(b, h - 1, t, s)], dim=1)
+
+
+@dataclass
+class TreeConfig:
+    """[model] options of tree decoding."""
+
+    target: str = option("text", choices=TARGETS, help="what the decoder produces: sub-words or transitions")
+    parent_layers: list[int] = option(default_factory=list, ge=1,
+                                      help="1-based decoder layers with a PARENT head (head 0)")
+    gcn_layers: int = option(0, ge=0, help="gated GCN layers over the generated graph (paper: 2)")
+    gcn_labeled: bool = option(True, help="False: the unlabeled ablation (one bias for every arc label)")
+    gcn_gated: bool = option(True, help="False: the ungated ablation (gate = 1)")
+    bidirectional: bool = option(False, help="BiTran: generated tokens attend to all generated tokens")
+    bidirectional_prefixes: int = option(0, ge=0, help="training: 0 = every prefix, k = k sampled prefixes")
+    transition_root: str = option("drop", choices=ROOT_POLICIES,
+                                  help="root policy of the training transitions (from the training split)")
+    arc_labels: list[str] = option(default_factory=list, help="labels of the arc tokens (from the vocabulary)")
+
+    @property
+    def uses_graph(self) -> bool:
+        """The decoder reads the generated graph (PARENT, GCN)."""
+        return bool(self.parent_layers or self.gcn_layers)
+
+
+class TreeDecoding(Switch, name="tree", config=TreeConfig):
+    """Target transitions: Linearized, PARENT heads, gated GCN, BiTran."""
+
+    output_length_factor = 3.0  # sub-words + one arc per word
+
+    @property
+    def recomputes_prefix(self) -> bool:  # decoding re-reads the graph, or attends bidirectionally
+        return bool(self.cfg.uses_graph or self.cfg.bidirectional)
+
+    def constraint(self, vocab: Any, rows: int) -> Any:
+        """Decoding constrained to valid trees (TreeConstraint)."""
+        if vocab is None:
+            raise ValueError("decoding transitions needs the vocabulary (the constraints read the token strings)")
+        labels = {label: i + 2 for i, label in enumerate(self.cfg.arc_labels)} if self.cfg.uses_graph else None
+        return TreeConstraint(vocab, self.cfg.transition_root, rows, labels)
+
+    @classmethod
+    def active(cls, cfg: TreeConfig) -> bool:
+        return cfg.target == "transitions"
+
+    @classmethod
+    def check(cls, cfg: TreeConfig) -> None:
+        if (cfg.parent_layers or cfg.gcn_layers or cfg.bidirectional) and cfg.target != "transitions":
+            raise ValueError("parent_layers, gcn_layers and bidirectional decode trees: set target = \"transitions\"")
+        if any(layer > cfg.dec_layers for layer in cfg.parent_layers):
+            raise ValueError(f"parent_layers {cfg.parent_layers}: decoder layers are 1..{cfg.dec_layers}")
+
+    @classmethod
+    def prepare(cls, cfg: TreeConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+        root = manifest.configuration.get("features", {}).get("root", "drop") if manifest is not None else "drop"
+        return {"transition_root": root, "arc_labels": arc_label_vocabulary(vocab)}
+
+    def describe(self) -> str:
+        cfg = self.cfg
+        parts = [f"target transitions (root {cfg.transition_root}, {len(cfg.arc_labels)} arc labels)"]
+        if cfg.parent_layers:
+            parts.append(f"PARENT head in decoder layers {cfg.parent_layers}")
+        if cfg.gcn_layers:
+            kind = ("" if cfg.gcn_labeled else "unlabeled ") + ("gated" if cfg.gcn_gated else "ungated")
+            parts.append(f"GCN {cfg.gcn_layers} layers ({kind})")
+        if cfg.bidirectional:
+            parts.append("BiTran " + (f"(approximation: {cfg.bidirectional_prefixes} sampled prefixes)"
+                                      if cfg.bidirectional_prefixes else "(exact: every prefix)"))
+        if len(parts) == 1:
+            parts.append("linearized")
+        return ", ".join(parts)
+
+    def training_report(self, data: Any) -> tuple[str, dict[str, Any]]:
+        cfg = self.cfg
+        return (f"target transitions: {data.skipped_null} training pair(s) without transitions skipped (null: not "
+                f"encodable under the pipeline's non_projective policy), {len(cfg.arc_labels)} arc labels, root "
+                f"{cfg.transition_root}", {"skipped_null_transitions": data.skipped_null,
+                                           "arc_labels": len(cfg.arc_labels)})
+
+    def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
+        return tree_scores(pieces, data.reference_transitions(rows), self.cfg.transition_root)
+
+    def data_options(self) -> dict[str, Any]:
+        return {"target": "transitions", "arc_labels": list(self.cfg.arc_labels) if self.cfg.uses_graph else None}
+
+    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        if (stack, kind) == ("decoder", "self") and layer + 1 in self.cfg.parent_layers:
+            return [ParentHead()]
+        return []
+
+    def decoder_modules(self) -> dict[str, nn.Module]:
+        cfg = self.cfg  # label ids: 0 = self, 1 = unseen, 2... arc_labels
+        if not cfg.gcn_layers:
+            return {}
+        return {"gcn": GatedGCN(cfg.d_model, len(cfg.arc_labels) + 2, cfg.gcn_layers, cfg.gcn_labeled, cfg.gcn_gated)}
+
+    def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        if not self.cfg.bidirectional:
+            return None  # M_bi: every generated token sees every generated token (the non-pad prefix)
+        return valid[:, None, None, :], (valid.sum(1) - 1)[:, None].expand(*valid.shape)
+
+    def decoder_input(self, model: nn.Module, x: torch.Tensor, features: Features, limit: torch.Tensor
+                      ) -> tuple[torch.Tensor, Features]:
+        if not self.cfg.uses_graph:
+            return x, features
+        graph = features.get("graph")
+        if graph is None:
+            raise ValueError("PARENT heads and the GCN need the generated graph of the target transitions")
+        if self.cfg.gcn_layers:
+            x = model.gcn(x, graph, limit)
+        if self.cfg.parent_layers:
+            features = {**features, "parent_mask": parent_mask(graph, limit)}
+        return x, features
+
+    def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
+                        src_mask: torch.Tensor, features: Features, records: dict) -> Outputs | None:
+        """BiTran (B, T, V): the prediction at input position p comes from a pass over the prefix 0..p alone (its
+        own graph, bidirectional attention), one pass per prefix, batched as B x T rows (cost O(T) passes). In
+        training with `bidirectional_prefixes` = k, only k sampled prefixes per sentence are computed (the
+        approximation); `loss_positions` (B, T) then marks them (others: zero logits)."""
+        if not self.cfg.bidirectional:
+            return None
+        b, t = tgt_in.shape
+        valid = chosen = tgt_in != PAD_ID
+        sampled = model.training and self.cfg.bidirectional_prefixes
+        if sampled:
+            noise = torch.rand((b, t), device=tgt_in.device).masked_fill(~valid, 2.0)
+            rank = noise.argsort(1).argsort(1)
+            chosen = valid & (rank < self.cfg.bidirectional_prefixes)
+        rows_b, rows_p = chosen.nonzero(as_tuple=True)
+        positions = torch.arange(t, device=tgt_in.device)
+        row_tgt = tgt_in[rows_b].masked_fill(positions[None] > rows_p[:, None], PAD_ID)
+        row_features = {name: value[rows_b] for name, value in features.items() if name != "graph"}
+        graph = features.get("graph")
+        if graph is not None and self.cfg.uses_graph:
+            pairs = (graph[:, 0:1] == rows_b[None]) & (graph[:, 4:5] <= rows_p[None])
+            edge, row = pairs.nonzero(as_tuple=True)
+            row_graph = graph[edge].clone()
+            row_graph[:, 0] = row
+            row_features["graph"] = row_graph
+        hidden = model.decode_hidden(row_tgt, memory[rows_b], src_mask[rows_b], row_features, records)
+        last = model.output(hidden[torch.arange(len(rows_b), device=hidden.device), rows_p])
+        out = torch.zeros((b, t, last.shape[-1]), dtype=last.dtype, device=last.device)
+        return Outputs(out.index_put((rows_b, rows_p), last), records, valid, chosen if sampled else None)
+
+
+register(TreeDecoding)

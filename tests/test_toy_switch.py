@@ -1,0 +1,107 @@
+"""A new switch is one module plus one registration line: a toy switch defined here (a config field with its
+range, an attention hook with its own parameter and recorded weights, a batch feature, an auxiliary loss)
+trains through the unchanged trainer, is checkpointed and loads back."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+import torch
+from torch import nn
+
+from synprep.tables import option
+from syntrain.model import ModelConfig
+from syntrain.switches import AttentionHook, Outputs, Switch, register, unregister
+from syntrain.train import TrainConfig, load_checkpoint, train
+
+from .data.make_switch_fixtures import SHARDS
+
+
+class Gate(AttentionHook):
+    """Adds gain x a projection of the input to the output, and records the last head's attention."""
+
+    last = True
+    name = "toy gate"
+
+    def __init__(self, gain: float) -> None:
+        self.gain = gain
+
+    def attach(self, attn: nn.Module) -> None:
+        attn.toy_out = nn.Linear(attn.n_heads * attn.head_dim, attn.n_heads * attn.head_dim)
+
+    def record(self, attn, log_weights, records) -> None:
+        records["toy"] = log_weights["last"][:, 0]
+
+    def extra(self, attn, x, q, k, v, mask, features):
+        return self.gain * attn.toy_out(x)
+
+
+@dataclass
+class ToyConfig:
+    toy_gain: float = option(0.0, ge=0, le=10, help="the toy gate's gain (0: off)")
+    toy_layer: int = option(1, ge=1, help="1-based encoder layer of the toy gate")
+
+
+class Toy(Switch, name="toy", config=ToyConfig, switched_by=("toy_gain",)):
+    """The toy switch: its last encoder head learns to attend to each token's parent (src_heads)."""
+
+    @classmethod
+    def check(cls, cfg) -> None:
+        if cfg.toy_gain and cfg.toy_layer > cfg.enc_layers:
+            raise ValueError(f"toy_layer {cfg.toy_layer} is not an encoder layer")
+
+    def describe(self) -> str:
+        return f"toy gate {self.cfg.toy_gain}"
+
+    def batch_columns(self, training: bool) -> dict[str, str]:
+        return {"src_heads": "the toy switch"} if training else {}
+
+    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        return [Gate(self.cfg.toy_gain)] if (stack, layer) == ("encoder", self.cfg.toy_layer - 1) else []
+
+    def loss_weights(self) -> dict[str, float]:
+        return {"toy": 0.5}
+
+    def losses(self, outputs: Outputs, features) -> dict[str, torch.Tensor]:
+        head = features["src_head"]
+        picked = outputs.records["toy"].gather(-1, head.clamp(min=0)[..., None])[..., 0]
+        return {"toy": -torch.where(head >= 0, picked, torch.zeros_like(picked)).sum()}
+
+
+@pytest.fixture
+def toy():
+    register(Toy)  # the one registration line
+    yield Toy
+    unregister(Toy.name)
+
+
+def test_a_switch_defined_here_trains_checkpoints_and_loads(toy, tmp_path):
+    model = {"d_model": 32, "d_ff": 64, "enc_layers": 2, "dec_layers": 2, "toy_gain": 0.5, "toy_layer": 2}
+    cfg = TrainConfig(data=str(SHARDS / "train"), out=str(tmp_path / "run"), model=model, max_steps=4,
+                      max_tokens=300, warmup=2, log_interval=1, eval_interval=4, threads=1, lr=3e-3)
+    trained = train(cfg)
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    toy_losses = [r["loss_toy"] for r in records if "loss_toy" in r]
+    assert len(toy_losses) == 4 and all(value > 0 for value in toy_losses)
+    assert trained.cfg.switches() == "toy gate 0.5"
+    weight = trained.encoder[1].attn.toy_out.weight
+    model_back, _, ckpt = load_checkpoint(str(tmp_path / "run" / "last.pt"))
+    assert ckpt["model_config"]["toy_gain"] == 0.5
+    assert torch.equal(model_back.encoder[1].attn.toy_out.weight, weight.detach())
+    assert not hasattr(model_back.encoder[0].attn, "toy_out")
+
+
+def test_the_toy_switch_options_are_checked(toy):
+    with pytest.raises(ValueError, match="toy_gain must be <= 10"):
+        ModelConfig.from_dict({"toy_gain": 11.0})
+    with pytest.raises(ValueError, match="toy_layer 5 is not an encoder layer"):
+        ModelConfig.from_dict({"toy_gain": 1.0, "toy_layer": 5})
+    with pytest.raises(ValueError, match="claim the same heads"):  # its last head is DBSA's too
+        ModelConfig.from_dict({"toy_gain": 1.0, "dbsa_encoder": True})
+
+
+def test_unregistered_switch_options_are_unknown():
+    with pytest.raises(ValueError, match="unknown model option"):
+        ModelConfig.from_dict({"toy_gain": 1.0})
