@@ -92,7 +92,7 @@ CASES = [
          names="[model] d_model must be >= 1", absent=RUN),
     Case("run --warmup -1", "bad values", _flags("--warmup", "-1"), names="--warmup must be >= 1", absent=RUN),
     Case("run: [model] pascal_heads = [99]", "bad values", _recipe("[model]\npascal_heads = [99]\n"),
-         names="[model] pascal_heads [99]: layer 1 has 99 Pascal heads", absent=RUN),
+         names="[model] pascal_heads [99]: layer 1 asks for 99 heads, a layer has 4 (n_heads)", absent=RUN),
     Case("run: [model] pascal_heads = [-1]", "bad values", _recipe("[model]\npascal_heads = [-1]\n"),
          names="[model] pascal_heads must be >= 0", absent=RUN),
     Case("run --lr nan", "bad values", _flags("--lr", "nan"), names="--lr must be a finite number", absent=RUN),
@@ -227,11 +227,11 @@ def invalid_flag_texts(cls: type, name: str) -> st.SearchStrategy:
 
 def _recipe_fields() -> list[tuple[str, str, type, str]]:
     """(section, recipe key, config class, field) of every recipe field."""
-    from syntrain.config import DATA_KEYS, TrainConfig, model_keys, train_keys
-    from syntrain.model import ModelConfig
+    from syntrain.config import DATA_KEYS, TrainConfig, declaration, model_keys, train_keys
 
     return ([("data", key, TrainConfig, name) for key, name in DATA_KEYS.items()] +
-            [("model", "preset", TrainConfig, "preset")] + [("model", name, ModelConfig, name) for name in model_keys()]
+            [("model", "preset", TrainConfig, "preset")] +
+            [("model", name, declaration("model", name)[0], name) for name in model_keys()]
             + [("train", name, TrainConfig, name) for name in train_keys()])
 
 

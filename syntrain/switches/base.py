@@ -130,10 +130,15 @@ class Switch:
 
     @staticmethod
     def check_layer_list(cfg: Any, option: str, stack: str) -> None:
-        """ValueError when the per-layer list `option` names more layers than `stack` ("encoder"/"decoder") has."""
-        layers = cfg.enc_layers if stack == "encoder" else cfg.dec_layers
-        if len(getattr(cfg, option)) > layers:
-            raise ValueError(f"{option} lists {len(getattr(cfg, option))} layers, the {stack} has {layers}")
+        """ValueError when the per-layer head counts `option` name more layers than `stack` ("encoder"/"decoder")
+        has, or more heads than a layer has."""
+        counts, layers = getattr(cfg, option), cfg.enc_layers if stack == "encoder" else cfg.dec_layers
+        if len(counts) > layers:
+            raise ValueError(f"{option} lists {len(counts)} layers, the {stack} has {layers}")
+        for layer, heads in enumerate(counts, 1):
+            if heads > cfg.n_heads:
+                raise ValueError(f"{option} {list(counts)}: layer {layer} asks for {heads} heads, a layer has "
+                                 f"{cfg.n_heads} (n_heads)")
 
     @classmethod
     def check(cls, cfg: Any) -> None:

@@ -103,9 +103,6 @@ class Directed(Switch, name="directed", config=DirectedConfig, switched_by=("dir
     @classmethod
     def check(cls, cfg: DirectedConfig) -> None:
         cls.check_layer_list(cfg, "directed_heads", "decoder")
-        if any(heads > cfg.n_heads for heads in cfg.directed_heads):
-            raise ValueError(f"directed_heads {cfg.directed_heads}: {max(cfg.directed_heads)} front heads do not fit "
-                             f"in {cfg.n_heads} heads")
 
     def describe(self) -> str:
         kind = "double" if self.cfg.double_context else "single"
