@@ -4,6 +4,7 @@
                                      [--switches pascal,directed,...] [--steps 20] [--rounds 3]
                                      [--max-tokens 4096] [--threads 0] [--attention auto|math|flex]
                                      [--precision auto|fp32|bf16] [--attention-dropout X] [--peak-tflops P]
+                                     [--shape-ladder auto|on|off] [--compile] [--ladder-compare]
 
 Batches come from real shards when --data exists (default: the Multi30k recipe's train split; the features
 a switch needs must be in them), else random ids with random trees. Rounds interleave the models (vanilla,
@@ -21,6 +22,16 @@ step: reported, no target); `bitran-approx` samples 4 prefixes per sentence.
 Runs on CUDA when available (bf16 autocast and
 the FlexAttention kernel for the Pascal heads under the `auto` defaults; FlexAttention needs
 --attention-dropout 0, the fairseq default), else on the CPU.
+
+Shapes and the GPU (docs/syntrain.md, "Shapes and compilation"): batches are padded to the shape ladder as
+`--shape-ladder` says (auto: on CUDA, off on the CPU, as in training); `--compile` steps torch.compile'd models
+(static shapes; round 1 then includes the compilation of the shapes the warm-up did not see: the best round
+counts). The last lines are the speed section: distinct batch shapes, host time per step (CPU time of the
+thread that runs the steps; on CUDA also the GPU's kernel time per step, from one profiled pass of vanilla's
+batches), and on CUDA vanilla's model FLOPs utilisation (MFU: matmul FLOPs of the batches before ladder
+padding / time / peak; the peak from --peak-tflops, else a known bf16 peak for the device's name).
+`--ladder-compare`: vanilla on the same batches (the same rows) padded without and with the ladder, alternating
+rounds, and the ratio of target tokens/s (what the ladder's padding costs or buys on this device).
 """
 
 from __future__ import annotations
@@ -46,6 +57,7 @@ from syntrain.data import (
     read_split,
 )
 from syntrain.model import build_model
+from syntrain.shapes import LADDER_TEXT, compile_model, ladder_in_use
 from syntrain.train import accumulate_gradients, autocast_context, data_options
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +79,14 @@ TREE_SWITCHES = {
     "bitran-approx": dict(target="transitions", bidirectional=True, bidirectional_prefixes=4),
 }
 ALL_FEATURES = {"distances": "bench", "labels": "bench", "src_heads": "bench", "tgt_heads": "bench"}
+# dense bf16 peak TFLOP/s by device name (model FLOPs utilisation when --peak-tflops is not given)
+BF16_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0}
+
+
+def collated(data: ParallelData, rows: list[np.ndarray], ladder: bool) -> list[Batch]:
+    """The batches of `rows`, padded to the shape ladder or not."""
+    data.ladder = ladder
+    return [data.collate(r) for r in rows]
 
 
 def batches_from(args, tree: bool = False):
@@ -77,14 +97,18 @@ def batches_from(args, tree: bool = False):
         labels = label_vocabulary(table)
         arcs = arc_label_vocabulary(vocab)
         data = ParallelData(args.data, vocab, 256, features=ALL_FEATURES, labels=labels)
+        data.ladder = args.ladder
         rows = data.batches(args.max_tokens, seed=0)[: args.steps]
-        out = {"text": [data.collate(r) for r in rows]}
+        out = {"text": collated(data, rows, args.ladder)}
+        if args.ladder_compare:  # vanilla's batches (the same rows) padded the other way
+            out["other ladder"] = collated(data, rows, not args.ladder)
         if tree:
             options = data_options(build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
                                                **TREE_SWITCHES["gcn"]).cfg)
             trans = ParallelData(args.data, vocab, 256, features=ALL_FEATURES, labels=labels, skip_null=True,
                                  **options)
-            out["transitions"] = [trans.collate(r) for r in trans.batches(args.max_tokens, seed=0)[: args.steps]]
+            trans.ladder = args.ladder
+            out["transitions"] = collated(trans, trans.batches(args.max_tokens, seed=0)[: args.steps], args.ladder)
         return len(vocab), labels, arcs, out, f"shards {args.data}"
     return random_batches(args, tree)
 
@@ -133,19 +157,36 @@ def random_batches(args, tree: bool):
     return 8000, [str(i) for i in range(38)], arcs, batches, "random batches (no shards found)"
 
 
-def run_steps(model, optimizer, batches, device, autocast) -> tuple[float, int, int]:
-    """(seconds, target tokens, pairs) of one update per batch."""
+def run_steps(model, optimizer, batches, device, autocast, host: list | None = None) -> tuple[float, int, int]:
+    """(seconds, target tokens, pairs) of one update per batch; `host` gets the CPU seconds of this thread."""
     tokens = sum(int((b.tgt_out != PAD_ID).sum()) for b in batches)
     if device.type == "cuda":
         torch.cuda.synchronize()
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.thread_time()
     for b in batches:
         optimizer.zero_grad(set_to_none=True)
         accumulate_gradients(model, [b], device, autocast, 0.1)
         optimizer.step()
+    if host is not None:
+        host.append(time.thread_time() - start_cpu)  # before the wait for the GPU: launching only
     if device.type == "cuda":
         torch.cuda.synchronize()
     return time.perf_counter() - start, tokens, sum(len(b.src) for b in batches)
+
+
+def kernel_seconds(model, optimizer, batches, device, autocast) -> float:
+    """GPU kernel time of one pass over `batches` (torch.profiler; user annotations left out)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        run_steps(model, optimizer, batches, device, autocast)
+    return sum(event.self_device_time_total for event in prof.events()
+               if event.device_type == torch.autograd.DeviceType.CUDA and not event.is_user_annotation) / 1e6
+
+
+def unpadded_shape(batch: Batch) -> tuple[int, int, int]:
+    """(rows, longest source, longest target) of a batch: its shape without the ladder's padding."""
+    return len(batch.src), int((batch.src != PAD_ID).sum(1).max()), int((batch.tgt_out != PAD_ID).sum(1).max())
 
 
 def main() -> None:
@@ -166,8 +207,14 @@ def main() -> None:
                         help="also print vanilla's model FLOPs utilisation against this peak (H100 SXM bf16: 989)")
     parser.add_argument("--no-cudnn-attention", action="store_true",
                         help="CUDA: keep scaled_dot_product_attention off its cuDNN backend (flash/efficient instead)")
+    parser.add_argument("--shape-ladder", default="auto", choices=["auto", "on", "off"],
+                        help="pad batch lengths to the shape ladder (auto: on CUDA or with --compile)")
+    parser.add_argument("--compile", action="store_true", help="step torch.compile'd models (static shapes)")
+    parser.add_argument("--ladder-compare", action="store_true",
+                        help="also time vanilla on the same batches padded the other way (ladder on/off)")
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    args.ladder = ladder_in_use(args.shape_ladder, device, args.compile)
     if args.no_cudnn_attention:
         torch.backends.cuda.enable_cudnn_sdp(False)
     if args.threads:
@@ -191,16 +238,29 @@ def main() -> None:
         model.set_attention_kernel(args.attention)
         models[name] = model
     autocast = autocast_context(args.precision, device)
-    optimizers = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98)) for k, m in models.items()}
     batches = {name: all_batches["transitions" if model.cfg.target == "transitions" else "text"]
                for name, model in models.items()}
+    other = "vanilla, ladder " + ("off" if args.ladder else "on")
+    if args.ladder_compare:
+        if "other ladder" not in all_batches:
+            parser.error("--ladder-compare needs shards (--data): random batches have one shape")
+        models[other] = build_model(args.preset, **options).to(device)
+        models[other].load_state_dict(vanilla.state_dict())
+        batches[other] = all_batches["other ladder"]
+    optimizers = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98)) for k, m in models.items()}
+    shapes = {tuple(b.src.shape) + (b.tgt_in.shape[1],) for name, kind in batches.items() if name != other
+              for b in kind}
+    steppers = {name: compile_model(model, device, args.ladder, len(shapes)) if args.compile else model
+                for name, model in models.items()}
     for name, model in models.items():  # warm-up (allocator, kernels)
         model.train()
-        run_steps(model, optimizers[name], batches[name][:2], device, autocast)
+        run_steps(steppers[name], optimizers[name], batches[name][:2], device, autocast)
     best = {name: (float("inf"), 0, 0) for name in models}
+    host: dict[str, list] = {name: [] for name in models}
     for round_ in range(args.rounds):
-        for name, model in models.items():
-            seconds, tokens, pairs = run_steps(model, optimizers[name], batches[name], device, autocast)
+        for name in models:
+            seconds, tokens, pairs = run_steps(steppers[name], optimizers[name], batches[name], device, autocast,
+                                               host[name])
             if seconds < best[name][0]:
                 best[name] = (seconds, tokens, pairs)
         print(f"round {round_ + 1}: " + ", ".join(f"{name} {1000 * seconds / len(batches[name]):.0f}"
@@ -219,19 +279,49 @@ def main() -> None:
             f"{'met' if ratio <= target else 'NOT met'})"
         if name.startswith("bitran"):
             verdict = f"  x{ratio:.3f} vs vanilla (no target: O(T) decoder passes per step)"
+        if name == other:
+            verdict = "  (other batches: see the shape ladder line)"
         print(f"{name:16s} {1000 * seconds / len(batches[name]):8.1f} ms/step  {tokens / seconds:9.0f} target "
               f"tokens/s {pairs / seconds:7.1f} pairs/s{verdict}")
-    if args.peak_tflops:
-        flops = sum(training_flops(vanilla.cfg, b) for b in batches["vanilla"])
-        achieved = flops / best["vanilla"][0] / 1e12
-        print(f"vanilla model FLOPs utilisation: {achieved:.1f} TFLOP/s = {100 * achieved / args.peak_tflops:.1f}% "
-              f"of {args.peak_tflops:g} (matmul FLOPs of the padded batches, backward = 2 x forward)")
+    if args.ladder_compare:
+        on, off = ("vanilla", other) if args.ladder else (other, "vanilla")
+        speed = {name: best[name][1] / best[name][0] for name in (on, off)}
+        print(f"shape ladder: vanilla {speed[on]:.0f} target tokens/s with it, {speed[off]:.0f} without: "
+              f"x{speed[on] / speed[off]:.3f} (the same batches, alternating rounds, best of {args.rounds})")
+    speed_section(args, device, vanilla, steppers["vanilla"], optimizers["vanilla"], batches["vanilla"], autocast,
+                  best["vanilla"][0], host["vanilla"], shapes)
 
 
-def training_flops(cfg, batch) -> float:
-    """Matmul FLOPs of one training step on `batch` (padded shapes): 3 x forward (backward = 2 x forward)."""
-    b, s = batch.src.shape
-    t = batch.tgt_in.shape[1]
+def speed_section(args, device, vanilla, stepper, optimizer, batches, autocast, seconds, host, shapes) -> None:
+    """The GPU speed lines: distinct shapes, host time per step, model FLOPs utilisation (CUDA)."""
+    ladder = LADDER_TEXT if args.ladder else "off"
+    print(f"shapes: {len(shapes)} distinct batch shapes (rows x source x target) over all models' batches "
+          f"(shape ladder: {ladder}{', compiled' if args.compile else ''})")
+    steps = len(batches)
+    wall = 1000 * seconds / steps
+    cpu = 1000 * min(host) / steps
+    if device.type == "cuda":
+        kernels = 1000 * kernel_seconds(stepper, optimizer, batches, device, autocast) / steps
+        print(f"host: vanilla {cpu:.1f} ms/step CPU time launching, GPU kernels {kernels:.1f} ms/step, wall "
+              f"{wall:.1f} ms/step ({'host' if cpu > kernels else 'GPU'}-bound; kernels from one profiled pass)")
+    else:
+        print(f"host: vanilla {cpu:.1f} ms/step CPU time of the stepping thread, wall {wall:.1f} ms/step (on the "
+              "CPU this thread also computes: launch overhead is not separable)")
+    peak = args.peak_tflops or next((value for name, value in BF16_PEAK_TFLOPS.items()
+                                     if device.type == "cuda" and name in torch.cuda.get_device_name()), 0.0)
+    if not peak:
+        print("MFU: measured on CUDA (model FLOPs / time / the GPU's peak; --peak-tflops P on an unknown GPU)")
+        return
+    flops = sum(training_flops(vanilla.cfg, shape) for shape in map(unpadded_shape, batches))
+    achieved = flops / seconds / 1e12
+    print(f"MFU: vanilla {achieved:.1f} TFLOP/s = {100 * achieved / peak:.1f}% of {peak:g} (matmul FLOPs of the "
+          "batches before ladder padding, backward = 2 x forward)")
+
+
+def training_flops(cfg, shape: tuple[int, int, int]) -> float:
+    """Matmul FLOPs of one training step on a batch of `shape` (rows, source length, target length): 3 x
+    forward (backward = 2 x forward)."""
+    b, s, t = shape
     d, ff = cfg.d_model, cfg.d_ff
     linear = cfg.enc_layers * (4 * d * d + 2 * d * ff) * b * s + cfg.dec_layers * (8 * d * d + 2 * d * ff) * b * t
     output = d * cfg.vocab_size * b * t

@@ -23,7 +23,8 @@ RUN_FLAGS = (  # `syntrain run` flags: (section, field); help, default and allow
     ("train", "test_beam"), ("train", "length_penalty"), ("train", "log_interval"), ("train", "seed"),
     ("train", "threads"), ("train", "attention"), ("train", "device"), ("train", "precision"), ("train", "max_len"),
     ("train", "keep_last"), ("train", "patience"), ("train", "best_metric"), ("train", "tensorboard"),
-    ("train", "verify_shards"), ("train", "name"), ("train", "resume"), ("train", "overwrite"))
+    ("train", "verify_shards"), ("train", "shape_ladder"), ("train", "compile"), ("train", "name"),
+    ("train", "resume"), ("train", "overwrite"))
 
 
 class DeclaredType(click.ParamType):

@@ -85,6 +85,11 @@ class TrainConfig:
     tensorboard: bool = option(False, help="also log every metric to OUT/tensorboard (needs the tensorboard "
                                "package)")
     verify_shards: bool = option(True, help="compare every shard's sha256 with its manifest before training")
+    shape_ladder: str = option("auto", choices=("auto", "on", "off"), help="pad batch lengths to the shape ladder "
+                               "(multiples of 8 up to 64, then of 64): auto = on CUDA and with compile, off for the "
+                               "eager CPU")
+    compile: bool = option(False, help="compile the model with torch.compile for training (static shapes, one "
+                           "graph per batch shape; CUDA graphs on CUDA with the shape ladder)")
 
     def __post_init__(self) -> None:  # built in Python too, every value is checked against its declaration
         for spec in fields(self):

@@ -50,6 +50,8 @@ from synprep.features import (
 )
 from synprep.shards import Manifest, open_split, source_recipe
 
+from .shapes import padded_length
+
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
@@ -315,7 +317,9 @@ class ParallelData:
     `target` "transitions": targets are `tgt_transitions` (rows without them are skipped when `skip_null`,
     else kept for decoding but left out of `loss_rows`); `arc_labels` (not None): collate the generated graph,
     computed once per sentence here. `split`: the (table, manifest) of `path` when already read (`read_split`);
-    `table` alone: raw text prepared by synprep.prepare."""
+    `table` alone: raw text prepared by synprep.prepare. `ladder` (set by the trainer): pad batch lengths to the
+    shape ladder of `syntrain.shapes`, capped at `ladder_limit` when > 0; the padding counts against
+    `max_tokens` in `batches`."""
 
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
                  configuration: dict | None = None, features: dict[str, str] | None = None,
@@ -375,6 +379,8 @@ class ParallelData:
         if max_len:
             self.keep = self.keep[(self.src_len[self.keep] <= max_len) & (self.tgt_len[self.keep] <= max_len)]
         self.loss_rows = self.keep[~null[self.keep]]  # rows with a target (validation loss)
+        # shape ladder (syntrain.shapes): pad batch lengths to its rungs (capped at `ladder_limit` when > 0)
+        self.ladder, self.ladder_limit = False, 0
         self.graphs = None if arc_labels is None else self._graphs(null)
 
     def _graphs(self, null: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -423,14 +429,27 @@ class ParallelData:
         rows = rng.permutation(rows) if shuffle else rows.copy()
         length = np.maximum(self.src_len, self.tgt_len)
         rows = rows[np.argsort(length[rows], kind="stable")]
-        batches = np.split(rows, batch_bounds(length[rows], max_tokens)) if len(rows) else []
+        lengths = length[rows]
+        if self.ladder and len(rows):  # padding counts against max_tokens (rungs keep the order)
+            rungs, index = np.unique(lengths, return_inverse=True)
+            lengths = np.array([self.padded(int(n)) for n in rungs])[index]
+        batches = np.split(rows, batch_bounds(lengths, max_tokens)) if len(rows) else []
         if shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         return batches
 
+    def padded(self, longest: int) -> int:
+        """The padded length of a batch side whose longest row has `longest` positions (the ladder's rung when
+        `ladder` is on, else `longest`)."""
+        return padded_length(longest, self.ladder_limit) if self.ladder else longest
+
+    def shape(self, rows: Sequence[int]) -> tuple[int, int, int]:
+        """(rows, source length, target length) of the batch `collate(rows)` makes."""
+        return len(rows), self.padded(int(self.src_len[rows].max())), self.padded(int(self.tgt_len[rows].max()))
+
     def collate(self, rows: Sequence[int]) -> Batch:
-        """Rows -> padded tensors (right padding)."""
-        n, s, t = len(rows), int(self.src_len[rows].max()), int(self.tgt_len[rows].max())
+        """Rows -> padded tensors (right padding, to the shape ladder when `ladder` is on)."""
+        n, s, t = self.shape(rows)
         src = np.full((n, s), PAD_ID, np.int64)
         parent = np.full((n, s), NO_PARENT, np.float32)
         tgt_in = np.full((n, t), PAD_ID, np.int64)

@@ -36,6 +36,7 @@ from .data import PAD_ID, Batch, ParallelData, Vocab, prefetch, read_split
 from .decode import score, translate
 from .model import PRESETS, ModelConfig, Transformer, prepared_config
 from .runfolder import start_run_folder
+from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
@@ -124,7 +125,7 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
             target, weight = batch.tgt_out, 1.0
             if outputs.loss_positions is not None:  # only some positions predicted: scaled to all
                 target = target.masked_fill(~outputs.loss_positions, PAD_ID)
-                weight = batch.tokens() / max(int((target != PAD_ID).sum()), 1)
+                weight = batch.tokens() / (target != PAD_ID).sum().clamp(min=1)  # on the device: no sync
             loss = weight * F.cross_entropy(outputs.logits.float().flatten(0, 1), target.flatten(),
                                             ignore_index=PAD_ID, label_smoothing=label_smoothing,
                                             reduction="sum") / tokens
@@ -146,6 +147,46 @@ def collate_group(start: int, data: ParallelData, batches: list[np.ndarray], acc
     if device.type == "cuda":
         group = [batch.pin_memory().to(device, non_blocking=True) for batch in group]
     return group
+
+
+def sample_batches(data: ParallelData, batches: list[np.ndarray], device: torch.device, count: int = 2
+                   ) -> list[Batch]:
+    """`count` batches spread over the padded sizes of `batches` (the largest first), on `device`: what the
+    attention backend is timed on."""
+    sizes = [data.shape(rows) for rows in batches]
+    order = sorted(range(len(batches)), key=lambda i: -sizes[i][0] * max(sizes[i][1:]))
+    picked = {order[round(k * (len(order) - 1) / max(count - 1, 1))] for k in range(count)}
+    return [data.collate(batches[i]).to(device) for i in sorted(picked)]
+
+
+def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
+    """Once per session, with the first epoch's batches: log the distinct batch shapes; on CUDA choose the
+    attention backend by timing the candidates (syntrain.shapes: `run.autocast` then also forces it); compile
+    `run.model` when asked. Returns whether the steps run as CUDA graphs."""
+    cfg, data, device, raw = run.cfg, run.train_data, run.device, run.raw_model
+    shapes = [data.shape(rows) for rows in batches]
+    distinct = len(set(shapes))
+    run.log(f"  shapes: {shape_summary(shapes)} (shape ladder: {LADDER_TEXT if data.ladder else 'off'})")
+    if device.type == "cuda":
+        samples = sample_batches(data, batches[run.rank :: run.world], device)
+        flex = cfg.attention == "auto" and raw.kernel_in_use(device) == "math" and raw.cfg.attn_dropout == 0 \
+            and raw.cfg.d_model // raw.cfg.n_heads >= 16  # layers with a choice of kernel, flex allowed
+
+        def step(context: contextlib.AbstractContextManager) -> None:
+            accumulate_gradients(raw, samples, device, context, cfg.label_smoothing)
+
+        run.autocast, chosen, timings = choose_attention(raw, step, run.autocast, device, flex)
+        measured = ", ".join(f"{name} {1000 * seconds:.1f} ms" for name, seconds in timings.items())
+        run.log(f"  attention: {chosen} (forward + backward of {len(samples)} sample batches: {measured})")
+    else:
+        run.log("  attention: torch's scaled_dot_product_attention dispatch on the CPU (not timed)")
+    graphs = False
+    if cfg.compile:
+        graphs = device.type == "cuda" and data.ladder
+        run.model = compile_model(run.model, device, graphs, distinct)
+        run.log(f"  compile: torch.compile, static shapes (about {distinct} graphs this epoch)"
+                f"{', CUDA graphs' if graphs else ''}")
+    return graphs
 
 
 def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
@@ -341,6 +382,10 @@ def load_data(run: Run) -> None:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
                          "BOS/EOS): raise max_tokens or lower max_len")
     run.valid_data = eval_data(cfg.valid, run.vocab, run.mcfg) if cfg.valid else None
+    ladder = ladder_in_use(cfg.shape_ladder, run.device, cfg.compile)
+    for data in (run.train_data, run.valid_data):
+        if data is not None:
+            data.ladder, data.ladder_limit = ladder, run.mcfg.max_len
 
 
 def eval_data(path: str, vocab: Vocab, mcfg: ModelConfig) -> ParallelData:
@@ -502,9 +547,11 @@ def optimizer_step(run: Run, group: list[Batch], window: Window) -> None:
     window.add(loss, tokens, aux)
 
 
-def _out_of_time(run: Run, started: float) -> bool:
+def _out_of_time(run: Run, started: float, log_step: bool) -> bool:
     out_of_time = bool(run.cfg.max_minutes) and (time.time() - started) / 60 >= run.cfg.max_minutes
-    if run.world > 1 and run.cfg.max_minutes:  # all ranks stop at the same step
+    if run.world > 1 and run.cfg.max_minutes:  # all ranks stop at the same step, agreed at log steps (a sync)
+        if not log_step:
+            return False
         flag = torch.tensor([float(out_of_time)], device=run.device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         out_of_time = bool(flag.item())
@@ -518,8 +565,11 @@ def training_loop(run: Run) -> None:
     run.model.train()
     started, first_step, window = time.time(), run.step, Window()
     stop = run.step >= cfg.max_steps  # a resumed run that is already complete only re-scores
+    prepared, cuda_graphs = False, False
     while not stop:
         batches = run.train_data.batches(cfg.max_tokens, cfg.seed, run.epoch)
+        if not prepared:
+            cuda_graphs, prepared = prepare_steps(run, batches), True
         per_rank = len(batches) // run.world
         if per_rank == 0:
             raise ValueError(f"{cfg.data}: fewer batches ({len(batches)}) than processes ({run.world})")
@@ -528,9 +578,12 @@ def training_loop(run: Run) -> None:
                                        device=run.device)  # on the prefetch thread, while the previous step runs
         groups = prefetch(range(run.position, per_rank, cfg.accum_steps), make_group)
         for group in groups:
+            if cuda_graphs:
+                torch.compiler.cudagraph_mark_step_begin()
             optimizer_step(run, group, window)
-            stop = run.step >= cfg.max_steps or _out_of_time(run, started)
-            if run.step % cfg.log_interval == 0 or run.step == 1 or stop:  # the first and the last step always
+            log_step = run.step % cfg.log_interval == 0 or run.step == 1
+            stop = run.step >= cfg.max_steps or _out_of_time(run, started, log_step)
+            if log_step or stop:  # the first and the last step always
                 window.report(run, started, first_step)
             if run.step % cfg.eval_interval == 0 or stop:
                 stop = validate_and_save(run, stop)
