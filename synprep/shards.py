@@ -11,13 +11,20 @@ Writing: `write_shard` (atomic; rows and sha256 for the manifest), `Manifest.wri
 for inspect/validate). Every reader checks each shard's row count against the manifest and has pyarrow
 validate every batch fully before any value is touched, so a corrupt shard is a one-line error, never a
 crash; `Split.verify_hashes` compares the sha256 of each file with the manifest.
+
+Memory: the shards are mapped read-only, and `release_pages` gives back this process's resident pages of
+every mapped shard (on Linux and macOS; the data stay readable, touched again they come back from the file
+cache). Readers call it after a pass over a split, so that a process's RSS holds what it copied out, not the
+shards (a WMT-size split is gigabytes).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -244,16 +251,42 @@ def _shard_file_error(path: str, err: Exception) -> InputError:
                       "split, or convert again", path)
 
 
+_MAPPED: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()  # every live shard mapping (for release_pages)
+
+
+def _map_shard(path: str) -> tuple[mmap.mmap, pa.Buffer]:
+    """The shard file mapped read-only, and as one Arrow buffer (zero-copy; the mapping lives as long as any
+    buffer or array made from it)."""
+    try:
+        with open(path, "rb") as handle:
+            mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as err:
+        raise InputError(f"cannot open shard: {err.strerror or err}", path) from None
+    except ValueError:  # mmap of an empty file
+        raise _shard_file_error(path, ValueError("the file is empty")) from None
+    _MAPPED.add(mapping)
+    return mapping, pa.py_buffer(mapping)
+
+
+def release_pages(mappings: Iterable[mmap.mmap] | None = None) -> None:
+    """Give back the resident pages of every shard this process has mapped (or of `mappings`); their data stay
+    readable: touched again, they are read back from the file cache. A no-op where the OS has no
+    MADV_DONTNEED."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is None:
+        return
+    for mapping in list(_MAPPED if mappings is None else mappings):
+        if not mapping.closed:
+            mapping.madvise(advice)
+
+
 def read_shard(path: str, expected_rows: int | None = None, columns: Sequence[str] | None = None,
                schema: pa.Schema | None = None) -> pa.Table:
     """One shard as a table (memory-mapped: uncompressed buffers are not copied), every batch validated in
     full first; `expected_rows` and `schema` (when given) must match."""
+    mapping, mapped = _map_shard(path)
     try:
-        source = pa.memory_map(path)
-    except OSError as err:
-        raise InputError(f"cannot open shard: {err.strerror or err}", path) from None
-    try:
-        reader = pa.ipc.open_stream(source)
+        reader = pa.ipc.open_stream(pa.BufferReader(mapped))
         full = reader.schema
         if schema is not None and not full.equals(schema):
             raise InputError("the shard's schema differs from the one its manifest's features give", path)
@@ -263,13 +296,13 @@ def read_shard(path: str, expected_rows: int | None = None, columns: Sequence[st
                 raise InputError(f"the shard has no column(s) {', '.join(missing)}", path)
             # only these columns are read (of compressed shards, only these are decompressed)
             wanted = pa.ipc.IpcReadOptions(included_fields=sorted(full.get_field_index(c) for c in columns))
-            source.seek(0)
-            reader = pa.ipc.open_stream(source, options=wanted)
+            reader = pa.ipc.open_stream(pa.BufferReader(mapped), options=wanted)
         batches = []
         for batch in reader:
             batch.validate(full=True)
             batches.append(batch.select(list(columns)) if columns is not None else batch)
         rows = sum(b.num_rows for b in batches)
+        release_pages([mapping])  # reading and validating touched the whole file
     except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError) as err:
         raise _shard_file_error(path, err) from None
     if expected_rows is not None and rows != expected_rows:

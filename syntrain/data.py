@@ -48,7 +48,7 @@ from synprep.features import (
     subword_distances,
     transition_edges,
 )
-from synprep.shards import Manifest, open_split, source_recipe
+from synprep.shards import Manifest, open_split, release_pages, source_recipe
 
 from .shapes import padded_length
 
@@ -101,14 +101,6 @@ def label_vocabulary(table: pa.Table) -> list[str]:
                   if label is not None)
 
 
-def _flat(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """A list column -> (flat values, int64 offsets per row)."""
-    array = table.column(column).combine_chunks()
-    values = pc.list_flatten(array).to_numpy(zero_copy_only=False)
-    lengths = np.asarray(pc.list_value_length(array).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
-    return values, np.concatenate([[0], np.cumsum(lengths)])
-
-
 def _string_chunks(column: pa.ChunkedArray | pa.Array) -> Iterator[tuple[pa.Array, pa.Array]]:
     """The flattened items of a list<string> or list<dictionary<int, string>> column (shard format 1 or 2), per
     chunk: (distinct strings, int64 numpy index of each item into them) or, plain strings, (the items, None)."""
@@ -121,19 +113,50 @@ def _string_chunks(column: pa.ChunkedArray | pa.Array) -> Iterator[tuple[pa.Arra
             yield flat, None
 
 
+def _list_offsets(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """int64 row offsets (n + 1) of a list column (null rows: empty)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    offsets = np.zeros(sum(len(chunk) for chunk in chunks) + 1, np.int64)
+    row = 0
+    for chunk in chunks:
+        lengths = pc.list_value_length(chunk).fill_null(0).to_numpy(zero_copy_only=False)
+        np.cumsum(lengths, out=offsets[row + 1 : row + 1 + len(chunk)])
+        offsets[row + 1 : row + 1 + len(chunk)] += offsets[row]
+        row += len(chunk)
+    return offsets
+
+
 def encode_strings(column: pa.ChunkedArray | pa.Array, value_set: pa.Array, first: int, unknown: int
                    ) -> tuple[np.ndarray, np.ndarray]:
     """A list of strings column -> (flat int32 ids, int64 offsets): id = `first` + the string's position in
-    `value_set`, `unknown` when absent. A dictionary column looks up each distinct string once."""
-    parts = []
+    `value_set`, `unknown` when absent. A dictionary column looks up each distinct string once; the ids are
+    written chunk by chunk into one array (no second copy), and the shard pages read are given back."""
+    offsets = _list_offsets(column)
+    out, start = np.empty(int(offsets[-1]), np.int32), 0
     for strings, index in _string_chunks(column):
         found = pc.index_in(strings, value_set=value_set)
         ids = (pc.fill_null(pc.add(found, first), unknown).to_numpy(zero_copy_only=False)).astype(np.int32)
-        parts.append(ids if index is None else ids[index])
-    lengths = pc.list_value_length(column)
-    lengths = (lengths.combine_chunks() if isinstance(lengths, pa.ChunkedArray) else lengths).fill_null(0)
-    offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths.to_numpy(zero_copy_only=False), np.int64))])
-    return (np.concatenate(parts) if parts else np.zeros(0, np.int32)), offsets
+        count = len(ids) if index is None else len(index)
+        out[start : start + count] = ids if index is None else ids[index]
+        start += count
+    release_pages()
+    return out, offsets
+
+
+def flat_numbers(column: pa.ChunkedArray | pa.Array, dtype: type | None = None, add: float = 0
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """A list of numbers column -> (flat values as `dtype` (default: the column's), plus `add`; int64 row
+    offsets), copied chunk by chunk into one array, the shard pages read given back."""
+    offsets = _list_offsets(column)
+    out, start = np.empty(int(offsets[-1]), dtype or column.type.value_type.to_pandas_dtype()), 0
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        values = pc.list_flatten(chunk).to_numpy(zero_copy_only=False)
+        out[start : start + len(values)] = values
+        start += len(values)
+    if add:
+        out += add
+    release_pages()
+    return out, offsets
 
 
 def count_strings(column: pa.ChunkedArray, keep: Callable[[str], bool] | None = None) -> dict[str, int]:
@@ -152,6 +175,7 @@ def count_strings(column: pa.ChunkedArray, keep: Callable[[str], bool] | None = 
         return {}
     table = pa.table({"value": pa.concat_arrays(values), "count": pa.concat_arrays(counts)})
     totals = table.group_by("value").aggregate([("count", "sum")])
+    release_pages()
     return {value: count for value, count in zip(totals.column("value").to_pylist(),
                                                  totals.column("count_sum").to_pylist(), strict=True)
             if value is not None and count and (keep is None or keep(value))}
@@ -309,6 +333,16 @@ class Batch:
         return self.target_tokens
 
 
+def data_columns(features: dict[str, str], target: str, references: bool = True) -> list[str]:
+    """The columns ParallelData reads (when the split has them): the sub-words or transitions, source parents,
+    the collated `features`; with `references`, ids and texts too (scoring; the training split needs none)."""
+    needed = [SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID] + ([TGT_TRANSITIONS] if target == "transitions" else [])
+    needed += [FEATURE_COLUMNS[f][0] for f in features]
+    if "distances" in features or "labels" in features:
+        needed.append(SRC_SUBWORD_TOKEN)
+    return ([ID, SRC_TEXT, TGT_TEXT] if references else []) + list(dict.fromkeys(needed))
+
+
 class ParallelData:
     """One split as flat id arrays + offsets (the shards stay memory-mapped; only ids live in RAM).
 
@@ -326,14 +360,8 @@ class ParallelData:
                  labels: Sequence[str] = (), target: str = "text", arc_labels: Sequence[str] | None = None,
                  skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None) -> None:
         self.path = path
-        if table is None:  # the columns this object reads (ids, texts for references, what is collated)
-            needed = [ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS, SRC_PARENT_MID]
-            needed += [FEATURE_COLUMNS[f][0] for f in features or {}]
-            if features and ("distances" in features or "labels" in features):
-                needed.append(SRC_SUBWORD_TOKEN)
-            if target != "transitions":
-                needed.remove(TGT_TRANSITIONS)
-            self.table, manifest = split or read_split(path, needed)
+        if table is None:
+            self.table, manifest = split or read_split(path, data_columns(features or {}, target))
             self.configuration, self.signature = manifest.configuration, manifest.signature
         else:  # raw text prepared by synprep.prepare
             self.table, self.configuration, self.signature = table, configuration or {}, {}
@@ -356,18 +384,17 @@ class ParallelData:
         self.arc_labels = None if arc_labels is None else {label: i + 2 for i, label in enumerate(arc_labels)}
         self.has_parents = SRC_PARENT_MID in self.table.column_names
         if self.has_parents:
-            column = self.table.column(SRC_PARENT_MID).combine_chunks()
-            self.parents = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float32) + SRC_OFFSET
+            self.parents = flat_numbers(self.table.column(SRC_PARENT_MID), np.float32, SRC_OFFSET)[0]
         self.features = dict(features or {})
         for feature, switch in self.features.items():
             column, side, group = FEATURE_COLUMNS[feature]
             if column not in self.table.column_names:
                 raise ValueError(f"{path}: {switch} needs {column}: convert with [features] {side} = [..., "
                                  f"\"{group}\"]")
-        self.columns = {FEATURE_COLUMNS[f][0]: _flat(self.table, FEATURE_COLUMNS[f][0]) for f in self.features
-                        if f not in ("parents", "labels")}  # parents: always collated (`parent`) when present
+        self.columns = {FEATURE_COLUMNS[f][0]: flat_numbers(self.table.column(FEATURE_COLUMNS[f][0]))
+                        for f in self.features if f not in ("parents", "labels")}  # parents: always collated
         if "distances" in self.features or "labels" in self.features:
-            self.columns[SRC_SUBWORD_TOKEN] = _flat(self.table, SRC_SUBWORD_TOKEN)
+            self.columns[SRC_SUBWORD_TOKEN] = flat_numbers(self.table.column(SRC_SUBWORD_TOKEN))
         if "labels" in self.features:  # label strings -> ids once (per token)
             known = pa.array(list(labels), pa.string())
             self.columns[SRC_LABELS] = encode_strings(self.table.column(SRC_LABELS), known, 2, LABEL_UNKNOWN)

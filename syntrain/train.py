@@ -32,7 +32,7 @@ from synprep.textio import atomic_write
 
 from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
 from .config import TrainConfig, inverse_sqrt, stored_model_config
-from .data import PAD_ID, Batch, ParallelData, Vocab, prefetch, read_split
+from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split
 from .decode import score, translate
 from .model import PRESETS, ModelConfig, Transformer, prepared_config
 from .runfolder import start_run_folder
@@ -363,18 +363,21 @@ def set_up(cfg: TrainConfig) -> Run:
 
 
 def load_data(run: Run) -> None:
-    """The training split read once: vocabulary, the model config (built once, with what it derives from the
+    """The training split read once (only the columns training uses; the shard pages read are given back
+    as each column is copied out): vocabulary, the model config (built once, with what it derives from the
     data), the training and validation data."""
     cfg, ckpt = run.cfg, run.ckpt
-    split = read_split(cfg.data)
-    values = ckpt["model_config"] if ckpt else {**PRESETS[cfg.preset], **cfg.model}
+    draft = stored_model_config(ckpt, run.last_path) if ckpt else ModelConfig.from_dict(
+        {**PRESETS[cfg.preset], **cfg.model})
+    options = data_options(draft)
+    training_features = draft.batch_features(training=True)
+    split = read_split(cfg.data, data_columns(training_features, options["target"], references=False))
     if ckpt:
-        run.vocab = Vocab(ckpt["vocab"])
+        run.vocab, run.mcfg = Vocab(ckpt["vocab"]), draft
     else:
-        target = ModelConfig.from_dict(values).data_options()["target"]
-        run.vocab = Vocab.build([split[0]], transitions=target == "transitions")
-    run.mcfg = stored_model_config(ckpt, run.last_path) if ckpt else prepared_config(values, *split, run.vocab)
-    options = data_options(run.mcfg)
+        run.vocab = Vocab.build([split[0]], transitions=options["target"] == "transitions")
+        run.mcfg = prepared_config({**PRESETS[cfg.preset], **cfg.model}, *split, run.vocab)
+        options = data_options(run.mcfg)
     run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, features=run.mcfg.batch_features(training=True),
                                   labels=run.mcfg.source_labels, skip_null=True, split=split, **options)
     longest = run.train_data.longest()
