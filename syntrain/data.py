@@ -101,11 +101,24 @@ def label_vocabulary(table: pa.Table) -> list[str]:
                   if label is not None)
 
 
+RELEASE_EVERY = 8  # chunks (record batches of ~1000 rows) read between two `release_pages`
+
+
+def _chunks(column: pa.ChunkedArray | pa.Array) -> Iterator[pa.Array]:
+    """The chunks of a column, the shard pages read given back every RELEASE_EVERY chunks and at the end (the
+    kernel maps whole page-cache folios, so reading one column of a mapped shard soon maps all of it)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    for index, chunk in enumerate(chunks):
+        yield chunk
+        if index % RELEASE_EVERY == RELEASE_EVERY - 1:
+            release_pages()
+    release_pages()
+
+
 def _string_chunks(column: pa.ChunkedArray | pa.Array) -> Iterator[tuple[pa.Array, pa.Array]]:
     """The flattened items of a list<string> or list<dictionary<int, string>> column (shard format 1 or 2), per
     chunk: (distinct strings, int64 numpy index of each item into them) or, plain strings, (the items, None)."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    for chunk in chunks:
+    for chunk in _chunks(column):
         flat = pc.list_flatten(chunk)
         if pa.types.is_dictionary(flat.type):
             yield flat.dictionary, flat.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -115,10 +128,9 @@ def _string_chunks(column: pa.ChunkedArray | pa.Array) -> Iterator[tuple[pa.Arra
 
 def _list_offsets(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """int64 row offsets (n + 1) of a list column (null rows: empty)."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    offsets = np.zeros(sum(len(chunk) for chunk in chunks) + 1, np.int64)
+    offsets = np.zeros(len(column) + 1, np.int64)
     row = 0
-    for chunk in chunks:
+    for chunk in _chunks(column):
         lengths = pc.list_value_length(chunk).fill_null(0).to_numpy(zero_copy_only=False)
         np.cumsum(lengths, out=offsets[row + 1 : row + 1 + len(chunk)])
         offsets[row + 1 : row + 1 + len(chunk)] += offsets[row]
@@ -139,7 +151,6 @@ def encode_strings(column: pa.ChunkedArray | pa.Array, value_set: pa.Array, firs
         count = len(ids) if index is None else len(index)
         out[start : start + count] = ids if index is None else ids[index]
         start += count
-    release_pages()
     return out, offsets
 
 
@@ -149,13 +160,12 @@ def flat_numbers(column: pa.ChunkedArray | pa.Array, dtype: type | None = None, 
     offsets), copied chunk by chunk into one array, the shard pages read given back."""
     offsets = _list_offsets(column)
     out, start = np.empty(int(offsets[-1]), dtype or column.type.value_type.to_pandas_dtype()), 0
-    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+    for chunk in _chunks(column):
         values = pc.list_flatten(chunk).to_numpy(zero_copy_only=False)
         out[start : start + len(values)] = values
         start += len(values)
     if add:
         out += add
-    release_pages()
     return out, offsets
 
 
@@ -168,14 +178,13 @@ def count_strings(column: pa.ChunkedArray, keep: Callable[[str], bool] | None = 
             found = pc.value_counts(strings)
             values.append(found.field("values"))
             counts.append(found.field("counts").cast(pa.int64()))
-        else:
-            values.append(strings)
+        else:  # a copy of the chunk's dictionary: its pages are given back as the loop goes
+            values.append(pa.concat_arrays([strings]))
             counts.append(pa.array(np.bincount(index, minlength=len(strings)).astype(np.int64)))
     if not values:
         return {}
     table = pa.table({"value": pa.concat_arrays(values), "count": pa.concat_arrays(counts)})
     totals = table.group_by("value").aggregate([("count", "sum")])
-    release_pages()
     return {value: count for value, count in zip(totals.column("value").to_pylist(),
                                                  totals.column("count_sum").to_pylist(), strict=True)
             if value is not None and count and (keep is None or keep(value))}
@@ -344,7 +353,8 @@ def data_columns(features: dict[str, str], target: str, references: bool = True)
 
 
 class ParallelData:
-    """One split as flat id arrays + offsets (the shards stay memory-mapped; only ids live in RAM).
+    """One split as flat id arrays + offsets, copied out of the memory-mapped shards (whose pages are then given
+    back: only the arrays stay in RAM; texts are read from the mapping when scoring).
 
     `features`: batch features to collate besides `parent` (FEATURE_COLUMNS keys) -> the switch that needs
     each (named in the error when the shards lack its column); `labels`: the label vocabulary (S&H).

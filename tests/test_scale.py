@@ -252,6 +252,45 @@ def test_same_batch_order_for_the_same_seed(v2_of_the_v1_corpus):
         assert [b.tolist() for b in got] == [b.tolist() for b in expected]
 
 
+def shard_pages_resident(split):
+    """KiB resident in this process of the mappings of `split`'s shard files (Linux /proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps", encoding="utf-8") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if "-" in fields[0] and len(fields[0]) > 8 and ":" not in fields[0]:  # a mapping's header line
+                inside = len(fields) >= 6 and fields[-1].startswith(str(split))
+            elif inside and fields[0] == "Rss:":
+                total += int(fields[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps (Linux)")
+def test_the_trainer_holds_its_arrays_not_the_shards(v2_of_the_v1_corpus, monkeypatch):
+    import syntrain.data as data_module
+    from syntrain.data import ParallelData, Vocab, read_split
+
+    split = v2_of_the_v1_corpus / "train"
+    features = {"distances": "a", "labels": "b", "src_heads": "c", "tgt_heads": "d"}
+    made = {}
+    for every in (1, 10**6):  # pages given back after each chunk, or only at the end of each column
+        monkeypatch.setattr(data_module, "RELEASE_EVERY", every)
+        table, manifest = read_split(str(split))
+        vocab = Vocab.build([table], transitions=True)
+        made[every] = ParallelData(str(split), vocab, features=features, labels=["nsubj", "obj"],
+                                   split=(table, manifest))
+        assert shard_pages_resident(split) == 0  # every column read was copied out, its pages given back
+        assert made[every].table.num_rows > 0 and shard_pages_resident(split) == 0
+    one, other = made.values()
+    for name in ("src_ids", "src_off", "tgt_ids", "tgt_off", "parents"):
+        assert np.array_equal(getattr(one, name), getattr(other, name)), name
+    for name, (values, offsets) in one.columns.items():
+        assert np.array_equal(values, other.columns[name][0]) and np.array_equal(offsets, other.columns[name][1])
+    subwords = table.column("src_subwords").to_pylist()
+    assert [vocab.itos[i] for i in one.src_ids[one.src_off[3] : one.src_off[4]]] == subwords[3]
+    assert shard_pages_resident(split) > 0  # the check can see pages: reading the texts mapped some
+
+
 # ------------------------------------------------------------------------- BPE learned from workers' counts
 
 SHARED = Path(os.environ.get("SYNPREP_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
