@@ -127,14 +127,19 @@ def check_glossaries(glossaries: Sequence[str]) -> None:
                          ) from None
 
 
+CACHE_WORDS = 100_000  # words per cache of a Bpe before it starts afresh (a WMT corpus has 1M+ distinct words)
+
+
 class _PiecesCache(dict):
-    """word -> tuple of its sub-words, filled on first use."""
+    """word -> tuple of its sub-words, filled on first use; emptied when it holds CACHE_WORDS words."""
 
     def __init__(self, segment_word: Callable[[str], str]) -> None:
         super().__init__()
         self._segment_word = segment_word
 
     def __missing__(self, word: str) -> tuple[str, ...]:
+        if len(self) >= CACHE_WORDS:
+            self.clear()
         pieces = self[word] = tuple(self._segment_word(word).split(" "))
         return pieces
 
@@ -166,6 +171,8 @@ class Bpe:
                 pieces = sep.join(merged)
             else:
                 pieces = " ".join(self._bpe.segment_tokens([word]))
+            if len(self._cache) >= CACHE_WORDS:  # bounded: the frequent words come back at once
+                self._cache.clear()
             self._cache[word] = pieces
         return pieces
 

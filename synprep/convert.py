@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from . import __version__
 from .bpe import Bpe, read_vocabulary
-from .bpe_learn import count_words, learn_joint_from_counts, merge_counts
+from .bpe_learn import count_words, learn_joint_from_counts
 from .conllu import chunk_trees, format_sentence, to_tree, tree_to_sentence
 from .corpus import ConlluBlock, detect_format, read_side
 from .errors import InputError
@@ -243,6 +243,7 @@ def _features_piece(state: tuple[FeatureJob, Bpe | None, Bpe | None], task: tupl
     """Features of one parsed piece (see `_read_piece`) as a record batch (None if it has no rows), and its
     stats."""
     job, src_bpe, tgt_bpe = state
+    pa.default_memory_pool().release_unused()  # the previous piece's batch (sent by now): keep the worker flat
     started = time.perf_counter()
     prefix, *texts = task
     trees = [_trees_of(text, f"{prefix}.{side}.conllu") for side, text in zip(SIDES, texts, strict=True)]
@@ -464,8 +465,8 @@ class Converter:
             if train_pieces is None:
                 raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
             work = os.path.join(self.work, "train")
-            per_side: list[list[dict[str, int]]] = [[], []]
-            for shard, piece in train_pieces:  # the workers' word counts, in input order
+            per_side: list[Counter[str]] = [Counter(), Counter()]
+            for shard, piece in train_pieces:  # the workers' word counts, merged in input order as read
                 path = _piece_prefix(work, shard, piece) + ".json"
                 with open(path, encoding="utf-8") as handle:
                     info = json.load(handle)
@@ -473,10 +474,10 @@ class Converter:
                     raise InputError("the work folder was made by an older synprep (no word counts): run again "
                                      "with --overwrite", path)
                 for index, side in enumerate(SIDES):
-                    per_side[index].append(info[f"{side}_counts"])
+                    per_side[index].update(info[f"{side}_counts"])
             tmp = codes + ".tmp"
             self._say(f"learn joint BPE: {bpe.symbols} merges on the train tokens (subword-nmt)")
-            learn_joint_from_counts([merge_counts(parts) for parts in per_side], tmp, bpe.symbols, vocab_paths,
+            learn_joint_from_counts(per_side, tmp, bpe.symbols, vocab_paths,
                                     bpe.min_frequency, verbose=self._progress(), where=work)
             os.replace(tmp, codes)
         if not bpe.vocabulary_threshold:
@@ -516,6 +517,8 @@ class Converter:
                 shard_stats["entry"] = write_shard(path + ".part", schema, batches, self.config.compression)
                 shard_stats["entry"]["file"] = shard_name(shard)
                 shard_stats["seconds"]["write"] = time.perf_counter() - started
+                del batches
+                pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed memory otherwise
                 atomic_write(stats_path, json.dumps(shard_stats).encode())
                 os.replace(path + ".part", path)  # the shard counts as done once its stats are stored
             with open(stats_path, encoding="utf-8") as handle:

@@ -86,6 +86,22 @@ def test_apply_files_and_gz(corpus, tmp_path):
     assert out.read_bytes() == run([str(BIN / "subword-nmt"), "apply-bpe", "-c", str(codes)], en.read_bytes())
 
 
+def test_word_caches_are_bounded_and_change_no_segmentation(corpus, monkeypatch):
+    import synprep.bpe as bpe_module
+
+    _, en, de, codes = corpus
+    words = [w for path in (en, de) for w in path.read_text(encoding="utf-8").split()]
+    unbounded = Bpe(str(codes))
+    expected = [unbounded.segment_word(w) for w in words]
+    expected_pieces = align_subwords(words, unbounded.segment_word)
+    monkeypatch.setattr(bpe_module, "CACHE_WORDS", 7)
+    bounded = Bpe(str(codes))
+    assert [bounded.segment_word(w) for w in words] == expected
+    assert [list(p) for p in align_subwords(words, bounded.segment_word)] == [list(p) for p in expected_pieces]
+    assert len(set(words)) > 7 and len(bounded._cache) <= 7 and len(bounded._pieces) <= 7
+    assert len(unbounded._cache) == len(set(words))
+
+
 def test_align_subwords_keeps_whitespace_tokens_whole(corpus):
     _, _, _, codes = corpus
     bpe = Bpe(str(codes))
