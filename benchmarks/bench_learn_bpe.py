@@ -1,6 +1,7 @@
 """Benchmark: joint BPE learning from word counts (`learn_joint_from_counts`) at WMT-like vocabulary sizes.
 
-    python benchmarks/bench_learn_bpe.py [--sizes 50000,200000] [--merges 2000,8000] [--quick]
+    python benchmarks/bench_learn_bpe.py [--sizes 50000,200000] [--merges 2000,8000] [--pairs 50000:32000]
+                                         [--quick] [--no-subword-nmt] [--no-fast] [--no-anchor]
 
 `synprep convert` counts words in its workers, then learns BPE serially in one process: that step must stay
 within 10% of a 16-worker WMT16 convert (~2 h, so ~12 minutes). No WMT16 data is needed: a word-count
@@ -202,19 +203,11 @@ def loadavg() -> str:
         return "n/a"
 
 
-def fit_power(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """Least-squares fit of log y = log a + b log x: (a, b)."""
-    xs = [math.log(x) for x, _ in points]
-    ys = [math.log(y) for _, y in points]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    return math.exp(my - b * mx), b
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="50000,200000,500000", help="distinct words, comma-separated")
     parser.add_argument("--merges", default="2000,8000", help="merges, comma-separated")
+    parser.add_argument("--pairs", default="", help="extra words:merges runs, comma-separated (e.g. 50000:32000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-subword-nmt", action="store_true", help="time only the fast learner")
     parser.add_argument("--no-fast", action="store_true", help="time only subword-nmt")
@@ -258,36 +251,36 @@ def main() -> None:
             run("multi30k", anchor, 10_000)
             for name in rows:
                 rows[name].clear()
-    for size in sizes:
+    plan = {size: list(merges_list) for size in sizes}
+    for extra in filter(None, args.pairs.split(",")):
+        size, merges = (int(x) for x in extra.split(":"))
+        plan.setdefault(size, []).append(merges)
+    for size, merges_of_size in plan.items():
         start = time.perf_counter()
         counts = synthetic_counts(size, args.seed, real=real, model=model)
         print(f"  (made {size:,} words in {time.perf_counter() - start:.1f} s)", flush=True)
-        for merges in merges_list:
+        for merges in merges_of_size:
             run(f"{size:,}", counts, merges)
     extrapolate(rows)
 
 
 def extrapolate(rows: dict[str, list[tuple[int, int, float]]]) -> None:
-    """Fit seconds = a * words**b per merge count, then seconds(merges) linear in merges between the two largest
-    merge counts, and print the WMT16 estimate (1.25M words, 32,000 merges)."""
+    """Fit log seconds = log a + b log words + c log merges (least squares over every timed size and merge
+    count) and print the WMT16 estimate (1.25M distinct words, 32,000 merges)."""
+    import numpy as np
+
     for name, points in rows.items():
-        by_merges: dict[int, list[tuple[float, float]]] = {}
-        for words, merges, seconds in points:
-            by_merges.setdefault(merges, []).append((words, seconds))
-        at_wmt = {}
-        for merges, pts in sorted(by_merges.items()):
-            if len({w for w, _ in pts}) < 2:
-                continue
-            a, b = fit_power(pts)
-            at_wmt[merges] = a * WMT16_WORDS ** b
-            print(f"{name}: {merges} merges: seconds ~ {a:.3g} * words^{b:.2f} -> {at_wmt[merges]:,.0f} s at "
-                  f"{WMT16_WORDS:,} words")
-        if len(at_wmt) >= 2:
-            (m1, t1), (m2, t2) = sorted(at_wmt.items())[-2:]
-            slope = (t2 - t1) / (m2 - m1)
-            estimate = t2 + slope * (WMT16_MERGES - m2)
-            print(f"{name}: WMT16 estimate ({WMT16_WORDS:,} words, {WMT16_MERGES:,} merges, linear in merges from "
-                  f"{m1} and {m2}): {estimate:,.0f} s = {estimate / 60:.1f} min (target <= 12 min)")
+        if len({w for w, _, _ in points}) < 2 or len({m for _, m, _ in points}) < 2:
+            print(f"{name}: no extrapolation (needs two sizes and two merge counts)")
+            continue
+        design = np.array([[1.0, math.log(w), math.log(m)] for w, m, _ in points])
+        target = np.array([math.log(s) for _, _, s in points])
+        (log_a, b, c), *_ = np.linalg.lstsq(design, target, rcond=None)
+        worst = max(abs(x) for x in design @ np.array([log_a, b, c]) - target)
+        estimate = math.exp(log_a + b * math.log(WMT16_WORDS) + c * math.log(WMT16_MERGES))
+        print(f"{name}: seconds ~ {math.exp(log_a):.3g} * words^{b:.2f} * merges^{c:.2f} (fit over {len(points)} "
+              f"runs, worst residual x{math.exp(worst):.2f}) -> WMT16 ({WMT16_WORDS:,} words, {WMT16_MERGES:,} "
+              f"merges): {estimate:,.0f} s = {estimate / 60:.1f} min (target <= 12 min)")
 
 
 if __name__ == "__main__":

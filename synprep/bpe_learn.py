@@ -132,8 +132,7 @@ def learn_bpe_codes(vocab_lines: Iterable[str], outfile: TextIO, num_symbols: in
             sys.stderr.write(f"no pair has frequency >= {min_frequency}. Stopping\n")
             break
         outfile.write(f"{most_frequent[0]} {most_frequent[1]}\n")
-        changes = _replace_pair(most_frequent, words, freqs, spaced, indices)
-        _update_pair_statistics(most_frequent, changes, stats, indices, touched)
+        _merge_pair(most_frequent, words, freqs, spaced, stats, indices, touched)
         stats[most_frequent] = 0
         if not i % 100:
             learn_bpe.prune_stats(stats, big_stats, threshold)
@@ -146,81 +145,62 @@ def learn_bpe_codes(vocab_lines: Iterable[str], outfile: TextIO, num_symbols: in
         touched.clear()
 
 
-def _replace_pair(pair: tuple[str, str], words: list[tuple[str, ...]], freqs: list[int], spaced: list[bool],
-                  indices: defaultdict) -> list[tuple[int, tuple[str, ...], tuple[str, ...], int]]:
-    """subword-nmt's replace_pair: merge `pair` in the words its index lists (count >= 1); the changes."""
+def _merge_pair(pair: tuple[str, str], words: list[tuple[str, ...]], freqs: list[int], spaced: list[bool],
+                stats: defaultdict, indices: defaultdict, touched: set) -> None:
+    """subword-nmt's replace_pair then update_pair_statistics, word by word: merge `pair` in the words its
+    index lists (count >= 1) and update the pair counts and the index step for step as subword-nmt does (its
+    quirks included), noting the pairs whose counts changed in `touched`."""
     first, second = pair
     new = first + second
-    pattern = None
-    changes = []
-    for j, count in indices[pair].items():
-        if count < 1:
-            continue
-        word = words[j]
-        if spaced[j]:  # subword-nmt's own pattern and replacement
-            if pattern is None:
-                pattern = re.compile(r"(?<!\S)" + re.escape(first + " " + second) + r"(?!\S)")
-            new_word = tuple(pattern.sub(new.replace("\\", "\\\\"), " ".join(word)).split(" "))
-        else:
-            out: list[str] = []
-            n = len(word)
-            i = 0
-            while True:
-                try:
-                    k = word.index(first, i)
-                except ValueError:
-                    break
-                if k + 1 < n and word[k + 1] == second:
-                    out.extend(word[i:k])
-                    out.append(new)
-                    i = k + 2
-                else:
-                    out.extend(word[i:k + 1])
-                    i = k + 1
-            out.extend(word[i:])
-            new_word = tuple(out)
-        words[j] = new_word
-        changes.append((j, new_word, word, freqs[j]))
-    return changes
-
-
-def _update_pair_statistics(pair: tuple[str, str], changed: list, stats: defaultdict, indices: defaultdict,
-                            touched: set) -> None:
-    """subword-nmt's update_pair_statistics, step for step (its counts, quirks included), noting the pairs
-    whose counts changed in `touched`."""
+    listed = indices[pair]
     stats[pair] = 0
     indices[pair] = defaultdict(int)
-    first, second = pair
-    new_pair = first + second
     add = touched.add
-    for j, word, old_word, freq in changed:
+    pattern = None
+    for j, count in listed.items():
+        if count < 1:
+            continue
+        old_word = words[j]
+        freq = freqs[j]
         n = len(old_word)
+        out: list[str] = []
         i = 0
-        while True:
+        while True:  # the occurrences of the pair, left to right, not overlapping
             try:
-                i = old_word.index(first, i)
+                k = old_word.index(first, i)
             except ValueError:
                 break
-            if i < n - 1 and old_word[i + 1] == second:
-                if i:
-                    prev = old_word[i - 1:i + 1]
+            if k < n - 1 and old_word[k + 1] == second:
+                if k:
+                    prev = old_word[k - 1:k + 1]
                     stats[prev] -= freq
                     indices[prev][j] -= 1
                     add(prev)
-                if i < n - 2:
-                    if old_word[i + 2] != first or i >= n - 3 or old_word[i + 3] != second:
-                        nex = old_word[i + 1:i + 3]
+                if k < n - 2:
+                    if old_word[k + 2] != first or k >= n - 3 or old_word[k + 3] != second:
+                        nex = old_word[k + 1:k + 3]
                         stats[nex] -= freq
                         indices[nex][j] -= 1
                         add(nex)
-                i += 2
+                out.extend(old_word[i:k])
+                out.append(new)
+                i = k + 2
             else:
-                i += 1
+                out.extend(old_word[i:k + 1])
+                i = k + 1
+        if spaced[j]:  # subword-nmt's own pattern and replacement
+            if pattern is None:
+                pattern = re.compile(r"(?<!\S)" + re.escape(first + " " + second) + r"(?!\S)")
+            word = tuple(pattern.sub(new.replace("\\", "\\\\"), " ".join(old_word)).split(" "))
+        else:
+            out.extend(old_word[i:])
+            word = tuple(out)
+        words[j] = word
         n = len(word)
         i = 0
-        while True:
+        while True:  # every occurrence of the new symbol, also one made by an earlier merge
             try:
-                i = word.index(new_pair, i)
+                i = word.index(new, i)
             except ValueError:
                 break
             if i:
@@ -228,7 +208,7 @@ def _update_pair_statistics(pair: tuple[str, str], changed: list, stats: default
                 stats[prev] += freq
                 indices[prev][j] += 1
                 add(prev)
-            if i < n - 1 and word[i + 1] != new_pair:
+            if i < n - 1 and word[i + 1] != new:
                 nex = word[i:i + 2]
                 stats[nex] += freq
                 indices[nex][j] += 1
