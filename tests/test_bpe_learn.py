@@ -161,3 +161,39 @@ def test_learn_joint_from_counts_uses_the_fast_learner(tmp_path, monkeypatch):
     monkeypatch.setattr(learn_bpe, "learn_bpe", refuse)
     learn_joint_from_counts([Counter(counts)], str(tmp_path / "fast"), 300)
     assert (tmp_path / "fast").read_bytes() == (tmp_path / "ref").read_bytes()
+
+
+def small_alphabet_counts(seed):
+    """Words of 2-4 letters, Zipf-like counts: many symbols are made by more than one merge, where subword-nmt's
+    pruned counts differ from the true ones, so its pruning and thresholds decide the codes."""
+    import random
+
+    rng = random.Random(seed)
+    alphabet = "abcd"[:rng.randint(2, 4)]
+    counts = {}
+    for rank in range(1, rng.randint(5, 60)):
+        word = "".join(rng.choice(alphabet) for _ in range(rng.randint(2, 14)))
+        counts[word] = max(1, int(rng.choice([1000, 300, 100]) / rank ** rng.choice([0.5, 1, 1.5])))
+    return counts
+
+
+PRUNING_MATTERS = {  # exact counts (no pruning) give other codes after 300 merges
+    "ababbbbaababba": 100, "aabaaa": 35, "ba": 57, "ab": 37, "baabb": 200, "aababbabbb": 16, "ababbabbaba": 53,
+    "bbababba": 44, "aaabb": 11, "babaababb": 3, "bbbbb": 27, "bbaaaaabaa": 288, "ababaabba": 277, "abbbbb": 80,
+    "bb": 20, "abababaaabaaab": 1, "babaabbbabaa": 58, "abb": 23, "baaaabaa": 68, "aababab": 3, "abbbaaaba": 14,
+    "babbb": 21, "aaa": 208, "abbbbbbaba": 1, "aabababaa": 60, "baaabbbabba": 38, "aa": 57, "aaabaabaaaabbb": 3,
+    "bbaabaaabbbbb": 55, "bba": 54, "bbbaabaabababa": 1, "babbababbaba": 1, "aaaaababaaa": 17, "bbbaab": 5,
+    "aaaabbabaaaa": 1, "aabbaaababbbbb": 27, "abbabaa": 2, "aaabbbbaaab": 162, "bbaabbbabb": 1, "baaabaabbbbab": 15,
+}
+
+
+@pytest.mark.parametrize("min_frequency", [1, 2])
+def test_pruning_and_thresholds_as_subword_nmt(min_frequency):
+    assert_same(PRUNING_MATTERS, 300, min_frequency, at_least=75)
+    for seed in range(40):
+        counts = small_alphabet_counts(seed)
+        try:
+            ref, _ = reference(counts, 300, min_frequency)
+        except ValueError:
+            continue
+        assert fast(counts, 300, min_frequency)[0] == ref, seed
