@@ -1,7 +1,7 @@
 """Joint BPE learning from word counts (subword-nmt's `learn-joint-bpe-and-vocab`, same bytes).
 
 `synprep convert` counts the words of every piece in its phase-1 workers (`count_words`, reading the text as
-subword-nmt reads a file), merges the counts once in piece order (`merge_counts`) and learns from them
+subword-nmt reads a file), merges the counts in piece order as it reads them and learns from them
 (`learn_joint_from_counts`): no serial pass over the token files, and the vocabularies come from the counts,
 segmenting each distinct word once instead of every line. The codes and vocabularies are byte-identical to
 subword-nmt's on the same text: the joint counts hold the same words in the same (first-seen) order, and
