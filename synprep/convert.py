@@ -476,7 +476,7 @@ class Converter:
                 for index, side in enumerate(SIDES):
                     per_side[index].update(info[f"{side}_counts"])
             tmp = codes + ".tmp"
-            self._say(f"learn joint BPE: {bpe.symbols} merges on the train tokens (subword-nmt)")
+            self._say(f"learn joint BPE: {bpe.symbols} merges on the train tokens (the codes subword-nmt learns)")
             learn_joint_from_counts(per_side, tmp, bpe.symbols, vocab_paths,
                                     bpe.min_frequency, verbose=self._progress(), where=work)
             os.replace(tmp, codes)
