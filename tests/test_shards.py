@@ -159,6 +159,10 @@ def truncate(shard, manifest):
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
 
 
+def empty_shard(shard, manifest):  # a zero-byte file cannot be memory-mapped at all
+    shard.write_bytes(b"")
+
+
 def more_rows_than_listed(shard, manifest):
     data = json.loads(manifest.read_text())
     data["shards"][0]["rows"] -= 7
@@ -173,7 +177,8 @@ def latin1_manifest(shard, manifest):
     manifest.write_bytes(b"\xff\xfe" + manifest.read_bytes())
 
 
-@pytest.mark.parametrize("mutate", [flip_bytes, truncate, more_rows_than_listed, broken_manifest, latin1_manifest])
+@pytest.mark.parametrize("mutate", [flip_bytes, truncate, empty_shard, more_rows_than_listed, broken_manifest,
+                                    latin1_manifest])
 @pytest.mark.parametrize("command", ["inspect", "syntrain"])
 def test_readers_fail_in_one_line_on_damaged_splits(converted, tmp_path, mutate, command):
     """Fault injection: a damaged shard or manifest is a one-line error naming the file (exit 2), never a
@@ -192,7 +197,7 @@ def test_readers_fail_in_one_line_on_damaged_splits(converted, tmp_path, mutate,
 
 
 def test_validate_reports_damaged_shards_without_crashing(converted, tmp_path):
-    for mutate in (flip_bytes, truncate, more_rows_than_listed):
+    for mutate in (flip_bytes, truncate, empty_shard, more_rows_than_listed):
         target = corrupt_copy(converted, tmp_path / mutate.__name__, mutate)
         result = subprocess.run([str(BIN / "synprep"), "validate", str(target)], capture_output=True, text=True,
                                 timeout=300)
