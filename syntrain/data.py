@@ -129,13 +129,11 @@ def _string_chunks(column: pa.ChunkedArray | pa.Array) -> Iterator[tuple[pa.Arra
 def _list_offsets(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """int64 row offsets (n + 1) of a list column (null rows: empty)."""
     offsets = np.zeros(len(column) + 1, np.int64)
-    row = 0
-    for chunk in _chunks(column):
-        lengths = pc.list_value_length(chunk).fill_null(0).to_numpy(zero_copy_only=False)
-        np.cumsum(lengths, out=offsets[row + 1 : row + 1 + len(chunk)])
-        offsets[row + 1 : row + 1 + len(chunk)] += offsets[row]
+    row = 1
+    for chunk in _chunks(column):  # each row's length, then one running sum
+        offsets[row : row + len(chunk)] = pc.list_value_length(chunk).fill_null(0).to_numpy(zero_copy_only=False)
         row += len(chunk)
-    return offsets
+    return np.cumsum(offsets, out=offsets)
 
 
 def encode_strings(column: pa.ChunkedArray | pa.Array, value_set: pa.Array, first: int, unknown: int

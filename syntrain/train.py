@@ -367,8 +367,8 @@ def load_data(run: Run) -> None:
     as each column is copied out): vocabulary, the model config (built once, with what it derives from the
     data), the training and validation data."""
     cfg, ckpt = run.cfg, run.ckpt
-    draft = stored_model_config(ckpt, run.last_path) if ckpt else ModelConfig.from_dict(
-        {**PRESETS[cfg.preset], **cfg.model})
+    values = {**PRESETS[cfg.preset], **cfg.model}
+    draft = stored_model_config(ckpt, run.last_path) if ckpt else ModelConfig.from_dict(values)
     options = data_options(draft)
     training_features = draft.batch_features(training=True)
     split = read_split(cfg.data, data_columns(training_features, options["target"], references=False))
@@ -376,7 +376,7 @@ def load_data(run: Run) -> None:
         run.vocab, run.mcfg = Vocab(ckpt["vocab"]), draft
     else:
         run.vocab = Vocab.build([split[0]], transitions=options["target"] == "transitions")
-        run.mcfg = prepared_config({**PRESETS[cfg.preset], **cfg.model}, *split, run.vocab)
+        run.mcfg = prepared_config(values, *split, run.vocab)
         options = data_options(run.mcfg)
     run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, features=run.mcfg.batch_features(training=True),
                                   labels=run.mcfg.source_labels, skip_null=True, split=split, **options)
