@@ -28,8 +28,8 @@ dict of the current forward, which `Outputs` carries back to the caller.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -108,14 +108,17 @@ class Switch:
     name: ClassVar[str] = ""
     Config: ClassVar[type]
     switched_by: ClassVar[tuple[str, ...]] = ()  # the options that turn it on (or override `active`)
+    order: ClassVar[int] = 100  # place among the switches (hooks, parameters, losses, run header); ties: registration
+    example: ClassVar[dict[str, Any]] = {}  # [model] options that turn it on in a small model (docs, generic tests)
     recomputes_prefix = False  # decoding re-runs the decoder over the whole prefix (no incremental cache)
     output_length_factor = 1.5  # decoding stops after this many output items per source sub-word (+ 10)
 
     def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
-                          **kwargs: Any) -> None:
+                          order: int | None = None, **kwargs: Any) -> None:
         """`class MySwitch(Switch, name=..., config=MyConfig, switched_by=("my_option",))`."""
         super().__init_subclass__(**kwargs)
         cls.name, cls.switched_by = name or cls.name, switched_by or cls.switched_by
+        cls.order = cls.order if order is None else order
         if config is not None:
             cls.Config = config
 
@@ -215,12 +218,48 @@ class Switch:
 
 
 _REGISTRY: dict[str, type[Switch]] = {}
+_RESERVED: dict[str, str] = {}  # option name -> the core config section that declares it
+
+
+def option_names(switch: type[Switch]) -> list[str]:
+    """The `[model]` option names a switch declares (its config slice's fields)."""
+    config = getattr(switch, "Config", None)
+    return [spec.name for spec in fields(config)] if config is not None else []
+
+
+def _clash(switch: type[Switch], name: str) -> str | None:
+    """Who else declares option `name` (a core section or another switch), or None."""
+    if name in _RESERVED:
+        return _RESERVED[name]
+    return next((f"switch {other.name!r}" for other in _REGISTRY.values()
+                 if other is not switch and name in option_names(other)), None)
+
+
+def _check_names(switch: type[Switch]) -> None:
+    """ValueError when one of the switch's options is declared elsewhere: options share one flat namespace (the
+    `[model]` keys, `--set model.X`, checkpoints' model_config), so a clash would silently feed one value to both."""
+    for name in option_names(switch):
+        owner = _clash(switch, name)
+        if owner is not None:
+            raise ValueError(f"switch {switch.name!r}: option {name!r} is already declared by {owner}; "
+                             "give it another name")
+
+
+def reserve(section: str, names: Iterable[str]) -> None:
+    """Option names of a core config section (e.g. the model sizes) that no switch may declare; checked against
+    the switches registered so far and every later registration."""
+    for name in names:
+        _RESERVED.setdefault(name, section)
+    for switch in _REGISTRY.values():
+        _check_names(switch)
 
 
 def register(switch: type[Switch]) -> type[Switch]:
-    """Add a switch (its config fields become `[model]` options); usable as a class decorator."""
+    """Add a switch (its config fields become `[model]` options); usable as a class decorator. Modules of this
+    package are found and imported by the package itself; a switch defined elsewhere calls this."""
     if not switch.name or switch.name in _REGISTRY:
         raise ValueError(f"a switch needs a new name, got {switch.name!r}")
+    _check_names(switch)
     _REGISTRY[switch.name] = switch
     return switch
 
@@ -231,5 +270,6 @@ def unregister(name: str) -> None:
 
 
 def registered() -> list[type[Switch]]:
-    """The registered switches, in registration order (the order of their hooks in a module)."""
-    return list(_REGISTRY.values())
+    """The registered switches by `order`, then registration (the order of their hooks in a module, of their
+    parameters, losses and run-header parts)."""
+    return sorted(_REGISTRY.values(), key=lambda switch: switch.order)

@@ -97,8 +97,10 @@ class DirectedConfig:
     double_context: bool = option(False, help="eq. 14: syntax-directed contexts next to the global heads")
 
 
-class Directed(Switch, name="directed", config=DirectedConfig, switched_by=("directed_heads",)):
+class Directed(Switch, name="directed", config=DirectedConfig, switched_by=("directed_heads",), order=20):
     """Syntax-directed cross-attention heads, single or double context."""
+
+    example = {"directed_heads": [0, 2], "double_context": True}
 
     @classmethod
     def check(cls, cfg: DirectedConfig) -> None:

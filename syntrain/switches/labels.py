@@ -27,8 +27,10 @@ class LabelConfig:
     source_labels: list[str] = option(default_factory=list, help="label vocabulary (from the training data)")
 
 
-class LabelEmbeddings(Switch, name="labels", config=LabelConfig, switched_by=("label_embedding",)):
+class LabelEmbeddings(Switch, name="labels", config=LabelConfig, switched_by=("label_embedding",), order=50):
     """Source dependency-label embeddings in the last dimensions of the source embeddings."""
+
+    example = {"label_embedding": 4}
 
     @classmethod
     def check(cls, cfg: LabelConfig) -> None:

@@ -84,8 +84,10 @@ BOTH_SIDES = "dbsa_encoder and dbsa_decoder"  # the options `on_both_sides` read
 
 
 class ParseHeads(Switch, name="parse_head", config=ParseHeadConfig,
-                 switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer")):
+                 switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer"), order=30):
     """DBSA (encoder and/or decoder) and LISA (encoder) parse heads with their dependency losses."""
+
+    example = {"dbsa_encoder": True, "dbsa_decoder": True, "lisa_layer": 2}
 
     @classmethod
     def check(cls, cfg: ParseHeadConfig) -> None:

@@ -105,8 +105,10 @@ class PascalConfig:
                                   help="probability q of setting a prior row to 1 (training only)")
 
 
-class Pascal(Switch, name="pascal", config=PascalConfig, switched_by=("pascal_heads",)):
+class Pascal(Switch, name="pascal", config=PascalConfig, switched_by=("pascal_heads",), order=10):
     """Pascal heads in the encoder self-attention."""
+
+    example = {"pascal_heads": [2], "parent_ignore": 0.3}
 
     @classmethod
     def check(cls, cfg: PascalConfig) -> None:

@@ -61,8 +61,10 @@ def sync_decoder_layer(cfg: SyncConfig) -> int:
     return (cfg.sync_layer or max(cfg.dec_layers - 1, 1)) - 1
 
 
-class SyncAttn(Switch, name="sync", config=SyncConfig, switched_by=("sync_lambda",)):
+class SyncAttn(Switch, name="sync", config=SyncConfig, switched_by=("sync_lambda",), order=40):
     """The SyncAttn loss over the parse heads and a cross-attention."""
+
+    example = {"dbsa_encoder": True, "dbsa_decoder": True, "sync_lambda": 0.5}
 
     @classmethod
     def check(cls, cfg: SyncConfig) -> None:

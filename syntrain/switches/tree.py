@@ -217,8 +217,10 @@ class TreeConfig:
         return bool(self.parent_layers or self.gcn_layers)
 
 
-class TreeDecoding(Switch, name="tree", config=TreeConfig):
+class TreeDecoding(Switch, name="tree", config=TreeConfig, order=60):
     """Target transitions: Linearized, PARENT heads, gated GCN, BiTran."""
+
+    example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
 
     output_length_factor = 3.0  # sub-words + one arc per word
 

@@ -1,0 +1,113 @@
+"""Tests that follow the registry: every registered switch (built-in or added later) trains, is checkpointed,
+loads, decodes and is listed by `syntrain env` and docs/recipe-fields.md; a new module in syntrain/switches/ is
+found without editing any other file; option names that clash are refused at registration."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+from click.testing import CliRunner
+
+from synprep.tables import option
+from syntrain.cli import cli
+from syntrain.model import ModelConfig
+from syntrain.switches import Switch, option_names, register, registered, unregister
+
+from .conftest import REPO
+from .data import make_switch_fixtures as fixtures
+
+SWITCHES = {switch.name: switch for switch in registered()}
+
+
+def test_the_built_in_switches_are_registered_in_their_order():
+    assert list(SWITCHES) == ["pascal", "directed", "parse_head", "sync", "labels", "tree"]
+
+
+@pytest.mark.parametrize("name", sorted(SWITCHES))
+def test_every_switch_has_an_example_that_turns_it_on(name):
+    switch = SWITCHES[name]
+    assert switch.example, f"{name}: declare `example`, the [model] options that turn it on"
+    cfg = ModelConfig(**{**switch.example, "vocab_size": 10, "source_labels": ["root"], "arc_labels": ["nsubj"]})
+    assert switch.active(cfg)
+
+
+@pytest.mark.parametrize("name", sorted(SWITCHES))
+def test_every_switch_trains_saves_loads_and_decodes(name, tmp_path):
+    from syntrain.train import load_checkpoint
+
+    out = str(tmp_path / "run")
+    logged = fixtures.train_run({**SWITCHES[name].example, **fixtures.TINY}, "tiny", out, max_steps=2)
+    assert [record["step"] for record in logged] == [1, 2]
+    model, _, _ = load_checkpoint(f"{out}/last.pt")
+    assert SWITCHES[name].active(model.cfg)
+    result = fixtures.checkpoint_results(f"{out}/last.pt")
+    assert len(result["outputs"]) == len(result["pieces"]) > 0
+    env = CliRunner().invoke(cli, ["env", "--checkpoint", f"{out}/last.pt"])
+    assert env.exit_code == 0, env.output
+    assert f"{name}: " in env.output
+
+
+@pytest.mark.parametrize("name", sorted(SWITCHES))
+def test_every_switch_option_is_in_the_recipe_fields_page(name):
+    page = (REPO / "docs" / "recipe-fields.md").read_text()
+    for option_name in option_names(SWITCHES[name]):
+        assert f"`{option_name}`" in page, option_name
+
+
+@dataclass
+class ClashWithCore:
+    max_len: int = option(100, ge=1, help="a name the model sizes already have")
+
+
+@dataclass
+class ClashWithSwitch:
+    pascal_heads: list[int] = option(default_factory=list, help="a name the Pascal switch already has")
+
+
+@pytest.mark.parametrize("config, owner", [(ClashWithCore, "model sizes"), (ClashWithSwitch, "switch 'pascal'")])
+def test_an_option_name_declared_elsewhere_is_refused_at_registration(config, owner):
+    class Clashing(Switch, name="clashing", config=config):
+        pass
+
+    with pytest.raises(ValueError, match=f"option '{list(config.__dataclass_fields__)[0]}' is already declared by "
+                                         f".*{owner}"):
+        register(Clashing)
+    assert "clashing" not in {switch.name for switch in registered()}
+    unregister("clashing")
+
+
+NEW_MODULE = '''
+from dataclasses import dataclass
+
+from synprep.tables import option
+
+from .base import Switch, register
+
+
+@dataclass
+class DepthConfig:
+    depth_probe: int = option(0, ge=0, help="a switch found without an import line")
+
+
+class DepthProbe(Switch, name="depth_probe", config=DepthConfig, switched_by=("depth_probe",)):
+    example = {"depth_probe": 1}
+
+
+register(DepthProbe)
+'''
+
+
+def test_a_new_module_in_the_switches_package_is_found_with_no_other_edit(tmp_path):
+    code = tmp_path / "code"
+    shutil.copytree(REPO / "syntrain", code / "syntrain", ignore=shutil.ignore_patterns("__pycache__"))
+    (code / "syntrain" / "switches" / "depth_probe.py").write_text(NEW_MODULE)
+    script = ("import syntrain.model; from syntrain.switches import registered; "
+              "print(' '.join(s.name for s in registered()))")
+    env = {"PYTHONPATH": f"{code}:{REPO}", "PATH": ""}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [*SWITCHES, "depth_probe"]
