@@ -362,10 +362,9 @@ def env(checkpoint: str | None) -> None:
     flex = "available" if flex_available() else "not in this torch"
     click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
                f"Pascal attention kernel math (flex on request: {flex})")
-    from .config import TRAINER_FILLED
     from .model import config_parts
 
-    switches = [f"{name}: {', '.join(f.name for f in fields(cls) if f.name not in TRAINER_FILLED)}"
+    switches = [f"{name}: {', '.join(f.name for f in fields(cls) if not f.metadata.get('filled'))}"
                 for name, cls in config_parts().items() if name != "sizes"]
     click.echo("syntax switches ([model] keys, all off by default): " + "; ".join(switches))
     if checkpoint:

@@ -28,7 +28,6 @@ PRESET_NAMES = ("tiny", "base")  # syntrain.model.PRESETS (not imported here: th
 SECTIONS = ("data", "model", "train", "synprep")  # [synprep]: the data's signature in a run's config.toml (read-only)
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
 NOT_IN_TRAIN = ("data", "valid", "test", "preset", "model", "resume")  # [data], [model] preset, or a flag only
-TRAINER_FILLED = ("vocab_size", "source_labels", "transition_root", "arc_labels")  # model fields the data decides
 CONFIG_FILE, LOG_FILE = "config.toml", "train.log"  # a run folder's resolved configuration and its log
 SIGNATURE_KEYS = {"parsers": "parsers", "bpe_codes_sha256": "BPE codes"}  # what makes shards incompatible
 
@@ -188,9 +187,14 @@ def train_keys() -> list[str]:
     return [f.name for f in fields(TrainConfig) if f.name not in NOT_IN_TRAIN]
 
 
+def trainer_filled() -> list[str]:
+    """The [model] fields the trainer sets from the training data (declared `option(filled=True)`)."""
+    return [f.name for cls in _model_parts() for f in fields(cls) if f.metadata.get("filled")]
+
+
 def model_keys() -> list[str]:
     """The keys of a recipe's [model] table besides preset."""
-    return [f.name for cls in _model_parts() for f in fields(cls) if f.name not in TRAINER_FILLED]
+    return [f.name for cls in _model_parts() for f in fields(cls) if not f.metadata.get("filled")]
 
 
 def check_model_value(name: str, value: Any, label: str) -> Any:
@@ -198,7 +202,7 @@ def check_model_value(name: str, value: Any, label: str) -> Any:
     from, without the field ('recipe.toml: [model]', '--set model.')."""
     if name == "preset":
         return check_value("train", "preset", value, f"{label}{name}")
-    if name in TRAINER_FILLED:
+    if name in trainer_filled():
         raise ConfigError(f"{label}{name} is set by the trainer from the training data: remove it")
     if declaration("model", name) is None:
         raise _unknown(name, ["preset", *model_keys()], label.rstrip(". ") + ("" if label.endswith("] ") else ":"),

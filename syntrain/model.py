@@ -33,7 +33,7 @@ from .switches import AttentionHook, Features, Outputs, Switch, merge_features, 
 class ModelSizes:
     """The generic [model] options: sizes, dropout, embeddings."""
 
-    vocab_size: int = option(0, ge=0, help="size of the joint vocabulary (set from the training data)")
+    vocab_size: int = option(0, ge=0, filled=True, help="size of the joint vocabulary (set from the training data)")
     d_model: int = option(256, ge=1, help="model width")
     n_heads: int = option(4, ge=1, help="attention heads per layer")
     d_ff: int = option(1024, ge=1, help="feed-forward width")

@@ -21,7 +21,7 @@ import tomli_w
 from synprep.textio import atomic_write
 
 from . import __version__
-from .config import CONFIG_FILE, DATA_KEYS, LOG_FILE, TRAINER_FILLED, TrainConfig, train_keys
+from .config import CONFIG_FILE, DATA_KEYS, LOG_FILE, TrainConfig, train_keys, trainer_filled
 
 SESSION_ONLY = ("overwrite",)  # [train] keys that describe one command, not the run
 
@@ -114,9 +114,10 @@ def _plain(value: Any) -> Any:
 def config_text(cfg: TrainConfig, model_config: dict[str, Any], signature: dict[str, Any]) -> str:
     """config.toml: the resolved configuration as a recipe ([data], [model], [train]) and the training data's
     synprep signature ([synprep], not read back)."""
+    filled = trainer_filled()
     tables = {"data": {key: os.path.abspath(getattr(cfg, name)) if getattr(cfg, name) else ""
                        for key, name in DATA_KEYS.items()},
-              "model": {"preset": cfg.preset, **{k: v for k, v in model_config.items() if k not in TRAINER_FILLED}},
+              "model": {"preset": cfg.preset, **{k: v for k, v in model_config.items() if k not in filled}},
               "train": {key: getattr(cfg, key) for key in train_keys() if key not in SESSION_ONLY} |
               {"out": os.path.abspath(cfg.out)},
               "synprep": {"signature": signature}}

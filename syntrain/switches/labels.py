@@ -24,7 +24,8 @@ class LabelConfig:
     """[model] options of the S&H label embeddings."""
 
     label_embedding: int = option(0, ge=0, help="size of the source label embeddings (0: off)")
-    source_labels: list[str] = option(default_factory=list, help="label vocabulary (from the training data)")
+    source_labels: list[str] = option(default_factory=list, filled=True,
+                                      help="label vocabulary (from the training data)")
 
 
 class LabelEmbeddings(Switch, name="labels", config=LabelConfig, switched_by=("label_embedding",), order=50):

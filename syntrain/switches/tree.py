@@ -207,9 +207,10 @@ class TreeConfig:
     gcn_gated: bool = option(True, help="False: the ungated ablation (gate = 1)")
     bidirectional: bool = option(False, help="BiTran: generated tokens attend to all generated tokens")
     bidirectional_prefixes: int = option(0, ge=0, help="training: 0 = every prefix, k = k sampled prefixes")
-    transition_root: str = option("drop", choices=ROOT_POLICIES,
+    transition_root: str = option("drop", choices=ROOT_POLICIES, filled=True,
                                   help="root policy of the training transitions (from the training split)")
-    arc_labels: list[str] = option(default_factory=list, help="labels of the arc tokens (from the vocabulary)")
+    arc_labels: list[str] = option(default_factory=list, filled=True,
+                                   help="labels of the arc tokens (from the vocabulary)")
 
     @property
     def uses_graph(self) -> bool:
