@@ -112,9 +112,12 @@ def _model_config() -> type:
 
 
 def _model_parts() -> list[type]:
-    """The dataclasses ModelConfig is composed of: the sizes, then each registered switch's slice."""
+    """The dataclasses ModelConfig is composed of: the sizes, then each registered switch's slice (no switch may
+    declare a [train] name: `syntrain run` flags and --set are flat)."""
     from .model import config_parts
+    from .switches import reserve
 
+    reserve("the training options ([train])", [spec.name for spec in fields(TrainConfig)])
     return list(config_parts().values())
 
 

@@ -24,7 +24,6 @@ from torch import nn
 from synprep.tables import config_from_dict, option
 
 from .attention import MultiHeadAttention, check_hooks, check_kernel
-from .config import TrainConfig
 from .data import PAD_ID
 from .switches import AttentionHook, Features, Outputs, Switch, merge_features, registered, reserve
 
@@ -48,10 +47,9 @@ class ModelSizes:
     max_len: int = option(512, ge=1, help="positions (longest sequence)")
 
 
-# A switch option must not take a core name: [model] keys are one flat namespace, and a [train] name would be
-# one `syntrain run` flag for two values.
+# A switch option must not take a core name: [model] keys are one flat namespace (syntrain.config reserves the
+# [train] names the same way).
 reserve("the model sizes ([model])", [spec.name for spec in fields(ModelSizes)] + ["preset"])
-reserve("the training options ([train])", [spec.name for spec in fields(TrainConfig)])
 
 
 def config_parts() -> dict[str, type]:

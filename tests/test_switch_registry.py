@@ -64,12 +64,22 @@ class ClashWithCore:
 
 
 @dataclass
+class ClashWithTrain:
+    lr: float = option(0.1, ge=0, help="a name the [train] options already have")
+
+
+@dataclass
 class ClashWithSwitch:
     pascal_heads: list[int] = option(default_factory=list, help="a name the Pascal switch already has")
 
 
-@pytest.mark.parametrize("config, owner", [(ClashWithCore, "model sizes"), (ClashWithSwitch, "switch 'pascal'")])
+@pytest.mark.parametrize("config, owner", [(ClashWithCore, "model sizes"), (ClashWithTrain, "training options"),
+                                           (ClashWithSwitch, "switch 'pascal'")])
 def test_an_option_name_declared_elsewhere_is_refused_at_registration(config, owner):
+    from syntrain.config import model_keys
+
+    model_keys()  # the [train] names are reserved when the config is first composed (config.py imports no torch)
+
     class Clashing(Switch, name="clashing", config=config):
         pass
 
