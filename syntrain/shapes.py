@@ -122,9 +122,7 @@ def choose_attention(model: torch.nn.Module, step: Callable[[contextlib.Abstract
     with `flex`, the Pascal heads' FlexAttention kernel against math under the fastest backend; keep the
     fastest. Returns (the context for the run's forwards, what was chosen, seconds per candidate). The
     model's gradients are cleared and the RNG states restored afterwards (the run's dropout stream is
-    untouched)."""
-    from .attention import flex_available
-
+    untouched). `flex`: the kernel is allowed for this model and exists in this torch (attention.flex_available)."""
     contexts = {name: backend_context(autocast, backend) for name, backend in sdpa_candidates(device).items()}
     timings: dict[str, float] = {}
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
@@ -136,7 +134,7 @@ def choose_attention(model: torch.nn.Module, step: Callable[[contextlib.Abstract
             raise ValueError("no scaled_dot_product_attention backend runs this model's shapes")
         backend = min(timings, key=timings.get)
         chosen = backend
-        if flex and flex_available():
+        if flex:
             kernels = {}
             for kernel in ("math", "flex"):
                 model.set_attention_kernel(kernel)

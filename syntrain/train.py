@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from synprep.shards import open_split
 from synprep.textio import atomic_write
 
+from .attention import flex_available
 from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
 from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split
@@ -170,7 +171,7 @@ def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
     if device.type == "cuda":
         samples = sample_batches(data, batches[run.rank :: run.world], device)
         flex = cfg.attention == "auto" and raw.kernel_in_use(device) == "math" and raw.cfg.attn_dropout == 0 \
-            and raw.cfg.d_model // raw.cfg.n_heads >= 16  # layers with a choice of kernel, flex allowed
+            and raw.cfg.d_model // raw.cfg.n_heads >= 16 and flex_available()  # a choice of kernel, flex allowed
 
         def step(context: contextlib.AbstractContextManager) -> None:
             accumulate_gradients(raw, samples, device, context, cfg.label_smoothing)
