@@ -28,9 +28,11 @@ PRESET_NAMES = ("tiny", "base")  # syntrain.model.PRESETS (not imported here: th
 SECTIONS = ("data", "model", "train", "synprep")  # [synprep]: the data's signature in a run's config.toml (read-only)
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
 NOT_IN_TRAIN = ("data", "valid", "test", "preset", "model", "resume")  # [data], [model] preset, or a flag only
-TRAINER_FILLED = ("vocab_size", "source_labels", "transition_root", "arc_labels")  # model fields the data decides
+# model fields the data decides
+TRAINER_FILLED = ("vocab_size", "src_vocab_size", "source_labels", "transition_root", "arc_labels")
 CONFIG_FILE, LOG_FILE = "config.toml", "train.log"  # a run folder's resolved configuration and its log
-SIGNATURE_KEYS = {"parsers": "parsers", "bpe_codes_sha256": "BPE codes"}  # what makes shards incompatible
+SIGNATURE_KEYS = {"parsers": "parsers", "bpe_codes_sha256": "BPE codes", "bpe_codes_sha256_src": "source BPE codes",
+                  "bpe_codes_sha256_tgt": "target BPE codes"}  # what makes shards incompatible
 
 
 class ConfigError(ValueError):
