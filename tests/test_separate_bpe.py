@@ -180,6 +180,12 @@ def test_separate_vocabularies_train_and_are_stored(datasets, trained):
     assert model.src_embed.num_embeddings == len(vocab.source) and model.tgt_embed.num_embeddings == len(vocab)
     assert model.src_embed.weight is not model.tgt_embed.weight  # no shared source/target matrix
     assert model.output.weight is model.tgt_embed.weight  # share_embeddings: target and output
+    from syntrain.data import UNK_ID, ParallelData
+
+    data = ParallelData(str(datasets["separate"] / "train"), vocab)  # source ids from the source vocabulary
+    assert not (data.src_ids == UNK_ID).any() and not (data.tgt_ids == UNK_ID).any()
+    assert [[vocab.source.itos[i] for i in data.src_ids[start:end]] for start, end in
+            zip(data.src_off[:-1], data.src_off[1:])] == train.column("src_subwords").to_pylist()
     assert json.loads((trained / "vocab.src.json").read_text()) == vocab.source.itos
     assert json.loads((trained / "vocab.json").read_text()) == vocab.itos
     losses = [json.loads(line)["loss"] for line in open(trained / "metrics.jsonl") if '"loss"' in line]
