@@ -490,8 +490,9 @@ def fields_markdown() -> str:
     header = ["| field | allowed values | default | meaning |", "|---|---|---|---|"]
     lines = ["### [data]", "", "Paths relative to the recipe's folder.", "", *header]
     lines += [row(key, "train", name) for key, name in DATA_KEYS.items()]
-    lines += ["", "### [model]", "", "Sizes default to the preset's; `vocab_size`, `source_labels`, "
-              "`transition_root` and `arc_labels` are set by the trainer from the data.", "", *header,
+    lines += ["", "### [model]", "", "Sizes default to the preset's; `vocab_size`, `src_vocab_size` (a source "
+              "vocabulary of its own: data with BPE per side), `source_labels`, `transition_root` and `arc_labels` "
+              "are set by the trainer from the data.", "", *header,
               row("preset", "train", "preset")]
     lines += [row(name, "model", name) for name in model_keys()]
     lines += ["", "### [train]", "", "A relative `out` resolves against the recipe's folder.", "", *header]
