@@ -250,8 +250,6 @@ def _check_sides(bpe: BpeConfig, path: str) -> None:
             raise InputError("[bpe] codes is a table {src, tgt} only with joint = false (joint codes are one file)",
                              path)
         return
-    if not bpe.enabled:
-        return
     if isinstance(bpe.codes, str):
         raise InputError(f"[bpe] joint = false: codes must be a table {{src = \"FILE\", tgt = \"FILE\"}}, got "
                          f"{bpe.codes!r}", path)

@@ -429,7 +429,8 @@ def make_model(run: Run) -> None:
     run.autocast = autocast_context(cfg.precision, device)
     n_params = sum(p.numel() for p in model.parameters())
     precision = resolve_precision(cfg.precision, device)
-    run.log(f"syntrain: {len(run.train_data)} training pairs, vocabulary {len(run.vocab)}, {n_params / 1e6:.1f}M "
+    sizes = f"target {len(run.vocab)}, source {len(run.vocab.source)}" if run.vocab.source else len(run.vocab)
+    run.log(f"syntrain: {len(run.train_data)} training pairs, vocabulary {sizes}, {n_params / 1e6:.1f}M "
             f"parameters, device {device}, {run.world} process(es), precision {precision}"
             f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n  syntax switches: {mcfg.switches()}")
 

@@ -17,6 +17,7 @@ from synprep.bpe import Bpe
 from synprep.errors import InputError
 from synprep.pipeline import load_pipeline
 
+from .conftest import SHARED
 from .test_convert import BIN, convert, one_line_error, read_split, write_pipeline
 
 JOINT_BPE = "[bpe]\nsymbols = 200\n"
@@ -227,3 +228,63 @@ def test_joint_dataset_keeps_one_vocabulary(datasets, tmp_path):
     pieces = {p for column in ("src_subwords", "tgt_subwords") for row in table.column(column).to_pylist()
               for p in row}
     assert set(vocab.itos[4:]) == pieces
+
+
+# ------------------------------------------------------------------------------------ real Ja-En (shared data)
+
+TATOEBA = SHARED / "data" / "parallel" / "tatoeba" / "en-ja" / "tatoeba-test-v2021-08-07"
+JA_TREEBANK = SHARED / "data" / "ud" / "UD_Japanese-GSD" / "ja_gsd-ud-dev.conllu"
+EN_MODEL = SHARED / "models" / "en_ewt.udpipe"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in (TATOEBA.with_suffix(".ja"), JA_TREEBANK, EN_MODEL)),
+                    reason="needs ../shared (Tatoeba en-ja, UD Japanese-GSD, en_ewt.udpipe)")
+def test_japanese_english_with_separate_bpe(tmp_path):
+    """Raw Tatoeba Ja-En: a tiny Japanese UDPipe parser (from the first 200 sentences of the shared treebank),
+    separate codes per side (DBSA's setup), a few training steps, raw Japanese translated."""
+    from syntrain.train import TrainConfig, load_checkpoint, train
+
+    blocks = JA_TREEBANK.read_text(encoding="utf-8").split("\n\n")
+    (tmp_path / "ja.conllu").write_text("\n\n".join(blocks[:200]) + "\n\n", encoding="utf-8")
+    for side in ("ja", "en"):
+        lines = TATOEBA.with_suffix(f".{side}").read_text(encoding="utf-8").splitlines()
+        (tmp_path / f"train.{side}").write_text("\n".join(lines[:300]) + "\n", encoding="utf-8")
+        (tmp_path / f"raw.{side}").write_text("\n".join(lines[300:305]) + "\n", encoding="utf-8")
+    (tmp_path / "p.toml").write_text(f"""[pipeline]
+src_lang = "ja"
+tgt_lang = "en"
+output = "out"
+[splits.train]
+src = "train.ja"
+tgt = "train.en"
+[filter]
+langid = "none"
+max_ratio = 1000.0  # whitespace tokens: one per raw Japanese line
+[parser.src]
+train_conllu = "ja.conllu"
+[parser.tgt]
+model = "{EN_MODEL}"
+[bpe]
+joint = false
+symbols = 500
+[features]
+src = ["parents"]
+tgt = ["transitions"]
+non_projective = "lift"
+""")
+    convert(tmp_path / "p.toml", "--workers", "1")
+    out = tmp_path / "out"
+    pieces = {side: {line.split(" ")[0] for line in (out / f"vocab.{side}").read_text().splitlines()}
+              for side in ("src", "tgt")}
+    japanese = {side: sum(any("\u3040" <= c <= "\u9fff" for c in p) for p in pieces[side]) for side in pieces}
+    assert japanese["src"] > 0.8 * len(pieces["src"]) and japanese["tgt"] < 0.05 * len(pieces["tgt"]), japanese
+    assert len(pieces["src"] & pieces["tgt"]) < 0.1 * min(map(len, pieces.values()))
+    train(TrainConfig(data=str(out / "train"), out=str(tmp_path / "run"), model=SMALL, max_tokens=600,
+                      max_steps=2, lr=3e-3, warmup=2, log_interval=1, threads=1))
+    model, vocab, _ = load_checkpoint(str(tmp_path / "run" / "last.pt"))
+    assert vocab.source is not None and model.src_embed.num_embeddings == len(vocab.source) != len(vocab)
+    done = _syntrain("translate", "--checkpoint", str(tmp_path / "run" / "last.pt"), "-i", str(tmp_path / "raw.ja"),
+                     "--beam", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(done.stdout.splitlines()) == 5
