@@ -49,8 +49,9 @@ def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], A
 
 
 @bpe.command("learn")
-@click.option("-i", "--input", "inputs", multiple=True, required=True, help="Tokenized text (repeat per language).")
-@click.option("-o", "--output", required=True, help="Where to write the joint BPE codes.")
+@click.option("-i", "--input", "inputs", multiple=True, required=True,
+              help="Tokenized text (repeat per language: joint codes; one side's files only: that side's codes).")
+@click.option("-o", "--output", required=True, help="Where to write the BPE codes (learned on all inputs together).")
 @click.option("-s", "--symbols", type=click.IntRange(min=1), default=16000, show_default=True,
               help="Number of merge operations.")
 @click.option("--vocab-prefix", default=None,
@@ -60,7 +61,8 @@ def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], A
 @click.option("-v", "--verbose", is_flag=True, help="Show subword-nmt's own progress and messages.")
 def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: str | None,
               min_frequency: int, verbose: bool) -> None:
-    """Learn joint BPE codes (subword-nmt learn-joint-bpe-and-vocab)."""
+    """Learn BPE codes (subword-nmt learn-joint-bpe-and-vocab): joint codes from both languages' files, or
+    separate codes per side (pipeline [bpe] joint = false) by running it once per side on that side's files."""
     from .bpe_learn import learn_joint
 
     vocab_paths = _vocab_names(vocab_prefix, inputs) if vocab_prefix else None

@@ -12,7 +12,8 @@ token-level CoNLL-U; phase 3 reads it with the column-wise reader and featurizes
   phase 1  filter + parse each piece      -> OUT/.work/<split>/piece-KKKKK-JJJ.{json,src.conllu,tgt.conllu}
                                              (+ each side's word counts in the .json, on train when
                                               BPE is learned: counted by the workers, merged once)
-  phase 2  learn joint BPE on train        -> OUT/codes.bpe (skipped with given codes)
+  phase 2  learn joint BPE on train        -> OUT/codes.bpe (skipped with given codes); with [bpe] joint =
+                                             false, each side's codes on its own words -> OUT/codes.{src,tgt}.bpe
   phase 3  features of each piece -> shard -> OUT/<split>/part-KKKKK.arrow, then OUT/<split>/manifest.json
 Every file is written under a temporary name and renamed when complete.
 """
@@ -75,9 +76,9 @@ class FeatureJob:
     """What a phase-3 worker needs for one split."""
 
     features: tuple[FeatureConfig, FeatureConfig]
-    codes: str | None
+    codes: tuple[str | None, str | None]  # per side (the same file twice when joint)
     vocabularies: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
-    codes_text: str | None = None  # the codes file's text: workers on other machines need not see OUT
+    codes_text: tuple[str | None, str | None] = (None, None)  # the codes' text: workers elsewhere need not see OUT
 
 
 @dataclass
@@ -208,19 +209,25 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
 
 
 def _features_setup(job: FeatureJob) -> tuple[FeatureJob, Bpe | None, Bpe | None]:
-    if job.codes is None:
-        return job, None, None
-    codes = job.codes
-    if job.codes_text is not None:  # a private copy: this worker may run on a machine without OUT
+    return job, *(_side_bpe(codes, text, vocabulary)  # type: ignore[return-value]
+                  for codes, text, vocabulary in zip(job.codes, job.codes_text, job.vocabularies, strict=True))
+
+
+def _side_bpe(codes: str | None, text: str | None, vocabulary: frozenset[str] | None) -> Bpe | None:
+    """One side's BPE applier (None: no BPE); `text`: the codes' text, read from a private copy (this worker
+    may run on a machine without OUT)."""
+    if codes is None:
+        return None
+    path = codes
+    if text is not None:
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".bpe", delete=False) as copy:
-            copy.write(job.codes_text)
-        codes = copy.name
+            copy.write(text)
+        path = copy.name
     try:
-        src, tgt = (Bpe(codes, set(vocabulary) if vocabulary else None) for vocabulary in job.vocabularies)
+        return Bpe(path, set(vocabulary) if vocabulary else None)
     finally:
-        if codes != job.codes:
-            os.remove(codes)
-    return job, src, tgt
+        if path != codes:
+            os.remove(path)
 
 
 def _read_piece(prefix: str) -> tuple[str, str, str]:
@@ -454,36 +461,59 @@ class Converter:
     def _learns_bpe(self) -> bool:
         return not self.config.bpe.codes and bool(self.config.bpe.symbols)
 
+    def _train_counts(self, train_pieces: list[tuple[int, int]] | None) -> list[Counter[str]]:
+        """Each side's word counts of the train tokens: the workers' counts, merged in input order as read."""
+        if train_pieces is None:
+            raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
+        work = os.path.join(self.work, "train")
+        per_side: list[Counter[str]] = [Counter(), Counter()]
+        for shard, piece in train_pieces:
+            path = _piece_prefix(work, shard, piece) + ".json"
+            with open(path, encoding="utf-8") as handle:
+                info = json.load(handle)
+            if "src_counts" not in info:
+                raise InputError("the work folder was made by an older synprep (no word counts): run again "
+                                 "with --overwrite", path)
+            for index, side in enumerate(SIDES):
+                per_side[index].update(info[f"{side}_counts"])
+        return per_side
+
     def _phase_bpe(self, train_pieces: list[tuple[int, int]] | None
-                   ) -> tuple[str | None, tuple[frozenset[str] | None, frozenset[str] | None]]:
+                   ) -> tuple[tuple[str | None, str | None], tuple[frozenset[str] | None, frozenset[str] | None]]:
+        """Each side's codes (the joint file twice when joint; learned now unless given or already learned by
+        the run being resumed) and, with a vocabulary threshold, each side's vocabulary."""
         bpe = self.config.bpe
         if bpe.codes or not bpe.symbols:
-            return bpe.codes, (None, None)
-        codes = os.path.join(self.out, "codes.bpe")
+            return (bpe.side_codes("src"), bpe.side_codes("tgt")), (None, None)
+        work = os.path.join(self.work, "train")
         vocab_paths = [os.path.join(self.out, f"vocab.{side}") for side in SIDES]
-        if not os.path.isfile(codes):
-            if train_pieces is None:
-                raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
-            work = os.path.join(self.work, "train")
-            per_side: list[Counter[str]] = [Counter(), Counter()]
-            for shard, piece in train_pieces:  # the workers' word counts, merged in input order as read
-                path = _piece_prefix(work, shard, piece) + ".json"
-                with open(path, encoding="utf-8") as handle:
-                    info = json.load(handle)
-                if "src_counts" not in info:
-                    raise InputError("the work folder was made by an older synprep (no word counts): run again "
-                                     "with --overwrite", path)
-                for index, side in enumerate(SIDES):
-                    per_side[index].update(info[f"{side}_counts"])
-            tmp = codes + ".tmp"
-            self._say(f"learn joint BPE: {bpe.symbols} merges on the train tokens (the codes subword-nmt learns)")
-            learn_joint_from_counts(per_side, tmp, bpe.symbols, vocab_paths,
-                                    bpe.min_frequency, verbose=self._progress(), where=work)
-            os.replace(tmp, codes)
+        if bpe.joint:
+            codes = os.path.join(self.out, "codes.bpe")
+            if not os.path.isfile(codes):
+                per_side = self._train_counts(train_pieces)
+                self._say(f"learn joint BPE: {bpe.symbols} merges on the train tokens (the codes subword-nmt "
+                          "learns)")
+                learn_joint_from_counts(per_side, codes + ".tmp", bpe.symbols, vocab_paths,
+                                        bpe.min_frequency, verbose=self._progress(), where=work)
+                os.replace(codes + ".tmp", codes)
+            side_codes = (codes, codes)
+        else:
+            side_codes = tuple(os.path.join(self.out, f"codes.{side}.bpe") for side in SIDES)
+            per_side = None
+            for index, side in enumerate(SIDES):  # each side's codes on its own words only
+                if os.path.isfile(side_codes[index]):
+                    continue
+                per_side = per_side or self._train_counts(train_pieces)
+                symbols = bpe.side_symbols(side)
+                self._say(f"learn {side} BPE: {symbols} merges on the {side} train tokens")
+                tmp = side_codes[index] + ".tmp"
+                learn_joint_from_counts([per_side[index]], tmp, symbols, [vocab_paths[index]], bpe.min_frequency,
+                                        verbose=self._progress(), where=f"{work} ({side})")
+                os.replace(tmp, side_codes[index])
         if not bpe.vocabulary_threshold:
-            return codes, (None, None)
+            return side_codes, (None, None)  # type: ignore[return-value]
         src, tgt = (frozenset(read_vocabulary(path, bpe.vocabulary_threshold)) for path in vocab_paths)
-        return codes, (src, tgt)
+        return side_codes, (src, tgt)  # type: ignore[return-value]
 
     def _phase_features(self, split: SplitConfig, job: FeatureJob, pieces: list[tuple[int, int]],
                         stats: SplitStats, bar: tqdm) -> list[dict[str, Any]]:
@@ -531,13 +561,16 @@ class Converter:
             shards_info.append(done["entry"])
         return shards_info
 
-    def _signature(self, specs: dict[str, ParserSpec | None], codes: str | None,
+    def _signature(self, specs: dict[str, ParserSpec | None], codes: tuple[str | None, str | None],
                    langid_signature: str | None) -> dict[str, Any]:
         filter_settings = self.config.filter
+        joint = self.config.bpe.joint or not codes[0]
         return {
             "synprep": __version__,
             "parsers": {side: spec.signature() if spec else "pre-parsed CoNLL-U" for side, spec in specs.items()},
-            "bpe_codes_sha256": file_sha256(codes) if codes else None,
+            "bpe_codes_sha256": file_sha256(codes[0]) if joint and codes[0] else None,
+            **({} if joint else {f"bpe_codes_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
+                                 for side, path in zip(SIDES, codes, strict=True)}),
             "filter": {**filter_settings.to_dict(), "langid_signature": langid_signature} if filter_settings else None,
             "features": self.config.to_dict()["features"],
             **({"compression": f"{self.config.compression}|pyarrow {pa.__version__}"}
@@ -606,11 +639,12 @@ class Converter:
         started = time.perf_counter()
         codes, vocabularies = self._phase_bpe(pieces.get("train"))
         bpe_seconds = time.perf_counter() - started
-        codes_text = None
-        if codes and self.options.engine == "ray":
-            with open(codes, encoding="utf-8") as handle:
-                codes_text = handle.read()
-        job = FeatureJob(configs, codes, vocabularies, codes_text)
+        codes_text: list[str | None] = [None, None]
+        for index, path in enumerate(codes):
+            if path and self.options.engine == "ray":
+                with open(path, encoding="utf-8") as handle:
+                    codes_text[index] = handle.read()
+        job = FeatureJob(configs, codes, vocabularies, tuple(codes_text))  # type: ignore[arg-type]
         identifier = make_identifier(self.config.filter) if self.config.filter else None
         signature = self._signature(specs, codes, identifier.signature() if identifier else None)
         for split in ordered:

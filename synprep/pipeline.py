@@ -32,7 +32,8 @@ _KEYS = {
     "split": {"src", "tgt", "format", "filter"},
     "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters", "max_chars"},
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
-    "bpe": {"enabled", "symbols", "codes", "min_frequency", "vocabulary_threshold"},
+    "bpe": {"enabled", "joint", "symbols", "src_symbols", "tgt_symbols", "codes", "min_frequency",
+            "vocabulary_threshold"},
     "features": {"src", "tgt", "root", "non_projective", "strip_subtypes"},
 }
 
@@ -60,12 +61,36 @@ class ParserConfig:
 
 @dataclass(frozen=True)
 class BpeConfig:
-    symbols: int | None = option(16000, ge=1, help="merges of the joint codes learned on the train split")
-    codes: str | None = option(None, help="use these codes instead of learning them")
+    symbols: int | None = option(16000, ge=1, help="merges of the joint codes learned on the train split "
+                                                   "(joint = false: merges of each side's codes)")
+    codes: str | dict | None = option(None, help="use these codes instead of learning them: one file (joint) or "
+                                                  "a table {src = FILE, tgt = FILE} (joint = false)")
     min_frequency: int = option(2, ge=1, help="learning stops when no pair is this frequent")
     vocabulary_threshold: int | None = option(None, ge=1, help="with learned codes: revert merges rarer than this "
                                                                 "in each side's vocabulary")
     enabled: bool = option(True, help="false: no BPE, the sub-words are the tokens")
+    # Added fields go last and leave the manifest of a joint run as before (`PipelineConfig.to_dict`).
+    joint: bool = option(True, help="one set of codes learned on both sides; false: separate codes per side")
+    src_symbols: int | None = option(None, ge=1, help="joint = false: merges of the source codes (default: symbols)")
+    tgt_symbols: int | None = option(None, ge=1, help="joint = false: merges of the target codes (default: symbols)")
+
+    def side_codes(self, side: str) -> str | None:
+        """The given codes file of one side (the joint file for both sides when joint), or None."""
+        return self.codes.get(side) if isinstance(self.codes, dict) else self.codes
+
+    def side_symbols(self, side: str) -> int | None:
+        """The merges to learn for one side (joint: `symbols`, for the joint codes)."""
+        return (self.src_symbols if side == "src" else self.tgt_symbols) or self.symbols
+
+
+SEPARATE_BPE_KEYS = ("joint", "src_symbols", "tgt_symbols")  # absent from a joint run's manifest and fingerprint
+
+
+def _bpe_dict(data: dict[str, Any]) -> dict[str, Any]:
+    """The [bpe] part of a manifest: a joint configuration is recorded as before separate BPE existed."""
+    if data.get("joint", True):
+        data = {key: value for key, value in data.items() if key not in SEPARATE_BPE_KEYS}
+    return data
 
 
 @dataclass(frozen=True)
@@ -111,6 +136,7 @@ class PipelineConfig:
         for key in ("output", "file", "given"):
             del data[key]
         data["filter"] = self.filter.to_dict() if self.filter else None
+        data["bpe"] = _bpe_dict(data["bpe"])
         return portable(data)
 
     def fingerprint_dict(self) -> dict[str, Any]:
@@ -118,6 +144,7 @@ class PipelineConfig:
         data = asdict(self)
         del data["given"]
         data["filter"] = self.filter.to_dict() if self.filter else None
+        data["bpe"] = _bpe_dict(data["bpe"])
         return data
 
 
@@ -180,7 +207,7 @@ def _read_toml(path: str) -> dict:
 
 def _bpe_config(table: dict, root: str, given: dict[str, str], path: str) -> BpeConfig:
     """[bpe]: learn codes (symbols) or use given ones (codes, checked now, before any work) or none (enabled =
-    false); the keys that do not fit the choice are errors, not ignored."""
+    false), jointly or per side (joint = false); the keys that do not fit the choice are errors, not ignored."""
     table = dict(table)
     if table.get("enabled", True) is False:
         extra = sorted(set(table) - {"enabled"})
@@ -188,22 +215,48 @@ def _bpe_config(table: dict, root: str, given: dict[str, str], path: str) -> Bpe
             raise InputError(f"[bpe] enabled = false takes no other key, got {', '.join(extra)}", path)
         table["symbols"] = None
     elif "codes" in table:
-        for key in ("symbols", "min_frequency", "vocabulary_threshold"):
+        for key in ("symbols", "src_symbols", "tgt_symbols", "min_frequency", "vocabulary_threshold"):
             if key in table:
                 raise InputError(f"[bpe] {key} is for learning codes: give symbols (learn codes) or codes (use "
                                  "them), not both", path)
         table["symbols"] = None
     bpe = _typed(BpeConfig, table, "bpe", path)
+    _check_sides(bpe, path)
     if bpe.codes is not None:
         from .bpe import read_codes
 
-        codes = _resolve(bpe.codes, root, given)
-        try:
-            read_codes(codes)  # missing, not UTF-8, cut off: an error now rather than after the input is read
-        except InputError as err:
-            raise InputError(f"[bpe] codes: {err.message}", err.path, err.line) from None
-        bpe = BpeConfig(None, codes)
+        resolved = {}
+        for side, value in (bpe.codes.items() if isinstance(bpe.codes, dict) else [("", bpe.codes)]):
+            key = f"codes.{side}" if side else "codes"
+            resolved[side] = _resolve(value, root, given)
+            try:
+                read_codes(resolved[side])  # missing, not UTF-8, cut off: an error now, not after the input is read
+            except InputError as err:
+                raise InputError(f"[bpe] {key}: {err.message}", err.path, err.line) from None
+        bpe = BpeConfig(None, resolved.get("") or {side: resolved[side] for side in ("src", "tgt")},
+                        joint=bpe.joint)
     return bpe
+
+
+def _check_sides(bpe: BpeConfig, path: str) -> None:
+    """The per-side keys fit `joint`: src_symbols / tgt_symbols and a codes table only with joint = false, and a
+    codes table names a file for src and for tgt (nothing else)."""
+    if bpe.joint:
+        for key in ("src_symbols", "tgt_symbols"):
+            if getattr(bpe, key) is not None:
+                raise InputError(f"[bpe] {key} is for separate BPE per side: add joint = false (joint codes "
+                                 "take symbols)", path)
+        if isinstance(bpe.codes, dict):
+            raise InputError("[bpe] codes is a table {src, tgt} only with joint = false (joint codes are one file)",
+                             path)
+        return
+    if isinstance(bpe.codes, str):
+        raise InputError(f"[bpe] joint = false: codes must be a table {{src = \"FILE\", tgt = \"FILE\"}}, got "
+                         f"{bpe.codes!r}", path)
+    if isinstance(bpe.codes, dict):
+        if sorted(bpe.codes) != ["src", "tgt"] or not all(isinstance(v, str) for v in bpe.codes.values()):
+            raise InputError("[bpe] codes must name one file for each side: {src = \"FILE\", tgt = \"FILE\"}, "
+                             f"got {bpe.codes!r}", path)
 
 
 def load_pipeline(path: str, output: str | None = None, shard_size: int | None = None,

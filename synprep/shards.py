@@ -2,9 +2,10 @@
 
 A dataset made by `synprep convert` is a folder OUT/ holding one folder per split, OUT/<split>/ =
 `manifest.json` + `part-00000.arrow`, ... (Arrow IPC *streams*, schema from `synprep.schema`), and at OUT/
-what the splits were made with: `codes.bpe`, `vocab.src|tgt`, `models/<side>.udpipe` (trained on the fly)
-and `paths.json` (where the pipeline's relative paths resolve on this machine; the manifests hold no absolute
-path, so a dataset written twice into two folders has byte-identical manifests).
+what the splits were made with: `codes.bpe` (or `codes.src.bpe` and `codes.tgt.bpe`: BPE per side),
+`vocab.src|tgt`, `models/<side>.udpipe` (trained on the fly) and `paths.json` (where the pipeline's relative
+paths resolve on this machine; the manifests hold no absolute path, so a dataset written twice into two
+folders has byte-identical manifests).
 
 Writing: `write_shard` (atomic; rows and sha256 for the manifest), `Manifest.write`. Reading: `open_split`
 -> `Split` (manifest checked; `table` memory-maps the shards, with column selection; `rows` iterates pairs
@@ -25,7 +26,7 @@ import json
 import mmap
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -449,12 +450,25 @@ def source_recipe(configuration: dict[str, Any], signature: dict[str, Any], data
     parser["model_dir"] = resolve(parser.get("model_dir"))
     for key in ("train_conllu", "preset"):
         parser.pop(key, None)
-    bpe = configuration.get("bpe", {})
-    codes = resolve(bpe.get("codes")) or (os.path.join(dataset_root, "codes.bpe") if bpe.get("symbols") else None)
-    threshold = bpe.get("vocabulary_threshold")
+    codes, codes_sha256 = side_codes(configuration, signature, dataset_root, "src", resolve)
+    threshold = configuration.get("bpe", {}).get("vocabulary_threshold")
     src_signature = signature.get("parsers", {}).get("src", {})
     features = configuration.get("features", {})
     return SourceRecipe(parser, src_signature.get("sha256") if isinstance(src_signature, dict) else None, codes,
-                        signature.get("bpe_codes_sha256"),
+                        codes_sha256,
                         os.path.join(dataset_root, "vocab.src") if threshold else None, threshold,
                         tuple(features.get("src", ())), {k: v for k, v in features.items() if k not in SIDES})
+
+
+def side_codes(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str, side: str,
+               resolve: Callable[[str | None], str | None] = lambda path: path) -> tuple[str | None, str | None]:
+    """(codes file, its sha256 in the signature) that made one side's sub-words: the joint codes, or with
+    `[bpe] joint = false` that side's own (OUT/codes.<side>.bpe when learned); (None, None) without BPE."""
+    bpe = configuration.get("bpe", {})
+    if bpe.get("joint", True):
+        codes = resolve(bpe.get("codes")) or (os.path.join(dataset_root, "codes.bpe") if bpe.get("symbols") else None)
+        return codes, signature.get("bpe_codes_sha256")
+    given = bpe.get("codes")
+    codes = resolve(given.get(side)) if isinstance(given, dict) else (
+        os.path.join(dataset_root, f"codes.{side}.bpe") if bpe.get("symbols") else None)
+    return codes, signature.get(f"bpe_codes_sha256_{side}")

@@ -1,6 +1,7 @@
 """Run folders and checkpoint files: which files make a run, keeping the last N step checkpoints, averaging.
 
-A run folder holds `last.pt`, `best.pt`, `vocab.json`, `metrics.jsonl`, `config.toml`, `train.log`, with
+A run folder holds `last.pt`, `best.pt`, `vocab.json` (+ `vocab.src.json`: a source vocabulary of its own),
+`metrics.jsonl`, `config.toml`, `train.log`, with
 `--keep-last N` also `checkpoint_<step>.pt` (the N most recent), and with `--tensorboard` a `tensorboard/` folder.
 """
 
@@ -14,7 +15,8 @@ import time
 
 import torch
 
-RUN_FILES = ("last.pt", "best.pt", "vocab.json", "metrics.jsonl", "config.toml", "train.log")
+RUN_FILES = ("last.pt", "best.pt", "vocab.json", "vocab.src.json", "metrics.jsonl", "config.toml",
+             "train.log")
 STEP_CHECKPOINT = re.compile(r"checkpoint_(\d+)\.pt$")
 
 
@@ -66,7 +68,8 @@ def average_checkpoints(paths: list[str]) -> dict:
             raise ValueError(f"{path}: not a readable checkpoint ({type(error).__name__}: {error})") from None
         if not isinstance(ckpt, dict) or "model" not in ckpt or "model_config" not in ckpt:
             raise ValueError(f"{path}: not a syntrain checkpoint")
-        if base and (ckpt["model_config"] != base["model_config"] or ckpt.get("vocab") != base.get("vocab")):
+        if base and (ckpt["model_config"] != base["model_config"] or ckpt.get("vocab") != base.get("vocab")
+                     or ckpt.get("src_vocab") != base.get("src_vocab")):
             raise ValueError(f"{path}: another model configuration or vocabulary than {paths[0]}")
         for name, tensor in ckpt["model"].items():
             value = tensor.double() if tensor.is_floating_point() else tensor

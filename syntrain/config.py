@@ -29,7 +29,8 @@ SECTIONS = ("data", "model", "train", "synprep")  # [synprep]: the data's signat
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
 NOT_IN_TRAIN = ("data", "valid", "test", "preset", "model", "resume")  # [data], [model] preset, or a flag only
 CONFIG_FILE, LOG_FILE = "config.toml", "train.log"  # a run folder's resolved configuration and its log
-SIGNATURE_KEYS = {"parsers": "parsers", "bpe_codes_sha256": "BPE codes"}  # what makes shards incompatible
+SIGNATURE_KEYS = {"parsers": "parsers", "bpe_codes_sha256": "BPE codes", "bpe_codes_sha256_src": "source BPE codes",
+                  "bpe_codes_sha256_tgt": "target BPE codes"}  # what makes shards incompatible
 
 
 class ConfigError(ValueError):
@@ -495,8 +496,9 @@ def fields_markdown() -> str:
     header = ["| field | allowed values | default | meaning |", "|---|---|---|---|"]
     lines = ["### [data]", "", "Paths relative to the recipe's folder.", "", *header]
     lines += [row(key, "train", name) for key, name in DATA_KEYS.items()]
-    lines += ["", "### [model]", "", "Sizes default to the preset's; `vocab_size`, `source_labels`, "
-              "`transition_root` and `arc_labels` are set by the trainer from the data.", "", *header,
+    lines += ["", "### [model]", "", "Sizes default to the preset's; `vocab_size`, `src_vocab_size` (a source "
+              "vocabulary of its own: data with BPE per side), `source_labels`, `transition_root` and `arc_labels` "
+              "are set by the trainer from the data.", "", *header,
               row("preset", "train", "preset")]
     lines += [row(name, "model", name) for name in model_keys()]
     lines += ["", "### [train]", "", "A relative `out` resolves against the recipe's folder.", "", *header]

@@ -1,4 +1,5 @@
-"""Data: synprep Arrow shards (memory-mapped) -> token ids, a joint vocabulary, token-count batches.
+"""Data: synprep Arrow shards (memory-mapped) -> token ids, a joint vocabulary (or one per side when the dataset's
+BPE is per side, `[bpe] joint = false`), token-count batches.
 
 Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS. The encoder reads
 `subwords + [EOS]` with **no BOS on the source**, so source positions need no shift (`SRC_OFFSET = 0`) and
@@ -27,6 +28,7 @@ position p = the rows with step <= p. Label ids: 0 = self (GCN), 1 = a label uns
 from __future__ import annotations
 
 import json
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -188,37 +190,53 @@ def count_strings(column: pa.ChunkedArray, keep: Callable[[str], bool] | None = 
             if value is not None and count and (keep is None or keep(value))}
 
 
-class Vocab:
-    """A joint source/target vocabulary: the specials first, then sub-words by frequency (ties: alphabetical)."""
+def separate_bpe(configuration: dict) -> bool:
+    """Whether a dataset's sub-words come from separate BPE codes per side (pipeline `[bpe] joint = false`)."""
+    bpe = configuration.get("bpe") or {}
+    return bpe.get("joint", True) is False and bpe.get("enabled", True) is not False
 
-    def __init__(self, tokens: Sequence[str]) -> None:
+
+class Vocab:
+    """The target vocabulary (the joint source/target one unless `source` is given): the specials first, then
+    sub-words by frequency (ties: alphabetical). `source`: the source side's own vocabulary (separate BPE)."""
+
+    def __init__(self, tokens: Sequence[str], source: Vocab | None = None) -> None:
         if tuple(tokens[: len(SPECIALS)]) != SPECIALS:
             raise ValueError(f"a vocabulary starts with {SPECIALS}")
         self.itos = list(tokens)
         self.stoi = {token: i for i, token in enumerate(self.itos)}
         self._values: pa.Array | None = None  # itos as an Arrow array (for pc.index_in)
+        self.source = source
 
     def __len__(self) -> int:
         return len(self.itos)
 
+    @property
+    def src(self) -> Vocab:
+        """The vocabulary of the source ids: the source's own, or this joint one."""
+        return self.source or self
+
     @classmethod
-    def build(cls, tables: Iterable[pa.Table], min_freq: int = 1, transitions: bool = False) -> Vocab:
-        """Count `src_subwords` and `tgt_subwords` of the given tables (one joint vocabulary); `transitions`:
-        also the LEFT-ARC/RIGHT-ARC tokens of `tgt_transitions`."""
-        counts: dict[str, int] = {}
-        for table in tables:
-            columns = [SRC_SUBWORDS, TGT_SUBWORDS]
-            if transitions:
-                if TGT_TRANSITIONS not in table.column_names:
-                    raise ValueError(transitions_error("the training split"))
-                columns.append(TGT_TRANSITIONS)
-            for column in columns:
-                found = count_strings(table.column(column), is_arc if column == TGT_TRANSITIONS else None)
-                for value, count in found.items():
-                    counts[value] = counts.get(value, 0) + count
-        kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIALS),
-                      key=lambda t: (-counts[t], t))
-        return cls(list(SPECIALS) + kept)
+    def build(cls, tables: Iterable[pa.Table], min_freq: int = 1, transitions: bool = False,
+              joint: bool = True) -> Vocab:
+        """Count `src_subwords` and `tgt_subwords` of the given tables (one joint vocabulary; `joint` false: a
+        target vocabulary with a source vocabulary of its own); `transitions`: also the LEFT-ARC/RIGHT-ARC tokens
+        of `tgt_transitions` (target side)."""
+        tables = list(tables)
+        target = [TGT_SUBWORDS] + ([TGT_TRANSITIONS] if transitions else [])
+        if joint:
+            return cls(_counted(tables, [SRC_SUBWORDS, *target], min_freq))
+        return cls(_counted(tables, target, min_freq), cls(_counted(tables, [SRC_SUBWORDS], min_freq)))
+
+    @classmethod
+    def from_checkpoint(cls, ckpt: dict) -> Vocab:
+        """The vocabulary a checkpoint stores: `vocab`, and `src_vocab` when the source has its own."""
+        source = ckpt.get("src_vocab")
+        return cls(ckpt["vocab"], cls(source) if source is not None else None)
+
+    def checkpoint_fields(self) -> dict[str, list[str]]:
+        """What `from_checkpoint` reads back (a joint vocabulary: only `vocab`, as before)."""
+        return {"vocab": self.itos, **({"src_vocab": self.source.itos} if self.source else {})}
 
     def encode_column(self, column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
         """A list<string> column -> (flat int32 ids, int64 offsets); unknown pieces map to <unk>.
@@ -241,15 +259,37 @@ class Vocab:
         return pieces
 
     def save(self, path: str) -> None:
-        """One JSON list of pieces."""
+        """One JSON list of pieces; a source vocabulary of its own goes beside it (vocab.json -> vocab.src.json)."""
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.itos, f, ensure_ascii=False)
+        if self.source:
+            self.source.save(source_vocab_path(path))
 
     @classmethod
     def load(cls, path: str) -> Vocab:
         """Read what `save` wrote."""
         with open(path, encoding="utf-8") as f:
             return cls(json.load(f))
+
+
+def source_vocab_path(path: str) -> str:
+    """Where `Vocab.save(path)` writes a separate source vocabulary."""
+    stem, ext = os.path.splitext(path)
+    return f"{stem}.src{ext}"
+
+
+def _counted(tables: list[pa.Table], columns: list[str], min_freq: int) -> list[str]:
+    """The specials, then the strings of `columns` (arc tokens only of `tgt_transitions`) by frequency."""
+    counts: dict[str, int] = {}
+    for table in tables:
+        if TGT_TRANSITIONS in columns and TGT_TRANSITIONS not in table.column_names:
+            raise ValueError(transitions_error("the training split"))
+        for column in columns:
+            found = count_strings(table.column(column), is_arc if column == TGT_TRANSITIONS else None)
+            for value, count in found.items():
+                counts[value] = counts.get(value, 0) + count
+    kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIALS), key=lambda t: (-counts[t], t))
+    return list(SPECIALS) + kept
 
 
 VOCAB_COLUMNS = (SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS)  # what Vocab.build counts (when present)
@@ -378,7 +418,7 @@ class ParallelData:
             raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
         self.target = target
         self.root = self.configuration.get("features", {}).get("root", "drop")
-        self.src_ids, self.src_off = vocab.encode_column(self.table.column(SRC_SUBWORDS))
+        self.src_ids, self.src_off = vocab.src.encode_column(self.table.column(SRC_SUBWORDS))
         null = np.zeros(self.table.num_rows, dtype=bool)
         if target == "transitions" and table is None:  # raw text has no targets
             if TGT_TRANSITIONS not in self.table.column_names:

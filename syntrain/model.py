@@ -9,7 +9,7 @@ decoder input; `forward` returns `Outputs` (logits plus the tensors the switches
 Pre-norm residual blocks (LayerNorm before each sub-layer, a final LayerNorm per stack: the tensor2tensor /
 fairseq `--*-normalize-before` variant, which trains without tuning on small data), sinusoidal positions,
 embeddings scaled by sqrt(d_model), optionally one embedding matrix shared by source, target and output
-(the vocabulary is joint).
+(the vocabulary is joint; with a source vocabulary of its own, `src_vocab_size`, only target and output share).
 """
 
 from __future__ import annotations
@@ -43,8 +43,12 @@ class ModelSizes:
                                              help="dropout on attention weights (None: same as dropout)")
     activation_dropout: float | None = option(None, ge=0, lt=1,
                                               help="dropout after the feed-forward ReLU (None: same as dropout)")
-    share_embeddings: bool = option(True, help="one matrix for source, target and output embeddings")
+    share_embeddings: bool = option(True, help="one matrix for source, target and output embeddings (separate "
+                                                "vocabularies: for target and output)")
     max_len: int = option(512, ge=1, help="positions (longest sequence)")
+    src_vocab_size: int = option(0, ge=0, filled=True,
+                                 help="size of the source vocabulary when the source has its own (separate "
+                                 "BPE per side; set from the training data); 0: the joint vocabulary")
 
 
 # A switch option must not take a core name: [model] keys are one flat namespace (syntrain.config reserves the
@@ -164,7 +168,7 @@ class ModelConfig:
 def prepared_config(values: dict, table: Any, manifest: Any, vocab: Any) -> ModelConfig:
     """The model config of a new run: `values` plus what comes from the training split (vocab_size, and each
     switch's `prepare`), built once."""
-    values = {**values, "vocab_size": len(vocab)}
+    values = {**values, "vocab_size": len(vocab), **({"src_vocab_size": len(vocab.source)} if vocab.source else {})}
     draft = ModelConfig.from_dict(values)
     for switch in registered():
         if switch.active(draft):
@@ -247,9 +251,10 @@ class Transformer(nn.Module):
         cfg.check()
         self.cfg = cfg
         self.switches = cfg.switches_on()
-        self.src_embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=PAD_ID)
-        self.tgt_embed = self.src_embed if cfg.share_embeddings else nn.Embedding(cfg.vocab_size, cfg.d_model,
-                                                                                  padding_idx=PAD_ID)
+        self.src_embed = nn.Embedding(cfg.src_vocab_size or cfg.vocab_size, cfg.d_model, padding_idx=PAD_ID)
+        # separate vocabularies (src_vocab_size set): never one source/target matrix; the output may share the target's
+        shared = cfg.share_embeddings and not cfg.src_vocab_size
+        self.tgt_embed = self.src_embed if shared else nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=PAD_ID)
         self._add_modules("source_modules")
         self.register_buffer("positions", sinusoids(cfg.max_len, cfg.d_model), persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
@@ -263,7 +268,7 @@ class Transformer(nn.Module):
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.apply(self._init)
         if cfg.share_embeddings:
-            self.output.weight = self.src_embed.weight
+            self.output.weight = self.tgt_embed.weight
 
     def _add_modules(self, kind: str) -> None:
         for switch in self.switches:

@@ -33,7 +33,7 @@ from synprep.textio import atomic_write
 from .attention import flex_available
 from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
 from .config import TrainConfig, inverse_sqrt, stored_model_config
-from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split
+from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split, separate_bpe
 from .decode import score, translate
 from .model import PRESETS, ModelConfig, Transformer, prepared_config
 from .runfolder import start_run_folder
@@ -224,7 +224,7 @@ def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Tran
     ckpt = read_checkpoint(path, device)
     model = Transformer(stored_model_config(ckpt, path)).to(device)  # new keys: their defaults
     model.load_state_dict(ckpt["model"])
-    return model.eval(), Vocab(ckpt["vocab"]), ckpt
+    return model.eval(), Vocab.from_checkpoint(ckpt), ckpt
 
 
 def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,
@@ -374,9 +374,10 @@ def load_data(run: Run) -> None:
     training_features = draft.batch_features(training=True)
     split = read_split(cfg.data, data_columns(training_features, options["target"], references=False))
     if ckpt:
-        run.vocab, run.mcfg = Vocab(ckpt["vocab"]), draft
-    else:
-        run.vocab = Vocab.build([split[0]], transitions=options["target"] == "transitions")
+        run.vocab, run.mcfg = Vocab.from_checkpoint(ckpt), draft
+    else:  # one vocabulary per side when the dataset's BPE is per side
+        run.vocab = Vocab.build([split[0]], transitions=options["target"] == "transitions",
+                                joint=not separate_bpe(split[1].configuration))
         run.mcfg = prepared_config(values, *split, run.vocab)
         options = data_options(run.mcfg)
     run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, features=run.mcfg.batch_features(training=True),
@@ -429,7 +430,8 @@ def make_model(run: Run) -> None:
     run.autocast = autocast_context(cfg.precision, device)
     n_params = sum(p.numel() for p in model.parameters())
     precision = resolve_precision(cfg.precision, device)
-    run.log(f"syntrain: {len(run.train_data)} training pairs, vocabulary {len(run.vocab)}, {n_params / 1e6:.1f}M "
+    sizes = f"target {len(run.vocab)}, source {len(run.vocab.source)}" if run.vocab.source else len(run.vocab)
+    run.log(f"syntrain: {len(run.train_data)} training pairs, vocabulary {sizes}, {n_params / 1e6:.1f}M "
             f"parameters, device {device}, {run.world} process(es), precision {precision}"
             f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n  syntax switches: {mcfg.switches()}")
 
@@ -471,7 +473,7 @@ def save(run: Run, also_best: bool) -> None:
     state = {"model": run.raw_model.state_dict(), "optimizer": run.optimizer.state_dict(),
              "scheduler": run.scheduler.state_dict(), "step": run.step, "epoch": run.epoch,
              "position": run.position, "best": run.best, "bad_evals": run.bad_evals, "rng": rng,
-             "vocab": run.vocab.itos, "model_config": run.mcfg.to_dict(), "train_config": asdict(cfg),
+             **run.vocab.checkpoint_fields(), "model_config": run.mcfg.to_dict(), "train_config": asdict(cfg),
              "signature": run.train_data.signature, "pipeline": run.train_data.configuration,
              "dataset": os.path.dirname(os.path.abspath(cfg.data))}
     for path in (run.last_path, run.best_path) if also_best else (run.last_path,):
