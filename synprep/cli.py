@@ -98,7 +98,7 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
 @click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
 @click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None)
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
-              help="Comma-separated: parents,distances,transitions,labels.")
+              help="Comma-separated: parents,distances,transitions,labels,dbsa.")
 @click.option("--format", "fmt", type=click.Choice(options.ALIGN_FORMATS),
               default="jsonl", show_default=True,
               help="Line formats: pascal = parent_mid, transitions = the sequence, text = the sub-words "
