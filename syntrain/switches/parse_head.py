@@ -151,8 +151,11 @@ class ParseHeads(Switch, name="parse_head", config=ParseHeadConfig,
     def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
         cfg, losses = self.cfg, {}
         if cfg.dbsa_encoder:
-            src = features.get("src_head" if cfg.dbsa_rule == "parent_first" else "src_dbsa_head")
-            losses["dep_src"] = dependency_loss(outputs.records[ENCODER], src)
+            # the trainer collates `src_dbsa_head` under next_piece (LISA keeps `src_head`); a caller that passes
+            # one `src_head` supervises with it
+            src = features.get("src_dbsa_head") if cfg.dbsa_rule == "next_piece" else None
+            losses["dep_src"] = dependency_loss(outputs.records[ENCODER], src if src is not None
+                                                else features.get("src_head"))
         if cfg.lisa_layer:
             losses["lisa"] = dependency_loss(outputs.records[LISA], features.get("src_head"))
         if cfg.dbsa_decoder:
