@@ -182,3 +182,20 @@ def test_trainer_collates_dbsa_heads_stored_or_made_from_the_trees(stored, dbsa_
         position = np.arange(len(tgt))
         expected = np.where(tgt <= position, tgt + 1, -1)  # decoder input positions (BOS shift)
         assert batch.tgt_head[b, 1 : len(tgt) + 1].tolist() == expected.tolist() and batch.tgt_head[b, 0] == -1
+
+
+def test_older_checkpoints_keep_the_rule_they_were_trained_with():
+    """A stored model config without `dbsa_rule` (saved before it existed) loads as parent_first, what that code
+    trained; a new config defaults to the released rule; a stored rule is kept."""
+    from syntrain.config import stored_model_config
+    from syntrain.model import ModelConfig
+
+    new = ModelConfig.from_dict({"dbsa_encoder": True, "dbsa_decoder": True, "vocab_size": 8})
+    assert new.dbsa_rule == "next_piece"
+    assert set(new.batch_features(training=True)) == {"src_dbsa_heads", "tgt_dbsa_heads"}
+    stored = new.to_dict()
+    del stored["dbsa_rule"]
+    old = stored_model_config({"model_config": stored}, "old.pt")
+    assert old.dbsa_rule == "parent_first" and set(old.batch_features(training=True)) == {"src_heads", "tgt_heads"}
+    stored["dbsa_rule"] = "next_piece"
+    assert stored_model_config({"model_config": stored}, "new.pt").dbsa_rule == "next_piece"
