@@ -100,7 +100,7 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
 @click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
 @click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None)
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
-              help="Comma-separated: parents,distances,transitions,labels.")
+              help="Comma-separated: parents,distances,transitions,labels,dbsa.")
 @click.option("--format", "fmt", type=click.Choice(options.ALIGN_FORMATS),
               default="jsonl", show_default=True,
               help="Line formats: pascal = parent_mid, transitions = the sequence, text = the sub-words "
@@ -334,6 +334,22 @@ def validate(directory: str, max_failures: int, workers: int) -> None:
     click.echo(report.summary(manifest), err=not report.ok)
     if not report.ok:
         sys.exit(1)
+
+
+@cli.command()
+@click.argument("split_path", metavar="SPLIT")
+@click.option("-o", "--output", required=True, help="Output folder: one subfolder per format.")
+@click.option("--format", "formats", default="pascal,dbsa,nematus", show_default=True,
+              help="Comma-separated: pascal (e-bug/pascal), dbsa (de9uch1/dbsa), nematus (borgr/nematus).")
+@click.option("--name", default=None, help="File name prefix (default: the split's name, e.g. train).")
+def export(split_path: str, output: str, formats: str, name: str | None) -> None:
+    """A split (shard folder) in the input formats of the papers' released trainers (docs/synprep.md)."""
+    from .export import EXPORT_FORMATS, export_split, summary_line
+
+    chosen = tuple(f.strip() for f in formats.split(",") if f.strip())
+    if not chosen or any(f not in EXPORT_FORMATS for f in chosen):
+        raise click.BadParameter(f"choose from {','.join(EXPORT_FORMATS)}, got {formats!r}", param_hint="--format")
+    click.echo(summary_line(export_split(split_path, output, chosen, name), output), err=True)
 
 
 def main() -> None:

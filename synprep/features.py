@@ -55,6 +55,44 @@ def parent_first(heads: Sequence[int], subword_token: Sequence[int]) -> np.ndarr
     return parent_positions(heads, subword_token)[1]
 
 
+DBSA_RULES = ("next_piece", "parent_first")  # sub-word heads of the DBSA parse heads (syntrain's `dbsa_rule`)
+
+
+def forest_dbsa_heads(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
+                      subword_owner: Sequence[int] | np.ndarray) -> np.ndarray:
+    """`dbsa_head` of several trees at once (arguments as `forest_parent_positions`), int16.
+
+    The sub-word heads DBSA trains on (Deguchi et al., 2019, as their released preprocessing builds them): a
+    piece that is not its word's last points to the next piece of its word; a word's last piece points to
+    the first piece of the head word; the root word's last piece points to itself."""
+    parent, offset, tree = forest_arrays(heads, sizes)
+    owner = np.asarray(subword_owner, dtype=np.int64)
+    count = np.bincount(owner, minlength=len(parent))
+    ends = np.cumsum(count)
+    starts = np.concatenate(([0], ends))[offset]  # first global sub-word of each tree
+    first = ends - count - starts[tree]  # position of each token's first sub-word within its tree
+    position = np.arange(len(owner)) - starts[tree[owner]] if len(owner) else np.zeros(0, np.int64)
+    last = position == first[owner] + count[owner] - 1
+    is_root = parent[owner] == owner
+    head = np.where(last, np.where(is_root, position, first[parent[owner]]), position + 1)
+    return head.astype(np.int16)
+
+
+def dbsa_heads(heads: Sequence[int], subword_token: Sequence[int]) -> np.ndarray:
+    """DBSA: per sub-word, the position of its head sub-word (`forest_dbsa_heads`, one sentence)."""
+    return forest_dbsa_heads(heads, [len(heads)], subword_token)
+
+
+def forest_subword_heads(rule: str, heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
+                         subword_owner: Sequence[int] | np.ndarray) -> np.ndarray:
+    """The sub-word heads a DBSA rule (`DBSA_RULES`) supervises: `dbsa_head` or `parent_first`, int16."""
+    if rule == "next_piece":
+        return forest_dbsa_heads(heads, sizes, subword_owner)
+    if rule == "parent_first":
+        return forest_parent_positions(heads, sizes, subword_owner)[1]
+    raise ValueError(f"DBSA rule must be one of {', '.join(DBSA_RULES)}, got {rule!r}")
+
+
 def forest_ancestor_bits(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray
                          ) -> np.ndarray:
     """Per token of several trees, the bit set of its ancestors-or-self, by pointer jumping:

@@ -19,7 +19,7 @@ SCHEMA_VERSION = 2  # of convert shards; manifest.json's schema_version (CONTRAC
 READABLE_VERSIONS = (1, 2)  # 1: strings stored as strings, src/tgt_distances stored token x token
 
 # --features group -> the fields it adds (besides the always-present BASE_FIELDS)
-FEATURE_GROUPS = ("parents", "distances", "transitions", "labels")
+FEATURE_GROUPS = ("parents", "distances", "transitions", "labels", "dbsa")
 DEFAULT_FEATURES = ("parents", "transitions", "labels")
 
 # Version 2 stores the string lists dictionary-encoded (per record batch: the batch's distinct strings once,
@@ -34,6 +34,7 @@ _FIELD_TYPES: dict[str, pa.DataType] = {
     "subword_token": pa.list_(pa.int16()),
     "parent_mid": pa.list_(pa.float32()),
     "parent_first": pa.list_(pa.int16()),
+    "dbsa_head": pa.list_(pa.int16()),
     "distances": pa.list_(pa.uint8()),  # token x token, row-major flattened
     "transitions": pa.list_(STRING_IDS),  # null when the tree cannot be encoded
     "projective": pa.bool_(),
@@ -55,6 +56,8 @@ FIELD_DOCS = {
     "subword_token": "per sub-word: 0-based index of its token",
     "parent_mid": "per sub-word: mean 0-based sub-word position of its token's head token (root: its own)",
     "parent_first": "per sub-word: 0-based position of the first sub-word of its token's head token (root: own)",
+    "dbsa_head": "per sub-word: 0-based position of its DBSA head sub-word (a word's non-final piece: the next "
+                 "piece; its final piece: the head word's first piece; the root's final piece: itself)",
     "distances": "token x token tree distances (arcs), uint8 capped at 255, row-major: reshape (n, n), n = len(tokens)",
     "transitions": "arc-standard sequence, sub-words as SHIFT; null when the tree cannot be encoded",
     "projective": "the tree has no crossing arcs (the root arc included)",
@@ -65,6 +68,7 @@ GROUP_FIELDS = {
     "distances": ("distances",),
     "transitions": ("transitions",),
     "labels": ("labels",),
+    "dbsa": ("dbsa_head",),
 }
 
 

@@ -121,6 +121,10 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
             yield "parent_mid", f"stored {_short(record.get('parent_mid'))} != recomputed {_short(mid)}"
         if _differs(record.get("parent_first"), first):
             yield "parent_first", f"stored {_short(record.get('parent_first'))} != recomputed {_short(first)}"
+    if "dbsa" in groups:
+        dbsa = F.dbsa_heads(heads, owner)
+        if _differs(record.get("dbsa_head"), dbsa):
+            yield "dbsa_head", f"stored {_short(record.get('dbsa_head'))} != recomputed {_short(dbsa)}"
     if "distances" in groups and "distances" in record:  # shards of format 2 make them from heads where used
         expected = F.tree_distances(heads).ravel()
         if _differs(record.get("distances"), expected):

@@ -216,8 +216,14 @@ def check_model_value(name: str, value: Any, label: str) -> Any:
 
 def stored_model_config(ckpt: dict, path: str) -> Any:
     """The ModelConfig of a checkpoint, checked by the declarations; a bad value is a ValueError naming the file."""
+    from .switches.base import registered
+
+    model_config, stored = _model_config(), dict(ckpt["model_config"])
+    for switch in registered():  # options added since: the value the older code had (not the new default)
+        for name, value in switch.stored_defaults.items():
+            stored.setdefault(name, value)
     try:
-        return _model_config().from_dict(ckpt["model_config"])
+        return model_config.from_dict(stored)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{path}: stored model configuration: {err}") from None
 

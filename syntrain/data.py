@@ -11,9 +11,12 @@ Features of the other syntax switches (collated only when a switch asks for them
 `distances` (B, S, S) sub-word syntax distances (made from `src_heads` by `synprep.features`:
 `forest_tree_distances`, then `subword_distances`; the EOS and pad
 rows/columns are 0: EOS stays inside every syntax-directed window, unscaled); `src_head` (B, S) the
-`src_parent_first` position of each source sub-word (-1: EOS, pad: no loss); `tgt_head` (B, T) the decoder
-*input* position (BOS shift: + 1) of the head of the sub-word read at each input position, -1 for BOS, pad
-and sub-words whose head comes later (the causal mask hides it: no loss); `labels` (B, S) source label ids
+`src_parent_first` position of each source sub-word (-1: EOS, pad: no loss), `src_dbsa_head` the same of
+`src_dbsa_head`; `tgt_head` (B, T) the decoder *input* position (BOS shift: + 1) of the head (`tgt_parent_first`
+or `tgt_dbsa_head`, as the switch asks) of the sub-word read at each input position, -1 for BOS, pad
+and sub-words whose head comes later (the causal mask hides it: no loss). A split without `*_dbsa_head`
+(shards written before it, or without the `dbsa` group) gets it made from `*_heads` and `*_subword_token` by
+`synprep.features.forest_dbsa_heads`, the one implementation; `labels` (B, S) source label ids
 (0: EOS/pad, 1: a label unseen in training, 2... `label_vocabulary`), each piece taking its token's label.
 
 Tree decoding (`target = "transitions"`, docs/tree-decoding.md): the decoder reads `[BOS] + tgt_transitions`
@@ -45,6 +48,7 @@ from synprep.errors import InputError
 from synprep.features import (
     LEFT_ARC,
     RIGHT_ARC,
+    forest_dbsa_heads,
     forest_tree_distances,
     per_subword,
     subword_distances,
@@ -66,15 +70,20 @@ ID, SRC_TEXT, TGT_TEXT = "id", "src_text", "tgt_text"
 SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID = "src_subwords", "tgt_subwords", "src_parent_mid"
 SRC_PARENT_FIRST, TGT_PARENT_FIRST, SRC_DISTANCES = "src_parent_first", "tgt_parent_first", "src_distances"
 SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS = "src_labels", "src_subword_token", "tgt_transitions"
-SRC_HEADS = "src_heads"
+SRC_HEADS, TGT_HEADS, TGT_SUBWORD_TOKEN = "src_heads", "tgt_heads", "tgt_subword_token"
+SRC_DBSA_HEAD, TGT_DBSA_HEAD = "src_dbsa_head", "tgt_dbsa_head"
 assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST, TGT_PARENT_FIRST,
-        SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS, SRC_HEADS} <= _ALL_FIELDS
+        SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS, SRC_HEADS, TGT_HEADS, TGT_SUBWORD_TOKEN,
+        SRC_DBSA_HEAD, TGT_DBSA_HEAD} <= _ALL_FIELDS
 # batch feature -> (shard column, the side and pipeline feature group that writes it); distances are made from
 # the heads that every shard has (shards of format 1 also stored them token x token: not read)
 FEATURE_COLUMNS = {"parents": (SRC_PARENT_MID, "src", "parents"),
                    "distances": (SRC_HEADS, "src", "distances"), "labels": (SRC_LABELS, "src", "labels"),
                    "src_heads": (SRC_PARENT_FIRST, "src", "parents"),
-                   "tgt_heads": (TGT_PARENT_FIRST, "tgt", "parents")}
+                   "tgt_heads": (TGT_PARENT_FIRST, "tgt", "parents"),
+                   "src_dbsa_heads": (SRC_DBSA_HEAD, "src", "dbsa"), "tgt_dbsa_heads": (TGT_DBSA_HEAD, "tgt", "dbsa")}
+# columns made from the tree where a split lacks them: column -> (its heads, its subword_token)
+MADE_FROM_TREE = {SRC_DBSA_HEAD: (SRC_HEADS, SRC_SUBWORD_TOKEN), TGT_DBSA_HEAD: (TGT_HEADS, TGT_SUBWORD_TOKEN)}
 LABEL_NONE, LABEL_UNKNOWN = 0, 1
 TARGETS = ("text", "transitions")  # what the decoder produces: sub-words, or arc-standard transitions
 
@@ -295,7 +304,8 @@ def _counted(tables: list[pa.Table], columns: list[str], min_freq: int) -> list[
 VOCAB_COLUMNS = (SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS)  # what Vocab.build counts (when present)
 # the columns the trainer reads (when present); of compressed shards only these are decompressed
 TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST,
-                 TGT_PARENT_FIRST, SRC_HEADS, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS)  # switches' too
+                 TGT_PARENT_FIRST, SRC_HEADS, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS,  # switches' too
+                 SRC_DBSA_HEAD, TGT_DBSA_HEAD, TGT_HEADS, TGT_SUBWORD_TOKEN)
 
 
 def read_split(path: str, columns: Sequence[str] | None = None) -> tuple[pa.Table, Manifest]:
@@ -344,6 +354,7 @@ class Batch:
     labels: torch.Tensor | None = None  # (B, S) source label ids
     target_tokens: int = -1  # non-pad tgt_out entries, counted at collation (-1: count when asked)
     graph: torch.Tensor | None = None  # (E, 5) generated-graph edges (tree decoding; module docstring)
+    src_dbsa_head: torch.Tensor | None = None  # (B, S) DBSA head position (dbsa_head), -1 = none
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         """The same batch on `device` (`non_blocking` copies from pinned memory overlap the running step)."""
@@ -352,7 +363,7 @@ class Batch:
 
         return Batch(move(self.src), move(self.parent), move(self.tgt_in), move(self.tgt_out), self.index,
                      move(self.distances), move(self.src_head), move(self.tgt_head), move(self.labels), self.tokens(),
-                     move(self.graph))
+                     move(self.graph), move(self.src_dbsa_head))
 
     def pin_memory(self) -> Batch:
         """The same batch in page-locked memory (for non-blocking copies to a GPU)."""
@@ -361,12 +372,13 @@ class Batch:
 
         return Batch(pin(self.src), pin(self.parent), pin(self.tgt_in), pin(self.tgt_out), self.index,
                      pin(self.distances), pin(self.src_head), pin(self.tgt_head), pin(self.labels), self.tokens(),
-                     pin(self.graph))
+                     pin(self.graph), pin(self.src_dbsa_head))
 
     def features(self) -> dict[str, torch.Tensor]:
         """The batch features the syntax switches read, by name (those collated)."""
         named = {"parent": self.parent, "distances": self.distances, "src_head": self.src_head,
-                 "tgt_head": self.tgt_head, "labels": self.labels, "graph": self.graph}
+                 "tgt_head": self.tgt_head, "labels": self.labels, "graph": self.graph,
+                 "src_dbsa_head": self.src_dbsa_head}
         return {name: value for name, value in named.items() if value is not None}
 
     def source_features(self) -> dict[str, torch.Tensor]:
@@ -385,6 +397,7 @@ def data_columns(features: dict[str, str], target: str, references: bool = True)
     the collated `features`; with `references`, ids and texts too (scoring; the training split needs none)."""
     needed = [SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID] + ([TGT_TRANSITIONS] if target == "transitions" else [])
     needed += [FEATURE_COLUMNS[f][0] for f in features]
+    needed += [c for f in features for c in MADE_FROM_TREE.get(FEATURE_COLUMNS[f][0], ())]  # if the split lacks it
     if "distances" in features or "labels" in features:
         needed.append(SRC_SUBWORD_TOKEN)
     return ([ID, SRC_TEXT, TGT_TEXT] if references else []) + list(dict.fromkeys(needed))
@@ -436,10 +449,12 @@ class ParallelData:
         self.features = dict(features or {})
         for feature, switch in self.features.items():
             column, side, group = FEATURE_COLUMNS[feature]
-            if column not in self.table.column_names:
+            made_from = MADE_FROM_TREE.get(column, ())
+            if column not in self.table.column_names and not (made_from and
+                                                              set(made_from) <= set(self.table.column_names)):
                 raise ValueError(f"{path}: {switch} needs {column}: convert with [features] {side} = [..., "
                                  f"\"{group}\"]")
-        self.columns = {FEATURE_COLUMNS[f][0]: flat_numbers(self.table.column(FEATURE_COLUMNS[f][0]))
+        self.columns = {FEATURE_COLUMNS[f][0]: self._numbers(FEATURE_COLUMNS[f][0])
                         for f in self.features if f not in ("parents", "labels")}  # parents: always collated
         if "distances" in self.features or "labels" in self.features:
             self.columns[SRC_SUBWORD_TOKEN] = flat_numbers(self.table.column(SRC_SUBWORD_TOKEN))
@@ -457,6 +472,16 @@ class ParallelData:
         # shape ladder (syntrain.shapes): pad batch lengths to its rungs (capped at `ladder_limit` when > 0)
         self.ladder, self.ladder_limit = False, 0
         self.graphs = None if arc_labels is None else self._graphs(null)
+
+    def _numbers(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """A numeric list column as (flat values, offsets); one of MADE_FROM_TREE that the split lacks is made
+        from its side's heads and subword_token."""
+        if column in self.table.column_names or column not in MADE_FROM_TREE:
+            return flat_numbers(self.table.column(column))
+        heads, owner = (flat_numbers(self.table.column(name)) for name in MADE_FROM_TREE[column])
+        sizes, pieces = np.diff(heads[1]), np.diff(owner[1])
+        global_owner = owner[0].astype(np.int64) + np.repeat(heads[1][:-1], pieces)
+        return forest_dbsa_heads(heads[0], sizes, global_owner), owner[1]
 
     def _graphs(self, null: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every row's generated graph (E, 4) (parent, child, label id, step; decoder input positions), flat with
@@ -566,10 +591,12 @@ class ParallelData:
             out["distances"] = np.zeros((len(rows), s, s), np.uint8)
         if "labels" in self.features:
             out["labels"] = np.full((len(rows), s), LABEL_NONE, np.int64)
-        if "src_heads" in self.features:
-            out["src_head"] = np.full((len(rows), s), -1, np.int64)
-        if "tgt_heads" in self.features:
-            out["tgt_head"] = np.full((len(rows), t), -1, np.int64)
+        head_columns = {name: column for feature, name, column in (
+            ("src_heads", "src_head", SRC_PARENT_FIRST), ("src_dbsa_heads", "src_dbsa_head", SRC_DBSA_HEAD),
+            ("tgt_heads", "tgt_head", TGT_PARENT_FIRST), ("tgt_dbsa_heads", "tgt_head", TGT_DBSA_HEAD))
+            if feature in self.features}
+        for name in head_columns:
+            out[name] = np.full((len(rows), t if name == "tgt_head" else s), -1, np.int64)
         if "distances" in out:  # token x token, made from the heads of all rows at once
             heads = [self._row(SRC_HEADS, row) for row in rows]
             sizes = np.array([len(h) for h in heads], np.int64)
@@ -583,11 +610,12 @@ class ParallelData:
                     out["distances"][b, :n, :n] = subword_distances(token_distances[cells[b] : cells[b + 1]], owner)
                 if "labels" in out:
                     out["labels"][b, :n] = per_subword(self._row(SRC_LABELS, row), owner)
-            if "src_head" in out:
-                head = self._row(SRC_PARENT_FIRST, row)
-                out["src_head"][b, : len(head)] = head
-            if "tgt_head" in out:
-                head = self._row(TGT_PARENT_FIRST, row).astype(np.int64)
+            for name in ("src_head", "src_dbsa_head"):
+                if name in head_columns:
+                    head = self._row(head_columns[name], row)
+                    out[name][b, : len(head)] = head
+            if "tgt_head" in head_columns:
+                head = self._row(head_columns["tgt_head"], row).astype(np.int64)
                 position = np.arange(len(head))
                 out["tgt_head"][b, 1 : len(head) + 1] = np.where(head <= position, head + 1, -1)
         return {name: torch.from_numpy(array) for name, array in out.items()}

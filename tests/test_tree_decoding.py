@@ -246,6 +246,28 @@ def test_batch_invariance(name):
             assert torch.allclose(batched[b, :n], alone[0], atol=1e-5), (name, b)
 
 
+@pytest.mark.parametrize("name", ["parent", "gcn", "parent_gcn_bitran"])
+def test_switches_read_the_root_arc_under_root_keep(name):
+    """Root policy keep (the released nematus code's): the final RIGHT-ARC:root adds its edges (root word -> arc
+    item) to the graph, PARENT / GCN / BiTran read them at that position only (earlier positions unchanged)."""
+    vocab = Vocab(VOCAB_ITEMS)
+    model = _model(TREE_SWITCHES[name], vocab, root="keep")
+    items = (SENTENCES[0] + " RIGHT-ARC:root").split()
+    src, tgt, _ = _inputs(vocab, [" ".join(items)], uses_graph=False)
+    labels = {label: i + 2 for i, label in enumerate(ARC_LABELS)}
+    keep = torch.from_numpy(graph_rows([items], labels, "keep"))
+    arc = len(items)  # the root arc's decoder input position (BOS shift)
+    without = keep[keep[:, 4] < arc]  # the same graph without the root arc's edges
+    assert len(without) < len(keep) and (keep[keep[:, 4] == arc][:, 2] == arc).all()
+    with pytest.raises(ValueError, match="needs two items on the stack"):
+        graph_rows([items], labels, "drop")  # under drop the root arc is not a valid item
+    with torch.no_grad():
+        read = model(src, tgt, graph=keep).logits
+        unread = model(src, tgt, graph=without).logits
+    assert torch.allclose(read[0, :arc], unread[0, :arc], atol=1e-5)
+    assert not torch.allclose(read[0, arc], unread[0, arc], atol=1e-4)
+
+
 @pytest.mark.parametrize("root", ["drop", "keep"])
 @pytest.mark.parametrize("name", ["linearized", "parent_gcn_bitran"])
 def test_constrained_decoding_always_gives_valid_trees(name, root, tmp_path):

@@ -110,6 +110,8 @@ class Switch:
     switched_by: ClassVar[tuple[str, ...]] = ()  # the options that turn it on (or override `active`)
     order: ClassVar[int] = 100  # place among the switches (hooks, parameters, losses, run header); ties: registration
     example: ClassVar[dict[str, Any]] = {}  # [model] options that turn it on in a small model (docs, generic tests)
+    # values of its options that a checkpoint stored before they existed was trained with (when not the default)
+    stored_defaults: ClassVar[dict[str, Any]] = {}
     recomputes_prefix = False  # decoding re-runs the decoder over the whole prefix (no incremental cache)
     output_length_factor = 1.5  # decoding stops after this many output items per source sub-word (+ 10)
 

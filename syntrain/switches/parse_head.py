@@ -2,11 +2,15 @@
 
 DBSA (dependency-based self-attention): the last head of encoder and/or decoder layer `dbsa_layer` (1-based)
 scores bi-affinely, softmax(Q U K^T / sqrt(d_k)) with U (parameter `parse_bilinear`) starting as the identity,
-and learns dependency heads: the loss sum of -log A[t, head(t)] over the rows with a head (eq. 5; batch
-features "src_heads" / "tgt_heads"), weighted by `dbsa_lambda`. On the decoder side the causal mask keeps it
-from seeing later tokens (a head that comes later gives no loss).
+and learns dependency heads: the loss sum of -log A[t, head(t)] over the rows with a head (eq. 5), weighted by
+`dbsa_lambda`. The sub-word heads are `dbsa_rule`'s: "next_piece" (default; the shards' `dbsa_head`, the rule
+of the authors' released preprocessing: a word's non-final piece -> its next piece, its final piece -> the head
+word's first piece; batch features "src_dbsa_heads" / "tgt_dbsa_heads") or "parent_first" (every piece -> the
+head word's first piece; "src_heads" / "tgt_heads"). A checkpoint stored before `dbsa_rule` existed keeps
+"parent_first", the rule it was trained with (`Switch.stored_defaults`). On the decoder side the causal mask
+keeps it from seeing later tokens (a head that comes later gives no loss, as in the released code).
 LISA: the last head of encoder layer `lisa_layer` with plain dot-product scores and the same loss
-(`lisa_lambda`).
+(`lisa_lambda`), always on `parent_first`.
 
 The parse head's log-weights are recorded in the forward's records ("parse_encoder", "parse_decoder", "lisa"),
 which SyncAttn reads as well.
@@ -15,10 +19,12 @@ which SyncAttn reads as well.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import nn
 
+from synprep.features import DBSA_RULES
 from synprep.tables import option
 
 from .base import AttentionHook, Features, Outputs, Switch, register
@@ -66,6 +72,9 @@ class ParseHeadConfig:
     dbsa_decoder: bool = option(False, help="DBSA: the last head of decoder layer dbsa_layer learns target heads")
     dbsa_layer: int = option(1, ge=1, help="1-based layer of the DBSA parse heads")
     dbsa_lambda: float = option(0.5, ge=0, help="weight of the DBSA losses")
+    dbsa_rule: str = option("next_piece", choices=DBSA_RULES,
+                            help="DBSA's sub-word heads: next_piece (the released rule, shards' dbsa_head) or "
+                                 "parent_first")
     lisa_layer: int = option(0, ge=0, help="1-based encoder layer of the LISA parse head (0: off)")
     lisa_lambda: float = option(1.0, ge=0, help="weight of the LISA loss")
 
@@ -88,6 +97,7 @@ class ParseHeads(Switch, name="parse_head", config=ParseHeadConfig,
     """DBSA (encoder and/or decoder) and LISA (encoder) parse heads with their dependency losses."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "lisa_layer": 2}
+    stored_defaults: ClassVar[dict[str, object]] = {"dbsa_rule": "parent_first"}  # what older checkpoints meant
 
     @classmethod
     def check(cls, cfg: ParseHeadConfig) -> None:
@@ -105,17 +115,23 @@ class ParseHeads(Switch, name="parse_head", config=ParseHeadConfig,
         cfg, on = self.cfg, []
         sides = [side for side, flag in (("encoder", cfg.dbsa_encoder), ("decoder", cfg.dbsa_decoder)) if flag]
         if sides:
-            on.append(f"DBSA {'+'.join(sides)} layer {cfg.dbsa_layer} (lambda {cfg.dbsa_lambda})")
+            on.append(f"DBSA {'+'.join(sides)} layer {cfg.dbsa_layer} (lambda {cfg.dbsa_lambda}, heads "
+                      f"{cfg.dbsa_rule})")
         if cfg.lisa_layer:
             on.append(f"LISA encoder layer {cfg.lisa_layer} (lambda {cfg.lisa_lambda})")
         return "; ".join(on)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         need, cfg = {}, self.cfg
-        if training and (cfg.dbsa_encoder or cfg.lisa_layer):
-            need["src_heads"] = "DBSA (encoder)" if cfg.dbsa_encoder else "LISA"
-        if training and cfg.dbsa_decoder:
-            need["tgt_heads"] = "DBSA (decoder)"
+        if not training:
+            return need
+        prefix = "" if cfg.dbsa_rule == "parent_first" else "dbsa_"
+        if cfg.dbsa_encoder:
+            need[f"src_{prefix}heads"] = "DBSA (encoder)"
+        if cfg.lisa_layer:
+            need["src_heads"] = "LISA"
+        if cfg.dbsa_decoder:
+            need[f"tgt_{prefix}heads"] = "DBSA (decoder)"
         return need
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
@@ -136,7 +152,11 @@ class ParseHeads(Switch, name="parse_head", config=ParseHeadConfig,
     def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
         cfg, losses = self.cfg, {}
         if cfg.dbsa_encoder:
-            losses["dep_src"] = dependency_loss(outputs.records[ENCODER], features.get("src_head"))
+            # the trainer collates `src_dbsa_head` under next_piece (LISA keeps `src_head`); a caller that passes
+            # one `src_head` supervises with it
+            src = features.get("src_dbsa_head") if cfg.dbsa_rule == "next_piece" else None
+            losses["dep_src"] = dependency_loss(outputs.records[ENCODER], src if src is not None
+                                                else features.get("src_head"))
         if cfg.lisa_layer:
             losses["lisa"] = dependency_loss(outputs.records[LISA], features.get("src_head"))
         if cfg.dbsa_decoder:

@@ -4,6 +4,7 @@ Run from a checkout (any commit whose syntrain has `train`, `TrainConfig`, `accu
 `load_checkpoint`, `translate`), e.g. on an older commit to pin its behaviour:
 
     python tests/data/make_switch_fixtures.py [--shards-only | --reference-only] [--commit REV]
+    python tests/data/make_switch_fixtures.py --recipe multi30k-dbsa.toml [--recipe ...]   # only those entries
 
 e.g. against an exported older tree (the fixtures here were made so, from 4554382):
 
@@ -18,6 +19,10 @@ Writes under tests/data/switches/:
 - text.pt / tree.pt: two small checkpoints (model, config, vocabulary only) trained a few steps (text: Pascal,
   syntax-directed, DBSA, SyncAttn, LISA, S&H; tree: transitions with PARENT, GCN and BiTran), and
   checkpoints.json: the losses and greedy outputs each gives on the validation rows.
+
+`--recipe NAME` (repeatable) redoes only those recipes' entries of recipe_losses.json on the current code
+(shards, checkpoints and the other entries untouched), recording the commit under "remade_by": for a change
+that is meant to change those recipes' losses (e.g. DBSA's sub-word heads, `dbsa_rule`).
 """
 
 from __future__ import annotations
@@ -91,10 +96,16 @@ def recipe_run(path: Path, out: str) -> dict:
     return {"logged": logged, "final": checkpoint_losses(f"{out}/last.pt")[0]}
 
 
-def recipe_losses() -> dict:
-    """Recipe file name -> `recipe_run`."""
+def recipe_losses(names: list[str] | None = None) -> dict:
+    """Recipe file name -> `recipe_run` (of every recipe of pipelines/train/, or of `names`)."""
     results = {}
-    for path in sorted((REPO / "pipelines" / "train").glob("*.toml")):
+    paths = sorted((REPO / "pipelines" / "train").glob("*.toml"))
+    unknown = sorted(set(names or ()) - {path.name for path in paths})
+    if unknown:
+        raise SystemExit(f"no such recipe in pipelines/train/: {', '.join(unknown)}")
+    for path in paths:
+        if names and path.name not in names:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             results[path.name] = recipe_run(path, f"{tmp}/run")
     return results
@@ -146,7 +157,11 @@ def main() -> None:
     parser.add_argument("--shards-only", action="store_true", help="only rebuild the shards")
     parser.add_argument("--reference-only", action="store_true", help="keep the shards, redo losses/checkpoints")
     parser.add_argument("--commit", default="", help="the commit of the syntrain code run (default: its git HEAD)")
+    parser.add_argument("--recipe", action="append", default=[], help="redo only this recipe's entry (repeatable)")
     args = parser.parse_args()
+    if args.recipe:
+        remake_recipes(args.recipe, args.commit)
+        return
     HERE.mkdir(parents=True, exist_ok=True)
     if not args.reference_only:
         make_shards()
@@ -160,6 +175,26 @@ def main() -> None:
     (HERE / "recipe_losses.json").write_text(json.dumps({"made_by": meta, "losses": recipe_losses()}, indent=1)
                                              + "\n")
     (HERE / "checkpoints.json").write_text(json.dumps({"made_by": meta, **checkpoints()}, indent=1) + "\n")
+
+
+def code_commit(commit: str = "") -> dict:
+    """{commit, torch} of the syntrain code run (`commit` given: that one)."""
+    import syntrain
+
+    code = Path(syntrain.__file__).resolve().parent
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=code)
+    return {"commit": commit or head.stdout.strip(), "torch": torch.__version__}
+
+
+def remake_recipes(names: list[str], commit: str = "") -> None:
+    """Redo the recipe_losses.json entries of `names` only (the rest of the file kept as it is)."""
+    path = HERE / "recipe_losses.json"
+    pinned = json.loads(path.read_text())
+    pinned["losses"].update(recipe_losses(names))
+    remade = pinned.setdefault("remade_by", {})
+    for name in names:
+        remade[name] = code_commit(commit)
+    path.write_text(json.dumps(pinned, indent=1) + "\n")
 
 
 if __name__ == "__main__":
