@@ -12,5 +12,7 @@ PARSER_BACKENDS = ("udpipe", "stanza", "spacy-udpipe", "spacy")
 LANGID_BACKENDS = ("langdetect", "py3langid")  # langdetect: as in the papers; py3langid: faster, more accurate
 DEFAULT_LANGID = "py3langid"  # synprep filter / [filter] langid: measured in docs/langid.md
 UDPIPE_PRESETS = ("tiny", "default")  # synprep parser train --preset
+SEGMENTATIONS = ("auto", "whitespace")  # [filter] segmentation / synprep filter --segmentation
+NORMALIZERS = ("romanian", "remove-diacritics")  # [normalize] src / tgt (synprep.normalize)
 ENGINES = ("local", "ray")  # synprep convert --engine
 COMPRESSIONS = ("none", "lz4", "zstd")  # shard compression
