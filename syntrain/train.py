@@ -241,7 +241,8 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     rows = data.keep[:sentences] if sentences else data.keep
     pieces: list[list[str]] = []
     hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, pieces=pieces)
-    metrics = {"loss": round(total / max(tokens, 1), 4), **score(hyps, data.references(rows))}
+    metrics = {"loss": round(total / max(tokens, 1), 4),
+               **score(hyps, data.references(rows), data.tgt_lang, cfg.bleu_tokenize)}
     for switch in model.switches:  # measures of the output's structure (trees)
         metrics.update(switch.output_scores(pieces, data, rows))
     model.train()
