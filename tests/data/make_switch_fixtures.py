@@ -4,6 +4,10 @@ Run from a checkout (any commit whose syntrain has `train`, `TrainConfig`, `accu
 `load_checkpoint`, `translate`), e.g. on an older commit to pin its behaviour:
 
     python tests/data/make_switch_fixtures.py [--shards-only | --reference-only] [--commit REV]
+    python tests/data/make_switch_fixtures.py --recipe NEW.toml [--recipe ...]   # pin only these recipes
+
+(--recipe adds or replaces only the named recipes' entries of recipe_losses.json, run on this code, and notes
+their commit under "added"; the other entries and the checkpoints stay as they are.)
 
 e.g. against an exported older tree (the fixtures here were made so, from 4554382):
 
@@ -140,13 +144,31 @@ def checkpoints() -> dict:
     return results
 
 
+def pin_recipes(names: list[str], commit: str) -> None:
+    """Add or replace the recipe_losses.json entries of `names` (file names in pipelines/train/) only."""
+    path = HERE / "recipe_losses.json"
+    pinned = json.loads(path.read_text())
+    code = Path(__file__).resolve().parents[2]
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=code)
+    for name in names:
+        with tempfile.TemporaryDirectory() as tmp:
+            pinned["losses"][name] = recipe_run(REPO / "pipelines" / "train" / name, f"{tmp}/run")
+        pinned.setdefault("added", {})[name] = {"commit": commit or head.stdout.strip(), "torch": torch.__version__}
+    pinned["losses"] = dict(sorted(pinned["losses"].items()))
+    path.write_text(json.dumps(pinned, indent=1) + "\n")
+
+
 def main() -> None:
     """Write the fixtures (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shards-only", action="store_true", help="only rebuild the shards")
     parser.add_argument("--reference-only", action="store_true", help="keep the shards, redo losses/checkpoints")
     parser.add_argument("--commit", default="", help="the commit of the syntrain code run (default: its git HEAD)")
+    parser.add_argument("--recipe", action="append", default=[], help="pin only this recipe of pipelines/train/")
     args = parser.parse_args()
+    if args.recipe:
+        pin_recipes(args.recipe, args.commit)
+        return
     HERE.mkdir(parents=True, exist_ok=True)
     if not args.reference_only:
         make_shards()
