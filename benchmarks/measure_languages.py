@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -78,7 +79,9 @@ def convert_sample(lang: str, model: str, pairs: int, work: Path) -> dict:
     table = open_split(str(work / "out" / "train")).table(
         ["src_tokens", "tgt_tokens", "src_subwords", "tgt_subwords"]).to_pydict()
     mean = {key: sum(map(len, values)) / max(len(values), 1) for key, values in table.items()}
-    return {"input": manifest.input_lines, "rows": manifest.rows,
+    texts = open_split(str(work / "out" / "train")).table(["tgt_text"]).column("tgt_text").to_pylist()
+    cedillas = sum(len(re.findall("[\u015e\u015f\u0162\u0163]", text)) for text in texts)
+    return {"input": manifest.input_lines, "rows": manifest.rows, "cedillas": cedillas,
             "rejected": {k: v for k, v in manifest.rejected.items() if v}, **mean}
 
 
@@ -108,6 +111,8 @@ def main() -> None:
               f"{sample['input']} | {100 * sample['rows'] / sample['input']:.1f}% | {rejected} | "
               f"{sample['src_tokens']:.1f} / {sample['tgt_tokens']:.1f} | "
               f"{sample['src_subwords']:.1f} / {sample['tgt_subwords']:.1f} |", flush=True)
+        if lang == "ro":
+            print(f"ro: s/t with cedilla in the converted target text: {sample['cedillas']}", file=sys.stderr)
 
 
 if __name__ == "__main__":
