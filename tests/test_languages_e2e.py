@@ -1,7 +1,7 @@
 """The papers' language pairs end to end on real data (skipped when ../shared, or $SYNPREP_SHARED, is absent):
 for ja, zh, ro, ru and tr a tiny UDPipe parser trained on 120 sentences of the shared treebank, a few hundred real
-pairs converted raw (En->X, the default filter), validated, a few DBSA training steps, raw-text translation and
-eval with the target language's BLEU tokenizer. Small on purpose: ~2 minutes for all five."""
+pairs converted raw (En->X, the default filter), validated, a few DBSA training steps, raw-text translation,
+eval and compare with the target language's BLEU tokenizer. Small on purpose: ~2 minutes for all five."""
 
 import os
 import re
@@ -123,3 +123,6 @@ def test_language_pair_end_to_end(lang, tmp_path, tiny_udpipe, shared_parser):
                                     "--data", str(out / "test"), "--beam", "1"])
     assert done.exit_code == 0, done.output
     assert f"tok:{TOKENIZER[lang]}" in done.output, done.output
+    done = CliRunner().invoke(cli, ["compare", str(tmp_path / "run"), "--data", str(out / "test"), "--beam", "1"])
+    assert done.exit_code == 0, done.output
+    assert f"tok:{TOKENIZER[lang]}" in done.output, done.output  # the results table's BLEU signature
