@@ -37,6 +37,21 @@ def test_filter_counts_japanese_by_the_rule():
         FilterSettings("en", "ja", segmentation="chars")
 
 
+def test_filter_command_segmentation_flag(tmp_path):
+    from click.testing import CliRunner
+
+    from synprep.cli import cli
+
+    (tmp_path / "a.en").write_text("I am a student here today.\nYes.\n", encoding="utf-8")
+    (tmp_path / "a.ja").write_text("私は今日ここで学生です。\nはい。\n", encoding="utf-8")
+    args = ["filter", "--src", str(tmp_path / "a.en"), "--tgt", str(tmp_path / "a.ja"), "--src-lang", "en",
+            "--tgt-lang", "ja", "--langid", "none", "--workers", "1"]
+    auto = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "auto")])
+    assert auto.exit_code == 0 and "2 pairs: 2 kept" in auto.output, auto.output
+    whitespace = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "ws"), "--segmentation", "whitespace"])
+    assert whitespace.exit_code == 0 and "2 pairs: 1 kept" in whitespace.output, whitespace.output  # ratio 6
+
+
 def _sentences(path: Path):
     """(text, surface tokens, SpaceAfter per token) of every sentence of a CoNLL-U file."""
     text, tokens, space, end = None, [], [], 0
