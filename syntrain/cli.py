@@ -23,9 +23,9 @@ RUN_FLAGS = (  # `syntrain run` flags: (section, field); help, default and allow
     ("train", "accum_steps"), ("train", "lr"), ("train", "warmup"), ("train", "label_smoothing"),
     ("train", "clip_norm"), ("train", "eval_interval"), ("train", "eval_sentences"), ("train", "eval_beam"),
     ("train", "test_beam"), ("train", "length_penalty"), ("train", "bleu_tokenize"), ("train", "log_interval"),
-    ("train", "seed"),
-    ("train", "threads"), ("train", "attention"), ("train", "device"), ("train", "precision"), ("train", "max_len"),
-    ("train", "keep_last"), ("train", "patience"), ("train", "best_metric"), ("train", "tensorboard"),
+    ("train", "seed"), ("train", "threads"), ("train", "attention"), ("train", "device"), ("train", "precision"),
+    ("train", "max_len"), ("train", "keep_last"), ("train", "patience"), ("train", "best_metric"),
+    ("train", "tensorboard"),
     ("train", "verify_shards"), ("train", "shape_ladder"), ("train", "compile"), ("train", "name"),
     ("train", "resume"), ("train", "overwrite"))
 
@@ -275,7 +275,8 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
                 f.write(conllu_block(tree_rows(output, model.cfg.transition_root), str(int(row))))
     from synprep.normalize import normalizer
 
-    references = [normalizer(normalize_refs)(ref) for ref in data.references(data.keep)]
+    normalize = normalizer(normalize_refs)
+    references = [normalize(ref) for ref in data.references(data.keep)]
     try:
         result = score(hyps, references, data.tgt_lang, bleu_tokenize)
     except ValueError as err:

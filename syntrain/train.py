@@ -33,7 +33,7 @@ from synprep.textio import atomic_write
 from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
 from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split
-from .decode import score, translate
+from .decode import bleu_metric, score, translate
 from .model import PRESETS, ModelConfig, Transformer, prepared_config
 from .runfolder import start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
@@ -386,6 +386,8 @@ def load_data(run: Run) -> None:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
                          "BOS/EOS): raise max_tokens or lower max_len")
     run.valid_data = eval_data(cfg.valid, run.vocab, run.mcfg) if cfg.valid else None
+    if cfg.valid or cfg.test:  # a BLEU tokenizer whose packages are missing: an error now, not after training
+        bleu_metric(run.train_data.tgt_lang, cfg.bleu_tokenize)
     ladder = ladder_in_use(cfg.shape_ladder, run.device, cfg.compile)
     for data in (run.train_data, run.valid_data):
         if data is not None:
