@@ -203,18 +203,22 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
               help="Max token-count ratio longer/shorter side.")
 @click.option("--max-chars", type=click.IntRange(min=1), default=options.MAX_LINE_CHARS, show_default=True,
               help="Max characters per side (longer lines are rejected first: bounded work per line).")
+@click.option("--segmentation", type=click.Choice(options.SEGMENTATIONS), default="auto", show_default=True,
+              help="Token counts: auto (a character rule for ja, zh, th, lo, km, my; whitespace elsewhere) or "
+                   "whitespace (input tokenized beforehand); docs/languages.md.")
 @click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
 @click.option("--overwrite", is_flag=True, help="Write into a non-empty output folder, replacing its output files.")
 def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, output_dir: str, langid: str,
                    langid_languages: str | None, langid_min_letters: int, min_len: int, max_len: int,
-                   max_ratio: float, max_chars: int, workers: int, overwrite: bool) -> None:
+                   max_ratio: float, max_chars: int, segmentation: str, workers: int, overwrite: bool) -> None:
     """Clean a parallel corpus: keep or reject (one counted reason) every pair; output identical for any --workers."""
     from .filter import FilterSettings, filter_files
 
     languages = tuple(c for c in langid_languages.split(",") if c.strip()) if langid_languages else None
     try:
         settings = FilterSettings(src_lang, tgt_lang, min_len, max_len, max_ratio,
-                                  None if langid == "none" else langid, languages, langid_min_letters, max_chars)
+                                  None if langid == "none" else langid, languages, langid_min_letters, max_chars,
+                                  segmentation)
         summary = filter_files(src_path, tgt_path, output_dir, settings, workers or None, overwrite=overwrite)
     except ValueError as err:
         raise click.UsageError(str(err)) from None

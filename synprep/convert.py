@@ -45,10 +45,11 @@ from .errors import InputError
 from .featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
 from .filter import MAX_LINE_CHARS, FilterSettings, check_pair_detailed, make_identifier
 from .filter import REASONS as FILTER_REASONS
+from .normalize import normalizer
 from .options import ENGINES
 from .parallel import default_workers, ordered_map
 from .parse import ParserSpec
-from .pipeline import ParserConfig, PipelineConfig, SplitConfig
+from .pipeline import NormalizeConfig, ParserConfig, PipelineConfig, SplitConfig
 from .schema import MADE_FROM_HEADS, pair_schema
 from .shards import LOCK, Manifest, WriterLock, load_manifest, shard_name, write_paths, write_shard
 from .textio import atomic_write, check_text_file, count_lines, file_sha256, tsv_field
@@ -69,6 +70,7 @@ class ParseJob:
     parsers: tuple[ParserSpec | None, ParserSpec | None]  # per side; None = the side is CoNLL-U already
     write_tokens: bool  # also count the words of the tokens (train, when BPE codes are learned)
     max_chars: int  # the [filter] max_chars bound, on every split
+    normalize: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # [normalize] per side, before filter and parse
 
 
 @dataclass(frozen=True)
@@ -157,12 +159,35 @@ def _read_items(side_items: list) -> tuple[list[Any], list[Tree | str] | None]:
             for tree, block in zip(trees, side_items)], trees
 
 
+def _normalized(texts: list[Any], trees: list[Tree | str] | None, names: tuple[str, ...]
+                ) -> tuple[list[Any], list[Tree | str] | None]:
+    """One side of a piece with the [normalize] rules applied: to the raw lines (bytes that are not UTF-8 stay as
+    they are, for the filter to reject), or to the text and tokens of pre-parsed trees."""
+    if not names:
+        return texts, trees
+    apply = normalizer(names)
+    if trees is None:
+        out = []
+        for raw in texts:
+            try:
+                out.append(apply(raw.decode("utf-8")).encode("utf-8"))
+            except UnicodeDecodeError:
+                out.append(raw)
+        return out, None
+    for tree in trees:
+        if isinstance(tree, Tree):
+            tree.tokens = [apply(token) for token in tree.tokens]
+            tree.text = apply(tree.text) if tree.text is not None else None
+    return [apply(text) for text in texts], trees
+
+
 def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str, Any]:
     """Filter and parse one piece; returns what phase 1 stores for it."""
     job, langid, src_parser, tgt_parser = state
     first_id, items = task  # items: per side, raw bytes (text) or ConlluBlock (pre-parsed)
     started = time.perf_counter()
-    (src_texts, src_trees), (tgt_texts, tgt_trees) = (_read_items(side_items) for side_items in items)
+    (src_texts, src_trees), (tgt_texts, tgt_trees) = (_normalized(*_read_items(side_items), names)
+                                                      for side_items, names in zip(items, job.normalize))
     texts = (src_texts, tgt_texts)
     checked = [check_pair_detailed(src, tgt, job.filter, langid, job.max_chars) for src, tgt in zip(*texts)]
     reasons = [reason for reason, _ in checked]  # the detail: the detected language of src_lang/tgt_lang
@@ -573,6 +598,8 @@ class Converter:
                                  for side, path in zip(SIDES, codes, strict=True)}),
             "filter": {**filter_settings.to_dict(), "langid_signature": langid_signature} if filter_settings else None,
             "features": self.config.to_dict()["features"],
+            **({"normalize": {side: list(self.config.normalize.side(side)) for side in SIDES}}
+               if self.config.normalize != NormalizeConfig() else {}),
             **({"compression": f"{self.config.compression}|pyarrow {pa.__version__}"}
                if self.config.compression != "none" else {}),
         }
@@ -630,7 +657,8 @@ class Converter:
                            tuple(None if _is_conllu(split, files) else specs[side]
                                  for side, files in zip(SIDES, (split.src, split.tgt))),
                            split.name == "train" and self._learns_bpe(),
-                           self.config.filter.max_chars if self.config.filter else MAX_LINE_CHARS)
+                           self.config.filter.max_chars if self.config.filter else MAX_LINE_CHARS,
+                           (self.config.normalize.src, self.config.normalize.tgt))
             started = time.perf_counter()
             pieces[split.name] = self._phase_parse(split, job, bar)
             self.stats[split.name] = SplitStats()

@@ -5,11 +5,15 @@ Checks run in `REASONS` order, cheap ones first; a rejected pair gets the reason
 1. invalid_utf8  either side is not valid UTF-8
 2. empty         either side is empty or whitespace only
 3. identical     source = target (after stripping surrounding whitespace): untranslated copies
-4. too_short     either side has fewer than `min_len` whitespace tokens
-5. too_long      either side has more than `max_len` whitespace tokens
+4. too_short     either side has fewer than `min_len` tokens
+5. too_long      either side has more than `max_len` tokens
 6. ratio         longer side / shorter side (in tokens) > `max_ratio`
 7. src_lang      the identifier does not say `src_lang` for the source ('und', no letters, counts as wrong)
 8. tgt_lang      the identifier does not say `tgt_lang` for the target
+
+Tokens are whitespace tokens, except for languages written without spaces (ja, zh, th, lo, km, my) with
+segmentation 'auto': there a character rule (`synprep.languages.count_tokens`, docs/languages.md) stands in for
+the words a parser would find, so `min_len`/`max_len`/`max_ratio` mean the same in every language.
 
 Library use (`convert` runs this before parsing): `check_pair` for one pair, `filter_chunk` for a list of raw
 pairs, `filter_files` for two files. The settings are a frozen dataclass with `to_dict` for signatures.
@@ -31,6 +35,7 @@ from tqdm import tqdm
 
 from .errors import InputError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
+from .languages import SEGMENTATIONS, count_tokens
 from .options import DEFAULT_LANGID, MAX_LINE_CHARS
 from .parallel import default_workers, ordered_map
 from .textio import check_text_file, count_lines, open_binary, tsv_field
@@ -52,6 +57,8 @@ class FilterSettings:
     tgt_lang are always added.
     langid_min_letters: a side with fewer letters skips its language check (0 = check every side); short
     lines are where identifiers err most (benchmarks/README.md has the measured trade-off).
+    segmentation: how lengths are counted: 'auto' (the character rule for languages written without spaces,
+    whitespace tokens elsewhere) or 'whitespace' (always; for input tokenized beforehand).
     """
 
     src_lang: str
@@ -63,6 +70,7 @@ class FilterSettings:
     langid_languages: tuple[str, ...] | None = field(default=None)
     langid_min_letters: int = 0
     max_chars: int = MAX_LINE_CHARS  # longer lines are rejected before anything else looks at them
+    segmentation: str = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "src_lang", check_iso_639_1(self.src_lang))
@@ -81,6 +89,8 @@ class FilterSettings:
             raise ValueError(f"max_chars must be >= 1, got {self.max_chars}")
         if self.langid_min_letters < 0:
             raise ValueError(f"langid_min_letters must be >= 0, got {self.langid_min_letters}")
+        if self.segmentation not in SEGMENTATIONS:
+            raise ValueError(f"segmentation must be one of {', '.join(SEGMENTATIONS)}, got {self.segmentation!r}")
         if self.max_ratio < 1:
             raise ValueError(f"max_ratio must be >= 1, got {self.max_ratio}")
 
@@ -150,7 +160,8 @@ def check_pair_detailed(src: str | bytes, tgt: str | bytes, settings: FilterSett
         return None, ""
     if src_text == tgt_text:
         return "identical", ""
-    src_len, tgt_len = len(src_text.split()), len(tgt_text.split())
+    src_len = count_tokens(src_text, settings.src_lang, settings.segmentation)
+    tgt_len = count_tokens(tgt_text, settings.tgt_lang, settings.segmentation)
     if min(src_len, tgt_len) < settings.min_len:
         return "too_short", ""
     if max(src_len, tgt_len) > settings.max_len:

@@ -27,14 +27,16 @@ from .textio import UTF8_BOM, wide_encoding
 
 SPLITS = ("train", "valid", "test")
 _KEYS = {
-    "": {"pipeline", "splits", "filter", "parser", "bpe", "features"},
+    "": {"pipeline", "splits", "filter", "parser", "bpe", "features", "normalize"},
     "pipeline": {"name", "src_lang", "tgt_lang", "output", "shard_size", "data_root", "source", "compression"},
     "split": {"src", "tgt", "format", "filter"},
-    "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters", "max_chars"},
+    "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters", "max_chars",
+               "segmentation"},
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
     "bpe": {"enabled", "joint", "symbols", "src_symbols", "tgt_symbols", "codes", "min_frequency",
             "vocabulary_threshold"},
     "features": {"src", "tgt", "root", "non_projective", "strip_subtypes"},
+    "normalize": {"src", "tgt"},
 }
 
 
@@ -103,6 +105,17 @@ class FeaturesConfig:
 
 
 @dataclass(frozen=True)
+class NormalizeConfig:
+    src: tuple[str, ...] = option((), help="normalizations of the source text, in order, before filtering and "
+                                           "parsing: romanian, remove-diacritics (synprep.normalize)")
+    tgt: tuple[str, ...] = option((), help="the same for the target text")
+
+    def side(self, side: str) -> tuple[str, ...]:
+        """The names for 'src' or 'tgt'."""
+        return self.src if side == "src" else self.tgt
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     name: str
     src_lang: str
@@ -120,6 +133,7 @@ class PipelineConfig:
     data_root: str = "."  # where relative input paths resolve (absolute; as written in manifests)
     file: str = ""  # the pipeline file (absolute)
     given: tuple[tuple[str, str], ...] = ()  # (resolved path, as written) for every input path
+    normalize: NormalizeConfig = NormalizeConfig()  # [normalize]: text normalizations per side
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, for the manifest: input paths as written in the pipeline file, no output folder."""
@@ -259,6 +273,22 @@ def _check_sides(bpe: BpeConfig, path: str) -> None:
                              f"got {bpe.codes!r}", path)
 
 
+def _normalize_config(table: Any, path: str) -> NormalizeConfig:
+    """[normalize] src / tgt: lists of known normalization names (synprep.normalize)."""
+    from .normalize import check_names
+
+    if not isinstance(table, dict):
+        raise InputError("[normalize] must be a table with src and/or tgt", path)
+    _check_keys(table, _KEYS["normalize"], "normalize", path)
+    config = _typed(NormalizeConfig, table, "normalize", path)
+    for side in ("src", "tgt"):
+        try:
+            check_names(config.side(side))
+        except ValueError as err:
+            raise InputError(f"[normalize] {side}: {err}", path) from None
+    return config
+
+
 def load_pipeline(path: str, output: str | None = None, shard_size: int | None = None,
                   compression: str | None = None) -> PipelineConfig:
     """Read and check a pipeline file; `output` / `shard_size` / `compression` override the file's values."""
@@ -324,6 +354,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
             feats[side] = _features(feats[side], side, path)
     features = _typed(FeaturesConfig, feats, "features", path)
 
+    normalize = _normalize_config(data.get("normalize", {}), path)
     filter_table = dict(data.get("filter", {}))
     _check_keys(filter_table, _KEYS["filter"], "filter", path)
     if filter_table.get("langid") == "none":
@@ -342,4 +373,4 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     return PipelineConfig(head.get("name", os.path.splitext(os.path.basename(path))[0]), head["src_lang"],
                           head["tgt_lang"], out, tuple(splits), parsers["src"], parsers["tgt"], settings, bpe,
                           features, size, head.get("source", ""), compression, root,
-                          os.path.abspath(path), tuple(sorted(given.items())))
+                          os.path.abspath(path), tuple(sorted(given.items())), normalize)

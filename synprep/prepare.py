@@ -16,6 +16,7 @@ from .bpe import Bpe, read_vocabulary
 from .conllu import to_tree
 from .errors import InputError
 from .featurize import FeatureConfig, featurize
+from .normalize import normalizer
 from .parse import ParserSpec
 from .shards import SourceRecipe
 from .textio import file_sha256
@@ -55,7 +56,8 @@ def prepare_source(lines: Sequence[str], recipe: SourceRecipe) -> pa.Table:
         segment = Bpe(recipe.codes, vocabulary).segment_word
     spec = ParserSpec(parser["backend"], parser.get("model"), parser.get("model_dir"), parser.get("lang"),
                       bool(parser.get("pretokenized", False)))
-    texts = [line.rstrip("\n") for line in lines]
+    apply = normalizer(recipe.normalize)
+    texts = [apply(line.rstrip("\n")) for line in lines]
     trees = [to_tree(item.sentence, "<parser output>") for item in _loaded(spec).parse(texts)]
     policies = dict(recipe.policies)
     if policies.get("non_projective") == "drop":

@@ -423,6 +423,7 @@ class SourceRecipe:
     vocabulary_threshold: int | None
     features: tuple[str, ...]
     policies: dict[str, Any]
+    normalize: tuple[str, ...] = ()  # [normalize] src: applied to each line before parsing
 
 
 def source_recipe(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str) -> SourceRecipe:
@@ -457,7 +458,8 @@ def source_recipe(configuration: dict[str, Any], signature: dict[str, Any], data
     return SourceRecipe(parser, src_signature.get("sha256") if isinstance(src_signature, dict) else None, codes,
                         codes_sha256,
                         os.path.join(dataset_root, "vocab.src") if threshold else None, threshold,
-                        tuple(features.get("src", ())), {k: v for k, v in features.items() if k not in SIDES})
+                        tuple(features.get("src", ())), {k: v for k, v in features.items() if k not in SIDES},
+                        tuple((configuration.get("normalize") or {}).get("src", ())))
 
 
 def side_codes(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str, side: str,

@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from synprep.options import NORMALIZERS
+
 from . import __version__
 from .config import load_run_config  # noqa: F401 (its home was here: `from syntrain.cli import load_run_config`)
 
@@ -20,9 +22,10 @@ RUN_FLAGS = (  # `syntrain run` flags: (section, field); help, default and allow
     ("model", "activation_dropout"), ("train", "max_steps"), ("train", "max_minutes"), ("train", "max_tokens"),
     ("train", "accum_steps"), ("train", "lr"), ("train", "warmup"), ("train", "label_smoothing"),
     ("train", "clip_norm"), ("train", "eval_interval"), ("train", "eval_sentences"), ("train", "eval_beam"),
-    ("train", "test_beam"), ("train", "length_penalty"), ("train", "log_interval"), ("train", "seed"),
-    ("train", "threads"), ("train", "attention"), ("train", "device"), ("train", "precision"), ("train", "max_len"),
-    ("train", "keep_last"), ("train", "patience"), ("train", "best_metric"), ("train", "tensorboard"),
+    ("train", "test_beam"), ("train", "length_penalty"), ("train", "bleu_tokenize"), ("train", "log_interval"),
+    ("train", "seed"), ("train", "threads"), ("train", "attention"), ("train", "device"), ("train", "precision"),
+    ("train", "max_len"), ("train", "keep_last"), ("train", "patience"), ("train", "best_metric"),
+    ("train", "tensorboard"),
     ("train", "verify_shards"), ("train", "shape_ladder"), ("train", "compile"), ("train", "name"),
     ("train", "resume"), ("train", "overwrite"))
 
@@ -230,14 +233,19 @@ def _prompted(lines: Iterator[str]) -> Iterator[str]:
               "every subset.")
 @click.option("--trees", "trees_path", type=click.Path(dir_okay=False),
               help="Tree-decoding models: also write the predicted target trees (CoNLL-U).")
+@click.option("--bleu-tokenize", type=DeclaredType("train", "bleu_tokenize"), default="auto", show_default=True,
+              help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
+@click.option("--normalize-refs", multiple=True, type=click.Choice(NORMALIZERS),
+              help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
 def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max_tokens: int,
-          output_path: str | None, subsets_dir: str | None, trees_path: str | None) -> None:
+          output_path: str | None, subsets_dir: str | None, trees_path: str | None, bleu_tokenize: str,
+          normalize_refs: tuple[str, ...]) -> None:
     """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
     subsets); for tree-decoding models (target = transitions) also the tree measure (docs/tree-decoding.md)."""
     from synprep.challenge import load_subsets
 
     from .data import ParallelData
-    from .decode import conllu_block, score, tree_rows, tree_scores
+    from .decode import bleu_tokenizer, conllu_block, score, tree_rows, tree_scores
     from .decode import translate as run_translate
     from .train import data_options, load_checkpoint, tree_text
 
@@ -265,7 +273,14 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         with open(trees_path, "w", encoding="utf-8") as f:
             for row, output in zip(data.keep, pieces):
                 f.write(conllu_block(tree_rows(output, model.cfg.transition_root), str(int(row))))
-    result = score(hyps, data.references(data.keep))
+    from synprep.normalize import normalizer
+
+    normalize = normalizer(normalize_refs)
+    references = [normalize(ref) for ref in data.references(data.keep)]
+    try:
+        result = score(hyps, references, data.tgt_lang, bleu_tokenize)
+    except ValueError as err:
+        raise click.ClickException(str(err)) from None
     click.echo(f"BLEU {result['bleu']:.2f}  BLEU signature: {result['bleu_signature']}")
     click.echo(f"chrF {result['chrf']:.2f}  chrF signature: {result['chrf_signature']}")
     if subsets is not None:
@@ -273,7 +288,8 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
 
         split_ids = data.table.column("id").to_pylist()
         name = os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) or "model"
-        click.echo("\n".join(["", *subset_table([(name, hyps)], data.references(data.keep), split_ids, subsets)]))
+        click.echo("\n".join(["", *subset_table([(name, hyps)], references, split_ids, subsets,
+                                                 tokenize=bleu_tokenizer(data.tgt_lang, bleu_tokenize))]))
     if model.cfg.target == "transitions":
         trees = tree_scores(pieces, data.reference_transitions(data.keep), model.cfg.transition_root)
         click.echo(f"trees:{tree_text(trees)[2:]}")
@@ -298,8 +314,10 @@ def open_columns(path: str) -> list[str]:
 @click.option("--samples", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Paired-bootstrap resamples.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the tables here (JSON).")
+@click.option("--bleu-tokenize", type=DeclaredType("train", "bleu_tokenize"), default="auto", show_default=True,
+              help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
 def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | None, beam: int, length_penalty: float,
-                    samples: int, json_path: str | None) -> None:
+                    samples: int, json_path: str | None, bleu_tokenize: str) -> None:
     """Results table of runs on one test split: BLEU and chrF with sacrebleu signatures and a paired bootstrap of
     each run against the first (the baseline). A run is a folder with best.pt or test.hyp (hypotheses, one line
     per pair of the split). Into a run folder with best.pt it writes only RUN/test.hyp (its decoding, reused while
@@ -318,7 +336,7 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
                                "RECIPE)")
     written: list[str] = []
     try:
-        table = compare(runs, data_path, beam, length_penalty, samples, subsets_dir, written)
+        table = compare(runs, data_path, beam, length_penalty, samples, subsets_dir, written, bleu_tokenize)
     except (ValueError, InputError) as err:
         raise click.ClickException(str(err)) from None
     click.echo(table)

@@ -147,10 +147,12 @@ def _fmt(value: float) -> str:
 
 
 def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[str], split_ids: Sequence[int],
-                 subsets: Sequence[tuple[str, Sequence[int]]], samples: int = 1000) -> list[str]:
+                 subsets: Sequence[tuple[str, Sequence[int]]], samples: int = 1000, tokenize: str = "13a"
+                 ) -> list[str]:
     """Markdown lines: one row for the whole split (`all`) and one per subset (name, pair ids), BLEU and chrF
     of every system; with two or more systems, each later one's cell carries its paired-bootstrap p value
-    against the first (sacrebleu's PairedTest, `samples` resamples). An empty subset is a row of 0 pairs."""
+    against the first (sacrebleu's PairedTest, `samples` resamples). An empty subset is a row of 0 pairs.
+    `tokenize`: sacrebleu's BLEU tokenizer."""
     from sacrebleu.metrics import BLEU, CHRF
     from sacrebleu.significance import PairedTest
 
@@ -166,7 +168,7 @@ def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[
             continue
         refs = [references[r] for r in rows]
         picked = [(sys_name, [hyps[r] for r in rows]) for sys_name, hyps in systems]
-        metrics = {"BLEU": BLEU(), "chrF": CHRF()}
+        metrics = {"BLEU": BLEU(tokenize=tokenize), "chrF": CHRF()}
         cells = []
         if len(picked) > 1:
             signatures, scores = PairedTest(picked, metrics, [refs], test_type="bs", n_samples=samples)()
@@ -192,12 +194,13 @@ def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[
 
 
 def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: float = 0.6,
-            samples: int = 1000, subsets_dir: str | None = None, written: list[str] | None = None) -> str:
+            samples: int = 1000, subsets_dir: str | None = None, written: list[str] | None = None,
+            tokenize: str = "auto") -> str:
     """The Markdown table (runs[0] = the baseline); with `subsets_dir` (synprep challenge's output) also the
     table over the whole split and every subset (`subset_table`). The files written into run folders are added to
-    `written`."""
+    `written`. BLEU's tokenizer: `tokenize`, or with 'auto' the one for the split's target language."""
     import torch
-    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.metrics import CHRF
     from sacrebleu.significance import PairedTest
 
     from synprep.challenge import load_subsets
@@ -208,7 +211,13 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     systems = [(os.path.basename(os.path.normpath(run)), run_hypotheses(run, data_path, beam, length_penalty,
                                                                          device, len(references), written))
                for run in runs]
-    metrics = {"BLEU": BLEU(), "chrF": CHRF()}
+    from synprep.shards import load_manifest
+
+    from .decode import bleu_metric, bleu_tokenizer
+
+    tokenize = bleu_tokenizer(load_manifest(data_path).configuration.get("tgt_lang", ""), tokenize)
+    bleu = bleu_metric("", tokenize)
+    metrics = {"BLEU": bleu, "chrF": CHRF()}
     if len(systems) > 1:
         signatures, scores = PairedTest(systems, metrics, [references], test_type="bs", n_samples=samples)()
     else:
@@ -235,7 +244,7 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
         if len(set(names)) != len(names):  # PairedTest names the systems: keep them apart
             systems = [(f"{name} ({i + 1})", hyps) for i, (name, hyps) in enumerate(systems)]
         lines += ["", f"Challenge subsets: {subsets_dir} (synprep challenge)", ""]
-        lines += subset_table(systems, references, split_ids, subsets, samples)
+        lines += subset_table(systems, references, split_ids, subsets, samples, tokenize)
     return "\n".join(lines)
 
 

@@ -22,6 +22,7 @@ import typing
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+from synprep.options import BLEU_TOKENIZERS
 from synprep.tables import config_from_dict, describe_option, option
 
 PRESET_NAMES = ("tiny", "base")  # syntrain.model.PRESETS (not imported here: that imports torch)
@@ -29,8 +30,9 @@ SECTIONS = ("data", "model", "train", "synprep")  # [synprep]: the data's signat
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
 NOT_IN_TRAIN = ("data", "valid", "test", "preset", "model", "resume")  # [data], [model] preset, or a flag only
 CONFIG_FILE, LOG_FILE = "config.toml", "train.log"  # a run folder's resolved configuration and its log
-SIGNATURE_KEYS = {"parsers": "parsers", "bpe_codes_sha256": "BPE codes", "bpe_codes_sha256_src": "source BPE codes",
-                  "bpe_codes_sha256_tgt": "target BPE codes"}  # what makes shards incompatible
+SIGNATURE_KEYS = {  # what makes shards incompatible
+    "parsers": "parsers", "bpe_codes_sha256": "BPE codes", "bpe_codes_sha256_src": "source BPE codes",
+    "bpe_codes_sha256_tgt": "target BPE codes", "normalize": "normalization"}
 
 
 class ConfigError(ValueError):
@@ -69,6 +71,8 @@ class TrainConfig:
     eval_beam: int = option(1, ge=1, help="beam of the validation decoding (1: greedy)")
     test_beam: int = option(4, ge=1, help="beam of the final test decoding")
     length_penalty: float = option(0.6, ge=0, help="length penalty (alpha) of beam search")
+    bleu_tokenize: str = option("auto", choices=BLEU_TOKENIZERS, help="sacrebleu tokenizer of validation and test "
+                                "BLEU; auto: from the data's target language (ja-mecab for ja, zh for zh, else 13a)")
     log_interval: int = option(100, ge=1, help="steps between progress lines (the first and the last step always)")
     seed: int = option(1, ge=0, help="random seed (initialization, batch order, dropout)")
     threads: int = option(0, ge=0, help="torch CPU threads (0: torch's default)")

@@ -168,7 +168,12 @@ def _simple_detokenize(tokens: Sequence[str]) -> str:
 
 
 def detokenizer(lang: str):  # noqa: ANN201 (returns a callable)
-    """A function tokens -> text: sacremoses for `lang` when installed, else the simple fallback."""
+    """A function tokens -> text: for languages written without spaces (ja, zh, ...) the rule of
+    `synprep.languages.detokenize`; else sacremoses for `lang` when installed, else the simple fallback."""
+    from synprep.languages import UNSPACED, detokenize
+
+    if lang in UNSPACED:
+        return lambda tokens: detokenize(tokens, lang)
     try:
         from sacremoses import MosesDetokenizer
     except ImportError:
@@ -243,11 +248,31 @@ def conllu_block(tree: Sequence[tuple[str, int, str]], sent_id: str) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
-    """Corpus BLEU and chrF (sacrebleu defaults: 13a tokenization, mixed case) with their signatures."""
-    from sacrebleu.metrics import BLEU, CHRF
+def bleu_tokenizer(lang: str, tokenize: str = "auto") -> str:
+    """The sacrebleu tokenizer name: `tokenize`, or with 'auto' the one for target language `lang`."""
+    from synprep.languages import bleu_tokenize
 
-    bleu, chrf = BLEU(), CHRF()
+    return bleu_tokenize(lang) if tokenize == "auto" else tokenize
+
+
+def bleu_metric(lang: str, tokenize: str = "auto"):  # noqa: ANN201 (a sacrebleu BLEU)
+    """sacrebleu's BLEU with the tokenizer for target language `lang` (`ja-mecab` for ja, `zh` for zh, `13a`
+    otherwise) unless `tokenize` names one; ValueError naming what to install when it is missing."""
+    from sacrebleu.metrics import BLEU
+
+    name = bleu_tokenizer(lang, tokenize)
+    try:
+        return BLEU(tokenize=name)
+    except (ImportError, RuntimeError) as err:  # ja-mecab without mecab-python3 / ipadic
+        raise ValueError(f"BLEU tokenizer {name} needs more packages (pip install 'sacrebleu[ja]'): {err}") from None
+
+
+def score(hypotheses: Sequence[str], references: Sequence[str], lang: str = "", tokenize: str = "auto") -> dict:
+    """Corpus BLEU (tokenizer from the target language `lang` or `tokenize`, mixed case) and chrF with their
+    signatures."""
+    from sacrebleu.metrics import CHRF
+
+    bleu, chrf = bleu_metric(lang, tokenize), CHRF()
     b = bleu.corpus_score(list(hypotheses), [list(references)])
     c = chrf.corpus_score(list(hypotheses), [list(references)])
     return {"bleu": round(b.score, 2), "chrf": round(c.score, 2), "bleu_signature": str(bleu.get_signature()),

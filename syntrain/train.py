@@ -34,7 +34,7 @@ from .attention import flex_available
 from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
 from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split, separate_bpe
-from .decode import score, translate
+from .decode import bleu_metric, score, translate
 from .model import PRESETS, ModelConfig, Transformer, prepared_config
 from .runfolder import start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
@@ -242,7 +242,8 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     rows = data.keep[:sentences] if sentences else data.keep
     pieces: list[list[str]] = []
     hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, pieces=pieces)
-    metrics = {"loss": round(total / max(tokens, 1), 4), **score(hyps, data.references(rows))}
+    metrics = {"loss": round(total / max(tokens, 1), 4),
+               **score(hyps, data.references(rows), data.tgt_lang, cfg.bleu_tokenize)}
     for switch in model.switches:  # measures of the output's structure (trees)
         metrics.update(switch.output_scores(pieces, data, rows))
     model.train()
@@ -387,6 +388,8 @@ def load_data(run: Run) -> None:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
                          "BOS/EOS): raise max_tokens or lower max_len")
     run.valid_data = eval_data(cfg.valid, run.vocab, run.mcfg) if cfg.valid else None
+    if cfg.valid or cfg.test:  # a BLEU tokenizer whose packages are missing: an error now, not after training
+        bleu_metric(run.train_data.tgt_lang, cfg.bleu_tokenize)
     ladder = ladder_in_use(cfg.shape_ladder, run.device, cfg.compile)
     for data in (run.train_data, run.valid_data):
         if data is not None:

@@ -669,11 +669,12 @@ _PIPELINE_BASE = {  # a valid pipeline (pre-parsed input; load_pipeline does not
     "pipeline": {"name": "x", "src_lang": "en", "tgt_lang": "de", "shard_size": 100},
     "splits": {"train": {"src": "train.src.conllu", "tgt": "train.tgt.conllu"}},
     "filter": {"langid": "none"}, "parser": {"src": {"backend": "udpipe", "model": "en.udpipe"}},
-    "bpe": {"symbols": 100}, "features": {"src": ["parents"], "tgt": ["transitions"]},
+    "bpe": {"symbols": 100}, "features": {"src": ["parents"], "tgt": ["transitions"]}, "normalize": {},
 }
-_DECLARED = {"split": "SplitConfig", "parser": "ParserConfig", "bpe": "BpeConfig", "features": "FeaturesConfig"}
+_DECLARED = {"split": "SplitConfig", "parser": "ParserConfig", "bpe": "BpeConfig", "features": "FeaturesConfig",
+             "normalize": "NormalizeConfig"}
 _TABLES = {"pipeline": ("pipeline",), "split": ("splits", "train"), "filter": ("filter",),
-           "parser": ("parser", "src"), "bpe": ("bpe",), "features": ("features",)}
+           "parser": ("parser", "src"), "bpe": ("bpe",), "features": ("features",), "normalize": ("normalize",)}
 
 
 class _Inline(dict):
