@@ -24,7 +24,7 @@ from typing import Any
 
 from synprep.tables import config_from_dict, describe_option, option
 
-PRESET_NAMES = ("tiny", "base")  # syntrain.model.PRESETS (not imported here: that imports torch)
+PRESET_NAMES = ("cpu", "tiny", "base")  # syntrain.model.PRESETS (not imported here: that imports torch)
 SECTIONS = ("data", "model", "train", "synprep")  # [synprep]: the data's signature in a run's config.toml (read-only)
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
 NOT_IN_TRAIN = ("data", "valid", "test", "preset", "model", "resume")  # [data], [model] preset, or a flag only
@@ -48,8 +48,8 @@ class TrainConfig:
                       "run there is refused unless resume or overwrite")
     overwrite: bool = option(False, help="delete an earlier run's files in the run folder first")
     name: str = option("", help="names the default run folder ('': the recipe's file name, else the data folder's)")
-    preset: str = option("tiny", choices=PRESET_NAMES, help="model size preset: tiny (d_model 256, 4 heads, 3+3 "
-                         "layers, d_ff 1024) or base (512, 8, 6+6, 2048)")
+    preset: str = option("tiny", choices=PRESET_NAMES, help="model size preset: cpu (d_model 64, 4 heads, 2+2 "
+                         "layers, d_ff 256), tiny (256, 4, 3+3, 1024) or base (512, 8, 6+6, 2048)")
     model: dict[str, Any] = option(default_factory=dict, help="model options over the preset (the [model] table)")
     max_tokens: int = option(4096, ge=1, help="tokens per batch and process: sentences x longest side (padding "
                              "included)")

@@ -4,6 +4,7 @@ Run from a checkout (any commit whose syntrain has `train`, `TrainConfig`, `accu
 `load_checkpoint`, `translate`), e.g. on an older commit to pin its behaviour:
 
     python tests/data/make_switch_fixtures.py [--shards-only | --reference-only] [--commit REV]
+    python tests/data/make_switch_fixtures.py --recipe NAME.toml   # add or redo one recipe's entry only
 
 e.g. against an exported older tree (the fixtures here were made so, from 4554382):
 
@@ -146,7 +147,16 @@ def main() -> None:
     parser.add_argument("--shards-only", action="store_true", help="only rebuild the shards")
     parser.add_argument("--reference-only", action="store_true", help="keep the shards, redo losses/checkpoints")
     parser.add_argument("--commit", default="", help="the commit of the syntrain code run (default: its git HEAD)")
+    parser.add_argument("--recipe", default="", help="only (re)write this recipe's entry of recipe_losses.json "
+                        "(a new recipe; the others keep their pinned values)")
     args = parser.parse_args()
+    if args.recipe:
+        pinned = json.loads((HERE / "recipe_losses.json").read_text())
+        with tempfile.TemporaryDirectory() as tmp:
+            pinned["losses"][args.recipe] = recipe_run(REPO / "pipelines" / "train" / args.recipe, f"{tmp}/run")
+        pinned["losses"] = dict(sorted(pinned["losses"].items()))
+        (HERE / "recipe_losses.json").write_text(json.dumps(pinned, indent=1) + "\n")
+        return
     HERE.mkdir(parents=True, exist_ok=True)
     if not args.reference_only:
         make_shards()
