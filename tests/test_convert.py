@@ -212,6 +212,66 @@ def test_bad_inputs(tmp_path, tiny_udpipe):
     one_line_error(convert(tmp_path / "x.toml", check=False), "unknown key(s) shard_sise")
 
 
+def test_a_filter_that_rejects_every_train_pair_stops_right_after_it(tmp_path, tiny_udpipe):
+    """Sides swapped (German as the source): one line with the counts per reason and the likely cause, no parse or
+    BPE step after it, the rejections report kept where the user can read it; the corrected run needs no flag."""
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=(PARALLEL / "train.de", PARALLEL / "train.en"))
+    out = tmp_path / "out"
+    result = convert(pipeline, "--workers", "1", check=False)
+    one_line_error(result, "split 'train': all 50 pairs rejected (src_lang 48, empty 1, identical 1): 48 of 50 as "
+                   "src_lang: the source looks like de, not en; check src_lang/tgt_lang",
+                   str(out / "rejected-train.tsv"))
+    assert ".work" not in result.stderr and "BPE" not in result.stderr
+    report = [line.split("\t") for line in (out / "rejected-train.tsv").read_text().splitlines()]
+    assert len(report) == 50 and report[0][:3] == ["0", "src_lang", "detected de 1.00"]
+    assert [name for name in os.listdir(out) if name != ".lock"] == ["rejected-train.tsv"]
+
+    pipeline = write_pipeline(tmp_path, tiny_udpipe)  # the corrected pipeline: same output folder, no --overwrite
+    convert(pipeline, "--workers", "1")
+    assert not (out / "rejected-train.tsv").exists() and (out / "train" / "manifest.json").is_file()
+
+
+def test_a_filter_that_keeps_too_few_train_pairs_stops_and_many_rejections_warn(tmp_path, tiny_udpipe):
+    """Most pairs rejected and fewer than MIN_TRAIN_PAIRS kept: stop after the filter; over 30% rejected:
+    the warning `synprep filter` gives, word for word (one implementation)."""
+    from synprep.convert import MIN_TRAIN_PAIRS
+    from synprep.filter import FilterSettings, filter_files
+
+    src = (PARALLEL / "train.en").read_text().splitlines()[:30]
+    tgt = (PARALLEL / "train.de").read_text().splitlines()[:30]
+    long_src = [line + " and so on" * 12 for line in src]  # over max_len 80 tokens... on the source only
+    (tmp_path / "few.en").write_text("\n".join(src[:MIN_TRAIN_PAIRS - 2] + long_src[MIN_TRAIN_PAIRS - 2:]) + "\n")
+    (tmp_path / "few.de").write_text("\n".join(tgt) + "\n")
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=(tmp_path / "few.en", tmp_path / "few.de"),
+                              filter_table="langid = 'none'\nmax_len = 20")
+    result = convert(pipeline, "--workers", "1", check=False)
+    one_line_error(result, f"{MIN_TRAIN_PAIRS - 2} of 30 pairs kept, fewer than the {MIN_TRAIN_PAIRS} needed",
+                   "as too_long: sentences over max_len = 20 whitespace tokens; raise [filter] max_len")
+
+    half = [line + " and so on" * 12 if i % 5 < 2 else line for i, line in enumerate(src)]  # 40% too long
+    (tmp_path / "half.en").write_text("\n".join(half) + "\n")
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=(tmp_path / "half.en", tmp_path / "few.de"),
+                              filter_table="langid = 'none'\nmax_len = 20")
+    warned = [line for line in convert(pipeline, "--workers", "1").stderr.splitlines() if "warning" in line]
+    settings = FilterSettings("en", "de", max_len=20, langid=None)
+    told = []
+    filter_files(str(tmp_path / "half.en"), str(tmp_path / "few.de"), str(tmp_path / "f"), settings, workers=1,
+                 warn=told.append)
+    assert told == ["warning: 40.0% of 30 pairs rejected (too_long 40.0%); check the languages, the settings and "
+                    "that the files are parallel"]
+    assert warned == [f"synprep convert: split 'train': {told[0]} (OUT/train/rejected.tsv lists them)"]
+
+
+def test_likely_causes_name_the_setting():
+    from synprep.filter import FilterSettings, likely_cause
+
+    settings = FilterSettings("ja", "en", max_ratio=3.0)
+    assert "written without spaces" in likely_cause("ratio", [], settings) and "max_ratio = 3.0" in \
+        likely_cause("ratio", [], settings)
+    assert likely_cause("tgt_lang", ["detected fr 0.91", "detected de 0.80", "detected fr 0.99"], settings) \
+        .startswith("the target looks like fr, not en; check src_lang/tgt_lang")
+
+
 def test_invalid_utf8_empty_lines_and_broken_trees_are_counted(tmp_path, tiny_udpipe):
     src = (PARALLEL / "train.en").read_bytes().splitlines()[:10]
     tgt = (PARALLEL / "train.de").read_bytes().splitlines()[:10]
