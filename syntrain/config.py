@@ -78,6 +78,8 @@ class TrainConfig:
     precision: str = option("auto", choices=("auto", "fp32", "bf16"), help="auto: bf16 autocast on CUDA with bf16 "
                             "support, else fp32")
     resume: bool = option(False, help="continue the run in the run folder from its last.pt")
+    bundle: bool = option(False, help="also copy the source parser model into OUT/source/ (with the BPE codes "
+                          "always there): the run folder then translates raw text on any machine")
     keep_last: int = option(0, ge=0, help="also keep the N most recent OUT/checkpoint_<step>.pt (0: only last.pt "
                             "and best.pt)")
     patience: int = option(0, ge=0, help="stop after this many validations without improvement (0: never)")
