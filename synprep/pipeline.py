@@ -22,7 +22,7 @@ from .langid import check_iso_639_1
 from .options import INPUT_FORMATS, NON_PROJECTIVE_POLICIES, PARSER_BACKENDS, ROOT_POLICIES, UDPIPE_PRESETS
 from .schema import FEATURE_GROUPS
 from .shards import COMPRESSIONS, DEFAULT_COMPRESSION
-from .tables import config_from_dict, option
+from .tables import config_from_dict, did_you_mean, option
 from .textio import UTF8_BOM, wide_encoding
 
 SPLITS = ("train", "valid", "test")
@@ -124,8 +124,10 @@ class PipelineConfig:
 def _check_keys(table: dict, allowed: set[str], where: str, path: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
-        raise InputError(f"unknown key(s) {', '.join(unknown)} in [{where}] (allowed: {', '.join(sorted(allowed))})",
-                         path)
+        hints = [key + did_you_mean(key, allowed) for key in unknown]
+        listed = "" if all(hints[i] != key for i, key in enumerate(unknown)) else \
+            f" (allowed: {', '.join(sorted(allowed))})"
+        raise InputError(f"unknown key(s) {', '.join(hints)} in [{where}]{listed}", path)
 
 
 def _typed(cls: type, table: dict, where: str, path: str) -> Any:
@@ -230,7 +232,8 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     splits = []
     for name, table in data.get("splits", {}).items():
         if name not in SPLITS:
-            raise InputError(f"unknown split [splits.{name}] (use {', '.join(SPLITS)})", path)
+            raise InputError(f"unknown split [splits.{name}]" + (did_you_mean(name, SPLITS) or
+                                                                   f" (use {', '.join(SPLITS)})"), path)
         _check_keys(table, _KEYS["split"], f"splits.{name}", path)
         if "src" not in table or "tgt" not in table:
             raise InputError(f"[splits.{name}] needs src and tgt", path)

@@ -11,7 +11,6 @@ loaded or written. A bad value is one line naming the file or flag, the section 
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 import os
@@ -22,7 +21,7 @@ import typing
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from synprep.tables import config_from_dict, describe_option, option
+from synprep.tables import config_from_dict, describe_option, did_you_mean, option
 
 PRESET_NAMES = ("cpu", "tiny", "base")  # syntrain.model.PRESETS (not imported here: that imports torch)
 SECTIONS = ("data", "model", "train", "synprep")  # [synprep]: the data's signature in a run's config.toml (read-only)
@@ -174,9 +173,7 @@ def parse_value(text: str, hint: Any = None) -> Any:
 def _unknown(key: str, known: list[str], label: str, elsewhere: dict[str, list[str]] | None = None) -> ConfigError:
     """'LABEL unknown key KEY (did you mean ...?)', or '(a [train] key)' when it belongs to another section."""
     other = [section for section, keys in (elsewhere or {}).items() if key in keys]
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f" (a [{other[0]}] key)" if other else f" (did you mean {close[0]}?)" if close else \
-        f" (known: {', '.join(known)})"
+    hint = f" (a [{other[0]}] key)" if other else did_you_mean(key, known) or f" (known: {', '.join(known)})"
     return ConfigError(f"{label} unknown key {key}{hint}")
 
 
@@ -260,9 +257,8 @@ def load_run_config(path: str) -> dict[str, Any]:
     table = read_toml(path)
     for section, value in table.items():
         if section not in SECTIONS:
-            close = difflib.get_close_matches(section, SECTIONS[:3], n=1)
-            raise ConfigError(f"{path}: unknown section [{section}]" + (f" (did you mean [{close[0]}]?)" if close else
-                                                                         " (use [data], [model], [train])"))
+            hint = did_you_mean(f"[{section}]", [f"[{name}]" for name in SECTIONS[:3]])
+            raise ConfigError(f"{path}: unknown section [{section}]" + (hint or " (use [data], [model], [train])"))
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: {section} must be a table ([{section}]), got {value!r}")
     here = os.path.dirname(os.path.abspath(path))

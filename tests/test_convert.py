@@ -359,6 +359,25 @@ def test_every_shipped_pipeline_file_loads(path):
     assert config.bpe.symbols and config.src_parser is not None and config.source or path.name != "sample.toml"
 
 
+def test_a_mistyped_pipeline_key_gets_did_you_mean_as_in_recipes(tmp_path):
+    """The hint syntrain gives for a recipe key, from the one implementation (synprep.tables.did_you_mean)."""
+    from synprep.errors import InputError
+    from synprep.pipeline import load_pipeline
+
+    head = "[pipeline]\nsrc_lang = 'en'\ntgt_lang = 'de'\n"
+    for text, message in [
+        (head + "shard_sise = 3\n", "unknown key(s) shard_sise (did you mean shard_size?) in [pipeline]"),
+        (head + "[splits.tran]\nsrc = 'a'\ntgt = 'b'\n", "unknown split [splits.tran] (did you mean train?)"),
+        (head + "[splits.train]\nsrc = 'a'\ntgt = 'b'\nfilter = true\nformt = 'text'\n",
+         "unknown key(s) formt (did you mean format?) in [splits.train]"),
+        (head + "[fliter]\n", "unknown key(s) fliter (did you mean filter?) in [top level]"),
+    ]:
+        (tmp_path / "p.toml").write_text(text)
+        with pytest.raises(InputError) as err:
+            load_pipeline(str(tmp_path / "p.toml"))
+        assert err.value.message == message
+
+
 def test_sgml_and_xml_test_sets(tmp_path):
     from synprep.corpus import read_side
 
