@@ -39,7 +39,7 @@ from . import __version__
 from .bpe import Bpe, read_vocabulary
 from .bpe_learn import count_words, learn_joint_from_counts
 from .conllu import chunk_trees, format_sentence, to_tree, tree_to_sentence
-from .corpus import ConlluBlock, detect_format, read_side
+from .corpus import BadRow, ConlluBlock, detect_format, read_side
 from .errors import InputError
 from .featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
 from .filter import (
@@ -61,7 +61,7 @@ from .textio import atomic_write, check_text_file, count_lines, file_sha256, tsv
 from .trees import Tree
 
 PIECE_ROWS = 1000  # input pairs per unit of work and per Arrow record batch (changing it changes the bytes)
-CONVERT_REASONS = ("invalid_tree", "non_projective")  # rejections after the filter
+CONVERT_REASONS = ("invalid_tree", "non_projective", "bad_row")  # convert's own (bad_row: a TSV row, read)
 MIN_TRAIN_PAIRS = 10  # fewer train pairs kept, most rejected: the run stops after the filter (as with none kept)
 SIDES = ("src", "tgt")
 RUN_INFO = "run.json"  # at OUT: written last (workers, engine, timings, the configuration's fingerprint)
@@ -164,6 +164,12 @@ def _read_items(side_items: list) -> tuple[list[Any], list[Tree | str] | None]:
             for tree, block in zip(trees, side_items)], trees
 
 
+def _bad_row(src: Any, tgt: Any) -> tuple[str, str] | None:
+    """A TSV row without a side's column: ('bad_row', what is wrong), else None."""
+    bad = src if isinstance(src, BadRow) else tgt if isinstance(tgt, BadRow) else None
+    return ("bad_row", bad.detail) if bad is not None else None
+
+
 def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str, Any]:
     """Filter and parse one piece; returns what phase 1 stores for it."""
     job, langid, src_parser, tgt_parser = state
@@ -171,7 +177,8 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
     started = time.perf_counter()
     (src_texts, src_trees), (tgt_texts, tgt_trees) = (_read_items(side_items) for side_items in items)
     texts = (src_texts, tgt_texts)
-    checked = [check_pair_detailed(src, tgt, job.filter, langid, job.max_chars) for src, tgt in zip(*texts)]
+    checked = [_bad_row(src, tgt) or check_pair_detailed(src, tgt, job.filter, langid, job.max_chars)
+               for src, tgt in zip(*texts)]
     reasons = [reason for reason, _ in checked]  # the detail: the detected language of src_lang/tgt_lang
     filtered = time.perf_counter()
     kept = [i for i, reason in enumerate(reasons) if reason is None]
@@ -418,8 +425,9 @@ class Converter:
         """(shard, piece, task) for every piece of the split, in input order: both sides read once, in step;
         sides of different lengths are an error naming both counts."""
         size = self.config.shard_size
-        sides = [read_side(files, split.format, lang) for files, lang in
-                 ((split.src, self.config.src_lang), (split.tgt, self.config.tgt_lang))]
+        sides = [read_side(files, split.format, lang, column) for files, lang, column in
+                 ((split.src, self.config.src_lang, split.src_column),
+                  (split.tgt, self.config.tgt_lang, split.tgt_column))]
         pairs = zip_longest(*sides)
         position = 0
         while True:
@@ -707,7 +715,8 @@ def _rejected_text(lines: list[str]) -> bytes:
 def _count_pairs(split: SplitConfig) -> int | None:
     """The input pairs of a split, counted cheaply (newlines in the source files), or None where that is not the
     count of segments (CoNLL-U, SGML, XML) or would read the input twice (compressed files, pipes)."""
-    counts = [count_lines(path) if (split.format or detect_format(path)) == "text" else None for path in split.src]
+    counts = [count_lines(path) if (split.format or detect_format(path)) in ("text", "tsv") else None
+              for path in split.src]
     return None if None in counts else sum(counts)  # type: ignore[arg-type]
 
 

@@ -251,6 +251,8 @@ def likely_cause(reason: str, details: Sequence[str], settings: FilterSettings |
         "invalid_utf8": "the text is not UTF-8; convert the files (iconv -f ENCODING -t UTF-8)",
         "line_too_long": f"lines over max_chars{limit('max_chars')} characters; is the input one sentence a line?",
         "invalid_tree": "the parser gave no usable tree; check the [parser] models and their languages",
+        "bad_row": "TSV rows without the side's column; check src_column/tgt_column and that the file is "
+                   "tab-separated",
     }
     return causes.get(reason, f"check the settings behind {reason}")
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -376,6 +377,44 @@ def test_a_mistyped_pipeline_key_gets_did_you_mean_as_in_recipes(tmp_path):
         with pytest.raises(InputError) as err:
             load_pipeline(str(tmp_path / "p.toml"))
         assert err.value.message == message
+
+
+def test_tsv_corpora_read_both_sides_from_columns_and_count_bad_rows(tmp_path, tiny_udpipe):
+    """`tsv = FILE` (ParaCrawl, Tatoeba, CCMatrix): src_column / tgt_column (default 0 / 1), .gz too; a row
+    without a side's column is a counted rejection (bad_row) naming the file and line."""
+    import gzip
+
+    from synprep.errors import InputError
+    from synprep.pipeline import load_pipeline
+
+    en, de = ((PARALLEL / f"train.{lang}").read_text().splitlines() for lang in ("en", "de"))
+    rows = [f"{s}\t{t}\t0.9" for s, t in zip(en, de)] + ["a row with one column"]
+    (tmp_path / "train.tsv.gz").write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    (tmp_path / "test.tsv").write_text("".join(f"{t}\t{s}\n" for s, t in zip(en[:5], de[:5])))
+    head = (f"[pipeline]\nsrc_lang = 'en'\ntgt_lang = 'de'\noutput = '{tmp_path / 'out'}'\n"
+            "[parser.src]\nmodel = '{}'\n[parser.tgt]\nmodel = '{}'\n[bpe]\nsymbols = 100\n"
+            "[filter]\nlangid = 'py3langid'\nlangid_languages = ['en', 'de', 'fr']\n").format(tiny_udpipe("en"),
+                                                                                          tiny_udpipe("de"))
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(head + f"[splits.train]\ntsv = '{tmp_path / 'train.tsv.gz'}'\n[splits.test]\n"
+                        f"tsv = '{tmp_path / 'test.tsv'}'\nsrc_column = 1\ntgt_column = 0\n")
+    convert(pipeline, "--workers", "1")
+    manifest = json.loads((tmp_path / "out" / "train" / "manifest.json").read_text())
+    assert manifest["input_lines"] == 51 and manifest["rows"] == 47
+    assert manifest["rejected"] == {"bad_row": 1, "empty": 1, "identical": 1, "src_lang": 1}
+    bad = (tmp_path / "out" / "train" / "rejected.tsv").read_text().splitlines()[-1].split("\t")
+    assert bad[:3] == ["50", "bad_row", f"{tmp_path / 'train.tsv.gz'}:51: 1 column(s), no column 1"]
+    train = read_split(tmp_path / "out" / "train")
+    assert train.column("src_text").to_pylist()[:3] == en[:3] and train.column("tgt_text").to_pylist()[:3] == de[:3]
+    test = read_split(tmp_path / "out" / "test")
+    assert test.column("src_text").to_pylist() == en[:5] and test.column("tgt_text").to_pylist() == de[:5]
+
+    for split, message in [("tsv = 'a.tsv'\nsrc = 'a.en'\n", "takes tsv (both sides in one file) or src and tgt"),
+                           ("tsv = 'a.tsv'\ntgt_column = 0\n", "src_column and tgt_column are the same column"),
+                           ("src = 'a.en'\n", "needs src and tgt (or tsv = a file with both sides in columns)")]:
+        pipeline.write_text(head + "[splits.train]\n" + split)
+        with pytest.raises(InputError, match=re.escape(message)):
+            load_pipeline(str(pipeline))
 
 
 def test_sgml_and_xml_test_sets(tmp_path):
