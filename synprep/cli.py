@@ -155,10 +155,10 @@ def parse(backend: str, model: str | None, model_dir: str | None, lang: str | No
 
     spec = ParserSpec(backend, model, model_dir, lang, pretokenized)
     summary = parse_file(spec, input_path, output, workers or None, batch_size, max_chars=max_chars)
-    rate = summary.lines / summary.seconds if summary.seconds else 0.0
     click.echo(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
                f"joined from several sentences, {summary.skipped} longer than {max_chars} characters) with {backend} "
-               f"on {summary.workers} worker(s) in {summary.seconds:.1f}s ({rate:.0f} sentences/s)", err=True)
+               f"on {summary.workers} worker(s) in {summary.seconds:.1f}s ({summary.rate:.3g} sentences/s per worker "
+               "while parsing)", err=True)
 
 
 @cli.group()
