@@ -177,6 +177,27 @@ def test_resume_after_sigkill_gives_the_same_shards(tmp_path, tiny_udpipe, kill_
     assert manifest["rows"] + sum(manifest["rejected"].values()) == 600
 
 
+def test_ctrl_c_says_resume_and_the_workers_print_nothing(tmp_path, tiny_udpipe):
+    """Ctrl-C (SIGINT to the terminal's whole process group): one line naming --resume, exit 130, no
+    `Process ForkPoolWorker-N:` traceback from the workers; --resume then finishes the run."""
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=_bigger_corpus(tmp_path, copies=40), shard_size=200)
+    out = tmp_path / "out"
+    process = subprocess.Popen([str(BIN / "synprep"), "convert", str(pipeline), "--workers", "2"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 300
+    while not list(out.glob(".work/train/piece-*.json")) and process.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert not (out / "train" / "manifest.json").exists(), "interrupted too late"
+    assert process.returncode == 130 and "Process ForkPoolWorker" not in stderr and "Traceback" not in stderr, stderr
+    assert stderr.splitlines() == [f"synprep: interrupted; the finished pieces are kept: continue with synprep convert "
+                                   f"{pipeline} --workers 2 --resume"]
+    convert(pipeline, "--workers", "2", "--resume")
+    manifest = json.loads((out / "train" / "manifest.json").read_text())
+    assert manifest["rows"] + sum(manifest["rejected"].values()) == 2000
+
+
 def test_overwrite_and_config_change_on_resume(tmp_path, tiny_udpipe):
     pipeline = write_pipeline(tmp_path, tiny_udpipe)
     convert(pipeline, "--workers", "1")
