@@ -34,14 +34,17 @@ def _copy(path: str, target: str) -> None:
 
 
 def write_source_files(out: str, configuration: dict[str, Any], signature: dict[str, Any], dataset: str,
-                       bundle: bool) -> None:
+                       bundle: bool, fresh: bool = True) -> None:
     """OUT/source/ for the training data converted into `dataset` (nothing where its source side was CoNLL-U:
-    such a model translates split folders only). `bundle`: also copy the parser model (file or folder)."""
+    such a model translates split folders only). `bundle`: also copy the parser model (file or folder);
+    `fresh` (a new run): an earlier run's source/ goes first."""
+    folder = os.path.join(out, SOURCE_DIR)
+    if fresh:
+        shutil.rmtree(folder, ignore_errors=True)
     try:
         recipe = source_recipe(configuration, signature, dataset)
     except InputError:
         return
-    folder = os.path.join(out, SOURCE_DIR)
     os.makedirs(folder, exist_ok=True)
     for path, name in ((recipe.codes, "codes.bpe"), (recipe.vocabulary, "vocab.src")):
         if path and os.path.isfile(path):
