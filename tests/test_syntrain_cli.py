@@ -307,7 +307,7 @@ def test_run_help_shows_every_option_with_its_default():
     assert result.output.count("[default: ") == len(RUN_FLAGS)
     assert "--warmup INTEGER" in result.output and "[default: 4000]" in result.output
     assert "(a number > 0).  [default: 0.0007]" in result.output  # --lr
-    assert "[default: the preset's: tiny 0.1, base 0.1]" in result.output  # --dropout
+    assert "[default: the preset's: cpu 0.1, tiny 0.1, base 0.1]" in result.output  # --dropout
 
 
 def test_compare_subcommand_writes_only_what_it_says(sample, tmp_path):
