@@ -46,9 +46,12 @@ echo "== 5. syntrain: a short CPU run of a tiny Transformer with Pascal heads on
 $BIN/syntrain run pipelines/train/synth-demo.toml --overwrite  # 300 steps; scores best.pt on the test split
 $BIN/syntrain translate --checkpoint "$OUT/run/best.pt" -i "$OUT/synth/shards/test" -o "$OUT/run/test.hyp"
 echo "source | translation, the first test pairs:"
+echo "(the target side is synprep synth's made-up German-like language: German words from a word-by-word lexicon in"
+echo " German word order, without German case or agreement, so even a perfect translation looks like broken German)"
 paste <(head -3 "$OUT/synth/test.src") <(head -3 "$OUT/run/test.hyp")
 
 echo
 echo "== 6. the model translates raw text: syntrain parses it with the dataset's parser model, as convert did"
+echo "   (into the synthetic German-like language of step 5)"
 echo "every big river sings ." | $BIN/syntrain translate --checkpoint "$OUT/run/best.pt"
 echo "demo finished: outputs in $OUT/ (open $OUT/synth/report.html in a browser)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import click
 
 from . import __version__, options
-from .errors import InputError, run_cli
+from .errors import InputError, Interrupted, run_cli
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -157,10 +158,10 @@ def parse(backend: str, model: str | None, model_dir: str | None, lang: str | No
 
     spec = ParserSpec(backend, model, model_dir, lang, pretokenized)
     summary = parse_file(spec, input_path, output, workers or None, batch_size, max_chars=max_chars)
-    rate = summary.lines / summary.seconds if summary.seconds else 0.0
     click.echo(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
                f"joined from several sentences, {summary.skipped} longer than {max_chars} characters) with {backend} "
-               f"on {summary.workers} worker(s) in {summary.seconds:.1f}s ({rate:.0f} sentences/s)", err=True)
+               f"on {summary.workers} worker(s) in {summary.seconds:.1f}s ({summary.rate:.3g} sentences/s per worker "
+               "while parsing)", err=True)
 
 
 @cli.group()
@@ -249,7 +250,11 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
     config = load_pipeline(pipeline_file, output, shard_size, compression)
     converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address,
                                                  keep_work=keep_work))
-    stats = converter.run()
+    try:
+        stats = converter.run()
+    except KeyboardInterrupt:
+        again = shlex.join(["synprep", *(arg for arg in sys.argv[1:] if arg not in ("--overwrite", "--resume"))])
+        raise Interrupted(f"interrupted; the finished pieces are kept: continue with {again} --resume") from None
     click.echo(format_summary(config, stats))
 
 

@@ -40,10 +40,17 @@ from . import __version__
 from .bpe import Bpe, read_vocabulary
 from .bpe_learn import count_words, learn_joint_from_counts
 from .conllu import chunk_trees, format_sentence, to_tree, tree_to_sentence
-from .corpus import ConlluBlock, detect_format, read_side
+from .corpus import BadRow, ConlluBlock, detect_format, read_side
 from .errors import InputError
 from .featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
-from .filter import MAX_LINE_CHARS, FilterSettings, check_pair_detailed, make_identifier
+from .filter import (
+    MAX_LINE_CHARS,
+    FilterSettings,
+    check_pair_detailed,
+    likely_cause,
+    make_identifier,
+    rejection_warning,
+)
 from .filter import REASONS as FILTER_REASONS
 from .normalize import normalizer
 from .options import ENGINES
@@ -56,7 +63,8 @@ from .textio import atomic_write, check_text_file, count_lines, file_sha256, tsv
 from .trees import Tree
 
 PIECE_ROWS = 1000  # input pairs per unit of work and per Arrow record batch (changing it changes the bytes)
-CONVERT_REASONS = ("invalid_tree", "non_projective")  # rejections after the filter
+CONVERT_REASONS = ("invalid_tree", "non_projective", "bad_row")  # convert's own (bad_row: a TSV row, read)
+MIN_TRAIN_PAIRS = 10  # fewer train pairs kept, most rejected: the run stops after the filter (as with none kept)
 SIDES = ("src", "tgt")
 RUN_INFO = "run.json"  # at OUT: written last (workers, engine, timings, the configuration's fingerprint)
 REMOVING = ".removing"  # OUT/.work is renamed to OUT/.work.removing, then removed
@@ -169,6 +177,9 @@ def _normalized(texts: list[Any], trees: list[Tree | str] | None, names: tuple[s
     if trees is None:
         out = []
         for raw in texts:
+            if isinstance(raw, BadRow):  # a TSV row without this side's column: rejected as it is
+                out.append(raw)
+                continue
             try:
                 out.append(apply(raw.decode("utf-8")).encode("utf-8"))
             except UnicodeDecodeError:
@@ -181,6 +192,12 @@ def _normalized(texts: list[Any], trees: list[Tree | str] | None, names: tuple[s
     return [apply(text) for text in texts], trees
 
 
+def _bad_row(src: Any, tgt: Any) -> tuple[str, str] | None:
+    """A TSV row without a side's column: ('bad_row', what is wrong), else None."""
+    bad = src if isinstance(src, BadRow) else tgt if isinstance(tgt, BadRow) else None
+    return ("bad_row", bad.detail) if bad is not None else None
+
+
 def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str, Any]:
     """Filter and parse one piece; returns what phase 1 stores for it."""
     job, langid, src_parser, tgt_parser = state
@@ -189,7 +206,8 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
     (src_texts, src_trees), (tgt_texts, tgt_trees) = (_normalized(*_read_items(side_items), names)
                                                       for side_items, names in zip(items, job.normalize))
     texts = (src_texts, tgt_texts)
-    checked = [check_pair_detailed(src, tgt, job.filter, langid, job.max_chars) for src, tgt in zip(*texts)]
+    checked = [_bad_row(src, tgt) or check_pair_detailed(src, tgt, job.filter, langid, job.max_chars)
+               for src, tgt in zip(*texts)]
     reasons = [reason for reason, _ in checked]  # the detail: the detected language of src_lang/tgt_lang
     filtered = time.perf_counter()
     kept = [i for i, reason in enumerate(reasons) if reason is None]
@@ -368,8 +386,13 @@ class Converter:
         return hashlib.sha256(json.dumps(self.config.fingerprint_dict(), sort_keys=True).encode()).hexdigest()
 
     def _contents(self) -> list[str]:
-        """What the output folder holds besides the writer lock."""
-        return [name for name in os.listdir(self.out) if name != LOCK] if os.path.isdir(self.out) else []
+        """What the output folder holds besides the writer lock and the rejections reports of a stopped run."""
+        return ([name for name in os.listdir(self.out) if name != LOCK and not _is_stop_report(name)]
+                if os.path.isdir(self.out) else [])
+
+    def _stop_reports(self) -> list[str]:
+        """The rejections reports a run stopped after the filter left (OUT/rejected-<split>.tsv)."""
+        return [os.path.join(self.out, name) for name in os.listdir(self.out) if _is_stop_report(name)]
 
     def _clear_output(self) -> None:
         for name in self._contents():
@@ -398,6 +421,8 @@ class Converter:
                 raise InputError("--resume: this output was made with a different configuration "
                                  "(use --overwrite or another --output)", self.out)
         shutil.rmtree(self.work + REMOVING, ignore_errors=True)  # a removal that was interrupted
+        for report in self._stop_reports():  # an earlier run's stop: this run writes its own reports
+            os.remove(report)
         if self.options.resume and self._finished():  # nothing left to do
             return
         if self.options.resume:  # what an interrupted run was writing: temporary files, never complete
@@ -435,8 +460,9 @@ class Converter:
         """(shard, piece, task) for every piece of the split, in input order: both sides read once, in step;
         sides of different lengths are an error naming both counts."""
         size = self.config.shard_size
-        sides = [read_side(files, split.format, lang) for files, lang in
-                 ((split.src, self.config.src_lang), (split.tgt, self.config.tgt_lang))]
+        sides = [read_side(files, split.format, lang, column) for files, lang, column in
+                 ((split.src, self.config.src_lang, split.src_column),
+                  (split.tgt, self.config.tgt_lang, split.tgt_column))]
         pairs = zip_longest(*sides)
         position = 0
         while True:
@@ -626,8 +652,8 @@ class Converter:
             return stats
         except InputError:
             if fresh and prepared:  # bad input found while working: leave no half-made folder that blocks the
-                self._clear_output()  # corrected run
-                if not existed:
+                self._clear_output()  # corrected run (a rejections report stays, for the user to read)
+                if not existed and not self._stop_reports():
                     shutil.rmtree(self.out, ignore_errors=True)
             raise
         finally:
@@ -651,7 +677,7 @@ class Converter:
         ordered = sorted(self.config.splits, key=lambda s: s.name != "train")  # train first: BPE learns on it
         counts = [_count_pairs(split) for split in ordered]  # the bar's total: ETA and percentage
         bar = self._bar("filter+parse", None if None in counts else sum(counts))
-        pieces = {}
+        pieces, rejected_lines = {}, {}
         for split in ordered:
             job = ParseJob(self.config.filter if split.filter else None,
                            tuple(None if _is_conllu(split, files) else specs[side]
@@ -661,8 +687,10 @@ class Converter:
                            (self.config.normalize.src, self.config.normalize.tgt))
             started = time.perf_counter()
             pieces[split.name] = self._phase_parse(split, job, bar)
-            self.stats[split.name] = SplitStats()
-            self.stats[split.name].seconds["phase1_wall"] = time.perf_counter() - started
+            stats = self.stats[split.name] = SplitStats()
+            stats.seconds["phase1_wall"] = time.perf_counter() - started
+            rejected_lines[split.name] = self._read_pieces(split, pieces[split.name], stats)
+            self._check_kept(split, stats, rejected_lines[split.name], bar)
         bar.close()
         started = time.perf_counter()
         codes, vocabularies = self._phase_bpe(pieces.get("train"))
@@ -677,7 +705,6 @@ class Converter:
         signature = self._signature(specs, codes, identifier.signature() if identifier else None)
         for split in ordered:
             stats = self.stats[split.name]
-            rejected_lines = self._read_pieces(split, pieces[split.name], stats)
             started = time.perf_counter()
             with self._bar(f"features+shards {split.name}", stats.input_pairs) as bar:
                 shards = self._phase_features(split, job, pieces[split.name], stats, bar)
@@ -685,7 +712,7 @@ class Converter:
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
             folder = os.path.join(self.out, split.name)
             atomic_write(os.path.join(folder, "rejected.tsv"),
-                         ("\n".join(rejected_lines) + "\n" if rejected_lines else "").encode())
+                         _rejected_text(rejected_lines.pop(split.name)))
             Manifest(split.name, self.config.to_dict(), signature, stats.input_pairs, stats.rows,
                      dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS), shards, stats.joined_lines,
                      PIECE_ROWS, self.config.shard_size, self.config.compression).write(folder)
@@ -693,6 +720,32 @@ class Converter:
                     "seconds": {name: dict(s.seconds) for name, s in self.stats.items()}}
         atomic_write(os.path.join(self.out, RUN_INFO), json.dumps(run_info, indent=2).encode())  # not in shards
         return self.stats
+
+    def _check_kept(self, split: SplitConfig, stats: SplitStats, rejected_lines: list[str], bar: tqdm) -> None:
+        """Right after a split's filter: too few pairs kept (none; on train, under MIN_TRAIN_PAIRS when the filter
+        rejected most of them) stops the run with one line naming the reasons, the likely cause and the rejections
+        report (kept at OUT/rejected-<split>.tsv); more than WARN_REJECTED_SHARE rejected is a warning."""
+        filtered = self.config.filter if split.filter else None
+        rejected_total = sum(stats.rejected.values())
+        kept = stats.input_pairs - rejected_total
+        too_few = split.name == "train" and kept < MIN_TRAIN_PAIRS and 2 * rejected_total > stats.input_pairs
+        if stats.input_pairs and (not kept or too_few):
+            report = os.path.join(self.out, f"rejected-{split.name}.tsv")
+            atomic_write(report, _rejected_text(rejected_lines))
+            reason, count = stats.rejected.most_common(1)[0]
+            details = [line.split("\t")[2] for line in rejected_lines if line.split("\t")[1] == reason]
+            counts = ", ".join(f"{name} {n}" for name, n in stats.rejected.most_common())
+            what = (f"all {stats.input_pairs} pairs rejected" if not kept else
+                    f"{kept} of {stats.input_pairs} pairs kept, fewer than the {MIN_TRAIN_PAIRS} needed to train")
+            share = "all" if count == rejected_total else f"{count} of {rejected_total}"
+            raise InputError(f"split {split.name!r}: {what} ({counts}): {share} as {reason}: "
+                             f"{likely_cause(reason, details, filtered)}; the rejected pairs: {report}")
+        message = rejection_warning(stats.input_pairs, stats.rejected) if filtered else None
+        if message:
+            bar.clear()
+            print(f"synprep convert: split {split.name!r}: {message} (OUT/{split.name}/rejected.tsv lists them)",
+                  file=sys.stderr, flush=True)
+            bar.refresh()
 
     def _read_pieces(self, split: SplitConfig, pieces: list[tuple[int, int]], stats: SplitStats) -> list[str]:
         """Each piece's phase-1 record, read once: counts into `stats`; returns the rejected.tsv lines."""
@@ -715,10 +768,20 @@ class Converter:
         return lines
 
 
+def _is_stop_report(name: str) -> bool:
+    return name.startswith("rejected-") and name.endswith(".tsv")
+
+
+def _rejected_text(lines: list[str]) -> bytes:
+    """rejected.tsv's bytes from its lines."""
+    return ("\n".join(lines) + "\n" if lines else "").encode()
+
+
 def _count_pairs(split: SplitConfig) -> int | None:
     """The input pairs of a split, counted cheaply (newlines in the source files), or None where that is not the
     count of segments (CoNLL-U, SGML, XML) or would read the input twice (compressed files, pipes)."""
-    counts = [count_lines(path) if (split.format or detect_format(path)) == "text" else None for path in split.src]
+    counts = [count_lines(path) if (split.format or detect_format(path)) in ("text", "tsv") else None
+              for path in split.src]
     return None if None in counts else sum(counts)  # type: ignore[arg-type]
 
 

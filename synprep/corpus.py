@@ -1,4 +1,6 @@
-"""Reading one side of a parallel corpus: plain text (.gz/.xz), WMT SGML or XML test sets, or CoNLL-U.
+"""Reading one side of a parallel corpus: plain text (.gz/.xz), WMT SGML or XML test sets, CoNLL-U, or one column
+of a TSV file (ParaCrawl, Tatoeba, CCMatrix: one pair a line, the sides in columns; a row without the column is a
+`BadRow`, which convert counts as a `bad_row` rejection).
 
 Each reader yields one item per segment, in order: raw bytes for text (the filter decodes and counts
 invalid UTF-8), an unparsed `ConlluBlock` (the sentence's lines, file and line number) for pre-parsed input:
@@ -22,8 +24,23 @@ FORMATS = INPUT_FORMATS
 _SEG = re.compile(rb"<seg[^>]*>(.*)</seg>", re.IGNORECASE)
 
 
+class BadRow(bytes):
+    """A TSV row without the column asked for (the whole line, for rejected.tsv) and what is wrong with it."""
+
+    detail: str
+
+    @classmethod
+    def make(cls, line: bytes, detail: str) -> BadRow:
+        row = cls(line)
+        row.detail = detail
+        return row
+
+    def __reduce__(self) -> tuple:  # keep the detail across processes (pickle)
+        return (BadRow.make, (bytes(self), self.detail))
+
+
 def detect_format(path: str) -> str:
-    """Format from the file name: *.sgm -> sgml, *.xml -> xml, *.conllu -> conllu, else text."""
+    """Format from the file name: *.sgm -> sgml, *.xml -> xml, *.conllu -> conllu, *.tsv -> tsv, else text."""
     name = path.lower()
     for suffix in (".gz", ".xz"):
         if name.endswith(suffix):
@@ -34,6 +51,8 @@ def detect_format(path: str) -> str:
         return "xml"
     if name.endswith(".conllu"):
         return "conllu"
+    if name.endswith(".tsv"):
+        return "tsv"
     return "text"
 
 
@@ -95,15 +114,28 @@ def _conllu_sentences(path: str, lang: str | None = None) -> Iterator[ConlluBloc
         yield ConlluBlock(tuple(current), path, start)
 
 
+def _tsv_cells(path: str, column: int) -> Iterator[bytes]:
+    """Column `column` (0-based) of every line of a TSV file; a line without it is a BadRow."""
+    with open_binary(path) as stream:
+        for lineno, raw in enumerate(stream, 1):
+            line = raw.rstrip(b"\r\n")
+            cells = line.split(b"\t")
+            if len(cells) > column:
+                yield cells[column]
+            else:
+                yield BadRow.make(line, f"{path}:{lineno}: {len(cells)} column(s), no column {column}")
+
+
 _READERS = {"text": _text_lines, "sgml": _sgml_segments, "xml": _xml_segments, "conllu": _conllu_sentences}
 
 
-def read_side(paths: Sequence[str], fmt: str | None = None, lang: str | None = None
+def read_side(paths: Sequence[str], fmt: str | None = None, lang: str | None = None, column: int = 0
               ) -> Iterator[bytes | ConlluBlock]:
     """All segments of one side, file after file (format per file from its name unless `fmt` is given);
-    `lang` picks the side of a WMT .xml file."""
+    `lang` picks the side of a WMT .xml file, `column` the side of a TSV file."""
     for path in paths:
         try:
-            yield from _READERS[fmt or detect_format(path)](path, lang)
+            kind = fmt or detect_format(path)
+            yield from _tsv_cells(path, column) if kind == "tsv" else _READERS[kind](path, lang)
         except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:  # truncated .gz/.xz, unreadable file
             raise InputError(f"cannot read input (truncated or corrupt?): {err}", path) from None

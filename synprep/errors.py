@@ -28,6 +28,10 @@ class InputError(Exception):
         return f"{where}: {self.message}"
 
 
+class Interrupted(Exception):
+    """Ctrl-C in a command that keeps its work: the message says how to continue (exit code 130)."""
+
+
 def fail(prog: str, message: str) -> None:
     """`PROG: error: MESSAGE` as one line on stderr, exit code 2, no traceback."""
     print(f"{prog}: error: {' '.join(message.split())}", file=sys.stderr, flush=True)
@@ -49,6 +53,9 @@ def run_cli(cli: object, prog: str) -> None:
         fail(prog, err.format_message().rstrip(".") + hint)
     except click.ClickException as err:
         fail(prog, err.format_message())
+    except Interrupted as err:
+        print(f"{prog}: {err}", file=sys.stderr)
+        sys.exit(130)
     except click.exceptions.Abort:
         print("aborted", file=sys.stderr)
         sys.exit(130)

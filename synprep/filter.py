@@ -26,8 +26,8 @@ import os
 import shutil
 import sys
 import tempfile
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import islice, zip_longest
 
@@ -218,16 +218,54 @@ class FilterSummary:
 
     def warning(self, threshold: float = WARN_REJECTED_SHARE) -> str | None:
         """One line if more than `threshold` of the pairs were rejected, naming the biggest reasons."""
-        if not self.total or self.rejected_total <= threshold * self.total:
-            return None
-        top = sorted((r for r in REASONS if self.rejected[r]), key=lambda r: -self.rejected[r])[:3]
-        reasons = ", ".join(f"{r} {100 * self.rejected[r] / self.total:.1f}%" for r in top)
-        return (f"warning: {100 * self.rejected_total / self.total:.1f}% of {self.total} pairs rejected "
-                f"({reasons}); check the languages, the settings and that the files are parallel")
+        return rejection_warning(self.total, self.rejected, threshold)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready counts."""
         return {"total": self.total, "kept": self.kept, "rejected": dict(self.rejected)}
+
+
+def rejection_warning(total: int, rejected: Mapping[str, int], threshold: float = WARN_REJECTED_SHARE
+                      ) -> str | None:
+    """`warning: ...` (one line) when more than `threshold` of `total` pairs were rejected, naming the three
+    biggest reasons; None otherwise. The one implementation of the warning of `synprep filter` and `convert`."""
+    rejected_total = sum(rejected.values())
+    if not total or rejected_total <= threshold * total:
+        return None
+    top = sorted((r for r in rejected if rejected[r]), key=lambda r: -rejected[r])[:3]
+    reasons = ", ".join(f"{r} {100 * rejected[r] / total:.1f}%" for r in top)
+    return (f"warning: {100 * rejected_total / total:.1f}% of {total} pairs rejected "
+            f"({reasons}); check the languages, the settings and that the files are parallel")
+
+
+def likely_cause(reason: str, details: Sequence[str], settings: FilterSettings | None) -> str:
+    """The most likely cause of many pairs rejected for `reason`, in words with the setting to check; `details`:
+    the rejected.tsv details of those pairs (for src_lang/tgt_lang, `detected xx 0.98`)."""
+    if reason in ("src_lang", "tgt_lang"):
+        side, expected = ("source", "src_lang") if reason == "src_lang" else ("target", "tgt_lang")
+        detected = Counter(d.split()[1] for d in details if d.startswith("detected ") and len(d.split()) > 1)
+        if detected:
+            language = detected.most_common(1)[0][0]
+            want = getattr(settings, expected, None) if settings else None
+            return (f"the {side} looks like {language}" + (f", not {want}" if want else "")
+                    + "; check src_lang/tgt_lang (swapped?) and that src and tgt name the right files")
+        return f"the language identifier does not recognise the {side}; check {expected}"
+    limit = (lambda name: f" = {getattr(settings, name)}") if settings else (lambda name: "")
+    causes = {
+        "ratio": f"one side has over max_ratio{limit('max_ratio')} times the other's whitespace tokens: a language "
+                 "written without spaces (zh, ja, th) counts a sentence as one token; raise [filter] max_ratio or "
+                 "segment the text first",
+        "too_long": f"sentences over max_len{limit('max_len')} whitespace tokens; raise [filter] max_len",
+        "too_short": f"sentences under min_len{limit('min_len')} tokens; lower [filter] min_len",
+        "identical": "source and target are the same text; check that src and tgt name different files",
+        "empty": "a side is empty; check that the files are parallel and not empty",
+        "invalid_utf8": "the text is not UTF-8; convert the files (iconv -f ENCODING -t UTF-8)",
+        "line_too_long": f"lines over max_chars{limit('max_chars')} characters; is the input one sentence a line?",
+        "invalid_tree": "the parser gave no usable tree; check the [parser] models and their languages",
+        "bad_row": "TSV rows without the side's column; check src_column/tgt_column and that the file is "
+                   "tab-separated",
+    }
+    return causes.get(reason, f"check the settings behind {reason}")
 
 
 def output_name(path: str) -> str:

@@ -5,7 +5,7 @@ BPE_SEPARATOR = "@@"  # subword-nmt's mark of a piece that continues
 MAX_LINE_CHARS = 5000  # default bound per line of text (parsing time grows ~3x per doubling of the length)
 
 ALIGN_FORMATS = ("jsonl", "arrow", "pascal", "transitions", "text")  # synprep align --format
-INPUT_FORMATS = ("text", "sgml", "xml", "conllu")  # one side of a parallel corpus
+INPUT_FORMATS = ("text", "sgml", "xml", "conllu", "tsv")  # one side of a parallel corpus (tsv: a column)
 ROOT_POLICIES = ("drop", "keep")
 NON_PROJECTIVE_POLICIES = ("drop", "lift", "keep")
 PARSER_BACKENDS = ("udpipe", "stanza", "spacy-udpipe", "spacy")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +36,9 @@ def pool_context() -> multiprocessing.context.BaseContext:
 
 
 def _init_worker(setup: Callable[..., Any], setup_args: tuple) -> None:
+    # Ctrl-C reaches every process of the terminal's group: the parent stops the pool, the workers say nothing
+    # (no `Process ForkPoolWorker-N:` traceback).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # An exception here would make the pool restart the worker forever: keep it for the first task.
     try:
         _WORKER["state"], _WORKER["error"] = setup(*setup_args), None

@@ -22,14 +22,14 @@ from .langid import check_iso_639_1
 from .options import INPUT_FORMATS, NON_PROJECTIVE_POLICIES, PARSER_BACKENDS, ROOT_POLICIES, UDPIPE_PRESETS
 from .schema import FEATURE_GROUPS
 from .shards import COMPRESSIONS, DEFAULT_COMPRESSION
-from .tables import config_from_dict, option
+from .tables import config_from_dict, did_you_mean, option
 from .textio import UTF8_BOM, wide_encoding
 
 SPLITS = ("train", "valid", "test")
 _KEYS = {
     "": {"pipeline", "splits", "filter", "parser", "bpe", "features", "normalize"},
     "pipeline": {"name", "src_lang", "tgt_lang", "output", "shard_size", "data_root", "source", "compression"},
-    "split": {"src", "tgt", "format", "filter"},
+    "split": {"src", "tgt", "format", "filter", "tsv", "src_column", "tgt_column"},
     "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters", "max_chars",
                "segmentation"},
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
@@ -48,6 +48,8 @@ class SplitConfig:
     format: str | None = option(None, choices=INPUT_FORMATS,
                                 help="format of every input file (default: from each file name)")
     filter: bool = option(True, help="apply the [filter] settings (default: true for train, false for valid/test)")
+    src_column: int = option(0, ge=0, help="tsv: the source's column (0-based)")
+    tgt_column: int = option(1, ge=0, help="tsv: the target's column (0-based)")
 
 
 @dataclass(frozen=True)
@@ -165,8 +167,10 @@ class PipelineConfig:
 def _check_keys(table: dict, allowed: set[str], where: str, path: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
-        raise InputError(f"unknown key(s) {', '.join(unknown)} in [{where}] (allowed: {', '.join(sorted(allowed))})",
-                         path)
+        hints = [key + did_you_mean(key, allowed) for key in unknown]
+        listed = "" if all(hints[i] != key for i, key in enumerate(unknown)) else \
+            f" (allowed: {', '.join(sorted(allowed))})"
+        raise InputError(f"unknown key(s) {', '.join(hints)} in [{where}]{listed}", path)
 
 
 def _typed(cls: type, table: dict, where: str, path: str) -> Any:
@@ -191,6 +195,23 @@ def _paths(value: Any, key: str, root: str, path: str, given: dict[str, str]) ->
     if not isinstance(items, list) or not items or not all(isinstance(v, str) for v in items):
         raise InputError(f"{key} must be a file name or a non-empty list of file names", path)
     return tuple(_resolve(v, root, given) for v in items)
+
+
+def _tsv_split(table: dict, name: str, path: str) -> dict:
+    """[splits.X]: `tsv = FILE(S)` (both sides in columns src_column / tgt_column, default 0 / 1) stands for
+    src = tgt = FILE(S), format = "tsv"; otherwise src and tgt are needed."""
+    if "tsv" in table:
+        if "src" in table or "tgt" in table:
+            raise InputError(f"[splits.{name}] takes tsv (both sides in one file) or src and tgt, not both", path)
+        if table.get("format", "tsv") != "tsv":
+            raise InputError(f"[splits.{name}] tsv = ... reads TSV: leave out format = {table['format']!r}", path)
+        files = table.pop("tsv")
+        table.update(src=files, tgt=files, format="tsv")
+    elif "src" not in table or "tgt" not in table:
+        raise InputError(f"[splits.{name}] needs src and tgt (or tsv = a file with both sides in columns)", path)
+    if table.get("src_column", 0) == table.get("tgt_column", 1):
+        raise InputError(f"[splits.{name}] src_column and tgt_column are the same column", path)
+    return table
 
 
 def _features(value: Any, key: str, path: str) -> tuple[str, ...]:
@@ -313,10 +334,10 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     splits = []
     for name, table in data.get("splits", {}).items():
         if name not in SPLITS:
-            raise InputError(f"unknown split [splits.{name}] (use {', '.join(SPLITS)})", path)
+            raise InputError(f"unknown split [splits.{name}]" + (did_you_mean(name, SPLITS) or
+                                                                   f" (use {', '.join(SPLITS)})"), path)
         _check_keys(table, _KEYS["split"], f"splits.{name}", path)
-        if "src" not in table or "tgt" not in table:
-            raise InputError(f"[splits.{name}] needs src and tgt", path)
+        table = _tsv_split(dict(table), name, path)
         splits.append(_typed(SplitConfig, {
             "filter": name == "train", **table, "name": name,
             "src": _paths(table["src"], f"splits.{name}.src", root, path, given),

@@ -190,6 +190,10 @@ def load_manifest(folder: str) -> Manifest:
         with open(path, "rb") as handle:
             data = json.loads(handle.read().decode("utf-8"))
     except FileNotFoundError:
+        splits = sorted(name for name in os.listdir(folder) if os.path.isfile(os.path.join(folder, name, MANIFEST)))
+        if splits:  # a dataset folder (synprep convert's OUT): name its splits
+            raise InputError("a dataset folder, not a split: give one of its splits: "
+                             + ", ".join(os.path.join(folder, name) for name in splits), folder) from None
         raise InputError("not a split folder (no manifest.json; is it a folder written by synprep convert?)",
                          folder) from None
     except UnicodeDecodeError:

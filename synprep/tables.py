@@ -13,10 +13,11 @@ NaN and infinity are refused in every float field; strings are never taken as bo
 
 from __future__ import annotations
 
+import difflib
 import math
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, Field, field, fields
 from typing import Any
 
@@ -101,6 +102,13 @@ def _range_error(name: str, value: Any, spec: Field) -> str | None:
             if meta.get(key) is not None and not ok(item, meta[key]):
                 return f"{name} must be {sign} {meta[key]:g}, got {item!r}"
     return None
+
+
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """' (did you mean KNOWN?)' for the closest known key, or '' when none is close: the one hint both CLIs give
+    for a mistyped key (recipes, pipeline files)."""
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def config_from_dict(cls: type, values: dict, what: str) -> Any:

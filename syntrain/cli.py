@@ -27,7 +27,7 @@ RUN_FLAGS = (  # `syntrain run` flags: (section, field); help, default and allow
     ("train", "max_len"), ("train", "keep_last"), ("train", "patience"), ("train", "best_metric"),
     ("train", "tensorboard"),
     ("train", "verify_shards"), ("train", "shape_ladder"), ("train", "compile"), ("train", "name"),
-    ("train", "resume"), ("train", "overwrite"))
+    ("train", "resume"), ("train", "overwrite"), ("train", "bundle"))
 
 
 class DeclaredType(click.ParamType):
@@ -160,8 +160,12 @@ def _device() -> str:
 @click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
 @click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
 @click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=4096, show_default=True)
+@click.option("--parser-model", default=None, help="Raw text: the source parser model, where neither the run "
+              "folder (source/, --bundle) nor the path it was trained with has it (docs/syntrain.md).")
+@click.option("--bpe-codes", default=None, help="Raw text: the BPE codes, where neither the run folder (source/) "
+              "nor the dataset has them.")
 def translate(checkpoint: str, input_path: str, output_path: str, interactive: bool, nbest: int | None, beam: int,
-              length_penalty: float, max_tokens: int) -> None:
+              length_penalty: float, max_tokens: int, parser_model: str | None, bpe_codes: str | None) -> None:
     """Translate raw text or the source side of shards; one detokenized line per input (N with --nbest), in
     order."""
     from synprep.textio import atomic_output, read_lines
@@ -176,7 +180,8 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
     if interactive and is_split:
         raise click.UsageError("--interactive reads raw text, not a split directory")
     try:
-        translator = Translator(checkpoint, _device(), beam, length_penalty, max_tokens, nbest or 0)
+        translator = Translator(checkpoint, _device(), beam, length_penalty, max_tokens, nbest or 0,
+                                parser_model=parser_model, bpe_codes=bpe_codes)
         with atomic_output(output_path) as out:  # no partial file after an error
             if is_split:
                 _warn_signature(translator.ckpt, translator.split(input_path))

@@ -11,7 +11,6 @@ loaded or written. A bad value is one line naming the file or flag, the section 
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 import os
@@ -23,9 +22,9 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from synprep.options import BLEU_TOKENIZERS
-from synprep.tables import config_from_dict, describe_option, option
+from synprep.tables import config_from_dict, describe_option, did_you_mean, option
 
-PRESET_NAMES = ("tiny", "base")  # syntrain.model.PRESETS (not imported here: that imports torch)
+PRESET_NAMES = ("cpu", "tiny", "base")  # syntrain.model.PRESETS (not imported here: that imports torch)
 SECTIONS = ("data", "model", "train", "synprep")  # [synprep]: the data's signature in a run's config.toml (read-only)
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
 NOT_IN_TRAIN = ("data", "valid", "test", "preset", "model", "resume")  # [data], [model] preset, or a flag only
@@ -50,8 +49,8 @@ class TrainConfig:
                       "run there is refused unless resume or overwrite")
     overwrite: bool = option(False, help="delete an earlier run's files in the run folder first")
     name: str = option("", help="names the default run folder ('': the recipe's file name, else the data folder's)")
-    preset: str = option("tiny", choices=PRESET_NAMES, help="model size preset: tiny (d_model 256, 4 heads, 3+3 "
-                         "layers, d_ff 1024) or base (512, 8, 6+6, 2048)")
+    preset: str = option("tiny", choices=PRESET_NAMES, help="model size preset: cpu (d_model 64, 4 heads, 2+2 "
+                         "layers, d_ff 256), tiny (256, 4, 3+3, 1024) or base (512, 8, 6+6, 2048)")
     model: dict[str, Any] = option(default_factory=dict, help="model options over the preset (the [model] table)")
     max_tokens: int = option(4096, ge=1, help="tokens per batch and process: sentences x longest side (padding "
                              "included)")
@@ -82,6 +81,8 @@ class TrainConfig:
     precision: str = option("auto", choices=("auto", "fp32", "bf16"), help="auto: bf16 autocast on CUDA with bf16 "
                             "support, else fp32")
     resume: bool = option(False, help="continue the run in the run folder from its last.pt")
+    bundle: bool = option(False, help="also copy the source parser model into OUT/source/ (with the BPE codes "
+                          "always there): the run folder then translates raw text on any machine")
     keep_last: int = option(0, ge=0, help="also keep the N most recent OUT/checkpoint_<step>.pt (0: only last.pt "
                             "and best.pt)")
     patience: int = option(0, ge=0, help="stop after this many validations without improvement (0: never)")
@@ -179,9 +180,7 @@ def parse_value(text: str, hint: Any = None) -> Any:
 def _unknown(key: str, known: list[str], label: str, elsewhere: dict[str, list[str]] | None = None) -> ConfigError:
     """'LABEL unknown key KEY (did you mean ...?)', or '(a [train] key)' when it belongs to another section."""
     other = [section for section, keys in (elsewhere or {}).items() if key in keys]
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f" (a [{other[0]}] key)" if other else f" (did you mean {close[0]}?)" if close else \
-        f" (known: {', '.join(known)})"
+    hint = f" (a [{other[0]}] key)" if other else did_you_mean(key, known) or f" (known: {', '.join(known)})"
     return ConfigError(f"{label} unknown key {key}{hint}")
 
 
@@ -276,9 +275,8 @@ def load_run_config(path: str) -> dict[str, Any]:
     table = read_toml(path)
     for section, value in table.items():
         if section not in SECTIONS:
-            close = difflib.get_close_matches(section, SECTIONS[:3], n=1)
-            raise ConfigError(f"{path}: unknown section [{section}]" + (f" (did you mean [{close[0]}]?)" if close else
-                                                                         " (use [data], [model], [train])"))
+            hint = did_you_mean(f"[{section}]", [f"[{name}]" for name in SECTIONS[:3]])
+            raise ConfigError(f"{path}: unknown section [{section}]" + (hint or " (use [data], [model], [train])"))
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: {section} must be a table ([{section}]), got {value!r}")
     here = os.path.dirname(os.path.abspath(path))

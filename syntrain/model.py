@@ -177,6 +177,7 @@ def prepared_config(values: dict, table: Any, manifest: Any, vocab: Any) -> Mode
 
 
 PRESETS: dict[str, dict] = {
+    "cpu": dict(d_model=64, n_heads=4, d_ff=256, enc_layers=2, dec_layers=2, dropout=0.1),  # 2 CPU cores, minutes
     "tiny": dict(d_model=256, n_heads=4, d_ff=1024, enc_layers=3, dec_layers=3, dropout=0.1),  # CPU
     "base": dict(d_model=512, n_heads=8, d_ff=2048, enc_layers=6, dec_layers=6, dropout=0.1),  # Vaswani base
 }

@@ -38,6 +38,7 @@ from .decode import bleu_metric, score, translate
 from .model import PRESETS, ModelConfig, Transformer, prepared_config
 from .runfolder import start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
+from .travel import SOURCE_DIR, write_source_files
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
@@ -450,6 +451,10 @@ def open_metrics(run: Run) -> None:
         header.update(values)
     start_run_folder(cfg, run.mcfg.to_dict(), run.train_data.signature, None if run.ckpt else run.vocab, run.rank,
                      run.world)  # the run folder's first write, after every check
+    if run.rank == 0 and (not run.ckpt or cfg.bundle or not os.path.isdir(os.path.join(cfg.out, SOURCE_DIR))):
+        # what raw-text translation needs, next to the checkpoints (an older run folder gets it on --resume)
+        write_source_files(cfg.out, run.train_data.configuration, run.train_data.signature,
+                           os.path.dirname(os.path.abspath(cfg.data)), cfg.bundle, fresh=not run.ckpt)
     metrics_path = os.path.join(cfg.out, "metrics.jsonl")
     if run.rank == 0 and run.ckpt:
         _truncate_metrics(metrics_path, run.ckpt["step"])  # a resumed run redoes the steps after its checkpoint

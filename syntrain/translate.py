@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
 
+from synprep.shards import SourceRecipe
 from synprep.textio import decode_line, open_binary
 
-from .data import ParallelData, raw_source
+from .data import ParallelData
 from .decode import translate_nbest
 from .train import load_checkpoint
+from .travel import travelling_recipe
 
 Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
 
@@ -26,8 +28,11 @@ class Translator:
     """A checkpoint loaded once, with its decoding settings (nbest = 0: the best translation only)."""
 
     def __init__(self, checkpoint: str, device: str, beam: int = 4, length_penalty: float = 0.6,
-                 max_tokens: int = 4096, nbest: int = 0, progress: bool = True) -> None:
+                 max_tokens: int = 4096, nbest: int = 0, progress: bool = True, parser_model: str | None = None,
+                 bpe_codes: str | None = None) -> None:
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
+        self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
+        self.recipe: SourceRecipe | None = None
         self.device, self.beam, self.alpha, self.max_tokens = device, beam, length_penalty, max_tokens
         self.nbest, self.progress = nbest, progress
 
@@ -50,13 +55,13 @@ class Translator:
         results: list[Ranked] = [[] for _ in lines]
         if not filled:
             return results
-        if "pipeline" not in self.ckpt:
-            raise ValueError("this checkpoint has no pipeline configuration: give a split folder")
-        pipeline = self.ckpt["pipeline"]
-        dataset = self.ckpt.get("dataset") or pipeline.get("output", "")  # older checkpoints: the output
-        table = raw_source([lines[i] for i in filled], pipeline, self.ckpt.get("signature", {}), dataset)
-        # raw_source makes every source feature of the training dataset (distances, labels, ...)
-        data = ParallelData("<input>", self.vocab, table=table, configuration=pipeline,
+        if self.recipe is None:
+            self.recipe = travelling_recipe(self.ckpt, self.checkpoint, *self.source_files)
+        from synprep.prepare import prepare_source  # parser and BPE: only for raw text
+
+        table = prepare_source([lines[i] for i in filled], self.recipe)
+        # every source feature of the training dataset (distances, labels, ...), made as convert made them
+        data = ParallelData("<input>", self.vocab, table=table, configuration=self.ckpt["pipeline"],
                             features=self.model.cfg.batch_features(training=False), labels=self.model.cfg.source_labels)
         for i, ranked in zip(filled, self._decode(data)):
             results[i] = ranked

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -176,6 +177,27 @@ def test_resume_after_sigkill_gives_the_same_shards(tmp_path, tiny_udpipe, kill_
     assert manifest["rows"] + sum(manifest["rejected"].values()) == 600
 
 
+def test_ctrl_c_says_resume_and_the_workers_print_nothing(tmp_path, tiny_udpipe):
+    """Ctrl-C (SIGINT to the terminal's whole process group): one line naming --resume, exit 130, no
+    `Process ForkPoolWorker-N:` traceback from the workers; --resume then finishes the run."""
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=_bigger_corpus(tmp_path, copies=40), shard_size=200)
+    out = tmp_path / "out"
+    process = subprocess.Popen([str(BIN / "synprep"), "convert", str(pipeline), "--workers", "2"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 300
+    while not list(out.glob(".work/train/piece-*.json")) and process.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert not (out / "train" / "manifest.json").exists(), "interrupted too late"
+    assert process.returncode == 130 and "Process ForkPoolWorker" not in stderr and "Traceback" not in stderr, stderr
+    assert stderr.splitlines() == [f"synprep: interrupted; the finished pieces are kept: continue with synprep convert "
+                                   f"{pipeline} --workers 2 --resume"]
+    convert(pipeline, "--workers", "2", "--resume")
+    manifest = json.loads((out / "train" / "manifest.json").read_text())
+    assert manifest["rows"] + sum(manifest["rejected"].values()) == 2000
+
+
 def test_overwrite_and_config_change_on_resume(tmp_path, tiny_udpipe):
     pipeline = write_pipeline(tmp_path, tiny_udpipe)
     convert(pipeline, "--workers", "1")
@@ -210,6 +232,66 @@ def test_bad_inputs(tmp_path, tiny_udpipe):
     one_line_error(convert(pipeline, check=False), "pipeline.toml")
     (tmp_path / "x.toml").write_text("[pipeline]\nsrc_lang = 'en'\ntgt_lang = 'de'\nshard_sise = 3\n")
     one_line_error(convert(tmp_path / "x.toml", check=False), "unknown key(s) shard_sise")
+
+
+def test_a_filter_that_rejects_every_train_pair_stops_right_after_it(tmp_path, tiny_udpipe):
+    """Sides swapped (German as the source): one line with the counts per reason and the likely cause, no parse or
+    BPE step after it, the rejections report kept where the user can read it; the corrected run needs no flag."""
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=(PARALLEL / "train.de", PARALLEL / "train.en"))
+    out = tmp_path / "out"
+    result = convert(pipeline, "--workers", "1", check=False)
+    one_line_error(result, "split 'train': all 50 pairs rejected (src_lang 48, empty 1, identical 1): 48 of 50 as "
+                   "src_lang: the source looks like de, not en; check src_lang/tgt_lang",
+                   str(out / "rejected-train.tsv"))
+    assert ".work" not in result.stderr and "BPE" not in result.stderr
+    report = [line.split("\t") for line in (out / "rejected-train.tsv").read_text().splitlines()]
+    assert len(report) == 50 and report[0][:3] == ["0", "src_lang", "detected de 1.00"]
+    assert [name for name in os.listdir(out) if name != ".lock"] == ["rejected-train.tsv"]
+
+    pipeline = write_pipeline(tmp_path, tiny_udpipe)  # the corrected pipeline: same output folder, no --overwrite
+    convert(pipeline, "--workers", "1")
+    assert not (out / "rejected-train.tsv").exists() and (out / "train" / "manifest.json").is_file()
+
+
+def test_a_filter_that_keeps_too_few_train_pairs_stops_and_many_rejections_warn(tmp_path, tiny_udpipe):
+    """Most pairs rejected and fewer than MIN_TRAIN_PAIRS kept: stop after the filter; over 30% rejected:
+    the warning `synprep filter` gives, word for word (one implementation)."""
+    from synprep.convert import MIN_TRAIN_PAIRS
+    from synprep.filter import FilterSettings, filter_files
+
+    src = (PARALLEL / "train.en").read_text().splitlines()[:30]
+    tgt = (PARALLEL / "train.de").read_text().splitlines()[:30]
+    long_src = [line + " and so on" * 12 for line in src]  # over max_len 80 tokens... on the source only
+    (tmp_path / "few.en").write_text("\n".join(src[:MIN_TRAIN_PAIRS - 2] + long_src[MIN_TRAIN_PAIRS - 2:]) + "\n")
+    (tmp_path / "few.de").write_text("\n".join(tgt) + "\n")
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=(tmp_path / "few.en", tmp_path / "few.de"),
+                              filter_table="langid = 'none'\nmax_len = 20")
+    result = convert(pipeline, "--workers", "1", check=False)
+    one_line_error(result, f"{MIN_TRAIN_PAIRS - 2} of 30 pairs kept, fewer than the {MIN_TRAIN_PAIRS} needed",
+                   "as too_long: sentences over max_len = 20 whitespace tokens; raise [filter] max_len")
+
+    half = [line + " and so on" * 12 if i % 5 < 2 else line for i, line in enumerate(src)]  # 40% too long
+    (tmp_path / "half.en").write_text("\n".join(half) + "\n")
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=(tmp_path / "half.en", tmp_path / "few.de"),
+                              filter_table="langid = 'none'\nmax_len = 20")
+    warned = [line for line in convert(pipeline, "--workers", "1").stderr.splitlines() if "warning" in line]
+    settings = FilterSettings("en", "de", max_len=20, langid=None)
+    told = []
+    filter_files(str(tmp_path / "half.en"), str(tmp_path / "few.de"), str(tmp_path / "f"), settings, workers=1,
+                 warn=told.append)
+    assert told == ["warning: 40.0% of 30 pairs rejected (too_long 40.0%); check the languages, the settings and "
+                    "that the files are parallel"]
+    assert warned == [f"synprep convert: split 'train': {told[0]} (OUT/train/rejected.tsv lists them)"]
+
+
+def test_likely_causes_name_the_setting():
+    from synprep.filter import FilterSettings, likely_cause
+
+    settings = FilterSettings("ja", "en", max_ratio=3.0)
+    assert "written without spaces" in likely_cause("ratio", [], settings) and "max_ratio = 3.0" in \
+        likely_cause("ratio", [], settings)
+    assert likely_cause("tgt_lang", ["detected fr 0.91", "detected de 0.80", "detected fr 0.99"], settings) \
+        .startswith("the target looks like fr, not en; check src_lang/tgt_lang")
 
 
 def test_invalid_utf8_empty_lines_and_broken_trees_are_counted(tmp_path, tiny_udpipe):
@@ -297,6 +379,63 @@ def test_every_shipped_pipeline_file_loads(path):
     config = load_pipeline(str(path))
     assert {s.name for s in config.splits} == {"train", "valid", "test"}
     assert config.bpe.symbols and config.src_parser is not None and config.source or path.name != "sample.toml"
+
+
+def test_a_mistyped_pipeline_key_gets_did_you_mean_as_in_recipes(tmp_path):
+    """The hint syntrain gives for a recipe key, from the one implementation (synprep.tables.did_you_mean)."""
+    from synprep.errors import InputError
+    from synprep.pipeline import load_pipeline
+
+    head = "[pipeline]\nsrc_lang = 'en'\ntgt_lang = 'de'\n"
+    for text, message in [
+        (head + "shard_sise = 3\n", "unknown key(s) shard_sise (did you mean shard_size?) in [pipeline]"),
+        (head + "[splits.tran]\nsrc = 'a'\ntgt = 'b'\n", "unknown split [splits.tran] (did you mean train?)"),
+        (head + "[splits.train]\nsrc = 'a'\ntgt = 'b'\nfilter = true\nformt = 'text'\n",
+         "unknown key(s) formt (did you mean format?) in [splits.train]"),
+        (head + "[fliter]\n", "unknown key(s) fliter (did you mean filter?) in [top level]"),
+    ]:
+        (tmp_path / "p.toml").write_text(text)
+        with pytest.raises(InputError) as err:
+            load_pipeline(str(tmp_path / "p.toml"))
+        assert err.value.message == message
+
+
+def test_tsv_corpora_read_both_sides_from_columns_and_count_bad_rows(tmp_path, tiny_udpipe):
+    """`tsv = FILE` (ParaCrawl, Tatoeba, CCMatrix): src_column / tgt_column (default 0 / 1), .gz too; a row
+    without a side's column is a counted rejection (bad_row) naming the file and line."""
+    import gzip
+
+    from synprep.errors import InputError
+    from synprep.pipeline import load_pipeline
+
+    en, de = ((PARALLEL / f"train.{lang}").read_text().splitlines() for lang in ("en", "de"))
+    rows = [f"{s}\t{t}\t0.9" for s, t in zip(en, de)] + ["a row with one column"]
+    (tmp_path / "train.tsv.gz").write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    (tmp_path / "test.tsv").write_text("".join(f"{t}\t{s}\n" for s, t in zip(en[:5], de[:5])))
+    head = (f"[pipeline]\nsrc_lang = 'en'\ntgt_lang = 'de'\noutput = '{tmp_path / 'out'}'\n"
+            "[parser.src]\nmodel = '{}'\n[parser.tgt]\nmodel = '{}'\n[bpe]\nsymbols = 100\n"
+            "[filter]\nlangid = 'py3langid'\nlangid_languages = ['en', 'de', 'fr']\n"
+            "[normalize]\nsrc = ['romanian']\n").format(tiny_udpipe("en"), tiny_udpipe("de"))  # a bad row stays bad
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(head + f"[splits.train]\ntsv = '{tmp_path / 'train.tsv.gz'}'\n[splits.test]\n"
+                        f"tsv = '{tmp_path / 'test.tsv'}'\nsrc_column = 1\ntgt_column = 0\n")
+    convert(pipeline, "--workers", "1")
+    manifest = json.loads((tmp_path / "out" / "train" / "manifest.json").read_text())
+    assert manifest["input_lines"] == 51 and manifest["rows"] == 47
+    assert manifest["rejected"] == {"bad_row": 1, "empty": 1, "identical": 1, "src_lang": 1}
+    bad = (tmp_path / "out" / "train" / "rejected.tsv").read_text().splitlines()[-1].split("\t")
+    assert bad[:3] == ["50", "bad_row", f"{tmp_path / 'train.tsv.gz'}:51: 1 column(s), no column 1"]
+    train = read_split(tmp_path / "out" / "train")
+    assert train.column("src_text").to_pylist()[:3] == en[:3] and train.column("tgt_text").to_pylist()[:3] == de[:3]
+    test = read_split(tmp_path / "out" / "test")
+    assert test.column("src_text").to_pylist() == en[:5] and test.column("tgt_text").to_pylist() == de[:5]
+
+    for split, message in [("tsv = 'a.tsv'\nsrc = 'a.en'\n", "takes tsv (both sides in one file) or src and tgt"),
+                           ("tsv = 'a.tsv'\ntgt_column = 0\n", "src_column and tgt_column are the same column"),
+                           ("src = 'a.en'\n", "needs src and tgt (or tsv = a file with both sides in columns)")]:
+        pipeline.write_text(head + "[splits.train]\n" + split)
+        with pytest.raises(InputError, match=re.escape(message)):
+            load_pipeline(str(pipeline))
 
 
 def test_sgml_and_xml_test_sets(tmp_path):

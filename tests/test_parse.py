@@ -2,6 +2,7 @@
 
 import gzip
 import lzma
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,9 @@ def test_compressed_input_and_stdio(tiny_udpipe, tmp_path):
     assert done.returncode == 0, done.stderr.decode()
     assert results[0] == results[1] == done.stdout
     assert len(parse_conllu_text(done.stdout.decode())) == 4
+    # a real rate from stdin: the workers' parsing time, not the model loading (4 lines took seconds of wall time)
+    rate = re.search(r"in ([\d.]+)s \(([\d.e+]+) sentences/s per worker while parsing\)", done.stderr.decode())
+    assert rate and float(rate.group(2)) > 4 / float(rate.group(1)), done.stderr.decode()
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])

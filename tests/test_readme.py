@@ -43,3 +43,27 @@ def test_documentation_python_block_runs(page: str, block: str):
     with contextlib.redirect_stdout(printed):
         exec(compile(block, page, "exec"), {})  # a fresh namespace, as a reader pasting the block would have
     assert printed.getvalue().strip() == expected_output(block)
+
+
+def test_documentation_names_commands_as_users_type_them():
+    """`syntrain compare`, not `python -m syntrain.compare`, wherever the module is also a subcommand."""
+    from synprep.cli import cli as synprep_cli
+    from syntrain.cli import cli as syntrain_cli
+
+    commands = {"synprep": set(synprep_cli.commands), "syntrain": set(syntrain_cli.commands)}
+    found = [(page.name, f"{prog}.{module}") for page in PAGES if page.exists()
+             for prog, module in re.findall(r"python -m (synprep|syntrain)\.(\w+)", page.read_text(encoding="utf-8"))
+             if module in commands[prog]]
+    assert not found, f"name these as `PROG SUBCOMMAND`: {found}"
+
+
+def test_demo_says_why_its_translations_look_like_broken_german():
+    """The demo trains on `synprep synth` pairs: its output says the target is a made-up German-like language
+    before it shows translations (the README's quick start ends with one)."""
+    demo = (REPO / "sample_data" / "demo.sh").read_text(encoding="utf-8")
+    printed = [line for line in demo.splitlines() if line.startswith("echo ")]
+    first_translation = next(i for i, line in enumerate(printed) if "translation" in line)
+    assert any("German-like" in line and "broken German" in " ".join(printed[i:i + 2])
+               for i, line in enumerate(printed[:first_translation + 3]))
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "German-like" in readme.split("## On a real corpus")[0]

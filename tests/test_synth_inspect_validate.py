@@ -382,3 +382,15 @@ def test_html_renders_in_headless_chromium(shards, tmp_path):
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert (width, height) == (1200, 2000)
     assert len(data) > 40000  # a blank page of this size compresses to under 10 kB
+
+
+def test_inspect_of_a_dataset_folder_names_its_splits(tmp_path):
+    shards = os.path.join(os.path.dirname(__file__), "data", "switches", "shards")
+    for split in ("train", "valid"):
+        shutil.copytree(os.path.join(shards, split), tmp_path / "out" / split)
+    (tmp_path / "out" / "codes.bpe").write_text("")
+    result = subprocess.run([sys.executable, "-m", "synprep.cli", "inspect", str(tmp_path / "out")],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr == (
+        f"synprep: error: {tmp_path / 'out'}: a dataset folder, not a split: give one of its splits: "
+        f"{tmp_path / 'out' / 'train'}, {tmp_path / 'out' / 'valid'}\n")

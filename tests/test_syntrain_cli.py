@@ -307,7 +307,7 @@ def test_run_help_shows_every_option_with_its_default():
     assert result.output.count("[default: ") == len(RUN_FLAGS)
     assert "--warmup INTEGER" in result.output and "[default: 4000]" in result.output
     assert "(a number > 0).  [default: 0.0007]" in result.output  # --lr
-    assert "[default: the preset's: tiny 0.1, base 0.1]" in result.output  # --dropout
+    assert "[default: the preset's: cpu 0.1, tiny 0.1, base 0.1]" in result.output  # --dropout
 
 
 def test_compare_subcommand_writes_only_what_it_says(sample, tmp_path):
@@ -368,3 +368,38 @@ def test_shipped_recipes_pass_the_up_front_model_check(recipe):
     from syntrain.config import TrainConfig, check_model, load_run_config
 
     check_model(TrainConfig.from_dict(load_run_config(os.path.join(REPO, "pipelines", "train", recipe))), recipe)
+
+
+def test_a_run_folder_translates_raw_text_after_the_dataset_moved(sample, tmp_path):
+    """The run folder keeps what raw-text translation needs (source/: BPE codes, the parser's identity, with
+    --bundle the parser model); a file found nowhere is one error naming it and the flag that supplies it."""
+    import shutil
+
+    dataset, run = tmp_path / "data", tmp_path / "run"
+    shutil.copytree(sample / "shards", dataset)  # the sample pipeline trains its parser into the dataset folder
+    args = _run_args(sample, run, "--max-steps", "2", "--bundle")
+    args[2] = str(dataset / "train")
+    assert syntrain(*args).returncode == 0
+    assert sorted(os.listdir(run / "source")) == ["codes.bpe", "parser-src.udpipe", "source.json"]
+    raw = tmp_path / "in.en"
+    raw.write_text("".join(line + "\n" for line in _raw_lines(sample)))
+    ckpt = str(run / "last.pt")
+    before = syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "2")
+    assert before.returncode == 0 and before.stdout.strip(), before.stderr
+    dataset.rename(tmp_path / "moved")
+    assert syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "2").stdout == before.stdout
+
+    info = json.loads((run / "source" / "source.json").read_text())
+    (run / "source" / info.pop("bundled")).unlink()  # as a run without --bundle
+    (run / "source" / "source.json").write_text(json.dumps(info))
+    missing = syntrain("translate", "--checkpoint", ckpt, "-i", str(raw))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
+    assert missing.stderr.startswith(f"syntrain: error: {dataset / 'models' / 'src.udpipe'}: the source parser model "
+                                     "is missing") and "--parser-model PATH" in missing.stderr
+    (run / "source" / "codes.bpe").unlink()
+    given = ["--parser-model", str(tmp_path / "moved" / "models" / "src.udpipe")]
+    missing = syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), *given)
+    assert missing.stderr.startswith(f"syntrain: error: {dataset / 'codes.bpe'}: the BPE codes are missing") and \
+        "--bpe-codes PATH" in missing.stderr, missing.stderr
+    given += ["--bpe-codes", str(tmp_path / "moved" / "codes.bpe")]
+    assert syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "2", *given).stdout == before.stdout

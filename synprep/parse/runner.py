@@ -38,8 +38,15 @@ class ParseSummary:
     skipped: int = 0  # lines longer than max_chars -> empty sentences with `# skipped = ...`
     seconds: float = 0.0
     workers: int = 1
+    parse_seconds: float = 0.0  # the workers' time parsing and formatting (no model loading, no waiting for input)
+
+    @property
+    def rate(self) -> float:
+        """Sentences per second of one worker while it parses (a rate that stdin's pauses do not dilute)."""
+        return self.lines / self.parse_seconds if self.parse_seconds else 0.0
 
     def add(self, other: BatchCounts) -> None:
+        self.parse_seconds += other.seconds
         self.lines += other.lines
         self.words += other.words
         self.empty += other.empty
@@ -54,6 +61,7 @@ class BatchCounts:
     empty: int = 0
     joined: int = 0
     skipped: int = 0
+    seconds: float = 0.0  # spent on the batch by its worker
 
 
 def batches(lines: Iterable[str], size: int) -> Iterator[tuple[int, list[str]]]:
@@ -99,7 +107,10 @@ def _load_parser(spec: ParserSpec, max_chars: int = MAX_LINE_CHARS) -> tuple[Par
 
 def _format_task(state: tuple[Parser, int], task: tuple[int, list[str]]) -> tuple[str, BatchCounts]:
     parser, max_chars = state
-    return format_batch(parser, *task, max_chars=max_chars)
+    started = time.perf_counter()
+    text, counts = format_batch(parser, *task, max_chars=max_chars)
+    counts.seconds = time.perf_counter() - started
+    return text, counts
 
 
 def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int | None = None,
