@@ -313,6 +313,19 @@ def split_signature(path: str) -> dict[str, Any]:
     return load_manifest(path).signature
 
 
+def empty_split(path: str, role: str) -> None:
+    """Refuse a split of 0 pairs before anything is written (a run would stop at its first batch, validation or
+    test score)."""
+    from synprep.errors import InputError
+    from synprep.shards import load_manifest
+
+    if not load_manifest(path).rows:
+        flag = {"training": "--data", "validation": "--valid", "test": "--test"}[role]
+        raise InputError(f"the {role} split has 0 pairs (all rejected when it was converted? see its "
+                         f"rejected.tsv): give another {flag}" + (" or --" + flag[2:] + " ''" if flag != "--data"
+                                                                   else ""), path)
+
+
 def signature_differences(trained: dict[str, Any], given: dict[str, Any]) -> list[str]:
     """What makes two splits' shards incompatible: ['parsers', 'BPE codes'] where their signatures differ."""
     return [words for key, words in SIGNATURE_KEYS.items() if trained.get(key) != given.get(key)]
@@ -394,6 +407,7 @@ def check_run(cfg: TrainConfig, model_label: str) -> list[str]:
         if path:
             try:
                 signatures[split] = split_signature(path)
+                empty_split(path, {"data": "training", "valid": "validation", "test": "test"}[split])
             except InputError as err:
                 raise ConfigError(str(err)) from None
     if cfg.tensorboard:
