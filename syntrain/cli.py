@@ -344,14 +344,17 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
 @click.argument("checkpoints", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "output_path", required=True, type=click.Path(dir_okay=False),
               help="The averaged checkpoint (usable by translate/eval; no optimizer state).")
-def average(checkpoints: tuple[str, ...], output_path: str) -> None:
+@click.option("--force", is_flag=True,
+              help="Average checkpoints of different runs (other run folder, training data or seed) too.")
+def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None:
     """Average the weights of checkpoints of one run (e.g. OUT/checkpoint_*.pt from --keep-last)."""
+    from synprep.errors import InputError
 
     from .checkpoints import average_checkpoints, save_checkpoint
 
     try:
-        averaged = average_checkpoints(list(checkpoints))
-    except ValueError as e:
+        averaged = average_checkpoints(list(checkpoints), force)
+    except (ValueError, InputError) as e:
         raise click.ClickException(str(e)) from e
     save_checkpoint(averaged, output_path)
     click.echo(f"wrote {output_path}: the mean of {len(checkpoints)} checkpoint(s)", err=True)
