@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import os
 import io
+import os
 import re
 import sys
 from collections import Counter, defaultdict
@@ -264,7 +264,7 @@ def _learn_into(per_input: list[Counter[str]], joint: Counter[str], paths: list[
                                     total_symbols=total_symbols)
             else:
                 learn_bpe_codes(vocab_list, out, symbols, min_frequency, total_symbols)
-    except ValueError as error:  # subword-nmt's max() over no pairs: every word is a single character
+    except ValueError:  # subword-nmt's max() over no pairs: every word is a single character
         sys.stderr.write(log.getvalue())
         raise InputError("no symbol pairs to learn BPE from (every word is a single character or whitespace)",
                          where) from None
