@@ -3,6 +3,7 @@ train.py and decode.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -115,12 +116,14 @@ def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
     before anything is read or written; the run folder gets config.toml (the resolved configuration) and
     train.log. An earlier run in OUT is refused unless --resume (which needs only --out RUN) or --overwrite."""
     from .config import ConfigError, check_run, resolve_run
-    from .runfolder import logged_run, resume_point
+    from .runfolder import logged_run, resume_point, run_folder_lock
 
     model_flags = {name: options.pop(name) for section, name in RUN_FLAGS if section == "model"}
-    with logged_run() as log:
+    with logged_run() as log, contextlib.ExitStack() as stack:
         try:
             cfg, notes, model_label = resolve_run(config, options, model_flags, sets)
+            if cfg.out and os.environ.get("RANK", "0") == "0":
+                stack.enter_context(run_folder_lock(cfg.out))  # before the folder is looked at: one writer
             point = resume_point(cfg.out) if cfg.resume else None
             if point is not None:
                 origin = "" if os.path.basename(point[0]) == "last.pt" else \

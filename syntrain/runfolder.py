@@ -158,19 +158,29 @@ SESSION_KEYS = ("max_steps", "max_minutes", "eval_interval", "eval_sentences", "
                 "resume", "overwrite", "valid", "test", "data")
 
 
+_HELD: set[str] = set()  # run folders this process holds the lock of (the command line, then the trainer)
+
+
 @contextlib.contextmanager
 def run_folder_lock(out: str) -> Iterator[None]:
     """One `syntrain run` at a time per run folder (fresh, --resume or --overwrite): the writer lock of synprep
-    convert (synprep.shards.WriterLock) on OUT/.lock, held for the whole run. A folder made only to hold the
-    lock is removed again when the run is refused before its first write."""
+    convert (synprep.shards.WriterLock) on OUT/.lock, held for the whole run (taken again by the same process:
+    a no-op). A folder made only to hold the lock is removed again when the run is refused before its first
+    write."""
     from synprep.shards import LOCK, WriterLock
 
+    key = os.path.realpath(out)
+    if key in _HELD:
+        yield
+        return
     made = not os.path.exists(out)
     lock = WriterLock(out, "another syntrain run is writing this run folder")
     lock.acquire()
+    _HELD.add(key)
     try:
         yield
     finally:
+        _HELD.discard(key)
         lock.release()
         if made and os.path.isdir(out) and os.listdir(out) == [LOCK]:
             os.remove(os.path.join(out, LOCK))
