@@ -261,6 +261,9 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
         parsers[side] = replace(parser, **paths)
     for split in splits:
         for side, files in (("src", split.src), ("tgt", split.tgt)):
+            folders = [f for f in files if os.path.isdir(f)]
+            if folders:
+                raise InputError(f"[splits.{split.name}] {side} names a folder, not an input file: {folders[0]}", path)
             given_format = (split.format or "").lower()
             preparsed = given_format == "conllu" if given_format else all(detect_format(f) == "conllu" for f in files)
             if parsers[side] is None and not preparsed:

@@ -282,8 +282,8 @@ def check_resume(cfg: TrainConfig, path: str, ckpt: dict) -> list[str]:
 def finished_reason(cfg: TrainConfig, ckpt: dict) -> str | None:
     """Why a run whose checkpoint is `ckpt` has nothing left to do under `cfg`'s budget (None: it goes on).
     The budget counts over the whole run: max_steps the steps, max_minutes the training time of every session."""
-    if ckpt.get("stopped_early"):
-        return f"it stopped early at step {ckpt['step']} ({ckpt['stopped_early']})"
+    if ckpt.get("stopped_early") and cfg.patience and ckpt.get("bad_evals", 0) >= cfg.patience:
+        return f"it stopped early at step {ckpt['step']} ({ckpt['stopped_early']}; --patience 0 trains on)"
     if ckpt["step"] >= cfg.max_steps:
         return f"step {ckpt['step']} of max_steps {cfg.max_steps}"
     elapsed = float(ckpt.get("elapsed_s", 0.0))

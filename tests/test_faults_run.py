@@ -114,8 +114,8 @@ def test_a_second_run_on_a_training_run_folder_is_refused(data, tmp_path):
             time.sleep(0.2)
         assert first.poll() is None, first.stderr.read()
         for extra in ([], ["--overwrite"], ["--resume"]):
-            second = call(*SYNTRAIN, "run", "--data", data["shards"] / "train", "--out", out, *SMALL, "--max-steps",
-                          "1", *extra)
+            second = syntrain("run", "--data", data["shards"] / "train", "--out", out, *SMALL, "--max-steps", "1",
+                              *extra)
             one_line_error(second, "another syntrain run is writing this run folder (pid", str(out))
         assert first.poll() is None  # the first was not disturbed
     finally:
@@ -398,7 +398,8 @@ def _edited_pipeline(data: dict, tmp: Path, old: str, new: str) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("case", ["[[pipeline]]", "sgml without <seg>", "text format on CoNLL-U, no parser"])
+@pytest.mark.parametrize("case", ["[[pipeline]]", "sgml without <seg>", "text format on CoNLL-U, no parser",
+                                  "src = \".\""])
 def test_pipeline_mistakes_are_one_line(data, tmp_path, case, tiny_udpipe):
     if case == "[[pipeline]]":
         folder, named = _edited_pipeline(data, tmp_path, "[pipeline]", "[[pipeline]]"), "[[pipeline]]"
@@ -409,10 +410,13 @@ def test_pipeline_mistakes_are_one_line(data, tmp_path, case, tiny_udpipe):
         (folder / "test.src.conllu").write_text("the dog barks .\na cat .\n")
         (folder / "test.tgt.conllu").write_text("der Hund .\neine Katze .\n")
         named = "no <seg>"
-    else:
+    elif case.startswith("text"):
         folder = _edited_pipeline(data, tmp_path, 'tgt = "train.tgt.conllu"\n',
                                   'tgt = "train.tgt.conllu"\nformat = "text"\n')
         named = 'format = "text"'
+    else:
+        folder = _edited_pipeline(data, tmp_path, 'src = "train.src.conllu"', 'src = "."')
+        named = "[splits.train] src names a folder"
     result = call(*SYNPREP, "convert", folder / "pipeline.toml", "--output", tmp_path / "out")
     one_line_error(result, named)
     assert not (tmp_path / "out").exists()
