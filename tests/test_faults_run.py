@@ -222,6 +222,9 @@ def test_a_checkpoint_or_codes_that_are_devices_are_one_line(data, tmp_path):
     (tmp_path / "in.txt").write_text("the dog\n")
     one_line_error(call(*SYNPREP, "bpe", "apply", "--codes", "/dev/zero", "-i", tmp_path / "in.txt", timeout=60),
                    "/dev/zero", "character device")
+    (tmp_path / "model.udpipe").symlink_to("/dev/zero")
+    one_line_error(call(*SYNPREP, "parse", "--backend", "udpipe", "--model", tmp_path / "model.udpipe", "-i",
+                        tmp_path / "in.txt", timeout=60), "model.udpipe", "not a regular file")
 
 
 def test_convert_workers_are_capped_with_a_note(data, tmp_path):
@@ -325,13 +328,16 @@ def _edited_checkpoint(data: dict, tmp: Path, edit) -> Path:
 @pytest.mark.parametrize("damage, named", [
     ("config", "the weights do not fit the recorded model configuration"),
     ("vocab", "the stored vocabulary has"),
+    ("specials", "the stored vocabulary is damaged"),
 ])
 def test_a_checkpoint_whose_parts_disagree_is_one_line(data, tmp_path, command, damage, named):
     def edit(ckpt):
         if damage == "config":
             ckpt["model_config"]["d_ff"] = 48
-        else:
+        elif damage == "vocab":
             ckpt["vocab"] = ckpt["vocab"][:-1]
+        else:  # the special symbols gone: the same size, every id shifted
+            ckpt["vocab"] = [*ckpt["vocab"][4:], "w1", "w2", "w3", "w4"]
 
     path = _edited_checkpoint(data, tmp_path, edit)
     args = {"translate": ["translate", "--checkpoint", path, "-i", data["shards"] / "test", "-o", tmp_path / "o"],
