@@ -54,8 +54,9 @@ class TrainConfig:
     max_tokens: int = option(4096, ge=1, help="tokens per batch and process: sentences x longest side (padding "
                              "included)")
     max_len: int = option(256, ge=0, help="training pairs with a longer side (sub-words) are skipped (0: none)")
-    max_steps: int = option(20000, ge=1, help="optimizer steps of the run")
-    max_minutes: float = option(0.0, ge=0, help="stop after this much training time (0: no limit)")
+    max_steps: int = option(20000, ge=1, help="optimizer steps of the run (its last step, across resumes)")
+    max_minutes: float = option(0.0, ge=0, help="stop after this much training time, counted over every session of "
+                                "the run (resumes included; 0: no limit)")
     lr: float = option(7e-4, gt=0, help="peak learning rate, reached at the end of warm-up")
     warmup: int = option(4000, ge=1, help="warm-up steps: lr rises linearly to its peak, then decays as "
                          "1/sqrt(step)")
@@ -77,7 +78,8 @@ class TrainConfig:
                             "math), math, flex (FlexAttention: CUDA training, compiled per shape)")
     precision: str = option("auto", choices=("auto", "fp32", "bf16"), help="auto: bf16 autocast on CUDA with bf16 "
                             "support, else fp32")
-    resume: bool = option(False, help="continue the run in the run folder from its last.pt")
+    resume: bool = option(False, help="continue the run in the run folder from its last.pt (or newest complete "
+                          "checkpoint); the data, model and optimization settings must be the run's")
     keep_last: int = option(0, ge=0, help="also keep the N most recent OUT/checkpoint_<step>.pt (0: only last.pt "
                             "and best.pt)")
     patience: int = option(0, ge=0, help="stop after this many validations without improvement (0: never)")
