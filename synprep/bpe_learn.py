@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import io
+import os
 import re
 import sys
 from collections import Counter, defaultdict
@@ -225,11 +226,32 @@ def learn_joint_from_counts(per_input: list[Counter[str]], codes_path: str, symb
     `reference` from subword-nmt's own learn_bpe (the same bytes, slower)."""
     if symbols <= 0:
         raise InputError(f"--symbols must be positive, got {symbols}")
+    for path in [codes_path, *(vocab_paths or [])]:  # before any work: a missing folder found at the end loses it
+        folder = os.path.dirname(path) or "."
+        if not os.path.isdir(folder):
+            raise InputError(f"no such folder to write {os.path.basename(path)} in", folder)
     joint: Counter[str] = Counter()
     for counts in per_input:
         joint += counts
     if not joint:
         raise InputError("no words to learn BPE from (empty input)", where)
+    temporary = [f"{path}.tmp-{os.getpid()}" for path in [codes_path, *(vocab_paths or [])]]
+    try:  # codes and vocabularies under temporary names, renamed when all are complete: never a partial file
+        _learn_into(per_input, joint, temporary, symbols, min_frequency, total_symbols, verbose, where, reference)
+        for tmp, path in zip(temporary, [codes_path, *(vocab_paths or [])], strict=True):
+            os.replace(tmp, path)
+    except OSError as err:
+        raise InputError(f"cannot write: {err.strerror or err}", err.filename or codes_path) from None
+    finally:
+        for tmp in temporary:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+
+def _learn_into(per_input: list[Counter[str]], joint: Counter[str], paths: list[str], symbols: int,
+                min_frequency: int, total_symbols: bool, verbose: bool, where: str, reference: bool) -> None:
+    """The codes into paths[0], the vocabulary of each input into the other paths (learn_joint_from_counts)."""
+    codes_path, vocab_paths = paths[0], paths[1:]
     vocab_list = [f"{word} {freq}" for word, freq in joint.items()]
     log = io.StringIO()
     try:
@@ -242,12 +264,18 @@ def learn_joint_from_counts(per_input: list[Counter[str]], codes_path: str, symb
                                     total_symbols=total_symbols)
             else:
                 learn_bpe_codes(vocab_list, out, symbols, min_frequency, total_symbols)
-    except ValueError as error:  # subword-nmt's max() over no pairs: every word is a single character
+    except ValueError:  # subword-nmt's max() over no pairs: every word is a single character
         sys.stderr.write(log.getvalue())
-        raise InputError(f"no symbol pairs to learn BPE from ({error})", where) from None
+        raise InputError("no symbol pairs to learn BPE from (every word is a single character or whitespace)",
+                         where) from None
     except BaseException:
         sys.stderr.write(log.getvalue())
         raise
+    with open(codes_path, "rb") as codes:
+        merges = sum(1 for _ in codes) - 1
+    if merges <= 0:  # codes that `bpe apply` refuses: say so now
+        raise InputError(f"no pair of symbols occurs --min-frequency {min_frequency} times: no merges to learn "
+                         "(learn from more text, or lower --min-frequency)", where)
     if not vocab_paths:
         return
     bpe = Bpe(codes_path)

@@ -54,7 +54,7 @@ from .filter import (
 from .filter import REASONS as FILTER_REASONS
 from .normalize import normalizer
 from .options import ENGINES
-from .parallel import default_workers, ordered_map
+from .parallel import capped_workers, default_workers, ordered_map
 from .parse import ParserSpec
 from .pipeline import NormalizeConfig, ParserConfig, PipelineConfig, SplitConfig
 from .schema import MADE_FROM_HEADS, pair_schema
@@ -350,6 +350,8 @@ class Converter:
         self.config = config
         self.options = options
         self.workers = options.workers or default_workers()
+        if options.engine == "local":
+            self.workers = capped_workers(self.workers)
         self.out = config.output
         self.work = os.path.join(self.out, ".work")
         self.reused: set[tuple[str, int, int]] = set()  # pieces a --resume found done: their timings are not ours
@@ -384,6 +386,26 @@ class Converter:
 
     def _fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.config.fingerprint_dict(), sort_keys=True).encode()).hexdigest()
+
+    def _input_fingerprints(self) -> dict[str, list]:
+        """Every regular input file's [size, sha256] (named pipes are read once: they have none), to tell on
+        `--resume` whether the inputs are still those the interrupted run read."""
+        found: dict[str, list] = {}
+        for split in self.config.splits:
+            for path in (*split.src, *split.tgt):
+                if os.path.isfile(path) and path not in found:
+                    found[path] = [os.path.getsize(path), file_sha256(path)]
+        return found
+
+    def _check_inputs_unchanged(self, previous: dict) -> None:
+        """--resume: refuse inputs that changed since the interrupted run (the splits would mix two corpora)."""
+        recorded = previous.get("inputs")
+        if not isinstance(recorded, dict):
+            return  # written by an older synprep
+        for path, value in self._input_fingerprints().items():
+            if path in recorded and list(recorded[path]) != value:
+                raise InputError("--resume: this input changed since the interrupted run (other size or content): "
+                                 "restore it, or start again with --overwrite", path)
 
     def _contents(self) -> list[str]:
         """What the output folder holds besides the writer lock and the rejections reports of a stopped run."""
@@ -420,6 +442,7 @@ class Converter:
             if previous.get("fingerprint") != self._fingerprint():
                 raise InputError("--resume: this output was made with a different configuration "
                                  "(use --overwrite or another --output)", self.out)
+            self._check_inputs_unchanged(previous)
         shutil.rmtree(self.work + REMOVING, ignore_errors=True)  # a removal that was interrupted
         for report in self._stop_reports():  # an earlier run's stop: this run writes its own reports
             os.remove(report)
@@ -431,8 +454,8 @@ class Converter:
                     if ".tmp-" in name or name.endswith((".part", ".tmp")):
                         os.remove(os.path.join(folder, name))
         os.makedirs(self.work, exist_ok=True)
-        atomic_write(marker, json.dumps({"fingerprint": self._fingerprint(), "config": self.config.fingerprint_dict()},
-                                        indent=2, sort_keys=True).encode())
+        atomic_write(marker, json.dumps({"fingerprint": self._fingerprint(), "config": self.config.fingerprint_dict(),
+                                         "inputs": self._input_fingerprints()}, indent=2, sort_keys=True).encode())
         write_paths(self.out, self.config.data_root, self.config.file or None)
 
     def _parser_spec(self, parser: ParserConfig | None, side: str) -> ParserSpec | None:

@@ -63,12 +63,19 @@ def _text_lines(path: str, lang: str | None = None) -> Iterator[bytes]:
 
 
 def _sgml_segments(path: str, lang: str | None = None) -> Iterator[bytes]:
-    """WMT .sgm: the content of every <seg> line, as sacrebleu reads it (entities left as they are)."""
+    """WMT .sgm: the content of every <seg> line, as sacrebleu reads it (entities left as they are). A file with
+    lines but no <seg> is an error (not SGML: `format = "sgml"` on plain text would give an empty split)."""
+    lines = segments = 0
     with open_binary(path) as stream:
         for raw in stream:
+            lines += 1
             match = _SEG.search(raw)
             if match:
+                segments += 1
                 yield match.group(1).strip()
+    if lines and not segments:
+        raise InputError(f"no <seg> element in its {lines} line(s): not WMT SGML (format = \"sgml\"); for one "
+                         "sentence a line use format = \"text\"", path)
 
 
 def _xml_segments(path: str, lang: str | None = None) -> Iterator[bytes]:

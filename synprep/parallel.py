@@ -7,6 +7,7 @@ worker so memory stays flat whatever the corpus size. `workers <= 1` runs in-pro
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import signal
@@ -27,6 +28,21 @@ def default_workers() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+WORKERS_PER_CORE = 4  # more processes than this per core only share the cores and cost memory
+
+
+def capped_workers(requested: int, note: bool = True) -> int:
+    """`requested` local processes, at most WORKERS_PER_CORE per core this process may use; a larger number is
+    lowered (with a note on stderr when `note`)."""
+    limit = WORKERS_PER_CORE * default_workers()
+    if requested <= limit:
+        return requested
+    if note:
+        print(f"note: --workers {requested} lowered to {limit} ({WORKERS_PER_CORE} per core of the "
+              f"{default_workers()} this process may use)", file=sys.stderr)
+    return limit
 
 
 def pool_context() -> multiprocessing.context.BaseContext:
@@ -57,7 +73,12 @@ def ordered_map(func: Callable[[Any, Task], Result], tasks: Iterable[Task], work
                 ) -> Iterator[Result]:
     """`func(state, task)` for every task, in order; `state = setup(*setup_args)` once per worker.
 
-    `func` and `setup` must be module-level functions (picklable for spawn)."""
+    `func` and `setup` must be module-level functions (picklable for spawn). At most WORKERS_PER_CORE processes
+    per core, and no more than there are tasks (at least 2 when `workers` > 1)."""
+    if workers > 1:
+        tasks = iter(tasks)
+        head = list(itertools.islice(tasks, capped_workers(workers, note=False)))
+        workers, tasks = max(2, len(head)), itertools.chain(head, tasks)
     if workers <= 1:
         state = setup(*setup_args)
         for task in tasks:

@@ -315,6 +315,11 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     """Read and check a pipeline file; `output` / `shard_size` / `compression` override the file's values."""
     data = _read_toml(path)
     _check_keys(data, _KEYS[""], "top level", path)
+    for name, table in data.items():
+        if isinstance(table, list) and all(isinstance(item, dict) for item in table):
+            raise InputError(f"[[{name}]] is an array of tables: write [{name}] (one table)", path)
+        if not isinstance(table, dict):
+            raise InputError(f"{name} = {table!r}: expected a table [{name}]", path)
     head = data.get("pipeline", {})
     _check_keys(head, _KEYS["pipeline"], "pipeline", path)
     for key, value in head.items():
@@ -360,9 +365,15 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
         parsers[side] = replace(parser, **paths)
     for split in splits:
         for side, files in (("src", split.src), ("tgt", split.tgt)):
-            preparsed = (split.format or "").lower() == "conllu" or all(detect_format(f) == "conllu" for f in files)
+            folders = [f for f in files if os.path.isdir(f)]
+            if folders:
+                raise InputError(f"[splits.{split.name}] {side} names a folder, not an input file: {folders[0]}", path)
+            given_format = (split.format or "").lower()
+            preparsed = given_format == "conllu" if given_format else all(detect_format(f) == "conllu" for f in files)
             if parsers[side] is None and not preparsed:
-                raise InputError(f"[parser.{side}] is needed: [splits.{split.name}] {side} is not CoNLL-U", path)
+                hint = (f" (format = \"{split.format}\" reads its .conllu files as raw text: drop the format line to "
+                        "read them as parsed)" if any(detect_format(f) == "conllu" for f in files) else "")
+                raise InputError(f"[parser.{side}] is needed: [splits.{split.name}] {side} is not CoNLL-U{hint}", path)
 
     bpe_table = data.get("bpe", {})
     _check_keys(bpe_table, _KEYS["bpe"], "bpe", path)

@@ -35,7 +35,7 @@ import pyarrow as pa
 from .errors import InputError
 from .options import COMPRESSIONS
 from .schema import FEATURE_GROUPS, READABLE_VERSIONS, SCHEMA_VERSION, pair_schema
-from .textio import atomic_write
+from .textio import atomic_write, regular_file
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"  # at the dataset root: held by the one process writing the dataset
@@ -60,12 +60,15 @@ def check_compression(name: str) -> str:
 
 
 class WriterLock:
-    """One writer at a time per dataset folder: an exclusive `flock` on OUT/.lock. The operating system
-    releases it when the holder exits or is killed (kill -9 leaves no stale lock); the file names the holder
-    (pid, host, start time) for the message another writer gets. Without `fcntl` (Windows) there is no lock."""
+    """One writer at a time per output folder (a dataset of `synprep convert`, a run folder of `syntrain run`):
+    an exclusive `flock` on FOLDER/.lock. The operating system releases it when the holder exits or is killed
+    (kill -9 leaves no stale lock); the file names the holder (pid, host, start time) for the message another
+    writer gets. `what`: how that message names the writer and its folder. Without `fcntl` (Windows) there is no
+    lock."""
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, what: str = "another synprep convert is writing this dataset") -> None:
         self.path = os.path.join(folder, LOCK)
+        self.what = what
         self.fd: int | None = None
 
     def acquire(self) -> None:
@@ -81,8 +84,8 @@ class WriterLock:
         except OSError:
             holder = os.read(fd, 4096).decode("utf-8", "replace").strip() or "another process"
             os.close(fd)
-            raise InputError(f"another synprep convert is writing this dataset ({holder}): wait for it to finish or "
-                             "stop it; the lock goes with its process", os.path.dirname(self.path)) from None
+            raise InputError(f"{self.what} ({holder}): wait for it to finish or stop it; the lock goes with its "
+                             "process", os.path.dirname(self.path)) from None
         import socket
         import time
 
@@ -186,6 +189,7 @@ def load_manifest(folder: str) -> Manifest:
         raise InputError("no such split folder" if not os.path.exists(folder) else
                          "not a split folder (expected a directory written by synprep convert)", folder)
     path = os.path.join(folder, MANIFEST)
+    regular_file(path, "manifest.json")
     try:
         with open(path, "rb") as handle:
             data = json.loads(handle.read().decode("utf-8"))
@@ -262,6 +266,7 @@ _MAPPED: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()  # every live shard mapp
 def _map_shard(path: str) -> tuple[mmap.mmap, pa.Buffer]:
     """The shard file mapped read-only, and as one Arrow buffer (zero-copy; the mapping lives as long as any
     buffer or array made from it)."""
+    regular_file(path, "the shard")  # a named pipe or /dev/zero would never end
     try:
         with open(path, "rb") as handle:
             mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
@@ -375,6 +380,7 @@ class Split:
             if "sha256" not in shard:
                 continue
             digest = hashlib.sha256()
+            regular_file(path, "the shard")
             try:
                 with open(path, "rb") as handle:
                     for block in iter(lambda handle=handle: handle.read(1 << 22), b""):

@@ -83,6 +83,8 @@ def open_binary(path: str, mode: str = "rb") -> BinaryIO:
         if "r" in mode:
             _check_text_start(stream, "<stdin>")
         return stream
+    if "r" in mode:
+        no_endless_device(path)
     try:
         if path.endswith(".gz"):
             stream = gzip.open(path, mode)
@@ -234,6 +236,50 @@ def tsv_field(value: str | bytes) -> str:
     """One field of a rejected.tsv: undecodable bytes as U+FFFD; backslash, tab, CR, LF escaped."""
     text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _kind(mode: int) -> str:
+    return ("a named pipe" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+
+
+def regular_file(path: str, what: str = "") -> None:
+    """Refuse, in one line naming it, a `path` (after links) that is not a regular file: a named pipe, a device
+    (a link to /dev/zero), a socket would hang or never end a reader that needs the whole file (shards,
+    manifests, checkpoints, models, codes). A missing path is left to the reader's own message."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", path) from None
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise InputError(f"{what or 'the file'} is {_kind(mode)}, not a regular file (it would be read for ever "
+                         "or never end): give a file", path)
+
+
+def no_endless_device(path: str) -> None:
+    """Refuse a text input that is a device other than a terminal or /dev/null (a link to /dev/zero or
+    /dev/urandom never ends); named pipes (`<(command)`) stay allowed: they end when their writer does."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    if stat.S_ISBLK(info.st_mode) or stat.S_ISCHR(info.st_mode):
+        null = os.stat(os.devnull)
+        if (info.st_dev, info.st_ino) == (null.st_dev, null.st_ino):
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        except OSError:
+            return  # left to the reader's own message
+        try:
+            if os.isatty(fd):
+                return
+        finally:
+            os.close(fd)
+        raise InputError(f"the input is {_kind(info.st_mode)}, not a text file (it would never end): give a file",
+                         path)
 
 
 def replaceable(path: str) -> bool:

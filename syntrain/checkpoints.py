@@ -54,14 +54,27 @@ def prune_step_checkpoints(out: str, keep: int) -> None:
         os.remove(path)
 
 
-def average_checkpoints(paths: list[str]) -> dict:
+def run_identity(ckpt: dict) -> dict:
+    """What makes checkpoints steps of one run: its folder, training data (signature and shards) and seed."""
+    stored = ckpt.get("train_config") or {}
+    out = stored.get("out")
+    return {"run folder": os.path.abspath(out) if isinstance(out, str) and out else None,
+            "training data": (ckpt.get("signature"), ckpt.get("data_fingerprint"), ckpt.get("dataset")),
+            "seed": stored.get("seed")}
+
+
+def average_checkpoints(paths: list[str], force: bool = False) -> dict:
     """The checkpoint of the last path with its model weights replaced by the mean over all paths (as fairseq's
-    average_checkpoints.py); the optimizer state is dropped. All must share model configuration and vocabulary."""
+    average_checkpoints.py); the optimizer state is dropped. All must share model configuration and vocabulary,
+    and (unless `force`) be checkpoints of one run: its folder, training data and seed."""
+    from synprep.textio import regular_file
+
     if not paths:
         raise ValueError("no checkpoints to average")
     total: dict[str, torch.Tensor] = {}
     base: dict = {}
     for path in paths:
+        regular_file(path, "the checkpoint")
         try:
             ckpt = torch.load(path, map_location="cpu", weights_only=False)
         except Exception as error:  # pickle/zip errors of all kinds
@@ -71,6 +84,11 @@ def average_checkpoints(paths: list[str]) -> dict:
         if base and (ckpt["model_config"] != base["model_config"] or ckpt.get("vocab") != base.get("vocab")
                      or ckpt.get("src_vocab") != base.get("src_vocab")):
             raise ValueError(f"{path}: another model configuration or vocabulary than {paths[0]}")
+        if base and not force:
+            differ = [what for what, value in run_identity(ckpt).items() if value != run_identity(base)[what]]
+            if differ:
+                raise ValueError(f"{path}: a checkpoint of another run than {paths[0]} (its {' and '.join(differ)} "
+                                 "differ): average the checkpoints of one run, or --force")
         for name, tensor in ckpt["model"].items():
             value = tensor.double() if tensor.is_floating_point() else tensor
             total[name] = total[name] + value if name in total and tensor.is_floating_point() else value

@@ -3,6 +3,7 @@ train.py and decode.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -118,17 +119,21 @@ def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
     before anything is read or written; the run folder gets config.toml (the resolved configuration) and
     train.log. An earlier run in OUT is refused unless --resume (which needs only --out RUN) or --overwrite."""
     from .config import ConfigError, check_run, resolve_run
-    from .runfolder import logged_run, resumed_step
+    from .runfolder import logged_run, resume_point, run_folder_lock
 
     model_flags = {name: options.pop(name) for section, name in RUN_FLAGS if section == "model"}
-    with logged_run() as log:
+    with logged_run() as log, contextlib.ExitStack() as stack:
         try:
             cfg, notes, model_label = resolve_run(config, options, model_flags, sets)
-            step = resumed_step(cfg.out) if cfg.resume else None
-            if step is not None:
-                _note(f"syntrain: resuming {cfg.out} at step {step}")
+            if cfg.out and os.environ.get("RANK", "0") == "0":
+                stack.enter_context(run_folder_lock(cfg.out))  # before the folder is looked at: one writer
+            point = resume_point(cfg.out) if cfg.resume else None
+            if point is not None:
+                origin = "" if os.path.basename(point[0]) == "last.pt" else \
+                    f" (from {os.path.basename(point[0])}: last.pt is missing or damaged)"
+                _note(f"syntrain: resuming {cfg.out} at step {int(point[1]['step'])}{origin}")
             notes += check_run(cfg, model_label)
-        except ConfigError as err:
+        except (ConfigError, ValueError) as err:
             raise click.ClickException(str(err)) from None
         for note in notes:
             log.hold(note)  # printed when the run starts, after the checks that need the data
@@ -179,7 +184,13 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
         raise click.UsageError(f"{input_path}: no such file or directory")
     if interactive and is_split:
         raise click.UsageError("--interactive reads raw text, not a split directory")
+    from synprep.errors import InputError
+
+    from .data import check_scored_split
+
     try:
+        if is_split:
+            check_scored_split(input_path)  # before the model is loaded or anything written
         translator = Translator(checkpoint, _device(), beam, length_penalty, max_tokens, nbest or 0,
                                 parser_model=parser_model, bpe_codes=bpe_codes)
         with atomic_output(output_path) as out:  # no partial file after an error
@@ -202,7 +213,7 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
                     positions = translator.model.cfg.max_len
                     click.echo(f"{input_path}: {too_long} line(s) longer than the model's {positions} positions left "
                                "empty in the output", err=True)
-    except ValueError as e:
+    except (ValueError, InputError) as e:
         raise click.ClickException(str(e)) from e
 
 
@@ -248,8 +259,9 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
     subsets); for tree-decoding models (target = transitions) also the tree measure (docs/tree-decoding.md)."""
     from synprep.challenge import load_subsets
+    from synprep.errors import InputError
 
-    from .data import ParallelData
+    from .data import ParallelData, check_scored_split
     from .decode import bleu_tokenizer, conllu_block, score, tree_rows, tree_scores
     from .decode import translate as run_translate
     from .train import data_options, load_checkpoint, tree_text
@@ -259,12 +271,13 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         model, vocab, ckpt = load_checkpoint(checkpoint, device)
         if trees_path and model.cfg.target != "transitions":
             raise ValueError("--trees needs a tree-decoding model (target = \"transitions\")")
+        check_scored_split(data_path)
         options = data_options(model.cfg)
         if "tgt_transitions" not in open_columns(data_path):  # decoding needs no reference transitions
             options["target"] = "text"
         data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
                             labels=model.cfg.source_labels, **options)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, InputError) as e:
         raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
     subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
@@ -326,7 +339,8 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
     """Results table of runs on one test split: BLEU and chrF with sacrebleu signatures and a paired bootstrap of
     each run against the first (the baseline). A run is a folder with best.pt or test.hyp (hypotheses, one line
     per pair of the split). Into a run folder with best.pt it writes only RUN/test.hyp (its decoding, reused while
-    newer than best.pt), RUN/describe.json (switches, seed, steps) and, for tree-decoding runs, RUN/test.trans;
+    the checkpoint, the split and the decoding settings recorded in RUN/test.hyp.json are the same),
+    RUN/describe.json (switches, seed, steps) and, for tree-decoding runs, RUN/test.trans;
     it names every file it writes on stderr."""
     import json
 
@@ -356,14 +370,17 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
 @click.argument("checkpoints", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "output_path", required=True, type=click.Path(dir_okay=False),
               help="The averaged checkpoint (usable by translate/eval; no optimizer state).")
-def average(checkpoints: tuple[str, ...], output_path: str) -> None:
+@click.option("--force", is_flag=True,
+              help="Average checkpoints of different runs (other run folder, training data or seed) too.")
+def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None:
     """Average the weights of checkpoints of one run (e.g. OUT/checkpoint_*.pt from --keep-last)."""
+    from synprep.errors import InputError
 
     from .checkpoints import average_checkpoints, save_checkpoint
 
     try:
-        averaged = average_checkpoints(list(checkpoints))
-    except ValueError as e:
+        averaged = average_checkpoints(list(checkpoints), force)
+    except (ValueError, InputError) as e:
         raise click.ClickException(str(e)) from e
     save_checkpoint(averaged, output_path)
     click.echo(f"wrote {output_path}: the mean of {len(checkpoints)} checkpoint(s)", err=True)

@@ -6,7 +6,8 @@ bootstrap of each run against the baseline (sacrebleu's `--paired-bs`: 1,000 res
     syntrain compare --data out/multi30k-en-de/test --subsets challenge/ runs/vanilla runs/pascal
 
 (`python -m syntrain.compare` is the same command.) The first run is the baseline. A run is a folder with best.pt
-(decoded here; the hypotheses are written to RUN/test.hyp, reused when newer than best.pt, and the run's
+(decoded here; the hypotheses are written to RUN/test.hyp, reused while the checkpoint, the split and the decoding
+settings recorded beside them in RUN/test.hyp.json are this call's, and the run's
 description to RUN/describe.json: the only files compare writes into a run folder, and it names each one it
 writes) or only RUN/test.hyp (hypotheses brought back from another machine: one line per pair of the split, in
 split order), described by RUN/describe.json ({"switches": str, "seed": int, "steps": int}) when present, else
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 from synprep.textio import atomic_write
 
 HYPOTHESES = "test.hyp"
+HYPOTHESES_KEY = "test.hyp.json"  # what RUN/test.hyp was decoded from: checkpoint, split, decoding settings
 TRANSITIONS = "test.trans"
 DESCRIPTION = "describe.json"
 
@@ -60,22 +62,48 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
     """Detokenized translations of the split by RUN/best.pt, cached in RUN/test.hyp; a run with only test.hyp
     (no checkpoint) is read as it is. The files written are added to `written`."""
     checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
-    if os.path.isfile(cached) and (not os.path.isfile(checkpoint)
-                                   or os.path.getmtime(cached) >= os.path.getmtime(checkpoint)):
+    if not os.path.isfile(checkpoint):
         return read_hypotheses(cached, expected)
+    key = decoding_key(checkpoint, data_path, beam, length_penalty)
+    if os.path.isfile(cached) and _stored_key(run) == key:
+        return read_hypotheses(cached, expected)
+    from .config import signature_differences
     from .data import ParallelData
     from .decode import translate
     from .train import load_checkpoint
 
-    model, vocab, _ = load_checkpoint(checkpoint, device)
+    model, vocab, ckpt = load_checkpoint(checkpoint, device)
     data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
                         labels=model.cfg.source_labels)
+    differ = signature_differences(ckpt.get("signature", {}), data.signature)
+    if differ:
+        print(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
+              "(synprep signatures differ)", file=sys.stderr)
     pieces: list[list[str]] = []
     hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces)
     if model.cfg.target == "transitions":
         _write_lines(os.path.join(run, TRANSITIONS), [" ".join(p) for p in pieces], written)
     _write_lines(cached, hyps, written)
+    _write_lines(os.path.join(run, HYPOTHESES_KEY), [json.dumps(key, indent=1)], written)
     return hyps
+
+
+def decoding_key(checkpoint: str, data_path: str, beam: int, length_penalty: float) -> dict:
+    """What a run's cached hypotheses depend on: the checkpoint (size and modification time), the split (its
+    path and shard hashes) and the decoding settings. A cache with another key is decoded again."""
+    from .runfolder import data_fingerprint
+
+    info = os.stat(checkpoint)
+    return {"checkpoint": [info.st_size, info.st_mtime_ns], "data": os.path.abspath(data_path),
+            "data_fingerprint": data_fingerprint(data_path), "beam": beam, "length_penalty": length_penalty}
+
+
+def _stored_key(run: str) -> dict | None:
+    try:
+        with open(os.path.join(run, HYPOTHESES_KEY), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def _write_lines(path: str, lines: list[str], written: list[str] | None) -> None:
@@ -206,7 +234,10 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     from synprep.challenge import load_subsets
 
     subsets = load_subsets(subsets_dir) if subsets_dir is not None else None  # checked before any decoding
+    from .data import check_scored_split
+
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    check_scored_split(data_path)
     split_ids, references = reference_texts(data_path)
     systems = [(os.path.basename(os.path.normpath(run)), run_hypotheses(run, data_path, beam, length_penalty,
                                                                          device, len(references), written))

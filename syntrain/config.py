@@ -55,8 +55,9 @@ class TrainConfig:
     max_tokens: int = option(4096, ge=1, help="tokens per batch and process: sentences x longest side (padding "
                              "included)")
     max_len: int = option(256, ge=0, help="training pairs with a longer side (sub-words) are skipped (0: none)")
-    max_steps: int = option(20000, ge=1, help="optimizer steps of the run")
-    max_minutes: float = option(0.0, ge=0, help="stop after this much training time (0: no limit)")
+    max_steps: int = option(20000, ge=1, help="optimizer steps of the run (its last step, across resumes)")
+    max_minutes: float = option(0.0, ge=0, help="stop after this much training time, counted over every session of "
+                                "the run (resumes included; 0: no limit)")
     lr: float = option(7e-4, gt=0, help="peak learning rate, reached at the end of warm-up")
     warmup: int = option(4000, ge=1, help="warm-up steps: lr rises linearly to its peak, then decays as "
                          "1/sqrt(step)")
@@ -80,7 +81,8 @@ class TrainConfig:
                             "math), math, flex (FlexAttention: CUDA training, compiled per shape)")
     precision: str = option("auto", choices=("auto", "fp32", "bf16"), help="auto: bf16 autocast on CUDA with bf16 "
                             "support, else fp32")
-    resume: bool = option(False, help="continue the run in the run folder from its last.pt")
+    resume: bool = option(False, help="continue the run in the run folder from its last.pt (or newest complete "
+                          "checkpoint); the data, model and optimization settings must be the run's")
     bundle: bool = option(False, help="also copy the source parser model into OUT/source/ (with the BPE codes "
                           "always there): the run folder then translates raw text on any machine")
     keep_last: int = option(0, ge=0, help="also keep the N most recent OUT/checkpoint_<step>.pt (0: only last.pt "
@@ -329,6 +331,19 @@ def split_signature(path: str) -> dict[str, Any]:
     return load_manifest(path).signature
 
 
+def empty_split(path: str, role: str) -> None:
+    """Refuse a split of 0 pairs before anything is written (a run would stop at its first batch, validation or
+    test score)."""
+    from synprep.errors import InputError
+    from synprep.shards import load_manifest
+
+    if not load_manifest(path).rows:
+        flag = {"training": "--data", "validation": "--valid", "test": "--test"}[role]
+        raise InputError(f"the {role} split has 0 pairs (all rejected when it was converted? see its "
+                         f"rejected.tsv): give another {flag}" + (" or --" + flag[2:] + " ''" if flag != "--data"
+                                                                   else ""), path)
+
+
 def signature_differences(trained: dict[str, Any], given: dict[str, Any]) -> list[str]:
     """What makes two splits' shards incompatible: ['parsers', 'BPE codes'] where their signatures differ."""
     return [words for key, words in SIGNATURE_KEYS.items() if trained.get(key) != given.get(key)]
@@ -410,6 +425,7 @@ def check_run(cfg: TrainConfig, model_label: str) -> list[str]:
         if path:
             try:
                 signatures[split] = split_signature(path)
+                empty_split(path, {"data": "training", "valid": "validation", "test": "test"}[split])
             except InputError as err:
                 raise ConfigError(str(err)) from None
     if cfg.tensorboard:

@@ -308,6 +308,27 @@ TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_
                  SRC_DBSA_HEAD, TGT_DBSA_HEAD, TGT_HEADS, TGT_SUBWORD_TOKEN)
 
 
+def in_memory(table: pa.Table) -> pa.Table:
+    """A copy of `table` in this process's memory, not mapped from its shard files: a shard truncated or
+    rewritten while a run goes on cannot pull the pages from under it (SIGBUS) or change its references."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return pa.ipc.open_stream(sink.getvalue()).read_all()
+
+
+def check_scored_split(path: str) -> None:
+    """A split decoded or scored (eval, translate, compare, a run's validation and test): its shards' sha256 as
+    the manifest gives them (a flipped byte is one line, never a wrong id or a crash) and at least one pair."""
+    split = open_split(path)
+    problems = split.verify_hashes()
+    if problems:
+        raise InputError(f"{problems[0]} (synprep validate {path} lists all)")
+    if not split.manifest.rows:
+        raise InputError("the split has 0 pairs: nothing to translate or score (convert it again, or choose "
+                         "another split)", path)
+
+
 def read_split(path: str, columns: Sequence[str] | None = None) -> tuple[pa.Table, Manifest]:
     """A synprep split folder -> (one table over its checked shards, its manifest). Uncompressed shards are
     memory-mapped (zero-copy); of compressed ones only TRAIN_COLUMNS are read into RAM. `columns`: only those
@@ -419,10 +440,13 @@ class ParallelData:
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
                  configuration: dict | None = None, features: dict[str, str] | None = None,
                  labels: Sequence[str] = (), target: str = "text", arc_labels: Sequence[str] | None = None,
-                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None) -> None:
+                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None, copy: bool = False
+                 ) -> None:
         self.path = path
         if table is None:
             self.table, manifest = split or read_split(path, data_columns(features or {}, target))
+            if copy:  # references and sources read later (validation, test scoring) are not mapped from shards
+                self.table = in_memory(self.table)
             self.configuration, self.signature = manifest.configuration, manifest.signature
         else:  # raw text prepared by synprep.prepare
             self.table, self.configuration, self.signature = table, configuration or {}, {}

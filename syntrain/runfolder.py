@@ -150,16 +150,144 @@ def start_run_folder(cfg: TrainConfig, model_config: Any, signature: dict[str, A
         dist.barrier()
 
 
-def resumed_step(out: str) -> int | None:
-    """The step of OUT/last.pt, read without loading its tensors (None when there is none or it is unreadable:
-    the trainer reports that, naming the file)."""
-    path = os.path.join(out, "last.pt")
+RESUMABLE = ("model", "optimizer", "scheduler", "step", "epoch", "position", "rng", "vocab", "model_config")
+# [train] keys a resumed run may change (the budget, evaluation, logging, the machine); every other key, the
+# [model] table, the preset and the training data must be the run's
+SESSION_KEYS = ("max_steps", "max_minutes", "eval_interval", "eval_sentences", "eval_beam", "test_beam",
+                "length_penalty", "log_interval", "threads", "device", "attention", "precision", "keep_last",
+                "patience", "best_metric", "tensorboard", "verify_shards", "shape_ladder", "compile", "name", "out",
+                "resume", "overwrite", "valid", "test", "data", "bundle", "bleu_tokenize")
+
+
+_HELD: set[str] = set()  # run folders this process holds the lock of (the command line, then the trainer)
+
+
+@contextlib.contextmanager
+def run_folder_lock(out: str) -> Iterator[None]:
+    """One `syntrain run` at a time per run folder (fresh, --resume or --overwrite): the writer lock of synprep
+    convert (synprep.shards.WriterLock) on OUT/.lock, held for the whole run (taken again by the same process:
+    a no-op). A folder made only to hold the lock is removed again when the run is refused before its first
+    write."""
+    from synprep.shards import LOCK, WriterLock
+
+    key = os.path.realpath(out)
+    if key in _HELD:
+        yield
+        return
+    made = not os.path.exists(out)
+    lock = WriterLock(out, "another syntrain run is writing this run folder")
+    lock.acquire()
+    _HELD.add(key)
+    try:
+        yield
+    finally:
+        _HELD.discard(key)
+        lock.release()
+        if made and os.path.isdir(out) and os.listdir(out) == [LOCK]:
+            os.remove(os.path.join(out, LOCK))
+            os.rmdir(out)
+
+
+def _readable_state(path: str) -> dict | None:
+    """A checkpoint's dict when it is complete enough to resume from (tensors memory-mapped, not loaded)."""
+    from synprep.textio import regular_file
+
     if not os.path.isfile(path):
         return None
     import torch
 
     try:
+        regular_file(path)
         ckpt = torch.load(path, map_location="cpu", mmap=True, weights_only=False)
-        return int(ckpt["step"])
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 (any damage: the next candidate)
         return None
+    return ckpt if isinstance(ckpt, dict) and all(key in ckpt for key in RESUMABLE) else None
+
+
+def resume_point(out: str) -> tuple[str, dict] | None:
+    """The checkpoint `--resume` continues from: OUT/last.pt, or when it is missing or damaged the newest complete
+    one of checkpoint_<step>.pt and best.pt. None when OUT holds no earlier run (a resume then starts the run);
+    a ValueError when OUT holds a run but no complete checkpoint (a resume never starts over an earlier run)."""
+    from .checkpoints import existing_run_files, step_checkpoints
+
+    last = os.path.join(out, "last.pt")
+    if (state := _readable_state(last)) is not None:
+        return last, state
+    found = [(int(state["step"]), path, state) for path in [*step_checkpoints(out), os.path.join(out, "best.pt")]
+             if (state := _readable_state(path)) is not None]
+    if found:
+        _, path, state = max(found, key=lambda item: item[0])
+        return path, state
+    earlier = existing_run_files(out)
+    if not earlier:
+        return None
+    damaged = "damaged" if os.path.exists(last) else "missing"
+    raise ValueError(f"{last}: {damaged}, and no other complete checkpoint in {out} (it holds {', '.join(earlier)}):"
+                     " --resume continues only from a checkpoint; --overwrite starts the run again")
+
+
+def data_fingerprint(path: str) -> str:
+    """The content of a split as one hash: sha256 over its manifest's shard hashes and row counts (a split
+    reconverted from another corpus, or with other codes, has another fingerprint; a moved one the same)."""
+    import hashlib
+    import json
+
+    from synprep.shards import load_manifest
+
+    shards = [(shard.get("sha256", ""), shard.get("rows")) for shard in load_manifest(path).shards]
+    return hashlib.sha256(json.dumps(shards).encode()).hexdigest()
+
+
+def resume_changes(cfg: TrainConfig, ckpt: dict, path: str) -> tuple[list[str], list[str]]:
+    """What a resumed run's configuration changes against its checkpoint: (refused: changes of the data, model,
+    preset or optimization, one phrase each; applied: changes of the budget, evaluation, logging or machine)."""
+    from .config import split_signature
+    from .model import PRESETS
+
+    stored = ckpt.get("train_config") or {}
+    refused, applied = [], []
+    fingerprint = ckpt.get("data_fingerprint")
+    if fingerprint and fingerprint != data_fingerprint(cfg.data):
+        refused.append(f"the training data {cfg.data} is not the run's (other shards than at the start)")
+    elif ckpt.get("signature") and ckpt["signature"] != split_signature(cfg.data):
+        refused.append(f"the training data {cfg.data} was not made as the run's (synprep signatures differ)")
+    if stored.get("preset", cfg.preset) != cfg.preset:
+        refused.append(f"preset {stored['preset']} -> {cfg.preset}")
+    model = {**PRESETS.get(cfg.preset, {}), **cfg.model}
+    recorded = ckpt.get("model_config") or {}
+    refused += [f"model.{key} {recorded[key]!r} -> {value!r}" for key, value in model.items()
+                if key in recorded and _plain(recorded[key]) != _plain(value)]
+    for key, value in asdict(cfg).items():
+        if key in ("model", "preset") or key not in stored or _plain(stored[key]) == _plain(value):
+            continue
+        if key in DATA_KEYS.values() and value and stored[key] and os.path.abspath(value) == os.path.abspath(
+                stored[key]):
+            continue
+        (applied if key in SESSION_KEYS else refused).append(f"{key} {stored[key]!r} -> {value!r}")
+    return refused, [item for item in applied if not item.startswith(("resume ", "out ", "data "))]
+
+
+def check_resume(cfg: TrainConfig, path: str, ckpt: dict) -> list[str]:
+    """Refuse a resume whose configuration changes what the run is (one line naming the first change and how to
+    go on); returns the note on what it does change (the budget, evaluation, the machine)."""
+    refused, applied = resume_changes(cfg, ckpt, path)
+    if refused:
+        more = f" (and {len(refused) - 1} more change(s))" if len(refused) > 1 else ""
+        raise ValueError(f"--resume {cfg.out}: {refused[0]}{more}; a resumed run keeps its data, model and "
+                         "optimization settings (only the budget, evaluation, logging and machine may change): "
+                         "start a new run with --out NEW")
+    return [f"syntrain: resumed with {', '.join(applied)} (the data, model and optimization settings are the "
+            "run's)"] if applied else []
+
+
+def finished_reason(cfg: TrainConfig, ckpt: dict) -> str | None:
+    """Why a run whose checkpoint is `ckpt` has nothing left to do under `cfg`'s budget (None: it goes on).
+    The budget counts over the whole run: max_steps the steps, max_minutes the training time of every session."""
+    if ckpt.get("stopped_early") and cfg.patience and ckpt.get("bad_evals", 0) >= cfg.patience:
+        return f"it stopped early at step {ckpt['step']} ({ckpt['stopped_early']}; --patience 0 trains on)"
+    if ckpt["step"] >= cfg.max_steps:
+        return f"step {ckpt['step']} of max_steps {cfg.max_steps}"
+    elapsed = float(ckpt.get("elapsed_s", 0.0))
+    if cfg.max_minutes and elapsed / 60 >= cfg.max_minutes:
+        return f"{elapsed / 60:.1f} of max_minutes {cfg.max_minutes:g} trained"
+    return None

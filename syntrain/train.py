@@ -19,7 +19,7 @@ import random
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split, separate_bpe
 from .decode import bleu_metric, score, translate
 from .model import PRESETS, ModelConfig, Transformer, prepared_config
-from .runfolder import start_run_folder
+from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 from .travel import SOURCE_DIR, write_source_files
 
@@ -57,19 +57,22 @@ def autocast_context(precision: str, device: torch.device) -> contextlib.Abstrac
     return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
-def format_eta(step: int, first_step: int, elapsed: float, max_steps: int, max_minutes: float = 0.0) -> str:
-    """Time left as H:MM:SS: to `max_steps` at the pace of this session's steps, or to `max_minutes` if sooner."""
+def format_eta(step: int, first_step: int, elapsed: float, max_steps: int, max_minutes: float = 0.0,
+               before: float = 0.0) -> str:
+    """Time left as H:MM:SS: to `max_steps` at the pace of this session's steps (`elapsed` seconds), or to
+    `max_minutes` if sooner (the budget of the whole run: `before` seconds trained in earlier sessions)."""
     left = (max_steps - step) * elapsed / (step - first_step) if step > first_step else math.inf
     if max_minutes:
-        left = min(left, max(max_minutes * 60 - elapsed, 0.0))
+        left = min(left, max(max_minutes * 60 - before - elapsed, 0.0))
     if math.isinf(left):
         return "?"
     seconds = round(left)
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int) -> TrainConfig:
-    """Name the run folder when none is given; refuse an earlier run there unless resuming or overwriting."""
+def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int, stack: contextlib.ExitStack) -> TrainConfig:
+    """Name the run folder when none is given; take its writer lock (rank 0, for the whole run); refuse an
+    earlier run there unless resuming or overwriting."""
     if cfg.resume and cfg.overwrite:
         raise ValueError("--resume and --overwrite exclude each other")
     if not cfg.out:
@@ -77,6 +80,8 @@ def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int) -> TrainConfig:
         if world > 1:  # one name for all ranks
             dist.broadcast_object_list(name, src=0)
         cfg = replace(cfg, out=name[0])
+    if rank == 0:
+        stack.enter_context(run_folder_lock(cfg.out))
     earlier = existing_run_files(cfg.out)
     if earlier and not cfg.resume:
         if not cfg.overwrite:
@@ -193,6 +198,9 @@ def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
 
 def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
     """A checkpoint file as its dict; an unreadable or foreign file is a ValueError naming it."""
+    from synprep.textio import regular_file
+
+    regular_file(path, "the checkpoint")
     try:
         ckpt = torch.load(path, map_location=device, weights_only=False)
     except Exception as error:  # pickle/zip errors of all kinds
@@ -223,9 +231,45 @@ def data_options(cfg: ModelConfig) -> dict[str, Any]:
 def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
     """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
     ckpt = read_checkpoint(path, device)
-    model = Transformer(stored_model_config(ckpt, path)).to(device)  # new keys: their defaults
-    model.load_state_dict(ckpt["model"])
-    return model.eval(), Vocab.from_checkpoint(ckpt), ckpt
+    mcfg = stored_model_config(ckpt, path)
+    vocab = checkpoint_vocab(ckpt, mcfg, path)
+    model = Transformer(mcfg).to(device)  # new keys: their defaults
+    load_weights(model, ckpt["model"], path)
+    return model.eval(), vocab, ckpt
+
+
+def checkpoint_vocab(ckpt: dict, mcfg: ModelConfig, path: str) -> Vocab:
+    """The checkpoint's vocabulary, checked against its recorded model configuration (one line naming the file
+    when they disagree: a model would decode through another vocabulary than it was trained with)."""
+    try:
+        vocab = Vocab.from_checkpoint(ckpt)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path}: the stored vocabulary is damaged ({err})") from None
+    if len(vocab) != mcfg.vocab_size:
+        raise ValueError(f"{path}: the stored vocabulary has {len(vocab)} entries but the recorded model "
+                         f"configuration {mcfg.vocab_size} (a checkpoint pieced together from two runs?)")
+    if len(vocab.source or ()) != mcfg.src_vocab_size:
+        raise ValueError(f"{path}: the stored source vocabulary has {len(vocab.source or ())} entries but the "
+                         f"recorded model configuration {mcfg.src_vocab_size} (0: joint)")
+    return vocab
+
+
+def load_weights(model: torch.nn.Module, weights: dict, path: str) -> None:
+    """model.load_state_dict, with a mismatch between the recorded configuration and the weights as one line
+    naming the file and the first differing tensor (no traceback of every key)."""
+    own = model.state_dict()
+    if not isinstance(weights, dict):
+        raise ValueError(f"{path}: the stored weights are damaged (not a table of tensors)")
+    missing, extra = [k for k in own if k not in weights], [k for k in weights if k not in own]
+    shapes = [f"{k} {tuple(weights[k].shape)} where the configuration gives {tuple(v.shape)}" for k, v in own.items()
+              if k in weights and hasattr(weights[k], "shape") and tuple(weights[k].shape) != tuple(v.shape)]
+    problem = (shapes[0] if shapes else f"no weights for {missing[0]}" if missing
+               else f"weights {extra[0]} that the configuration has no place for" if extra else "")
+    if problem:
+        count = len(shapes) + len(missing) + len(extra)
+        raise ValueError(f"{path}: the weights do not fit the recorded model configuration: {problem}"
+                         f"{f' (and {count - 1} more)' if count > 1 else ''}")
+    model.load_state_dict(weights)
 
 
 def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,
@@ -299,6 +343,7 @@ class Run:
     device: torch.device
     own_group: bool
     ckpt: dict | None = None  # the checkpoint resumed from
+    resume_path: str = ""  # its file
     vocab: Vocab | None = None
     mcfg: ModelConfig | None = None
     train_data: ParallelData | None = None
@@ -313,6 +358,11 @@ class Run:
     position: int = 0
     best: float | None = None
     bad_evals: int = 0
+    before: float = 0.0  # training seconds of the earlier sessions (the max_minutes budget is the whole run's)
+    session_start: float = 0.0
+    stopped_early: str = ""
+    notes: list[str] = field(default_factory=list)  # what a resume changes
+    fingerprint: str = ""  # data_fingerprint of the training split
     metrics_file: Any = None
     writer: Any = None
 
@@ -339,8 +389,9 @@ class Run:
                     self.writer.add_scalar(key, value, values["step"])
 
 
-def set_up(cfg: TrainConfig) -> Run:
-    """Processes and device, the run folder, the checkpoint to resume from, the shards' hashes."""
+def set_up(cfg: TrainConfig, stack: contextlib.ExitStack) -> Run:
+    """Processes and device, the run folder (locked), the checkpoint to resume from (checked against the run's
+    configuration), the shards' hashes."""
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     own_group = world > 1 and not dist.is_initialized()
     device = training_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
@@ -351,17 +402,20 @@ def set_up(cfg: TrainConfig) -> Run:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=datetime.timedelta(hours=2))
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    run = Run(_prepare_run_dir(cfg, rank, world), rank, world, device, own_group)
-    resume = cfg.resume and os.path.isfile(run.last_path)
-    if cfg.resume and not resume:
-        run.log(f"--resume: no {run.last_path} yet, starting from scratch")
+    run = Run(_prepare_run_dir(cfg, rank, world, stack), rank, world, device, own_group)
+    point = resume_point(run.cfg.out) if cfg.resume else None
+    if cfg.resume and point is None:
+        run.log(f"--resume: no run in {run.cfg.out} yet, starting it")
+    if point is not None:
+        run.resume_path = point[0]
+        run.notes = check_resume(run.cfg, *point)
     if cfg.verify_shards:
         for split in (cfg.data, cfg.valid, cfg.test):
             problems = open_split(split).verify_hashes() if split else []
             if problems:
                 raise ValueError(f"{problems[0]} (synprep validate {split} lists all; --no-verify-shards skips "
                                  "this check)")
-    run.ckpt = read_checkpoint(run.last_path) if resume else None
+    run.ckpt = read_checkpoint(run.resume_path) if run.resume_path else None
     return run
 
 
@@ -371,12 +425,12 @@ def load_data(run: Run) -> None:
     data), the training and validation data."""
     cfg, ckpt = run.cfg, run.ckpt
     values = {**PRESETS[cfg.preset], **cfg.model}
-    draft = stored_model_config(ckpt, run.last_path) if ckpt else ModelConfig.from_dict(values)
+    draft = stored_model_config(ckpt, run.resume_path) if ckpt else ModelConfig.from_dict(values)
     options = data_options(draft)
     training_features = draft.batch_features(training=True)
     split = read_split(cfg.data, data_columns(training_features, options["target"], references=False))
     if ckpt:
-        run.vocab, run.mcfg = Vocab.from_checkpoint(ckpt), draft
+        run.vocab, run.mcfg = checkpoint_vocab(ckpt, draft, run.resume_path), draft
     else:  # one vocabulary per side when the dataset's BPE is per side
         run.vocab = Vocab.build([split[0]], transitions=options["target"] == "transitions",
                                 joint=not separate_bpe(split[1].configuration))
@@ -400,7 +454,7 @@ def load_data(run: Run) -> None:
 def eval_data(path: str, vocab: Vocab, mcfg: ModelConfig) -> ParallelData:
     """A validation or test split with what the model reads."""
     return ParallelData(path, vocab, features=mcfg.batch_features(training=False), labels=mcfg.source_labels,
-                        **data_options(mcfg))
+                        copy=True, **data_options(mcfg))
 
 
 def make_model(run: Run) -> None:
@@ -420,13 +474,15 @@ def make_model(run: Run) -> None:
     run.optimizer, run.scheduler = make_optimizer(model, cfg)
     if run.ckpt:
         ckpt = run.ckpt
-        model.load_state_dict(ckpt["model"])
+        load_weights(model, ckpt["model"], run.resume_path)
         run.optimizer.load_state_dict(ckpt["optimizer"])
         run.scheduler.load_state_dict(ckpt["scheduler"])
         run.step, run.epoch, run.position, run.best = ckpt["step"], ckpt["epoch"], ckpt["position"], ckpt["best"]
-        run.bad_evals = ckpt.get("bad_evals", 0)
+        run.bad_evals, run.before = ckpt.get("bad_evals", 0), float(ckpt.get("elapsed_s", 0.0))
         _set_rng_state(ckpt["rng"][run.rank] if isinstance(ckpt["rng"], list) else ckpt["rng"])
-        run.log(f"resumed from {run.last_path} at step {run.step}")
+        run.log(f"resumed from {run.resume_path} at step {run.step} ({run.before / 60:.1f} min trained before)")
+        for note in run.notes:
+            run.log(note)
     run.raw_model = run.model = model
     if run.world > 1:
         run.model = torch.nn.parallel.DistributedDataParallel(
@@ -483,7 +539,9 @@ def save(run: Run, also_best: bool) -> None:
              "position": run.position, "best": run.best, "bad_evals": run.bad_evals, "rng": rng,
              **run.vocab.checkpoint_fields(), "model_config": run.mcfg.to_dict(), "train_config": asdict(cfg),
              "signature": run.train_data.signature, "pipeline": run.train_data.configuration,
-             "dataset": os.path.dirname(os.path.abspath(cfg.data))}
+             "dataset": os.path.dirname(os.path.abspath(cfg.data)), "data_fingerprint": run.fingerprint,
+             "elapsed_s": round(run.before + time.time() - run.session_start, 3),
+             "stopped_early": run.stopped_early}
     for path in (run.last_path, run.best_path) if also_best else (run.last_path,):
         save_checkpoint(state, path)
     if cfg.keep_last:
@@ -514,6 +572,8 @@ def validate_and_save(run: Run, stop: bool) -> bool:
             patience_over = patience_over.to(run.device)
             dist.broadcast(patience_over, src=0)
         if patience_over.item():
+            run.stopped_early = f"patience {cfg.patience}"
+            save(run, False)  # the checkpoint says so: a resume of this run has nothing left to do
             run.log(f"early stopping at step {run.step}: {run.bad_evals} validations without a better "
                     f"{cfg.best_metric} (patience {cfg.patience})")
             return True
@@ -537,11 +597,11 @@ class Window:
         seconds, elapsed = max(time.time() - self.start, 1e-9), time.time() - started
         values = {"step": run.step, "epoch": run.epoch, "loss": round(self.loss.item() / tokens, 4),
                   "lr": run.scheduler.get_last_lr()[0], "tokens": tokens * run.world,
-                  "tokens_per_s": round(tokens * run.world / seconds), "elapsed_s": round(elapsed, 1)}
+                  "tokens_per_s": round(tokens * run.world / seconds), "elapsed_s": round(run.before + elapsed, 1)}
         values.update({f"loss_{name}": round(value.item() / tokens, 4)
                        for name, value in self.aux.items()})  # per target token, unweighted
         aux_text = "".join(f" | {name} {values[f'loss_{name}']:.3f}" for name in self.aux)
-        eta = format_eta(run.step, first_step, elapsed, cfg.max_steps, cfg.max_minutes)
+        eta = format_eta(run.step, first_step, elapsed, cfg.max_steps, cfg.max_minutes, run.before)
         run.log(f"step {run.step} | loss {values['loss']:.3f}{aux_text} | lr {values['lr']:.2e} | "
                 f"{values['tokens_per_s']} tok/s | ETA {eta}")
         run.record(values)
@@ -562,7 +622,7 @@ def optimizer_step(run: Run, group: list[Batch], window: Window) -> None:
 
 
 def _out_of_time(run: Run, started: float, log_step: bool) -> bool:
-    out_of_time = bool(run.cfg.max_minutes) and (time.time() - started) / 60 >= run.cfg.max_minutes
+    out_of_time = bool(run.cfg.max_minutes) and (run.before + time.time() - started) / 60 >= run.cfg.max_minutes
     if run.world > 1 and run.cfg.max_minutes:  # all ranks stop at the same step, agreed at log steps (a sync)
         if not log_step:
             return False
@@ -577,8 +637,8 @@ def training_loop(run: Run) -> None:
     or patience; logs every log_interval steps, validates and saves every eval_interval steps."""
     cfg = run.cfg
     run.model.train()
-    started, first_step, window = time.time(), run.step, Window()
-    stop = run.step >= cfg.max_steps  # a resumed run that is already complete only re-scores
+    started, first_step, window = run.session_start, run.step, Window()
+    stop = run.step >= cfg.max_steps
     prepared, cuda_graphs = False, False
     while not stop:
         batches = run.train_data.batches(cfg.max_tokens, cfg.seed, run.epoch)
@@ -634,12 +694,22 @@ def close(run: Run) -> None:
 
 
 def train(cfg: TrainConfig) -> Transformer:
-    """Run (or resume) training as configured; returns the trained model (unwrapped)."""
-    run = set_up(cfg)
-    load_data(run)
-    make_model(run)
-    open_metrics(run)
-    training_loop(run)
-    score_test_split(run)
-    close(run)
-    return run.raw_model
+    """Run (or resume) training as configured; returns the trained model (unwrapped). A resume of a run that
+    has nothing left to do under its budget (counted over the whole run) says so and returns its last model."""
+    with contextlib.ExitStack() as stack:
+        run = set_up(cfg, stack)
+        if run.ckpt and (reason := finished_reason(run.cfg, run.ckpt)):
+            run.log(f"syntrain: {run.cfg.out} is complete ({reason}): nothing to train. The budget counts over the "
+                    "whole run: raise --max-steps or --max-minutes to go on; syntrain eval --checkpoint "
+                    f"{run.best_path} --data TEST scores it again")
+            close(run)
+            return load_checkpoint(run.resume_path)[0]
+        load_data(run)
+        run.fingerprint = data_fingerprint(run.cfg.data)
+        make_model(run)
+        open_metrics(run)
+        run.session_start = time.time()
+        training_loop(run)
+        score_test_split(run)
+        close(run)
+        return run.raw_model

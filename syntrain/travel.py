@@ -7,6 +7,7 @@ dataset had it; a file found nowhere is an error naming it and the flag that sup
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -104,5 +105,4 @@ def travelling_recipe(ckpt: dict[str, Any], checkpoint: str, parser_model: str |
     vocabulary = recipe.vocabulary
     if vocabulary and os.path.isfile(os.path.join(folder, "vocab.src")):
         vocabulary = os.path.join(folder, "vocab.src")
-    return SourceRecipe(parser, recipe.parser_sha256, codes, recipe.codes_sha256, vocabulary,
-                        recipe.vocabulary_threshold, recipe.features, recipe.policies)
+    return dataclasses.replace(recipe, parser=parser, codes=codes, vocabulary=vocabulary)

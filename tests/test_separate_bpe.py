@@ -208,15 +208,16 @@ def test_translate_raw_text_with_the_source_codes_and_eval(datasets, trained, tm
     assert len(done.stdout.splitlines()) == len(lines)
     scored = _syntrain("eval", "--checkpoint", ckpt, "--data", str(datasets["separate"] / "test"), "--beam", "1")
     assert scored.returncode == 0 and "BLEU" in scored.stdout + scored.stderr, scored.stderr[-2000:]
-    # the source codes are checked against the signature: the target's in their place is refused
-    codes = datasets["separate"] / "codes.src.bpe"
+    # the source codes (the run folder's copy, syntrain.travel) are checked against the signature: the target's in
+    # their place is refused
+    codes = trained / "source" / "codes.bpe"
     saved = codes.read_bytes()
     try:
         codes.write_bytes((datasets["separate"] / "codes.tgt.bpe").read_bytes())
         refused = _syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "1")
     finally:
         codes.write_bytes(saved)
-    assert refused.returncode != 0 and "codes.src.bpe" in refused.stderr and "sha256" in refused.stderr
+    assert refused.returncode != 0 and "codes.bpe" in refused.stderr and "sha256" in refused.stderr
 
 
 def test_joint_dataset_keeps_one_vocabulary(datasets, tmp_path):

@@ -320,11 +320,12 @@ def test_compare_subcommand_writes_only_what_it_says(sample, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("| run | switches | seed | steps |")
     assert "| model | pascal heads [2]" in result.stdout
-    assert set(os.listdir(run)) - before == {"test.hyp", "describe.json"}
-    assert result.stderr.strip().splitlines()[-1] == f"compare wrote {run / 'test.hyp'}, {run / 'describe.json'}"
+    assert set(os.listdir(run)) - before == {"test.hyp", "test.hyp.json", "describe.json"}
+    assert result.stderr.strip().splitlines()[-1] == (f"compare wrote {run / 'test.hyp'}, {run / 'test.hyp.json'}, "
+                                                      f"{run / 'describe.json'}")
     again = subprocess.run([sys.executable, "-m", "syntrain.compare", "--data", str(sample / "shards" / "test"),
                             "--samples", "10", str(run)], capture_output=True, text=True, cwd=REPO)
-    assert again.returncode == 0 and again.stdout == result.stdout  # test.hyp reused: newer than best.pt
+    assert again.returncode == 0 and again.stdout == result.stdout  # test.hyp reused: same checkpoint, split, beam
     assert again.stderr.strip().splitlines()[-1] == f"compare wrote {run / 'describe.json'}"
     missing = syntrain("compare", "--data", str(sample / "shards" / "test"), str(tmp_path))
     assert missing.returncode == 2 and "no best.pt or test.hyp in" in missing.stderr
@@ -403,3 +404,16 @@ def test_a_run_folder_translates_raw_text_after_the_dataset_moved(sample, tmp_pa
         "--bpe-codes PATH" in missing.stderr, missing.stderr
     given += ["--bpe-codes", str(tmp_path / "moved" / "codes.bpe")]
     assert syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "2", *given).stdout == before.stdout
+
+
+def test_a_travelling_recipe_keeps_the_source_normalization(tmp_path):
+    """Raw text translated from a run folder is normalized as the training data was ([normalize] src)."""
+    from syntrain.travel import travelling_recipe
+
+    model = tmp_path / "src.udpipe"
+    model.write_bytes(b"any file")
+    pipeline = {"src_parser": {"backend": "udpipe", "model": "gone.udpipe"}, "normalize": {"src": ["romanian"]},
+                "bpe": {}, "features": {"src": ["parents"]}}
+    ckpt = {"pipeline": pipeline, "signature": {}, "dataset": str(tmp_path / "dataset")}
+    recipe = travelling_recipe(ckpt, str(tmp_path / "run" / "best.pt"), parser_model=str(model))
+    assert recipe.normalize == ("romanian",) and recipe.parser["model"] == str(model)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..conllu import MISC, ConlluSentence, parse_conllu_text
 from ..errors import InputError
+from ..textio import regular_file
 from .base import Parser, file_signature
 
 MODELS_HINT = ("UDPipe 1 models are released at the LINDAT repository "
@@ -22,6 +23,7 @@ def check_udpipe_model(path: str) -> None:
     """Load the model once in a forked child: an unusable file is a one-line InputError, and on some damaged
     files UDPipe's C++ code throws an exception nothing catches and aborts the whole process (a pool would
     restart its dying workers forever). The caller itself loads nothing (workers load the model once)."""
+    regular_file(path, "the UDPipe model")
     if not os.path.isfile(path):
         raise InputError(f"no such UDPipe model file; {MODELS_HINT}", path)
     stat = os.stat(path)

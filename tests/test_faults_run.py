@@ -1,0 +1,440 @@
+"""Fault injection, run folders and live data: two writers on one run folder, resumes from damaged or changed
+runs, budgets over the whole run, shards changed or replaced by odd files (named pipes, /dev/zero) under a
+reader or a running trainer, splits of 0 pairs, damaged test shards and checkpoints, averaging across runs,
+atomic BPE codes, convert inputs changed before --resume, compare's cache.
+
+Each test runs the real commands on a tiny synthetic dataset (synprep synth: 300 pairs) and a model of a few
+thousand parameters, and expects a one-line `synprep: error:` / `syntrain: error:` (exit 2) or the right result:
+never a traceback, a signal, a hang or a silent mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+SYNPREP = [str(BIN / "synprep")]
+SYNTRAIN = [sys.executable, "-m", "syntrain"]
+TIMEOUT = 120
+SMALL = ["--preset", "tiny", "--set", "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.enc_layers=1",
+         "--set", "model.dec_layers=1", "--set", "model.n_heads=2", "--threads", "1", "--max-tokens", "400",
+         "--warmup", "5", "--eval-sentences", "4", "--test-beam", "1"]
+
+
+def call(*argv: object, timeout: int = TIMEOUT, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """A command's result; a hang is a failure of the test (the time limit raises)."""
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def syntrain(*argv: object) -> subprocess.CompletedProcess:
+    """`syntrain ARGV` in this process (torch imported once), for the cases that cannot hang; as a result."""
+    import torch
+
+    from tests.test_faults_config import run_in_process
+
+    threads = torch.get_num_threads()  # a run sets it (--threads): the other tests keep theirs
+    try:
+        code, err = run_in_process([str(a) for a in argv])
+    finally:
+        torch.set_num_threads(threads)
+    return subprocess.CompletedProcess(argv, code, "", err)
+
+
+def one_line_error(result: subprocess.CompletedProcess, *names: str) -> str:
+    """The one error line of a refused command (exit 2, no traceback), which must contain every one of `names`."""
+    assert result.returncode == 2, f"exit {result.returncode}: {result.stderr[-800:]}"
+    assert "Traceback" not in result.stderr, result.stderr[-1500:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.split(": error: ")[0] in ("synprep", "syntrain"), last
+    for name in names:
+        assert name in last, f"{name!r} not in {last!r}"
+    return last
+
+
+def steps(run: Path) -> list[int]:
+    """The steps of the training-loss records of a run's metrics.jsonl, in file order."""
+    with open(run / "metrics.jsonl", encoding="utf-8") as handle:
+        return [record["step"] for record in map(json.loads, handle) if "loss" in record]
+
+
+def train(data: dict, out: Path, *extra: object) -> subprocess.CompletedProcess:
+    return call(*SYNTRAIN, "run", "--data", data["shards"] / "train", "--valid", data["shards"] / "valid", "--out",
+                out, *SMALL, *extra)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict:
+    """Two synthetic corpora (seeds 1 and 2) converted, and a finished 4-step run on the first (checkpoints at
+    steps 2 and 4 kept, test scored)."""
+    root = tmp_path_factory.mktemp("run_faults")
+    found = {}
+    for seed in (1, 2):
+        synth = root / f"synth{seed}"
+        subprocess.run([*SYNPREP, "synth", "--pairs", "300", "--seed", str(seed), "-o", str(synth)], check=True,
+                       capture_output=True)
+        subprocess.run([*SYNPREP, "convert", str(synth / "pipeline.toml"), "--output", str(root / f"shards{seed}")],
+                       check=True, capture_output=True)
+        found[f"synth{seed}"] = synth
+    data = {"root": root, "synth": found["synth1"], "shards": root / "shards1", "other": root / "shards2"}
+    run = train(data, root / "run", "--max-steps", "4", "--eval-interval", "2", "--keep-last", "2", "--log-interval",
+                "1", "--test", data["shards"] / "test")
+    assert run.returncode == 0, run.stderr
+    data["run"] = root / "run"
+    return data
+
+
+def copy_run(data: dict, tmp: Path) -> Path:
+    run = tmp / "run"
+    shutil.copytree(data["run"], run)
+    return run
+
+
+# ------------------------------------------------------------------------------ one writer per run folder
+
+
+def test_a_second_run_on_a_training_run_folder_is_refused(data, tmp_path):
+    """Two `syntrain run` on one --out at once (--overwrite, --resume, fresh): the second is refused in one line
+    naming the holder, while the first trains on."""
+    out = tmp_path / "busy"
+    first = subprocess.Popen([*SYNTRAIN, "run", "--data", str(data["shards"] / "train"), "--out", str(out), *SMALL,
+                              "--max-steps", "100000", "--max-minutes", "3", "--log-interval", "1"],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 90
+        while not (out / "metrics.jsonl").exists() and time.time() < deadline and first.poll() is None:
+            time.sleep(0.2)
+        assert first.poll() is None, first.stderr.read()
+        for extra in ([], ["--overwrite"], ["--resume"]):
+            second = syntrain("run", "--data", data["shards"] / "train", "--out", out, *SMALL, "--max-steps", "1",
+                              *extra)
+            one_line_error(second, "another syntrain run is writing this run folder (pid", str(out))
+        assert first.poll() is None  # the first was not disturbed
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.wait(timeout=60)
+
+
+# ------------------------------------------------------------------------------ resume
+
+
+def test_resume_without_last_pt_continues_from_the_newest_complete_checkpoint(data, tmp_path):
+    run = copy_run(data, tmp_path)
+    (run / "last.pt").unlink()
+    (run / "checkpoint_4.pt").write_bytes(b"PK\x03\x04 cut short")  # damaged: the step-2 one is the newest whole
+    resumed = syntrain("run", "--resume", "--out", run, "--max-steps", "5")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stderr and "at step 2 (from checkpoint_2.pt" in resumed.stderr
+    assert steps(run) == [1, 2, 3, 4, 5]  # the steps after the checkpoint are redone, never twice
+
+
+def test_resume_with_no_complete_checkpoint_is_refused_and_changes_nothing(data, tmp_path):
+    run = copy_run(data, tmp_path)
+    for checkpoint in run.glob("*.pt"):
+        checkpoint.unlink()
+    metrics = (run / "metrics.jsonl").read_bytes()
+    refused = syntrain("run", "--resume", "--out", run, "--max-steps", "6")
+    one_line_error(refused, "last.pt: missing", "--overwrite")
+    assert (run / "metrics.jsonl").read_bytes() == metrics and not list(run.glob("*.pt"))
+
+
+@pytest.mark.parametrize("change, named", [
+    (["--lr", "0.01"], "lr 0.0007 -> 0.01"),
+    (["--set", "model.d_model=64"], "model.d_model 32 -> 64"),
+    (["--preset", "base"], "preset tiny -> base"),
+    (["--seed", "5"], "seed 1 -> 5"),
+    (["--data", "OTHER"], "the training data"),
+], ids=["lr", "model shape", "preset", "seed", "reconverted data"])
+def test_resume_refuses_a_change_of_what_the_run_is(data, tmp_path, change, named):
+    run = copy_run(data, tmp_path)
+    change = [str(data["other"] / "train") if item == "OTHER" else item for item in change]
+    before = {path.name: path.read_bytes() for path in run.iterdir() if path.is_file() and path.name != ".lock"}
+    refused = syntrain("run", "--resume", "--out", run, "--max-steps", "6", *change)
+    one_line_error(refused, f"--resume {run}: {named}", "--out NEW")
+    assert {path.name: path.read_bytes() for path in run.iterdir() if path.is_file() and path.name != ".lock"} == before
+
+
+def test_resume_of_a_finished_run_says_so_and_leaves_it(data, tmp_path):
+    run = copy_run(data, tmp_path)
+    metrics = (run / "metrics.jsonl").read_bytes()
+    again = syntrain("run", "--resume", "--out", run)
+    assert again.returncode == 0, again.stderr
+    assert f"{run} is complete (step 4 of max_steps 4)" in again.stderr
+    assert (run / "metrics.jsonl").read_bytes() == metrics  # no second test score
+
+
+def test_the_time_budget_counts_over_the_whole_run(data, tmp_path):
+    """A run stopped by --max-minutes and resumed with the same budget has nothing left to do: the minutes of
+    every session count."""
+    import torch
+
+    run = copy_run(data, tmp_path)
+    ckpt = torch.load(run / "last.pt", weights_only=False)
+    assert ckpt["elapsed_s"] > 0  # each checkpoint keeps the training time so far
+    ckpt["elapsed_s"] = 90.0
+    torch.save(ckpt, run / "last.pt")
+    again = syntrain("run", "--resume", "--out", run, "--max-steps", "1000", "--max-minutes", "1")
+    assert again.returncode == 0, again.stderr
+    assert "is complete (1.5 of max_minutes 1 trained)" in again.stderr
+    assert steps(run) == [1, 2, 3, 4]
+
+
+# ------------------------------------------------------------------------------ odd files
+
+
+def _odd_shard(data: dict, tmp: Path, kind: str) -> Path:
+    split = tmp / "odd" / "valid"
+    shutil.copytree(data["shards"] / "valid", split)
+    shard = split / "part-00000.arrow"
+    shard.unlink()
+    if kind == "fifo":
+        os.mkfifo(shard)
+    else:
+        shard.symlink_to("/dev/zero")
+    return split
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("command", ["inspect", "validate", "run", "run --no-verify-shards"])
+def test_a_shard_that_is_not_a_file_is_one_line(data, tmp_path, kind, command):
+    split = _odd_shard(data, tmp_path, kind)
+    if command == "inspect" or command == "validate":
+        result = call(*SYNPREP, command, split, timeout=60)
+    else:
+        result = call(*SYNTRAIN, "run", "--data", data["shards"] / "train", "--valid", split, "--out",
+                      tmp_path / "r", *SMALL, "--max-steps", "1", *command.split()[1:], timeout=60)
+        assert not (tmp_path / "r").exists()
+    one_line_error(result, "part-00000.arrow", "not a regular file")
+
+
+def test_a_checkpoint_or_codes_that_are_devices_are_one_line(data, tmp_path):
+    (tmp_path / "zero.pt").symlink_to("/dev/zero")
+    one_line_error(syntrain("translate", "--checkpoint", tmp_path / "zero.pt", "-i", data["shards"] / "test"),
+                   "zero.pt", "not a regular file")
+    (tmp_path / "in.txt").write_text("the dog\n")
+    one_line_error(call(*SYNPREP, "bpe", "apply", "--codes", "/dev/zero", "-i", tmp_path / "in.txt", timeout=60),
+                   "/dev/zero", "character device")
+    (tmp_path / "model.udpipe").symlink_to("/dev/zero")
+    one_line_error(call(*SYNPREP, "parse", "--backend", "udpipe", "--model", tmp_path / "model.udpipe", "-i",
+                        tmp_path / "in.txt", timeout=60), "model.udpipe", "not a regular file")
+
+
+def test_convert_workers_are_capped_with_a_note(data, tmp_path):
+    result = call(*SYNPREP, "convert", data["synth"] / "pipeline.toml", "--output", tmp_path / "out", "--workers",
+                  "100000")
+    assert result.returncode == 0, result.stderr
+    assert "note: --workers 100000 lowered to" in result.stderr
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["workers"] <= 4 * len(os.sched_getaffinity(0))
+
+
+# ------------------------------------------------------------------------------ live data
+
+
+def test_a_validation_shard_truncated_under_a_running_trainer(data, tmp_path):
+    """The validation references and sources are copied out at the start: a shard truncated while the run
+    trains changes nothing (never SIGBUS), and the run ends with its checkpoint."""
+    shards = tmp_path / "live"
+    shutil.copytree(data["shards"], shards)
+    out = tmp_path / "r"
+    trainer = subprocess.Popen([*SYNTRAIN, "run", "--data", str(shards / "train"), "--valid", str(shards / "valid"),
+                                "--out", str(out), *SMALL, "--max-steps", "100000", "--max-minutes", "0.15",
+                                "--eval-interval", "100000", "--log-interval", "1"], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 90
+    while not (out / "metrics.jsonl").exists() and time.time() < deadline and trainer.poll() is None:
+        time.sleep(0.1)
+    os.truncate(shards / "valid" / "part-00000.arrow", 1000)
+    _, err = trainer.communicate(timeout=TIMEOUT)
+    assert trainer.returncode in (0, 2), f"exit {trainer.returncode}: {err[-500:]}"
+    assert "Traceback" not in err and (out / "last.pt").exists()
+
+
+# ------------------------------------------------------------------------------ splits of 0 pairs
+
+
+def _empty_split(data: dict, root: Path) -> Path:
+    """A copy of the dataset whose valid split has 0 pairs (every input line rejected)."""
+    from synprep.shards import open_split, write_shard
+
+    dataset = root / "emptyset"
+    shutil.copytree(data["shards"], dataset)
+    split = dataset / "valid"
+    manifest = json.loads((split / "manifest.json").read_text())
+    schema = open_split(str(split)).schema
+    for shard in manifest["shards"]:
+        (split / shard["file"]).unlink()
+    manifest["shards"] = [write_shard(str(split / "part-00000.arrow"), schema, [])]
+    manifest["rows"] = 0
+    manifest["rejected"] = {**{key: 0 for key in manifest["rejected"]}, "too_long": manifest["input_lines"]}
+    (split / "manifest.json").write_text(json.dumps(manifest))
+    return split
+
+
+@pytest.mark.parametrize("command", ["run --valid", "run --test", "run --data", "eval", "translate", "compare"])
+def test_a_split_of_zero_pairs_is_one_line_before_anything_is_written(data, tmp_path, command):
+    empty = _empty_split(data, tmp_path)
+    checkpoint = data["run"] / "best.pt"
+    out = tmp_path / "r"
+    if command.startswith("run"):
+        flag = command.split()[1]
+        splits = {"--data": data["shards"] / "train", "--valid": data["shards"] / "valid", flag: empty}
+        result = syntrain("run", *(x for pair in splits.items() for x in pair), "--out", out, *SMALL,
+                          "--max-steps", "1")
+        assert not out.exists()
+    elif command == "compare":
+        run = copy_run(data, tmp_path)
+        result = syntrain("compare", "--data", empty, "--samples", "10", run)
+    else:
+        io = ["--data", empty] if command == "eval" else ["-i", empty, "-o", out]
+        result = syntrain(command, "--checkpoint", checkpoint, *io)
+        assert not out.exists()
+    one_line_error(result, str(empty), "0 pairs")
+
+
+# ------------------------------------------------------------------------------ damaged test shards, checkpoints
+
+
+@pytest.mark.parametrize("command", ["eval", "translate"])
+def test_a_flipped_byte_in_a_test_shard_is_one_line(data, tmp_path, command):
+    split = tmp_path / "test"
+    shutil.copytree(data["shards"] / "test", split)
+    shard = split / "part-00000.arrow"
+    raw = bytearray(shard.read_bytes())
+    raw[len(raw) * 2 // 3] ^= 0x10
+    shard.write_bytes(bytes(raw))
+    io = ["--data", split] if command == "eval" else ["-i", split, "-o", tmp_path / "out"]
+    one_line_error(syntrain(command, "--checkpoint", data["run"] / "best.pt", *io), "part-00000.arrow",
+                   "sha256 differs")
+
+
+def _edited_checkpoint(data: dict, tmp: Path, edit) -> Path:
+    import torch
+
+    ckpt = torch.load(data["run"] / "best.pt", weights_only=False)
+    edit(ckpt)
+    path = tmp / "edited.pt"
+    torch.save(ckpt, path)
+    return path
+
+
+@pytest.mark.parametrize("command", ["translate", "eval", "env"])
+@pytest.mark.parametrize("damage, named", [
+    ("config", "the weights do not fit the recorded model configuration"),
+    ("vocab", "the stored vocabulary has"),
+    ("specials", "the stored vocabulary is damaged"),
+])
+def test_a_checkpoint_whose_parts_disagree_is_one_line(data, tmp_path, command, damage, named):
+    def edit(ckpt):
+        if damage == "config":
+            ckpt["model_config"]["d_ff"] = 48
+        elif damage == "vocab":
+            ckpt["vocab"] = ckpt["vocab"][:-1]
+        else:  # the special symbols gone: the same size, every id shifted
+            ckpt["vocab"] = [*ckpt["vocab"][4:], "w1", "w2", "w3", "w4"]
+
+    path = _edited_checkpoint(data, tmp_path, edit)
+    args = {"translate": ["translate", "--checkpoint", path, "-i", data["shards"] / "test", "-o", tmp_path / "o"],
+            "eval": ["eval", "--checkpoint", path, "--data", data["shards"] / "test"],
+            "env": ["env", "--checkpoint", path]}[command]
+    one_line_error(syntrain(*args), "edited.pt", named)
+
+
+def test_average_refuses_checkpoints_of_other_runs_unless_forced(data, tmp_path):
+    def other_run(ckpt):
+        ckpt["train_config"]["out"] = "/elsewhere/run"
+        ckpt["signature"] = {**ckpt["signature"], "bpe_codes_sha256": "0" * 64}
+
+    other = _edited_checkpoint(data, tmp_path, other_run)
+    mine = data["run"] / "checkpoint_2.pt"
+    refused = syntrain("average", "-o", tmp_path / "avg.pt", mine, other)
+    one_line_error(refused, "edited.pt", "another run", "--force")
+    assert not (tmp_path / "avg.pt").exists()
+    forced = syntrain("average", "-o", tmp_path / "avg.pt", mine, other, "--force")
+    assert forced.returncode == 0 and (tmp_path / "avg.pt").exists(), forced.stderr
+    same_run = syntrain("average", "-o", tmp_path / "avg2.pt", mine, data["run"] / "checkpoint_4.pt")
+    assert same_run.returncode == 0, same_run.stderr
+
+
+# ------------------------------------------------------------------------------ compare's cache
+
+
+def test_compare_decodes_again_for_other_decoding_settings_or_another_split(data, tmp_path):
+    run = copy_run(data, tmp_path)
+    hyp = str(run / "test.hyp")
+
+    def compare(split: Path, *extra: str) -> str:
+        result = syntrain("compare", "--data", split, "--samples", "10", *extra, run)
+        assert result.returncode == 0, result.stderr
+        return result.stderr.strip().splitlines()[-1]
+
+    assert hyp in compare(data["shards"] / "test", "--beam", "1")
+    assert hyp not in compare(data["shards"] / "test", "--beam", "1")  # same key: the cache is used
+    assert hyp in compare(data["shards"] / "test", "--beam", "2")
+    assert hyp in compare(data["shards"] / "valid", "--beam", "2")
+    other = syntrain("compare", "--data", data["other"] / "test", "--samples", "10", "--beam", "1", run)
+    assert "warning: " in other.stderr and "BPE codes" in other.stderr
+
+
+# ------------------------------------------------------------------------------ synprep: bpe learn, pipelines
+
+
+@pytest.mark.parametrize("case", ["whitespace only", "vocab prefix in a missing folder", "a single word"])
+def test_bpe_learn_writes_nothing_on_a_late_error(tmp_path, case):
+    text = {"whitespace only": "  \n\t\n \t \n", "a single word": "hello\n"}.get(case, "the dog barks\n" * 20)
+    (tmp_path / "in.txt").write_text(text)
+    extra = ["--vocab-prefix", str(tmp_path / "missing" / "vocab")] if "prefix" in case else []
+    result = call(*SYNPREP, "bpe", "learn", "-i", tmp_path / "in.txt", "-o", tmp_path / "codes.bpe", *extra)
+    one_line_error(result, "missing" if extra else "in.txt")
+    assert sorted(os.listdir(tmp_path)) == ["in.txt"]  # no codes, no temporary file
+
+
+def _edited_pipeline(data: dict, tmp: Path, old: str, new: str) -> Path:
+    folder = tmp / "synth"
+    shutil.copytree(data["synth"], folder, ignore=shutil.ignore_patterns("shards"))
+    text = (folder / "pipeline.toml").read_text()
+    assert old in text
+    (folder / "pipeline.toml").write_text(text.replace(old, new, 1))
+    return folder
+
+
+@pytest.mark.parametrize("case", ["[[pipeline]]", "sgml without <seg>", "text format on CoNLL-U, no parser",
+                                  "src = \".\""])
+def test_pipeline_mistakes_are_one_line(data, tmp_path, case, tiny_udpipe):
+    if case == "[[pipeline]]":
+        folder, named = _edited_pipeline(data, tmp_path, "[pipeline]", "[[pipeline]]"), "[[pipeline]]"
+    elif case.startswith("sgml"):  # plain text (with a parser) read as WMT SGML
+        folder = _edited_pipeline(data, tmp_path, 'tgt = "test.tgt.conllu"\n', 'tgt = "test.tgt.conllu"\nformat = '
+                                  f'"sgml"\n\n[parser.src]\nbackend = "udpipe"\nmodel = "{tiny_udpipe()}"\n\n'
+                                  f'[parser.tgt]\nbackend = "udpipe"\nmodel = "{tiny_udpipe()}"\n')
+        (folder / "test.src.conllu").write_text("the dog barks .\na cat .\n")
+        (folder / "test.tgt.conllu").write_text("der Hund .\neine Katze .\n")
+        named = "no <seg>"
+    elif case.startswith("text"):
+        folder = _edited_pipeline(data, tmp_path, 'tgt = "train.tgt.conllu"\n',
+                                  'tgt = "train.tgt.conllu"\nformat = "text"\n')
+        named = 'format = "text"'
+    else:
+        folder = _edited_pipeline(data, tmp_path, 'src = "train.src.conllu"', 'src = "."')
+        named = "[splits.train] src names a folder"
+    result = call(*SYNPREP, "convert", folder / "pipeline.toml", "--output", tmp_path / "out")
+    one_line_error(result, named)
+    assert not (tmp_path / "out").exists()
+
+
+def test_convert_resume_refuses_inputs_changed_since_the_interrupted_run(data, tmp_path):
+    folder = tmp_path / "synth"
+    shutil.copytree(data["synth"], folder, ignore=shutil.ignore_patterns("shards"))
+    out = tmp_path / "out"
+    first = call(*SYNPREP, "convert", folder / "pipeline.toml", "--output", out, "--keep-work")
+    assert first.returncode == 0, first.stderr  # .work kept: the state of an interrupted run
+    shutil.copy(data["root"] / "synth2" / "train.src.conllu", folder / "train.src.conllu")
+    shutil.copy(data["root"] / "synth2" / "train.tgt.conllu", folder / "train.tgt.conllu")
+    one_line_error(call(*SYNPREP, "convert", folder / "pipeline.toml", "--output", out, "--resume"),
+                   "train.src.conllu", "changed since the interrupted run")
