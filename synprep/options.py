@@ -11,6 +11,6 @@ NON_PROJECTIVE_POLICIES = ("drop", "lift", "keep")
 PARSER_BACKENDS = ("udpipe", "stanza", "spacy-udpipe", "spacy")
 LANGID_BACKENDS = ("langdetect", "py3langid")  # langdetect: as in the papers; py3langid: faster, more accurate
 DEFAULT_LANGID = "py3langid"  # synprep filter / [filter] langid: measured in docs/langid.md
-UDPIPE_PRESETS = ("tiny", "default")  # synprep parser train --preset
+UDPIPE_PRESETS = ("tiny", "small", "medium", "default")  # synprep parser train --preset
 ENGINES = ("local", "ray")  # synprep convert --engine
 COMPRESSIONS = ("none", "lz4", "zstd")  # shard compression
