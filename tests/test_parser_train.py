@@ -109,3 +109,14 @@ def test_spacy_bad_override_is_one_line(tmp_path):
     done = synprep("parser", "train", "--backend", "spacy", "--conllu", EN, "-o", str(tmp_path / "s"),
                    "--preset", "tiny", "--set", "nonsense")
     assert done.returncode == 2 and done.stderr.startswith("synprep: error: --set expects KEY=VALUE"), done.stderr
+
+
+def test_bad_option_string_fails_with_udpipes_reason(tmp_path):
+    model = tmp_path / "bad.udpipe"
+    done = synprep("parser", "train", "--conllu", EN, "-o", str(model), "--preset", "tiny",
+                   "--parser-options", "iterations=x")
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and lines[-1].startswith(f"synprep: error: {EN}: UDPipe training failed: Cannot parse")
+    assert any(line.startswith("Training tagger") for line in lines)  # the training log is shown on failure
+    assert not model.exists() and not Path(str(model) + ".part").exists()
+    assert "Traceback" not in done.stderr

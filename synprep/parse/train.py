@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -68,7 +69,13 @@ def component_options(preset: str, overrides: dict[str, str | None] | None = Non
 
 
 def planned_rounds(options: dict[str, str]) -> int:
-    """Epochs + iterations UDPipe will log for these options (an upper bound with early stopping)."""
+    """Epochs + iterations UDPipe will log for these options (an upper bound with early stopping; a value
+    that is not a number counts as the default: UDPipe itself reports it)."""
+
+    def number(values: dict[str, str], key: str, default: int) -> int:
+        text = values.get(key, "")
+        return int(text) if text.isdigit() else default
+
     total = 0
     for name in COMPONENTS:
         text = options[name]
@@ -76,11 +83,11 @@ def planned_rounds(options: dict[str, str]) -> int:
             continue
         values = dict(item.split("=", 1) for item in text.split(";") if "=" in item)
         if name == "tokenizer":
-            total += int(values.get("epochs", UDPIPE_DEFAULT_ROUNDS[name]))
+            total += number(values, "epochs", UDPIPE_DEFAULT_ROUNDS[name])
         elif name == "tagger":
-            total += int(values.get("models", 2)) * int(values.get("iterations", 20))
+            total += number(values, "models", 2) * number(values, "iterations", 20)
         else:
-            total += int(values.get("iterations", UDPIPE_DEFAULT_ROUNDS[name]))
+            total += number(values, "iterations", UDPIPE_DEFAULT_ROUNDS[name])
     return max(total, 1)
 
 
@@ -191,6 +198,7 @@ def _train_in_child(train: object, heldout: object, options: list[object], outpu
     if pid == 0:  # the child: train, write the model or the error, never return
         code = 4
         try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the C++ training at once
             os.close(read_end)
             os.dup2(write_end, 2)
             error = ProcessingError()
@@ -200,8 +208,9 @@ def _train_in_child(train: object, heldout: object, options: list[object], outpu
                     out.write(error.message)
                 code = 3
             else:
-                with open(output_path, "wb") as out:
+                with open(output_path + ".part", "wb") as out:
                     out.write(model)
+                os.replace(output_path + ".part", output_path)
                 code = 0
         finally:
             os._exit(code)
