@@ -5,7 +5,7 @@ usage:
   python benchmarks/bench_parse.py run --dir D --name NAME --backend B [--model M | --model-dir M] [--gpu]
                                                               # one option, one process (pin it: taskset -c K)
   python benchmarks/bench_parse.py table --dir D              # the markdown table of every option run into D
-  python benchmarks/bench_parse.py overhead [--sentences 3000]  # synprep parse vs raw ufal.udpipe, 1 and 2 workers
+  python benchmarks/bench_parse.py [overhead] [--sentences 3000]  # synprep parse vs raw ufal.udpipe, 1 and 2 workers
 
 WMT-like text: English newstest2016 + newsdev2016 (../shared/data/parallel/wmt-news-ro, ~22 words per line)
 or, without it, `synprep synth --lengths wmt`. The tokenized copy is the shared UDPipe model's tokens, so
@@ -220,7 +220,7 @@ def table(args):
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "overhead":
+    if len(sys.argv) == 1 or sys.argv[1] == "overhead":  # no arguments (`make bench`): the overhead check
         return overhead_check(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["prepare", "run", "table"])

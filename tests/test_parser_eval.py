@@ -125,3 +125,14 @@ def test_parser_eval_stanza_gold_tokens(tiny_stanza):
                    "--conllu", str(SAMPLE_DATA / "en.conllu"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("gold tokenization") and "raw text" not in done.stdout
+
+
+def test_parser_eval_spacy_udpipe(tiny_udpipe):
+    pytest.importorskip("spacy_udpipe")
+    done = synprep("parser", "eval", "--backend", "spacy-udpipe", "--model", tiny_udpipe("en"), "--lang", "en",
+                   "--conllu", str(SAMPLE_DATA / "en.conllu"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("gold tokenization") and lines[1].startswith("raw text")
+    uas = float(lines[1].split("UAS")[1].split()[0])
+    assert 0 < uas <= 100
