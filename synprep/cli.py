@@ -166,23 +166,79 @@ def parse(backend: str, model: str | None, model_dir: str | None, lang: str | No
 
 @cli.group()
 def parser() -> None:
-    """Parser models (training)."""
+    """Parser models: training and evaluation."""
 
 
 @parser.command("train")
-@click.option("--backend", type=click.Choice(["udpipe"]), default="udpipe", show_default=True)
+@click.option("--backend", type=click.Choice(["udpipe", "spacy"]), default="udpipe", show_default=True)
 @click.option("--conllu", required=True, help="Training treebank (CoNLL-U; .gz/.xz accepted).")
-@click.option("--heldout", default=None, help="Optional held-out CoNLL-U (early stopping, UDPipe's defaults).")
-@click.option("-o", "--output", required=True, help="Model file to write.")
+@click.option("--heldout", default=None, help="Held-out CoNLL-U: scored at the end (UPOS/UAS/LAS); spaCy and "
+                                              "UDPipe's default options also use it for early stopping.")
+@click.option("-o", "--output", required=True, help="Model file (udpipe) or folder (spacy) to write.")
 @click.option("--preset", type=click.Choice(options.UDPIPE_PRESETS), default="default", show_default=True,
-              help="tiny: seconds, for tests and demos; default: UDPipe's defaults.")
-@click.option("-v", "--verbose", is_flag=True, help="Show UDPipe's training log (otherwise only on failure).")
-def parser_train(backend: str, conllu: str, heldout: str | None, output: str, preset: str, verbose: bool) -> None:
-    """Train a parser model (UDPipe 1: tokenizer, tagger, parser) from CoNLL-U."""
-    from .parse.train import train_udpipe
+              help="udpipe: tiny (seconds, tests) < small (minutes on a dev set) < medium (the shared en/de "
+                   "models' options) < default (UDPipe's); spacy: tiny or default.")
+@click.option("--tokenizer-options", default=None, help="udpipe: replace the preset's tokenizer options "
+                                                         "(UDPipe syntax, `none`: no tokenizer).")
+@click.option("--tagger-options", default=None, help="udpipe: replace the preset's tagger options.")
+@click.option("--parser-options", default=None, help="udpipe: replace the preset's parser options.")
+@click.option("--set", "settings", multiple=True, help="spacy: KEY=VALUE configuration override (repeatable).")
+@click.option("--lang", default=None, help="spacy: language code of the tokenizer (default: from the file name).")
+@click.option("--max-minutes", type=click.FloatRange(min=0), default=None, help="spacy: training time budget.")
+@click.option("--allow-no-spaceafter", is_flag=True,
+              help="Train even when a treebank of a language written without spaces has no SpaceAfter=No.")
+@click.option("-v", "--verbose", is_flag=True, help="Show the trainer's own log.")
+def parser_train(backend: str, conllu: str, heldout: str | None, output: str, preset: str,
+                 tokenizer_options: str | None, tagger_options: str | None, parser_options: str | None,
+                 settings: tuple[str, ...], lang: str | None, max_minutes: float | None, allow_no_spaceafter: bool,
+                 verbose: bool) -> None:
+    """Train a parser (UDPipe 1 tokenizer+tagger+parser, or a spaCy tagger+parser) from CoNLL-U."""
+    from .parse.evaluate import evaluate_model
+    from .parse.train import check_treebank, train_udpipe
 
-    seconds = train_udpipe(conllu, output, preset, heldout, quiet=not verbose)
+    warning = check_treebank(conllu, allow_no_spaceafter)
+    if warning:
+        click.echo(warning, err=True)
+    if backend == "spacy":
+        from .parse.train_spacy import SPACY_PRESETS, parse_overrides, train_spacy
+
+        if preset not in SPACY_PRESETS:
+            raise click.UsageError(f"--preset {preset} is a UDPipe preset; spacy has {', '.join(SPACY_PRESETS)}")
+        seconds = train_spacy(conllu, output, preset, heldout, lang, parse_overrides(settings), quiet=not verbose,
+                              max_minutes=max_minutes)
+        spec: dict[str, object] = {"backend": "spacy", "model": output}
+    else:
+        chosen = {"tokenizer": tokenizer_options, "tagger": tagger_options, "parser": parser_options}
+        seconds = train_udpipe(conllu, output, preset, heldout, quiet=not verbose, options=chosen,
+                               progress=sys.stderr)
+        spec = {"backend": "udpipe", "model": output}
     click.echo(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s", err=True)
+    if heldout:
+        for scores in evaluate_model(spec, heldout):
+            click.echo(f"held-out {heldout}: {scores.format()}", err=True)
+
+
+@parser.command("eval")
+@click.option("--backend", type=click.Choice(options.PARSER_BACKENDS), default=None,
+              help="Default: spacy for a folder, udpipe for a file.")
+@click.option("--model", default=None, help="Model file (udpipe, spacy-udpipe) or pipeline (spacy).")
+@click.option("--model-dir", default=None, help="stanza model folder.")
+@click.option("--lang", default=None, help="Language code (stanza, spacy-udpipe).")
+@click.option("--conllu", required=True, help="Gold treebank (CoNLL-U).")
+@click.option("--mode", type=click.Choice(["both", "gold", "raw"]), default="both", show_default=True,
+              help="gold: parse the gold words; raw: parse each sentence's text (words aligned by characters).")
+def parser_eval(backend: str | None, model: str | None, model_dir: str | None, lang: str | None, conllu: str,
+                mode: str) -> None:
+    """UPOS, UAS and LAS of a parser on a gold treebank, from gold tokenization and from raw text."""
+    from .parse.evaluate import MODES, evaluate_model
+
+    backend = backend or ("stanza" if model_dir else "spacy" if model and os.path.isdir(model) else "udpipe")
+    spec = {"backend": backend, "model": model, "model_dir": model_dir, "lang": lang}
+    for scores in evaluate_model(spec, conllu, MODES if mode == "both" else (mode,)):
+        click.echo(scores.format())
+        if scores.mismatched:
+            click.echo(f"  {len(scores.mismatched)} sentences with other characters than the gold text "
+                       f"(not aligned), e.g. {scores.mismatched[0]}", err=True)
 
 
 @cli.command("filter")

@@ -27,6 +27,7 @@ class ParserSpec:
     lang: str | None = None
     pretokenized: bool = False
     threads: int | None = None  # torch threads per process (stanza)
+    gpu: bool = False  # stanza: run on the GPU (CUDA) when there is one
 
     def check(self) -> None:
         """Fail early, naming the option, when the backend lacks an argument it needs."""
@@ -60,7 +61,7 @@ class ParserSpec:
         if self.backend == "stanza":
             from .stanza import StanzaParser
 
-            return StanzaParser(self.model_dir, self.lang, self.pretokenized, self.threads)
+            return StanzaParser(self.model_dir, self.lang, self.pretokenized, self.threads, self.gpu)
         if self.backend == "spacy-udpipe":
             from .spacy_udpipe import SpacyUDPipeParser
 

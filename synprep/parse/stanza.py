@@ -27,12 +27,12 @@ def _model_file(model_dir: str, lang: str, processor: str) -> str | None:
     return files[0] if files else None
 
 
-def pipeline_options(model_dir: str, lang: str, pretokenized: bool) -> dict[str, Any]:
+def pipeline_options(model_dir: str, lang: str, pretokenized: bool, gpu: bool = False) -> dict[str, Any]:
     """The `stanza.Pipeline` keyword arguments for a local model folder (see the module docstring)."""
     hint = STANZA_HINT.format(lang=lang, dir=model_dir)
     if not os.path.isdir(model_dir):
         raise InputError(f"no such stanza model folder; {hint}", model_dir)
-    options: dict[str, Any] = dict(lang=lang, dir=model_dir, download_method=None, use_gpu=False,
+    options: dict[str, Any] = dict(lang=lang, dir=model_dir, download_method=None, use_gpu=gpu,
                                    logging_level="WARN", tokenize_pretokenized=pretokenized,
                                    tokenize_no_ssplit=True)
     resources = os.path.join(model_dir, "resources.json")
@@ -90,7 +90,8 @@ class StanzaParser(Parser):
 
     name = "stanza"
 
-    def __init__(self, model_dir: str, lang: str, pretokenized: bool = False, threads: int | None = None) -> None:
+    def __init__(self, model_dir: str, lang: str, pretokenized: bool = False, threads: int | None = None,
+                 gpu: bool = False) -> None:
         super().__init__(pretokenized)
         try:
             import stanza
@@ -101,7 +102,7 @@ class StanzaParser(Parser):
 
             torch.set_num_threads(threads)
         self.model_dir, self.lang = model_dir, lang
-        options = pipeline_options(model_dir, lang, pretokenized)
+        options = pipeline_options(model_dir, lang, pretokenized, gpu)
         try:
             self._nlp = stanza.Pipeline(**options)
         except Exception as err:  # stanza raises many types for a broken folder

@@ -1,0 +1,162 @@
+"""`synprep parser train --backend spacy`: a spaCy pipeline (tok2vec, morphologizer, parser) from a UD treebank.
+
+Offline: the CoNLL-U is converted with spaCy's own converter (what `spacy convert` runs) into `.spacy` files,
+the configuration is spaCy's CPU "efficiency" template (`spacy init config --optimize efficiency`: hash
+embeddings + a 4-layer CNN, width 96; no word vectors, nothing downloaded), and `spacy train` trains it. The
+morphologizer is trained on UPOS only (FEATS are dropped), so the pipeline predicts `pos_` (UPOS) and the
+UD heads and labels: what synprep's features use. The result is a pipeline folder that `--backend spacy
+--model FOLDER` loads.
+
+Presets: `tiny` (a few dozen steps: tests), `default` (spaCy's schedule, stopped after 1,600 steps without
+improvement on the held-out set). `--set KEY=VALUE` overrides any configuration value (spaCy's dotted names,
+e.g. `training.max_steps=3000`, `components.tok2vec.model.encode.width=64`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from typing import Any
+
+from ..conllu import FEATS, read_conllu
+from ..errors import InputError
+
+SPACY_PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {"training.max_steps": 30, "training.eval_frequency": 10, "training.patience": 0,
+             "components.tok2vec.model.encode.width": 32, "components.tok2vec.model.encode.depth": 1,
+             "components.parser.model.hidden_width": 16},
+    "default": {},
+}
+
+
+def guess_lang(path: str) -> str:
+    """`en` from `en_ewt-ud-train.conllu` (UD's file naming), else `xx` (spaCy's multi-language tokenizer)."""
+    match = re.match(r"([a-z]{2,3})_", os.path.basename(path))
+    return match.group(1) if match else "xx"
+
+
+def _write_docbin(conllu_path: str, output_path: str) -> int:
+    """The treebank as a spaCy DocBin (FEATS dropped: the morphologizer then learns UPOS); returns sentences."""
+    from spacy.tokens import DocBin
+    from spacy.training.converters import conllu_to_docs
+
+    lines = []
+    sentences = 0
+    for sentence in read_conllu(conllu_path):  # our reader: a bad line is a one-line error with file and line
+        sentences += 1
+        for cols in sentence.words:
+            cols = list(cols)
+            cols[FEATS] = "_"
+            lines.append("\t".join(cols))
+        lines.append("")
+    if not sentences:
+        raise InputError("no sentences in this treebank", conllu_path)
+    docs = conllu_to_docs("\n".join(lines) + "\n", n_sents=10, no_print=True)
+    DocBin(docs=docs, store_user_data=False).to_disk(output_path)
+    return sentences
+
+
+class _Deadline(Exception):
+    """Raised between two updates once the time budget is spent; spaCy saves the models on its way out."""
+
+
+def _deadline_callback(seconds: float) -> Any:  # noqa: ANN401 (a spaCy `before_update` callable)
+    end = time.monotonic() + seconds
+
+    def before_update(nlp: Any, args: dict[str, Any]) -> None:  # noqa: ANN401
+        if time.monotonic() > end:
+            raise _Deadline(f"time budget reached at step {args.get('step')}")
+
+    return before_update
+
+
+def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """`KEY=VALUE` strings as spaCy overrides (values read as JSON where they parse: numbers, booleans)."""
+    import json
+
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            overrides[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key.strip()] = value
+    return overrides
+
+
+def train_spacy(conllu_path: str, output_dir: str, preset: str = "default", heldout_path: str | None = None,
+                lang: str | None = None, overrides: dict[str, Any] | None = None, quiet: bool = False,
+                max_minutes: float | None = None) -> float:
+    """Train a spaCy tagger+parser on `conllu_path` into the folder `output_dir` (the best model on the
+    held-out set, or on the training set itself without one); returns the seconds it took. `max_minutes`
+    stops training after the first update past that budget (the best model so far is kept)."""
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="synprep_spacy_") as work:
+        prepare_spacy(conllu_path, work, preset, heldout_path, lang, overrides)
+        fit_spacy(work, output_dir, quiet=quiet, max_minutes=max_minutes)
+    return time.perf_counter() - start
+
+
+def prepare_spacy(conllu_path: str, work: str, preset: str = "default", heldout_path: str | None = None,
+                  lang: str | None = None, overrides: dict[str, Any] | None = None) -> None:
+    """Write `work/{train,dev}.spacy` and `work/config.cfg` (the preset and overrides merged in)."""
+    try:
+        import spacy  # noqa: F401
+    except ImportError:
+        raise InputError("spaCy is not installed: pip install 'synprep[spacy]'") from None
+    from spacy.cli.init_config import init_config
+    from spacy.util import load_config
+
+    if preset not in SPACY_PRESETS:
+        raise InputError(f"unknown spaCy preset {preset!r} (choose from {', '.join(SPACY_PRESETS)})")
+    lang = lang or guess_lang(conllu_path)
+    os.makedirs(work, exist_ok=True)
+    _write_docbin(conllu_path, os.path.join(work, "train.spacy"))
+    _write_docbin(heldout_path or conllu_path, os.path.join(work, "dev.spacy"))
+    try:
+        config = init_config(lang=lang, pipeline=["morphologizer", "parser"], optimize="efficiency")
+    except Exception as err:  # noqa: BLE001 - spaCy raises several types for an unknown language code
+        raise InputError(f"spaCy has no language {lang!r} (use --lang xx for its multi-language tokenizer): "
+                         f"{str(err).splitlines()[0][:200]}") from None
+    config_path = os.path.join(work, "config.cfg")
+    config.to_disk(config_path)
+    settings = {"training.patience": 1600, **SPACY_PRESETS[preset], **(overrides or {})}
+    try:
+        load_config(config_path, overrides=settings, interpolate=False).to_disk(config_path)
+    except Exception as err:  # noqa: BLE001 - confection raises several types for an unknown key
+        raise InputError(f"bad --set for spaCy ({type(err).__name__}: {str(err).splitlines()[0][:200]})") from None
+
+
+def fit_spacy(work: str, output_dir: str, quiet: bool = False, max_minutes: float | None = None) -> None:
+    """Train from a folder made by `prepare_spacy`; copy the best model to `output_dir`."""
+    from spacy import registry
+    from spacy.cli.train import train
+    from spacy.util import load_config
+
+    registry.callbacks.register("synprep_deadline.v1", func=_deadline_callback)
+    config_path = os.path.join(work, "config.cfg")
+    if max_minutes:
+        config = load_config(config_path, interpolate=False)
+        config["training"]["before_update"] = {"@callbacks": "synprep_deadline.v1", "seconds": 60 * max_minutes}
+        config.to_disk(config_path)
+    paths = {"paths.train": os.path.join(work, "train.spacy"), "paths.dev": os.path.join(work, "dev.spacy")}
+    with open(os.devnull, "w") if quiet else contextlib.nullcontext() as sink:
+        with contextlib.redirect_stdout(sink) if sink else contextlib.nullcontext():
+            try:
+                train(config_path, work, use_gpu=-1, overrides=paths)
+            except _Deadline:
+                pass
+            except SystemExit:  # spaCy's CLI helpers exit on a bad configuration
+                raise InputError("spaCy training failed (see its messages above)", config_path) from None
+    best = os.path.join(work, "model-best")
+    if not os.path.isdir(best):
+        best = os.path.join(work, "model-last")
+    if os.path.exists(output_dir):
+        shutil.rmtree(output_dir)
+    shutil.copytree(best, output_dir)

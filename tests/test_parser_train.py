@@ -1,0 +1,122 @@
+"""synprep parser train: progress, held-out scores, presets and option pass-through, treebank checks, spaCy."""
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from synprep.errors import InputError
+from synprep.parse.train import PRESETS, check_treebank, component_options, planned_rounds
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_DATA = REPO / "sample_data"
+SHARED = REPO.parent / "shared"
+EN = str(SAMPLE_DATA / "en.conllu")
+
+
+def synprep(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "synprep.cli", *args], capture_output=True, text=True)
+
+
+def test_progress_and_heldout_scores(tmp_path):
+    done = synprep("parser", "train", "--conllu", EN, "--heldout", EN, "-o", str(tmp_path / "m.udpipe"),
+                   "--preset", "tiny")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    total = planned_rounds(component_options("tiny"))
+    progress = [line for line in lines if line.startswith("parser train: ")]
+    assert len(progress) == total  # one line per epoch/iteration when stderr is not a terminal
+    assert re.fullmatch(rf"parser train: tokenizer 1/{total} epochs\+iterations, \d+m\d\ds elapsed, ETA \d+m\d\ds",
+                        progress[0])
+    assert progress[-1].startswith(f"parser train: parser {total}/{total} ")
+    held = [line for line in lines if line.startswith("held-out ")]
+    assert len(held) == 2 and "gold tokenization" in held[0] and "raw text" in held[1]
+    uas = float(re.search(r"UAS +([\d.]+)", held[0]).group(1))
+    assert 0 < uas < 100
+
+
+def test_option_pass_through_leaves_out_the_tokenizer(tmp_path):
+    model = tmp_path / "notok.udpipe"
+    done = synprep("parser", "train", "--conllu", EN, "-o", str(model), "--preset", "tiny",
+                   "--tokenizer-options", "none", "--heldout", EN)
+    assert done.returncode == 0, done.stderr
+    held = [line for line in done.stderr.splitlines() if line.startswith("held-out ")]
+    assert len(held) == 1 and "gold tokenization" in held[0]  # no tokenizer: no raw-text score
+    parse = synprep("parse", "--backend", "udpipe", "--model", str(model), "-i", EN, "-o", str(tmp_path / "o"))
+    assert parse.returncode == 2 and "has no tokenizer" in parse.stderr
+
+
+def test_presets_grow_and_options_replace():
+    assert list(PRESETS) == ["tiny", "small", "medium", "default"]
+    rounds = [planned_rounds(component_options(p)) for p in ("tiny", "small", "medium", "default")]
+    assert rounds == sorted(rounds) and len(set(rounds)) == 4
+    assert component_options("small", {"parser": "iterations=1"})["parser"] == "iterations=1"
+    with pytest.raises(InputError, match="unknown preset"):
+        component_options("huge")
+
+
+def write_unspaced(path: Path, space_after: bool) -> None:
+    misc = "SpaceAfter=No" if space_after else "_"
+    sentences = []
+    for n in range(12):
+        sentences.append(f"# text = 我们喜欢中文{n}。\n1\t我们\t_\tPRON\t_\t_\t2\tnsubj\t_\t{misc}\n"
+                         f"2\t喜欢\t_\tVERB\t_\t_\t0\troot\t_\t{misc}\n3\t中文{n}\t_\tNOUN\t_\t_\t2\tobj\t_\t{misc}\n"
+                         "4\t。\t_\tPUNCT\t_\t_\t2\tpunct\t_\t_\n")
+    path.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+
+
+def test_unspaced_language_without_space_after_is_refused(tmp_path):
+    bad, good = tmp_path / "zh-v1.conllu", tmp_path / "zh-v2.conllu"
+    write_unspaced(bad, space_after=False)
+    write_unspaced(good, space_after=True)
+    done = synprep("parser", "train", "--conllu", str(bad), "-o", str(tmp_path / "zh.udpipe"), "--preset", "tiny")
+    assert done.returncode == 2 and done.stderr.startswith(f"synprep: error: {bad}: no token has SpaceAfter=No")
+    assert "--allow-no-spaceafter" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert check_treebank(str(good)) is None and check_treebank(EN) is None
+    assert "warning" in check_treebank(str(bad), allow_no_spaceafter=True)
+
+
+@pytest.mark.skipif(not (SHARED / "data" / "ud" / "UD_Chinese-GSD-r1.4").exists(), reason="no shared UD data")
+def test_shared_ud_v1_chinese_is_refused_and_v2_accepted():
+    with pytest.raises(InputError, match="SpaceAfter=No"):
+        check_treebank(str(SHARED / "data" / "ud" / "UD_Chinese-GSD-r1.4" / "zh-ud-dev.conllu"))
+    assert check_treebank(str(SHARED / "data" / "ud" / "UD_Chinese-GSD" / "zh_gsd-ud-dev.conllu")) is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("spacy") is None, reason="spaCy not installed")
+def test_spacy_trained_from_conllu_parses_and_scores(tmp_path):
+    out = tmp_path / "spacy_en"
+    done = synprep("parser", "train", "--backend", "spacy", "--conllu", EN, "--heldout", EN, "-o", str(out),
+                   "--preset", "tiny", "--lang", "en")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (out / "meta.json").exists() and (out / "parser").is_dir()
+    held = [line for line in done.stderr.splitlines() if line.startswith("held-out ")]
+    assert len(held) == 2 and "UAS" in held[0]
+    text = tmp_path / "in.txt"
+    text.write_text("The dog barked .\nShe smiled and waved .\n", encoding="utf-8")
+    parse = synprep("parse", "--backend", "spacy", "--model", str(out), "-i", str(text), "-o", str(tmp_path / "o"),
+                    "--workers", "1")
+    assert parse.returncode == 0, parse.stderr
+    evaluated = synprep("parser", "eval", "--model", str(out), "--conllu", EN, "--mode", "gold")
+    assert evaluated.returncode == 0 and evaluated.stdout.startswith("gold tokenization"), evaluated.stderr
+
+
+def test_spacy_bad_override_is_one_line(tmp_path):
+    pytest.importorskip("spacy")
+    done = synprep("parser", "train", "--backend", "spacy", "--conllu", EN, "-o", str(tmp_path / "s"),
+                   "--preset", "tiny", "--set", "nonsense")
+    assert done.returncode == 2 and done.stderr.startswith("synprep: error: --set expects KEY=VALUE"), done.stderr
+
+
+def test_bad_option_string_fails_with_udpipes_reason(tmp_path):
+    model = tmp_path / "bad.udpipe"
+    done = synprep("parser", "train", "--conllu", EN, "-o", str(model), "--preset", "tiny",
+                   "--parser-options", "iterations=x")
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and lines[-1].startswith(f"synprep: error: {EN}: UDPipe training failed: Cannot parse")
+    assert any(line.startswith("Training tagger") for line in lines)  # the training log is shown on failure
+    assert not model.exists() and not Path(str(model) + ".part").exists()
+    assert "Traceback" not in done.stderr
