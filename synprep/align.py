@@ -20,7 +20,7 @@ from .conllu import chunk_trees, read_conllu_chunks
 from .featurize import FeatureConfig, featurize
 from .options import ALIGN_FORMATS
 from .parallel import ordered_map
-from .schema import align_schema, parse_features, record_to_json
+from .schema import align_schema, parse_features, record_to_json, uint8_lists_json
 from .textio import atomic_output
 
 FORMATS = ALIGN_FORMATS
@@ -90,15 +90,17 @@ def _align_chunk_now(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str]
     if job.fmt == "arrow":
         return columns.to_batch(ids, align_schema(job.config.features)), summary
     lines_out = []
+    distances = (uint8_lists_json(columns.distances, columns.n_tokens ** 2)
+                 if job.fmt == "jsonl" and columns.distances is not None else None)
     for i, index in enumerate(ids):
         record = {"id": index, "sent_id": columns.sent_id[i], **columns.record(i)}
-        lines_out.append(_format_line(record, job.fmt) + "\n")
+        lines_out.append(_format_line(record, job.fmt, distances[i] if distances else None) + "\n")
     return "".join(lines_out), summary
 
 
-def _format_line(record: dict[str, Any], fmt: str) -> str:
+def _format_line(record: dict[str, Any], fmt: str, distances: str | None = None) -> str:
     if fmt == "jsonl":
-        return record_to_json(record)
+        return record_to_json(record, distances)
     if fmt == "pascal":
         return " ".join(repr(float(x)) for x in record["parent_mid"])
     if fmt == "text":
