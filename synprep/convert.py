@@ -7,11 +7,15 @@ Work is cut into pieces of PIECE_ROWS input pairs; shard k holds the kept pairs 
 [k * shard_size, (k + 1) * shard_size), one Arrow record batch per piece. Every piece is a pure function of
 its input lines and the configuration, so the shards are byte-identical whatever the number of workers or
 the engine, and an interrupted run resumes by skipping what is complete. Each input is read once, in step
-on both sides; each sentence is parsed (or, pre-parsed, read) and validated once in phase 1, which stores
+on both sides; each distinct sentence is parsed (or, pre-parsed, read) and validated once in phase 1, which stores
 token-level CoNLL-U; phase 3 reads it with the column-wise reader and featurizes column-wise:
-  phase 1  filter + parse each piece      -> OUT/.work/<split>/piece-KKKKK-JJJ.{json,src.conllu,tgt.conllu}
+  phase 1  filter each piece (workers), plan in input order which lines it parses (the first occurrence of each
+           side text in the convert: see treestore), parse them (workers), write the piece with the trees of
+           repeated lines copied from the piece that parsed them
+                                          -> OUT/.work/<split>/piece-KKKKK-JJJ.{json,src.conllu,tgt.conllu,
+                                             store.npz[,src.spare,tgt.spare]}
                                              (+ each side's word counts in the .json, on train when
-                                              BPE is learned: counted by the workers, merged once)
+                                              BPE is learned, merged once)
   phase 2  learn joint BPE on train        -> OUT/codes.bpe (skipped with given codes)
   phase 3  features of each piece -> shard -> OUT/<split>/part-KKKKK.arrow, then OUT/<split>/manifest.json
 Every file is written under a temporary name and renamed when complete.
