@@ -35,7 +35,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -60,6 +60,7 @@ from .textio import atomic_write, check_text_file, count_lines, file_sha256, tsv
 from .trees import Tree
 from .treestore import ERROR, JOINED, SPARE, TreeStore, entries_array, text_key
 
+OPEN_PIECES = 32  # piece files kept open while repeated lines are copied from them
 PIECE_ROWS = 1000  # input pairs per unit of work and per Arrow record batch (changing it changes the bytes)
 CONVERT_REASONS = ("invalid_tree", "non_projective")  # rejections after the filter
 SIDES = ("src", "tgt")
@@ -337,6 +338,7 @@ class Converter:
         self.stores = {side: TreeStore() for side in SIDES}  # parsed text -> where its tree is (all splits)
         self.claimed: dict[str, set[bytes]] = {side: set() for side in SIDES}  # parsed by pieces in flight
         self.piece_prefixes: list[str] = []  # every piece of the convert, in order (store locations index it)
+        self.open_pieces: dict[str, BinaryIO] = {}  # files of written pieces that repeats were copied from
 
     # -- progress (on stderr; by default only when it is a terminal)
 
@@ -492,10 +494,14 @@ class Converter:
         results: Iterator[dict[str, Any]] = (
             self.map(_parse_lines, plans(), _parse_setup, (job,)) if any(job.parsers)
             else ({"sides": [[], []], "seconds": {}} for _ in plans()))
-        for parsed in results:
-            item = planned.popleft()
-            self._write_piece(item, job, parsed)
-            bar.update(item.filtered["input_pairs"])
+        try:
+            for parsed in results:
+                item = planned.popleft()
+                self._write_piece(item, job, parsed)
+                bar.update(item.filtered["input_pairs"])
+        finally:
+            while self.open_pieces:
+                self.open_pieces.popitem()[1].close()
         return pieces
 
     def _plan(self, item: _Piece, job: ParseJob) -> tuple[list[str], list[str]]:
@@ -542,9 +548,12 @@ class Converter:
         if flags & ERROR:
             return self.stores[side].errors[key], flags & (ERROR | JOINED)
         path = f"{self.piece_prefixes[piece]}.{side}.{'spare' if flags & SPARE else 'conllu'}"
-        with open(path, "rb") as handle:
-            handle.seek(offset)
-            block = handle.read(length).decode("utf-8")
+        handle = self.open_pieces.pop(path, None) or open(path, "rb")  # noqa: SIM115 - closed in _close_pieces
+        self.open_pieces[path] = handle  # the most recently used last
+        if len(self.open_pieces) > OPEN_PIECES:
+            self.open_pieces.pop(next(iter(self.open_pieces))).close()
+        handle.seek(offset)
+        block = handle.read(length).decode("utf-8")
         if not flags & SPARE:  # the written block starts with its row's sent_id
             block = block[block.index("\n") + 1:]
         return block, flags & JOINED
