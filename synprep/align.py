@@ -20,7 +20,7 @@ from .conllu import chunk_trees, read_conllu_chunks
 from .featurize import FeatureConfig, featurize
 from .options import ALIGN_FORMATS
 from .parallel import ordered_map
-from .schema import align_schema, parse_features, record_to_json
+from .schema import align_schema, parse_features, record_to_json, uint8_lists_json
 from .textio import atomic_output
 
 FORMATS = ALIGN_FORMATS
@@ -66,7 +66,7 @@ def _load(job: _AlignJob) -> tuple[_AlignJob, Bpe | None]:
 
 
 def _align_chunk(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str], int, int]
-                 ) -> tuple[pa.RecordBatch | str | None, AlignSummary]:
+                 ) -> tuple[pa.RecordBatch | bytes | None, AlignSummary]:
     """Parse, validate and featurize one chunk of sentences; serialize it in the output format."""
     collecting = gc.isenabled()
     gc.disable()  # many small objects, no cycles, bounded by the chunk: the cyclic GC only costs time (~7%)
@@ -78,7 +78,7 @@ def _align_chunk(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str], in
 
 
 def _align_chunk_now(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str], int, int]
-                     ) -> tuple[pa.RecordBatch | str | None, AlignSummary]:
+                     ) -> tuple[pa.RecordBatch | bytes | None, AlignSummary]:
     job, bpe = state
     lines, first_line, first_index = chunk
     trees = chunk_trees(lines, job.path, first_line, first_index)
@@ -90,15 +90,17 @@ def _align_chunk_now(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str]
     if job.fmt == "arrow":
         return columns.to_batch(ids, align_schema(job.config.features)), summary
     lines_out = []
+    distances = (uint8_lists_json(columns.distances, columns.n_tokens ** 2)
+                 if job.fmt == "jsonl" and columns.distances is not None else None)
     for i, index in enumerate(ids):
         record = {"id": index, "sent_id": columns.sent_id[i], **columns.record(i)}
-        lines_out.append(_format_line(record, job.fmt) + "\n")
-    return "".join(lines_out), summary
+        lines_out.append(_format_line(record, job.fmt, distances[i] if distances else None) + "\n")
+    return "".join(lines_out).encode("utf-8"), summary  # bytes: encoded by the worker, cheaper to send back
 
 
-def _format_line(record: dict[str, Any], fmt: str) -> str:
+def _format_line(record: dict[str, Any], fmt: str, distances: str | None = None) -> str:
     if fmt == "jsonl":
-        return record_to_json(record)
+        return record_to_json(record, distances)
     if fmt == "pascal":
         return " ".join(repr(float(x)) for x in record["parent_mid"])
     if fmt == "text":
@@ -163,7 +165,7 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
             else:
                 for payload, part in results:
                     if payload is not None:
-                        sink.write(payload.encode("utf-8"))
+                        sink.write(payload)
                     summary.add(part)
                     bar.update(part.sentences)
     finally:

@@ -295,8 +295,11 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
               help="Shard compression (overrides the pipeline's `compression`; default none: memory-mappable).")
 @click.option("--keep-work", is_flag=True,
               help="Keep OUT/.work (parsed CoNLL-U, tokens) after a finished run; by default it is removed.")
+@click.option("--dedupe/--no-dedupe", default=True, show_default=True,
+              help="Parse each distinct sentence of a side once and reuse its tree (same shards either way).")
 def convert(pipeline_file: str, output: str | None, shard_size: int | None, workers: int, engine: str,
-            ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool) -> None:
+            ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool,
+            dedupe: bool) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
     from .convert import Converter, ConvertOptions, format_summary
     from .pipeline import load_pipeline
@@ -305,7 +308,7 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
         raise InputError(f"--shard-size must be a positive number of pairs, got {shard_size}")
     config = load_pipeline(pipeline_file, output, shard_size, compression)
     converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address,
-                                                 keep_work=keep_work))
+                                                 keep_work=keep_work, dedupe=dedupe))
     try:
         stats = converter.run()
     except KeyboardInterrupt:

@@ -7,11 +7,15 @@ Work is cut into pieces of PIECE_ROWS input pairs; shard k holds the kept pairs 
 [k * shard_size, (k + 1) * shard_size), one Arrow record batch per piece. Every piece is a pure function of
 its input lines and the configuration, so the shards are byte-identical whatever the number of workers or
 the engine, and an interrupted run resumes by skipping what is complete. Each input is read once, in step
-on both sides; each sentence is parsed (or, pre-parsed, read) and validated once in phase 1, which stores
+on both sides; each distinct sentence is parsed (or, pre-parsed, read) and validated once in phase 1, which stores
 token-level CoNLL-U; phase 3 reads it with the column-wise reader and featurizes column-wise:
-  phase 1  filter + parse each piece      -> OUT/.work/<split>/piece-KKKKK-JJJ.{json,src.conllu,tgt.conllu}
+  phase 1  filter each piece (workers), plan in input order which lines it parses (the first occurrence of each
+           side text in the convert: see treestore), parse them (workers), write the piece with the trees of
+           repeated lines copied from the piece that parsed them
+                                          -> OUT/.work/<split>/piece-KKKKK-JJJ.{json,src.conllu,tgt.conllu,
+                                             store.npz[,src.spare,tgt.spare]}
                                              (+ each side's word counts in the .json, on train when
-                                              BPE is learned: counted by the workers, merged once)
+                                              BPE is learned, merged once)
   phase 2  learn joint BPE on train        -> OUT/codes.bpe (skipped with given codes); with [bpe] joint =
                                              false, each side's codes on its own words -> OUT/codes.{src,tgt}.bpe
   phase 3  features of each piece -> shard -> OUT/<split>/part-KKKKK.arrow, then OUT/<split>/manifest.json
@@ -21,18 +25,20 @@ Every file is written under a temporary name and renamed when complete.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import Any
+from typing import Any, BinaryIO
 
+import numpy as np
 import pyarrow as pa
 from tqdm import tqdm
 
@@ -61,7 +67,9 @@ from .schema import MADE_FROM_HEADS, pair_schema
 from .shards import LOCK, Manifest, WriterLock, load_manifest, shard_name, write_paths, write_shard
 from .textio import atomic_write, check_text_file, count_lines, file_sha256, tsv_field
 from .trees import Tree
+from .treestore import ERROR, JOINED, SPARE, TreeStore, entries_array, text_key
 
+OPEN_PIECES = 32  # piece files kept open while repeated lines are copied from them
 PIECE_ROWS = 1000  # input pairs per unit of work and per Arrow record batch (changing it changes the bytes)
 CONVERT_REASONS = ("invalid_tree", "non_projective", "bad_row")  # convert's own (bad_row: a TSV row, read)
 MIN_TRAIN_PAIRS = 10  # fewer train pairs kept, most rejected: the run stops after the filter (as with none kept)
@@ -97,6 +105,7 @@ class SplitStats:
     rows: int = 0
     rejected: Counter = field(default_factory=Counter)
     joined_lines: int = 0  # lines the parser split into several sentences (joined into one tree)
+    sentences: dict[str, Counter] = field(default_factory=dict)  # per parsed side: distinct, repeated
     seconds: Counter = field(default_factory=Counter)  # per stage
 
 
@@ -104,13 +113,39 @@ def _piece_prefix(work: str, shard: int, piece: int) -> str:
     return os.path.join(work, f"piece-{shard:05d}-{piece:03d}")
 
 
+@dataclass
+class _Piece:
+    """A piece in flight through phase 1 (held by the driver from reading to writing)."""
+
+    prefix: str
+    index: int  # in the convert's list of pieces (all splits): store locations name pieces by it
+    first_id: int
+    items: tuple[list, list]
+    filtered: dict[str, Any] = field(default_factory=dict)
+    plan: list[list[tuple[bytes, bool, bool]] | None] = field(default_factory=lambda: [None, None])
+    # per parsed side, per kept row: (key, first in this convert, parsed by this piece)
+
+
+def _block_forms(block: str) -> list[str]:
+    """The token forms of a CoNLL-U block written from a token-level tree (no multiword ranges)."""
+    return [line.split("\t", 2)[1] for line in block.split("\n") if line and line[0] != "#"]
+
+
+def _save_entries(prefix: str, entries: list[list[tuple[bytes, tuple[int, int, int, int]]]]) -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, **{side: entries_array(entries[s]) for s, side in enumerate(SIDES)})
+    atomic_write(prefix + ".store.npz", buffer.getvalue())
+
+
 # ------------------------------------------------------------------------------------ phase 1: parse
 
 
-def _parse_setup(job: ParseJob) -> tuple[ParseJob, Any, Any, Any]:
-    langid = make_identifier(job.filter) if job.filter else None
-    src, tgt = (spec.load() if spec else None for spec in job.parsers)
-    return job, langid, src, tgt
+def _filter_setup(job: ParseJob) -> tuple[ParseJob, Any]:
+    return job, make_identifier(job.filter) if job.filter else None
+
+
+def _parse_setup(job: ParseJob) -> tuple[Any, Any]:
+    return tuple(spec.load() if spec else None for spec in job.parsers)  # type: ignore[return-value]
 
 
 def _preparsed_trees(blocks: list[ConlluBlock]) -> list[Tree | str]:
@@ -138,9 +173,9 @@ def _block_text(block: ConlluBlock) -> str:
     return " ".join(cols[1] for cols in words if len(cols) > 1 and cols[0].isdigit())
 
 
-def _parsed_trees(parser: Any, texts: list[str]) -> tuple[list[Tree | str], int]:
-    """Parse lines into token-level trees (or the message of a broken parser output), and the joined lines;
-    a tree's text is its line without outer whitespace."""
+def _parsed_trees(parser: Any, texts: list[str]) -> tuple[list[Tree | str], list[bool]]:
+    """Parse lines into token-level trees (or the message of a broken parser output), and whether the parser
+    split each line into several sentences (joined); a tree's text is its line without outer whitespace."""
     parsed = parser.parse(texts)
     trees: list[Tree | str] = []
     for item, text in zip(parsed, texts):
@@ -151,7 +186,16 @@ def _parsed_trees(parser: Any, texts: list[str]) -> tuple[list[Tree | str], int]
             trees[-1].text = text.strip()
         except InputError as err:
             trees.append(err.message)
-    return trees, sum(p.pieces > 1 for p in parsed)
+    return trees, [p.pieces > 1 for p in parsed]
+
+
+def _block(tree: Tree | str, flags: int = 0) -> tuple[str, int]:
+    """A tree as its CoNLL-U block without `# sent_id` (added per row when the piece is written) and its store
+    flags; a parse error as its message, flagged ERROR."""
+    if not isinstance(tree, Tree):
+        return tree, flags | ERROR
+    tree.sent_id = None
+    return format_sentence(tree_to_sentence(tree)), flags
 
 
 def _read_items(side_items: list) -> tuple[list[Any], list[Tree | str] | None]:
@@ -198,9 +242,9 @@ def _bad_row(src: Any, tgt: Any) -> tuple[str, str] | None:
     return ("bad_row", bad.detail) if bad is not None else None
 
 
-def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str, Any]:
-    """Filter and parse one piece; returns what phase 1 stores for it."""
-    job, langid, src_parser, tgt_parser = state
+def _filter_piece(state: tuple[ParseJob, Any], task: tuple) -> dict[str, Any]:
+    """Phase 1, first step (per piece): the filter, and the trees of pre-parsed sides."""
+    job, langid = state
     first_id, items = task  # items: per side, raw bytes (text) or ConlluBlock (pre-parsed)
     started = time.perf_counter()
     (src_texts, src_trees), (tgt_texts, tgt_trees) = (_normalized(*_read_items(side_items), names)
@@ -208,44 +252,28 @@ def _parse_piece(state: tuple[ParseJob, Any, Any, Any], task: tuple) -> dict[str
     texts = (src_texts, tgt_texts)
     checked = [_bad_row(src, tgt) or check_pair_detailed(src, tgt, job.filter, langid, job.max_chars)
                for src, tgt in zip(*texts)]
-    reasons = [reason for reason, _ in checked]  # the detail: the detected language of src_lang/tgt_lang
-    filtered = time.perf_counter()
-    kept = [i for i, reason in enumerate(reasons) if reason is None]
-    sides, joined = [], 0
-    for side_texts, trees, parser in ((src_texts, src_trees, src_parser), (tgt_texts, tgt_trees, tgt_parser)):
-        if trees is None:
-            lines = [side_texts[i].decode("utf-8") for i in kept]
-            trees, side_joined = _parsed_trees(parser, lines)
-            joined += side_joined
-            sides.append(trees)
-        else:
-            sides.append([trees[i] for i in kept])
-
-    def row(i: int, reason: str, detail: str = "") -> list:  # rejected.tsv: id, reason, detail, src, tgt
-        return [first_id + i, reason, detail, *(tsv_field(side_texts[i]) for side_texts in texts)]
-
-    rejected = [row(i, reason, checked[i][1]) for i, reason in enumerate(reasons) if reason is not None]
-    out: list[list[str]] = [[], [], [], []]  # CoNLL-U src, tgt; tokens src, tgt
-    kept_ids = []
-    for i, src, tgt in zip(kept, *sides):
-        if not isinstance(src, Tree) or not isinstance(tgt, Tree):
-            rejected.append(row(i, "invalid_tree", f"src: {src}" if not isinstance(src, Tree) else f"tgt: {tgt}"))
-            continue
-        kept_ids.append(first_id + i)
-        for s, tree in enumerate((src, tgt)):
-            tree.sent_id = str(first_id + i)
-            out[s].append(format_sentence(tree_to_sentence(tree)))
-            if job.write_tokens:
-                out[2 + s].append(" ".join(tree.tokens).replace("\n", " ") + "\n")
-    rejected.sort(key=lambda r: r[0])
+    kept = [i for i, (reason, _) in enumerate(checked) if reason is None]
     return {
-        "first_id": first_id, "input_pairs": len(reasons), "ids": kept_ids,
-        "rejected": rejected, "rejected_counts": dict(Counter(r[1] for r in rejected)), "joined_lines": joined,
-        "seconds": {"filter": filtered - started, "parse": time.perf_counter() - filtered},
-        **{key: "".join(part) for key, part in zip(("src", "tgt"), out)},
-        **({f"{side}_counts": count_words("".join(part)) for side, part in zip(SIDES, out[2:])}
-           if job.write_tokens else {}),
-    }
+        "input_pairs": len(checked), "kept": kept,
+        "rejected": [[first_id + i, reason, detail, *(tsv_field(side_texts[i]) for side_texts in texts)]
+                     for i, (reason, detail) in enumerate(checked) if reason is not None],
+        "preparsed": [None if trees is None else [_block(trees[i]) for i in kept] for trees in (src_trees, tgt_trees)],
+        "preparsed_texts": [None if trees is None else [tsv_field(side_texts[i]) for i in kept]
+                            for side_texts, trees in zip(texts, (src_trees, tgt_trees))],
+        "normalized": [[side_texts[i].decode("utf-8") for i in kept] if names and trees is None else None
+                       for side_texts, trees, names in zip(texts, (src_trees, tgt_trees), job.normalize)],
+        "seconds": {"filter": time.perf_counter() - started}}
+
+
+def _parse_lines(parsers: tuple[Any, Any], task: tuple[list[str], list[str]]) -> dict[str, Any]:
+    """Phase 1, second step (per piece): parse the lines that no earlier piece parses (per side); blocks and flags
+    in order (see `_block`)."""
+    started = time.perf_counter()
+    sides: list[list[tuple[str, int]]] = []
+    for parser, lines in zip(parsers, task):
+        trees, joined = _parsed_trees(parser, lines) if lines else ([], [])
+        sides.append([_block(tree, JOINED if j else 0) for tree, j in zip(trees, joined)])
+    return {"sides": sides, "seconds": {"parse": time.perf_counter() - started}}
 
 
 # --------------------------------------------------------------------------------- phase 3: features
@@ -317,12 +345,14 @@ def _features_piece(state: tuple[FeatureJob, Bpe | None, Bpe | None], task: tupl
 
 
 def _make_mapper(engine: str, workers: int, ray_address: str | None) -> Callable:
-    """A function like `parallel.ordered_map(func, tasks, workers, setup, setup_args)` for the engine."""
+    """A function like `parallel.ordered_map(func, tasks, workers, setup, setup_args)` for the engine; `light=True`
+    for a stage that runs beside another one and needs little CPU (Ray: its actors reserve no CPU)."""
     if engine == "local":
-        return lambda func, tasks, setup, args: ordered_map(func, tasks, workers, setup, args)
+        return lambda func, tasks, setup, args, light=False: ordered_map(func, tasks, workers, setup, args)
     from .ray_engine import ray_ordered_map
 
-    return lambda func, tasks, setup, args: ray_ordered_map(func, tasks, workers, setup, args, ray_address)
+    return lambda func, tasks, setup, args, light=False: ray_ordered_map(
+        func, tasks, workers, setup, args, ray_address, cpus=0 if light else 1)
 
 
 # ------------------------------------------------------------------------------------ the pipeline
@@ -337,6 +367,7 @@ class ConvertOptions:
     ray_address: str | None = None
     progress: bool | None = None  # None: when stderr is a terminal
     keep_work: bool = False  # keep OUT/.work (parsed CoNLL-U, tokens) after a finished run
+    dedupe: bool = True  # parse each distinct side text once (False: parse every row; same shards, slower)
 
 
 class Converter:
@@ -358,6 +389,10 @@ class Converter:
         self.map = _make_mapper(options.engine, self.workers, options.ray_address)
         self.stats: dict[str, SplitStats] = {}
         self.piece_pairs: dict[tuple[str, int, int], int] = {}  # input pairs per (split, shard, piece)
+        self.stores = {side: TreeStore() for side in SIDES}  # parsed text -> where its tree is (all splits)
+        self.claimed: dict[str, set[bytes]] = {side: set() for side in SIDES}  # parsed by pieces in flight
+        self.piece_prefixes: list[str] = []  # every piece of the convert, in order (store locations index it)
+        self.open_pieces: dict[str, BinaryIO] = {}  # files of written pieces that repeats were copied from
 
     # -- progress (on stderr; by default only when it is a terminal)
 
@@ -509,28 +544,193 @@ class Converter:
             position += len(src_items)
 
     def _phase_parse(self, split: SplitConfig, job: ParseJob, bar: tqdm) -> list[tuple[int, int]]:
+        """Phase 1 for a split: filter each piece (workers), plan which lines to parse (here, in input order: a
+        side's text parsed by an earlier row of this convert is not parsed again), parse (workers), then write
+        each piece with the trees of the repeated lines copied from the piece that parsed them."""
         work = os.path.join(self.work, split.name)
         os.makedirs(work, exist_ok=True)
         pieces: list[tuple[int, int]] = []
-        todo: list[tuple[int, int]] = []
+        waiting: deque[_Piece] = deque()  # filtered in flight
+        planned: deque[_Piece] = deque()  # parsed in flight
 
         def tasks() -> Iterator[tuple]:
             for shard, piece, task in self._pieces(split):
                 pieces.append((shard, piece))
-                if os.path.isfile(_piece_prefix(work, shard, piece) + ".json"):
+                prefix = _piece_prefix(work, shard, piece)
+                self.piece_prefixes.append(prefix)
+                if os.path.isfile(prefix + ".json"):
                     bar.update(len(task[1][0]))
                     self.reused.add((split.name, shard, piece))
+                    self._load_store(prefix, job)
                 else:
-                    todo.append((shard, piece))
+                    waiting.append(_Piece(prefix, len(self.piece_prefixes) - 1, *task))
                     yield task
 
-        for k, info in enumerate(self.map(_parse_piece, tasks(), _parse_setup, (job,))):
-            prefix = _piece_prefix(work, *todo[k])
-            for side in SIDES:
-                atomic_write(f"{prefix}.{side}.conllu", info.pop(side).encode("utf-8"))
-            atomic_write(prefix + ".json", json.dumps(info, ensure_ascii=False).encode("utf-8"))
-            bar.update(info["input_pairs"])
+        def plans() -> Iterator[tuple[list[str], list[str]]]:
+            for filtered in self.map(_filter_piece, tasks(), _filter_setup, (job,), any(job.parsers)):
+                item = waiting.popleft()
+                item.filtered = filtered
+                lines = self._plan(item, job)
+                planned.append(item)
+                yield lines
+
+        results: Iterator[dict[str, Any]] = (
+            self.map(_parse_lines, plans(), _parse_setup, (job,)) if any(job.parsers)
+            else ({"sides": [[], []], "seconds": {}} for _ in plans()))
+        try:
+            for parsed in results:
+                item = planned.popleft()
+                self._write_piece(item, job, parsed)
+                bar.update(item.filtered["input_pairs"])
+        finally:
+            while self.open_pieces:
+                self.open_pieces.popitem()[1].close()
         return pieces
+
+    def _plan(self, item: _Piece, job: ParseJob) -> tuple[list[str], list[str]]:
+        """Per parsed side, each kept row's key and whether this piece parses it; the lines to parse."""
+        lines: list[list[str]] = [[], []]
+        for s, side in enumerate(SIDES):
+            if job.parsers[s] is None:
+                continue
+            store, claimed = self.stores[side], self.claimed[side]
+            rows = []
+            normalized = item.filtered["normalized"][s]  # [normalize] applied by the filter step, else None
+            for j, i in enumerate(item.filtered["kept"]):
+                line = normalized[j] if normalized else item.items[s][i].decode("utf-8")  # what the parser is given
+                key = text_key(line)
+                first = key not in claimed and store.find(key) is None
+                if first:
+                    claimed.add(key)
+                if first or not self.options.dedupe:
+                    lines[s].append(line)
+                rows.append((key, first, first or not self.options.dedupe))
+            item.plan[s] = rows
+        return lines[0], lines[1]
+
+    def _side_results(self, item: _Piece, s: int, parsed: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        """(block without sent_id or error message, flags) of every kept row of one side."""
+        if item.plan[s] is None:
+            return item.filtered["preparsed"][s]
+        mine = iter(parsed)
+        here: dict[bytes, tuple[str, int]] = {}
+        out = []
+        for key, first, parse in item.plan[s]:
+            result = next(mine) if parse else here.get(key) or self._fetch(SIDES[s], key)
+            if first:
+                here[key] = result
+            out.append(result)
+        return out
+
+    def _fetch(self, side: str, key: bytes) -> tuple[str, int]:
+        """The block (without sent_id) or error message an earlier piece stored for a key, and its flags."""
+        location = self.stores[side].find(key)
+        if location is None:
+            raise InputError("the work folder lost a parsed sentence (changed since the run stopped?): run again "
+                             "with --overwrite", self.work)
+        piece, offset, length, flags = location
+        if flags & ERROR:
+            return self.stores[side].errors[key], flags & (ERROR | JOINED)
+        path = f"{self.piece_prefixes[piece]}.{side}.{'spare' if flags & SPARE else 'conllu'}"
+        handle = self.open_pieces.pop(path, None) or open(path, "rb")  # noqa: SIM115 - closed in _close_pieces
+        self.open_pieces[path] = handle  # the most recently used last
+        if len(self.open_pieces) > OPEN_PIECES:
+            self.open_pieces.pop(next(iter(self.open_pieces))).close()
+        handle.seek(offset)
+        block = handle.read(length).decode("utf-8")
+        if not flags & SPARE:  # the written block starts with its row's sent_id
+            block = block[block.index("\n") + 1:]
+        return block, flags & JOINED
+
+    def _write_piece(self, item: _Piece, job: ParseJob, parsed: dict[str, Any]) -> None:
+        """Assemble a piece (in input order: the pieces holding its repeated lines are written) and write it:
+        CoNLL-U per side, the blocks parsed here but not written (spare), the new store entries, then the .json."""
+        kept, results = item.filtered["kept"], [self._side_results(item, s, parsed["sides"][s]) for s in range(2)]
+        rejected = list(item.filtered["rejected"])
+        out: list[list[bytes]] = [[], []]
+        spare: list[list[bytes]] = [[], []]
+        tokens: list[list[str]] = [[], []]
+        sizes, spare_sizes = [0, 0], [0, 0]
+        entries: list[list[tuple[bytes, tuple[int, int, int, int]]]] = [[], []]
+        errors: list[dict[str, str]] = [{}, {}]
+        ids = []
+        for j, i in enumerate(kept):
+            pair = [results[0][j], results[1][j]]
+            bad = next((s for s in range(2) if pair[s][1] & ERROR), None)
+            if bad is not None:
+                rejected.append([item.first_id + i, "invalid_tree", f"{SIDES[bad]}: {pair[bad][0]}",
+                                 *(self._row_text(item, s, i, j) for s in range(2))])
+            else:
+                ids.append(item.first_id + i)
+            for s in range(2):
+                block, flags = pair[s]
+                first = item.plan[s] is not None and item.plan[s][j][1]
+                if bad is None:
+                    data = f"# sent_id = {item.first_id + i}\n{block}".encode()
+                    location = (item.index, sizes[s], len(data), flags)
+                    out[s].append(data)
+                    sizes[s] += len(data)
+                    if job.write_tokens:
+                        tokens[s].append(" ".join(_block_forms(block)) + "\n")
+                elif flags & ERROR:
+                    location = (item.index, -1, 0, flags)
+                    if first:
+                        errors[s][item.plan[s][j][0].hex()] = block
+                else:  # parsed, but the other side's tree is broken: kept for the later rows that repeat it
+                    data = block.encode()
+                    location = (item.index, spare_sizes[s], len(data), flags | SPARE)
+                    if first:
+                        spare[s].append(data)
+                        spare_sizes[s] += len(data)
+                if first:
+                    entries[s].append((item.plan[s][j][0], location))
+        rejected.sort(key=lambda r: r[0])
+        info = {
+            "first_id": item.first_id, "input_pairs": item.filtered["input_pairs"], "ids": ids, "rejected": rejected,
+            "rejected_counts": dict(Counter(r[1] for r in rejected)),
+            "joined_lines": sum(bool(flags & JOINED) for side in results for _, flags in side),
+            "seconds": {**item.filtered["seconds"], "parse": parsed["seconds"].get("parse", 0.0)},
+            "sentences": {side: {"distinct": sum(r[1] for r in item.plan[s]),
+                                 "repeated": sum(not r[1] for r in item.plan[s])}
+                          for s, side in enumerate(SIDES) if item.plan[s] is not None},
+            "store_errors": {side: errors[s] for s, side in enumerate(SIDES) if errors[s]},
+            **({f"{side}_counts": count_words("".join(tokens[s])) for s, side in enumerate(SIDES)}
+               if job.write_tokens else {})}
+        for s, side in enumerate(SIDES):
+            atomic_write(f"{item.prefix}.{side}.conllu", b"".join(out[s]))
+            if spare[s]:
+                atomic_write(f"{item.prefix}.{side}.spare", b"".join(spare[s]))
+        _save_entries(item.prefix, entries)
+        atomic_write(item.prefix + ".json", json.dumps(info, ensure_ascii=False).encode("utf-8"))
+        self._remember(entries, errors)
+
+    def _row_text(self, item: _Piece, s: int, i: int, j: int) -> str:
+        texts, normalized = item.filtered["preparsed_texts"][s], item.filtered["normalized"][s]
+        if texts is not None:
+            return texts[j]
+        return tsv_field(normalized[j] if normalized else item.items[s][i])
+
+    def _remember(self, entries: list[list[tuple[bytes, tuple[int, int, int, int]]]],
+                  errors: list[dict[str, str]]) -> None:
+        """A written piece's entries go into the store (its claims are settled)."""
+        for s, side in enumerate(SIDES):
+            for key, location in entries[s]:
+                self.stores[side].add(key, location, errors[s].get(key.hex()))
+                self.claimed[side].discard(key)
+
+    def _load_store(self, prefix: str, job: ParseJob) -> None:
+        """The store entries of a piece an earlier run finished (--resume)."""
+        path = prefix + ".store.npz"
+        if not os.path.isfile(path) or not any(job.parsers):
+            return
+        with open(prefix + ".json", encoding="utf-8") as handle:
+            errors = json.load(handle).get("store_errors", {})
+        with np.load(path) as saved:
+            for side in SIDES:
+                if side in saved.files:
+                    self.stores[side].add_array(saved[side])
+                    for key, message in errors.get(side, {}).items():
+                        self.stores[side].errors.setdefault(bytes.fromhex(key), message)
 
     def _learns_bpe(self) -> bool:
         return not self.config.bpe.codes and bool(self.config.bpe.symbols)
@@ -687,7 +887,8 @@ class Converter:
         for split in self.config.splits:
             manifest = load_manifest(os.path.join(self.out, split.name))
             self.stats[split.name] = SplitStats(manifest.input_lines, manifest.rows, Counter(manifest.rejected),
-                                                manifest.joined_lines)
+                                                manifest.joined_lines,
+                                                {side: Counter(c) for side, c in manifest.sentences.items()})
         return self.stats
 
     def _run(self) -> dict[str, SplitStats]:
@@ -738,7 +939,9 @@ class Converter:
                          _rejected_text(rejected_lines.pop(split.name)))
             Manifest(split.name, self.config.to_dict(), signature, stats.input_pairs, stats.rows,
                      dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS), shards, stats.joined_lines,
-                     PIECE_ROWS, self.config.shard_size, self.config.compression).write(folder)
+                     PIECE_ROWS, self.config.shard_size, self.config.compression,
+                     sentences={side: {"distinct": c["distinct"], "repeated": c["repeated"]}
+                                for side, c in stats.sentences.items()}).write(folder)
         run_info = {"fingerprint": self._fingerprint(), "workers": self.workers, "engine": self.options.engine,
                     "seconds": {name: dict(s.seconds) for name, s in self.stats.items()}}
         atomic_write(os.path.join(self.out, RUN_INFO), json.dumps(run_info, indent=2).encode())  # not in shards
@@ -786,6 +989,8 @@ class Converter:
             self.piece_pairs[(split.name, shard, piece)] = info["input_pairs"]  # for the features bar
             stats.rejected.update(info["rejected_counts"])
             stats.joined_lines += info["joined_lines"]
+            for side, counts in info.get("sentences", {}).items():
+                stats.sentences.setdefault(side, Counter()).update(counts)
             stats.seconds.update({} if (split.name, shard, piece) in self.reused else info["seconds"])
             lines += ["\t".join([str(row[0]), row[1], tsv_field(row[2]), row[3], row[4]]) for row in info["rejected"]]
         return lines

@@ -39,11 +39,12 @@ def _init_ray(workers: int, address: str | None) -> Any:  # noqa: ANN401 - the r
 
 def ray_ordered_map(func: Callable[[Any, Any], Any], tasks: Iterable[Any], workers: int,
                     setup: Callable[..., Any], setup_args: tuple = (), address: str | None = None,
-                    in_flight_per_worker: int = 2) -> Iterator[Any]:
-    """`func(state, task)` for every task on `workers` Ray actors, in order."""
+                    in_flight_per_worker: int = 2, cpus: float = 1) -> Iterator[Any]:
+    """`func(state, task)` for every task on `workers` Ray actors, in order; each actor reserves `cpus` CPUs (0: a
+    light stage running beside another map's actors)."""
     ray = _init_ray(workers, address)
 
-    @ray.remote(num_cpus=1)
+    @ray.remote(num_cpus=cpus)
     class Worker:
         def __init__(self) -> None:
             self.state = setup(*setup_args)
