@@ -279,16 +279,8 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m syntrain.compare ...`: the same command as `syntrain compare ...`."""
-    from synprep.errors import run_cli
+if __name__ == "__main__":  # `python -m syntrain.compare ...`: the older spelling of `syntrain compare ...`
+    import runpy
 
-    from .cli import compare_command
-
-    if argv is not None:
-        sys.argv = [sys.argv[0], *argv]
-    run_cli(compare_command, "syntrain.compare")
-
-
-if __name__ == "__main__":
-    main()
+    sys.argv = [sys.argv[0], "compare", *sys.argv[1:]]
+    runpy.run_module("syntrain", run_name="__main__")
