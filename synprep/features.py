@@ -21,6 +21,19 @@ RIGHT_ARC = "RIGHT-ARC:"
 DROPPED_ROOT_LABEL = "root"  # label given to the root by from_transitions under root policy `drop`
 
 
+def _subword_layout(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
+                    subword_owner: Sequence[int] | np.ndarray) -> tuple[np.ndarray, ...]:
+    """(parent token, tree of each token, owner token of each sub-word, sub-words per token, first global
+    sub-word of each tree, position of each token's first sub-word within its tree) of several trees (arguments
+    as `forest_parent_positions`)."""
+    parent, offset, tree = forest_arrays(heads, sizes)
+    owner = np.asarray(subword_owner, dtype=np.int64)
+    count = np.bincount(owner, minlength=len(parent))
+    ends = np.cumsum(count)
+    starts = np.concatenate(([0], ends))[offset]
+    return parent, tree, owner, count, starts, ends - count - starts[tree]
+
+
 def forest_parent_positions(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
                             subword_owner: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(parent_mid, parent_first) of the sub-words of several trees at once, concatenated.
@@ -28,12 +41,7 @@ def forest_parent_positions(heads: Sequence[int] | np.ndarray, sizes: Sequence[i
     `heads`: the trees' 1-based heads, concatenated; `sizes`: tokens per tree; `subword_owner`: the global
     0-based token (index into the concatenated tokens) of every sub-word, the sub-words of each tree together
     and in tree order. Positions are within each tree's sub-words (0-based)."""
-    parent, offset, tree = forest_arrays(heads, sizes)
-    owner = np.asarray(subword_owner, dtype=np.int64)
-    count = np.bincount(owner, minlength=len(parent))
-    ends = np.cumsum(count)
-    starts = np.concatenate(([0], ends))[offset]  # first global sub-word of each tree
-    first = ends - count - starts[tree]  # position of each token's first sub-word within its tree
+    parent, tree, owner, count, starts, first = _subword_layout(heads, sizes, subword_owner)
     parent_of_subword = parent[owner]
     first_of_parent = first[parent_of_subword]
     middle = first_of_parent + (count[parent_of_subword] - 1) / 2.0
@@ -65,12 +73,7 @@ def forest_dbsa_heads(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | 
     The sub-word heads DBSA trains on (Deguchi et al., 2019, as their released preprocessing builds them): a
     piece that is not its word's last points to the next piece of its word; a word's last piece points to
     the first piece of the head word; the root word's last piece points to itself."""
-    parent, offset, tree = forest_arrays(heads, sizes)
-    owner = np.asarray(subword_owner, dtype=np.int64)
-    count = np.bincount(owner, minlength=len(parent))
-    ends = np.cumsum(count)
-    starts = np.concatenate(([0], ends))[offset]  # first global sub-word of each tree
-    first = ends - count - starts[tree]  # position of each token's first sub-word within its tree
+    parent, tree, owner, count, starts, first = _subword_layout(heads, sizes, subword_owner)
     position = np.arange(len(owner)) - starts[tree[owner]] if len(owner) else np.zeros(0, np.int64)
     last = position == first[owner] + count[owner] - 1
     is_root = parent[owner] == owner
