@@ -72,7 +72,8 @@ def _pipeline(tmp: Path, lang: str, en_model: str, model: str) -> Path:
     text = (f'[pipeline]\nname = "en-{lang}"\nsrc_lang = "en"\ntgt_lang = "{lang}"\noutput = "out"\n'
             + "".join(tables) + normalize
             + f'[parser.src]\nmodel = "{en_model}"\n[parser.tgt]\nmodel = "{model}"\n'
-            '[bpe]\nsymbols = 400\n[features]\nsrc = ["parents", "labels"]\ntgt = ["parents", "labels"]\n'
+            + ('[bpe]\njoint = false\n' if lang == "ja" else '[bpe]\n')  # En-Ja: separate BPE per side
+            + 'symbols = 400\n[features]\nsrc = ["parents", "labels"]\ntgt = ["parents", "labels"]\n'
             'non_projective = "keep"\n')
     (tmp / "pipeline.toml").write_text(text, encoding="utf-8")
     return tmp / "pipeline.toml"
@@ -99,6 +100,7 @@ def test_language_pair_end_to_end(lang, tmp_path, tiny_udpipe, shared_parser):
     manifest = validate_directory(str(out / "train"))[1]
     assert manifest.rows >= 0.8 * 300, manifest.rejected  # the default filter keeps most real pairs
     assert manifest.configuration["tgt_lang"] == lang
+    assert manifest.configuration["bpe"].get("joint", True) is (lang != "ja")
     train_text = open_split(str(out / "train")).table(["tgt_text"]).column("tgt_text").to_pylist()
     if lang == "ro":  # the Europarl side is written with cedillas; normalise-romanian leaves none
         assert CEDILLA.search((tmp_path / "train.ro").read_text(encoding="utf-8"))
@@ -109,6 +111,8 @@ def test_language_pair_end_to_end(lang, tmp_path, tiny_udpipe, shared_parser):
     train(TrainConfig(data=str(out / "train"), valid=str(out / "valid"), test=str(out / "test"),
                       out=str(tmp_path / "run"), model=model, max_tokens=800, max_steps=3, warmup=2,
                       eval_interval=3, eval_sentences=5, test_beam=1, log_interval=1, threads=1))
+    if lang == "ja":  # its own source vocabulary (no source/target embedding shared)
+        assert (tmp_path / "run" / "vocab.src.json").is_file()
     log = (tmp_path / "run" / "metrics.jsonl").read_text(encoding="utf-8")
     assert f"tok:{TOKENIZER[lang]}" in log.replace("ja-mecab-0.996-IPA", "ja-mecab")  # test BLEU signature stored
 
