@@ -123,10 +123,17 @@ def _model_parts() -> list[type]:
     """The dataclasses ModelConfig is composed of: the sizes, then each registered switch's slice (no switch may
     declare a [train] name: `syntrain run` flags and --set are flat)."""
     from .model import config_parts
+
+    _reserve_train_names()
+    return list(config_parts().values())
+
+
+@functools.cache
+def _reserve_train_names() -> None:
+    """The [train] names reserved against the switches' options, once per process."""
     from .switches import reserve
 
     reserve("the training options ([train])", [spec.name for spec in fields(TrainConfig)])
-    return list(config_parts().values())
 
 
 def declaration(section: str, name: str) -> tuple[type, Any, Any] | None:
