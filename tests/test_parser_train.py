@@ -120,3 +120,21 @@ def test_bad_option_string_fails_with_udpipes_reason(tmp_path):
     assert any(line.startswith("Training tagger") for line in lines)  # the training log is shown on failure
     assert not model.exists() and not Path(str(model) + ".part").exists()
     assert "Traceback" not in done.stderr
+
+
+def test_spacy_training_docs_hold_one_sentence_each(tmp_path):
+    """synprep parses one line as one sentence, so the parser learns from one sentence per doc (it never has
+    to find boundaries inside a line); every treebank sentence becomes one doc, none dropped or merged."""
+    pytest.importorskip("spacy")
+    import spacy
+    from spacy.tokens import DocBin
+
+    from synprep.conllu import read_conllu
+    from synprep.parse.train_spacy import _write_docbin
+
+    path = tmp_path / "train.spacy"
+    sentences = _write_docbin(EN, str(path))
+    docs = list(DocBin().from_disk(path).get_docs(spacy.blank("en").vocab))
+    gold = list(read_conllu(EN))
+    assert sentences == len(gold) == len(docs) > 1
+    assert [[t.text for t in doc] for doc in docs] == [[w[1] for w in s.words] for s in gold]

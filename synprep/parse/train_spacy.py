@@ -4,8 +4,9 @@ Offline: the CoNLL-U is converted with spaCy's own converter (what `spacy conver
 the configuration is spaCy's CPU "efficiency" template (`spacy init config --optimize efficiency`: hash
 embeddings + a 4-layer CNN, width 96; no word vectors, nothing downloaded), and `spacy train` trains it. The
 morphologizer is trained on UPOS only (FEATS are dropped), so the pipeline predicts `pos_` (UPOS) and the
-UD heads and labels: what synprep's features use. The result is a pipeline folder that `--backend spacy
---model FOLDER` loads.
+UD heads and labels: what synprep's features use. Each treebank sentence is one training doc, as each
+line is one sentence when synprep parses, so the parser never learns to split inside a line. The result is
+a pipeline folder that `--backend spacy --model FOLDER` loads.
 
 Presets: `tiny` (a few dozen steps: tests), `default` (spaCy's schedule, stopped after 1,600 steps without
 improvement on the held-out set). `--set KEY=VALUE` overrides any configuration value (spaCy's dotted names,
@@ -55,7 +56,8 @@ def _write_docbin(conllu_path: str, output_path: str) -> int:
         lines.append("")
     if not sentences:
         raise InputError("no sentences in this treebank", conllu_path)
-    docs = conllu_to_docs("\n".join(lines) + "\n", n_sents=10, no_print=True)
+    # one sentence per doc: synprep parses one line as one sentence, so the parser never has to find boundaries
+    docs = conllu_to_docs("\n".join(lines) + "\n", n_sents=1, no_print=True)
     DocBin(docs=docs, store_user_data=False).to_disk(output_path)
     return sentences
 
