@@ -138,3 +138,27 @@ def test_spacy_training_docs_hold_one_sentence_each(tmp_path):
     gold = list(read_conllu(EN))
     assert sentences == len(gold) == len(docs) > 1
     assert [[t.text for t in doc] for doc in docs] == [[w[1] for w in s.words] for s in gold]
+
+
+def test_udpipe_parser_trained_without_tagger_parses(tmp_path):
+    """`--tagger-options none` with a parser that reads word forms only: the model has no tagger, and synprep
+    runs it without one (UPOS `_`), from raw and from pre-tokenized text."""
+    from synprep.conllu import read_conllu, to_tree
+
+    model = tmp_path / "notag.udpipe"
+    parser_options = PRESETS["tiny"]["parser"].replace("embedding_upostag=8", "embedding_upostag=0")
+    done = synprep("parser", "train", "--conllu", EN, "-o", str(model), "--preset", "tiny",
+                   "--tagger-options", "none", "--parser-options", parser_options)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = tmp_path / "in.txt"
+    text.write_text("The dog barked .\nShe smiled and waved .\n", encoding="utf-8")
+    for extra in ([], ["--pretokenized"]):
+        out = tmp_path / f"out{len(extra)}.conllu"
+        parsed = synprep("parse", "--backend", "udpipe", "--model", str(model), "-i", str(text), "-o", str(out),
+                         "--workers", "1", *extra)
+        assert parsed.returncode == 0, parsed.stderr
+        sentences = list(read_conllu(str(out)))
+        assert [[w[1] for w in s.words] for s in sentences] == [["The", "dog", "barked", "."],
+                                                              ["She", "smiled", "and", "waved", "."]]
+        assert {w[3] for s in sentences for w in s.words} == {"_"}
+        assert all(sum(h == 0 for h in to_tree(s, str(out)).heads) == 1 for s in sentences)

@@ -62,6 +62,16 @@ def load_udpipe_model(path: str) -> Any:  # noqa: ANN401 (a ufal.udpipe.Model, i
     return model
 
 
+def has_tagger(model: Any) -> bool:  # noqa: ANN401 (a ufal.udpipe.Model)
+    """Whether the model has a tagger: a model trained with `--tagger-options none` (its parser reads word
+    forms only) is run without one, and its words get no UPOS, lemma or features (`_`)."""
+    from ufal.udpipe import Pipeline, ProcessingError
+
+    error = ProcessingError()
+    Pipeline(model, "horizontal", Pipeline.DEFAULT, Pipeline.NONE, "conllu").process("a\n", error)
+    return not (error.occurred() and "No tagger" in error.message)
+
+
 class UDPipeParser(Parser):
     """Tokenize (one line = one sentence), tag and parse with a UDPipe 1 model."""
 
@@ -76,7 +86,8 @@ class UDPipeParser(Parser):
         if not pretokenized and not self._model.newTokenizer(self._model.DEFAULT):
             raise InputError("this UDPipe model has no tokenizer; use --pretokenized", model_path)
         source = "horizontal" if pretokenized else "tokenizer=presegmented"
-        self._pipeline = Pipeline(self._model, source, Pipeline.DEFAULT, Pipeline.DEFAULT, "conllu")
+        tagger = Pipeline.DEFAULT if has_tagger(self._model) else Pipeline.NONE  # a parser trained without tags
+        self._pipeline = Pipeline(self._model, source, tagger, Pipeline.DEFAULT, "conllu")
         self._error = ProcessingError()
 
     def model_signature(self) -> str:
