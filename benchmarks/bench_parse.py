@@ -5,6 +5,8 @@ usage:
   python benchmarks/bench_parse.py run --dir D --name NAME --backend B [--model M | --model-dir M] [--gpu]
                                                               # one option, one process (pin it: taskset -c K)
   python benchmarks/bench_parse.py table --dir D              # the markdown table of every option run into D
+  python benchmarks/bench_parse.py race --dir D --option NAME=BACKEND:MODEL ... [--limit N]
+                                                              # speed only, options interleaved in one process
   python benchmarks/bench_parse.py [overhead] [--sentences 3000]  # synprep parse vs raw ufal.udpipe, 1 and 2 workers
 
 WMT-like text: English newstest2016 + newsdev2016 (../shared/data/parallel/wmt-news-ro, ~22 words per line)
@@ -198,6 +200,30 @@ def run_option(args):
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
 
 
+def race(args):
+    """Speed only: the options parse the same chunks of 100 WMT-like lines in turn, in one process (pin it),
+    so load from other processes hits them alike; ratios against the first option, per input."""
+    from synprep.parse import ParserSpec
+
+    options = [(name, *spec.split(":", 1)) for name, _, spec in (item.partition("=") for item in args.option)]
+    out = Path(args.dir)
+    for mode, path in (("raw", "wmt.txt"), ("pre-tokenized", "wmt.tok.txt")):
+        lines = (out / path).read_text(encoding="utf-8").splitlines()[:args.limit or None]
+        parsers = {name: ParserSpec(backend, model, pretokenized=mode != "raw", threads=1).load()
+                   for name, backend, model in options}
+        seconds = dict.fromkeys(parsers, 0.0)
+        for parser in parsers.values():
+            parser.parse(lines[:20])  # warm-up
+        for first in range(0, len(lines), 100):
+            for name, parser in parsers.items():
+                start = time.perf_counter()
+                parser.parse(lines[first:first + 100])
+                seconds[name] += time.perf_counter() - start
+        base = seconds[options[0][0]]
+        for name, spent in seconds.items():
+            print(f"| {name} | {mode} | {len(lines) / spent:.1f} | {base / spent:.2f} |", flush=True)
+
+
 def table(args):
     """The markdown table of every NAME.json in --dir (ratios against the row named `udpipe`)."""
     import json
@@ -223,7 +249,7 @@ def main():
     if len(sys.argv) == 1 or sys.argv[1] == "overhead":  # no arguments (`make bench`): the overhead check
         return overhead_check(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["prepare", "run", "table"])
+    ap.add_argument("command", choices=["prepare", "run", "table", "race"])
     ap.add_argument("--dir", required=True)
     ap.add_argument("--sentences", type=int, default=2000, help="WMT-like lines (prepare)")
     ap.add_argument("--gold", default=None, help="gold CoNLL-U (prepare; default: the shared EWT test)")
@@ -236,8 +262,9 @@ def main():
     ap.add_argument("--pretokenized-only", action="store_true", help="no raw-text row (no tokenizer model)")
     ap.add_argument("--note", default="")
     ap.add_argument("--limit", type=int, default=0, help="time only the first N WMT-like lines (slow options)")
+    ap.add_argument("--option", action="append", default=[], help="race: NAME=BACKEND:MODEL (repeatable)")
     args = ap.parse_args()
-    {"prepare": prepare, "run": run_option, "table": table}[args.command](args)
+    {"prepare": prepare, "run": run_option, "table": table, "race": race}[args.command](args)
 
 
 if __name__ == "__main__":

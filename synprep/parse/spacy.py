@@ -3,6 +3,11 @@
 spaCy's parser also segments sentences; several sentences on one line are joined (see base.py). Labels are
 the pipeline's own (the English pipelines use ClearNLP labels such as `dobj`, not UD); `ROOT` becomes `root`.
 Raw lines are single-spaced before parsing so that spaCy makes no whitespace tokens.
+
+Matrix products go through numpy's BLAS (thinc `NumpyOps(use_blis=False)`), one thread per process (synprep
+runs one parser per worker): spaCy's bundled BLIS falls back to its generic kernel on CPUs it does not
+recognise (e.g. an AMD EPYC VM), where the same trees come 1.5-1.8x faster this way
+(benchmarks/README.md, bench_parse).
 """
 
 from __future__ import annotations
@@ -40,7 +45,10 @@ class SpacyParser(Parser):
             import spacy
         except ImportError:
             raise InputError("spaCy is not installed: pip install 'synprep[spacy]'") from None
+        from thinc.api import NumpyOps, set_current_ops
+
         self.model = model
+        set_current_ops(NumpyOps(use_blis=False))  # before loading: the pipeline's layers keep the current ops
         try:
             self._nlp = spacy.load(model, exclude=["ner"])
         except OSError as err:
@@ -60,4 +68,7 @@ class SpacyParser(Parser):
             inputs = (Doc(self._nlp.vocab, words=line.split(" ")) for line in lines)
         else:
             inputs = (" ".join(line.split()) for line in lines)
-        return [[span_to_sentence(sent) for sent in doc.sents] for doc in self._nlp.pipe(inputs)]
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1, user_api="blas"):
+            return [[span_to_sentence(sent) for sent in doc.sents] for doc in self._nlp.pipe(inputs)]
