@@ -92,3 +92,22 @@ def test_stanza_cli_errors(tiny_stanza, tmp_path):
                                "-i", str(source), "--workers", "1", *args], capture_output=True, text=True)
         assert done.returncode == 2
         assert len(done.stderr.strip().splitlines()) == 1 and "stanza.download" in done.stderr
+
+
+@needs_spacy_model
+def test_spacy_numpy_blas_makes_the_trees_blis_makes():
+    """The backend's matrix products go through numpy's BLAS for speed: the trees are BLIS's."""
+    import spacy
+    from thinc.api import NumpyOps, get_current_ops, set_current_ops
+
+    lines = [line for line in RAW if line.strip()] + [" ".join(TOKENIZED)]
+    parser = ParserSpec("spacy", SPACY_MODEL).load()
+    assert not get_current_ops().use_blis
+    ours = [line.sentence.words for line in parser.parse(lines)]
+    set_current_ops(NumpyOps(use_blis=True))
+    try:
+        parser._nlp = spacy.load(SPACY_MODEL, exclude=["ner"])
+        blis = [line.sentence.words for line in parser.parse(lines)]
+    finally:
+        set_current_ops(NumpyOps(use_blis=False))
+    assert ours == blis and len(ours) == len(lines)
