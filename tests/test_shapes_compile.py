@@ -268,6 +268,6 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
     for name in ("eager", "compiled"):
         trained, vocab, _ = load_checkpoint(str(tmp_path / name / "last.pt"))
         data = ParallelData(shards, vocab, features=trained.cfg.batch_features(training=False),
-                            labels=trained.cfg.source_labels, **data_options(trained.cfg))
+                            **data_options(trained.cfg))
         outputs.append(translate(trained, data, vocab, beam=2, rows=data.keep[:12]))
     assert outputs[0] == outputs[1]
