@@ -105,8 +105,8 @@ def batches_from(args, tree: bool = False):
         if tree:
             options = data_options(build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
                                                **TREE_SWITCHES["gcn"]).cfg)
-            trans = ParallelData(args.data, vocab, 256, features=ALL_FEATURES, labels=labels, skip_null=True,
-                                 **options)
+            trans = ParallelData(args.data, vocab, 256, features=ALL_FEATURES, skip_null=True,
+                                 **{**options, "labels": labels})
             trans.ladder = args.ladder
             out["transitions"] = collated(trans, trans.batches(args.max_tokens, seed=0)[: args.steps], args.ladder)
         return len(vocab), labels, arcs, out, f"shards {args.data}"

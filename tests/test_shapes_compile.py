@@ -84,8 +84,8 @@ def _model_and_data(shards, corpus, options, seed=0):
     torch.manual_seed(seed)
     model = build_model("tiny", **SMALL, **options, vocab_size=len(vocab), source_labels=labels,
                         arc_labels=arcs).train()
-    data = ParallelData(shards, vocab, features=model.cfg.batch_features(training=True), labels=labels,
-                        skip_null=True, **data_options(model.cfg))
+    data = ParallelData(shards, vocab, features=model.cfg.batch_features(training=True), skip_null=True,
+                        **data_options(model.cfg))
     return model, data
 
 
