@@ -96,7 +96,7 @@ class ModelConfig:
                  for part, cls in parts.items()}
         object.__setattr__(self, "sizes", built.pop("sizes"))
         object.__setattr__(self, "_sections", built)
-        object.__setattr__(self, "_filled", False)
+        object.__setattr__(self, "_filled", self.sizes.vocab_size > 0)  # e.g. a checkpoint's: filled already
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"ModelConfig is built once (from_dict); {name} cannot be set afterwards")
@@ -145,7 +145,7 @@ class ModelConfig:
         """Set what comes from the training split, once, before the model is built: vocab_size (and
         src_vocab_size), then each switch's `prepare` (only fields declared `option(filled=True)`)."""
         if self._filled:
-            raise ValueError("ModelConfig.fill: the data-derived values are set once")
+            raise ValueError("ModelConfig.fill: the data-derived values are set once (vocab_size is set already)")
         object.__setattr__(self, "_filled", True)
         self._set(self.sizes, {"vocab_size": len(vocab), **({"src_vocab_size": len(vocab.source)}
                                                              if vocab.source else {})})

@@ -66,6 +66,8 @@ def test_fill_sets_the_data_derived_values_once():
     assert cfg.section("labels").source_labels  # from the split's label column
     with pytest.raises(ValueError, match="set once"):
         cfg.fill(table, manifest, vocab)
+    with pytest.raises(ValueError, match="set once"):  # a checkpoint's config: filled when it was trained
+        ModelConfig.from_dict(cfg.to_dict()).fill(table, manifest, vocab)
 
 
 def test_fill_refuses_an_option_that_is_not_data_derived():
