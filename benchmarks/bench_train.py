@@ -105,8 +105,8 @@ def batches_from(args, tree: bool = False):
         if tree:
             options = data_options(build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
                                                **TREE_SWITCHES["gcn"]).cfg)
-            trans = ParallelData(args.data, vocab, 256, features=ALL_FEATURES, labels=labels, skip_null=True,
-                                 **options)
+            trans = ParallelData(args.data, vocab, 256, features=ALL_FEATURES, skip_null=True,
+                                 **{**options, "labels": labels})
             trans.ladder = args.ladder
             out["transitions"] = collated(trans, trans.batches(args.max_tokens, seed=0)[: args.steps], args.ladder)
         return len(vocab), labels, arcs, out, f"shards {args.data}"
@@ -270,7 +270,7 @@ def main() -> None:
           f"{torch.get_num_threads()} threads, torch {torch.__version__}")
     kernel = "flex" if "pascal" in models and models["pascal"].encoder[0].attn.uses_flex(device) else "math"
     print(f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}), precision "
-          f"{args.precision}, Pascal kernel {kernel}, attention dropout {vanilla.cfg.attn_dropout}")
+          f"{args.precision}, Pascal kernel {kernel}, attention dropout {vanilla.cfg.sizes.attn_dropout}")
     base = best["vanilla"][0] / len(batches["vanilla"])
     for name, (seconds, tokens, pairs) in best.items():
         ratio = seconds / len(batches[name]) / base
@@ -312,13 +312,13 @@ def speed_section(args, device, vanilla, stepper, optimizer, batches, autocast, 
     if not peak:
         print("MFU: measured on CUDA (model FLOPs / time / the GPU's peak; --peak-tflops P on an unknown GPU)")
         return
-    flops = sum(training_flops(vanilla.cfg, shape) for shape in map(unpadded_shape, batches))
+    flops = sum(training_flops(vanilla.cfg.sizes, shape) for shape in map(unpadded_shape, batches))
     achieved = flops / seconds / 1e12
     print(f"MFU: vanilla {achieved:.1f} TFLOP/s = {100 * achieved / peak:.1f}% of {peak:g} (matmul FLOPs of the "
           "batches before ladder padding, backward = 2 x forward)")
 
 
-def training_flops(cfg, shape: tuple[int, int, int]) -> float:
+def training_flops(cfg, shape: tuple[int, int, int]) -> float:  # cfg: the model's ModelSizes
     """Matmul FLOPs of one training step on a batch of `shape` (rows, source length, target length): 3 x
     forward (backward = 2 x forward)."""
     b, s, t = shape

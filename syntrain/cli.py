@@ -210,7 +210,7 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
                 if blank:
                     click.echo(f"{input_path}: {blank} blank line(s) left blank in the output", err=True)
                 if too_long:
-                    positions = translator.model.cfg.max_len
+                    positions = translator.model.cfg.sizes.max_len
                     click.echo(f"{input_path}: {too_long} line(s) longer than the model's {positions} positions left "
                                "empty in the output", err=True)
     except (ValueError, InputError) as e:
@@ -275,8 +275,7 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         options = data_options(model.cfg)
         if "tgt_transitions" not in open_columns(data_path):  # decoding needs no reference transitions
             options["target"] = "text"
-        data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
-                            labels=model.cfg.source_labels, **options)
+        data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False), **options)
     except (ValueError, FileNotFoundError, InputError) as e:
         raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
@@ -290,7 +289,7 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     if trees_path:
         with open(trees_path, "w", encoding="utf-8") as f:
             for row, output in zip(data.keep, pieces):
-                f.write(conllu_block(tree_rows(output, model.cfg.transition_root), str(int(row))))
+                f.write(conllu_block(tree_rows(output, model.cfg.section("tree").transition_root), str(int(row))))
     from synprep.normalize import normalizer
 
     normalize = normalizer(normalize_refs)
@@ -309,7 +308,8 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         click.echo("\n".join(["", *subset_table([(name, hyps)], references, split_ids, subsets,
                                                  tokenize=bleu_tokenizer(data.tgt_lang, bleu_tokenize))]))
     if model.cfg.target == "transitions":
-        trees = tree_scores(pieces, data.reference_transitions(data.keep), model.cfg.transition_root)
+        trees = tree_scores(pieces, data.reference_transitions(data.keep),
+                            model.cfg.section("tree").transition_root)
         click.echo(f"trees:{tree_text(trees)[2:]}")
 
 

@@ -74,7 +74,7 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
 
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
     data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
-                        labels=model.cfg.source_labels)
+                        labels=model.cfg.data_options()["labels"])
     differ = signature_differences(ckpt.get("signature", {}), data.signature)
     if differ:
         print(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
@@ -140,7 +140,7 @@ def describe(run: str, written: list[str] | None = None) -> tuple[str, object, o
         described = {"switches": cfg.switches(), "seed": stored_train_config(ckpt, checkpoint).seed,
                      "steps": ckpt.get("step", "?")}
         if cfg.target == "transitions":
-            described["transition_root"] = cfg.transition_root
+            described["transition_root"] = cfg.section("tree").transition_root
         atomic_write(path, (json.dumps(described, indent=1) + "\n").encode("utf-8"))
         if written is not None:
             written.append(path)

@@ -19,10 +19,13 @@ import tomllib
 import types
 import typing
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synprep.options import BLEU_TOKENIZERS
 from synprep.tables import config_from_dict, describe_option, did_you_mean, option
+
+if TYPE_CHECKING:
+    from .model import ModelConfig
 
 PRESET_NAMES = ("cpu", "tiny", "base")  # syntrain.model.PRESETS (not imported here: that imports torch)
 SECTIONS = ("data", "model", "train", "synprep")  # [synprep]: the data's signature in a run's config.toml (read-only)
@@ -226,7 +229,7 @@ def check_model_value(name: str, value: Any, label: str) -> Any:
     return check_value("model", name, value, f"{label}{name}")
 
 
-def stored_model_config(ckpt: dict, path: str) -> Any:
+def stored_model_config(ckpt: dict, path: str) -> ModelConfig:
     """The ModelConfig of a checkpoint, checked by the declarations; a bad value is a ValueError naming the file."""
     from .switches.base import registered
 

@@ -36,7 +36,7 @@ from .switches.tree import TreeConstraint, text_pieces, token_kinds, tree_scores
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
     factor = max([1.5] + [switch.output_length_factor for switch in model.switches])  # transitions: + arcs
-    return min(model.cfg.max_len - 1, int(src.shape[1] * factor) + 10)
+    return min(model.cfg.sizes.max_len - 1, int(src.shape[1] * factor) + 10)
 
 
 def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> TreeConstraint | None:
@@ -212,7 +212,7 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     detok = detokenizer(data.tgt_lang)
     bar = tqdm(total=len(rows), unit="sent", desc="translating", disable=not (progress and sys.stderr.isatty()),
                file=sys.stderr)
-    fits = rows[data.src_len[rows] <= model.cfg.max_len] if len(rows) else rows
+    fits = rows[data.src_len[rows] <= model.cfg.sizes.max_len] if len(rows) else rows
     bar.update(len(rows) - len(fits))
     for batch_rows in data.batches(max_tokens, shuffle=False, rows=fits):
         batch = data.collate(batch_rows).to(device)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import torch
 from torch import nn
@@ -50,6 +50,16 @@ class ModelSizes:
                                  help="size of the source vocabulary when the source has its own (separate "
                                  "BPE per side; set from the training data); 0: the joint vocabulary")
 
+    @property
+    def attn_dropout(self) -> float:
+        """The attention-weight dropout in effect."""
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
+
+    @property
+    def ff_dropout(self) -> float:
+        """The feed-forward activation dropout in effect (fairseq's `--activation-dropout`)."""
+        return self.dropout if self.activation_dropout is None else self.activation_dropout
+
 
 # A switch option must not take a core name: [model] keys are one flat namespace (syntrain.config reserves the
 # [train] names the same way).
@@ -57,14 +67,23 @@ reserve("the model sizes ([model])", [spec.name for spec in fields(ModelSizes)] 
 
 
 def config_parts() -> dict[str, type]:
-    """Part name -> its config dataclass: the sizes, then each registered switch's slice."""
+    """Part name -> its config dataclass: the sizes, then each registered switch's section."""
     return {"sizes": ModelSizes, **{switch.name: switch.Config for switch in registered()}}
 
 
+C = TypeVar("C")
+
+
 class ModelConfig:
-    """The model options, composed of `ModelSizes` and every registered switch's config slice, read and
-    written under their flat names (recipes' `[model]` keys, checkpoints' `model_config`). Built once:
-    the data-derived values (vocab_size, the switches' `prepare`) are computed before, never set after."""
+    """The model options: `sizes` (ModelSizes, what the generic model reads) and one typed section per registered
+    switch (its `Config` dataclass: `cfg.section(Pascal)`, or `self.options` inside the switch), read and written
+    under their flat names (recipes' `[model]` keys, checkpoints' `model_config`).
+
+    Built once per run: from the recipe's values (or a checkpoint's), then, for a new run, `fill` sets the
+    data-derived values (vocab_size, the switches' `prepare`) once, before the model is built; nothing is set
+    after that."""
+
+    sizes: ModelSizes
 
     def __init__(self, **values: Any) -> None:
         parts, owner = config_parts(), {}
@@ -75,14 +94,9 @@ class ModelConfig:
             raise ValueError(f"unknown model option(s): {', '.join(sorted(unknown))}")
         built = {part: config_from_dict(cls, {k: v for k, v in values.items() if owner[k] == part}, "model")
                  for part, cls in parts.items()}
-        object.__setattr__(self, "_parts", built)
-
-    def __getattr__(self, name: str) -> Any:
-        if not name.startswith("_"):
-            for part in self._parts.values():
-                if hasattr(part, name):
-                    return getattr(part, name)
-        raise AttributeError(f"ModelConfig has no option {name!r}")
+        object.__setattr__(self, "sizes", built.pop("sizes"))
+        object.__setattr__(self, "_sections", built)
+        object.__setattr__(self, "_filled", self.sizes.vocab_size > 0)  # e.g. a checkpoint's: filled already
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"ModelConfig is built once (from_dict); {name} cannot be set afterwards")
@@ -93,9 +107,27 @@ class ModelConfig:
     def __repr__(self) -> str:
         return f"ModelConfig({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
 
+    @overload
+    def section(self, switch: type[Switch[C]]) -> C: ...
+
+    @overload
+    def section(self, switch: str) -> Any: ...
+
+    def section(self, switch: type[Switch] | str) -> Any:
+        """The typed options of one registered switch (its `Config` instance), by class or name."""
+        name = switch if isinstance(switch, str) else switch.name
+        try:
+            return self._sections[name]
+        except KeyError:
+            raise KeyError(f"no registered switch {name!r}") from None
+
+    def parts(self) -> dict[str, Any]:
+        """Part name ("sizes", then each switch's name) -> its dataclass instance."""
+        return {"sizes": self.sizes, **self._sections}
+
     def to_dict(self) -> dict:
         """Plain values under their flat names (stored in checkpoints)."""
-        return {name: value for part in self._parts.values() for name, value in asdict(part).items()}
+        return {name: value for part in self.parts().values() for name, value in asdict(part).items()}
 
     @classmethod
     def from_dict(cls, values: dict) -> ModelConfig:
@@ -109,17 +141,40 @@ class ModelConfig:
         """A new config with some values changed (checked like from_dict)."""
         return ModelConfig.from_dict({**self.to_dict(), **changes})
 
+    def fill(self, table: Any, manifest: Any, vocab: Any) -> None:
+        """Set what comes from the training split, once, before the model is built: vocab_size (and
+        src_vocab_size), then each switch's `prepare` (only fields declared `option(filled=True)`)."""
+        if self._filled:
+            raise ValueError("ModelConfig.fill: the data-derived values are set once (vocab_size is set already)")
+        object.__setattr__(self, "_filled", True)
+        self._set(self.sizes, {"vocab_size": len(vocab), **({"src_vocab_size": len(vocab.source)}
+                                                             if vocab.source else {})})
+        for switch in registered():
+            if switch.active(self):
+                self._set(self.section(switch), switch.prepare(self, table, manifest, vocab))
+        self.check()
+
+    def _set(self, part: Any, values: dict[str, Any]) -> None:
+        """Data-derived values on one part, each checked against its declaration."""
+        declared = {spec.name: spec for spec in fields(part)}
+        for name, value in values.items():
+            if name not in declared or not declared[name].metadata.get("filled"):
+                raise ValueError(f"{name} is not a data-derived option of {type(part).__name__}")
+            checked = config_from_dict(type(part), {**asdict(part), name: value}, "model")
+            setattr(part, name, getattr(checked, name))
+
     def check(self) -> None:
         """ValueError naming the option when the switches do not fit the model or each other."""
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model {self.d_model} is not a multiple of n_heads {self.n_heads}")
+        sizes = self.sizes
+        if sizes.d_model % sizes.n_heads:
+            raise ValueError(f"d_model {sizes.d_model} is not a multiple of n_heads {sizes.n_heads}")
         for switch in registered():
             switch.check(self)
-        for stack, layers, kinds in (("encoder", self.enc_layers, ("self",)),
-                                     ("decoder", self.dec_layers, ("self", "cross"))):
+        for stack, layers, kinds in (("encoder", sizes.enc_layers, ("self",)),
+                                     ("decoder", sizes.dec_layers, ("self", "cross"))):
             for layer in range(layers):
                 for kind in kinds:
-                    check_hooks(self.attention_hooks(stack, layer, kind), self.n_heads)
+                    check_hooks(self.attention_hooks(stack, layer, kind), sizes.n_heads)
 
     def switches_on(self) -> list[Switch]:
         """The switches that are on, in registration order."""
@@ -139,11 +194,17 @@ class ModelConfig:
         return {name: why for switch in self.switches_on() for name, why in switch.batch_columns(training).items()}
 
     def data_options(self) -> dict[str, Any]:
-        """ParallelData options the model needs: its target, and the graph's label ids."""
-        options: dict[str, Any] = {"target": "text", "arc_labels": None}
+        """ParallelData options the model needs: its target, the graph's label ids, the source label
+        vocabulary (the switches' `data_options`)."""
+        options: dict[str, Any] = {"target": "text", "arc_labels": None, "labels": ()}
         for switch in self.switches_on():
             options.update(switch.data_options())
         return options
+
+    @property
+    def target(self) -> str:
+        """What the decoder produces: "text" (sub-words), or what a switch makes it produce ("transitions")."""
+        return self.data_options()["target"]
 
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda (names as `Transformer.auxiliary_losses` returns them)."""
@@ -153,27 +214,6 @@ class ModelConfig:
     def recomputes_prefix(self) -> bool:
         """Decoding re-runs the decoder over the whole prefix at each step (no incremental cache)."""
         return any(switch.recomputes_prefix for switch in self.switches_on())
-
-    @property
-    def attn_dropout(self) -> float:
-        """The attention-weight dropout in effect."""
-        return self.dropout if self.attention_dropout is None else self.attention_dropout
-
-    @property
-    def ff_dropout(self) -> float:
-        """The feed-forward activation dropout in effect (fairseq's `--activation-dropout`)."""
-        return self.dropout if self.activation_dropout is None else self.activation_dropout
-
-
-def prepared_config(values: dict, table: Any, manifest: Any, vocab: Any) -> ModelConfig:
-    """The model config of a new run: `values` plus what comes from the training split (vocab_size, and each
-    switch's `prepare`), built once."""
-    values = {**values, "vocab_size": len(vocab), **({"src_vocab_size": len(vocab.source)} if vocab.source else {})}
-    draft = ModelConfig.from_dict(values)
-    for switch in registered():
-        if switch.active(draft):
-            values.update(switch.prepare(draft, table, manifest, vocab))
-    return ModelConfig.from_dict(values)
 
 
 PRESETS: dict[str, dict] = {
@@ -205,10 +245,11 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg: ModelConfig, hooks: list[AttentionHook] = ()) -> None:
         super().__init__()
-        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, hooks)
-        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.ff_dropout)
-        self.drop = nn.Dropout(cfg.dropout)
+        sizes = cfg.sizes
+        self.norm1, self.norm2 = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
+        self.attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, hooks)
+        self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
+        self.drop = nn.Dropout(sizes.dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, features: Features | None = None,
                 records: dict | None = None) -> torch.Tensor:
@@ -224,11 +265,12 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig, self_hooks: list[AttentionHook] = (),
                  cross_hooks: list[AttentionHook] = ()) -> None:
         super().__init__()
-        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, self_hooks)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attn_dropout, cross_hooks)
-        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.ff_dropout)
-        self.drop = nn.Dropout(cfg.dropout)
+        sizes = cfg.sizes
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(sizes.d_model) for _ in range(3))
+        self.self_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, self_hooks)
+        self.cross_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, cross_hooks)
+        self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
+        self.drop = nn.Dropout(sizes.dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
                 cache: dict | None = None, features: Features | None = None, records: dict | None = None
@@ -247,28 +289,29 @@ class Transformer(nn.Module):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        if cfg.vocab_size <= 0:
+        sizes = cfg.sizes
+        if sizes.vocab_size <= 0:
             raise ValueError("ModelConfig.vocab_size must be set (the size of the joint vocabulary)")
         cfg.check()
         self.cfg = cfg
         self.switches = cfg.switches_on()
-        self.src_embed = nn.Embedding(cfg.src_vocab_size or cfg.vocab_size, cfg.d_model, padding_idx=PAD_ID)
+        self.src_embed = nn.Embedding(sizes.src_vocab_size or sizes.vocab_size, sizes.d_model, padding_idx=PAD_ID)
         # separate vocabularies (src_vocab_size set): never one source/target matrix; the output may share the target's
-        shared = cfg.share_embeddings and not cfg.src_vocab_size
-        self.tgt_embed = self.src_embed if shared else nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=PAD_ID)
+        shared = sizes.share_embeddings and not sizes.src_vocab_size
+        self.tgt_embed = self.src_embed if shared else nn.Embedding(sizes.vocab_size, sizes.d_model, padding_idx=PAD_ID)
         self._add_modules("source_modules")
-        self.register_buffer("positions", sinusoids(cfg.max_len, cfg.d_model), persistent=False)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.register_buffer("positions", sinusoids(sizes.max_len, sizes.d_model), persistent=False)
+        self.drop = nn.Dropout(sizes.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg, cfg.attention_hooks("encoder", i, "self"))
-                                     for i in range(cfg.enc_layers))
+                                     for i in range(sizes.enc_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg, cfg.attention_hooks("decoder", i, "self"),
                                                   cfg.attention_hooks("decoder", i, "cross"))
-                                     for i in range(cfg.dec_layers))
+                                     for i in range(sizes.dec_layers))
         self._add_modules("decoder_modules")
-        self.enc_norm, self.dec_norm = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.enc_norm, self.dec_norm = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
+        self.output = nn.Linear(sizes.d_model, sizes.vocab_size, bias=False)
         self.apply(self._init)
-        if cfg.share_embeddings:
+        if sizes.share_embeddings:
             self.output.weight = self.tgt_embed.weight
 
     def _add_modules(self, kind: str) -> None:
@@ -299,19 +342,19 @@ class Transformer(nn.Module):
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=self.cfg.d_model ** -0.5)
+            nn.init.normal_(module.weight, std=self.cfg.sizes.d_model ** -0.5)
             nn.init.zeros_(module.weight[PAD_ID])  # PAD_ID = 0 = also a label embedding's "none"
 
     def _embed(self, table: nn.Embedding, ids: torch.Tensor, start: int = 0, features: Features | None = None
                ) -> torch.Tensor:
         end = start + ids.shape[1]
-        if end > self.cfg.max_len:
-            raise ValueError(f"sequence of length {end} exceeds max_len {self.cfg.max_len}")
+        if end > self.cfg.sizes.max_len:
+            raise ValueError(f"sequence of length {end} exceeds max_len {self.cfg.sizes.max_len}")
         x = table(ids)
         if features is not None:  # the source: the switches' embedding steps
             for switch in self.switches:
                 x = switch.embed_source(self, x, features)
-        return self.drop(x * math.sqrt(self.cfg.d_model) + self.positions[start:end])
+        return self.drop(x * math.sqrt(self.cfg.sizes.d_model) + self.positions[start:end])
 
     def encode(self, src: torch.Tensor, features: Features | None = None, records: dict | None = None,
                **named: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -35,7 +35,7 @@ from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpo
 from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split, separate_bpe
 from .decode import bleu_metric, score, translate
-from .model import PRESETS, ModelConfig, Transformer, prepared_config
+from .model import PRESETS, ModelConfig, Transformer
 from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 from .travel import SOURCE_DIR, write_source_files
@@ -176,8 +176,9 @@ def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
     run.log(f"  shapes: {shape_summary(shapes)} (shape ladder: {LADDER_TEXT if data.ladder else 'off'})")
     if device.type == "cuda":
         samples = sample_batches(data, batches[run.rank :: run.world], device)
-        flex = cfg.attention == "auto" and raw.kernel_in_use(device) == "math" and raw.cfg.attn_dropout == 0 \
-            and raw.cfg.d_model // raw.cfg.n_heads >= 16 and flex_available()  # a choice of kernel, flex allowed
+        sizes = raw.cfg.sizes  # a choice of kernel, flex allowed:
+        flex = cfg.attention == "auto" and raw.kernel_in_use(device) == "math" and sizes.attn_dropout == 0 \
+            and sizes.d_model // sizes.n_heads >= 16 and flex_available()
 
         def step(context: contextlib.AbstractContextManager) -> None:
             accumulate_gradients(raw, samples, device, context, cfg.label_smoothing)
@@ -224,14 +225,17 @@ def tree_text(result: dict) -> str:
 
 
 def data_options(cfg: ModelConfig) -> dict[str, Any]:
-    """ParallelData options a model needs: its target, and the graph's label ids (the switches' data_options)."""
+    """ParallelData options a model needs: its target, the graph's label ids, the source labels (the switches'
+    data_options)."""
     return cfg.data_options()
 
 
-def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
-    """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
+def load_checkpoint(path: str, device: str | torch.device = "cpu", mcfg: ModelConfig | None = None
+                    ) -> tuple[Transformer, Vocab, dict]:
+    """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict). `mcfg`: the model config
+    when the caller has it already (a run scoring its own best.pt), else the checkpoint's is built."""
     ckpt = read_checkpoint(path, device)
-    mcfg = stored_model_config(ckpt, path)
+    mcfg = mcfg or stored_model_config(ckpt, path)
     vocab = checkpoint_vocab(ckpt, mcfg, path)
     model = Transformer(mcfg).to(device)  # new keys: their defaults
     load_weights(model, ckpt["model"], path)
@@ -245,12 +249,12 @@ def checkpoint_vocab(ckpt: dict, mcfg: ModelConfig, path: str) -> Vocab:
         vocab = Vocab.from_checkpoint(ckpt)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{path}: the stored vocabulary is damaged ({err})") from None
-    if len(vocab) != mcfg.vocab_size:
+    if len(vocab) != mcfg.sizes.vocab_size:
         raise ValueError(f"{path}: the stored vocabulary has {len(vocab)} entries but the recorded model "
-                         f"configuration {mcfg.vocab_size} (a checkpoint pieced together from two runs?)")
-    if len(vocab.source or ()) != mcfg.src_vocab_size:
+                         f"configuration {mcfg.sizes.vocab_size} (a checkpoint pieced together from two runs?)")
+    if len(vocab.source or ()) != mcfg.sizes.src_vocab_size:
         raise ValueError(f"{path}: the stored source vocabulary has {len(vocab.source or ())} entries but the "
-                         f"recorded model configuration {mcfg.src_vocab_size} (0: joint)")
+                         f"recorded model configuration {mcfg.sizes.src_vocab_size} (0: joint)")
     return vocab
 
 
@@ -421,23 +425,24 @@ def set_up(cfg: TrainConfig, stack: contextlib.ExitStack) -> Run:
 
 def load_data(run: Run) -> None:
     """The training split read once (only the columns training uses; the shard pages read are given back
-    as each column is copied out): vocabulary, the model config (built once, with what it derives from the
-    data), the training and validation data."""
+    as each column is copied out): vocabulary, the model config (built once per run: from the checkpoint
+    resumed, else from the recipe, then filled with what it derives from the data), the training and
+    validation data."""
     cfg, ckpt = run.cfg, run.ckpt
-    values = {**PRESETS[cfg.preset], **cfg.model}
-    draft = stored_model_config(ckpt, run.resume_path) if ckpt else ModelConfig.from_dict(values)
-    options = data_options(draft)
-    training_features = draft.batch_features(training=True)
-    split = read_split(cfg.data, data_columns(training_features, options["target"], references=False))
     if ckpt:
-        run.vocab, run.mcfg = checkpoint_vocab(ckpt, draft, run.resume_path), draft
+        run.mcfg = stored_model_config(ckpt, run.resume_path)
+    else:
+        run.mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model})
+    target = run.mcfg.target
+    split = read_split(cfg.data, data_columns(run.mcfg.batch_features(training=True), target, references=False))
+    if ckpt:
+        run.vocab = checkpoint_vocab(ckpt, run.mcfg, run.resume_path)
     else:  # one vocabulary per side when the dataset's BPE is per side
-        run.vocab = Vocab.build([split[0]], transitions=options["target"] == "transitions",
+        run.vocab = Vocab.build([split[0]], transitions=target == "transitions",
                                 joint=not separate_bpe(split[1].configuration))
-        run.mcfg = prepared_config(values, *split, run.vocab)
-        options = data_options(run.mcfg)
+        run.mcfg.fill(*split, run.vocab)
     run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, features=run.mcfg.batch_features(training=True),
-                                  labels=run.mcfg.source_labels, skip_null=True, split=split, **options)
+                                  skip_null=True, split=split, **data_options(run.mcfg))
     longest = run.train_data.longest()
     if longest > cfg.max_tokens:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
@@ -448,13 +453,13 @@ def load_data(run: Run) -> None:
     ladder = ladder_in_use(cfg.shape_ladder, run.device, cfg.compile)
     for data in (run.train_data, run.valid_data):
         if data is not None:
-            data.ladder, data.ladder_limit = ladder, run.mcfg.max_len
+            data.ladder, data.ladder_limit = ladder, run.mcfg.sizes.max_len
 
 
 def eval_data(path: str, vocab: Vocab, mcfg: ModelConfig) -> ParallelData:
     """A validation or test split with what the model reads."""
-    return ParallelData(path, vocab, features=mcfg.batch_features(training=False), labels=mcfg.source_labels,
-                        copy=True, **data_options(mcfg))
+    return ParallelData(path, vocab, features=mcfg.batch_features(training=False), copy=True,
+                        **data_options(mcfg))
 
 
 def make_model(run: Run) -> None:
@@ -466,9 +471,9 @@ def make_model(run: Run) -> None:
     if cfg.attention == "flex" and device.type != "cuda":
         raise ValueError("attention = 'flex' trains on CUDA only (PyTorch has no FlexAttention backward on CPU); "
                          "use 'auto' or 'math'")
-    if cfg.attention == "flex" and mcfg.attn_dropout > 0:
+    if cfg.attention == "flex" and mcfg.sizes.attn_dropout > 0:
         raise ValueError(f"attention = 'flex' has no attention dropout: set [model] attention_dropout = 0 "
-                         f"(now {mcfg.attn_dropout})")
+                         f"(now {mcfg.sizes.attn_dropout})")
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     run.optimizer, run.scheduler = make_optimizer(model, cfg)
@@ -674,7 +679,7 @@ def score_test_split(run: Run) -> None:
     cfg = run.cfg
     if not cfg.test or run.rank != 0:
         return
-    model_best, _, _ = load_checkpoint(run.best_path, run.device)
+    model_best, _, _ = load_checkpoint(run.best_path, run.device, run.mcfg)  # this run's config, built once
     result = evaluate(model_best, eval_data(cfg.test, run.vocab, run.mcfg), run.vocab, cfg, run.device,
                       cfg.test_beam)
     run.log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"

@@ -191,11 +191,12 @@ def test_older_checkpoints_keep_the_rule_they_were_trained_with():
     from syntrain.model import ModelConfig
 
     new = ModelConfig.from_dict({"dbsa_encoder": True, "dbsa_decoder": True, "vocab_size": 8})
-    assert new.dbsa_rule == "next_piece"
+    assert new.section("parse_head").dbsa_rule == "next_piece"
     assert set(new.batch_features(training=True)) == {"src_dbsa_heads", "tgt_dbsa_heads"}
     stored = new.to_dict()
     del stored["dbsa_rule"]
     old = stored_model_config({"model_config": stored}, "old.pt")
-    assert old.dbsa_rule == "parent_first" and set(old.batch_features(training=True)) == {"src_heads", "tgt_heads"}
+    assert old.section("parse_head").dbsa_rule == "parent_first"
+    assert set(old.batch_features(training=True)) == {"src_heads", "tgt_heads"}
     stored["dbsa_rule"] = "next_piece"
-    assert stored_model_config({"model_config": stored}, "new.pt").dbsa_rule == "next_piece"
+    assert stored_model_config({"model_config": stored}, "new.pt").section("parse_head").dbsa_rule == "next_piece"

@@ -84,8 +84,8 @@ def _model_and_data(shards, corpus, options, seed=0):
     torch.manual_seed(seed)
     model = build_model("tiny", **SMALL, **options, vocab_size=len(vocab), source_labels=labels,
                         arc_labels=arcs).train()
-    data = ParallelData(shards, vocab, features=model.cfg.batch_features(training=True), labels=labels,
-                        skip_null=True, **data_options(model.cfg))
+    data = ParallelData(shards, vocab, features=model.cfg.batch_features(training=True), skip_null=True,
+                        **data_options(model.cfg))
     return model, data
 
 
@@ -268,6 +268,6 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
     for name in ("eager", "compiled"):
         trained, vocab, _ = load_checkpoint(str(tmp_path / name / "last.pt"))
         data = ParallelData(shards, vocab, features=trained.cfg.batch_features(training=False),
-                            labels=trained.cfg.source_labels, **data_options(trained.cfg))
+                            **data_options(trained.cfg))
         outputs.append(translate(trained, data, vocab, beam=2, rows=data.keep[:12]))
     assert outputs[0] == outputs[1]

@@ -323,7 +323,7 @@ def test_all_switches_train_together_and_translate(shards, tmp_path):
     lines = [line for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines() if '"loss"' in line]
     assert all(f'"loss_{name}"' in lines[-1] for name in ("dep_src", "dep_tgt", "lisa", "sync"))
     trained, _, ckpt = load_checkpoint(str(tmp_path / "run" / "best.pt"))
-    assert ckpt["model_config"]["source_labels"] and trained.cfg.double_context
+    assert ckpt["model_config"]["source_labels"] and trained.cfg.section("directed").double_context
     runner = CliRunner()
     result = runner.invoke(cli, ["eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--data",
                                  str(shards / "test"), "--beam", "2"])

@@ -44,22 +44,23 @@ class ToyConfig:
     toy_layer: int = option(1, ge=1, help="1-based encoder layer of the toy gate")
 
 
-class Toy(Switch, name="toy", config=ToyConfig, switched_by=("toy_gain",)):
+class Toy(Switch[ToyConfig], name="toy", config=ToyConfig, switched_by=("toy_gain",)):
     """The toy switch: its last encoder head learns to attend to each token's parent (src_heads)."""
 
     @classmethod
     def check(cls, cfg) -> None:
-        if cfg.toy_gain and cfg.toy_layer > cfg.enc_layers:
-            raise ValueError(f"toy_layer {cfg.toy_layer} is not an encoder layer")
+        options = cls.section(cfg)
+        if options.toy_gain and options.toy_layer > cfg.sizes.enc_layers:
+            raise ValueError(f"toy_layer {options.toy_layer} is not an encoder layer")
 
     def describe(self) -> str:
-        return f"toy gate {self.cfg.toy_gain}"
+        return f"toy gate {self.options.toy_gain}"
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"src_heads": "the toy switch"} if training else {}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        return [Gate(self.cfg.toy_gain)] if (stack, layer) == ("encoder", self.cfg.toy_layer - 1) else []
+        return [Gate(self.options.toy_gain)] if (stack, layer) == ("encoder", self.options.toy_layer - 1) else []
 
     def loss_weights(self) -> dict[str, float]:
         return {"toy": 0.5}

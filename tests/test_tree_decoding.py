@@ -277,7 +277,7 @@ def test_constrained_decoding_always_gives_valid_trees(name, root, tmp_path):
     for seed in range(3):
         model = _model(TREE_SWITCHES[name], vocab, seed, root)
         # favour a continuing piece and arcs, the moves that break trees (an output bias on the shared weights)
-        biased = torch.nn.Linear(model.cfg.d_model, len(vocab))
+        biased = torch.nn.Linear(model.cfg.sizes.d_model, len(vocab))
         with torch.no_grad():
             biased.weight = model.output.weight
             biased.bias.zero_()

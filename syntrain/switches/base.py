@@ -1,6 +1,6 @@
 """The interface of a syntax switch, and the registry the generic model, config and trainer loop over.
 
-A switch is one module: a `Switch` subclass, `class MySwitch(Switch, name=..., config=MyConfig,
+A switch is one module: a `Switch` subclass, `class MySwitch(Switch[MyConfig], name=..., config=MyConfig,
 switched_by=(...))`, with its config slice (a dataclass whose fields are declared with `synprep.tables.option`;
 the names are flat `[model]` keys, `switched_by` the ones that turn it on) and the hooks it needs, then one line
 `register(MySwitch)`. Hooks (all optional; the defaults do nothing):
@@ -8,8 +8,8 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
 - `check(cfg)`: cross-field checks that need no data (ValueError naming the field);
 - `describe()`: its part of the run header's "syntax switches" line;
 - `batch_columns(training)`: batch features it reads (syntrain.data.FEATURE_COLUMNS keys) -> who needs them;
-- `data_options()`: ParallelData options (the target, graph labels); `prepare(cfg, table, manifest, vocab)`:
-  config values derived from the training split, computed before the config is built;
+- `data_options()`: ParallelData options (the target, graph labels, source labels); `prepare(cfg, table,
+  manifest, vocab)`: its data-derived option values, set once (`ModelConfig.fill`) before the model is built;
 - `attention_hooks(stack, layer, kind)`: `AttentionHook`s for one attention module (scale / mask / extra
   projection / recorded weights);
 - `source_modules()` + `embed_source(...)`: extra embedding of the source; `decoder_modules()` +
@@ -30,12 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import torch
 
 if TYPE_CHECKING:
     from torch import nn
+
+    from ..model import ModelConfig
 
 Features = dict[str, torch.Tensor]
 
@@ -102,8 +104,14 @@ class AttentionHook:
         raise NotImplementedError
 
 
-class Switch:
-    """A syntax mechanism (see the module docstring); instances hold the composed model config `cfg`."""
+C = TypeVar("C")  # a switch's config section (its `Config` dataclass)
+
+
+class Switch(Generic[C]):
+    """A syntax mechanism (see the module docstring). `class MySwitch(Switch[MyConfig], ..., config=MyConfig)`:
+    an instance reads its own options through `self.options` (a `MyConfig`, typed), the model sizes through
+    `self.cfg.sizes`; a classmethod hook gets the model config `cfg` and reads `cls.section(cfg)`. Another
+    switch's options, where a mechanism needs them: `cfg.section(OtherSwitch)`."""
 
     name: ClassVar[str] = ""
     Config: ClassVar[type]
@@ -117,41 +125,50 @@ class Switch:
 
     def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
                           order: int | None = None, **kwargs: Any) -> None:
-        """`class MySwitch(Switch, name=..., config=MyConfig, switched_by=("my_option",))`."""
+        """`class MySwitch(Switch[MyConfig], name=..., config=MyConfig, switched_by=("my_option",))`."""
         super().__init_subclass__(**kwargs)
         cls.name, cls.switched_by = name or cls.name, switched_by or cls.switched_by
         cls.order = cls.order if order is None else order
         if config is not None:
             cls.Config = config
 
-    def __init__(self, cfg: Any) -> None:
-        self.cfg = cfg
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.cfg = cfg  # the whole model config: `cfg.sizes`, hooks of the other switches
+        self.options: C = cfg.section(type(self))
 
     @classmethod
-    def active(cls, cfg: Any) -> bool:
-        """Whether the switch is on in `cfg`: one of the `switched_by` options is set (a list: a non-zero item)."""
-        return any(any(value) if isinstance(value, list) else bool(value)
-                   for value in (getattr(cfg, name) for name in cls.switched_by))
+    def section(cls, cfg: ModelConfig) -> C:
+        """This switch's options in the model config `cfg` (for the classmethod hooks)."""
+        return cfg.section(cls)
 
-    @staticmethod
-    def check_layer_list(cfg: Any, option: str, stack: str) -> None:
-        """ValueError when the per-layer head counts `option` name more layers than `stack` ("encoder"/"decoder")
-        has, or more heads than a layer has."""
-        counts, layers = getattr(cfg, option), cfg.enc_layers if stack == "encoder" else cfg.dec_layers
+    @classmethod
+    def active(cls, cfg: ModelConfig) -> bool:
+        """Whether the switch is on in `cfg`: one of the `switched_by` options is set (a list: a non-zero item)."""
+        options = cls.section(cfg)
+        return any(any(value) if isinstance(value, list) else bool(value)
+                   for value in (getattr(options, name) for name in cls.switched_by))
+
+    @classmethod
+    def check_layer_list(cls, cfg: ModelConfig, option: str, stack: str) -> None:
+        """ValueError when the per-layer head counts `option` (of this switch's options) name more layers than
+        `stack` ("encoder"/"decoder") has, or more heads than a layer has."""
+        sizes = cfg.sizes
+        counts, layers = getattr(cls.section(cfg), option), sizes.enc_layers if stack == "encoder" else sizes.dec_layers
         if len(counts) > layers:
             raise ValueError(f"{option} lists {len(counts)} layers, the {stack} has {layers}")
         for layer, heads in enumerate(counts, 1):
-            if heads > cfg.n_heads:
+            if heads > sizes.n_heads:
                 raise ValueError(f"{option} {list(counts)}: layer {layer} asks for {heads} heads, a layer has "
-                                 f"{cfg.n_heads} (n_heads)")
+                                 f"{sizes.n_heads} (n_heads)")
 
     @classmethod
-    def check(cls, cfg: Any) -> None:
+    def check(cls, cfg: ModelConfig) -> None:
         """ValueError naming the field when the options do not fit the model (no data needed)."""
 
     @classmethod
-    def prepare(cls, cfg: Any, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
-        """Config values derived from the training split (`table`, its `manifest`) and the vocabulary."""
+    def prepare(cls, cfg: ModelConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+        """Values of its `option(filled=True)` fields derived from the training split (`table`, its `manifest`)
+        and the vocabulary (`ModelConfig.fill` sets them, once, before the model is built)."""
         return {}
 
     def describe(self) -> str:
@@ -163,7 +180,7 @@ class Switch:
         return {}
 
     def data_options(self) -> dict[str, Any]:
-        """ParallelData options it sets (target, arc_labels)."""
+        """ParallelData options it sets (target, arc_labels, labels)."""
         return {}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:

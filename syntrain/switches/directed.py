@@ -11,6 +11,7 @@ and added through their own output projection.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -18,6 +19,9 @@ from torch import nn
 from synprep.tables import option
 
 from .base import AttentionHook, Features, Switch, register
+
+if TYPE_CHECKING:
+    from ..model import ModelConfig
 
 
 def distance_rows(distances: torch.Tensor, position: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -97,27 +101,29 @@ class DirectedConfig:
     double_context: bool = option(False, help="eq. 14: syntax-directed contexts next to the global heads")
 
 
-class Directed(Switch, name="directed", config=DirectedConfig, switched_by=("directed_heads",), order=20):
+class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, switched_by=("directed_heads",),
+               order=20):
     """Syntax-directed cross-attention heads, single or double context."""
 
     example = {"directed_heads": [0, 2], "double_context": True}
 
     @classmethod
-    def check(cls, cfg: DirectedConfig) -> None:
+    def check(cls, cfg: ModelConfig) -> None:
         cls.check_layer_list(cfg, "directed_heads", "decoder")
 
     def describe(self) -> str:
-        kind = "double" if self.cfg.double_context else "single"
-        return f"syntax-directed heads {self.cfg.directed_heads} ({kind} context, n {self.cfg.directed_n})"
+        options = self.options
+        kind = "double" if options.double_context else "single"
+        return f"syntax-directed heads {options.directed_heads} ({kind} context, n {options.directed_n})"
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"distances": "syntax-directed attention"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        heads = self.cfg.directed_heads
+        heads = self.options.directed_heads
         if (stack, kind) != ("decoder", "cross") or layer >= len(heads) or not heads[layer]:
             return []
-        return [DirectedHeads(heads[layer], self.cfg.directed_n, self.cfg.double_context)]
+        return [DirectedHeads(heads[layer], self.options.directed_n, self.options.double_context)]
 
 
 register(Directed)

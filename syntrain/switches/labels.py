@@ -8,7 +8,7 @@ token's dependency label (batch feature "labels": ids 0 = none (EOS, pad), 1 = a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -17,6 +17,9 @@ from synprep.tables import option
 
 from ..data import label_vocabulary
 from .base import Features, Switch, register
+
+if TYPE_CHECKING:
+    from ..model import ModelConfig
 
 
 @dataclass
@@ -28,35 +31,40 @@ class LabelConfig:
                                       help="label vocabulary (from the training data)")
 
 
-class LabelEmbeddings(Switch, name="labels", config=LabelConfig, switched_by=("label_embedding",), order=50):
+class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, switched_by=("label_embedding",),
+                      order=50):
     """Source dependency-label embeddings in the last dimensions of the source embeddings."""
 
     example = {"label_embedding": 4}
 
     @classmethod
-    def check(cls, cfg: LabelConfig) -> None:
-        if cfg.label_embedding >= cfg.d_model:
-            raise ValueError(f"label_embedding must be in 0..{cfg.d_model - 1}, got {cfg.label_embedding}")
+    def check(cls, cfg: ModelConfig) -> None:
+        size, d_model = cls.section(cfg).label_embedding, cfg.sizes.d_model
+        if size >= d_model:
+            raise ValueError(f"label_embedding must be in 0..{d_model - 1}, got {size}")
 
     @classmethod
-    def prepare(cls, cfg: LabelConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
-        return {} if cfg.source_labels else {"source_labels": label_vocabulary(table)}
+    def prepare(cls, cfg: ModelConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+        return {} if cls.section(cfg).source_labels else {"source_labels": label_vocabulary(table)}
 
     def describe(self) -> str:
-        return f"S&H label embeddings {self.cfg.label_embedding} ({len(self.cfg.source_labels)} labels)"
+        return f"S&H label embeddings {self.options.label_embedding} ({len(self.options.source_labels)} labels)"
+
+    def data_options(self) -> dict[str, Any]:
+        return {"labels": self.options.source_labels}
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"labels": "S&H label embeddings"}
 
     def source_modules(self) -> dict[str, nn.Module]:
-        cfg = self.cfg  # ids: 0 = none (EOS, pad), 1 = a label unseen in training, 2... source_labels
-        return {"label_embed": nn.Embedding(len(cfg.source_labels) + 2, cfg.label_embedding, padding_idx=0)}
+        options = self.options  # ids: 0 = none (EOS, pad), 1 = a label unseen in training, 2... source_labels
+        return {"label_embed": nn.Embedding(len(options.source_labels) + 2, options.label_embedding, padding_idx=0)}
 
     def embed_source(self, model: nn.Module, x: torch.Tensor, features: Features) -> torch.Tensor:
         labels = features.get("labels")
         if labels is None:
             raise ValueError("S&H label embeddings need the source labels")
-        return torch.cat([x[..., : -self.cfg.label_embedding], model.label_embed(labels)], dim=-1)
+        return torch.cat([x[..., : -self.options.label_embedding], model.label_embed(labels)], dim=-1)
 
 
 register(LabelEmbeddings)

@@ -19,7 +19,7 @@ which SyncAttn reads as well.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 from torch import nn
@@ -28,6 +28,10 @@ from synprep.features import DBSA_RULES
 from synprep.tables import option
 
 from .base import AttentionHook, Features, Outputs, Switch, register
+from .tree import TreeDecoding
+
+if TYPE_CHECKING:
+    from ..model import ModelConfig
 
 ENCODER, DECODER, LISA = "parse_encoder", "parse_decoder", "lisa"  # record names
 
@@ -79,20 +83,21 @@ class ParseHeadConfig:
     lisa_lambda: float = option(1.0, ge=0, help="weight of the LISA loss")
 
 
-def parse_layer(cfg: ParseHeadConfig) -> int:
+def parse_layer(options: ParseHeadConfig) -> int:
     """The 0-based layer of the DBSA parse heads."""
-    return cfg.dbsa_layer - 1
+    return options.dbsa_layer - 1
 
 
-def on_both_sides(cfg: ParseHeadConfig) -> bool:
-    """DBSA parse heads in the encoder and the decoder (what SyncAttn reads)."""
-    return cfg.dbsa_encoder and cfg.dbsa_decoder
+def on_both_sides(cfg: ModelConfig) -> bool:
+    """DBSA parse heads in the encoder and the decoder of the model config `cfg` (what SyncAttn reads)."""
+    options = cfg.section(ParseHeads)
+    return options.dbsa_encoder and options.dbsa_decoder
 
 
 BOTH_SIDES = "dbsa_encoder and dbsa_decoder"  # the options `on_both_sides` reads, for error messages
 
 
-class ParseHeads(Switch, name="parse_head", config=ParseHeadConfig,
+class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadConfig,
                  switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer"), order=30):
     """DBSA (encoder and/or decoder) and LISA (encoder) parse heads with their dependency losses."""
 
@@ -100,66 +105,69 @@ class ParseHeads(Switch, name="parse_head", config=ParseHeadConfig,
     stored_defaults: ClassVar[dict[str, object]] = {"dbsa_rule": "parent_first"}  # what older checkpoints meant
 
     @classmethod
-    def check(cls, cfg: ParseHeadConfig) -> None:
-        if (cfg.dbsa_encoder or cfg.dbsa_decoder) and not cfg.dbsa_layer <= min(cfg.enc_layers, cfg.dec_layers):
-            raise ValueError(f"dbsa_layer {cfg.dbsa_layer} is not a layer of the model (1-based)")
-        if cfg.lisa_layer > cfg.enc_layers:
-            raise ValueError(f"lisa_layer {cfg.lisa_layer} is not an encoder layer (1-based; 0 = off)")
-        if cfg.lisa_layer and cfg.dbsa_encoder and cfg.lisa_layer == cfg.dbsa_layer:
+    def check(cls, cfg: ModelConfig) -> None:
+        options, sizes = cls.section(cfg), cfg.sizes
+        if (options.dbsa_encoder or options.dbsa_decoder) and not (
+                options.dbsa_layer <= min(sizes.enc_layers, sizes.dec_layers)):
+            raise ValueError(f"dbsa_layer {options.dbsa_layer} is not a layer of the model (1-based)")
+        if options.lisa_layer > sizes.enc_layers:
+            raise ValueError(f"lisa_layer {options.lisa_layer} is not an encoder layer (1-based; 0 = off)")
+        if options.lisa_layer and options.dbsa_encoder and options.lisa_layer == options.dbsa_layer:
             raise ValueError("LISA and encoder DBSA both use the last head of the same layer: choose another "
                              "lisa_layer")
-        if cfg.target == "transitions" and cfg.dbsa_decoder:
+        if TreeDecoding.active(cfg) and options.dbsa_decoder:
             raise ValueError("decoder DBSA supervises sub-word heads: not with target = \"transitions\"")
 
     def describe(self) -> str:
-        cfg, on = self.cfg, []
-        sides = [side for side, flag in (("encoder", cfg.dbsa_encoder), ("decoder", cfg.dbsa_decoder)) if flag]
+        options, on = self.options, []
+        sides = [side for side, flag in (("encoder", options.dbsa_encoder), ("decoder", options.dbsa_decoder)) if flag]
         if sides:
-            on.append(f"DBSA {'+'.join(sides)} layer {cfg.dbsa_layer} (lambda {cfg.dbsa_lambda}, heads "
-                      f"{cfg.dbsa_rule})")
-        if cfg.lisa_layer:
-            on.append(f"LISA encoder layer {cfg.lisa_layer} (lambda {cfg.lisa_lambda})")
+            on.append(f"DBSA {'+'.join(sides)} layer {options.dbsa_layer} (lambda {options.dbsa_lambda}, heads "
+                      f"{options.dbsa_rule})")
+        if options.lisa_layer:
+            on.append(f"LISA encoder layer {options.lisa_layer} (lambda {options.lisa_lambda})")
         return "; ".join(on)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
-        need, cfg = {}, self.cfg
+        need, options = {}, self.options
         if not training:
             return need
-        prefix = "" if cfg.dbsa_rule == "parent_first" else "dbsa_"
-        if cfg.dbsa_encoder:
+        prefix = "" if options.dbsa_rule == "parent_first" else "dbsa_"
+        if options.dbsa_encoder:
             need[f"src_{prefix}heads"] = "DBSA (encoder)"
-        if cfg.lisa_layer:
+        if options.lisa_layer:
             need["src_heads"] = "LISA"
-        if cfg.dbsa_decoder:
+        if options.dbsa_decoder:
             need[f"tgt_{prefix}heads"] = "DBSA (decoder)"
         return need
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        cfg = self.cfg
+        options = self.options
         if kind != "self":
             return []
-        if stack == "encoder" and cfg.dbsa_encoder and layer == parse_layer(cfg):
+        if stack == "encoder" and options.dbsa_encoder and layer == parse_layer(options):
             return [ParseHead("biaffine", ENCODER)]
-        if stack == "encoder" and layer == cfg.lisa_layer - 1:
+        if stack == "encoder" and layer == options.lisa_layer - 1:
             return [ParseHead("dot", LISA)]
-        if stack == "decoder" and cfg.dbsa_decoder and layer == parse_layer(cfg):
+        if stack == "decoder" and options.dbsa_decoder and layer == parse_layer(options):
             return [ParseHead("biaffine", DECODER)]
         return []
 
     def loss_weights(self) -> dict[str, float]:
-        return {"dep_src": self.cfg.dbsa_lambda, "dep_tgt": self.cfg.dbsa_lambda, "lisa": self.cfg.lisa_lambda}
+        options = self.options
+        return {"dep_src": options.dbsa_lambda, "dep_tgt": options.dbsa_lambda, "lisa": options.lisa_lambda}
 
     def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
-        cfg, losses = self.cfg, {}
-        if cfg.dbsa_encoder:
+        options, losses = self.options, {}
+        if options.dbsa_encoder:
             # the trainer collates `src_dbsa_head` under next_piece (LISA keeps `src_head`); a caller that passes
             # one `src_head` supervises with it
-            src = features.get("src_dbsa_head") if cfg.dbsa_rule == "next_piece" else None
+            src = features.get("src_dbsa_head") if options.dbsa_rule == "next_piece" else None
             losses["dep_src"] = dependency_loss(outputs.records[ENCODER], src if src is not None
                                                 else features.get("src_head"))
-        if cfg.lisa_layer:
+        if options.lisa_layer:
             losses["lisa"] = dependency_loss(outputs.records[LISA], features.get("src_head"))
-        if cfg.dbsa_decoder:
+        if options.dbsa_decoder:
             losses["dep_tgt"] = dependency_loss(outputs.records[DECODER], features.get("tgt_head"))
         return losses
 

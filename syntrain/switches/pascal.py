@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -25,6 +26,9 @@ from synprep.features import gaussian
 from synprep.tables import option
 
 from .base import AttentionHook, Features, Switch, register
+
+if TYPE_CHECKING:
+    from ..model import ModelConfig
 
 
 def prior_rows(parent: torch.Tensor, ignore_prob: float = 0.0, training: bool = False) -> torch.Tensor:
@@ -105,27 +109,27 @@ class PascalConfig:
                                   help="probability q of setting a prior row to 1 (training only)")
 
 
-class Pascal(Switch, name="pascal", config=PascalConfig, switched_by=("pascal_heads",), order=10):
+class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_by=("pascal_heads",), order=10):
     """Pascal heads in the encoder self-attention."""
 
     example = {"pascal_heads": [2], "parent_ignore": 0.3}
 
     @classmethod
-    def check(cls, cfg: PascalConfig) -> None:
+    def check(cls, cfg: ModelConfig) -> None:
         cls.check_layer_list(cfg, "pascal_heads", "encoder")
 
     def describe(self) -> str:
-        cfg = self.cfg
-        return f"pascal heads {cfg.pascal_heads} (sigma2 {cfg.pascal_sigma2}, q {cfg.parent_ignore})"
+        options = self.options
+        return f"pascal heads {options.pascal_heads} (sigma2 {options.pascal_sigma2}, q {options.parent_ignore})"
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"parents": "Pascal attention"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        heads = self.cfg.pascal_heads
+        heads = self.options.pascal_heads
         if stack != "encoder" or layer >= len(heads) or not heads[layer]:
             return []
-        return [PascalHeads(heads[layer], self.cfg.pascal_sigma2, self.cfg.parent_ignore)]
+        return [PascalHeads(heads[layer], self.options.pascal_sigma2, self.options.parent_ignore)]
 
 
 register(Pascal)

@@ -10,6 +10,7 @@ D' = softmax(mask(C E C^T)), loss sum of (D' - D)^2 over the unmasked cells (eqs
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -18,6 +19,10 @@ from synprep.tables import option
 
 from . import parse_head
 from .base import AttentionHook, Features, Outputs, Switch, register
+from .tree import TreeDecoding
+
+if TYPE_CHECKING:
+    from ..model import ModelConfig
 
 CROSS = "sync_cross"  # record name: C (B, T, S)
 
@@ -56,37 +61,40 @@ class SyncConfig:
     sync_layer: int = option(0, ge=0, help="1-based decoder layer whose cross-attention is C (0: penultimate)")
 
 
-def sync_decoder_layer(cfg: SyncConfig) -> int:
-    """The 0-based decoder layer of SyncAttn's cross-attention C (`cfg`: the whole model config)."""
-    return (cfg.sync_layer or max(cfg.dec_layers - 1, 1)) - 1
+def sync_decoder_layer(options: SyncConfig, dec_layers: int) -> int:
+    """The 0-based decoder layer of SyncAttn's cross-attention C in a decoder of `dec_layers` layers."""
+    return (options.sync_layer or max(dec_layers - 1, 1)) - 1
 
 
-class SyncAttn(Switch, name="sync", config=SyncConfig, switched_by=("sync_lambda",), order=40):
+class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=("sync_lambda",), order=40):
     """The SyncAttn loss over the parse heads and a cross-attention."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "sync_lambda": 0.5}
 
     @classmethod
-    def check(cls, cfg: SyncConfig) -> None:
-        if not cfg.sync_lambda:
+    def check(cls, cfg: ModelConfig) -> None:
+        options = cls.section(cfg)
+        if not options.sync_lambda:
             return
         if not parse_head.on_both_sides(cfg):
             raise ValueError(f"sync_lambda > 0 (SyncAttn) needs {parse_head.BOTH_SIDES}")
-        if cfg.sync_layer > cfg.dec_layers:
-            raise ValueError(f"sync_layer {cfg.sync_layer} is not a decoder layer (1-based; 0 = penultimate)")
-        if cfg.target == "transitions":
+        if options.sync_layer > cfg.sizes.dec_layers:
+            raise ValueError(f"sync_layer {options.sync_layer} is not a decoder layer (1-based; 0 = penultimate)")
+        if TreeDecoding.active(cfg):
             raise ValueError("SyncAttn supervises sub-word heads: not with target = \"transitions\"")
 
     def describe(self) -> str:
-        return f"SyncAttn decoder layer {sync_decoder_layer(self.cfg) + 1} (lambda {self.cfg.sync_lambda})"
+        layer = sync_decoder_layer(self.options, self.cfg.sizes.dec_layers)
+        return f"SyncAttn decoder layer {layer + 1} (lambda {self.options.sync_lambda})"
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        if (stack, kind) == ("decoder", "cross") and layer == sync_decoder_layer(self.cfg):
+        if (stack, kind) == ("decoder", "cross") and layer == sync_decoder_layer(self.options,
+                                                                                  self.cfg.sizes.dec_layers):
             return [MeanCrossWeights()]
         return []
 
     def loss_weights(self) -> dict[str, float]:
-        return {"sync": self.cfg.sync_lambda}
+        return {"sync": self.options.sync_lambda}
 
     def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
         records = outputs.records

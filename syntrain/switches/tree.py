@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -30,6 +30,9 @@ from synprep.tables import option
 
 from ..data import EOS_ID, PAD_ID, SPECIALS, TARGETS, Vocab, arc_label_vocabulary, graph_rows, is_arc
 from .base import AttentionHook, Features, Outputs, Switch, register
+
+if TYPE_CHECKING:
+    from ..model import ModelConfig
 
 # token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
 # the end (EOS), never (PAD, BOS, UNK)
@@ -218,7 +221,7 @@ class TreeConfig:
         return bool(self.parent_layers or self.gcn_layers)
 
 
-class TreeDecoding(Switch, name="tree", config=TreeConfig, order=60):
+class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60):
     """Target transitions: Linearized, PARENT heads, gated GCN, BiTran."""
 
     example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
@@ -227,85 +230,89 @@ class TreeDecoding(Switch, name="tree", config=TreeConfig, order=60):
 
     @property
     def recomputes_prefix(self) -> bool:  # decoding re-reads the graph, or attends bidirectionally
-        return bool(self.cfg.uses_graph or self.cfg.bidirectional)
+        return bool(self.options.uses_graph or self.options.bidirectional)
 
     def constraint(self, vocab: Any, rows: int) -> Any:
         """Decoding constrained to valid trees (TreeConstraint)."""
         if vocab is None:
             raise ValueError("decoding transitions needs the vocabulary (the constraints read the token strings)")
-        labels = {label: i + 2 for i, label in enumerate(self.cfg.arc_labels)} if self.cfg.uses_graph else None
-        return TreeConstraint(vocab, self.cfg.transition_root, rows, labels)
+        options = self.options
+        labels = {label: i + 2 for i, label in enumerate(options.arc_labels)} if options.uses_graph else None
+        return TreeConstraint(vocab, options.transition_root, rows, labels)
 
     @classmethod
-    def active(cls, cfg: TreeConfig) -> bool:
-        return cfg.target == "transitions"
+    def active(cls, cfg: ModelConfig) -> bool:
+        return cls.section(cfg).target == "transitions"
 
     @classmethod
-    def check(cls, cfg: TreeConfig) -> None:
-        if (cfg.parent_layers or cfg.gcn_layers or cfg.bidirectional) and cfg.target != "transitions":
+    def check(cls, cfg: ModelConfig) -> None:
+        options, dec_layers = cls.section(cfg), cfg.sizes.dec_layers
+        if (options.parent_layers or options.gcn_layers or options.bidirectional) and options.target != "transitions":
             raise ValueError("parent_layers, gcn_layers and bidirectional decode trees: set target = \"transitions\"")
-        if any(layer > cfg.dec_layers for layer in cfg.parent_layers):
-            raise ValueError(f"parent_layers {cfg.parent_layers}: decoder layers are 1..{cfg.dec_layers}")
+        if any(layer > dec_layers for layer in options.parent_layers):
+            raise ValueError(f"parent_layers {options.parent_layers}: decoder layers are 1..{dec_layers}")
 
     @classmethod
-    def prepare(cls, cfg: TreeConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+    def prepare(cls, cfg: ModelConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         root = manifest.configuration.get("features", {}).get("root", "drop") if manifest is not None else "drop"
         return {"transition_root": root, "arc_labels": arc_label_vocabulary(vocab)}
 
     def describe(self) -> str:
-        cfg = self.cfg
-        parts = [f"target transitions (root {cfg.transition_root}, {len(cfg.arc_labels)} arc labels)"]
-        if cfg.parent_layers:
-            parts.append(f"PARENT head in decoder layers {cfg.parent_layers}")
-        if cfg.gcn_layers:
-            kind = ("" if cfg.gcn_labeled else "unlabeled ") + ("gated" if cfg.gcn_gated else "ungated")
-            parts.append(f"GCN {cfg.gcn_layers} layers ({kind})")
-        if cfg.bidirectional:
-            parts.append("BiTran " + (f"(approximation: {cfg.bidirectional_prefixes} sampled prefixes)"
-                                      if cfg.bidirectional_prefixes else "(exact: every prefix)"))
+        options = self.options
+        parts = [f"target transitions (root {options.transition_root}, {len(options.arc_labels)} arc labels)"]
+        if options.parent_layers:
+            parts.append(f"PARENT head in decoder layers {options.parent_layers}")
+        if options.gcn_layers:
+            kind = ("" if options.gcn_labeled else "unlabeled ") + ("gated" if options.gcn_gated else "ungated")
+            parts.append(f"GCN {options.gcn_layers} layers ({kind})")
+        if options.bidirectional:
+            parts.append("BiTran " + (f"(approximation: {options.bidirectional_prefixes} sampled prefixes)"
+                                      if options.bidirectional_prefixes else "(exact: every prefix)"))
         if len(parts) == 1:
             parts.append("linearized")
         return ", ".join(parts)
 
     def training_report(self, data: Any) -> tuple[str, dict[str, Any]]:
-        cfg = self.cfg
+        options = self.options
         return (f"target transitions: {data.skipped_null} training pair(s) without transitions skipped (null: not "
-                f"encodable under the pipeline's non_projective policy), {len(cfg.arc_labels)} arc labels, root "
-                f"{cfg.transition_root}", {"skipped_null_transitions": data.skipped_null,
-                                           "arc_labels": len(cfg.arc_labels)})
+                f"encodable under the pipeline's non_projective policy), {len(options.arc_labels)} arc labels, root "
+                f"{options.transition_root}", {"skipped_null_transitions": data.skipped_null,
+                                           "arc_labels": len(options.arc_labels)})
 
     def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
-        return tree_scores(pieces, data.reference_transitions(rows), self.cfg.transition_root)
+        return tree_scores(pieces, data.reference_transitions(rows), self.options.transition_root)
 
     def data_options(self) -> dict[str, Any]:
-        return {"target": "transitions", "arc_labels": list(self.cfg.arc_labels) if self.cfg.uses_graph else None}
+        options = self.options
+        return {"target": "transitions", "arc_labels": list(options.arc_labels) if options.uses_graph else None}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        if (stack, kind) == ("decoder", "self") and layer + 1 in self.cfg.parent_layers:
+        if (stack, kind) == ("decoder", "self") and layer + 1 in self.options.parent_layers:
             return [ParentHead()]
         return []
 
     def decoder_modules(self) -> dict[str, nn.Module]:
-        cfg = self.cfg  # label ids: 0 = self, 1 = unseen, 2... arc_labels
-        if not cfg.gcn_layers:
+        options = self.options  # label ids: 0 = self, 1 = unseen, 2... arc_labels
+        if not options.gcn_layers:
             return {}
-        return {"gcn": GatedGCN(cfg.d_model, len(cfg.arc_labels) + 2, cfg.gcn_layers, cfg.gcn_labeled, cfg.gcn_gated)}
+        return {"gcn": GatedGCN(self.cfg.sizes.d_model, len(options.arc_labels) + 2, options.gcn_layers,
+                                options.gcn_labeled, options.gcn_gated)}
 
     def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        if not self.cfg.bidirectional:
+        if not self.options.bidirectional:
             return None  # M_bi: every generated token sees every generated token (the non-pad prefix)
         return valid[:, None, None, :], (valid.sum(1) - 1)[:, None].expand(*valid.shape)
 
     def decoder_input(self, model: nn.Module, x: torch.Tensor, features: Features, limit: torch.Tensor
                       ) -> tuple[torch.Tensor, Features]:
-        if not self.cfg.uses_graph:
+        if not self.options.uses_graph:
             return x, features
         graph = features.get("graph")
         if graph is None:
             raise ValueError("PARENT heads and the GCN need the generated graph of the target transitions")
-        if self.cfg.gcn_layers:
+        if self.options.gcn_layers:
             x = model.gcn(x, graph, limit)
-        if self.cfg.parent_layers:
+        if self.options.parent_layers:
             features = {**features, "parent_mask": parent_mask(graph, limit)}
         return x, features
 
@@ -315,21 +322,21 @@ class TreeDecoding(Switch, name="tree", config=TreeConfig, order=60):
         own graph, bidirectional attention), one pass per prefix, batched as B x T rows (cost O(T) passes). In
         training with `bidirectional_prefixes` = k, only k sampled prefixes per sentence are computed (the
         approximation); `loss_positions` (B, T) then marks them (others: zero logits)."""
-        if not self.cfg.bidirectional:
+        if not self.options.bidirectional:
             return None
         b, t = tgt_in.shape
         valid = chosen = tgt_in != PAD_ID
-        sampled = model.training and self.cfg.bidirectional_prefixes
+        sampled = model.training and self.options.bidirectional_prefixes
         if sampled:
             noise = torch.rand((b, t), device=tgt_in.device).masked_fill(~valid, 2.0)
             rank = noise.argsort(1).argsort(1)
-            chosen = valid & (rank < self.cfg.bidirectional_prefixes)
+            chosen = valid & (rank < self.options.bidirectional_prefixes)
         rows_b, rows_p = chosen.nonzero(as_tuple=True)
         positions = torch.arange(t, device=tgt_in.device)
         row_tgt = tgt_in[rows_b].masked_fill(positions[None] > rows_p[:, None], PAD_ID)
         row_features = {name: value[rows_b] for name, value in features.items() if name != "graph"}
         graph = features.get("graph")
-        if graph is not None and self.cfg.uses_graph:
+        if graph is not None and self.options.uses_graph:
             pairs = (graph[:, 0:1] == rows_b[None]) & (graph[:, 4:5] <= rows_p[None])
             edge, row = pairs.nonzero(as_tuple=True)
             row_graph = graph[edge].clone()

@@ -120,7 +120,7 @@ def checkpoint_losses(path: str) -> tuple[dict, tuple]:
     model, vocab, _ = load_checkpoint(path)
     cfg = model.cfg
     data = ParallelData(str(SHARDS / "valid"), vocab, features=cfg.batch_features(training=True),
-                        labels=cfg.source_labels, skip_null=True, **data_options(cfg))
+                        skip_null=True, **data_options(cfg))
     batches = [data.collate(rows) for rows in data.batches(400, shuffle=False)]
     aux: dict = {}
     loss, tokens = accumulate_gradients(model, batches, torch.device("cpu"), contextlib.nullcontext(), 0.1, aux)
