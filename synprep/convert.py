@@ -28,13 +28,12 @@ Every file is written under a temporary name and renamed when complete.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from .convert_bpe import learn_codes, learns_bpe
-from .convert_filter_parse import ParseJob, parser_spec
+from .convert_filter_parse import ParseJob, parser_specs
 from .convert_input import SIDES, check_inputs, count_pairs, is_conllu
 from .convert_output import OutputFolder
 from .convert_report import (
@@ -51,7 +50,7 @@ from .convert_report import (
 from .convert_shards import ShardPhase, feature_job
 from .convert_work import ParsePhase
 from .errors import InputError
-from .filter import MAX_LINE_CHARS, make_identifier
+from .filter import MAX_LINE_CHARS
 from .options import ENGINES
 from .parallel import capped_workers, default_workers, ordered_map
 from .parse import ParserSpec
@@ -83,21 +82,27 @@ class ConvertOptions:
     keep_work: bool = False  # keep OUT/.work (parsed CoNLL-U, tokens) after a finished run
     dedupe: bool = True  # parse each distinct side text once (False: parse every row; same shards, slower)
 
+    def check(self) -> None:
+        if self.engine not in ENGINES:
+            raise InputError(f"unknown engine {self.engine!r} (choose from {', '.join(ENGINES)})")
+        if self.workers < 0:
+            raise InputError(f"--workers must be >= 0 (0 = all cores), got {self.workers}")
+
+    def worker_count(self) -> int:
+        """The workers to start (0: all cores; the local engine caps them per core)."""
+        workers = self.workers or default_workers()
+        return capped_workers(workers) if self.engine == "local" else workers
+
 
 class Converter:
     """Runs one pipeline configuration into its output folder: phase 1 for every split (ParsePhase), phase 2
     (learn_codes), phase 3 for every split (ShardPhase) with its manifest, then run.json."""
 
     def __init__(self, config: PipelineConfig, options: ConvertOptions) -> None:
-        if options.engine not in ENGINES:
-            raise InputError(f"unknown engine {options.engine!r} (choose from {', '.join(ENGINES)})")
-        if options.workers < 0:
-            raise InputError(f"--workers must be >= 0 (0 = all cores), got {options.workers}")
+        options.check()
         self.config = config
         self.options = options
-        self.workers = options.workers or default_workers()
-        if options.engine == "local":
-            self.workers = capped_workers(self.workers)
+        self.workers = options.worker_count()
         self.folder = OutputFolder(config)
         self.out, self.work = self.folder.out, self.folder.work
         self.progress = Progress(options.progress)
@@ -123,16 +128,13 @@ class Converter:
             return self._run()
         except InputError:
             if fresh and prepared:  # bad input found while working: leave no half-made folder that blocks the
-                self.folder.clear()  # corrected run (a rejections report stays, for the user to read)
-                if not existed and not self.folder.stop_reports():
-                    shutil.rmtree(self.out, ignore_errors=True)
+                self.folder.discard(existed)  # corrected run
             raise
         finally:
             lock.release()
 
     def _run(self) -> dict[str, SplitStats]:
-        specs = {side: parser_spec(parser, side, self.out, self.progress.say)
-                 for side, parser in (("src", self.config.src_parser), ("tgt", self.config.tgt_parser))}
+        specs = parser_specs(self.config, self.out, self.progress.say)
         ordered = sorted(self.config.splits, key=lambda s: s.name != "train")  # train first: BPE learns on it
         pieces, rejected_lines = self._parse(ordered, specs)
         started = time.perf_counter()
@@ -140,8 +142,7 @@ class Converter:
                                           self.progress.say, self.progress.shown)
         bpe_seconds = time.perf_counter() - started
         job = feature_job(self.config, codes, vocabularies, self.options.engine)
-        identifier = make_identifier(self.config.filter) if self.config.filter else None
-        signed = signature(self.config, specs, codes, identifier.signature() if identifier else None)
+        signed = signature(self.config, specs, codes)
         shards = ShardPhase(self.config, self.out, self.work, self.map, self.piece_pairs)
         for split in ordered:
             stats = self.stats[split.name]
@@ -164,14 +165,8 @@ class Converter:
         phase = ParsePhase(self.config, self.work, self.map, self.options.dedupe)
         pieces, rejected_lines = {}, {}
         for split in ordered:
-            job = ParseJob(self.config.filter if split.filter else None,
-                           tuple(None if is_conllu(split, files) else specs[side]  # type: ignore[arg-type]
-                                 for side, files in zip(SIDES, (split.src, split.tgt))),
-                           split.name == "train" and learns_bpe(self.config.bpe),
-                           self.config.filter.max_chars if self.config.filter else MAX_LINE_CHARS,
-                           (self.config.normalize.src, self.config.normalize.tgt))
             started = time.perf_counter()
-            pieces[split.name] = phase.run(split, job, bar)
+            pieces[split.name] = phase.run(split, _parse_job(self.config, split, specs), bar)
             stats = self.stats[split.name] = SplitStats()
             stats.seconds["phase1_wall"] = time.perf_counter() - started
             rejected_lines[split.name] = read_piece_records(self.work, split, pieces[split.name], stats,
@@ -179,3 +174,14 @@ class Converter:
             check_kept(self.config, self.out, split, stats, rejected_lines[split.name], bar)
         bar.close()
         return pieces, rejected_lines
+
+
+def _parse_job(config: PipelineConfig, split: SplitConfig, specs: dict[str, ParserSpec | None]) -> ParseJob:
+    """What the phase-1 workers need for a split: its filter, parsers (none for a pre-parsed side), and whether
+    they count the words (train, when codes are learned)."""
+    return ParseJob(config.filter if split.filter else None,
+                    tuple(None if is_conllu(split, files) else specs[side]  # type: ignore[arg-type]
+                          for side, files in zip(SIDES, (split.src, split.tgt))),
+                    split.name == "train" and learns_bpe(config.bpe),
+                    config.filter.max_chars if config.filter else MAX_LINE_CHARS,
+                    (config.normalize.src, config.normalize.tgt))

@@ -19,7 +19,7 @@ from .errors import InputError
 from .filter import FilterSettings, check_pair_detailed, make_identifier
 from .normalize import normalizer
 from .parse import ParserSpec
-from .pipeline import ParserConfig
+from .pipeline import ParserConfig, PipelineConfig
 from .textio import tsv_field
 from .trees import Tree
 from .treestore import ERROR, JOINED
@@ -194,3 +194,9 @@ def parser_spec(parser: ParserConfig | None, side: str, out: str, say: Callable[
     if spec.backend in ("udpipe", "spacy-udpipe"):  # cheap to load: fail now, in one line, if unusable
         spec.load()
     return spec  # stanza / spaCy load in the workers (no torch state before fork); errors come back
+
+
+def parser_specs(config: PipelineConfig, out: str, say: Callable[[str], None]) -> dict[str, ParserSpec | None]:
+    """Each side's parser (`parser_spec`)."""
+    return {side: parser_spec(parser, side, out, say)
+            for side, parser in (("src", config.src_parser), ("tgt", config.tgt_parser))}

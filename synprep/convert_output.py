@@ -24,6 +24,28 @@ RUN_INFO = "run.json"  # at OUT: written last (workers, engine, timings, the con
 REMOVING = ".removing"  # OUT/.work is renamed to OUT/.work.removing, then removed
 
 
+def fingerprint(config: PipelineConfig) -> str:
+    """The configuration's fingerprint: a resumed run must have the same."""
+    return hashlib.sha256(json.dumps(config.fingerprint_dict(), sort_keys=True).encode()).hexdigest()
+
+
+def _check_same_run(config: PipelineConfig, marker: str) -> None:
+    """--resume: refuse another configuration, or inputs that changed since the interrupted run (the splits
+    would mix two corpora)."""
+    with open(marker, encoding="utf-8") as handle:
+        previous = json.load(handle)
+    if previous.get("fingerprint") != fingerprint(config):
+        raise InputError("--resume: this output was made with a different configuration "
+                         "(use --overwrite or another --output)", config.output)
+    recorded = previous.get("inputs")
+    if not isinstance(recorded, dict):
+        return  # written by an older synprep
+    for path, value in input_fingerprints(config).items():
+        if path in recorded and list(recorded[path]) != value:
+            raise InputError("--resume: this input changed since the interrupted run (other size or content): "
+                             "restore it, or start again with --overwrite", path)
+
+
 def _is_stop_report(name: str) -> bool:
     return name.startswith("rejected-") and name.endswith(".tsv")
 
@@ -35,9 +57,6 @@ class OutputFolder:
         self.config = config
         self.out = config.output
         self.work = os.path.join(self.out, ".work")
-
-    def fingerprint(self) -> str:
-        return hashlib.sha256(json.dumps(self.config.fingerprint_dict(), sort_keys=True).encode()).hexdigest()
 
     def contents(self) -> list[str]:
         """What the output folder holds besides the writer lock and the rejections reports of a stopped run."""
@@ -52,6 +71,13 @@ class OutputFolder:
         for name in self.contents():
             path = os.path.join(self.out, name)
             shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+    def discard(self, existed: bool) -> None:
+        """What a fresh run made, after bad input stopped it (a rejections report stays, for the user to read;
+        the folder itself goes if this run made it and nothing stays)."""
+        self.clear()
+        if not existed and not self.stop_reports():
+            shutil.rmtree(self.out, ignore_errors=True)
 
     def finished(self) -> bool:
         """The output holds a finished run whose work folder is gone (run.json is written last)."""
@@ -71,7 +97,7 @@ class OutputFolder:
                 raise InputError("refusing to --overwrite a folder that synprep convert did not create", self.out)
             self.clear()
         if resume and os.path.isfile(marker):
-            self._check_same_run(marker)
+            _check_same_run(self.config, marker)
         shutil.rmtree(self.work + REMOVING, ignore_errors=True)  # a removal that was interrupted
         for report in self.stop_reports():  # an earlier run's stop: this run writes its own reports
             os.remove(report)
@@ -83,30 +109,15 @@ class OutputFolder:
                     if ".tmp-" in name or name.endswith((".part", ".tmp")):
                         os.remove(os.path.join(folder, name))
         os.makedirs(self.work, exist_ok=True)
-        atomic_write(marker, json.dumps({"fingerprint": self.fingerprint(), "config": self.config.fingerprint_dict(),
-                                         "inputs": input_fingerprints(self.config)}, indent=2, sort_keys=True).encode())
+        record = {"fingerprint": fingerprint(self.config), "config": self.config.fingerprint_dict(),
+                  "inputs": input_fingerprints(self.config)}
+        atomic_write(marker, json.dumps(record, indent=2, sort_keys=True).encode())
         write_paths(self.out, self.config.data_root, self.config.file or None)
-
-    def _check_same_run(self, marker: str) -> None:
-        """--resume: refuse another configuration, or inputs that changed since the interrupted run (the splits
-        would mix two corpora)."""
-        with open(marker, encoding="utf-8") as handle:
-            previous = json.load(handle)
-        if previous.get("fingerprint") != self.fingerprint():
-            raise InputError("--resume: this output was made with a different configuration "
-                             "(use --overwrite or another --output)", self.out)
-        recorded = previous.get("inputs")
-        if not isinstance(recorded, dict):
-            return  # written by an older synprep
-        for path, value in input_fingerprints(self.config).items():
-            if path in recorded and list(recorded[path]) != value:
-                raise InputError("--resume: this input changed since the interrupted run (other size or content): "
-                                 "restore it, or start again with --overwrite", path)
 
     def finish(self, run_info: dict[str, Any], keep_work: bool) -> None:
         """run.json (the fingerprint first), then the work folder goes unless kept (renamed first, so an
         interrupted removal never looks resumable)."""
-        info = {"fingerprint": self.fingerprint(), **run_info}
+        info = {"fingerprint": fingerprint(self.config), **run_info}
         atomic_write(os.path.join(self.out, RUN_INFO), json.dumps(info, indent=2).encode())  # not in shards
         if not keep_work:
             os.replace(self.work, self.work + REMOVING)

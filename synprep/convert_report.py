@@ -18,7 +18,7 @@ from . import __version__
 from .convert_input import PIECE_ROWS, SIDES, piece_prefix
 from .errors import InputError
 from .filter import REASONS as FILTER_REASONS
-from .filter import likely_cause, rejection_warning
+from .filter import likely_cause, make_identifier, rejection_warning
 from .parse import ParserSpec
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
 from .shards import Manifest, load_manifest
@@ -110,9 +110,11 @@ def check_kept(config: PipelineConfig, out: str, split: SplitConfig, stats: Spli
         bar.refresh()
 
 
-def signature(config: PipelineConfig, specs: dict[str, ParserSpec | None], codes: tuple[str | None, str | None],
-              langid_signature: str | None) -> dict[str, Any]:
+def signature(config: PipelineConfig, specs: dict[str, ParserSpec | None], codes: tuple[str | None, str | None]
+              ) -> dict[str, Any]:
     """The manifest's signature: everything that decides the shards' bytes (CONTRACT.md)."""
+    identifier = make_identifier(config.filter) if config.filter else None
+    langid_signature = identifier.signature() if identifier else None
     filter_settings = config.filter
     joint = config.bpe.joint or not codes[0]
     return {

@@ -70,7 +70,7 @@ class ParsePhase:
             for shard, piece, task in input_pieces(split, self.config):
                 pieces.append((shard, piece))
                 prefix = piece_prefix(work, shard, piece)
-                index = self.sentences.add_piece(prefix)
+                index = self.sentences.files.add(prefix)
                 if os.path.isfile(prefix + ".json"):
                     bar.update(len(task[1][0]))
                     self.reused.add((split.name, shard, piece))
@@ -109,13 +109,7 @@ class ParsedSentences:
         self.dedupe = dedupe  # False: every row is parsed (the same shards, slower)
         self.stores = {side: TreeStore() for side in SIDES}  # parsed text -> where its tree is (all splits)
         self.claimed: dict[str, set[bytes]] = {side: set() for side in SIDES}  # parsed by pieces in flight
-        self.prefixes: list[str] = []  # every piece of the convert, in order (store locations index it)
-        self.files = OpenPieces()
-
-    def add_piece(self, prefix: str) -> int:
-        """A piece of the convert, in input order: its index in store locations."""
-        self.prefixes.append(prefix)
-        return len(self.prefixes) - 1
+        self.files = PieceFiles()
 
     def plan(self, item: Piece, job: ParseJob) -> tuple[list[str], list[str]]:
         """Per parsed side, each kept row's key and whether this piece parses it; the lines to parse."""
@@ -161,11 +155,7 @@ class ParsedSentences:
         piece, offset, length, flags = location
         if flags & ERROR:
             return self.stores[side].errors[key], flags & (ERROR | JOINED)
-        path = f"{self.prefixes[piece]}.{side}.{'spare' if flags & SPARE else 'conllu'}"
-        block = self.files.read(path, offset, length).decode("utf-8")
-        if not flags & SPARE:  # the written block starts with its row's sent_id
-            block = block[block.index("\n") + 1:]
-        return block, flags & JOINED
+        return self.files.block(side, piece, offset, length, flags), flags & JOINED
 
     def remember(self, entries: Entries, errors: list[dict[str, str]]) -> None:
         """A written piece's entries go into the store (its claims are settled)."""
@@ -192,19 +182,31 @@ class ParsedSentences:
         self.files.close()
 
 
-class OpenPieces:
-    """The files of written pieces that repeated lines are copied from, the OPEN_PIECES most recently used open."""
+class PieceFiles:
+    """The pieces of the convert, in input order (store locations name a piece by its index), and the blocks
+    stored in their files; the OPEN_PIECES most recently read files are kept open."""
 
     def __init__(self) -> None:
+        self.prefixes: list[str] = []
         self.handles: dict[str, BinaryIO] = {}  # the most recently used last
 
-    def read(self, path: str, offset: int, length: int) -> bytes:
+    def add(self, prefix: str) -> int:
+        """A piece of the convert: its index in store locations."""
+        self.prefixes.append(prefix)
+        return len(self.prefixes) - 1
+
+    def block(self, side: str, piece: int, offset: int, length: int, flags: int) -> str:
+        """A stored CoNLL-U block without its sent_id: in a piece's CoNLL-U, or in its spare file (SPARE)."""
+        path = f"{self.prefixes[piece]}.{side}.{'spare' if flags & SPARE else 'conllu'}"
         handle = self.handles.pop(path, None) or open(path, "rb")  # noqa: SIM115 - closed in close()
         self.handles[path] = handle
         if len(self.handles) > OPEN_PIECES:
             self.handles.pop(next(iter(self.handles))).close()
         handle.seek(offset)
-        return handle.read(length)
+        block = handle.read(length).decode("utf-8")
+        if not flags & SPARE:  # the written block starts with its row's sent_id
+            block = block[block.index("\n") + 1:]
+        return block
 
     def close(self) -> None:
         while self.handles:
