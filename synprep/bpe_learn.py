@@ -66,61 +66,20 @@ def learn_bpe_codes(vocab_lines: Iterable[str], outfile: TextIO, num_symbols: in
                             total_symbols=total_symbols)
         return
     outfile.write("#version: 0.2\n")
-    vocab = {(*word[:-1], word[-1] + "</w>"): freq for word, freq in counts.items()}
-    sorted_vocab = sorted(vocab.items(), key=lambda item: item[1], reverse=True)
-    words = [word for word, _ in sorted_vocab]
-    freqs = [freq for _, freq in sorted_vocab]
+    words, freqs, stats, indices = _pair_statistics(counts)
     spaced = [bool(_SPACE("".join(word))) for word in words]
-    stats: defaultdict[tuple[str, str], int] = defaultdict(int)
-    indices: defaultdict[tuple[str, str], defaultdict[int, int]] = defaultdict(lambda: defaultdict(int))
-    for j, word in enumerate(words):
-        freq = freqs[j]
-        for pair in zip(word, word[1:], strict=False):
-            stats[pair] += freq
-            indices[pair][j] += 1
     big_stats = defaultdict(int, stats)
     if total_symbols:
-        internal = {char for word in words for char in word[:-1]}
-        final = {word[-1] for word in words}
-        sys.stderr.write(f"Number of word-internal characters: {len(internal)}\n")
-        sys.stderr.write(f"Number of word-final characters: {len(final)}\n")
-        sys.stderr.write(f"Reducing number of merge operations by {len(internal) + len(final)}\n")
-        num_symbols -= len(internal) + len(final)
-
-    descending: dict[str, tuple[int, ...]] = {}  # symbol -> a key sorting the symbols in reverse order
-
-    def entry(pair: tuple[str, str], freq: int) -> tuple:
-        first, second = pair
-        key1 = descending.get(first)
-        if key1 is None:
-            key1 = descending[first] = (*(-ord(char) for char in first), 1)
-        key2 = descending.get(second)
-        if key2 is None:
-            key2 = descending[second] = (*(-ord(char) for char in second), 1)
-        return (-freq, key1, key2, pair)
-
-    def rebuild() -> list[tuple]:
-        heap = [entry(pair, freq) for pair, freq in stats.items() if freq > 0]
-        heapq.heapify(heap)
-        return heap
-
-    def top(heap: list[tuple]) -> tuple[str, str] | None:
-        """The pair max(stats, key=lambda x: (stats[x], x)) returns if its count is positive, else None."""
-        get = stats.get
-        while heap:
-            negative, _, _, pair = heap[0]
-            if get(pair) == -negative:
-                return pair
-            heapq.heappop(heap)
-        return None
-
+        num_symbols -= _character_count(words)
+    pairs = _PairHeap()
     threshold = max(stats.values()) / 10  # ValueError without pairs, as in subword-nmt
-    heap = rebuild()
+    heap = pairs.rebuild(stats)
     most_frequent: tuple[str, str] | None = None
     touched: set[tuple[str, str]] = set()
+    entry = pairs.entry
     for i in range(num_symbols):
         if stats:
-            most_frequent = top(heap)
+            most_frequent = pairs.top(heap, stats)
         if not stats or (i and (most_frequent is None or stats[most_frequent] < threshold)):
             learn_bpe.prune_stats(stats, big_stats, threshold)
             stats = defaultdict(int, big_stats)
@@ -128,7 +87,7 @@ def learn_bpe_codes(vocab_lines: Iterable[str], outfile: TextIO, num_symbols: in
             most_frequent = max(pair for pair, freq in stats.items() if freq == best)
             threshold = stats[most_frequent] * i / (i + 10000.0)
             learn_bpe.prune_stats(stats, big_stats, threshold)
-            heap = rebuild()
+            heap = pairs.rebuild(stats)
         if stats[most_frequent] < min_frequency:
             sys.stderr.write(f"no pair has frequency >= {min_frequency}. Stopping\n")
             break
@@ -137,13 +96,76 @@ def learn_bpe_codes(vocab_lines: Iterable[str], outfile: TextIO, num_symbols: in
         stats[most_frequent] = 0
         if not i % 100:
             learn_bpe.prune_stats(stats, big_stats, threshold)
-            heap = rebuild()
+            heap = pairs.rebuild(stats)
         else:
             for pair in touched:
                 freq = stats[pair]
                 if freq > 0:
                     heapq.heappush(heap, entry(pair, freq))
         touched.clear()
+
+
+def _pair_statistics(counts: Mapping[str, int]) -> tuple[list[tuple[str, ...]], list[int], defaultdict, defaultdict]:
+    """subword-nmt's start: the words as symbol tuples (`</w>` on the last), most frequent first, their counts,
+    and the count of every symbol pair with the index of the words holding it (word -> occurrences)."""
+    vocab = {(*word[:-1], word[-1] + "</w>"): freq for word, freq in counts.items()}
+    sorted_vocab = sorted(vocab.items(), key=lambda item: item[1], reverse=True)
+    words = [word for word, _ in sorted_vocab]
+    freqs = [freq for _, freq in sorted_vocab]
+    stats: defaultdict[tuple[str, str], int] = defaultdict(int)
+    indices: defaultdict[tuple[str, str], defaultdict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for j, word in enumerate(words):
+        freq = freqs[j]
+        for pair in zip(word, word[1:], strict=False):
+            stats[pair] += freq
+            indices[pair][j] += 1
+    return words, freqs, stats, indices
+
+
+def _character_count(words: list[tuple[str, ...]]) -> int:
+    """`total_symbols`: the word-internal and word-final characters, reported as subword-nmt does."""
+    internal = {char for word in words for char in word[:-1]}
+    final = {word[-1] for word in words}
+    sys.stderr.write(f"Number of word-internal characters: {len(internal)}\n")
+    sys.stderr.write(f"Number of word-final characters: {len(final)}\n")
+    sys.stderr.write(f"Reducing number of merge operations by {len(internal) + len(final)}\n")
+    return len(internal) + len(final)
+
+
+class _PairHeap:
+    """The most frequent pair, as max(stats, key=lambda x: (stats[x], x)), from a heap of (-count, keys) entries:
+    a symbol's key sorts the symbols in reverse order, so the heap's smallest entry is max()'s pair."""
+
+    def __init__(self) -> None:
+        self.descending: dict[str, tuple[int, ...]] = {}  # symbol -> its reverse-order key
+
+    def entry(self, pair: tuple[str, str], freq: int) -> tuple:
+        first, second = pair
+        descending = self.descending
+        key1 = descending.get(first)
+        if key1 is None:
+            key1 = descending[first] = (*(-ord(char) for char in first), 1)
+        key2 = descending.get(second)
+        if key2 is None:
+            key2 = descending[second] = (*(-ord(char) for char in second), 1)
+        return (-freq, key1, key2, pair)
+
+    def rebuild(self, stats: Mapping[tuple[str, str], int]) -> list[tuple]:
+        heap = [self.entry(pair, freq) for pair, freq in stats.items() if freq > 0]
+        heapq.heapify(heap)
+        return heap
+
+    @staticmethod
+    def top(heap: list[tuple], stats: Mapping[tuple[str, str], int]) -> tuple[str, str] | None:
+        """The pair max(stats, key=lambda x: (stats[x], x)) returns if its count is positive, else None (entries
+        whose count changed since they were pushed are dropped)."""
+        get = stats.get
+        while heap:
+            negative, _, _, pair = heap[0]
+            if get(pair) == -negative:
+                return pair
+            heapq.heappop(heap)
+        return None
 
 
 def _merge_pair(pair: tuple[str, str], words: list[tuple[str, ...]], freqs: list[int], spaced: list[bool],

@@ -314,6 +314,38 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
                   compression: str | None = None) -> PipelineConfig:
     """Read and check a pipeline file; `output` / `shard_size` / `compression` override the file's values."""
     data = _read_toml(path)
+    head = _pipeline_table(data, path)
+    here = os.path.dirname(os.path.abspath(path))
+    given: dict[str, str] = {}
+    root = _resolve(head.get("data_root", "."), here, given)
+    splits = _splits(data.get("splits", {}), root, given, path)
+    parsers = {side: _parser_config(data.get("parser", {}).get(side), side, head, root, given, path)
+               for side in ("src", "tgt")}
+    _check_parsed_or_parser(splits, parsers, path)
+    bpe_table = data.get("bpe", {})
+    _check_keys(bpe_table, _KEYS["bpe"], "bpe", path)
+    bpe = _bpe_config(bpe_table, root, given, path)
+    features = _features_config(data.get("features", {}), path)
+    normalize = _normalize_config(data.get("normalize", {}), path)
+    settings = _filter_settings(data.get("filter", {}), head, path)
+    compression = compression or head.get("compression", DEFAULT_COMPRESSION)
+    if compression not in COMPRESSIONS:
+        raise InputError(f"[pipeline] compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}",
+                         path)
+    size = shard_size or head.get("shard_size", 10000)
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise InputError(f"shard_size must be a positive integer, got {size!r}", path)
+    out = _resolve(output, os.getcwd()) if output else _resolve(head.get("output", "out/" + head.get("name", "run")),
+                                                                 here)
+    return PipelineConfig(head.get("name", os.path.splitext(os.path.basename(path))[0]), head["src_lang"],
+                          head["tgt_lang"], out, tuple(splits), parsers["src"], parsers["tgt"], settings, bpe,
+                          features, size, head.get("source", ""), compression, root,
+                          os.path.abspath(path), tuple(sorted(given.items())), normalize)
+
+
+def _pipeline_table(data: dict, path: str) -> dict:
+    """The file's tables checked (known names, tables not arrays or values) and its [pipeline] table (known keys,
+    string values, both languages given and known)."""
     _check_keys(data, _KEYS[""], "top level", path)
     for name, table in data.items():
         if isinstance(table, list) and all(isinstance(item, dict) for item in table):
@@ -332,12 +364,13 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
             check_iso_639_1(head[key])
         except ValueError as err:
             raise InputError(f"[pipeline] {key}: {err}", path) from None
-    here = os.path.dirname(os.path.abspath(path))
-    given: dict[str, str] = {}
-    root = _resolve(head.get("data_root", "."), here, given)
+    return head
 
+
+def _splits(tables: dict, root: str, given: dict[str, str], path: str) -> list[SplitConfig]:
+    """[splits.train|valid|test], in the file's order, their input paths resolved (and noted in `given`)."""
     splits = []
-    for name, table in data.get("splits", {}).items():
+    for name, table in tables.items():
         if name not in SPLITS:
             raise InputError(f"unknown split [splits.{name}]" + (did_you_mean(name, SPLITS) or
                                                                    f" (use {', '.join(SPLITS)})"), path)
@@ -349,20 +382,25 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
             "tgt": _paths(table["tgt"], f"splits.{name}.tgt", root, path, given)}, f"splits.{name}", path))
     if not splits:
         raise InputError("no [splits.train|valid|test] given", path)
+    return splits
 
-    parsers: dict[str, ParserConfig | None] = {}
-    for side in ("src", "tgt"):
-        table = data.get("parser", {}).get(side)
-        if table is None:
-            parsers[side] = None
-            continue
-        _check_keys(table, _KEYS["parser"], f"parser.{side}", path)
-        table = {"lang": head["src_lang" if side == "src" else "tgt_lang"], **table}
-        parser = _typed(ParserConfig, table, f"parser.{side}", path)
-        paths = {key: _resolve(getattr(parser, key), root, given) for key in ("model", "model_dir", "train_conllu")
-                 if getattr(parser, key) is not None
-                 and not (parser.backend == "spacy" and key == "model" and "/" not in getattr(parser, key))}
-        parsers[side] = replace(parser, **paths)
+
+def _parser_config(table: dict | None, side: str, head: dict, root: str, given: dict[str, str],
+                   path: str) -> ParserConfig | None:
+    """[parser.src] or [parser.tgt] (None when absent), its files resolved (a spaCy package name is not a file)."""
+    if table is None:
+        return None
+    _check_keys(table, _KEYS["parser"], f"parser.{side}", path)
+    table = {"lang": head["src_lang" if side == "src" else "tgt_lang"], **table}
+    parser = _typed(ParserConfig, table, f"parser.{side}", path)
+    paths = {key: _resolve(getattr(parser, key), root, given) for key in ("model", "model_dir", "train_conllu")
+             if getattr(parser, key) is not None
+             and not (parser.backend == "spacy" and key == "model" and "/" not in getattr(parser, key))}
+    return replace(parser, **paths)
+
+
+def _check_parsed_or_parser(splits: list[SplitConfig], parsers: dict[str, ParserConfig | None], path: str) -> None:
+    """Every input is a file, and a side without a parser is CoNLL-U in every split."""
     for split in splits:
         for side, files in (("src", split.src), ("tgt", split.tgt)):
             folders = [f for f in files if os.path.isdir(f)]
@@ -375,34 +413,21 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
                         "read them as parsed)" if any(detect_format(f) == "conllu" for f in files) else "")
                 raise InputError(f"[parser.{side}] is needed: [splits.{split.name}] {side} is not CoNLL-U{hint}", path)
 
-    bpe_table = data.get("bpe", {})
-    _check_keys(bpe_table, _KEYS["bpe"], "bpe", path)
-    bpe = _bpe_config(bpe_table, root, given, path)
 
-    feats = dict(data.get("features", {}))
+def _features_config(table: dict, path: str) -> FeaturesConfig:
+    feats = dict(table)
     _check_keys(feats, _KEYS["features"], "features", path)
     for side in ("src", "tgt"):
         if side in feats:
             feats[side] = _features(feats[side], side, path)
-    features = _typed(FeaturesConfig, feats, "features", path)
+    return _typed(FeaturesConfig, feats, "features", path)
 
-    normalize = _normalize_config(data.get("normalize", {}), path)
-    filter_table = dict(data.get("filter", {}))
+
+def _filter_settings(table: dict, head: dict, path: str) -> FilterSettings:
+    """[filter], with the pipeline's languages (`langid = "none"`: no language identification)."""
+    filter_table = dict(table)
     _check_keys(filter_table, _KEYS["filter"], "filter", path)
     if filter_table.get("langid") == "none":
         filter_table["langid"] = None
-    settings = _typed(FilterSettings, {"src_lang": head["src_lang"], "tgt_lang": head["tgt_lang"], **filter_table},
-                      "filter", path)
-    compression = compression or head.get("compression", DEFAULT_COMPRESSION)
-    if compression not in COMPRESSIONS:
-        raise InputError(f"[pipeline] compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}",
-                         path)
-    size = shard_size or head.get("shard_size", 10000)
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise InputError(f"shard_size must be a positive integer, got {size!r}", path)
-    out = _resolve(output, os.getcwd()) if output else _resolve(head.get("output", "out/" + head.get("name", "run")),
-                                                                 here)
-    return PipelineConfig(head.get("name", os.path.splitext(os.path.basename(path))[0]), head["src_lang"],
-                          head["tgt_lang"], out, tuple(splits), parsers["src"], parsers["tgt"], settings, bpe,
-                          features, size, head.get("source", ""), compression, root,
-                          os.path.abspath(path), tuple(sorted(given.items())), normalize)
+    return _typed(FilterSettings, {"src_lang": head["src_lang"], "tgt_lang": head["tgt_lang"], **filter_table},
+                  "filter", path)

@@ -1,0 +1,124 @@
+"""`synprep convert`'s output folder: made fresh, continued (`--resume`) or started again (`--overwrite`).
+
+OUT/.work/config.json records the configuration's fingerprint and the inputs' sizes and hashes: `--resume`
+refuses another configuration or changed inputs. OUT/run.json is written last (workers, engine, timings, the
+fingerprint): with the work folder gone, the output is finished. Every file is written under a temporary name
+and renamed when complete, so what an interrupted run leaves is either complete or named as temporary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from typing import Any
+
+from .convert_input import input_fingerprints
+from .errors import InputError
+from .pipeline import PipelineConfig
+from .shards import LOCK, write_paths
+from .textio import atomic_write
+
+RUN_INFO = "run.json"  # at OUT: written last (workers, engine, timings, the configuration's fingerprint)
+REMOVING = ".removing"  # OUT/.work is renamed to OUT/.work.removing, then removed
+
+
+def fingerprint(config: PipelineConfig) -> str:
+    """The configuration's fingerprint: a resumed run must have the same."""
+    return hashlib.sha256(json.dumps(config.fingerprint_dict(), sort_keys=True).encode()).hexdigest()
+
+
+def _check_same_run(config: PipelineConfig, marker: str) -> None:
+    """--resume: refuse another configuration, or inputs that changed since the interrupted run (the splits
+    would mix two corpora)."""
+    with open(marker, encoding="utf-8") as handle:
+        previous = json.load(handle)
+    if previous.get("fingerprint") != fingerprint(config):
+        raise InputError("--resume: this output was made with a different configuration "
+                         "(use --overwrite or another --output)", config.output)
+    recorded = previous.get("inputs")
+    if not isinstance(recorded, dict):
+        return  # written by an older synprep
+    for path, value in input_fingerprints(config).items():
+        if path in recorded and list(recorded[path]) != value:
+            raise InputError("--resume: this input changed since the interrupted run (other size or content): "
+                             "restore it, or start again with --overwrite", path)
+
+
+def _is_stop_report(name: str) -> bool:
+    return name.startswith("rejected-") and name.endswith(".tsv")
+
+
+class OutputFolder:
+    """OUT/ and its work folder OUT/.work for one configuration."""
+
+    def __init__(self, config: PipelineConfig) -> None:
+        self.config = config
+        self.out = config.output
+        self.work = os.path.join(self.out, ".work")
+
+    def contents(self) -> list[str]:
+        """What the output folder holds besides the writer lock and the rejections reports of a stopped run."""
+        return ([name for name in os.listdir(self.out) if name != LOCK and not _is_stop_report(name)]
+                if os.path.isdir(self.out) else [])
+
+    def stop_reports(self) -> list[str]:
+        """The rejections reports a run stopped after the filter left (OUT/rejected-<split>.tsv)."""
+        return [os.path.join(self.out, name) for name in os.listdir(self.out) if _is_stop_report(name)]
+
+    def clear(self) -> None:
+        for name in self.contents():
+            path = os.path.join(self.out, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+    def discard(self, existed: bool) -> None:
+        """What a fresh run made, after bad input stopped it (a rejections report stays, for the user to read;
+        the folder itself goes if this run made it and nothing stays)."""
+        self.clear()
+        if not existed and not self.stop_reports():
+            shutil.rmtree(self.out, ignore_errors=True)
+
+    def finished(self) -> bool:
+        """The output holds a finished run whose work folder is gone (run.json is written last)."""
+        return os.path.isfile(os.path.join(self.out, RUN_INFO)) and not os.path.isdir(self.work)
+
+    def prepare(self, resume: bool, overwrite: bool) -> None:
+        """Ready for this run: a fresh or cleared folder, or one an interrupted (or finished) run of the same
+        configuration on the same inputs left (`resume`), its temporary files removed."""
+        marker = os.path.join(self.work, "config.json")
+        if not os.path.isfile(marker) and self.finished():  # run.json keeps the fingerprint of a finished run
+            marker = os.path.join(self.out, RUN_INFO)
+        if self.contents() and not resume:
+            if not overwrite:
+                raise InputError("output folder exists and is not empty: pass --resume to continue an interrupted "
+                                 "run or --overwrite to start again", self.out)
+            if not os.path.isfile(marker):
+                raise InputError("refusing to --overwrite a folder that synprep convert did not create", self.out)
+            self.clear()
+        if resume and os.path.isfile(marker):
+            _check_same_run(self.config, marker)
+        shutil.rmtree(self.work + REMOVING, ignore_errors=True)  # a removal that was interrupted
+        for report in self.stop_reports():  # an earlier run's stop: this run writes its own reports
+            os.remove(report)
+        if resume and self.finished():  # nothing left to do
+            return
+        if resume:  # what an interrupted run was writing: temporary files, never complete
+            for folder, _, names in os.walk(self.out):
+                for name in names:
+                    if ".tmp-" in name or name.endswith((".part", ".tmp")):
+                        os.remove(os.path.join(folder, name))
+        os.makedirs(self.work, exist_ok=True)
+        record = {"fingerprint": fingerprint(self.config), "config": self.config.fingerprint_dict(),
+                  "inputs": input_fingerprints(self.config)}
+        atomic_write(marker, json.dumps(record, indent=2, sort_keys=True).encode())
+        write_paths(self.out, self.config.data_root, self.config.file or None)
+
+    def finish(self, run_info: dict[str, Any], keep_work: bool) -> None:
+        """run.json (the fingerprint first), then the work folder goes unless kept (renamed first, so an
+        interrupted removal never looks resumable)."""
+        info = {"fingerprint": fingerprint(self.config), **run_info}
+        atomic_write(os.path.join(self.out, RUN_INFO), json.dumps(info, indent=2).encode())  # not in shards
+        if not keep_work:
+            os.replace(self.work, self.work + REMOVING)
+            shutil.rmtree(self.work + REMOVING)

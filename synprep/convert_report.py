@@ -1,0 +1,180 @@
+"""`synprep convert`'s accounting and what it tells: per-split statistics, progress, the stop after a filter that
+kept too few pairs, rejected.tsv, the manifest and its signature, and the summary table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from tqdm import tqdm
+
+from . import __version__
+from .convert_input import PIECE_ROWS, SIDES, piece_prefix
+from .errors import InputError
+from .filter import REASONS as FILTER_REASONS
+from .filter import likely_cause, make_identifier, rejection_warning
+from .parse import ParserSpec
+from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
+from .shards import Manifest, load_manifest
+from .textio import atomic_write, file_sha256, tsv_field
+
+CONVERT_REASONS = ("invalid_tree", "non_projective", "bad_row")  # convert's own (bad_row: a TSV row, read)
+MIN_TRAIN_PAIRS = 10  # fewer train pairs kept, most rejected: the run stops after the filter (as with none kept)
+
+
+@dataclass
+class SplitStats:
+    input_pairs: int = 0
+    rows: int = 0
+    rejected: Counter = field(default_factory=Counter)
+    joined_lines: int = 0  # lines the parser split into several sentences (joined into one tree)
+    sentences: dict[str, Counter] = field(default_factory=dict)  # per parsed side: distinct, repeated
+    seconds: Counter = field(default_factory=Counter)  # per stage
+
+
+class Progress:
+    """Bars and lines on stderr, by default only when it is a terminal (`shown`: None)."""
+
+    def __init__(self, shown: bool | None) -> None:
+        self.setting = shown
+
+    @property
+    def shown(self) -> bool:
+        return sys.stderr.isatty() if self.setting is None else self.setting
+
+    def bar(self, stage: str, total: int | None) -> tqdm:
+        return tqdm(total=total, unit=" pairs", desc=stage, file=sys.stderr, disable=not self.shown)
+
+    def say(self, line: str) -> None:
+        """One line for a stage without a bar of its own."""
+        if self.shown:
+            tqdm.write(line, file=sys.stderr)
+
+
+def read_piece_records(work: str, split: SplitConfig, pieces: list[tuple[int, int]], stats: SplitStats,
+                       reused: set[tuple[str, int, int]], piece_pairs: dict[tuple[str, int, int], int]) -> list[str]:
+    """Each piece's phase-1 record, read once: counts into `stats` and `piece_pairs` (the pieces in
+    `reused`, done by an earlier run: no timings); returns the rejected.tsv lines."""
+    work = os.path.join(work, split.name)
+    lines = []
+    for shard, piece in pieces:
+        path = piece_prefix(work, shard, piece) + ".json"
+        try:
+            with open(path, encoding="utf-8") as handle:
+                info = json.load(handle)
+        except (OSError, ValueError):
+            raise InputError("a piece of the work folder is missing or unreadable (changed since the run "
+                             "stopped?): run again with --overwrite", path) from None
+        stats.input_pairs += info["input_pairs"]
+        piece_pairs[(split.name, shard, piece)] = info["input_pairs"]  # for the features bar
+        stats.rejected.update(info["rejected_counts"])
+        stats.joined_lines += info["joined_lines"]
+        for side, counts in info.get("sentences", {}).items():
+            stats.sentences.setdefault(side, Counter()).update(counts)
+        stats.seconds.update({} if (split.name, shard, piece) in reused else info["seconds"])
+        lines += ["\t".join([str(row[0]), row[1], tsv_field(row[2]), row[3], row[4]]) for row in info["rejected"]]
+    return lines
+
+
+def check_kept(config: PipelineConfig, out: str, split: SplitConfig, stats: SplitStats, rejected_lines: list[str],
+               bar: tqdm) -> None:
+    """Right after a split's filter: too few pairs kept (none; on train, under MIN_TRAIN_PAIRS when the filter
+    rejected most of them) stops the run with one line naming the reasons, the likely cause and the rejections
+    report (kept at OUT/rejected-<split>.tsv); more than WARN_REJECTED_SHARE rejected is a warning."""
+    filtered = config.filter if split.filter else None
+    rejected_total = sum(stats.rejected.values())
+    kept = stats.input_pairs - rejected_total
+    too_few = split.name == "train" and kept < MIN_TRAIN_PAIRS and 2 * rejected_total > stats.input_pairs
+    if stats.input_pairs and (not kept or too_few):
+        report = os.path.join(out, f"rejected-{split.name}.tsv")
+        atomic_write(report, rejected_text(rejected_lines))
+        reason, count = stats.rejected.most_common(1)[0]
+        details = [line.split("\t")[2] for line in rejected_lines if line.split("\t")[1] == reason]
+        counts = ", ".join(f"{name} {n}" for name, n in stats.rejected.most_common())
+        what = (f"all {stats.input_pairs} pairs rejected" if not kept else
+                f"{kept} of {stats.input_pairs} pairs kept, fewer than the {MIN_TRAIN_PAIRS} needed to train")
+        share = "all" if count == rejected_total else f"{count} of {rejected_total}"
+        raise InputError(f"split {split.name!r}: {what} ({counts}): {share} as {reason}: "
+                         f"{likely_cause(reason, details, filtered)}; the rejected pairs: {report}")
+    message = rejection_warning(stats.input_pairs, stats.rejected) if filtered else None
+    if message:
+        bar.clear()
+        print(f"synprep convert: split {split.name!r}: {message} (OUT/{split.name}/rejected.tsv lists them)",
+              file=sys.stderr, flush=True)
+        bar.refresh()
+
+
+def signature(config: PipelineConfig, specs: dict[str, ParserSpec | None], codes: tuple[str | None, str | None]
+              ) -> dict[str, Any]:
+    """The manifest's signature: everything that decides the shards' bytes (CONTRACT.md)."""
+    identifier = make_identifier(config.filter) if config.filter else None
+    langid_signature = identifier.signature() if identifier else None
+    filter_settings = config.filter
+    joint = config.bpe.joint or not codes[0]
+    return {
+        "synprep": __version__,
+        "parsers": {side: spec.signature() if spec else "pre-parsed CoNLL-U" for side, spec in specs.items()},
+        "bpe_codes_sha256": file_sha256(codes[0]) if joint and codes[0] else None,
+        **({} if joint else {f"bpe_codes_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
+                             for side, path in zip(SIDES, codes, strict=True)}),
+        "filter": {**filter_settings.to_dict(), "langid_signature": langid_signature} if filter_settings else None,
+        "features": config.to_dict()["features"],
+        **({"normalize": {side: list(config.normalize.side(side)) for side in SIDES}}
+           if config.normalize != NormalizeConfig() else {}),
+        **({"compression": f"{config.compression}|pyarrow {pa.__version__}"}
+           if config.compression != "none" else {}),
+    }
+
+
+def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: SplitStats, shards: list[dict[str, Any]],
+                signature: dict[str, Any], rejected_lines: list[str]) -> None:
+    """A split's rejected.tsv and manifest.json (written last: the split is complete)."""
+    folder = os.path.join(out, split.name)
+    atomic_write(os.path.join(folder, "rejected.tsv"), rejected_text(rejected_lines))
+    Manifest(split.name, config.to_dict(), signature, stats.input_pairs, stats.rows,
+             dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS), shards, stats.joined_lines,
+             PIECE_ROWS, config.shard_size, config.compression,
+             sentences={side: {"distinct": c["distinct"], "repeated": c["repeated"]}
+                        for side, c in stats.sentences.items()}).write(folder)
+
+
+def finished_stats(config: PipelineConfig, out: str) -> dict[str, SplitStats]:
+    """The statistics of a finished run, from its manifests (`--resume` of a finished output)."""
+    stats: dict[str, SplitStats] = {}
+    for split in config.splits:
+        manifest = load_manifest(os.path.join(out, split.name))
+        stats[split.name] = SplitStats(manifest.input_lines, manifest.rows, Counter(manifest.rejected),
+                                       manifest.joined_lines,
+                                       {side: Counter(c) for side, c in manifest.sentences.items()})
+    return stats
+
+
+def rejected_text(lines: list[str]) -> bytes:
+    """rejected.tsv's bytes from its lines."""
+    return ("\n".join(lines) + "\n" if lines else "").encode()
+
+
+def format_summary(config: PipelineConfig, stats: dict[str, SplitStats]) -> str:
+    """The table printed at the end of `synprep convert`."""
+    reasons = sorted({reason for s in stats.values() for reason in s.rejected})
+    header = ["split", "input", "rows"] + reasons
+    rows = [[name, str(s.input_pairs), str(s.rows)] + [str(s.rejected.get(r, 0)) for r in reasons]
+            for name, s in stats.items()]
+    widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
+    lines = [f"synprep convert {config.name} -> {config.output}"]
+    for row in [header] + rows:
+        lines.append("  ".join(cell.rjust(width) if i else cell.ljust(width)
+                               for i, (cell, width) in enumerate(zip(row, widths))))
+    stage = Counter()
+    for s in stats.values():
+        stage.update({k: v for k, v in s.seconds.items() if not k.endswith("_wall")})
+    total = sum(stage.values()) or 1.0
+    timed = ", ".join(f"{k} {v:.1f}s ({100 * v / total:.0f}%)" for k, v in stage.items() if v)
+    lines.append("worker time per stage: " + (timed or "none (everything was done by an earlier run)"))
+    return "\n".join(lines)
