@@ -15,51 +15,18 @@ embeddings scaled by sqrt(d_model), optionally one embedding matrix shared by so
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 from typing import Any, TypeVar, overload
 
 import torch
 from torch import nn
 
-from synprep.tables import config_from_dict, option
+from synprep.tables import config_from_dict
 
 from .attention import MultiHeadAttention, check_hooks, check_kernel
 from .data import PAD_ID
+from .sizes import ModelSizes
 from .switches import AttentionHook, Features, Outputs, Switch, merge_features, registered, reserve
-
-
-@dataclass
-class ModelSizes:
-    """The generic [model] options: sizes, dropout, embeddings."""
-
-    vocab_size: int = option(0, ge=0, filled=True, help="size of the joint vocabulary (set from the training data)")
-    d_model: int = option(256, ge=1, help="model width")
-    n_heads: int = option(4, ge=1, help="attention heads per layer")
-    d_ff: int = option(1024, ge=1, help="feed-forward width")
-    enc_layers: int = option(3, ge=1, help="encoder layers")
-    dec_layers: int = option(3, ge=1, help="decoder layers")
-    dropout: float = option(0.1, ge=0, lt=1, help="residual and embedding dropout")
-    attention_dropout: float | None = option(None, ge=0, lt=1,
-                                             help="dropout on attention weights (None: same as dropout)")
-    activation_dropout: float | None = option(None, ge=0, lt=1,
-                                              help="dropout after the feed-forward ReLU (None: same as dropout)")
-    share_embeddings: bool = option(True, help="one matrix for source, target and output embeddings (separate "
-                                                "vocabularies: for target and output)")
-    max_len: int = option(512, ge=1, help="positions (longest sequence)")
-    src_vocab_size: int = option(0, ge=0, filled=True,
-                                 help="size of the source vocabulary when the source has its own (separate "
-                                 "BPE per side; set from the training data); 0: the joint vocabulary")
-
-    @property
-    def attn_dropout(self) -> float:
-        """The attention-weight dropout in effect."""
-        return self.dropout if self.attention_dropout is None else self.attention_dropout
-
-    @property
-    def ff_dropout(self) -> float:
-        """The feed-forward activation dropout in effect (fairseq's `--activation-dropout`)."""
-        return self.dropout if self.activation_dropout is None else self.activation_dropout
-
 
 # A switch option must not take a core name: [model] keys are one flat namespace (syntrain.config reserves the
 # [train] names the same way).

@@ -30,14 +30,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import torch
+
+from ..sizes import ModelSizes
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from ..model import ModelConfig
+
+class ModelOptions(Protocol):
+    """What a switch sees of the model config (`syntrain.model.ModelConfig` is one): the core sizes, and any
+    switch's typed section (`Switch.section` types it)."""
+
+    sizes: ModelSizes
+
+    def section(self, switch: Any) -> Any: ...  # noqa: ANN401 (a switch class or name -> its config section)
 
 Features = dict[str, torch.Tensor]
 
@@ -132,24 +141,24 @@ class Switch(Generic[C]):
         if config is not None:
             cls.Config = config
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelOptions) -> None:
         self.cfg = cfg  # the whole model config: `cfg.sizes`, hooks of the other switches
         self.options: C = cfg.section(type(self))
 
     @classmethod
-    def section(cls, cfg: ModelConfig) -> C:
+    def section(cls, cfg: ModelOptions) -> C:
         """This switch's options in the model config `cfg` (for the classmethod hooks)."""
         return cfg.section(cls)
 
     @classmethod
-    def active(cls, cfg: ModelConfig) -> bool:
+    def active(cls, cfg: ModelOptions) -> bool:
         """Whether the switch is on in `cfg`: one of the `switched_by` options is set (a list: a non-zero item)."""
         options = cls.section(cfg)
         return any(any(value) if isinstance(value, list) else bool(value)
                    for value in (getattr(options, name) for name in cls.switched_by))
 
     @classmethod
-    def check_layer_list(cls, cfg: ModelConfig, option: str, stack: str) -> None:
+    def check_layer_list(cls, cfg: ModelOptions, option: str, stack: str) -> None:
         """ValueError when the per-layer head counts `option` (of this switch's options) name more layers than
         `stack` ("encoder"/"decoder") has, or more heads than a layer has."""
         sizes = cfg.sizes
@@ -162,11 +171,11 @@ class Switch(Generic[C]):
                                  f"{sizes.n_heads} (n_heads)")
 
     @classmethod
-    def check(cls, cfg: ModelConfig) -> None:
+    def check(cls, cfg: ModelOptions) -> None:
         """ValueError naming the field when the options do not fit the model (no data needed)."""
 
     @classmethod
-    def prepare(cls, cfg: ModelConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+    def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         """Values of its `option(filled=True)` fields derived from the training split (`table`, its `manifest`)
         and the vocabulary (`ModelConfig.fill` sets them, once, before the model is built)."""
         return {}

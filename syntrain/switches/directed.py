@@ -11,17 +11,13 @@ and added through their own output projection.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from synprep.tables import option
 
-from .base import AttentionHook, Features, Switch, register
-
-if TYPE_CHECKING:
-    from ..model import ModelConfig
+from .base import AttentionHook, Features, ModelOptions, Switch, register
 
 
 def distance_rows(distances: torch.Tensor, position: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -108,7 +104,7 @@ class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, s
     example = {"directed_heads": [0, 2], "double_context": True}
 
     @classmethod
-    def check(cls, cfg: ModelConfig) -> None:
+    def check(cls, cfg: ModelOptions) -> None:
         cls.check_layer_list(cfg, "directed_heads", "decoder")
 
     def describe(self) -> str:

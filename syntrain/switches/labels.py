@@ -8,7 +8,7 @@ token's dependency label (batch feature "labels": ids 0 = none (EOS, pad), 1 = a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -16,10 +16,7 @@ from torch import nn
 from synprep.tables import option
 
 from ..data import label_vocabulary
-from .base import Features, Switch, register
-
-if TYPE_CHECKING:
-    from ..model import ModelConfig
+from .base import Features, ModelOptions, Switch, register
 
 
 @dataclass
@@ -38,13 +35,13 @@ class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, sw
     example = {"label_embedding": 4}
 
     @classmethod
-    def check(cls, cfg: ModelConfig) -> None:
+    def check(cls, cfg: ModelOptions) -> None:
         size, d_model = cls.section(cfg).label_embedding, cfg.sizes.d_model
         if size >= d_model:
             raise ValueError(f"label_embedding must be in 0..{d_model - 1}, got {size}")
 
     @classmethod
-    def prepare(cls, cfg: ModelConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+    def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         return {} if cls.section(cfg).source_labels else {"source_labels": label_vocabulary(table)}
 
     def describe(self) -> str:

@@ -19,7 +19,7 @@ which SyncAttn reads as well.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -27,11 +27,8 @@ from torch import nn
 from synprep.features import DBSA_RULES
 from synprep.tables import option
 
-from .base import AttentionHook, Features, Outputs, Switch, register
+from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
 from .tree import TreeDecoding
-
-if TYPE_CHECKING:
-    from ..model import ModelConfig
 
 ENCODER, DECODER, LISA = "parse_encoder", "parse_decoder", "lisa"  # record names
 
@@ -88,7 +85,7 @@ def parse_layer(options: ParseHeadConfig) -> int:
     return options.dbsa_layer - 1
 
 
-def on_both_sides(cfg: ModelConfig) -> bool:
+def on_both_sides(cfg: ModelOptions) -> bool:
     """DBSA parse heads in the encoder and the decoder of the model config `cfg` (what SyncAttn reads)."""
     options = cfg.section(ParseHeads)
     return options.dbsa_encoder and options.dbsa_decoder
@@ -105,7 +102,7 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
     stored_defaults: ClassVar[dict[str, object]] = {"dbsa_rule": "parent_first"}  # what older checkpoints meant
 
     @classmethod
-    def check(cls, cfg: ModelConfig) -> None:
+    def check(cls, cfg: ModelOptions) -> None:
         options, sizes = cls.section(cfg), cfg.sizes
         if (options.dbsa_encoder or options.dbsa_decoder) and not (
                 options.dbsa_layer <= min(sizes.enc_layers, sizes.dec_layers)):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -25,10 +24,7 @@ from torch import nn
 from synprep.features import gaussian
 from synprep.tables import option
 
-from .base import AttentionHook, Features, Switch, register
-
-if TYPE_CHECKING:
-    from ..model import ModelConfig
+from .base import AttentionHook, Features, ModelOptions, Switch, register
 
 
 def prior_rows(parent: torch.Tensor, ignore_prob: float = 0.0, training: bool = False) -> torch.Tensor:
@@ -115,7 +111,7 @@ class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_
     example = {"pascal_heads": [2], "parent_ignore": 0.3}
 
     @classmethod
-    def check(cls, cfg: ModelConfig) -> None:
+    def check(cls, cfg: ModelOptions) -> None:
         cls.check_layer_list(cfg, "pascal_heads", "encoder")
 
     def describe(self) -> str:

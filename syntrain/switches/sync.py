@@ -10,7 +10,6 @@ D' = softmax(mask(C E C^T)), loss sum of (D' - D)^2 over the unmasked cells (eqs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -18,11 +17,8 @@ from torch import nn
 from synprep.tables import option
 
 from . import parse_head
-from .base import AttentionHook, Features, Outputs, Switch, register
+from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
 from .tree import TreeDecoding
-
-if TYPE_CHECKING:
-    from ..model import ModelConfig
 
 CROSS = "sync_cross"  # record name: C (B, T, S)
 
@@ -72,7 +68,7 @@ class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=(
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "sync_lambda": 0.5}
 
     @classmethod
-    def check(cls, cfg: ModelConfig) -> None:
+    def check(cls, cfg: ModelOptions) -> None:
         options = cls.section(cfg)
         if not options.sync_lambda:
             return

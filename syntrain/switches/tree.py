@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,10 +29,7 @@ from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
 from ..data import EOS_ID, PAD_ID, SPECIALS, TARGETS, Vocab, arc_label_vocabulary, graph_rows, is_arc
-from .base import AttentionHook, Features, Outputs, Switch, register
-
-if TYPE_CHECKING:
-    from ..model import ModelConfig
+from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
 
 # token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
 # the end (EOS), never (PAD, BOS, UNK)
@@ -241,11 +238,11 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
         return TreeConstraint(vocab, options.transition_root, rows, labels)
 
     @classmethod
-    def active(cls, cfg: ModelConfig) -> bool:
+    def active(cls, cfg: ModelOptions) -> bool:
         return cls.section(cfg).target == "transitions"
 
     @classmethod
-    def check(cls, cfg: ModelConfig) -> None:
+    def check(cls, cfg: ModelOptions) -> None:
         options, dec_layers = cls.section(cfg), cfg.sizes.dec_layers
         if (options.parent_layers or options.gcn_layers or options.bidirectional) and options.target != "transitions":
             raise ValueError("parent_layers, gcn_layers and bidirectional decode trees: set target = \"transitions\"")
@@ -253,7 +250,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
             raise ValueError(f"parent_layers {options.parent_layers}: decoder layers are 1..{dec_layers}")
 
     @classmethod
-    def prepare(cls, cfg: ModelConfig, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+    def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         root = manifest.configuration.get("features", {}).get("root", "drop") if manifest is not None else "drop"
         return {"transition_root": root, "arc_labels": arc_label_vocabulary(vocab)}
 
