@@ -462,7 +462,7 @@ def test_gradient_accumulation_equals_one_big_batch(shards):
     from syntrain.train import accumulate_gradients
 
     vocab = Vocab.build([read_split(str(shards / "train"))[0]])
-    data = ParallelData(str(shards / "train"), vocab)
+    data = ParallelData(str(shards / "train"), vocab, features={"parents": "Pascal"})
     first, second = data.batches(400, seed=1)[:2]
     model = build_model(vocab_size=len(vocab), **{**SMALL, "dropout": 0.0, "parent_ignore": 0.0})
     cpu, plain = torch.device("cpu"), contextlib.nullcontext()
