@@ -386,7 +386,8 @@ def declared(name: str | None = None) -> BatchColumn | dict[str, BatchColumn]:
     if name is None:
         return {key: column for key, (column, _) in _COLUMNS.items()}
     if name not in _COLUMNS:
-        raise ValueError(f"no switch declares the batch column {name!r} (declared: {', '.join(sorted(_COLUMNS))})")
+        raise ValueError(f"no switch declares the batch column {name!r} (declared: "
+                         f"{', '.join(sorted(_COLUMNS)) or 'none: import syntrain.switches'})")
     return _COLUMNS[name][0]
 
 
