@@ -2,10 +2,8 @@
 BPE is per side, `[bpe] joint = false`), token-count batches.
 
 Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS. The encoder reads
-`subwords + [EOS]` with **no BOS on the source**, so source positions need no shift (`SRC_OFFSET = 0`) and
-`src_parent_mid` is used as is; the appended EOS has no parent (parent -1: its Pascal prior row is 1, i.e.
-no scaling). Pad positions also carry parent -1 (they are masked as keys anyway). The decoder reads
-`[BOS] + subwords` and predicts `subwords + [EOS]`.
+`subwords + [EOS]` with **no BOS on the source**, so source positions need no shift; the decoder reads
+`[BOS] + subwords` and predicts `subwords + [EOS]` (a target-side batch column starts at input position 1).
 
 Batch features (`Batch.named`): only what the active switches ask for (`Switch.batch_columns`), collated as
 their modules declare it (`BatchColumn`, `Switch.columns`); this module names none of them.
@@ -335,7 +333,7 @@ class BatchColumn:
 
     def shard_columns(self) -> list[str]:
         """Every shard column it may read (`read_split` decodes only these and the core ones)."""
-        return [self.column, *self.reads, *self.made_from]
+        return [name for name in (self.column, *self.reads, *self.made_from) if name]
 
     def missing(self, names: Sequence[str]) -> bool:
         """Whether a split with columns `names` cannot give this feature."""

@@ -314,7 +314,7 @@ class TreeDecoding(Switch, name="tree", config=TreeConfig, order=60):
     def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
         return tree_scores(pieces, data.reference_transitions(rows), self.cfg.transition_root)
 
-    columns = (GraphColumn("graph", "tgt_transitions", "tgt", "transitions", source=False),)
+    columns = (GraphColumn("graph", "", "tgt", "transitions", source=False),)  # made from the target ids
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"graph": "the generated graph (PARENT, GCN)"} if self.cfg.uses_graph else {}
