@@ -444,7 +444,107 @@ def data_columns(features: dict[str, str], target: str, references: bool = True)
     return ([ID, SRC_TEXT, TGT_TEXT] if references else []) + list(dict.fromkeys(needed))
 
 
-class ParallelData:
+class Batching:
+    """Token-count batches of a split's kept rows and their collation (the arrays `ParallelData` loads:
+    `src_ids`/`src_off`, `tgt_ids`/`tgt_off`, `src_len`, `tgt_len`, `keep`, `loaded`, `ladder`)."""
+
+    src_ids: np.ndarray
+    src_off: np.ndarray
+    tgt_ids: np.ndarray
+    tgt_off: np.ndarray
+    src_len: np.ndarray
+    tgt_len: np.ndarray
+    keep: np.ndarray
+    loaded: dict[str, Any]
+    ladder: bool
+    ladder_limit: int
+
+    def __len__(self) -> int:
+        return len(self.keep)
+
+    def longest(self) -> int:
+        """Tokens of the longest kept row (the longer side, with EOS/BOS): the least a batch must hold."""
+        return int(np.maximum(self.src_len, self.tgt_len)[self.keep].max()) if len(self.keep) else 0
+
+    def batches(self, max_tokens: int, seed: int = 0, epoch: int = 0, shuffle: bool = True,
+                rows: np.ndarray | None = None) -> list[np.ndarray]:
+        """Row indices grouped so that rows x longest side <= max_tokens, similar lengths together.
+
+        Shuffle, then stable-sort by length (bucketing with random order inside a length), cut into batches,
+        shuffle the batches; the order depends only on (seed, epoch), so a resumed run sees the same batches.
+        """
+        rng = np.random.default_rng([seed, epoch])
+        rows = self.keep if rows is None else np.asarray(rows)
+        rows = rng.permutation(rows) if shuffle else rows.copy()
+        length = np.maximum(self.src_len, self.tgt_len)
+        rows = rows[np.argsort(length[rows], kind="stable")]
+        lengths = length[rows]
+        if self.ladder and len(rows):  # padding counts against max_tokens (rungs keep the order)
+            rungs, index = np.unique(lengths, return_inverse=True)
+            lengths = np.array([self.padded(int(n)) for n in rungs])[index]
+        batches = np.split(rows, batch_bounds(lengths, max_tokens)) if len(rows) else []
+        if shuffle:
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+        return batches
+
+    def padded(self, longest: int) -> int:
+        """The padded length of a batch side whose longest row has `longest` positions (the ladder's rung when
+        `ladder` is on, else `longest`)."""
+        return padded_length(longest, self.ladder_limit) if self.ladder else longest
+
+    def shape(self, rows: Sequence[int]) -> tuple[int, int, int]:
+        """(rows, source length, target length) of the batch `collate(rows)` makes."""
+        return len(rows), self.padded(int(self.src_len[rows].max())), self.padded(int(self.tgt_len[rows].max()))
+
+    def collate(self, rows: Sequence[int]) -> Batch:
+        """Rows -> padded tensors (right padding, to the shape ladder when `ladder` is on), with the requested
+        batch columns (`BatchColumn.collate`)."""
+        n, s, t = self.shape(rows)
+        src = np.full((n, s), PAD_ID, np.int64)
+        tgt_in = np.full((n, t), PAD_ID, np.int64)
+        tgt_out = np.full((n, t), PAD_ID, np.int64)
+        for b, row in enumerate(rows):
+            a, z = self.src_off[row], self.src_off[row + 1]
+            src[b, : z - a] = self.src_ids[a:z]
+            src[b, z - a] = EOS_ID
+            a, z = self.tgt_off[row], self.tgt_off[row + 1]
+            tgt_in[b, 0] = BOS_ID
+            tgt_in[b, 1 : z - a + 1] = self.tgt_ids[a:z]
+            tgt_out[b, : z - a] = self.tgt_ids[a:z]
+            tgt_out[b, z - a] = EOS_ID
+        named = {column.field: torch.from_numpy(column.collate(loaded, rows, s, t))
+                 for column, loaded in self.loaded.values()}
+        targets = tuple(column.field for column, _ in self.loaded.values() if not column.source)
+        tokens = int(self.tgt_len[rows].sum())  # target items + one EOS each
+        return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows),
+                     named, tokens, targets)
+
+
+class References:
+    """What scoring reads of a split's table (`table`, `configuration`): raw target texts, target transitions."""
+
+    table: pa.Table
+    configuration: dict
+
+    @property
+    def tgt_lang(self) -> str:
+        """Target language code from the pipeline configuration ('' if unknown)."""
+        return self.configuration.get("tgt_lang", "")
+
+    def reference_transitions(self, rows: Sequence[int]) -> list[list[str] | None]:
+        """The target transitions of the given rows (None where null or not in the shards)."""
+        if TGT_TRANSITIONS not in self.table.column_names:
+            return [None] * len(rows)
+        column = self.table.column(TGT_TRANSITIONS)
+        return [column[int(i)].as_py() for i in rows]
+
+    def references(self, rows: Sequence[int]) -> list[str]:
+        """Raw target sentences (`tgt_text`) of the given rows."""
+        texts = self.table.column(TGT_TEXT)
+        return [texts[int(i)].as_py() for i in rows]
+
+
+class ParallelData(Batching, References):
     """One split as flat id arrays + offsets, copied out of the memory-mapped shards (whose pages are then given
     back: only the arrays stay in RAM; texts are read from the mapping when scoring).
 
@@ -455,7 +555,7 @@ class ParallelData:
     else kept for decoding but left out of `loss_rows`). `split`: the (table, manifest) of `path` when already
     read (`read_split`); `table` alone: raw text prepared by synprep.prepare. `ladder` (set by the trainer): pad
     batch lengths to the shape ladder of `syntrain.shapes`, capped at `ladder_limit` when > 0; the padding counts
-    against `max_tokens` in `batches`."""
+    against `max_tokens` in `batches`. Batching and the references: the two base classes."""
 
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
                  configuration: dict | None = None, features: dict[str, str] | None = None,
@@ -516,83 +616,6 @@ class ParallelData:
                 raise ValueError(f"{self.path}: {self.features[name]} needs {column.column}: convert with [features] "
                                  f"{column.side} = [..., \"{column.group}\"]")
         return {name: (column, column.load(self)) for name, column in columns.items()}
-
-    @property
-    def tgt_lang(self) -> str:
-        """Target language code from the pipeline configuration ('' if unknown)."""
-        return self.configuration.get("tgt_lang", "")
-
-    def __len__(self) -> int:
-        return len(self.keep)
-
-    def longest(self) -> int:
-        """Tokens of the longest kept row (the longer side, with EOS/BOS): the least a batch must hold."""
-        return int(np.maximum(self.src_len, self.tgt_len)[self.keep].max()) if len(self.keep) else 0
-
-    def reference_transitions(self, rows: Sequence[int]) -> list[list[str] | None]:
-        """The target transitions of the given rows (None where null or not in the shards)."""
-        if TGT_TRANSITIONS not in self.table.column_names:
-            return [None] * len(rows)
-        column = self.table.column(TGT_TRANSITIONS)
-        return [column[int(i)].as_py() for i in rows]
-
-    def references(self, rows: Sequence[int]) -> list[str]:
-        """Raw target sentences (`tgt_text`) of the given rows."""
-        texts = self.table.column(TGT_TEXT)
-        return [texts[int(i)].as_py() for i in rows]
-
-    def batches(self, max_tokens: int, seed: int = 0, epoch: int = 0, shuffle: bool = True,
-                rows: np.ndarray | None = None) -> list[np.ndarray]:
-        """Row indices grouped so that rows x longest side <= max_tokens, similar lengths together.
-
-        Shuffle, then stable-sort by length (bucketing with random order inside a length), cut into batches,
-        shuffle the batches; the order depends only on (seed, epoch), so a resumed run sees the same batches.
-        """
-        rng = np.random.default_rng([seed, epoch])
-        rows = self.keep if rows is None else np.asarray(rows)
-        rows = rng.permutation(rows) if shuffle else rows.copy()
-        length = np.maximum(self.src_len, self.tgt_len)
-        rows = rows[np.argsort(length[rows], kind="stable")]
-        lengths = length[rows]
-        if self.ladder and len(rows):  # padding counts against max_tokens (rungs keep the order)
-            rungs, index = np.unique(lengths, return_inverse=True)
-            lengths = np.array([self.padded(int(n)) for n in rungs])[index]
-        batches = np.split(rows, batch_bounds(lengths, max_tokens)) if len(rows) else []
-        if shuffle:
-            batches = [batches[i] for i in rng.permutation(len(batches))]
-        return batches
-
-    def padded(self, longest: int) -> int:
-        """The padded length of a batch side whose longest row has `longest` positions (the ladder's rung when
-        `ladder` is on, else `longest`)."""
-        return padded_length(longest, self.ladder_limit) if self.ladder else longest
-
-    def shape(self, rows: Sequence[int]) -> tuple[int, int, int]:
-        """(rows, source length, target length) of the batch `collate(rows)` makes."""
-        return len(rows), self.padded(int(self.src_len[rows].max())), self.padded(int(self.tgt_len[rows].max()))
-
-    def collate(self, rows: Sequence[int]) -> Batch:
-        """Rows -> padded tensors (right padding, to the shape ladder when `ladder` is on), with the requested
-        batch columns (`BatchColumn.collate`)."""
-        n, s, t = self.shape(rows)
-        src = np.full((n, s), PAD_ID, np.int64)
-        tgt_in = np.full((n, t), PAD_ID, np.int64)
-        tgt_out = np.full((n, t), PAD_ID, np.int64)
-        for b, row in enumerate(rows):
-            a, z = self.src_off[row], self.src_off[row + 1]
-            src[b, : z - a] = self.src_ids[a:z]
-            src[b, z - a] = EOS_ID
-            a, z = self.tgt_off[row], self.tgt_off[row + 1]
-            tgt_in[b, 0] = BOS_ID
-            tgt_in[b, 1 : z - a + 1] = self.tgt_ids[a:z]
-            tgt_out[b, : z - a] = self.tgt_ids[a:z]
-            tgt_out[b, z - a] = EOS_ID
-        named = {column.field: torch.from_numpy(column.collate(loaded, rows, s, t))
-                 for column, loaded in self.loaded.values()}
-        targets = tuple(column.field for column, _ in self.loaded.values() if not column.source)
-        tokens = int(self.tgt_len[rows].sum())  # target items + one EOS each
-        return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows),
-                     named, tokens, targets)
 
 
 def batch_bounds(lengths: np.ndarray, max_tokens: int) -> list[int]:
