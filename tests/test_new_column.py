@@ -59,6 +59,21 @@ def test_convert_stores_src_depth_from_the_pure_function(depth_split):
     for row in rows:
         n = len(row["src_heads"])
         assert row["src_depth"] == F.forest_subword_depths(row["src_heads"], [n], row["src_subword_token"]).tolist()
+    done = subprocess.run([sys.executable, "-m", "synprep.cli", "validate", str(depth_split)], capture_output=True,
+                          text=True)  # validate recomputes every declared per-sub-word feature
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_validate_recomputes_a_declared_feature():
+    from synprep.validate import check_side
+
+    heads, owner = [2, 0, 2], [0, 1, 1, 2]
+    record = {"tokens": ["a", "bc", "d"], "heads": heads, "labels": ["x", "root", "y"],
+              "subwords": ["a", "b@@", "c", "d"], "subword_token": owner, "projective": True,
+              "depth": F.forest_subword_depths(heads, [3], owner).tolist()}
+    assert not [field for field, _ in check_side(record, ("depth",), {})]
+    record["depth"] = [0, 0, 0, 0]
+    assert [field for field, _ in check_side(record, ("depth",), {})] == ["depth"]
 
 
 def test_depth_column_is_stored_or_made_from_the_heads_alike(depth_split):
