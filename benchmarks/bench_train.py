@@ -53,11 +53,11 @@ from syntrain.data import (
     Vocab,
     arc_label_vocabulary,
     graph_rows,
-    label_vocabulary,
     read_split,
 )
 from syntrain.model import build_model
 from syntrain.shapes import LADDER_TEXT, compile_model, ladder_in_use
+from syntrain.switches.labels import label_vocabulary
 from syntrain.train import accumulate_gradients, autocast_context, data_options
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +78,7 @@ TREE_SWITCHES = {
     "bitran": dict(target="transitions", bidirectional=True),
     "bitran-approx": dict(target="transitions", bidirectional=True, bidirectional_prefixes=4),
 }
-ALL_FEATURES = {"distances": "bench", "labels": "bench", "src_heads": "bench", "tgt_heads": "bench"}
+ALL_FEATURES = {"parents": "bench", "distances": "bench", "labels": "bench", "src_heads": "bench", "tgt_heads": "bench"}
 # dense bf16 peak TFLOP/s by device name (model FLOPs utilisation when --peak-tflops is not given)
 BF16_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0}
 
@@ -105,7 +105,7 @@ def batches_from(args, tree: bool = False):
         if tree:
             options = data_options(build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
                                                **TREE_SWITCHES["gcn"]).cfg)
-            trans = ParallelData(args.data, vocab, 256, features=ALL_FEATURES, skip_null=True,
+            trans = ParallelData(args.data, vocab, 256, features={**ALL_FEATURES, "graph": "bench"}, skip_null=True,
                                  **{**options, "labels": labels})
             trans.ladder = args.ladder
             out["transitions"] = collated(trans, trans.batches(args.max_tokens, seed=0)[: args.steps], args.ladder)
@@ -128,8 +128,9 @@ def random_batches(args, tree: bool):
         distances = torch.from_numpy(np.stack([tree_distances(h) for h in heads]))
         src_head = torch.tensor([[max(h - 1, 0) for h in row] for row in heads])
         tgt_head = torch.minimum(torch.randint(0, s, (n, s), generator=g), torch.arange(s))
-        out.append(Batch(src, parent, tgt[:, :-1], tgt[:, 1:], None, distances, src_head, tgt_head,
-                         torch.randint(1, 40, (n, s), generator=g)))
+        named = {"parent": parent, "distances": distances, "src_head": src_head, "tgt_head": tgt_head,
+                 "labels": torch.randint(1, 40, (n, s), generator=g)}
+        out.append(Batch(src, tgt[:, :-1], tgt[:, 1:], None, named, targets=("tgt_head",)))
     batches = {"text": out}
     if tree:  # the same token budget: fewer, longer target rows
         label_ids = {label: i + 2 for i, label in enumerate(arcs)}
@@ -152,8 +153,9 @@ def random_batches(args, tree: bool):
                                                               for x in sequence])
                 ids[b, len(sequence) + 1] = 2
             graph = torch.from_numpy(graph_rows(sequences, label_ids))
-            batches["transitions"].append(Batch(batch.src[: len(sequences)], batch.parent[: len(sequences)],
-                                                ids[:, :-1], ids[:, 1:], None, graph=graph))
+            batches["transitions"].append(Batch(batch.src[: len(sequences)], ids[:, :-1], ids[:, 1:], None,
+                                                {"parent": batch.parent[: len(sequences)], "graph": graph},
+                                                targets=("graph",)))
     return 8000, [str(i) for i in range(38)], arcs, batches, "random batches (no shards found)"
 
 

@@ -86,6 +86,28 @@ def dbsa_heads(heads: Sequence[int], subword_token: Sequence[int]) -> np.ndarray
     return forest_dbsa_heads(heads, [len(heads)], subword_token)
 
 
+def forest_depths(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Per token of several trees (arguments as `forest_arrays`): the number of arcs from it to its tree's root
+    (the root: 0), int64. Every token walks up at once, one arc per step (at most the longest path)."""
+    parent = forest_arrays(heads, sizes)[0]
+    depth = np.zeros(len(parent), np.int64)
+    node = np.arange(len(parent))
+    for _ in range(len(parent)):  # a tree has no cycle: done after its height; the bound guards bad heads
+        up = parent[node] != node
+        if not up.any():
+            break
+        depth += up
+        node = np.where(up, parent[node], node)
+    return depth
+
+
+def forest_subword_depths(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
+                          subword_owner: Sequence[int] | np.ndarray) -> np.ndarray:
+    """`depth` of the sub-words of several trees at once (arguments as `forest_parent_positions`), int16: per
+    sub-word, the depth of its word (`forest_depths`; the root word's pieces: 0)."""
+    return forest_depths(heads, sizes)[np.asarray(subword_owner, dtype=np.int64)].astype(np.int16)
+
+
 def forest_subword_heads(rule: str, heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
                          subword_owner: Sequence[int] | np.ndarray) -> np.ndarray:
     """The sub-word heads a DBSA rule (`DBSA_RULES`) supervises: `dbsa_head` or `parent_first`, int16."""

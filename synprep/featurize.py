@@ -68,7 +68,7 @@ class FeatureColumns:
     distances: np.ndarray | None = None  # each sentence's token x token matrix, row-major, flat
     transitions: list[list[str] | None] | None = None
     dropped: dict[int, str] = field(default_factory=dict)  # position among the input trees -> reason
-    dbsa_head: np.ndarray | None = None
+    per_subword: dict[str, np.ndarray] = field(default_factory=dict)  # the `schema.SUBWORD_FEATURES` computed
     _starts: tuple | None = field(default=None, repr=False)
 
     @property
@@ -95,8 +95,8 @@ class FeatureColumns:
             record["labels"] = self.labels[t0:t1]
         if self.parent_mid is not None:
             record["parent_mid"], record["parent_first"] = self.parent_mid[s0:s1], self.parent_first[s0:s1]
-        if self.dbsa_head is not None:
-            record["dbsa_head"] = self.dbsa_head[s0:s1]
+        for name, values in self.per_subword.items():
+            record[name] = values[s0:s1]
         if self.distances is not None:
             record["distances"] = self.distances[cells[i]:cells[i + 1]]
         if self.transitions is not None:
@@ -127,14 +127,14 @@ class FeatureColumns:
             None if self.parent_first is None else self.parent_first[subwords],
             None if self.distances is None else self.distances[gather(self.n_tokens ** 2)],
             None if self.transitions is None else [self.transitions[i] for i in pick], dict(self.dropped),
-            None if self.dbsa_head is None else self.dbsa_head[subwords])
+            {name: values[subwords] for name, values in self.per_subword.items()})
 
     def arrays(self, fields: Sequence[pa.Field], prefix: str = "") -> list[pa.Array]:
         """Arrow arrays of the feature fields `fields` (named `prefix` + CONTRACT.md name), built from the
         flat columns (no per-row objects)."""
         lengths = {"tokens": self.n_tokens, "heads": self.n_tokens, "labels": self.n_tokens,
                    "subwords": self.n_subwords, "subword_token": self.n_subwords, "parent_mid": self.n_subwords,
-                   "parent_first": self.n_subwords, "dbsa_head": self.n_subwords, "distances": self.n_tokens ** 2}
+                   "parent_first": self.n_subwords, "distances": self.n_tokens ** 2}
         arrays = []
         for column in fields:
             name = column.name[len(prefix):]
@@ -144,6 +144,8 @@ class FeatureColumns:
                 arrays.append(S.plain_array(self.projective, column.type))
             elif name == "transitions":
                 arrays.append(S.list_array_of_lists(self.transitions, column.type))
+            elif name in self.per_subword:
+                arrays.append(S.list_array(self.per_subword[name], self.n_subwords, column.type))
             else:
                 arrays.append(S.list_array(getattr(self, name), lengths[name], column.type))
         return arrays
@@ -200,8 +202,9 @@ def featurize(trees: Sequence[Tree], config: FeatureConfig,
         columns.labels = labels
     if "parents" in wanted:
         columns.parent_mid, columns.parent_first = F.forest_parent_positions(heads, sizes, owner)
-    if "dbsa" in wanted:
-        columns.dbsa_head = F.forest_dbsa_heads(heads, sizes, owner)
+    for feature in S.SUBWORD_FEATURES:  # declared once in the schema: field, type, group, pure function
+        if feature.group in wanted:
+            columns.per_subword[feature.field] = getattr(F, feature.function)(heads, sizes, owner)
     if "distances" in wanted:
         columns.distances = F.forest_tree_distances(heads, sizes)
     if "transitions" in wanted:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
@@ -18,8 +19,35 @@ import pyarrow.compute as pc
 SCHEMA_VERSION = 2  # of convert shards; manifest.json's schema_version (CONTRACT.md "Shard encoding")
 READABLE_VERSIONS = (1, 2)  # 1: strings stored as strings, src/tgt_distances stored token x token
 
+
+
+@dataclass(frozen=True)
+class SubwordFeature:
+    """A per-sub-word feature made from each tree, declared here once: featurize, align, convert, the shards and
+    the readers take it from this declaration (no other edit). `group`: its `[features]` / `--features` name;
+    `field`: the CONTRACT.md field (`src_`/`tgt_` prefixed in convert shards); `kind`: its Arrow list type; `doc`:
+    the description stored in every shard; `function`: the name of its pure function in `synprep.features`,
+    `function(heads, sizes, subword_owner)` (several trees at once, as `forest_parent_positions`) -> one value
+    per sub-word."""
+
+    group: str
+    field: str
+    kind: pa.DataType
+    doc: str
+    function: str
+
+
+SUBWORD_FEATURES = (
+    SubwordFeature("dbsa", "dbsa_head", pa.list_(pa.int16()),
+                   "per sub-word: 0-based position of its DBSA head sub-word (a word's non-final piece: the next "
+                   "piece; its final piece: the head word's first piece; the root's final piece: itself)",
+                   "forest_dbsa_heads"),
+    SubwordFeature("depth", "depth", pa.list_(pa.int16()),
+                   "per sub-word: the number of arcs from its token to the root (the root token: 0)",
+                   "forest_subword_depths"),
+)
 # --features group -> the fields it adds (besides the always-present BASE_FIELDS)
-FEATURE_GROUPS = ("parents", "distances", "transitions", "labels", "dbsa")
+FEATURE_GROUPS = ("parents", "distances", "transitions", "labels", *(f.group for f in SUBWORD_FEATURES))
 DEFAULT_FEATURES = ("parents", "transitions", "labels")
 
 # Version 2 stores the string lists dictionary-encoded (per record batch: the batch's distinct strings once,
@@ -34,7 +62,7 @@ _FIELD_TYPES: dict[str, pa.DataType] = {
     "subword_token": pa.list_(pa.int16()),
     "parent_mid": pa.list_(pa.float32()),
     "parent_first": pa.list_(pa.int16()),
-    "dbsa_head": pa.list_(pa.int16()),
+    **{f.field: f.kind for f in SUBWORD_FEATURES},  # in their declared order
     "distances": pa.list_(pa.uint8()),  # token x token, row-major flattened
     "transitions": pa.list_(STRING_IDS),  # null when the tree cannot be encoded
     "projective": pa.bool_(),
@@ -56,8 +84,7 @@ FIELD_DOCS = {
     "subword_token": "per sub-word: 0-based index of its token",
     "parent_mid": "per sub-word: mean 0-based sub-word position of its token's head token (root: its own)",
     "parent_first": "per sub-word: 0-based position of the first sub-word of its token's head token (root: own)",
-    "dbsa_head": "per sub-word: 0-based position of its DBSA head sub-word (a word's non-final piece: the next "
-                 "piece; its final piece: the head word's first piece; the root's final piece: itself)",
+    **{f.field: f.doc for f in SUBWORD_FEATURES},
     "distances": "token x token tree distances (arcs), uint8 capped at 255, row-major: reshape (n, n), n = len(tokens)",
     "transitions": "arc-standard sequence, sub-words as SHIFT; null when the tree cannot be encoded",
     "projective": "the tree has no crossing arcs (the root arc included)",
@@ -68,7 +95,7 @@ GROUP_FIELDS = {
     "distances": ("distances",),
     "transitions": ("transitions",),
     "labels": ("labels",),
-    "dbsa": ("dbsa_head",),
+    **{f.group: (f.field,) for f in SUBWORD_FEATURES},
 }
 
 

@@ -21,6 +21,7 @@ from . import features as F
 from .bpe import SEPARATOR, align_subwords
 from .errors import InputError
 from .parallel import ordered_map
+from .schema import SUBWORD_FEATURES
 from .shards import SIDES, Manifest, Split, batch_rows, load_manifest, read_shard
 from .trees import find_cycle, is_projective, lift_projective
 
@@ -121,10 +122,11 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
             yield "parent_mid", f"stored {_short(record.get('parent_mid'))} != recomputed {_short(mid)}"
         if _differs(record.get("parent_first"), first):
             yield "parent_first", f"stored {_short(record.get('parent_first'))} != recomputed {_short(first)}"
-    if "dbsa" in groups:
-        dbsa = F.dbsa_heads(heads, owner)
-        if _differs(record.get("dbsa_head"), dbsa):
-            yield "dbsa_head", f"stored {_short(record.get('dbsa_head'))} != recomputed {_short(dbsa)}"
+    for feature in SUBWORD_FEATURES:  # the declared per-sub-word features (dbsa_head, ...), by their functions
+        if feature.group in groups:
+            expected = getattr(F, feature.function)(heads, [len(heads)], owner)
+            if _differs(record.get(feature.field), expected):
+                yield feature.field, f"stored {_short(record.get(feature.field))} != recomputed {_short(expected)}"
     if "distances" in groups and "distances" in record:  # shards of format 2 make them from heads where used
         expected = F.tree_distances(heads).ravel()
         if _differs(record.get("distances"), expected):

@@ -2,30 +2,15 @@
 BPE is per side, `[bpe] joint = false`), token-count batches.
 
 Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS. The encoder reads
-`subwords + [EOS]` with **no BOS on the source**, so source positions need no shift (`SRC_OFFSET = 0`) and
-`src_parent_mid` is used as is; the appended EOS has no parent (parent -1: its Pascal prior row is 1, i.e.
-no scaling). Pad positions also carry parent -1 (they are masked as keys anyway). The decoder reads
-`[BOS] + subwords` and predicts `subwords + [EOS]`.
+`subwords + [EOS]` with **no BOS on the source**, so source positions need no shift; the decoder reads
+`[BOS] + subwords` and predicts `subwords + [EOS]` (a target-side batch column starts at input position 1).
 
-Features of the other syntax switches (collated only when a switch asks for them, see FEATURE_COLUMNS):
-`distances` (B, S, S) sub-word syntax distances (made from `src_heads` by `synprep.features`:
-`forest_tree_distances`, then `subword_distances`; the EOS and pad
-rows/columns are 0: EOS stays inside every syntax-directed window, unscaled); `src_head` (B, S) the
-`src_parent_first` position of each source sub-word (-1: EOS, pad: no loss), `src_dbsa_head` the same of
-`src_dbsa_head`; `tgt_head` (B, T) the decoder *input* position (BOS shift: + 1) of the head (`tgt_parent_first`
-or `tgt_dbsa_head`, as the switch asks) of the sub-word read at each input position, -1 for BOS, pad
-and sub-words whose head comes later (the causal mask hides it: no loss). A split without `*_dbsa_head`
-(shards written before it, or without the `dbsa` group) gets it made from `*_heads` and `*_subword_token` by
-`synprep.features.forest_dbsa_heads`, the one implementation; `labels` (B, S) source label ids
-(0: EOS/pad, 1: a label unseen in training, 2... `label_vocabulary`), each piece taking its token's label.
+Batch features (`Batch.named`): only what the active switches ask for (`Switch.batch_columns`), collated as
+their modules declare it (`BatchColumn`, `Switch.columns`); this module names none of them.
 
 Tree decoding (`target = "transitions"`, docs/tree-decoding.md): the decoder reads `[BOS] + tgt_transitions`
 and predicts `tgt_transitions + [EOS]`; rows whose transitions are null are skipped (counted in
-`skipped_null`). `graph` (E, 5) int64 rows (batch row, parent, child, label id, step) are the edges of the
-generated graph (`synprep.features.TransitionState`) in decoder *input* positions (item position + 1, BOS
-shift), step = the input position of the arc that added the edge: the graph seen after reading input
-position p = the rows with step <= p. Label ids: 0 = self (GCN), 1 = a label unseen in training, 2...
-`arc_labels`.
+`skipped_null`); the generated graph of the transitions is a batch column of the tree switch.
 """
 
 from __future__ import annotations
@@ -35,8 +20,8 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -45,15 +30,7 @@ import torch
 
 from synprep import schema
 from synprep.errors import InputError
-from synprep.features import (
-    LEFT_ARC,
-    RIGHT_ARC,
-    forest_dbsa_heads,
-    forest_tree_distances,
-    per_subword,
-    subword_distances,
-    transition_edges,
-)
+from synprep.features import LEFT_ARC, RIGHT_ARC, transition_edges
 from synprep.shards import Manifest, open_split, release_pages, source_recipe
 
 from .shapes import padded_length
@@ -61,29 +38,12 @@ from .shapes import padded_length
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
-SRC_OFFSET = 0  # tokens prepended to the source (none): added to src_parent_mid
-NO_PARENT = -1.0
 
 # column names, checked once against the declared Arrow schema
 _ALL_FIELDS = {f.name for f in schema.pair_schema(schema.FEATURE_GROUPS, schema.FEATURE_GROUPS, version=1)}
 ID, SRC_TEXT, TGT_TEXT = "id", "src_text", "tgt_text"
-SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID = "src_subwords", "tgt_subwords", "src_parent_mid"
-SRC_PARENT_FIRST, TGT_PARENT_FIRST, SRC_DISTANCES = "src_parent_first", "tgt_parent_first", "src_distances"
-SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS = "src_labels", "src_subword_token", "tgt_transitions"
-SRC_HEADS, TGT_HEADS, TGT_SUBWORD_TOKEN = "src_heads", "tgt_heads", "tgt_subword_token"
-SRC_DBSA_HEAD, TGT_DBSA_HEAD = "src_dbsa_head", "tgt_dbsa_head"
-assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST, TGT_PARENT_FIRST,
-        SRC_DISTANCES, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS, SRC_HEADS, TGT_HEADS, TGT_SUBWORD_TOKEN,
-        SRC_DBSA_HEAD, TGT_DBSA_HEAD} <= _ALL_FIELDS
-# batch feature -> (shard column, the side and pipeline feature group that writes it); distances are made from
-# the heads that every shard has (shards of format 1 also stored them token x token: not read)
-FEATURE_COLUMNS = {"parents": (SRC_PARENT_MID, "src", "parents"),
-                   "distances": (SRC_HEADS, "src", "distances"), "labels": (SRC_LABELS, "src", "labels"),
-                   "src_heads": (SRC_PARENT_FIRST, "src", "parents"),
-                   "tgt_heads": (TGT_PARENT_FIRST, "tgt", "parents"),
-                   "src_dbsa_heads": (SRC_DBSA_HEAD, "src", "dbsa"), "tgt_dbsa_heads": (TGT_DBSA_HEAD, "tgt", "dbsa")}
-# columns made from the tree where a split lacks them: column -> (its heads, its subword_token)
-MADE_FROM_TREE = {SRC_DBSA_HEAD: (SRC_HEADS, SRC_SUBWORD_TOKEN), TGT_DBSA_HEAD: (TGT_HEADS, TGT_SUBWORD_TOKEN)}
+SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS = "src_subwords", "tgt_subwords", "tgt_transitions"
+assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS} <= _ALL_FIELDS
 LABEL_NONE, LABEL_UNKNOWN = 0, 1
 TARGETS = ("text", "transitions")  # what the decoder produces: sub-words, or arc-standard transitions
 
@@ -102,14 +62,6 @@ def transitions_error(path: str) -> str:
     """The one-line message for shards without the target transitions."""
     return (f"{path}: target = \"transitions\" needs {TGT_TRANSITIONS}: convert with [features] tgt = [..., "
             "\"transitions\"]")
-
-
-def label_vocabulary(table: pa.Table) -> list[str]:
-    """The sorted source dependency labels of a table (S&H; ids 2... in the order returned)."""
-    if SRC_LABELS not in table.column_names:
-        raise ValueError("S&H label embeddings need src_labels: convert with [features] src = [..., \"labels\"]")
-    return sorted(label for label in pc.unique(pc.list_flatten(table.column(SRC_LABELS))).to_pylist()
-                  if label is not None)
 
 
 RELEASE_EVERY = 8  # chunks (record batches of ~1000 rows) read between two `release_pages`
@@ -303,9 +255,7 @@ def _counted(tables: list[pa.Table], columns: list[str], min_freq: int) -> list[
 
 VOCAB_COLUMNS = (SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS)  # what Vocab.build counts (when present)
 # the columns the trainer reads (when present); of compressed shards only these are decompressed
-TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID, SRC_PARENT_FIRST,
-                 TGT_PARENT_FIRST, SRC_HEADS, SRC_LABELS, SRC_SUBWORD_TOKEN, TGT_TRANSITIONS,  # switches' too
-                 SRC_DBSA_HEAD, TGT_DBSA_HEAD, TGT_HEADS, TGT_SUBWORD_TOKEN)
+TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS)  # + the declared ones
 
 
 def in_memory(table: pa.Table) -> pa.Table:
@@ -331,7 +281,8 @@ def check_scored_split(path: str) -> None:
 
 def read_split(path: str, columns: Sequence[str] | None = None) -> tuple[pa.Table, Manifest]:
     """A synprep split folder -> (one table over its checked shards, its manifest). Uncompressed shards are
-    memory-mapped (zero-copy); of compressed ones only TRAIN_COLUMNS are read into RAM. `columns`: only those
+    memory-mapped (zero-copy); of compressed ones only TRAIN_COLUMNS and the
+    switches' declared columns are read into RAM. `columns`: only those
     of them that the split has (only they are validated and decoded; a stream's record batch is still read
     whole, so the memory-mapped pages of the others are touched too)."""
     split = open_split(path)
@@ -340,7 +291,8 @@ def read_split(path: str, columns: Sequence[str] | None = None) -> tuple[pa.Tabl
     if columns is not None:
         columns = [c for c in dict.fromkeys(columns) if c in split.columns]
     elif split.manifest.compression != "none":
-        columns = [c for c in TRAIN_COLUMNS if c in split.columns]
+        declared_columns = [c for column in declared().values() for c in column.shard_columns()]
+        columns = [c for c in dict.fromkeys([*TRAIN_COLUMNS, *declared_columns]) if c in split.columns]
     return split.table(columns), split.manifest
 
 
@@ -360,51 +312,122 @@ def prefetch(items: Sequence[Item], make: Callable[[Item], Made], depth: int = 2
             yield made
 
 
+class BatchColumn:
+    """A batch feature collated from the shards, declared by the switch that reads it (`Switch.columns`; the
+    data layer names no feature). `name`: the key a switch asks for in `batch_columns`; `field`: its name in the
+    batch (`Batch.features()`); `column`: the shard column read, written by pipeline feature group `group` of
+    `side` ("src"/"tgt", for the error when a split lacks it); `reads`: other shard columns it needs; `made_from`
+    + `make`: columns a split without `column` makes it from, `make(heads, sizes, global_owner)` (a per-sub-word
+    function of `synprep.features`); `pad`, `dtype`: the padded (B, S) or (B, T) array (tgt: decoder input
+    positions, after BOS); `source`: decoding reads it (False: target supervision, training only).
+
+    The defaults collate a per-sub-word number list; a switch overrides `load` (once per split) and `collate`
+    (per batch) for anything else (a matrix, ids from a vocabulary, a shift)."""
+
+    def __init__(self, name: str, column: str, side: str, group: str, field: str | None = None, *,
+                 pad: float = -1, dtype: type = np.int64, source: bool = True, reads: tuple[str, ...] = (),
+                 made_from: tuple[str, ...] = (), make: Callable[..., np.ndarray] | None = None) -> None:
+        self.name, self.column, self.side, self.group, self.field = name, column, side, group, field or name
+        self.pad, self.dtype, self.source, self.reads = pad, dtype, source, reads
+        self.made_from, self.make = made_from, make
+
+    def shard_columns(self) -> list[str]:
+        """Every shard column it may read (`read_split` decodes only these and the core ones)."""
+        return [name for name in (self.column, *self.reads, *self.made_from) if name]
+
+    def missing(self, names: Sequence[str]) -> bool:
+        """Whether a split with columns `names` cannot give this feature."""
+        names = set(names)
+        made = bool(self.made_from) and set(self.made_from) <= names
+        return not (self.column in names or made) or not set(self.reads) <= names
+
+    def load(self, data: ParallelData) -> tuple[np.ndarray, np.ndarray]:
+        """What `collate` slices, computed once per split: (flat values, int64 row offsets) of `column`, or made
+        from `made_from` by `make` where the split lacks it."""
+        table = data.table
+        if self.column in table.column_names or not self.made_from:
+            return flat_numbers(table.column(self.column))
+        heads, owner = (flat_numbers(table.column(name)) for name in self.made_from)
+        sizes, pieces = np.diff(heads[1]), np.diff(owner[1])
+        global_owner = owner[0].astype(np.int64) + np.repeat(heads[1][:-1], pieces)
+        return self.make(heads[0], sizes, global_owner), owner[1]
+
+    def row(self, values: np.ndarray) -> np.ndarray:
+        """One row's values as collated (default: as stored)."""
+        return values
+
+    def collate(self, loaded: tuple[np.ndarray, np.ndarray], rows: Sequence[int], s: int, t: int) -> np.ndarray:
+        """The padded (B, S) array (side "tgt": (B, T), values from decoder input position 1 on)."""
+        values, offsets = loaded
+        first = 1 if self.side == "tgt" else 0
+        out = np.full((len(rows), t if self.side == "tgt" else s), self.pad, self.dtype)
+        for b, row in enumerate(rows):
+            part = self.row(values[offsets[row] : offsets[row + 1]])
+            out[b, first : first + len(part)] = part
+        return out
+
+
+_COLUMNS: dict[str, tuple[BatchColumn, str]] = {}  # name -> (declaration, the switch that declared it)
+
+
+def declare(columns: Iterable[BatchColumn], by: str) -> None:
+    """Add the batch columns a switch declares (`switches.register` calls this); a name is declared once."""
+    for column in columns:
+        if column.name in _COLUMNS and _COLUMNS[column.name][1] != by:
+            raise ValueError(f"switch {by!r}: batch column {column.name!r} is already declared by switch "
+                             f"{_COLUMNS[column.name][1]!r}")
+        _COLUMNS[column.name] = (column, by)
+
+
+def declared(name: str | None = None) -> BatchColumn | dict[str, BatchColumn]:
+    """The declaration of batch column `name` (ValueError when no switch declares it), or all of them."""
+    if name is None:
+        return {key: column for key, (column, _) in _COLUMNS.items()}
+    if name not in _COLUMNS:
+        raise ValueError(f"no switch declares the batch column {name!r} (declared: "
+                         f"{', '.join(sorted(_COLUMNS)) or 'none: import syntrain.switches'})")
+    return _COLUMNS[name][0]
+
+
 @dataclass
 class Batch:
-    """Padded tensors of one batch; `index` = row numbers in the dataset."""
+    """Padded tensors of one batch; `index` = row numbers in the dataset; `named`: the batch features of the
+    switches by field name (read also as attributes: `batch.src_head`); `targets`: those of them that are
+    target supervision (not read by decoding)."""
 
     src: torch.Tensor  # (B, S) ids, subwords + EOS
-    parent: torch.Tensor | None  # (B, S) float parent positions, NO_PARENT for EOS and pad
     tgt_in: torch.Tensor  # (B, T) BOS + subwords
     tgt_out: torch.Tensor  # (B, T) subwords + EOS
-    index: np.ndarray
-    distances: torch.Tensor | None = None  # (B, S, S) uint8 sub-word syntax distances
-    src_head: torch.Tensor | None = None  # (B, S) head position (parent_first), -1 = none
-    tgt_head: torch.Tensor | None = None  # (B, T) head decoder input position, -1 = none
-    labels: torch.Tensor | None = None  # (B, S) source label ids
+    index: np.ndarray | None
+    named: dict[str, torch.Tensor] = field(default_factory=dict)
     target_tokens: int = -1  # non-pad tgt_out entries, counted at collation (-1: count when asked)
-    graph: torch.Tensor | None = None  # (E, 5) generated-graph edges (tree decoding; module docstring)
-    src_dbsa_head: torch.Tensor | None = None  # (B, S) DBSA head position (dbsa_head), -1 = none
+    targets: tuple[str, ...] = ()
+
+    def __getattr__(self, name: str) -> torch.Tensor:
+        named = self.__dict__.get("named") or {}
+        if name in named:
+            return named[name]
+        raise AttributeError(f"the batch has no feature {name!r} (collated: {', '.join(named) or 'none'})")
+
+    def _map(self, apply: Callable[[torch.Tensor], torch.Tensor]) -> Batch:
+        return Batch(apply(self.src), apply(self.tgt_in), apply(self.tgt_out), self.index,
+                     {name: apply(value) for name, value in self.named.items()}, self.tokens(), self.targets)
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         """The same batch on `device` (`non_blocking` copies from pinned memory overlap the running step)."""
-        def move(x: torch.Tensor | None) -> torch.Tensor | None:
-            return None if x is None else x.to(device, non_blocking=non_blocking)
-
-        return Batch(move(self.src), move(self.parent), move(self.tgt_in), move(self.tgt_out), self.index,
-                     move(self.distances), move(self.src_head), move(self.tgt_head), move(self.labels), self.tokens(),
-                     move(self.graph), move(self.src_dbsa_head))
+        return self._map(lambda x: x.to(device, non_blocking=non_blocking))
 
     def pin_memory(self) -> Batch:
         """The same batch in page-locked memory (for non-blocking copies to a GPU)."""
-        def pin(x: torch.Tensor | None) -> torch.Tensor | None:
-            return None if x is None else x.pin_memory()
-
-        return Batch(pin(self.src), pin(self.parent), pin(self.tgt_in), pin(self.tgt_out), self.index,
-                     pin(self.distances), pin(self.src_head), pin(self.tgt_head), pin(self.labels), self.tokens(),
-                     pin(self.graph), pin(self.src_dbsa_head))
+        return self._map(lambda x: x.pin_memory())
 
     def features(self) -> dict[str, torch.Tensor]:
         """The batch features the syntax switches read, by name (those collated)."""
-        named = {"parent": self.parent, "distances": self.distances, "src_head": self.src_head,
-                 "tgt_head": self.tgt_head, "labels": self.labels, "graph": self.graph,
-                 "src_dbsa_head": self.src_dbsa_head}
-        return {name: value for name, value in named.items() if value is not None}
+        return dict(self.named)
 
     def source_features(self) -> dict[str, torch.Tensor]:
         """The features of the source side only (what decoding reads; no target supervision)."""
-        return {name: value for name, value in self.features().items() if name not in ("tgt_head", "graph")}
+        return {name: value for name, value in self.named.items() if name not in self.targets}
 
     def tokens(self) -> int:
         """Target tokens (the loss normalizer); known without touching the device once collated."""
@@ -414,113 +437,27 @@ class Batch:
 
 
 def data_columns(features: dict[str, str], target: str, references: bool = True) -> list[str]:
-    """The columns ParallelData reads (when the split has them): the sub-words or transitions, source parents,
-    the collated `features`; with `references`, ids and texts too (scoring; the training split needs none)."""
-    needed = [SRC_SUBWORDS, TGT_SUBWORDS, SRC_PARENT_MID] + ([TGT_TRANSITIONS] if target == "transitions" else [])
-    needed += [FEATURE_COLUMNS[f][0] for f in features]
-    needed += [c for f in features for c in MADE_FROM_TREE.get(FEATURE_COLUMNS[f][0], ())]  # if the split lacks it
-    if "distances" in features or "labels" in features:
-        needed.append(SRC_SUBWORD_TOKEN)
+    """The columns ParallelData reads (when the split has them): the sub-words or transitions and the columns
+    of the collated `features`; with `references`, ids and texts too (scoring; the training split needs none)."""
+    needed = [SRC_SUBWORDS, TGT_SUBWORDS] + ([TGT_TRANSITIONS] if target == "transitions" else [])
+    needed += [c for name in features for c in declared(name).shard_columns()]
     return ([ID, SRC_TEXT, TGT_TEXT] if references else []) + list(dict.fromkeys(needed))
 
 
-class ParallelData:
-    """One split as flat id arrays + offsets, copied out of the memory-mapped shards (whose pages are then given
-    back: only the arrays stay in RAM; texts are read from the mapping when scoring).
+class Batching:
+    """Token-count batches of a split's kept rows and their collation (the arrays `ParallelData` loads:
+    `src_ids`/`src_off`, `tgt_ids`/`tgt_off`, `src_len`, `tgt_len`, `keep`, `loaded`, `ladder`)."""
 
-    `features`: batch features to collate besides `parent` (FEATURE_COLUMNS keys) -> the switch that needs
-    each (named in the error when the shards lack its column); `labels`: the label vocabulary (S&H).
-    `target` "transitions": targets are `tgt_transitions` (rows without them are skipped when `skip_null`,
-    else kept for decoding but left out of `loss_rows`); `arc_labels` (not None): collate the generated graph,
-    computed once per sentence here. `split`: the (table, manifest) of `path` when already read (`read_split`);
-    `table` alone: raw text prepared by synprep.prepare. `ladder` (set by the trainer): pad batch lengths to the
-    shape ladder of `syntrain.shapes`, capped at `ladder_limit` when > 0; the padding counts against
-    `max_tokens` in `batches`."""
-
-    def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
-                 configuration: dict | None = None, features: dict[str, str] | None = None,
-                 labels: Sequence[str] = (), target: str = "text", arc_labels: Sequence[str] | None = None,
-                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None, copy: bool = False
-                 ) -> None:
-        self.path = path
-        if table is None:
-            self.table, manifest = split or read_split(path, data_columns(features or {}, target))
-            if copy:  # references and sources read later (validation, test scoring) are not mapped from shards
-                self.table = in_memory(self.table)
-            self.configuration, self.signature = manifest.configuration, manifest.signature
-        else:  # raw text prepared by synprep.prepare
-            self.table, self.configuration, self.signature = table, configuration or {}, {}
-        self.vocab = vocab
-        if target not in TARGETS:
-            raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
-        self.target = target
-        self.root = self.configuration.get("features", {}).get("root", "drop")
-        self.src_ids, self.src_off = vocab.src.encode_column(self.table.column(SRC_SUBWORDS))
-        null = np.zeros(self.table.num_rows, dtype=bool)
-        if target == "transitions" and table is None:  # raw text has no targets
-            if TGT_TRANSITIONS not in self.table.column_names:
-                raise ValueError(transitions_error(path))
-            column = self.table.column(TGT_TRANSITIONS)
-            null = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-            self.tgt_ids, self.tgt_off = vocab.encode_column(column)
-        else:
-            self.tgt_ids, self.tgt_off = vocab.encode_column(self.table.column(TGT_SUBWORDS))
-        self.skipped_null = int(null.sum())
-        self.arc_labels = None if arc_labels is None else {label: i + 2 for i, label in enumerate(arc_labels)}
-        self.has_parents = SRC_PARENT_MID in self.table.column_names
-        if self.has_parents:
-            self.parents = flat_numbers(self.table.column(SRC_PARENT_MID), np.float32, SRC_OFFSET)[0]
-        self.features = dict(features or {})
-        for feature, switch in self.features.items():
-            column, side, group = FEATURE_COLUMNS[feature]
-            made_from = MADE_FROM_TREE.get(column, ())
-            if column not in self.table.column_names and not (made_from and
-                                                              set(made_from) <= set(self.table.column_names)):
-                raise ValueError(f"{path}: {switch} needs {column}: convert with [features] {side} = [..., "
-                                 f"\"{group}\"]")
-        self.columns = {FEATURE_COLUMNS[f][0]: self._numbers(FEATURE_COLUMNS[f][0])
-                        for f in self.features if f not in ("parents", "labels")}  # parents: always collated
-        if "distances" in self.features or "labels" in self.features:
-            self.columns[SRC_SUBWORD_TOKEN] = flat_numbers(self.table.column(SRC_SUBWORD_TOKEN))
-        if "labels" in self.features:  # label strings -> ids once (per token)
-            known = pa.array(list(labels), pa.string())
-            self.columns[SRC_LABELS] = encode_strings(self.table.column(SRC_LABELS), known, 2, LABEL_UNKNOWN)
-        self.src_len = np.diff(self.src_off) + 1  # + EOS
-        self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
-        self.keep = np.arange(len(self.src_len))
-        if skip_null:
-            self.keep = self.keep[~null]
-        if max_len:
-            self.keep = self.keep[(self.src_len[self.keep] <= max_len) & (self.tgt_len[self.keep] <= max_len)]
-        self.loss_rows = self.keep[~null[self.keep]]  # rows with a target (validation loss)
-        # shape ladder (syntrain.shapes): pad batch lengths to its rungs (capped at `ladder_limit` when > 0)
-        self.ladder, self.ladder_limit = False, 0
-        self.graphs = None if arc_labels is None else self._graphs(null)
-
-    def _numbers(self, column: str) -> tuple[np.ndarray, np.ndarray]:
-        """A numeric list column as (flat values, offsets); one of MADE_FROM_TREE that the split lacks is made
-        from its side's heads and subword_token."""
-        if column in self.table.column_names or column not in MADE_FROM_TREE:
-            return flat_numbers(self.table.column(column))
-        heads, owner = (flat_numbers(self.table.column(name)) for name in MADE_FROM_TREE[column])
-        sizes, pieces = np.diff(heads[1]), np.diff(owner[1])
-        global_owner = owner[0].astype(np.int64) + np.repeat(heads[1][:-1], pieces)
-        return forest_dbsa_heads(heads[0], sizes, global_owner), owner[1]
-
-    def _graphs(self, null: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every row's generated graph (E, 4) (parent, child, label id, step; decoder input positions), flat with
-        int64 row offsets: computed once, collated by slicing."""
-        itos = np.array(self.vocab.itos, dtype=object)
-        sequences = [[] if null[row] else itos[self.tgt_ids[self.tgt_off[row] : self.tgt_off[row + 1]]].tolist()
-                     for row in range(len(self.tgt_len))]
-        edges = [graph_rows([sequence], self.arc_labels or {}, self.root)[:, 1:] for sequence in sequences]
-        offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.int64)
-        return (np.concatenate(edges) if edges else np.zeros((0, 4), np.int64)), offsets
-
-    @property
-    def tgt_lang(self) -> str:
-        """Target language code from the pipeline configuration ('' if unknown)."""
-        return self.configuration.get("tgt_lang", "")
+    src_ids: np.ndarray
+    src_off: np.ndarray
+    tgt_ids: np.ndarray
+    tgt_off: np.ndarray
+    src_len: np.ndarray
+    tgt_len: np.ndarray
+    keep: np.ndarray
+    loaded: dict[str, Any]
+    ladder: bool
+    ladder_limit: int
 
     def __len__(self) -> int:
         return len(self.keep)
@@ -528,18 +465,6 @@ class ParallelData:
     def longest(self) -> int:
         """Tokens of the longest kept row (the longer side, with EOS/BOS): the least a batch must hold."""
         return int(np.maximum(self.src_len, self.tgt_len)[self.keep].max()) if len(self.keep) else 0
-
-    def reference_transitions(self, rows: Sequence[int]) -> list[list[str] | None]:
-        """The target transitions of the given rows (None where null or not in the shards)."""
-        if TGT_TRANSITIONS not in self.table.column_names:
-            return [None] * len(rows)
-        column = self.table.column(TGT_TRANSITIONS)
-        return [column[int(i)].as_py() for i in rows]
-
-    def references(self, rows: Sequence[int]) -> list[str]:
-        """Raw target sentences (`tgt_text`) of the given rows."""
-        texts = self.table.column(TGT_TEXT)
-        return [texts[int(i)].as_py() for i in rows]
 
     def batches(self, max_tokens: int, seed: int = 0, epoch: int = 0, shuffle: bool = True,
                 rows: np.ndarray | None = None) -> list[np.ndarray]:
@@ -572,77 +497,125 @@ class ParallelData:
         return len(rows), self.padded(int(self.src_len[rows].max())), self.padded(int(self.tgt_len[rows].max()))
 
     def collate(self, rows: Sequence[int]) -> Batch:
-        """Rows -> padded tensors (right padding, to the shape ladder when `ladder` is on)."""
+        """Rows -> padded tensors (right padding, to the shape ladder when `ladder` is on), with the requested
+        batch columns (`BatchColumn.collate`)."""
         n, s, t = self.shape(rows)
         src = np.full((n, s), PAD_ID, np.int64)
-        parent = np.full((n, s), NO_PARENT, np.float32)
         tgt_in = np.full((n, t), PAD_ID, np.int64)
         tgt_out = np.full((n, t), PAD_ID, np.int64)
         for b, row in enumerate(rows):
             a, z = self.src_off[row], self.src_off[row + 1]
             src[b, : z - a] = self.src_ids[a:z]
             src[b, z - a] = EOS_ID
-            if self.has_parents:
-                parent[b, : z - a] = self.parents[a:z]
             a, z = self.tgt_off[row], self.tgt_off[row + 1]
             tgt_in[b, 0] = BOS_ID
             tgt_in[b, 1 : z - a + 1] = self.tgt_ids[a:z]
             tgt_out[b, : z - a] = self.tgt_ids[a:z]
             tgt_out[b, z - a] = EOS_ID
-        extra = self._collate_features(rows, s, t)
-        if self.graphs is not None:
-            extra["graph"] = torch.from_numpy(self.collate_graph(rows))
+        named = {column.field: torch.from_numpy(column.collate(loaded, rows, s, t))
+                 for column, loaded in self.loaded.values()}
+        targets = tuple(column.field for column, _ in self.loaded.values() if not column.source)
         tokens = int(self.tgt_len[rows].sum())  # target items + one EOS each
-        return Batch(torch.from_numpy(src), torch.from_numpy(parent) if self.has_parents else None,
-                     torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows), **extra,
-                     target_tokens=tokens)
+        return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows),
+                     named, tokens, targets)
 
-    def collate_graph(self, rows: Sequence[int]) -> np.ndarray:
-        """(E, 5) graph edges of the given rows (batch row, then the cached edges; module docstring)."""
-        edges, offsets = self.graphs
-        parts = [edges[offsets[row] : offsets[row + 1]] for row in rows]
-        batch = np.repeat(np.arange(len(parts)), [len(part) for part in parts])
-        return np.column_stack([batch, np.concatenate(parts)]) if parts else np.zeros((0, 5), np.int64)
 
-    def _row(self, column: str, row: int) -> np.ndarray:
-        values, offsets = self.columns[column]
-        return values[offsets[row] : offsets[row + 1]]
+class References:
+    """What scoring reads of a split's table (`table`, `configuration`): raw target texts, target transitions."""
 
-    def _collate_features(self, rows: Sequence[int], s: int, t: int) -> dict[str, torch.Tensor]:
-        """The requested syntax features of `rows`, padded (conventions: module docstring)."""
-        out: dict[str, np.ndarray] = {}
-        if "distances" in self.features:
-            out["distances"] = np.zeros((len(rows), s, s), np.uint8)
-        if "labels" in self.features:
-            out["labels"] = np.full((len(rows), s), LABEL_NONE, np.int64)
-        head_columns = {name: column for feature, name, column in (
-            ("src_heads", "src_head", SRC_PARENT_FIRST), ("src_dbsa_heads", "src_dbsa_head", SRC_DBSA_HEAD),
-            ("tgt_heads", "tgt_head", TGT_PARENT_FIRST), ("tgt_dbsa_heads", "tgt_head", TGT_DBSA_HEAD))
-            if feature in self.features}
-        for name in head_columns:
-            out[name] = np.full((len(rows), t if name == "tgt_head" else s), -1, np.int64)
-        if "distances" in out:  # token x token, made from the heads of all rows at once
-            heads = [self._row(SRC_HEADS, row) for row in rows]
-            sizes = np.array([len(h) for h in heads], np.int64)
-            cells = np.concatenate([[0], np.cumsum(sizes * sizes)])
-            token_distances = forest_tree_distances(np.concatenate(heads) if heads else np.zeros(0, np.int64), sizes)
-        for b, row in enumerate(rows):
-            if "distances" in out or "labels" in out:
-                owner = self._row(SRC_SUBWORD_TOKEN, row)
-                n = len(owner)
-                if "distances" in out:
-                    out["distances"][b, :n, :n] = subword_distances(token_distances[cells[b] : cells[b + 1]], owner)
-                if "labels" in out:
-                    out["labels"][b, :n] = per_subword(self._row(SRC_LABELS, row), owner)
-            for name in ("src_head", "src_dbsa_head"):
-                if name in head_columns:
-                    head = self._row(head_columns[name], row)
-                    out[name][b, : len(head)] = head
-            if "tgt_head" in head_columns:
-                head = self._row(head_columns["tgt_head"], row).astype(np.int64)
-                position = np.arange(len(head))
-                out["tgt_head"][b, 1 : len(head) + 1] = np.where(head <= position, head + 1, -1)
-        return {name: torch.from_numpy(array) for name, array in out.items()}
+    table: pa.Table
+    configuration: dict
+
+    @property
+    def tgt_lang(self) -> str:
+        """Target language code from the pipeline configuration ('' if unknown)."""
+        return self.configuration.get("tgt_lang", "")
+
+    def reference_transitions(self, rows: Sequence[int]) -> list[list[str] | None]:
+        """The target transitions of the given rows (None where null or not in the shards)."""
+        if TGT_TRANSITIONS not in self.table.column_names:
+            return [None] * len(rows)
+        column = self.table.column(TGT_TRANSITIONS)
+        return [column[int(i)].as_py() for i in rows]
+
+    def references(self, rows: Sequence[int]) -> list[str]:
+        """Raw target sentences (`tgt_text`) of the given rows."""
+        texts = self.table.column(TGT_TEXT)
+        return [texts[int(i)].as_py() for i in rows]
+
+
+class ParallelData(Batching, References):
+    """One split as flat id arrays + offsets, copied out of the memory-mapped shards (whose pages are then given
+    back: only the arrays stay in RAM; texts are read from the mapping when scoring).
+
+    `features`: batch columns to collate (names declared by the switches, `BatchColumn`) -> the switch that
+    needs each (named in the error when the shards lack its column); `labels`: the source label vocabulary and
+    `arc_labels`: the graph's labels (what the columns of the switches that use them read from here).
+    `target` "transitions": targets are `tgt_transitions` (rows without them are skipped when `skip_null`,
+    else kept for decoding but left out of `loss_rows`). `split`: the (table, manifest) of `path` when already
+    read (`read_split`); `table` alone: raw text prepared by synprep.prepare. `ladder` (set by the trainer): pad
+    batch lengths to the shape ladder of `syntrain.shapes`, capped at `ladder_limit` when > 0; the padding counts
+    against `max_tokens` in `batches`. Batching and the references: the two base classes."""
+
+    def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
+                 configuration: dict | None = None, features: dict[str, str] | None = None,
+                 labels: Sequence[str] = (), target: str = "text", arc_labels: Sequence[str] | None = None,
+                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None, copy: bool = False
+                 ) -> None:
+        self.path = path
+        if table is None:
+            self.table, manifest = split or read_split(path, data_columns(features or {}, target))
+            if copy:  # references and sources read later (validation, test scoring) are not mapped from shards
+                self.table = in_memory(self.table)
+            self.configuration, self.signature = manifest.configuration, manifest.signature
+        else:  # raw text prepared by synprep.prepare
+            self.table, self.configuration, self.signature = table, configuration or {}, {}
+        self.vocab = vocab
+        if target not in TARGETS:
+            raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+        self.target = target
+        self.root = self.configuration.get("features", {}).get("root", "drop")
+        self.null = self._encode(table is None)
+        self.skipped_null = int(self.null.sum())
+        self.labels = list(labels)
+        self.arc_labels = None if arc_labels is None else {label: i + 2 for i, label in enumerate(arc_labels)}
+        self.features = dict(features or {})
+        self.loaded = self._load_columns()
+        self.src_len = np.diff(self.src_off) + 1  # + EOS
+        self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
+        self.keep = np.arange(len(self.src_len))
+        if skip_null:
+            self.keep = self.keep[~self.null]
+        if max_len:
+            self.keep = self.keep[(self.src_len[self.keep] <= max_len) & (self.tgt_len[self.keep] <= max_len)]
+        self.loss_rows = self.keep[~self.null[self.keep]]  # rows with a target (validation loss)
+        # shape ladder (syntrain.shapes): pad batch lengths to its rungs (capped at `ladder_limit` when > 0)
+        self.ladder, self.ladder_limit = False, 0
+
+    def _encode(self, has_targets: bool) -> np.ndarray:
+        """Source and target ids (`src_ids`/`src_off`, `tgt_ids`/`tgt_off`); the rows without a target (null
+        transitions) as a mask. Raw text (`has_targets` false) has no targets."""
+        self.src_ids, self.src_off = self.vocab.src.encode_column(self.table.column(SRC_SUBWORDS))
+        null = np.zeros(self.table.num_rows, dtype=bool)
+        if self.target == "transitions" and has_targets:
+            if TGT_TRANSITIONS not in self.table.column_names:
+                raise ValueError(transitions_error(self.path))
+            column = self.table.column(TGT_TRANSITIONS)
+            null = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            self.tgt_ids, self.tgt_off = self.vocab.encode_column(column)
+        else:
+            self.tgt_ids, self.tgt_off = self.vocab.encode_column(self.table.column(TGT_SUBWORDS))
+        return null
+
+    def _load_columns(self) -> dict[str, Any]:
+        """Each requested batch column checked against the split (a one-line error naming the switch and the
+        feature group to convert with) and loaded once (`BatchColumn.load`)."""
+        columns = {name: declared(name) for name in self.features}
+        for name, column in columns.items():
+            if column.missing(self.table.column_names):
+                raise ValueError(f"{self.path}: {self.features[name]} needs {column.column}: convert with [features] "
+                                 f"{column.side} = [..., \"{column.group}\"]")
+        return {name: (column, column.load(self)) for name, column in columns.items()}
 
 
 def batch_bounds(lengths: np.ndarray, max_tokens: int) -> list[int]:

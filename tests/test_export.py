@@ -16,6 +16,7 @@ from synprep.export import export_split
 from synprep.shards import open_split
 from synprep.synth import SynthConfig, write_corpus
 from synprep.trees import is_projective
+from syntrain import switches  # noqa: F401 (registers the switches and the batch columns they declare)
 from syntrain.data import ParallelData, Vocab, read_split
 
 OLD_SHARDS = Path(__file__).resolve().parent / "data" / "switches" / "shards" / "train"  # format 1, no dbsa_head

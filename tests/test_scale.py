@@ -151,7 +151,8 @@ def test_format_2_holds_everything_format_1_held(v2_of_the_v1_corpus, split):
 
 
 def test_the_trainer_reads_both_formats_alike(v2_of_the_v1_corpus):
-    from syntrain.data import ParallelData, Vocab, label_vocabulary, read_split
+    from syntrain.data import ParallelData, Vocab, read_split
+    from syntrain.switches.labels import label_vocabulary
 
     tables = {name: read_split(str(root / "train"))[0] for name, root in (("v1", SHARDS_V1), ("v2",
                                                                                    v2_of_the_v1_corpus))}
@@ -159,7 +160,7 @@ def test_the_trainer_reads_both_formats_alike(v2_of_the_v1_corpus):
     assert vocabs["v1"].itos == vocabs["v2"].itos
     labels = label_vocabulary(tables["v1"])
     assert labels == label_vocabulary(tables["v2"])
-    features = {"distances": "a", "labels": "b", "src_heads": "c", "tgt_heads": "d"}
+    features = {"distances": "a", "labels": "b", "src_heads": "c", "tgt_heads": "d", "parents": "e"}
     batches = {}
     for name, root in (("v1", SHARDS_V1), ("v2", v2_of_the_v1_corpus)):
         for target in ("text", "transitions"):
@@ -271,7 +272,7 @@ def test_the_trainer_holds_its_arrays_not_the_shards(v2_of_the_v1_corpus, monkey
     from syntrain.data import ParallelData, Vocab, read_split
 
     split = v2_of_the_v1_corpus / "train"
-    features = {"distances": "a", "labels": "b", "src_heads": "c", "tgt_heads": "d"}
+    features = {"distances": "a", "labels": "b", "src_heads": "c", "tgt_heads": "d", "parents": "e"}
     made = {}
     for every in (1, 10**6):  # pages given back after each chunk, or only at the end of each column
         monkeypatch.setattr(data_module, "RELEASE_EVERY", every)
@@ -282,10 +283,14 @@ def test_the_trainer_holds_its_arrays_not_the_shards(v2_of_the_v1_corpus, monkey
         assert shard_pages_resident(split) == 0  # every column read was copied out, its pages given back
         assert made[every].table.num_rows > 0 and shard_pages_resident(split) == 0
     one, other = made.values()
-    for name in ("src_ids", "src_off", "tgt_ids", "tgt_off", "parents"):
+    for name in ("src_ids", "src_off", "tgt_ids", "tgt_off"):
         assert np.array_equal(getattr(one, name), getattr(other, name)), name
-    for name, (values, offsets) in one.columns.items():
-        assert np.array_equal(values, other.columns[name][0]) and np.array_equal(offsets, other.columns[name][1])
+    def arrays(loaded):  # the numpy arrays a batch column loaded, nested tuples flattened
+        return [loaded] if isinstance(loaded, np.ndarray) else [a for part in loaded for a in arrays(part)]
+
+    for name, (_, loaded) in one.loaded.items():
+        mine, theirs = arrays(loaded), arrays(other.loaded[name][1])
+        assert len(mine) == len(theirs) and all(np.array_equal(a, b) for a, b in zip(mine, theirs)), name
     subwords = table.column("src_subwords").to_pylist()
     assert [vocab.itos[i] for i in one.src_ids[one.src_off[3] : one.src_off[4]]] == subwords[3]
     assert shard_pages_resident(split) > 0  # the check can see pages: reading the texts mapped some

@@ -13,9 +13,10 @@ import pytest
 import torch
 
 from synprep.synth import SynthConfig, write_corpus
-from syntrain.data import ParallelData, Vocab, arc_label_vocabulary, label_vocabulary, read_split
+from syntrain.data import ParallelData, Vocab, arc_label_vocabulary, read_split
 from syntrain.model import build_model
 from syntrain.shapes import choose_attention, ladder_in_use, ladder_rungs, padded_length
+from syntrain.switches.labels import label_vocabulary
 from syntrain.train import TrainConfig, accumulate_gradients, data_options, make_optimizer
 
 SMALL = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0)

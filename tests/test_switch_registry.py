@@ -24,7 +24,7 @@ SWITCHES = {switch.name: switch for switch in registered()}
 
 
 def test_the_built_in_switches_are_registered_in_their_order():
-    assert list(SWITCHES) == ["pascal", "directed", "parse_head", "sync", "labels", "tree"]
+    assert list(SWITCHES) == ["pascal", "directed", "parse_head", "sync", "labels", "depth", "tree"]
 
 
 @pytest.mark.parametrize("name", sorted(SWITCHES))

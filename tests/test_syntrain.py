@@ -16,10 +16,10 @@ import torch
 
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.attention import MultiHeadAttention
-from syntrain.data import EOS_ID, NO_PARENT, PAD_ID, ParallelData, Vocab, raw_source, read_split
+from syntrain.data import EOS_ID, PAD_ID, ParallelData, Vocab, raw_source, read_split
 from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
-from syntrain.switches.pascal import PascalHeads, parent_prior
+from syntrain.switches.pascal import NO_PARENT, PascalHeads, parent_prior
 from syntrain.train import TrainConfig, load_checkpoint, train, training_device
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -180,7 +180,7 @@ def test_flex_kernel_errors_propagate(monkeypatch):
 def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
     """Encoder Pascal layers on the flex kernel: the same greedy translations as the math kernel."""
     vocab = Vocab.build([read_split(str(shards / "train"))[0]])
-    data = ParallelData(str(shards / "test"), vocab)
+    data = ParallelData(str(shards / "test"), vocab, features={"parents": "Pascal"})
     torch.manual_seed(0)
     model = build_model(vocab_size=len(vocab), **{**SMALL, "pascal_heads": [3, 1]}).eval()
     batch = data.collate(data.keep[:12])
@@ -274,7 +274,7 @@ def test_device_choice():
 def test_data_shifts_and_batches(shards):
     table, manifest = read_split(str(shards / "train"))
     vocab = Vocab.build([table])
-    data = ParallelData(str(shards / "train"), vocab)
+    data = ParallelData(str(shards / "train"), vocab, features={"parents": "Pascal"})
     batches = data.batches(300, seed=1, epoch=0)
     assert sorted(np.concatenate(batches).tolist()) == list(range(len(data)))
     for rows in batches:
@@ -462,7 +462,7 @@ def test_gradient_accumulation_equals_one_big_batch(shards):
     from syntrain.train import accumulate_gradients
 
     vocab = Vocab.build([read_split(str(shards / "train"))[0]])
-    data = ParallelData(str(shards / "train"), vocab)
+    data = ParallelData(str(shards / "train"), vocab, features={"parents": "Pascal"})
     first, second = data.batches(400, seed=1)[:2]
     model = build_model(vocab_size=len(vocab), **{**SMALL, "dropout": 0.0, "parent_ignore": 0.0})
     cpu, plain = torch.device("cpu"), contextlib.nullcontext()
@@ -485,7 +485,7 @@ def test_beam_of_one_is_greedy(shards, tmp_path):
     train(TrainConfig(data=str(shards / "train"), out=str(tmp_path), model={**SMALL, "dropout": 0.0}, max_tokens=600,
                       max_steps=40, lr=3e-3, warmup=10, log_interval=20, threads=1))
     model, vocab, _ = load_checkpoint(str(tmp_path / "last.pt"))
-    data = ParallelData(str(shards / "test"), vocab)
+    data = ParallelData(str(shards / "test"), vocab, features={"parents": "Pascal"})
     batch = data.collate(data.keep[:30])
     greedy_ids = [[t for t in ids if t != PAD_ID] for ids in greedy(model, batch.src, parent=batch.parent)]
     assert beam_search(model, batch.src, parent=batch.parent, beam=1) == greedy_ids

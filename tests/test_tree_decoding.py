@@ -384,7 +384,8 @@ def test_tiny_model_learns_synthetic_transitions_to_exact_trees(shards):
                    gcn_layers=1)
     torch.manual_seed(0)
     model = build_model("tiny", vocab_size=len(vocab), **options)
-    data = ParallelData(path, vocab, skip_null=True, **data_options(model.cfg))
+    data = ParallelData(path, vocab, skip_null=True, features=model.cfg.batch_features(training=True),
+                        **data_options(model.cfg))
     rows = data.keep[np.argsort(data.tgt_len[data.keep], kind="stable")][:6]
     batch = data.collate(rows)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)

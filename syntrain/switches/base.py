@@ -7,7 +7,9 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
 
 - `check(cfg)`: cross-field checks that need no data (ValueError naming the field);
 - `describe()`: its part of the run header's "syntax switches" line;
-- `batch_columns(training)`: batch features it reads (syntrain.data.FEATURE_COLUMNS keys) -> who needs them;
+- `columns`: the batch columns it declares (`syntrain.data.BatchColumn`: the shard column read, how it is
+  padded and collated; the data layer collates only what switches declare); `batch_columns(training)`: the
+  names of those it reads in this run -> who needs them;
 - `data_options()`: ParallelData options (the target, graph labels, source labels); `prepare(cfg, table,
   manifest, vocab)`: its data-derived option values, set once (`ModelConfig.fill`) before the model is built;
 - `attention_hooks(stack, layer, kind)`: `AttentionHook`s for one attention module (scale / mask / extra
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import torch
 
+from ..data import BatchColumn, declare
 from ..sizes import ModelSizes
 
 if TYPE_CHECKING:
@@ -129,6 +132,7 @@ class Switch(Generic[C]):
     example: ClassVar[dict[str, Any]] = {}  # [model] options that turn it on in a small model (docs, generic tests)
     # values of its options that a checkpoint stored before they existed was trained with (when not the default)
     stored_defaults: ClassVar[dict[str, Any]] = {}
+    columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (read via `batch_columns`)
     recomputes_prefix = False  # decoding re-runs the decoder over the whole prefix (no incremental cache)
     output_length_factor = 1.5  # decoding stops after this many output items per source sub-word (+ 10)
 
@@ -185,7 +189,8 @@ class Switch(Generic[C]):
         return self.name
 
     def batch_columns(self, training: bool) -> dict[str, str]:
-        """Batch features it reads (FEATURE_COLUMNS keys) -> who needs them; `training` adds loss supervision."""
+        """Batch columns it reads (names of declared `columns`) -> who needs them; `training` adds loss
+        supervision."""
         return {}
 
     def data_options(self) -> dict[str, Any]:
@@ -288,6 +293,7 @@ def register(switch: type[Switch]) -> type[Switch]:
     if not switch.name or switch.name in _REGISTRY:
         raise ValueError(f"a switch needs a new name, got {switch.name!r}")
     _check_names(switch)
+    declare(switch.columns, switch.name)
     _REGISTRY[switch.name] = switch
     return switch
 

@@ -10,13 +10,17 @@ and added through their own output projection.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
+from synprep.features import forest_tree_distances, subword_distances
 from synprep.tables import option
 
+from ..data import BatchColumn, ParallelData, flat_numbers
 from .base import AttentionHook, Features, ModelOptions, Switch, register
 
 
@@ -87,6 +91,28 @@ class DirectedHeads(AttentionHook):
         return attn.directed_out(context.transpose(1, 2).reshape(*x.shape[:2], -1))
 
 
+class DistanceColumn(BatchColumn):
+    """`distances` (B, S, S) uint8 sub-word syntax distances, made from the source heads of the batch's rows at
+    once (`forest_tree_distances`, then `subword_distances`); the EOS and pad rows/columns are 0: EOS stays
+    inside every syntax-directed window, unscaled. (Shards of format 1 also stored them token x token: not read.)"""
+
+    def load(self, data: ParallelData) -> tuple:
+        return tuple(flat_numbers(data.table.column(name)) for name in (self.column, *self.reads))
+
+    def collate(self, loaded: tuple, rows: Sequence[int], s: int, t: int) -> np.ndarray:
+        (heads, head_offsets), (owners, owner_offsets) = loaded
+        out = np.zeros((len(rows), s, s), np.uint8)
+        parts = [heads[head_offsets[row] : head_offsets[row + 1]] for row in rows]
+        sizes = np.array([len(h) for h in parts], np.int64)
+        cells = np.concatenate([[0], np.cumsum(sizes * sizes)])
+        token_distances = forest_tree_distances(np.concatenate(parts) if parts else np.zeros(0, np.int64), sizes)
+        for b, row in enumerate(rows):
+            owner = owners[owner_offsets[row] : owner_offsets[row + 1]]
+            n = len(owner)
+            out[b, :n, :n] = subword_distances(token_distances[cells[b] : cells[b + 1]], owner)
+        return out
+
+
 @dataclass
 class DirectedConfig:
     """[model] options of syntax-directed attention."""
@@ -111,6 +137,8 @@ class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, s
         options = self.options
         kind = "double" if options.double_context else "single"
         return f"syntax-directed heads {options.directed_heads} ({kind} context, n {options.directed_n})"
+
+    columns = (DistanceColumn("distances", "src_heads", "src", "distances", reads=("src_subword_token",)),)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"distances": "syntax-directed attention"}

@@ -7,16 +7,49 @@ token's dependency label (batch feature "labels": ids 0 = none (EOS, pad), 1 = a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import torch
 from torch import nn
 
+from synprep.features import per_subword
 from synprep.tables import option
 
-from ..data import label_vocabulary
+from ..data import LABEL_NONE, LABEL_UNKNOWN, BatchColumn, ParallelData, encode_strings, flat_numbers
 from .base import Features, ModelOptions, Switch, register
+
+SRC_LABELS = "src_labels"
+
+
+def label_vocabulary(table: pa.Table) -> list[str]:
+    """The sorted source dependency labels of a table (S&H; ids 2... in the order returned)."""
+    if SRC_LABELS not in table.column_names:
+        raise ValueError("S&H label embeddings need src_labels: convert with [features] src = [..., \"labels\"]")
+    return sorted(label for label in pc.unique(pc.list_flatten(table.column(SRC_LABELS))).to_pylist()
+                  if label is not None)
+
+
+class LabelColumn(BatchColumn):
+    """`labels` (B, S) source label ids (0: EOS/pad, 1: a label unseen in training, 2... the split's
+    `labels`), each piece taking its token's label; the label strings become ids once per split."""
+
+    def load(self, data: ParallelData) -> tuple:
+        known = pa.array(list(data.labels), pa.string())
+        return (encode_strings(data.table.column(self.column), known, 2, LABEL_UNKNOWN),
+                flat_numbers(data.table.column(self.reads[0])))
+
+    def collate(self, loaded: tuple, rows: Sequence[int], s: int, t: int) -> np.ndarray:
+        (labels, label_offsets), (owners, owner_offsets) = loaded
+        out = np.full((len(rows), s), LABEL_NONE, np.int64)
+        for b, row in enumerate(rows):
+            owner = owners[owner_offsets[row] : owner_offsets[row + 1]]
+            out[b, : len(owner)] = per_subword(labels[label_offsets[row] : label_offsets[row + 1]], owner)
+        return out
 
 
 @dataclass
@@ -49,6 +82,8 @@ class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, sw
 
     def data_options(self) -> dict[str, Any]:
         return {"labels": self.options.source_labels}
+
+    columns = (LabelColumn("labels", SRC_LABELS, "src", "labels", reads=("src_subword_token",)),)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"labels": "S&H label embeddings"}

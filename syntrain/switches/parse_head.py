@@ -21,14 +21,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 import torch
 from torch import nn
 
-from synprep.features import DBSA_RULES
+from synprep.features import DBSA_RULES, forest_dbsa_heads
 from synprep.tables import option
 
+from ..data import BatchColumn
 from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
 from .tree import TreeDecoding
+
+
+class TargetHeadColumn(BatchColumn):
+    """`tgt_head` (B, T): the decoder *input* position (BOS shift: + 1) of the head of the sub-word read at each
+    input position; -1 for BOS, pad and sub-words whose head comes later (the causal mask hides it: no loss)."""
+
+    def row(self, values: np.ndarray) -> np.ndarray:
+        head = values.astype(np.int64)
+        return np.where(head <= np.arange(len(head)), head + 1, -1)
+
+
+# (B, S) / (B, T) head positions, -1 = none (EOS, pad); `*_dbsa_head` of shards written without the `dbsa`
+# group is made from the side's heads and subword_token (`forest_dbsa_heads`, the one implementation)
+HEAD_COLUMNS = (
+    BatchColumn("src_heads", "src_parent_first", "src", "parents", "src_head"),
+    BatchColumn("src_dbsa_heads", "src_dbsa_head", "src", "dbsa", "src_dbsa_head",
+                made_from=("src_heads", "src_subword_token"), make=forest_dbsa_heads),
+    TargetHeadColumn("tgt_heads", "tgt_parent_first", "tgt", "parents", "tgt_head", source=False),
+    TargetHeadColumn("tgt_dbsa_heads", "tgt_dbsa_head", "tgt", "dbsa", "tgt_head", source=False,
+                     made_from=("tgt_heads", "tgt_subword_token"), make=forest_dbsa_heads),
+)
 
 ENCODER, DECODER, LISA = "parse_encoder", "parse_decoder", "lisa"  # record names
 
@@ -124,6 +147,8 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
         if options.lisa_layer:
             on.append(f"LISA encoder layer {options.lisa_layer} (lambda {options.lisa_lambda})")
         return "; ".join(on)
+
+    columns = HEAD_COLUMNS
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         need, options = {}, self.options

@@ -18,13 +18,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
 from synprep.features import gaussian
 from synprep.tables import option
 
+from ..data import BatchColumn
 from .base import AttentionHook, Features, ModelOptions, Switch, register
+
+NO_PARENT = -1.0  # the parent of EOS and pad (no scaling)
+# `src_parent_mid` as is (no BOS on the source: no shift); EOS and pad rows: NO_PARENT
+PARENT = BatchColumn("parents", "src_parent_mid", "src", "parents", "parent", pad=NO_PARENT, dtype=np.float32)
 
 
 def prior_rows(parent: torch.Tensor, ignore_prob: float = 0.0, training: bool = False) -> torch.Tensor:
@@ -117,6 +123,8 @@ class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_
     def describe(self) -> str:
         options = self.options
         return f"pascal heads {options.pascal_heads} (sigma2 {options.pascal_sigma2}, q {options.parent_ignore})"
+
+    columns = (PARENT,)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"parents": "Pascal attention"}

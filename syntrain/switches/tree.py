@@ -28,8 +28,45 @@ from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, from_transiti
 from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
-from ..data import EOS_ID, PAD_ID, SPECIALS, TARGETS, Vocab, arc_label_vocabulary, graph_rows, is_arc
+from ..data import (
+    EOS_ID,
+    PAD_ID,
+    SPECIALS,
+    TARGETS,
+    BatchColumn,
+    ParallelData,
+    Vocab,
+    arc_label_vocabulary,
+    graph_rows,
+    is_arc,
+)
 from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
+
+
+class GraphColumn(BatchColumn):
+    """`graph` (E, 5) int64 rows (batch row, parent, child, label id, step): the edges of the graph the target
+    transitions generate (`synprep.features.TransitionState`) in decoder *input* positions (item position + 1,
+    BOS shift), step = the input position of the arc that added the edge: the graph seen after reading input
+    position p = the rows with step <= p. Label ids: 0 = self (GCN), 1 = a label unseen in training, 2...
+    `arc_labels`. Made from the split's target ids once (rows with null transitions: no edges)."""
+
+    def missing(self, names: Sequence[str]) -> bool:
+        return False  # made from the targets (a split without transitions fails as the target)
+
+    def load(self, data: ParallelData) -> tuple[np.ndarray, np.ndarray]:
+        itos = np.array(data.vocab.itos, dtype=object)
+        sequences = [[] if data.null[row] else itos[data.tgt_ids[data.tgt_off[row] : data.tgt_off[row + 1]]].tolist()
+                     for row in range(len(data.tgt_off) - 1)]
+        edges = [graph_rows([sequence], data.arc_labels or {}, data.root)[:, 1:] for sequence in sequences]
+        offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.int64)
+        return (np.concatenate(edges) if edges else np.zeros((0, 4), np.int64)), offsets
+
+    def collate(self, loaded: tuple[np.ndarray, np.ndarray], rows: Sequence[int], s: int, t: int) -> np.ndarray:
+        edges, offsets = loaded
+        parts = [edges[offsets[row] : offsets[row + 1]] for row in rows]
+        batch = np.repeat(np.arange(len(parts)), [len(part) for part in parts])
+        return np.column_stack([batch, np.concatenate(parts)]) if parts else np.zeros((0, 5), np.int64)
+
 
 # token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
 # the end (EOS), never (PAD, BOS, UNK)
@@ -278,6 +315,11 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
 
     def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
         return tree_scores(pieces, data.reference_transitions(rows), self.options.transition_root)
+
+    columns = (GraphColumn("graph", "", "tgt", "transitions", source=False),)  # made from the target ids
+
+    def batch_columns(self, training: bool) -> dict[str, str]:
+        return {"graph": "the generated graph (PARENT, GCN)"} if self.options.uses_graph else {}
 
     def data_options(self) -> dict[str, Any]:
         options = self.options
