@@ -408,7 +408,7 @@ def env(checkpoint: str | None) -> None:
                 for name, cls in config_parts().items() if name != "sizes"]
     click.echo("syntax switches ([model] keys, all off by default): " + "; ".join(switches))
     if checkpoint:
-        from .train import load_checkpoint
+        from .checkpoints import load_checkpoint
 
         try:
             model, _, _ = load_checkpoint(checkpoint)

@@ -70,7 +70,7 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
     from .config import signature_differences
     from .data import ParallelData
     from .decode import translate
-    from .train import load_checkpoint
+    from .checkpoints import load_checkpoint
 
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
     data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
@@ -133,7 +133,7 @@ def describe(run: str, written: list[str] | None = None) -> tuple[str, object, o
     checkpoint, path = os.path.join(run, "best.pt"), os.path.join(run, DESCRIPTION)
     if os.path.isfile(checkpoint):
         from .config import stored_model_config, stored_train_config
-        from .train import read_checkpoint
+        from .checkpoints import read_checkpoint
 
         ckpt = read_checkpoint(checkpoint)
         cfg = stored_model_config(ckpt, checkpoint)

@@ -31,11 +31,12 @@ from synprep.shards import open_split
 from synprep.textio import atomic_write
 
 from .attention import flex_available
-from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
+from .checkpoints import checkpoint_vocab, load_checkpoint, load_weights, read_checkpoint, save_checkpoint
 from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split, separate_bpe
 from .decode import bleu_metric, score, translate
 from .model import PRESETS, ModelConfig, Transformer, prepared_config
+from .runfiles import default_run_dir, existing_run_files, prune_step_checkpoints
 from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 from .travel import SOURCE_DIR, write_source_files
@@ -196,21 +197,6 @@ def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
     return graphs
 
 
-def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
-    """A checkpoint file as its dict; an unreadable or foreign file is a ValueError naming it."""
-    from synprep.textio import regular_file
-
-    regular_file(path, "the checkpoint")
-    try:
-        ckpt = torch.load(path, map_location=device, weights_only=False)
-    except Exception as error:  # pickle/zip errors of all kinds
-        raise ValueError(f"{path}: not a readable checkpoint ({type(error).__name__}: {error})") from None
-    missing = [key for key in ("model", "model_config", "vocab") if not isinstance(ckpt, dict) or key not in ckpt]
-    if missing:
-        raise ValueError(f"{path}: not a syntrain checkpoint (no {', '.join(missing)})")
-    return ckpt
-
-
 TREE_KEYS = ("valid_trees", "exact_outputs", "exact_uas", "exact_las")
 
 
@@ -226,50 +212,6 @@ def tree_text(result: dict) -> str:
 def data_options(cfg: ModelConfig) -> dict[str, Any]:
     """ParallelData options a model needs: its target, and the graph's label ids (the switches' data_options)."""
     return cfg.data_options()
-
-
-def load_checkpoint(path: str, device: str | torch.device = "cpu") -> tuple[Transformer, Vocab, dict]:
-    """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict)."""
-    ckpt = read_checkpoint(path, device)
-    mcfg = stored_model_config(ckpt, path)
-    vocab = checkpoint_vocab(ckpt, mcfg, path)
-    model = Transformer(mcfg).to(device)  # new keys: their defaults
-    load_weights(model, ckpt["model"], path)
-    return model.eval(), vocab, ckpt
-
-
-def checkpoint_vocab(ckpt: dict, mcfg: ModelConfig, path: str) -> Vocab:
-    """The checkpoint's vocabulary, checked against its recorded model configuration (one line naming the file
-    when they disagree: a model would decode through another vocabulary than it was trained with)."""
-    try:
-        vocab = Vocab.from_checkpoint(ckpt)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{path}: the stored vocabulary is damaged ({err})") from None
-    if len(vocab) != mcfg.vocab_size:
-        raise ValueError(f"{path}: the stored vocabulary has {len(vocab)} entries but the recorded model "
-                         f"configuration {mcfg.vocab_size} (a checkpoint pieced together from two runs?)")
-    if len(vocab.source or ()) != mcfg.src_vocab_size:
-        raise ValueError(f"{path}: the stored source vocabulary has {len(vocab.source or ())} entries but the "
-                         f"recorded model configuration {mcfg.src_vocab_size} (0: joint)")
-    return vocab
-
-
-def load_weights(model: torch.nn.Module, weights: dict, path: str) -> None:
-    """model.load_state_dict, with a mismatch between the recorded configuration and the weights as one line
-    naming the file and the first differing tensor (no traceback of every key)."""
-    own = model.state_dict()
-    if not isinstance(weights, dict):
-        raise ValueError(f"{path}: the stored weights are damaged (not a table of tensors)")
-    missing, extra = [k for k in own if k not in weights], [k for k in weights if k not in own]
-    shapes = [f"{k} {tuple(weights[k].shape)} where the configuration gives {tuple(v.shape)}" for k, v in own.items()
-              if k in weights and hasattr(weights[k], "shape") and tuple(weights[k].shape) != tuple(v.shape)]
-    problem = (shapes[0] if shapes else f"no weights for {missing[0]}" if missing
-               else f"weights {extra[0]} that the configuration has no place for" if extra else "")
-    if problem:
-        count = len(shapes) + len(missing) + len(extra)
-        raise ValueError(f"{path}: the weights do not fit the recorded model configuration: {problem}"
-                         f"{f' (and {count - 1} more)' if count > 1 else ''}")
-    model.load_state_dict(weights)
 
 
 def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,

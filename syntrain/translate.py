@@ -11,7 +11,7 @@ from synprep.textio import decode_line, open_binary
 
 from .data import ParallelData
 from .decode import translate_nbest
-from .train import load_checkpoint
+from .checkpoints import load_checkpoint
 from .travel import travelling_recipe
 
 Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
