@@ -130,11 +130,11 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
         with no_sync:
             with autocast:
                 outputs = model(batch.src, batch.tgt_in, features)
-            target, weight = batch.tgt_out, 1.0
+            gold, weight = batch.tgt_out, 1.0
             if outputs.loss_positions is not None:  # only some positions predicted: scaled to all
-                target = target.masked_fill(~outputs.loss_positions, PAD_ID)
-                weight = batch.tokens() / (target != PAD_ID).sum().clamp(min=1)  # on the device: no sync
-            loss = weight * F.cross_entropy(outputs.logits.float().flatten(0, 1), target.flatten(),
+                gold = gold.masked_fill(~outputs.loss_positions, PAD_ID)
+                weight = batch.tokens() / (gold != PAD_ID).sum().clamp(min=1)  # on the device: no sync
+            loss = weight * F.cross_entropy(outputs.logits.float().flatten(0, 1), gold.flatten(),
                                             ignore_index=PAD_ID, label_smoothing=label_smoothing,
                                             reduction="sum") / tokens
             objective = loss
@@ -197,16 +197,12 @@ def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
     return graphs
 
 
-TREE_KEYS = ("valid_trees", "exact_outputs", "exact_uas", "exact_las")
+SCORE_KEYS = ("loss", "bleu", "chrf", "bleu_signature", "chrf_signature")  # `evaluate`'s own; the rest: switches'
 
 
-def tree_text(result: dict) -> str:
-    """The tree measure of a tree-decoding model's scores, for a log line ('' for other models)."""
-    if "valid_trees" not in result:
-        return ""
-    uas, las = result["exact_uas"], result["exact_las"]
-    exact = f", UAS {uas:.2f} / LAS {las:.2f} on them" if uas is not None else ""
-    return f" | valid trees {result['valid_trees']:.1f}% | outputs = reference {result['exact_outputs']:.1f}%{exact}"
+def scores_text(model: Transformer, result: dict) -> str:
+    """The switches' measures in an evaluation's `result`, for a log line ('' when none)."""
+    return "".join(switch.scores_text(result) for switch in model.switches)
 
 
 def data_options(cfg: ModelConfig) -> dict[str, Any]:
@@ -231,7 +227,7 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, pieces=pieces)
     metrics = {"loss": round(total / max(tokens, 1), 4),
                **score(hyps, data.references(rows), data.tgt_lang, cfg.bleu_tokenize)}
-    for switch in model.switches:  # measures of the output's structure (trees)
+    for switch in model.switches:  # measures of the outputs beyond their text
         metrics.update(switch.output_scores(pieces, data, rows))
     model.train()
     return metrics
@@ -498,10 +494,10 @@ def validate_and_save(run: Run, stop: bool) -> bool:
         result = evaluate(run.raw_model, run.valid_data, run.vocab, cfg, run.device, cfg.eval_beam,
                           cfg.eval_sentences)
         run.log(f"step {run.step} | valid loss {result['loss']:.3f} | BLEU {result['bleu']:.2f} | "
-                f"chrF {result['chrf']:.2f}{tree_text(result)}")
+                f"chrF {result['chrf']:.2f}{scores_text(run.raw_model, result)}")
         run.record({"step": run.step, "valid_loss": result["loss"], "valid_bleu": result["bleu"],
-                    "valid_chrf": result["chrf"], **{f"valid_{key}": result[key] for key in TREE_KEYS
-                                                     if key in result}})
+                    "valid_chrf": result["chrf"], **{f"valid_{key}": value for key, value in result.items()
+                                                     if key not in SCORE_KEYS}})
         value = result["bleu"] if cfg.best_metric == "bleu" else result["loss"]
         improved = run.best is None or (value > run.best if cfg.best_metric == "bleu" else value < run.best)
         run.best, run.bad_evals = (value, 0) if improved else (run.best, run.bad_evals + 1)
@@ -620,7 +616,7 @@ def score_test_split(run: Run) -> None:
     result = evaluate(model_best, eval_data(cfg.test, run.vocab, run.mcfg), run.vocab, cfg, run.device,
                       cfg.test_beam)
     run.log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
-            f"{tree_text(result)}"
+            f"{scores_text(model_best, result)}"
             f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}")
     run.record({"step": run.step, "test": cfg.test, **{f"test_{k}": v for k, v in result.items()}})
 
