@@ -11,7 +11,8 @@ the generated graph above the decoder embeddings; ablations `gcn_labeled`, `gcn_
 The generated graph comes as the batch feature "graph", (E, 5) edge rows (batch row, parent, child, label id,
 step) in decoder input positions (`syntrain.data`); a position p sees the edges with step <= limit[p]: p
 itself (one causal pass) or the prefix end (BiTran). `transition_root` and `arc_labels` are derived from the
-training split and its vocabulary.
+training split and its vocabulary. Decoding is constrained to valid trees (`TreeConstraint`); what the outputs
+are beyond their text (the tree measure, the trees as CoNLL-U, the `syntrain compare` column) is in `tree_output`.
 """
 
 from __future__ import annotations
