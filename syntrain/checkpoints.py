@@ -1,57 +1,77 @@
-"""Run folders and checkpoint files: which files make a run, keeping the last N step checkpoints, averaging.
-
-A run folder holds `last.pt`, `best.pt`, `vocab.json` (+ `vocab.src.json`: a source vocabulary of its own),
-`metrics.jsonl`, `config.toml`, `train.log`, with
-`--keep-last N` also `checkpoint_<step>.pt` (the N most recent), and with `--tensorboard` a `tensorboard/` folder.
+"""Checkpoint files: reading and loading one (model, vocabulary, the whole dict), writing one safely, averaging
+the checkpoints of a run. What makes a run folder's files is `syntrain.runfiles`.
 """
 
 from __future__ import annotations
 
-import glob
 import os
-import re
-import shutil
-import time
 
 import torch
 
-RUN_FILES = ("last.pt", "best.pt", "vocab.json", "vocab.src.json", "metrics.jsonl", "config.toml",
-             "train.log")
-STEP_CHECKPOINT = re.compile(r"checkpoint_(\d+)\.pt$")
+from .config import stored_model_config
+from .data import Vocab
+from .model import ModelConfig, Transformer
 
 
-def default_run_dir(name: str, root: str = "runs") -> str:
-    """`runs/<name>-<YYYYmmdd-HHMMSS>`: a fresh folder per run when no --out is given."""
-    return os.path.join(root, f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
+    """A checkpoint file as its dict; an unreadable or foreign file is a ValueError naming it."""
+    from synprep.textio import regular_file
+
+    regular_file(path, "the checkpoint")
+    try:
+        ckpt = torch.load(path, map_location=device, weights_only=False)
+    except Exception as error:  # pickle/zip errors of all kinds
+        raise ValueError(f"{path}: not a readable checkpoint ({type(error).__name__}: {error})") from None
+    missing = [key for key in ("model", "model_config", "vocab") if not isinstance(ckpt, dict) or key not in ckpt]
+    if missing:
+        raise ValueError(f"{path}: not a syntrain checkpoint (no {', '.join(missing)})")
+    return ckpt
 
 
-def step_checkpoints(out: str) -> list[str]:
-    """The `checkpoint_<step>.pt` files of a run folder, oldest step first."""
-    found = [(int(m.group(1)), path) for path in glob.glob(os.path.join(out, "checkpoint_*.pt"))
-             if (m := STEP_CHECKPOINT.search(os.path.basename(path)))]
-    return [path for _, path in sorted(found)]
+def load_checkpoint(path: str, device: str | torch.device = "cpu", mcfg: ModelConfig | None = None
+                    ) -> tuple[Transformer, Vocab, dict]:
+    """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict). `mcfg`: the model config
+    when the caller has it already (a run scoring its own best.pt), else the checkpoint's is built."""
+    ckpt = read_checkpoint(path, device)
+    mcfg = mcfg or stored_model_config(ckpt, path)
+    vocab = checkpoint_vocab(ckpt, mcfg, path)
+    model = Transformer(mcfg).to(device)  # new keys: their defaults
+    load_weights(model, ckpt["model"], path)
+    return model.eval(), vocab, ckpt
 
 
-def existing_run_files(out: str) -> list[str]:
-    """Names of the files of an earlier run in `out` (empty when there is none)."""
-    names = [name for name in RUN_FILES if os.path.exists(os.path.join(out, name))]
-    names += [os.path.basename(path) for path in step_checkpoints(out)]
-    if os.path.isdir(os.path.join(out, "tensorboard")):
-        names.append("tensorboard/")
-    return names
+def checkpoint_vocab(ckpt: dict, mcfg: ModelConfig, path: str) -> Vocab:
+    """The checkpoint's vocabulary, checked against its recorded model configuration (one line naming the file
+    when they disagree: a model would decode through another vocabulary than it was trained with)."""
+    try:
+        vocab = Vocab.from_checkpoint(ckpt)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path}: the stored vocabulary is damaged ({err})") from None
+    if len(vocab) != mcfg.sizes.vocab_size:
+        raise ValueError(f"{path}: the stored vocabulary has {len(vocab)} entries but the recorded model "
+                         f"configuration {mcfg.sizes.vocab_size} (a checkpoint pieced together from two runs?)")
+    if len(vocab.source or ()) != mcfg.sizes.src_vocab_size:
+        raise ValueError(f"{path}: the stored source vocabulary has {len(vocab.source or ())} entries but the "
+                         f"recorded model configuration {mcfg.sizes.src_vocab_size} (0: joint)")
+    return vocab
 
 
-def clear_run(out: str) -> None:
-    """Delete the files of an earlier run in `out` (only those; other files stay)."""
-    for name in existing_run_files(out):
-        path = os.path.join(out, name)
-        shutil.rmtree(path) if name.endswith("/") else os.remove(path)
-
-
-def prune_step_checkpoints(out: str, keep: int) -> None:
-    """Keep the `keep` most recent `checkpoint_<step>.pt` files of `out`, delete the older ones."""
-    for path in step_checkpoints(out)[:-keep] if keep > 0 else []:
-        os.remove(path)
+def load_weights(model: torch.nn.Module, weights: dict, path: str) -> None:
+    """model.load_state_dict, with a mismatch between the recorded configuration and the weights as one line
+    naming the file and the first differing tensor (no traceback of every key)."""
+    own = model.state_dict()
+    if not isinstance(weights, dict):
+        raise ValueError(f"{path}: the stored weights are damaged (not a table of tensors)")
+    missing, extra = [k for k in own if k not in weights], [k for k in weights if k not in own]
+    shapes = [f"{k} {tuple(weights[k].shape)} where the configuration gives {tuple(v.shape)}" for k, v in own.items()
+              if k in weights and hasattr(weights[k], "shape") and tuple(weights[k].shape) != tuple(v.shape)]
+    problem = (shapes[0] if shapes else f"no weights for {missing[0]}" if missing
+               else f"weights {extra[0]} that the configuration has no place for" if extra else "")
+    if problem:
+        count = len(shapes) + len(missing) + len(extra)
+        raise ValueError(f"{path}: the weights do not fit the recorded model configuration: {problem}"
+                         f"{f' (and {count - 1} more)' if count > 1 else ''}")
+    model.load_state_dict(weights)
 
 
 def run_identity(ckpt: dict) -> dict:

@@ -237,7 +237,21 @@ def _prompted(lines: Iterator[str]) -> Iterator[str]:
         yield line
 
 
-@cli.command(name="eval")
+class SwitchOutputs(click.Command):
+    """A command with one `--NAME PATH` option per output file a registered switch declares (`Switch.outputs`),
+    after its --subsets option; looked up when the command runs or shows its help (the registry imports torch)."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        from .switches import registered
+
+        params = super().get_params(ctx)
+        at = next(i + 1 for i, param in enumerate(params) if param.name == "subsets_dir")
+        added = [click.Option([f"--{name}", f"{name}_path"], type=click.Path(dir_okay=False), help=help_text)
+                 for switch in registered() for name, (help_text, _) in switch.outputs.items()]
+        return params[:at] + added + params[at:]
+
+
+@cli.command(name="eval", cls=SwitchOutputs)
 @click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
@@ -247,34 +261,31 @@ def _prompted(lines: Iterator[str]) -> Iterator[str]:
 @click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")
-@click.option("--trees", "trees_path", type=click.Path(dir_okay=False),
-              help="Tree-decoding models: also write the predicted target trees (CoNLL-U).")
 @click.option("--bleu-tokenize", type=DeclaredType("train", "bleu_tokenize"), default="auto", show_default=True,
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
 @click.option("--normalize-refs", multiple=True, type=click.Choice(NORMALIZERS),
               help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
 def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max_tokens: int,
-          output_path: str | None, subsets_dir: str | None, trees_path: str | None, bleu_tokenize: str,
-          normalize_refs: tuple[str, ...]) -> None:
+          output_path: str | None, subsets_dir: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...],
+          **output_paths: str | None) -> None:
     """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
-    subsets); for tree-decoding models (target = transitions) also the tree measure (docs/tree-decoding.md)."""
+    subsets), and the measures of the model's switches (tree decoding: the tree measure, docs/tree-decoding.md)."""
     from synprep.challenge import load_subsets
     from synprep.errors import InputError
 
+    from .checkpoints import load_checkpoint
     from .data import ParallelData, check_scored_split
-    from .decode import bleu_tokenizer, conllu_block, score, tree_rows, tree_scores
+    from .decode import bleu_tokenizer, score
     from .decode import translate as run_translate
-    from .train import data_options, load_checkpoint, tree_text
 
     device = _device()
     try:
         model, vocab, ckpt = load_checkpoint(checkpoint, device)
-        if trees_path and model.cfg.target != "transitions":
-            raise ValueError("--trees needs a tree-decoding model (target = \"transitions\")")
+        writers = _output_writers(model.switches, output_paths)
         check_scored_split(data_path)
-        options = data_options(model.cfg)
-        if "tgt_transitions" not in open_columns(data_path):  # decoding needs no reference transitions
-            options["target"] = "text"
+        options, columns = model.cfg.data_options(), open_columns(data_path)
+        for switch in model.switches:
+            options.update(switch.evaluation_options(columns))
         data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False), **options)
     except (ValueError, FileNotFoundError, InputError) as e:
         raise click.ClickException(str(e)) from e
@@ -286,10 +297,9 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     if output_path:
         with open(output_path, "w", encoding="utf-8") as f:
             f.writelines(h + "\n" for h in hyps)
-    if trees_path:
-        with open(trees_path, "w", encoding="utf-8") as f:
-            for row, output in zip(data.keep, pieces):
-                f.write(conllu_block(tree_rows(output, model.cfg.section("tree").transition_root), str(int(row))))
+    for name, (path, switch) in writers.items():
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(switch.output_file(name, pieces, data.keep))
     from synprep.normalize import normalizer
 
     normalize = normalizer(normalize_refs)
@@ -307,10 +317,27 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         name = os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) or "model"
         click.echo("\n".join(["", *subset_table([(name, hyps)], references, split_ids, subsets,
                                                  tokenize=bleu_tokenizer(data.tgt_lang, bleu_tokenize))]))
-    if model.cfg.target == "transitions":
-        trees = tree_scores(pieces, data.reference_transitions(data.keep),
-                            model.cfg.section("tree").transition_root)
-        click.echo(f"trees:{tree_text(trees)[2:]}")
+    for switch in model.switches:
+        text = switch.scores_text(switch.output_scores(pieces, data, data.keep), line=True)
+        if text:
+            click.echo(text)
+
+
+def _output_writers(switches: list, paths: dict[str, str | None]) -> dict[str, tuple[str, object]]:
+    """Output name -> (its path, the switch of the model that writes it) for each `--NAME PATH` given; ValueError
+    when no switch of the model writes that output."""
+    from .switches import registered
+
+    writers = {}
+    for option, path in paths.items():
+        name = option.removesuffix("_path")
+        if path:
+            writer = next((switch for switch in switches if name in switch.outputs), None)
+            if writer is None:
+                needs = next(switch.outputs[name][1] for switch in registered() if name in switch.outputs)
+                raise ValueError(f"--{name} needs {needs}")
+            writers[name] = (path, writer)
+    return writers
 
 
 def open_columns(path: str) -> list[str]:
@@ -408,7 +435,7 @@ def env(checkpoint: str | None) -> None:
                 for name, cls in config_parts().items() if name != "sizes"]
     click.echo("syntax switches ([model] keys, all off by default): " + "; ".join(switches))
     if checkpoint:
-        from .train import load_checkpoint
+        from .checkpoints import load_checkpoint
 
         try:
             model, _, _ = load_checkpoint(checkpoint)

@@ -12,9 +12,11 @@ description to RUN/describe.json: the only files compare writes into a run folde
 writes) or only RUN/test.hyp (hypotheses brought back from another machine: one line per pair of the split, in
 split order), described by RUN/describe.json ({"switches": str, "seed": int, "steps": int}) when present, else
 '?'. The same whole-split numbers come from `sacrebleu REF -i RUN1/test.hyp RUN2/test.hyp -m bleu chrf
---paired-bs`. Prints Markdown tables (docs/results.md). Tree-decoding runs (target =
-transitions) are scored on their text (transition tokens removed); their outputs' transitions go to
-RUN/test.trans (one line per pair) and the `trees` column gives the tree measure (docs/tree-decoding.md).
+--paired-bs`. Prints Markdown tables (docs/results.md). Runs are scored on their outputs' text; a switch may
+keep more of its outputs beside RUN/test.hyp (`Switch.run_files`) and values in RUN/describe.json
+(`describe_run`), and add a column to the table (`compare_header`, `compare_column`): tree decoding keeps its
+outputs' transitions in RUN/test.trans (one line per pair) and its `trees` column gives the tree measure
+(docs/tree-decoding.md).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from synprep.textio import atomic_write
 
 HYPOTHESES = "test.hyp"
 HYPOTHESES_KEY = "test.hyp.json"  # what RUN/test.hyp was decoded from: checkpoint, split, decoding settings
-TRANSITIONS = "test.trans"
 DESCRIPTION = "describe.json"
 
 
@@ -67,10 +68,10 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
     key = decoding_key(checkpoint, data_path, beam, length_penalty)
     if os.path.isfile(cached) and _stored_key(run) == key:
         return read_hypotheses(cached, expected)
+    from .checkpoints import load_checkpoint
     from .config import signature_differences
     from .data import ParallelData
     from .decode import translate
-    from .train import load_checkpoint
 
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
     data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
@@ -81,8 +82,9 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
               "(synprep signatures differ)", file=sys.stderr)
     pieces: list[list[str]] = []
     hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces)
-    if model.cfg.target == "transitions":
-        _write_lines(os.path.join(run, TRANSITIONS), [" ".join(p) for p in pieces], written)
+    for switch in model.switches:
+        for name, lines in switch.run_files(pieces).items():
+            _write_lines(os.path.join(run, name), lines, written)
     _write_lines(cached, hyps, written)
     _write_lines(os.path.join(run, HYPOTHESES_KEY), [json.dumps(key, indent=1)], written)
     return hyps
@@ -132,15 +134,15 @@ def describe(run: str, written: list[str] | None = None) -> tuple[str, object, o
     RUN/describe.json, added to `written`), else from RUN/describe.json, else '?'."""
     checkpoint, path = os.path.join(run, "best.pt"), os.path.join(run, DESCRIPTION)
     if os.path.isfile(checkpoint):
+        from .checkpoints import read_checkpoint
         from .config import stored_model_config, stored_train_config
-        from .train import read_checkpoint
 
         ckpt = read_checkpoint(checkpoint)
         cfg = stored_model_config(ckpt, checkpoint)
         described = {"switches": cfg.switches(), "seed": stored_train_config(ckpt, checkpoint).seed,
                      "steps": ckpt.get("step", "?")}
-        if cfg.target == "transitions":
-            described["transition_root"] = cfg.section("tree").transition_root
+        for switch in cfg.switches_on():
+            described.update(switch.describe_run())
         atomic_write(path, (json.dumps(described, indent=1) + "\n").encode("utf-8"))
         if written is not None:
             written.append(path)
@@ -149,25 +151,10 @@ def describe(run: str, written: list[str] | None = None) -> tuple[str, object, o
     return described.get("switches", "?"), described.get("seed", "?"), described.get("steps", "?")
 
 
-def tree_column(run: str, data_path: str) -> str:
-    """The tree measure of a tree-decoding run (RUN/test.trans; root policy from RUN/describe.json), '' for
-    other runs."""
-    path = os.path.join(run, TRANSITIONS)
-    if not os.path.isfile(path):
-        return ""
-    from synprep.shards import open_split
-
-    from .decode import tree_scores
-
-    root = read_description(run).get("transition_root", "drop")
-    with open(path, encoding="utf-8") as f:
-        pieces = [line.split() for line in f.read().splitlines()]
-    split = open_split(data_path)
-    references = split.table(["tgt_transitions"]).column(0).to_pylist() if "tgt_transitions" in split.columns \
-        else [None] * len(pieces)
-    trees = tree_scores(pieces, references, root)
-    exact = "" if trees["exact_uas"] is None else f", UAS {trees['exact_uas']:.1f} / LAS {trees['exact_las']:.1f}"
-    return f"valid {trees['valid_trees']:.1f}%, = ref {trees['exact_outputs']:.1f}%{exact}"
+def _extra_cells(switches: list, run: str, data_path: str) -> list[str]:
+    """The cells of the switches' columns for run folder `run` (`Switch.compare_column`)."""
+    described = read_description(run)
+    return [switch.compare_column(run, data_path, described) for switch in switches]
 
 
 def _fmt(value: float) -> str:
@@ -245,6 +232,7 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     from synprep.shards import load_manifest
 
     from .decode import bleu_metric, bleu_tokenizer
+    from .switches import registered
 
     tokenize = bleu_tokenizer(load_manifest(data_path).configuration.get("tgt_lang", ""), tokenize)
     bleu = bleu_metric("", tokenize)
@@ -256,15 +244,17 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
                                                   for m, metric in metrics.items()}}
         signatures = {m: metric.get_signature() for m, metric in metrics.items()}
     bleu_key, chrf_key = [key for key in scores if key != "System"]  # sacrebleu names them BLEU, chrF2
-    lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) | trees |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    extra = [switch for switch in registered() if switch.compare_header]  # the switches' columns
+    lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) |"
+             + "".join(f" {switch.compare_header} |" for switch in extra), "|---" * (8 + len(extra)) + "|"]
     for i, (name, run) in enumerate(zip(scores["System"], runs)):
         switches, seed, steps = describe(run, written)
         bleu, chrf = scores[bleu_key][i], scores[chrf_key][i]
         p_bleu = "baseline" if i == 0 else f"{bleu.p_value:.3f}"
         p_chrf = "baseline" if i == 0 else f"{chrf.p_value:.3f}"
         lines.append(f"| {name.replace('* ', '').replace('Baseline: ', '')} | {switches} | {seed} | {steps} | "
-                     f"{bleu.score:.2f} | {p_bleu} | {chrf.score:.2f} | {p_chrf} | {tree_column(run, data_path)} |")
+                     f"{bleu.score:.2f} | {p_bleu} | {chrf.score:.2f} | {p_chrf} |"
+                     + "".join(f" {cell} |" for cell in _extra_cells(extra, run, data_path)))
     lines.append("")
     lines.append(f"Test: {data_path} ({len(references)} sentences), beam {beam}, length penalty {length_penalty}; "
                  f"paired bootstrap against {systems[0][0]}, {samples} resamples.")

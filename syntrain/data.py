@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -660,3 +661,8 @@ def raw_source(lines: Sequence[str], pipeline: dict, signature: dict, dataset: s
     from synprep.prepare import prepare_source  # parser and BPE: only for raw text
 
     return prepare_source(lines, source_recipe(pipeline, signature, dataset))
+
+
+def debpe(pieces: Sequence[str]) -> list[str]:
+    """BPE pieces -> tokens (subword-nmt's "@@ " continuation marker removed)."""
+    return re.sub(r"@@( |$)", "", " ".join(pieces)).split()

@@ -6,14 +6,11 @@ criterion). Post-processing joins pieces, removes the BPE marker ("@@ ") and det
 (Moses rules for the target language); without sacremoses, a simple fallback removes the space before
 closing punctuation and after opening brackets.
 
-Tree decoding (`target = "transitions"`): greedy and beam search are constrained by the transition system
-(the tree switch's `TreeConstraint` over `synprep.features.TransitionState.allowed`): an arc only with two
-words on the stack, no arc inside a token, the end only with one word on the stack (under root `keep`: after
-the final root RIGHT-ARC), and no step that could not be completed within the length limit, so every output is
-a valid projective tree.
-Models that read the generated graph (PARENT, GCN) or attend bidirectionally (BiTran) re-run the decoder over
-the whole prefix at every step (no incremental cache: O(T^2) per sentence). Text output drops the transition
-tokens before de-BPE; `tree_rows` turns the pieces into CoNLL-U through `synprep.features.from_transitions`.
+Switches may constrain decoding (`Switch.constraint`: the allowed next tokens, and features a decoder pass over
+the whole prefix reads), lengthen the outputs (`output_length_factor`), turn off the incremental cache
+(`recomputes_prefix`: the decoder re-runs over the whole prefix at every step, O(T^2) per sentence) and drop
+pieces of an output that are not text before de-BPE (`output_text`). Tree decoding does all four
+(syntrain.switches.tree, docs/tree-decoding.md).
 """
 
 from __future__ import annotations
@@ -21,36 +18,38 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from synprep.features import from_transitions
-
-from .data import BOS_ID, EOS_ID, PAD_ID, ParallelData, Vocab
+from .data import BOS_ID, EOS_ID, PAD_ID, ParallelData, Vocab, debpe
 from .model import Transformer
 from .switches import Features, merge_features
-from .switches.tree import TreeConstraint, text_pieces, token_kinds, tree_scores  # noqa: F401 (re-exported)
+
+# the tree switch's decoding helpers, importable from here as before they moved to the switch
+from .switches.tree import TreeConstraint  # noqa: F401
+from .switches.tree_output import tree_rows  # noqa: F401
 
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
-    factor = max([1.5] + [switch.output_length_factor for switch in model.switches])  # transitions: + arcs
+    factor = max([1.5] + [switch.output_length_factor for switch in model.switches])
     return min(model.cfg.sizes.max_len - 1, int(src.shape[1] * factor) + 10)
 
 
-def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> TreeConstraint | None:
-    """The decoding constraint of a switch (tree decoding: TreeConstraint), or None."""
+def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> Any:
+    """The decoding constraint of a switch (see `Switch.constraint`), or None."""
     return next((made for switch in model.switches if (made := switch.constraint(vocab, rows)) is not None), None)
 
 
 def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
-                 cache: list[dict], features: Features, constraint: TreeConstraint | None) -> torch.Tensor:
+                 cache: list[dict], features: Features, constraint: Any) -> torch.Tensor:
     """Logits (N, V) for the token after `ys` (N, step + 1): incremental, or the whole prefix again."""
     if not model.cfg.recomputes_prefix:
         return model.decode_step(ys[:, -1:], step, memory, src_mask, cache, features)
-    graph = constraint.graph(ys.device) if constraint is not None else None
-    hidden = model.decode_hidden(ys, memory, src_mask, merge_features(features, {"graph": graph}))
+    added = constraint.features(ys.device) if constraint is not None else {}
+    hidden = model.decode_hidden(ys, memory, src_mask, merge_features(features, added))
     last = (ys != PAD_ID).sum(1) - 1  # BiTran: finished rows hold pads after their end
     return model.output(hidden[torch.arange(len(ys), device=ys.device), last])
 
@@ -59,8 +58,8 @@ def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.
 def greedy(model: Transformer, src: torch.Tensor, features: Features | None = None, vocab: Vocab | None = None,
            **named: torch.Tensor | None) -> list[list[int]]:
     """Most probable next token at each step; ids without BOS (EOS kept when produced). `features` (or by
-    name, e.g. parent=...): the source features of the syntax switches. Transition targets (`vocab` needed)
-    are constrained to valid trees."""
+    name, e.g. parent=...): the source features of the syntax switches. A switch's decoding constraint
+    (`vocab` needed: it reads the token strings) limits the tokens chosen."""
     features = merge_features(features, named)
     memory, src_mask = model.encode(src, features)
     cache = model.new_cache()
@@ -102,7 +101,7 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, features: Features 
                       ) -> list[list[tuple[float, list[int]]]]:
     """Batched beam search; per sentence the `nbest` (<= beam) finished hypotheses as (length-normalized
     log-probability, ids), best first. `features` (or by name): source features of the syntax switches;
-    transition targets (`vocab` needed) are constrained to valid trees."""
+    a switch's decoding constraint (`vocab` needed) limits the tokens chosen."""
     if not 1 <= nbest <= beam:
         raise ValueError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
     n, k = src.shape[0], beam
@@ -156,9 +155,11 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, features: Features 
     return [sorted(f, key=lambda h: -h[0])[:nbest] if f else [(0.0, [EOS_ID])] for f in finished]
 
 
-def debpe(pieces: Sequence[str]) -> list[str]:
-    """BPE pieces -> tokens (subword-nmt's "@@ " continuation marker removed)."""
-    return re.sub(r"@@( |$)", "", " ".join(pieces)).split()
+def _text(model: Transformer, pieces: list[str]) -> list[str]:
+    """The pieces of an output that are text (each switch's `output_text`)."""
+    for switch in model.switches:
+        pieces = switch.output_text(pieces)
+    return pieces
 
 
 def _simple_detokenize(tokens: Sequence[str]) -> str:
@@ -187,8 +188,8 @@ def translate(model: Transformer, data: ParallelData, vocab: Vocab, beam: int = 
               max_tokens: int = 4096, rows: Sequence[int] | None = None, device: str | torch.device = "cpu",
               progress: bool = False, pieces: list[list[str]] | None = None) -> list[str]:
     """Detokenized translations of `rows` (default: all) of a split, in row order; `progress`: a tqdm bar
-    (sentences) on stderr when it is a terminal; `pieces` (a list) gets each row's output pieces (transition
-    tokens included)."""
+    (sentences) on stderr when it is a terminal; `pieces` (a list) gets each row's output pieces (also those that
+    are not text: see `Switch.output_text`)."""
     return [hyps[0][1] for hyps in translate_nbest(model, data, vocab, beam, alpha, max_tokens, rows, device,
                                                    0, progress, pieces)]
 
@@ -201,7 +202,7 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     """Per row (default: all, in row order) the `nbest` detokenized translations with their length-normalized
     log-probabilities, best first (beam search). nbest = 0: only the best, greedy when beam = 1 (score 0.0).
     A row whose source is longer than the model's positions (`max_len`) is not decoded: an empty list.
-    `pieces` (a list) gets the best output's pieces per row (transition tokens included)."""
+    `pieces` (a list) gets the best output's pieces per row (also those that are not text)."""
     from tqdm import tqdm
 
     model.eval()
@@ -222,30 +223,13 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
         else:
             hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, features, vocab)]
         for row, ranked in zip(batch_rows, hyps):
-            out[position[int(row)]] = [(score, detok(debpe(text_pieces(vocab.decode(ids))))) for score, ids in ranked]
+            out[position[int(row)]] = [(score, detok(debpe(_text(model, vocab.decode(ids))))) for score, ids in ranked]
             best[position[int(row)]] = vocab.decode(ranked[0][1])
         bar.update(len(batch_rows))
     bar.close()
     if pieces is not None:
         pieces[:] = best
     return out
-
-
-def tree_rows(pieces: Sequence[str], root: str = "drop") -> list[tuple[str, int, str]]:
-    """An output's transitions -> its tree as (token, head, label) per token (heads 1-based, 0 = root),
-    through `synprep.features.from_transitions`; ValueError when the output is not a valid sequence."""
-    subwords, owner, heads, labels = from_transitions(list(pieces), root)
-    tokens = debpe(subwords) if subwords else []
-    if len(tokens) != len(heads):  # a token of one sub-word "@@" alone: keep the pieces' grouping
-        tokens = ["".join(p.removesuffix("@@") for p, o in zip(subwords, owner) if o == t) for t in range(len(heads))]
-    return list(zip(tokens, heads, labels))
-
-
-def conllu_block(tree: Sequence[tuple[str, int, str]], sent_id: str) -> str:
-    """One CoNLL-U sentence (ID, FORM, HEAD, DEPREL; the other columns '_')."""
-    lines = [f"# sent_id = {sent_id}"]
-    lines += [f"{i}\t{form}\t_\t_\t_\t_\t{head}\t{label}\t_\t_" for i, (form, head, label) in enumerate(tree, 1)]
-    return "\n".join(lines) + "\n\n"
 
 
 def bleu_tokenizer(lang: str, tokenize: str = "auto") -> str:

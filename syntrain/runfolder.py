@@ -132,7 +132,7 @@ def start_run_folder(cfg: TrainConfig, model_config: Any, signature: dict[str, A
                      world: int) -> None:
     """A run's first write, after every check: an earlier run's files deleted (overwrite), the folder made,
     vocab.json (a new run: `vocab` not None), config.toml, and train.log attached to the stderr of `logged_run`."""
-    from .checkpoints import clear_run
+    from .runfiles import clear_run
 
     if rank == 0:
         if cfg.overwrite and not cfg.resume:
@@ -208,7 +208,7 @@ def resume_point(out: str) -> tuple[str, dict] | None:
     """The checkpoint `--resume` continues from: OUT/last.pt, or when it is missing or damaged the newest complete
     one of checkpoint_<step>.pt and best.pt. None when OUT holds no earlier run (a resume then starts the run);
     a ValueError when OUT holds a run but no complete checkpoint (a resume never starts over an earlier run)."""
-    from .checkpoints import existing_run_files, step_checkpoints
+    from .runfiles import existing_run_files, step_checkpoints
 
     last = os.path.join(out, "last.pt")
     if (state := _readable_state(last)) is not None:

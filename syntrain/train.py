@@ -31,11 +31,12 @@ from synprep.shards import open_split
 from synprep.textio import atomic_write
 
 from .attention import flex_available
-from .checkpoints import default_run_dir, existing_run_files, prune_step_checkpoints, save_checkpoint
+from .checkpoints import checkpoint_vocab, load_checkpoint, load_weights, read_checkpoint, save_checkpoint
 from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split, separate_bpe
 from .decode import bleu_metric, score, translate
 from .model import PRESETS, ModelConfig, Transformer
+from .runfiles import default_run_dir, existing_run_files, prune_step_checkpoints
 from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 from .travel import SOURCE_DIR, write_source_files
@@ -129,11 +130,11 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
         with no_sync:
             with autocast:
                 outputs = model(batch.src, batch.tgt_in, features)
-            target, weight = batch.tgt_out, 1.0
+            gold, weight = batch.tgt_out, 1.0
             if outputs.loss_positions is not None:  # only some positions predicted: scaled to all
-                target = target.masked_fill(~outputs.loss_positions, PAD_ID)
-                weight = batch.tokens() / (target != PAD_ID).sum().clamp(min=1)  # on the device: no sync
-            loss = weight * F.cross_entropy(outputs.logits.float().flatten(0, 1), target.flatten(),
+                gold = gold.masked_fill(~outputs.loss_positions, PAD_ID)
+                weight = batch.tokens() / (gold != PAD_ID).sum().clamp(min=1)  # on the device: no sync
+            loss = weight * F.cross_entropy(outputs.logits.float().flatten(0, 1), gold.flatten(),
                                             ignore_index=PAD_ID, label_smoothing=label_smoothing,
                                             reduction="sum") / tokens
             objective = loss
@@ -197,83 +198,18 @@ def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
     return graphs
 
 
-def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
-    """A checkpoint file as its dict; an unreadable or foreign file is a ValueError naming it."""
-    from synprep.textio import regular_file
-
-    regular_file(path, "the checkpoint")
-    try:
-        ckpt = torch.load(path, map_location=device, weights_only=False)
-    except Exception as error:  # pickle/zip errors of all kinds
-        raise ValueError(f"{path}: not a readable checkpoint ({type(error).__name__}: {error})") from None
-    missing = [key for key in ("model", "model_config", "vocab") if not isinstance(ckpt, dict) or key not in ckpt]
-    if missing:
-        raise ValueError(f"{path}: not a syntrain checkpoint (no {', '.join(missing)})")
-    return ckpt
+SCORE_KEYS = ("loss", "bleu", "chrf", "bleu_signature", "chrf_signature")  # `evaluate`'s own; the rest: switches'
 
 
-TREE_KEYS = ("valid_trees", "exact_outputs", "exact_uas", "exact_las")
-
-
-def tree_text(result: dict) -> str:
-    """The tree measure of a tree-decoding model's scores, for a log line ('' for other models)."""
-    if "valid_trees" not in result:
-        return ""
-    uas, las = result["exact_uas"], result["exact_las"]
-    exact = f", UAS {uas:.2f} / LAS {las:.2f} on them" if uas is not None else ""
-    return f" | valid trees {result['valid_trees']:.1f}% | outputs = reference {result['exact_outputs']:.1f}%{exact}"
+def scores_text(model: Transformer, result: dict) -> str:
+    """The switches' measures in an evaluation's `result`, for a log line ('' when none)."""
+    return "".join(switch.scores_text(result) for switch in model.switches)
 
 
 def data_options(cfg: ModelConfig) -> dict[str, Any]:
     """ParallelData options a model needs: its target, the graph's label ids, the source labels (the switches'
     data_options)."""
     return cfg.data_options()
-
-
-def load_checkpoint(path: str, device: str | torch.device = "cpu", mcfg: ModelConfig | None = None
-                    ) -> tuple[Transformer, Vocab, dict]:
-    """A checkpoint -> (model in eval mode, vocabulary, the whole checkpoint dict). `mcfg`: the model config
-    when the caller has it already (a run scoring its own best.pt), else the checkpoint's is built."""
-    ckpt = read_checkpoint(path, device)
-    mcfg = mcfg or stored_model_config(ckpt, path)
-    vocab = checkpoint_vocab(ckpt, mcfg, path)
-    model = Transformer(mcfg).to(device)  # new keys: their defaults
-    load_weights(model, ckpt["model"], path)
-    return model.eval(), vocab, ckpt
-
-
-def checkpoint_vocab(ckpt: dict, mcfg: ModelConfig, path: str) -> Vocab:
-    """The checkpoint's vocabulary, checked against its recorded model configuration (one line naming the file
-    when they disagree: a model would decode through another vocabulary than it was trained with)."""
-    try:
-        vocab = Vocab.from_checkpoint(ckpt)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{path}: the stored vocabulary is damaged ({err})") from None
-    if len(vocab) != mcfg.sizes.vocab_size:
-        raise ValueError(f"{path}: the stored vocabulary has {len(vocab)} entries but the recorded model "
-                         f"configuration {mcfg.sizes.vocab_size} (a checkpoint pieced together from two runs?)")
-    if len(vocab.source or ()) != mcfg.sizes.src_vocab_size:
-        raise ValueError(f"{path}: the stored source vocabulary has {len(vocab.source or ())} entries but the "
-                         f"recorded model configuration {mcfg.sizes.src_vocab_size} (0: joint)")
-    return vocab
-
-
-def load_weights(model: torch.nn.Module, weights: dict, path: str) -> None:
-    """model.load_state_dict, with a mismatch between the recorded configuration and the weights as one line
-    naming the file and the first differing tensor (no traceback of every key)."""
-    own = model.state_dict()
-    if not isinstance(weights, dict):
-        raise ValueError(f"{path}: the stored weights are damaged (not a table of tensors)")
-    missing, extra = [k for k in own if k not in weights], [k for k in weights if k not in own]
-    shapes = [f"{k} {tuple(weights[k].shape)} where the configuration gives {tuple(v.shape)}" for k, v in own.items()
-              if k in weights and hasattr(weights[k], "shape") and tuple(weights[k].shape) != tuple(v.shape)]
-    problem = (shapes[0] if shapes else f"no weights for {missing[0]}" if missing
-               else f"weights {extra[0]} that the configuration has no place for" if extra else "")
-    if problem:
-        count = len(shapes) + len(missing) + len(extra)
-        raise ValueError(f"{path}: the weights do not fit the recorded model configuration: {problem}"
-                         f"{f' (and {count - 1} more)' if count > 1 else ''}")
-    model.load_state_dict(weights)
 
 
 def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,
@@ -293,7 +229,7 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, pieces=pieces)
     metrics = {"loss": round(total / max(tokens, 1), 4),
                **score(hyps, data.references(rows), data.tgt_lang, cfg.bleu_tokenize)}
-    for switch in model.switches:  # measures of the output's structure (trees)
+    for switch in model.switches:  # measures of the outputs beyond their text
         metrics.update(switch.output_scores(pieces, data, rows))
     model.train()
     return metrics
@@ -561,10 +497,10 @@ def validate_and_save(run: Run, stop: bool) -> bool:
         result = evaluate(run.raw_model, run.valid_data, run.vocab, cfg, run.device, cfg.eval_beam,
                           cfg.eval_sentences)
         run.log(f"step {run.step} | valid loss {result['loss']:.3f} | BLEU {result['bleu']:.2f} | "
-                f"chrF {result['chrf']:.2f}{tree_text(result)}")
+                f"chrF {result['chrf']:.2f}{scores_text(run.raw_model, result)}")
         run.record({"step": run.step, "valid_loss": result["loss"], "valid_bleu": result["bleu"],
-                    "valid_chrf": result["chrf"], **{f"valid_{key}": result[key] for key in TREE_KEYS
-                                                     if key in result}})
+                    "valid_chrf": result["chrf"], **{f"valid_{key}": value for key, value in result.items()
+                                                     if key not in SCORE_KEYS}})
         value = result["bleu"] if cfg.best_metric == "bleu" else result["loss"]
         improved = run.best is None or (value > run.best if cfg.best_metric == "bleu" else value < run.best)
         run.best, run.bad_evals = (value, 0) if improved else (run.best, run.bad_evals + 1)
@@ -683,7 +619,7 @@ def score_test_split(run: Run) -> None:
     result = evaluate(model_best, eval_data(cfg.test, run.vocab, run.mcfg), run.vocab, cfg, run.device,
                       cfg.test_beam)
     run.log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
-            f"{tree_text(result)}"
+            f"{scores_text(model_best, result)}"
             f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}")
     run.record({"step": run.step, "test": cfg.test, **{f"test_{k}": v for k, v in result.items()}})
 

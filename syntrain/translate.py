@@ -9,9 +9,9 @@ from typing import TextIO
 from synprep.shards import SourceRecipe
 from synprep.textio import decode_line, open_binary
 
+from .checkpoints import load_checkpoint
 from .data import ParallelData
 from .decode import translate_nbest
-from .train import load_checkpoint
 from .travel import travelling_recipe
 
 Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first

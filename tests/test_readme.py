@@ -67,3 +67,17 @@ def test_demo_says_why_its_translations_look_like_broken_german():
                for i, line in enumerate(printed[:first_translation + 3]))
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "German-like" in readme.split("## On a real corpus")[0]
+
+
+def test_readme_layout_names_every_module():
+    """The Layout section of README.md names every module (`name.py`) and subpackage (`name/`) of synprep and
+    syntrain, so it follows the code."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    layout = re.search(r"^## Layout\n\n```\n(.*?)^```", text, re.S | re.M)
+    assert layout, "README.md has no Layout block"
+    words = set(re.findall(r"[\w.]+/?", layout.group(1)))
+    paths = [path for package in ("synprep", "syntrain") for path in sorted((REPO / package).iterdir())]
+    missing = [f"{path.parent.name}/{path.name}" for path in paths
+               if (path.suffix == ".py" and path.name != "__init__.py" and path.name not in words)
+               or (path.is_dir() and (path / "__init__.py").exists() and f"{path.name}/" not in words)]
+    assert not missing, f"README.md's Layout does not name {missing}"

@@ -18,9 +18,15 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   `decoder_input(...)`: what runs on the decoder input (graph layers, masks for the attention hooks);
   `decoder_self_mask(...)`: another decoder self-attention mask; `teacher_forcing(...)`: another way to compute
   the teacher-forced logits;
-- `training_report(data)`, `output_scores(pieces, data, rows)`: run-header line and evaluation measures;
-- `constraint(vocab, rows)`, `output_length_factor`, `recomputes_prefix`: decoding (constrained tokens, the
-  length limit, no incremental cache);
+- `training_report(data)`: the run-header line about the training data;
+- `constraint(vocab, rows)`, `output_length_factor`, `recomputes_prefix`: decoding (constrained tokens and the
+  features they add, the length limit, no incremental cache);
+- outputs beyond their text: `output_text(pieces)` (the pieces that are text, before de-BPE);
+  `output_scores(pieces, data, rows)` + `scores_text(result, line)` (evaluation measures and their text in the
+  trainer's log lines and `syntrain eval`); `evaluation_options(columns)` (ParallelData options for a split
+  that lacks a reference column); `outputs` + `output_file(name, pieces, rows)` (`syntrain eval --NAME PATH`
+  files); `run_files(pieces)`, `describe_run()`, `compare_header` + `compare_column(run, data_path, described)`
+  (what `syntrain compare` keeps in a run folder and shows in its table);
 - `losses(outputs, features)`: its auxiliary losses, computed only from what forward returned (`Outputs`)
   and the batch features; `loss_weights()` their lambdas.
 
@@ -119,6 +125,11 @@ class AttentionHook:
 C = TypeVar("C")  # a switch's config section (its `Config` dataclass)
 
 
+@dataclass
+class NoOptions:
+    """The config section of a switch that declares no [model] options."""
+
+
 class Switch(Generic[C]):
     """A syntax mechanism (see the module docstring). `class MySwitch(Switch[MyConfig], ..., config=MyConfig)`:
     an instance reads its own options through `self.options` (a `MyConfig`, typed), the model sizes through
@@ -126,7 +137,7 @@ class Switch(Generic[C]):
     switch's options, where a mechanism needs them: `cfg.section(OtherSwitch)`."""
 
     name: ClassVar[str] = ""
-    Config: ClassVar[type]
+    Config: ClassVar[type] = NoOptions
     switched_by: ClassVar[tuple[str, ...]] = ()  # the options that turn it on (or override `active`)
     order: ClassVar[int] = 100  # place among the switches (hooks, parameters, losses, run header); ties: registration
     example: ClassVar[dict[str, Any]] = {}  # [model] options that turn it on in a small model (docs, generic tests)
@@ -134,6 +145,10 @@ class Switch(Generic[C]):
     stored_defaults: ClassVar[dict[str, Any]] = {}
     columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (read via `batch_columns`)
     recomputes_prefix = False  # decoding re-runs the decoder over the whole prefix (no incremental cache)
+    # files `syntrain eval --NAME PATH` writes from the decoded outputs: NAME -> (help, what the option needs,
+    # for the error when no switch of the model writes it)
+    outputs: ClassVar[dict[str, tuple[str, str]]] = {}
+    compare_header: ClassVar[str] = ""  # the header of its column in `syntrain compare`'s table ('': none)
     output_length_factor = 1.5  # decoding stops after this many output items per source sub-word (+ 10)
 
     def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
@@ -233,13 +248,48 @@ class Switch(Generic[C]):
         return "", {}
 
     def constraint(self, vocab: Any, rows: int) -> Any:
-        """A constraint on the tokens decoding may choose (`mask`, `push`, `reorder`, `graph`; see
-        syntrain.switches.tree.TreeConstraint) for `rows` hypotheses, or None."""
+        """A constraint on the tokens decoding may choose for `rows` hypotheses, or None: an object with
+        `mask(steps_left, device)` ((rows, V) True = allowed), `push(tokens)` (one chosen token per row),
+        `reorder(rows)` (the rows beam search keeps) and `features(device)` (batch features it adds to a decoder
+        pass over the whole prefix); see syntrain.switches.tree.TreeConstraint."""
         return None
 
+    def output_text(self, pieces: list[str]) -> list[str]:
+        """The pieces of a decoded output that are its text (de-BPE'd and detokenized next); default all."""
+        return pieces
+
     def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
-        """Extra evaluation measures of decoded outputs (`pieces` of `rows` of `data`)."""
+        """Extra evaluation measures of decoded outputs (`pieces` of `rows` of `data`); the trainer records each
+        under its name (valid_NAME, test_NAME)."""
         return {}
+
+    def scores_text(self, result: dict[str, Any], line: bool = False) -> str:
+        """Its measures in `result` (an evaluation's scores) as text: appended to the trainer's log line
+        ("" when absent), or with `line` a line of its own for `syntrain eval` ("": none)."""
+        return ""
+
+    def evaluation_options(self, columns: list[str]) -> dict[str, Any]:
+        """ParallelData options replacing `data_options()` ones for scoring a split with these `columns` (e.g.
+        decoding without a reference column the split lacks)."""
+        return {}
+
+    def output_file(self, name: str, pieces: list[list[str]], rows: Any) -> str:
+        """The text of output file `name` (one of `outputs`) for the decoded `pieces` of split rows `rows`."""
+        raise NotImplementedError(name)
+
+    def run_files(self, pieces: list[list[str]]) -> dict[str, list[str]]:
+        """Files `syntrain compare` writes into a run folder beside RUN/test.hyp: name -> lines (one per pair)."""
+        return {}
+
+    def describe_run(self) -> dict[str, Any]:
+        """Values `syntrain compare` keeps in RUN/describe.json for `compare_column` (JSON types)."""
+        return {}
+
+    @classmethod
+    def compare_column(cls, run: str, data_path: str, described: dict[str, Any]) -> str:
+        """Its cell of run folder `run` in `syntrain compare`'s table on split `data_path` (`described`: the run's
+        RUN/describe.json; the run may hold no checkpoint and be of a model without this switch: '' then)."""
+        return ""
 
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda."""

@@ -11,7 +11,8 @@ the generated graph above the decoder embeddings; ablations `gcn_labeled`, `gcn_
 The generated graph comes as the batch feature "graph", (E, 5) edge rows (batch row, parent, child, label id,
 step) in decoder input positions (`syntrain.data`); a position p sees the edges with step <= limit[p]: p
 itself (one causal pass) or the prefix end (BiTran). `transition_root` and `arc_labels` are derived from the
-training split and its vocabulary.
+training split and its vocabulary. Decoding is constrained to valid trees (`TreeConstraint`); what the outputs
+are beyond their text (the tree measure, the trees as CoNLL-U, the `syntrain compare` column) is in `tree_output`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, from_transitions
+from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState
 from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
@@ -33,14 +34,15 @@ from ..data import (
     PAD_ID,
     SPECIALS,
     TARGETS,
+    TGT_TRANSITIONS,
     BatchColumn,
     ParallelData,
     Vocab,
     arc_label_vocabulary,
     graph_rows,
-    is_arc,
 )
 from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
+from .tree_output import TRANSITIONS, conllu_text, text_pieces, tree_column, tree_scores, tree_text
 
 
 class GraphColumn(BatchColumn):
@@ -122,42 +124,10 @@ class TreeConstraint:
             return None
         return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root)).to(device)
 
-
-def text_pieces(pieces: Sequence[str]) -> list[str]:
-    """The sub-words of an output (transition tokens removed)."""
-    return [piece for piece in pieces if not is_arc(piece)]
-
-
-def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop"
-                ) -> dict:
-    """The tree measure of docs/tree-decoding.md for outputs and their reference transitions (None: none):
-    `valid_trees` = share (%) of outputs the inverse accepts; on the outputs whose sub-words equal the
-    reference's (`exact_outputs`, % of the rows with a reference), `exact_uas`/`exact_las` = attachment scores
-    (%) of the predicted tree against the reference tree (the reference transitions decoded, i.e. the parser's
-    tree as the shards encode it)."""
-    valid = exact = tokens = heads_ok = both_ok = counted = 0
-    for output, reference in zip(pieces, references):
-        try:
-            _, predicted_owner, predicted_heads, predicted_labels = from_transitions(list(output), root)
-            subwords = text_pieces(output)
-            valid += 1
-        except ValueError:
-            continue
-        if reference is None:
-            continue
-        counted += 1
-        ref_subwords, ref_owner, ref_heads, ref_labels = from_transitions(reference, root)
-        if subwords != ref_subwords or predicted_owner != ref_owner:
-            continue
-        exact += 1
-        tokens += len(ref_heads)
-        for h, lab, rh, rlab in zip(predicted_heads, predicted_labels, ref_heads, ref_labels):
-            heads_ok += h == rh
-            both_ok += h == rh and lab == rlab
-    n = max(len(pieces), 1)
-    return {"valid_trees": round(100 * valid / n, 2), "exact_outputs": round(100 * exact / max(counted, 1), 2),
-            "exact_uas": round(100 * heads_ok / tokens, 2) if tokens else None,
-            "exact_las": round(100 * both_ok / tokens, 2) if tokens else None}
+    def features(self, device: torch.device) -> Features:
+        """The batch features of a decoder pass over the prefixes: "graph" when the model reads it."""
+        graph = self.graph(device)
+        return {} if graph is None else {"graph": graph}
 
 
 class GatedGCN(nn.Module):
@@ -261,6 +231,9 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
     example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
 
     output_length_factor = 3.0  # sub-words + one arc per word
+    outputs = {"trees": ("Tree-decoding models: also write the predicted target trees (CoNLL-U).",
+                         'a tree-decoding model (target = "transitions")')}
+    compare_header = "trees"
 
     @property
     def recomputes_prefix(self) -> bool:  # decoding re-reads the graph, or attends bidirectionally
@@ -313,6 +286,9 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
                 f"{options.transition_root}", {"skipped_null_transitions": data.skipped_null,
                                            "arc_labels": len(options.arc_labels)})
 
+    def output_text(self, pieces: list[str]) -> list[str]:
+        return text_pieces(pieces)
+
     def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
         return tree_scores(pieces, data.reference_transitions(rows), self.options.transition_root)
 
@@ -320,6 +296,26 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"graph": "the generated graph (PARENT, GCN)"} if self.options.uses_graph else {}
+
+    def scores_text(self, result: dict[str, Any], line: bool = False) -> str:
+        text = tree_text(result)
+        return f"trees:{text[2:]}" if line and text else text
+
+    def evaluation_options(self, columns: list[str]) -> dict[str, Any]:
+        return {} if TGT_TRANSITIONS in columns else {"target": "text"}  # decoding needs no reference transitions
+
+    def output_file(self, name: str, pieces: list[list[str]], rows: Any) -> str:
+        return conllu_text(pieces, rows, self.options.transition_root)
+
+    def run_files(self, pieces: list[list[str]]) -> dict[str, list[str]]:
+        return {TRANSITIONS: [" ".join(p) for p in pieces]}
+
+    def describe_run(self) -> dict[str, Any]:
+        return {"transition_root": self.options.transition_root}
+
+    @classmethod
+    def compare_column(cls, run: str, data_path: str, described: dict[str, Any]) -> str:
+        return tree_column(run, data_path, described.get("transition_root", "drop"))
 
     def data_options(self) -> dict[str, Any]:
         options = self.options

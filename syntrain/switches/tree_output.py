@@ -1,0 +1,105 @@
+"""What tree decoding's outputs are beyond their text (docs/tree-decoding.md): the tree measure of decoded
+transitions against the reference ones, its log and table text, and the predicted trees as CoNLL-U.
+
+A helper module of the tree switch (`syntrain.switches.tree`), which calls it from its output hooks
+(`output_text`, `output_scores`, `scores_text`, `output_files`, `run_files`, `compare_column`); it registers no
+switch. `tree_rows` turns an output's pieces into its tree through `synprep.features.from_transitions`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from synprep.features import from_transitions
+
+from ..data import TGT_TRANSITIONS, debpe, is_arc
+
+TRANSITIONS = "test.trans"  # a compared run's decoded transitions (one line per pair), beside RUN/test.hyp
+TREE_KEYS = ("valid_trees", "exact_outputs", "exact_uas", "exact_las")
+
+
+def text_pieces(pieces: Sequence[str]) -> list[str]:
+    """The sub-words of an output (transition tokens removed)."""
+    return [piece for piece in pieces if not is_arc(piece)]
+
+
+def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop"
+                ) -> dict:
+    """The tree measure of docs/tree-decoding.md for outputs and their reference transitions (None: none):
+    `valid_trees` = share (%) of outputs the inverse accepts; on the outputs whose sub-words equal the
+    reference's (`exact_outputs`, % of the rows with a reference), `exact_uas`/`exact_las` = attachment scores
+    (%) of the predicted tree against the reference tree (the reference transitions decoded, i.e. the parser's
+    tree as the shards encode it)."""
+    valid = exact = tokens = heads_ok = both_ok = counted = 0
+    for output, reference in zip(pieces, references):
+        try:
+            _, predicted_owner, predicted_heads, predicted_labels = from_transitions(list(output), root)
+            subwords = text_pieces(output)
+            valid += 1
+        except ValueError:
+            continue
+        if reference is None:
+            continue
+        counted += 1
+        ref_subwords, ref_owner, ref_heads, ref_labels = from_transitions(reference, root)
+        if subwords != ref_subwords or predicted_owner != ref_owner:
+            continue
+        exact += 1
+        tokens += len(ref_heads)
+        for h, lab, rh, rlab in zip(predicted_heads, predicted_labels, ref_heads, ref_labels):
+            heads_ok += h == rh
+            both_ok += h == rh and lab == rlab
+    n = max(len(pieces), 1)
+    return {"valid_trees": round(100 * valid / n, 2), "exact_outputs": round(100 * exact / max(counted, 1), 2),
+            "exact_uas": round(100 * heads_ok / tokens, 2) if tokens else None,
+            "exact_las": round(100 * both_ok / tokens, 2) if tokens else None}
+
+
+def tree_text(result: dict) -> str:
+    """The tree measure of a tree-decoding model's scores, for a log line ('' for other models)."""
+    if "valid_trees" not in result:
+        return ""
+    uas, las = result["exact_uas"], result["exact_las"]
+    exact = f", UAS {uas:.2f} / LAS {las:.2f} on them" if uas is not None else ""
+    return f" | valid trees {result['valid_trees']:.1f}% | outputs = reference {result['exact_outputs']:.1f}%{exact}"
+
+
+def tree_rows(pieces: Sequence[str], root: str = "drop") -> list[tuple[str, int, str]]:
+    """An output's transitions -> its tree as (token, head, label) per token (heads 1-based, 0 = root),
+    through `synprep.features.from_transitions`; ValueError when the output is not a valid sequence."""
+    subwords, owner, heads, labels = from_transitions(list(pieces), root)
+    tokens = debpe(subwords) if subwords else []
+    if len(tokens) != len(heads):  # a token of one sub-word "@@" alone: keep the pieces' grouping
+        tokens = ["".join(p.removesuffix("@@") for p, o in zip(subwords, owner) if o == t) for t in range(len(heads))]
+    return list(zip(tokens, heads, labels))
+
+
+def conllu_block(tree: Sequence[tuple[str, int, str]], sent_id: str) -> str:
+    """One CoNLL-U sentence (ID, FORM, HEAD, DEPREL; the other columns '_')."""
+    lines = [f"# sent_id = {sent_id}"]
+    lines += [f"{i}\t{form}\t_\t_\t_\t_\t{head}\t{label}\t_\t_" for i, (form, head, label) in enumerate(tree, 1)]
+    return "\n".join(lines) + "\n\n"
+
+
+def conllu_text(pieces: Sequence[Sequence[str]], rows: Sequence[int], root: str) -> str:
+    """The predicted trees of the outputs `pieces` of split rows `rows` as CoNLL-U (sent_id = the row)."""
+    return "".join(conllu_block(tree_rows(output, root), str(int(row))) for row, output in zip(rows, pieces))
+
+
+def tree_column(run: str, data_path: str, root: str) -> str:
+    """The tree measure of a compared run (RUN/test.trans against the split's reference transitions, root policy
+    `root`), '' for a run without RUN/test.trans."""
+    path = os.path.join(run, TRANSITIONS)
+    if not os.path.isfile(path):
+        return ""
+    from synprep.shards import open_split
+
+    with open(path, encoding="utf-8") as f:
+        pieces = [line.split() for line in f.read().splitlines()]
+    split = open_split(data_path)
+    references = split.table([TGT_TRANSITIONS]).column(0).to_pylist() if TGT_TRANSITIONS in split.columns \
+        else [None] * len(pieces)
+    trees = tree_scores(pieces, references, root)
+    exact = "" if trees["exact_uas"] is None else f", UAS {trees['exact_uas']:.1f} / LAS {trees['exact_las']:.1f}"
+    return f"valid {trees['valid_trees']:.1f}%, = ref {trees['exact_outputs']:.1f}%{exact}"
