@@ -68,3 +68,20 @@ def tiny_stanza(tmp_path_factory):
                               capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr[-3000:]
     return str(out)
+
+
+def convert_synth(root: Path, name: str, src: list[str], tgt: list[str] | None = None, max_depth: int = 1) -> Path:
+    """A synthetic corpus (60 pairs, 40 BPE symbols) converted with these `[features]` lists (`tgt` None: the
+    synth pipeline's own); returns the train split's folder."""
+    from synprep.synth import SynthConfig, write_corpus
+
+    write_corpus(str(root / "corpus"), 60, 5, SynthConfig(max_depth=max_depth), bpe_symbols=40)
+    pipeline = (root / "corpus" / "pipeline.toml").read_text()
+    pipeline = pipeline.replace('src = ["parents", "distances", "labels"]', f"src = {src!r}".replace("'", '"'))
+    if tgt is not None:
+        pipeline = pipeline.replace('tgt = ["parents", "transitions", "labels"]', f"tgt = {tgt!r}".replace("'", '"'))
+    assert pipeline.count(f'"{src[-1]}"') == 1 + (tgt is not None and src[-1] in tgt)
+    (root / "corpus" / f"{name}.toml").write_text(pipeline)
+    subprocess.run([sys.executable, "-m", "synprep.cli", "convert", str(root / "corpus" / f"{name}.toml"), "--output",
+                    str(root / "shards"), "--workers", "1"], check=True, capture_output=True)
+    return root / "shards" / "train"

@@ -14,10 +14,11 @@ import pytest
 from synprep import features as F
 from synprep.export import export_split
 from synprep.shards import open_split
-from synprep.synth import SynthConfig, write_corpus
 from synprep.trees import is_projective
 from syntrain import switches  # noqa: F401 (registers the switches and the batch columns they declare)
 from syntrain.data import ParallelData, Vocab, read_split
+
+from .conftest import convert_synth
 
 OLD_SHARDS = Path(__file__).resolve().parent / "data" / "switches" / "shards" / "train"  # format 1, no dbsa_head
 
@@ -141,16 +142,8 @@ def test_export_needs_the_target_labels_one_line_error(tmp_path):
 @pytest.fixture(scope="module")
 def dbsa_split(tmp_path_factory):
     """A synthetic corpus converted with the dbsa feature group on both sides."""
-    root = tmp_path_factory.mktemp("dbsa")
-    write_corpus(str(root / "corpus"), 60, 5, SynthConfig(max_depth=1), bpe_symbols=40)
-    pipeline = (root / "corpus" / "pipeline.toml").read_text()
-    pipeline = pipeline.replace('src = ["parents", "distances", "labels"]', 'src = ["parents", "labels", "dbsa"]')
-    pipeline = pipeline.replace('tgt = ["parents", "transitions", "labels"]', 'tgt = ["parents", "labels", "dbsa"]')
-    assert pipeline.count('"dbsa"') == 2
-    (root / "corpus" / "dbsa.toml").write_text(pipeline)
-    subprocess.run([sys.executable, "-m", "synprep.cli", "convert", str(root / "corpus" / "dbsa.toml"), "--output",
-                    str(root / "shards"), "--workers", "1"], check=True, capture_output=True)
-    return root / "shards" / "train"
+    return convert_synth(tmp_path_factory.mktemp("dbsa"), "dbsa", ["parents", "labels", "dbsa"],
+                         ["parents", "labels", "dbsa"])
 
 
 def test_convert_stores_dbsa_head_and_validate_checks_it(dbsa_split):

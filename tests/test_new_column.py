@@ -17,11 +17,10 @@ import torch
 
 from synprep import features as F
 from synprep.shards import open_split
-from synprep.synth import SynthConfig, write_corpus
 from syntrain.data import ParallelData, Vocab, read_split
 from syntrain.switches import registered
 
-from .conftest import REPO
+from .conftest import REPO, convert_synth
 from .data import make_switch_fixtures as fixtures
 
 OLD_SHARDS = Path(__file__).resolve().parent / "data" / "switches" / "shards" / "train"  # no src_depth
@@ -30,15 +29,7 @@ OLD_SHARDS = Path(__file__).resolve().parent / "data" / "switches" / "shards" / 
 @pytest.fixture(scope="module")
 def depth_split(tmp_path_factory):
     """A synthetic corpus converted with the depth feature group on the source side."""
-    root = tmp_path_factory.mktemp("depth")
-    write_corpus(str(root / "corpus"), 60, 5, SynthConfig(max_depth=2), bpe_symbols=40)
-    pipeline = (root / "corpus" / "pipeline.toml").read_text()
-    pipeline = pipeline.replace('src = ["parents", "distances", "labels"]', 'src = ["parents", "labels", "depth"]')
-    assert pipeline.count('"depth"') == 1
-    (root / "corpus" / "depth.toml").write_text(pipeline)
-    subprocess.run([sys.executable, "-m", "synprep.cli", "convert", str(root / "corpus" / "depth.toml"), "--output",
-                    str(root / "shards"), "--workers", "1"], check=True, capture_output=True)
-    return root / "shards" / "train"
+    return convert_synth(tmp_path_factory.mktemp("depth"), "depth", ["parents", "labels", "depth"], max_depth=2)
 
 
 def test_depth_is_the_number_of_arcs_to_the_root():
