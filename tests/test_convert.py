@@ -182,7 +182,8 @@ def test_ctrl_c_says_resume_and_the_workers_print_nothing(tmp_path, tiny_udpipe)
     `Process ForkPoolWorker-N:` traceback from the workers; --resume then finishes the run."""
     pipeline = write_pipeline(tmp_path, tiny_udpipe, train=_bigger_corpus(tmp_path, copies=40), shard_size=200)
     out = tmp_path / "out"
-    process = subprocess.Popen([str(BIN / "synprep"), "convert", str(pipeline), "--workers", "2"],
+    # --no-dedupe: the 40 copies would otherwise be parsed once, and the run could end before the signal lands
+    process = subprocess.Popen([str(BIN / "synprep"), "convert", str(pipeline), "--workers", "2", "--no-dedupe"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.time() + 300
     while not list(out.glob(".work/train/piece-*.json")) and process.poll() is None and time.time() < deadline:
@@ -192,8 +193,8 @@ def test_ctrl_c_says_resume_and_the_workers_print_nothing(tmp_path, tiny_udpipe)
     assert not (out / "train" / "manifest.json").exists(), "interrupted too late"
     assert process.returncode == 130 and "Process ForkPoolWorker" not in stderr and "Traceback" not in stderr, stderr
     assert stderr.splitlines() == [f"synprep: interrupted; the finished pieces are kept: continue with synprep convert "
-                                   f"{pipeline} --workers 2 --resume"]
-    convert(pipeline, "--workers", "2", "--resume")
+                                   f"{pipeline} --workers 2 --no-dedupe --resume"]
+    convert(pipeline, "--workers", "2", "--no-dedupe", "--resume")
     manifest = json.loads((out / "train" / "manifest.json").read_text())
     assert manifest["rows"] + sum(manifest["rejected"].values()) == 2000
 

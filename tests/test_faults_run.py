@@ -105,14 +105,16 @@ def test_a_second_run_on_a_training_run_folder_is_refused(data, tmp_path):
     """Two `syntrain run` on one --out at once (--overwrite, --resume, fresh): the second is refused in one line
     naming the holder, while the first trains on."""
     out = tmp_path / "busy"
-    first = subprocess.Popen([*SYNTRAIN, "run", "--data", str(data["shards"] / "train"), "--out", str(out), *SMALL,
-                              "--max-steps", "100000", "--max-minutes", "3", "--log-interval", "1"],
-                             stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "first.log"  # a file, not a pipe: a full pipe nobody reads would block the run's logging
+    with open(log, "w") as sink:
+        first = subprocess.Popen([*SYNTRAIN, "run", "--data", str(data["shards"] / "train"), "--out", str(out),
+                                  *SMALL, "--max-steps", "100000", "--max-minutes", "3", "--log-interval", "1"],
+                                 stderr=sink, text=True)
     try:
         deadline = time.time() + 90
         while not (out / "metrics.jsonl").exists() and time.time() < deadline and first.poll() is None:
             time.sleep(0.2)
-        assert first.poll() is None, first.stderr.read()
+        assert first.poll() is None, log.read_text()
         for extra in ([], ["--overwrite"], ["--resume"]):
             second = syntrain("run", "--data", data["shards"] / "train", "--out", out, *SMALL, "--max-steps", "1",
                               *extra)
