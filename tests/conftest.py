@@ -2,6 +2,7 @@
 
 import os
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DATA = REPO / "sample_data"
 SHARED = REPO.parent / "shared"
+
+# A suite started as a background job of a non-interactive shell (`make test &` in a script, some CI runners)
+# inherits SIGINT ignored, and an ignored signal stays ignored in every child process: the tests that press
+# Ctrl-C on a synprep/syntrain child would see it ignored. The default handler here gives children the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
