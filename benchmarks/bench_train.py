@@ -51,13 +51,12 @@ from syntrain.data import (
     Batch,
     ParallelData,
     Vocab,
-    arc_label_vocabulary,
-    graph_rows,
     read_split,
 )
 from syntrain.model import build_model
 from syntrain.shapes import LADDER_TEXT, compile_model, ladder_in_use
 from syntrain.switches.labels import label_vocabulary
+from syntrain.switches.tree import arc_label_vocabulary, graph_rows
 from syntrain.train import accumulate_gradients, autocast_context, data_options
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,10 +92,11 @@ def batches_from(args, tree: bool = False):
     """(vocabulary size, source labels, arc labels, {"text": batches, "transitions": batches}, source)."""
     if os.path.isdir(args.data):
         table = read_split(args.data)[0]
-        vocab = Vocab.build([table], transitions=tree)
+        vocab = Vocab.build([table], decoder_target="transitions" if tree else "text")
         labels = label_vocabulary(table)
         arcs = arc_label_vocabulary(vocab)
-        data = ParallelData(args.data, vocab, 256, features=ALL_FEATURES, labels=labels)
+        data = ParallelData(args.data, vocab, 256, features=ALL_FEATURES,
+                            feature_options={"source_labels": labels})
         data.ladder = args.ladder
         rows = data.batches(args.max_tokens, seed=0)[: args.steps]
         out = {"text": collated(data, rows, args.ladder)}
@@ -106,7 +106,8 @@ def batches_from(args, tree: bool = False):
             options = data_options(build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
                                                **TREE_SWITCHES["gcn"]).cfg)
             trans = ParallelData(args.data, vocab, 256, features={**ALL_FEATURES, "graph": "bench"}, skip_null=True,
-                                 **{**options, "labels": labels})
+                                 **options)
+            trans.feature_options["source_labels"] = labels
             trans.ladder = args.ladder
             out["transitions"] = collated(trans, trans.batches(args.max_tokens, seed=0)[: args.steps], args.ladder)
         return len(vocab), labels, arcs, out, f"shards {args.data}"
@@ -240,7 +241,7 @@ def main() -> None:
         model.set_attention_kernel(args.attention)
         models[name] = model
     autocast = autocast_context(args.precision, device)
-    batches = {name: all_batches["transitions" if model.cfg.target == "transitions" else "text"]
+    batches = {name: all_batches["transitions" if model.cfg.decoder_target == "transitions" else "text"]
                for name, model in models.items()}
     other = "vanilla, ladder " + ("off" if args.ladder else "on")
     if args.ladder_compare:

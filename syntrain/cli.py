@@ -274,7 +274,7 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     from synprep.errors import InputError
 
     from .checkpoints import load_checkpoint
-    from .data import ParallelData, check_scored_split
+    from .data import ParallelData, check_scored_split, readable_target
     from .decode import bleu_tokenizer, score
     from .decode import translate as run_translate
 
@@ -283,9 +283,8 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         model, vocab, ckpt = load_checkpoint(checkpoint, device)
         writers = _output_writers(model.switches, output_paths)
         check_scored_split(data_path)
-        options, columns = model.cfg.data_options(), open_columns(data_path)
-        for switch in model.switches:
-            options.update(switch.evaluation_options(columns))
+        options = model.cfg.data_options()
+        options["decoder_target"] = readable_target(options["decoder_target"], open_columns(data_path))
         data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False), **options)
     except (ValueError, FileNotFoundError, InputError) as e:
         raise click.ClickException(str(e)) from e

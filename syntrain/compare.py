@@ -75,7 +75,7 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
 
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
     data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
-                        labels=model.cfg.data_options()["labels"])
+                        feature_options=model.cfg.feature_options())
     differ = signature_differences(ckpt.get("signature", {}), data.signature)
     if differ:
         print(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "

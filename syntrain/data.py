@@ -8,9 +8,10 @@ Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS
 Batch features (`Batch.named`): only what the active switches ask for (`Switch.batch_columns`), collated as
 their modules declare it (`BatchColumn`, `Switch.columns`); this module names none of them.
 
-Tree decoding (`target = "transitions"`, docs/tree-decoding.md): the decoder reads `[BOS] + tgt_transitions`
-and predicts `tgt_transitions + [EOS]`; rows whose transitions are null are skipped (counted in
-`skipped_null`); the generated graph of the transitions is a batch column of the tree switch.
+Decoder targets: the target sub-words (`target = "text"`), or a target column a switch declares
+(`TargetColumn`, `Switch.targets`: tree decoding's arc-standard transitions): the decoder then reads
+`[BOS] + column` and predicts `column + [EOS]`; rows whose column is null are skipped in training (counted in
+`skipped_null`) and kept, without a loss, for decoding.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import torch
 
 from synprep import schema
 from synprep.errors import InputError
-from synprep.features import LEFT_ARC, RIGHT_ARC, transition_edges
 from synprep.shards import Manifest, open_split, release_pages, source_recipe
 
 from .shapes import padded_length
@@ -43,26 +43,10 @@ PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
 # column names, checked once against the declared Arrow schema
 _ALL_FIELDS = {f.name for f in schema.pair_schema(schema.FEATURE_GROUPS, schema.FEATURE_GROUPS, version=1)}
 ID, SRC_TEXT, TGT_TEXT = "id", "src_text", "tgt_text"
-SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS = "src_subwords", "tgt_subwords", "tgt_transitions"
-assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS} <= _ALL_FIELDS
-LABEL_NONE, LABEL_UNKNOWN = 0, 1
-TARGETS = ("text", "transitions")  # what the decoder produces: sub-words, or arc-standard transitions
-
-
-def is_arc(item: str) -> bool:
-    """A transition token (LEFT-ARC:<label> / RIGHT-ARC:<label>), not a sub-word."""
-    return item.startswith(LEFT_ARC) or item.startswith(RIGHT_ARC)
-
-
-def arc_label_vocabulary(vocab: Vocab) -> list[str]:
-    """The sorted labels of the vocabulary's transition tokens (graph label ids 2... in this order)."""
-    return sorted({item.split(":", 1)[1] for item in vocab.itos if is_arc(item)})
-
-
-def transitions_error(path: str) -> str:
-    """The one-line message for shards without the target transitions."""
-    return (f"{path}: target = \"transitions\" needs {TGT_TRANSITIONS}: convert with [features] tgt = [..., "
-            "\"transitions\"]")
+SRC_SUBWORDS, TGT_SUBWORDS = "src_subwords", "tgt_subwords"
+assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS} <= _ALL_FIELDS
+LABEL_NONE, LABEL_UNKNOWN = 0, 1  # ids of a label feature: none (EOS, pad), a label unseen in training
+TEXT = "text"  # the decoder target of a model whose switches declare none: the target sub-words
 
 
 RELEASE_EVERY = 8  # chunks (record batches of ~1000 rows) read between two `release_pages`
@@ -179,16 +163,21 @@ class Vocab:
         return self.source or self
 
     @classmethod
-    def build(cls, tables: Iterable[pa.Table], min_freq: int = 1, transitions: bool = False,
-              joint: bool = True) -> Vocab:
+    def build(cls, tables: Iterable[pa.Table], min_freq: int = 1, decoder_target: str = TEXT, joint: bool = True
+              ) -> Vocab:
         """Count `src_subwords` and `tgt_subwords` of the given tables (one joint vocabulary; `joint` false: a
-        target vocabulary with a source vocabulary of its own); `transitions`: also the LEFT-ARC/RIGHT-ARC tokens
-        of `tgt_transitions` (target side)."""
+        target vocabulary with a source vocabulary of its own); a declared `decoder_target` (`TargetColumn`): the
+        items of its column that it counts (tree decoding: the LEFT-ARC/RIGHT-ARC tokens), target side."""
         tables = list(tables)
-        target = [TGT_SUBWORDS] + ([TGT_TRANSITIONS] if transitions else [])
+        declaration = target_column(decoder_target)
+        if declaration is not None:
+            for table in tables:
+                if declaration.column not in table.column_names:
+                    raise ValueError(declaration.missing_error("the training split"))
+        counted = [(TGT_SUBWORDS, None)] + ([(declaration.column, declaration.counted)] if declaration else [])
         if joint:
-            return cls(_counted(tables, [SRC_SUBWORDS, *target], min_freq))
-        return cls(_counted(tables, target, min_freq), cls(_counted(tables, [SRC_SUBWORDS], min_freq)))
+            return cls(_counted(tables, [(SRC_SUBWORDS, None), *counted], min_freq))
+        return cls(_counted(tables, counted, min_freq), cls(_counted(tables, [(SRC_SUBWORDS, None)], min_freq)))
 
     @classmethod
     def from_checkpoint(cls, ckpt: dict) -> Vocab:
@@ -240,23 +229,22 @@ def source_vocab_path(path: str) -> str:
     return f"{stem}.src{ext}"
 
 
-def _counted(tables: list[pa.Table], columns: list[str], min_freq: int) -> list[str]:
-    """The specials, then the strings of `columns` (arc tokens only of `tgt_transitions`) by frequency."""
+def _counted(tables: list[pa.Table], columns: list[tuple[str, Callable[[str], bool] | None]], min_freq: int
+             ) -> list[str]:
+    """The specials, then the strings of `columns` ((name, which strings count: None = all)) by frequency."""
     counts: dict[str, int] = {}
     for table in tables:
-        if TGT_TRANSITIONS in columns and TGT_TRANSITIONS not in table.column_names:
-            raise ValueError(transitions_error("the training split"))
-        for column in columns:
-            found = count_strings(table.column(column), is_arc if column == TGT_TRANSITIONS else None)
+        for column, keep in columns:
+            found = count_strings(table.column(column), keep)
             for value, count in found.items():
                 counts[value] = counts.get(value, 0) + count
     kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIALS), key=lambda t: (-counts[t], t))
     return list(SPECIALS) + kept
 
 
-VOCAB_COLUMNS = (SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS)  # what Vocab.build counts (when present)
-# the columns the trainer reads (when present); of compressed shards only these are decompressed
-TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS, TGT_TRANSITIONS)  # + the declared ones
+# the columns the trainer reads (when present); of compressed shards only these and the declared ones (batch
+# columns, target columns) are decompressed
+TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS)
 
 
 def in_memory(table: pa.Table) -> pa.Table:
@@ -292,24 +280,30 @@ def read_split(path: str, columns: Sequence[str] | None = None) -> tuple[pa.Tabl
     if columns is not None:
         columns = [c for c in dict.fromkeys(columns) if c in split.columns]
     elif split.manifest.compression != "none":
-        declared_columns = [c for column in declared().values() for c in column.shard_columns()]
-        columns = [c for c in dict.fromkeys([*TRAIN_COLUMNS, *declared_columns]) if c in split.columns]
+        columns = [c for c in train_columns() if c in split.columns]
     return split.table(columns), split.manifest
+
+
+def train_columns() -> list[str]:
+    """Every column the trainer may read: TRAIN_COLUMNS, the declared target columns and batch columns."""
+    declared_columns = [declaration.column for declaration in declared_targets().values()]
+    declared_columns += [c for column in declared().values() for c in column.shard_columns()]
+    return list(dict.fromkeys([*TRAIN_COLUMNS, *declared_columns]))
 
 
 Item, Made = TypeVar("Item"), TypeVar("Made")
 
 
-def prefetch(items: Sequence[Item], make: Callable[[Item], Made], depth: int = 2) -> Iterator[Made]:
-    """`make(item)` for each item, in order, computed on one background thread up to `depth` items ahead of
+def prefetch(items: Sequence[Item], make: Callable[[Item], Made], ahead: int = 2) -> Iterator[Made]:
+    """`make(item)` for each item, in order, computed on one background thread up to `ahead` items ahead of
     the consumer (collation of the next batches overlaps the training step; numpy and torch copies release
     the GIL). An exception in `make` is raised at its item."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="syntrain-prefetch") as pool:
-        pending = deque(pool.submit(make, item) for item in items[:depth])
+        pending = deque(pool.submit(make, item) for item in items[:ahead])
         for i in range(len(items)):
             made = pending.popleft().result()
-            if i + depth < len(items):
-                pending.append(pool.submit(make, items[i + depth]))
+            if i + ahead < len(items):
+                pending.append(pool.submit(make, items[i + ahead]))
             yield made
 
 
@@ -390,6 +384,57 @@ def declared(name: str | None = None) -> BatchColumn | dict[str, BatchColumn]:
     return _COLUMNS[name][0]
 
 
+class TargetColumn:
+    """A decoder target other than the target sub-words, declared by the switch that produces it
+    (`Switch.targets`; a model's target is the one its active switches declare, else TEXT): `name` (what the
+    run header and errors call it), `column` (the shard column, list<string>; a null row has no target: it is
+    skipped in training, counted in `skipped_null`, and kept without a loss for decoding), `group` (the target
+    feature group of the pipeline that writes it, for the error when a split lacks it), `counted(item)`: which
+    of its items join the vocabulary (the others, sub-words, are counted from `tgt_subwords`)."""
+
+    def __init__(self, name: str, column: str, group: str, counted: Callable[[str], bool] | None = None) -> None:
+        self.name, self.column, self.group, self.counted = name, column, group, counted
+
+    def missing_error(self, path: str) -> str:
+        """The one-line message for a split without the column."""
+        return (f"{path}: target = \"{self.name}\" needs {self.column}: convert with [features] tgt = [..., "
+                f"\"{self.group}\"]")
+
+
+_TARGETS: dict[str, tuple[TargetColumn, str]] = {}  # name -> (declaration, the switch that declared it)
+
+
+def declare_targets(targets: Iterable[TargetColumn], by: str) -> None:
+    """Add the decoder targets a switch declares (`switches.register` calls this); a name is declared once."""
+    for declaration in targets:
+        name = declaration.name
+        if name == TEXT or name in _TARGETS and _TARGETS[name][1] != by:
+            owner = "the trainer" if name == TEXT else f"switch {_TARGETS[name][1]!r}"
+            raise ValueError(f"switch {by!r}: decoder target {name!r} is already declared by {owner}")
+        _TARGETS[name] = (declaration, by)
+
+
+def declared_targets() -> dict[str, TargetColumn]:
+    """The declared decoder targets by name (TEXT, the target sub-words, is not one of them)."""
+    return {name: declaration for name, (declaration, _) in _TARGETS.items()}
+
+
+def target_column(decoder_target: str) -> TargetColumn | None:
+    """The declaration of `decoder_target` (None: TEXT; ValueError when no switch declares it)."""
+    if decoder_target == TEXT:
+        return None
+    if decoder_target not in _TARGETS:
+        raise ValueError(f"the decoder target must be one of {', '.join([TEXT, *_TARGETS])}, got {decoder_target!r}")
+    return _TARGETS[decoder_target][0]
+
+
+def readable_target(decoder_target: str, columns: Sequence[str]) -> str:
+    """The decoder target a scored split with `columns` is read with: `decoder_target`, or TEXT when the split
+    lacks its column (decoding needs no reference targets; a measure that needs them sees None)."""
+    declaration = target_column(decoder_target)
+    return TEXT if declaration is not None and declaration.column not in columns else decoder_target
+
+
 @dataclass
 class Batch:
     """Padded tensors of one batch; `index` = row numbers in the dataset; `named`: the batch features of the
@@ -437,10 +482,11 @@ class Batch:
         return self.target_tokens
 
 
-def data_columns(features: dict[str, str], target: str, references: bool = True) -> list[str]:
-    """The columns ParallelData reads (when the split has them): the sub-words or transitions and the columns
-    of the collated `features`; with `references`, ids and texts too (scoring; the training split needs none)."""
-    needed = [SRC_SUBWORDS, TGT_SUBWORDS] + ([TGT_TRANSITIONS] if target == "transitions" else [])
+def data_columns(features: dict[str, str], decoder_target: str, references: bool = True) -> list[str]:
+    """The columns ParallelData reads (when the split has them): the sub-words, the `decoder_target` column and
+    the columns of the collated `features`; with `references`, ids and texts too (scoring; training needs none)."""
+    declaration = target_column(decoder_target)
+    needed = [SRC_SUBWORDS, TGT_SUBWORDS] + ([declaration.column] if declaration else [])
     needed += [c for name in features for c in declared(name).shard_columns()]
     return ([ID, SRC_TEXT, TGT_TEXT] if references else []) + list(dict.fromkeys(needed))
 
@@ -522,7 +568,7 @@ class Batching:
 
 
 class References:
-    """What scoring reads of a split's table (`table`, `configuration`): raw target texts, target transitions."""
+    """What scoring reads of a split's table (`table`, `configuration`): raw target texts, other columns."""
 
     table: pa.Table
     configuration: dict
@@ -532,11 +578,11 @@ class References:
         """Target language code from the pipeline configuration ('' if unknown)."""
         return self.configuration.get("tgt_lang", "")
 
-    def reference_transitions(self, rows: Sequence[int]) -> list[list[str] | None]:
-        """The target transitions of the given rows (None where null or not in the shards)."""
-        if TGT_TRANSITIONS not in self.table.column_names:
+    def column_values(self, name: str, rows: Sequence[int]) -> list[Any]:
+        """The values of column `name` of the given rows (None where null or not in the shards)."""
+        if name not in self.table.column_names:
             return [None] * len(rows)
-        column = self.table.column(TGT_TRANSITIONS)
+        column = self.table.column(name)
         return [column[int(i)].as_py() for i in rows]
 
     def references(self, rows: Sequence[int]) -> list[str]:
@@ -550,36 +596,31 @@ class ParallelData(Batching, References):
     back: only the arrays stay in RAM; texts are read from the mapping when scoring).
 
     `features`: batch columns to collate (names declared by the switches, `BatchColumn`) -> the switch that
-    needs each (named in the error when the shards lack its column); `labels`: the source label vocabulary and
-    `arc_labels`: the graph's labels (what the columns of the switches that use them read from here).
-    `target` "transitions": targets are `tgt_transitions` (rows without them are skipped when `skip_null`,
-    else kept for decoding but left out of `loss_rows`). `split`: the (table, manifest) of `path` when already
+    needs each (named in the error when the shards lack its column); `feature_options`: what those columns read
+    of the run, by name (the switches' `data_options`: label vocabularies). `decoder_target`: TEXT, or a declared
+    `TargetColumn`, whose null rows are skipped when `skip_null`, else kept for decoding but left out of
+    `loss_rows`. `split`: the (table, manifest) of `path` when already
     read (`read_split`); `table` alone: raw text prepared by synprep.prepare. `ladder` (set by the trainer): pad
     batch lengths to the shape ladder of `syntrain.shapes`, capped at `ladder_limit` when > 0; the padding counts
     against `max_tokens` in `batches`. Batching and the references: the two base classes."""
 
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
                  configuration: dict | None = None, features: dict[str, str] | None = None,
-                 labels: Sequence[str] = (), target: str = "text", arc_labels: Sequence[str] | None = None,
-                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None, copy: bool = False
-                 ) -> None:
+                 decoder_target: str = TEXT, feature_options: dict[str, Any] | None = None, skip_null: bool = False,
+                 split: tuple[pa.Table, Manifest] | None = None, copy: bool = False) -> None:
         self.path = path
         if table is None:
-            self.table, manifest = split or read_split(path, data_columns(features or {}, target))
+            self.table, manifest = split or read_split(path, data_columns(features or {}, decoder_target))
             if copy:  # references and sources read later (validation, test scoring) are not mapped from shards
                 self.table = in_memory(self.table)
             self.configuration, self.signature = manifest.configuration, manifest.signature
         else:  # raw text prepared by synprep.prepare
             self.table, self.configuration, self.signature = table, configuration or {}, {}
         self.vocab = vocab
-        if target not in TARGETS:
-            raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
-        self.target = target
-        self.root = self.configuration.get("features", {}).get("root", "drop")
+        self.decoder_target, self.target_column = decoder_target, target_column(decoder_target)
         self.null = self._encode(table is None)
         self.skipped_null = int(self.null.sum())
-        self.labels = list(labels)
-        self.arc_labels = None if arc_labels is None else {label: i + 2 for i, label in enumerate(arc_labels)}
+        self.feature_options = dict(feature_options or {})
         self.features = dict(features or {})
         self.loaded = self._load_columns()
         self.src_len = np.diff(self.src_off) + 1  # + EOS
@@ -594,14 +635,15 @@ class ParallelData(Batching, References):
         self.ladder, self.ladder_limit = False, 0
 
     def _encode(self, has_targets: bool) -> np.ndarray:
-        """Source and target ids (`src_ids`/`src_off`, `tgt_ids`/`tgt_off`); the rows without a target (null
-        transitions) as a mask. Raw text (`has_targets` false) has no targets."""
+        """Source and target ids (`src_ids`/`src_off`, `tgt_ids`/`tgt_off`); the rows without a target (a null
+        target column) as a mask. Raw text (`has_targets` false) has no targets."""
         self.src_ids, self.src_off = self.vocab.src.encode_column(self.table.column(SRC_SUBWORDS))
         null = np.zeros(self.table.num_rows, dtype=bool)
-        if self.target == "transitions" and has_targets:
-            if TGT_TRANSITIONS not in self.table.column_names:
-                raise ValueError(transitions_error(self.path))
-            column = self.table.column(TGT_TRANSITIONS)
+        declaration = self.target_column
+        if declaration is not None and has_targets:
+            if declaration.column not in self.table.column_names:
+                raise ValueError(declaration.missing_error(self.path))
+            column = self.table.column(declaration.column)
             null = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
             self.tgt_ids, self.tgt_off = self.vocab.encode_column(column)
         else:
@@ -640,18 +682,6 @@ def batch_bounds(lengths: np.ndarray, max_tokens: int) -> list[int]:
             bounds.extend(range(start + taken, end, cap))
             open_rows = rest - (len(range(start + taken, end, cap)) - 1) * cap
     return bounds
-
-
-def graph_rows(sequences: Sequence[Sequence[str]], label_ids: dict[str, int], root: str = "drop") -> np.ndarray:
-    """The generated graphs of several transition sequences (prefixes allowed) as one (E, 5) int64 array of
-    (batch row, parent, child, label id, step) in decoder input positions (+ 1: BOS)."""
-    parts = []
-    for b, sequence in enumerate(sequences):
-        edges, labels = transition_edges(sequence, root)
-        if len(edges):
-            ids = np.array([label_ids.get(label, LABEL_UNKNOWN) for label in labels], dtype=np.int64)
-            parts.append(np.column_stack([np.full(len(edges), b), edges[:, :2] + 1, ids, edges[:, 2] + 1]))
-    return np.concatenate(parts) if parts else np.zeros((0, 5), dtype=np.int64)
 
 
 def raw_source(lines: Sequence[str], pipeline: dict, signature: dict, dataset: str) -> pa.Table:

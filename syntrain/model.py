@@ -24,7 +24,7 @@ from torch import nn
 from synprep.tables import config_from_dict
 
 from .attention import MultiHeadAttention, check_hooks, check_kernel
-from .data import PAD_ID
+from .data import PAD_ID, TEXT
 from .sizes import ModelSizes
 from .switches import AttentionHook, Features, Outputs, Switch, merge_features, registered, reserve
 
@@ -161,17 +161,18 @@ class ModelConfig:
         return {name: why for switch in self.switches_on() for name, why in switch.batch_columns(training).items()}
 
     def data_options(self) -> dict[str, Any]:
-        """ParallelData options the model needs: its target, the graph's label ids, the source label
-        vocabulary (the switches' `data_options`)."""
-        options: dict[str, Any] = {"target": "text", "arc_labels": None, "labels": ()}
-        for switch in self.switches_on():
-            options.update(switch.data_options())
-        return options
+        """ParallelData options the model needs: its decoder target and `feature_options`."""
+        return {"decoder_target": self.decoder_target, "feature_options": self.feature_options()}
+
+    def feature_options(self) -> dict[str, Any]:
+        """What the switches' batch columns read of the run (their `data_options`: label vocabularies)."""
+        return {name: value for switch in self.switches_on() for name, value in switch.data_options().items()}
 
     @property
-    def target(self) -> str:
-        """What the decoder produces: "text" (sub-words), or what a switch makes it produce ("transitions")."""
-        return self.data_options()["target"]
+    def decoder_target(self) -> str:
+        """What the decoder produces: TEXT (the target sub-words), or the target an active switch declares
+        (`Switch.targets`)."""
+        return next((declared.name for switch in self.switches_on() for declared in switch.targets), TEXT)
 
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda (names as `Transformer.auxiliary_losses` returns them)."""

@@ -207,8 +207,7 @@ def scores_text(model: Transformer, result: dict) -> str:
 
 
 def data_options(cfg: ModelConfig) -> dict[str, Any]:
-    """ParallelData options a model needs: its target, the graph's label ids, the source labels (the switches'
-    data_options)."""
+    """ParallelData options a model needs: its decoder target and what the switches' batch columns read."""
     return cfg.data_options()
 
 
@@ -369,13 +368,14 @@ def load_data(run: Run) -> None:
         run.mcfg = stored_model_config(ckpt, run.resume_path)
     else:
         run.mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model})
-    target = run.mcfg.target
-    split = read_split(cfg.data, data_columns(run.mcfg.batch_features(training=True), target, references=False))
+    decoder_target = run.mcfg.decoder_target
+    split = read_split(cfg.data, data_columns(run.mcfg.batch_features(training=True), decoder_target,
+                                              references=False))
     if ckpt:
         run.vocab = checkpoint_vocab(ckpt, run.mcfg, run.resume_path)
     else:  # one vocabulary per side when the dataset's BPE is per side
-        run.vocab = Vocab.build([split[0]], transitions=target == "transitions",
-                                joint=not separate_bpe(split[1].configuration))
+        joint = not separate_bpe(split[1].configuration)
+        run.vocab = Vocab.build([split[0]], decoder_target=decoder_target, joint=joint)
         run.mcfg.fill(*split, run.vocab)
     run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, features=run.mcfg.batch_features(training=True),
                                   skip_null=True, split=split, **data_options(run.mcfg))

@@ -39,7 +39,7 @@ class Translator:
     def split(self, path: str) -> ParallelData:
         """A split folder written by synprep convert, with this model's vocabulary."""
         return ParallelData(path, self.vocab, features=self.model.cfg.batch_features(training=False),
-                            labels=self.model.cfg.data_options()["labels"])
+                            feature_options=self.model.cfg.feature_options())
 
     def _decode(self, data: ParallelData) -> list[Ranked]:
         return translate_nbest(self.model, data, self.vocab, self.beam, self.alpha, self.max_tokens,
@@ -63,7 +63,7 @@ class Translator:
         # every source feature of the training dataset (distances, labels, ...), made as convert made them
         data = ParallelData("<input>", self.vocab, table=table, configuration=self.ckpt["pipeline"],
                             features=self.model.cfg.batch_features(training=False),
-                            labels=self.model.cfg.data_options()["labels"])
+                            feature_options=self.model.cfg.feature_options())
         for i, ranked in zip(filled, self._decode(data)):
             results[i] = ranked
         return results

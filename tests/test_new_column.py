@@ -105,10 +105,11 @@ def test_depth_switch_trains_a_step_from_shards_with_the_depth_group(depth_split
 GENERIC = sorted(path for path in (REPO / "syntrain").glob("*.py"))  # everything but syntrain/switches/
 
 
-def test_no_generic_trainer_file_names_a_column_a_switch_declares():
+def test_no_generic_trainer_file_names_a_column_or_target_a_switch_declares():
     declared = {name: switch.name for switch in registered() for column in switch.columns
                 for name in column.shard_columns()}
-    assert {"src_depth", "src_parent_mid", "src_dbsa_head"} <= set(declared)
+    declared.update({target.column: switch.name for switch in registered() for target in switch.targets})
+    assert {"src_depth", "src_parent_mid", "src_dbsa_head", "tgt_transitions"} <= set(declared)
     for path in GENERIC:
         text = path.read_text(encoding="utf-8")
         named = sorted(name for name in declared if re.search(rf"\b{name}\b", text))

@@ -156,7 +156,7 @@ def test_the_trainer_reads_both_formats_alike(v2_of_the_v1_corpus):
 
     tables = {name: read_split(str(root / "train"))[0] for name, root in (("v1", SHARDS_V1), ("v2",
                                                                                    v2_of_the_v1_corpus))}
-    vocabs = {name: Vocab.build([table], transitions=True) for name, table in tables.items()}
+    vocabs = {name: Vocab.build([table], decoder_target="transitions") for name, table in tables.items()}
     assert vocabs["v1"].itos == vocabs["v2"].itos
     labels = label_vocabulary(tables["v1"])
     assert labels == label_vocabulary(tables["v2"])
@@ -164,7 +164,8 @@ def test_the_trainer_reads_both_formats_alike(v2_of_the_v1_corpus):
     batches = {}
     for name, root in (("v1", SHARDS_V1), ("v2", v2_of_the_v1_corpus)):
         for target in ("text", "transitions"):
-            data = ParallelData(str(root / "train"), vocabs["v1"], features=features, labels=labels, target=target)
+            data = ParallelData(str(root / "train"), vocabs["v1"], features=features, decoder_target=target,
+                                feature_options={"source_labels": labels})
             batches[name, target] = [data.collate(rows) for rows in data.batches(300, seed=3)]
     for target in ("text", "transitions"):
         for a, b in zip(batches["v1", target], batches["v2", target], strict=True):
@@ -277,9 +278,9 @@ def test_the_trainer_holds_its_arrays_not_the_shards(v2_of_the_v1_corpus, monkey
     for every in (1, 10**6):  # pages given back after each chunk, or only at the end of each column
         monkeypatch.setattr(data_module, "RELEASE_EVERY", every)
         table, manifest = read_split(str(split))
-        vocab = Vocab.build([table], transitions=True)
-        made[every] = ParallelData(str(split), vocab, features=features, labels=["nsubj", "obj"],
-                                   split=(table, manifest))
+        vocab = Vocab.build([table], decoder_target="transitions")
+        made[every] = ParallelData(str(split), vocab, features=features, split=(table, manifest),
+                                   feature_options={"source_labels": ["nsubj", "obj"]})
         assert shard_pages_resident(split) == 0  # every column read was copied out, its pages given back
         assert made[every].table.num_rows > 0 and shard_pages_resident(split) == 0
     one, other = made.values()

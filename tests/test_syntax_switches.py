@@ -282,7 +282,8 @@ def test_collated_features_follow_the_conventions(shards):
     vocab = Vocab.build([table])
     labels = sorted({x for row in table.column("src_labels").to_pylist() for x in row})
     features = {"distances": "a", "labels": "b", "src_heads": "c", "tgt_heads": "d"}
-    data = ParallelData(str(shards / "train"), vocab, features=features, labels=labels)
+    data = ParallelData(str(shards / "train"), vocab, features=features,
+                        feature_options={"source_labels": labels})
     batch = data.collate(data.keep[:16])
     for b, row in enumerate(data.keep[:16]):
         record = table.slice(int(row), 1).to_pylist()[0]

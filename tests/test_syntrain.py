@@ -547,7 +547,7 @@ def test_prefetch_makes_the_next_batch_while_the_step_runs():
         return i * 10
 
     seen = []
-    for value in prefetch(range(6), make, depth=2):
+    for value in prefetch(range(6), make, ahead=2):
         time.sleep(0.05)  # the training step
         seen.append(value)
         n = value // 10

@@ -1,6 +1,6 @@
 """A new switch is one module plus one registration line: a toy switch defined here (a config field with its
 range, an attention hook with its own parameter and recorded weights, a batch feature, an auxiliary loss)
-trains through the unchanged trainer, is checkpointed and loads back."""
+trains through the unchanged trainer, is checkpointed and loads back; so does a toy decoder target."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from synprep.tables import option
+from syntrain.data import TEXT, ParallelData, TargetColumn, Vocab, read_split
 from syntrain.model import ModelConfig
 from syntrain.switches import AttentionHook, Outputs, Switch, register, unregister
 from syntrain.train import TrainConfig, load_checkpoint, train
@@ -106,3 +107,51 @@ def test_the_toy_switch_options_are_checked(toy):
 def test_unregistered_switch_options_are_unknown():
     with pytest.raises(ValueError, match="unknown model option"):
         ModelConfig.from_dict({"toy_gain": 1.0})
+
+
+@dataclass
+class TagConfig:
+    tag_target: bool = option(False, help="the decoder produces the target's dependency labels")
+
+
+class Tags(Switch[TagConfig], name="toy_tags", config=TagConfig, switched_by=("tag_target",)):
+    """A toy decoder target declared in one place: the target tokens' dependency labels (`tgt_labels`)."""
+
+    targets = (TargetColumn("tags", "tgt_labels", "labels"),)
+
+
+@pytest.fixture
+def tags():
+    register(Tags)
+    yield Tags
+    unregister(Tags.name)
+
+
+def test_a_decoder_target_declared_here_is_counted_read_and_trained(tags, tmp_path):
+    """The data layer and the trainer name no target: a switch's `TargetColumn` alone makes the decoder
+    produce another shard column (vocabulary, ids, training, checkpoint)."""
+    table, _ = read_split(str(SHARDS / "train"))
+    assert ModelConfig.from_dict({"tag_target": True}).decoder_target == "tags"
+    assert ModelConfig.from_dict({}).decoder_target == TEXT
+    vocab = Vocab.build([table], decoder_target="tags")
+    assert {"nsubj", "det", "root"} <= set(vocab.itos) - set(Vocab.build([table]).itos)
+    data = ParallelData(str(SHARDS / "train"), vocab, decoder_target="tags")
+    for row in (0, len(data) - 1):
+        batch = data.collate([row])
+        assert vocab.decode(batch.tgt_out[0].tolist()) == table.column("tgt_labels")[row].as_py()
+    model = {"d_model": 32, "d_ff": 64, "enc_layers": 1, "dec_layers": 1, "tag_target": True}
+    cfg = TrainConfig(data=str(SHARDS / "train"), out=str(tmp_path / "run"), model=model, max_steps=2,
+                      max_tokens=300, warmup=1, log_interval=1, eval_interval=2, threads=1)
+    train(cfg)
+    model_back, vocab_back, _ = load_checkpoint(str(tmp_path / "run" / "last.pt"))
+    assert model_back.cfg.decoder_target == "tags" and vocab_back.itos == vocab.itos
+
+
+@pytest.mark.parametrize("name", [TEXT, "transitions"])
+def test_a_decoder_target_declared_twice_is_refused(name):
+    class Again(Switch, name="toy_again"):
+        targets = (TargetColumn(name, "tgt_labels", "labels"),)
+
+    with pytest.raises(ValueError, match=f"decoder target {name!r} is already declared by"):
+        register(Again)
+    unregister(Again.name)

@@ -21,10 +21,10 @@ from synprep.features import TransitionState, from_transitions, to_transitions, 
 from synprep.synth import SynthConfig, write_corpus
 from synprep.trees import is_projective, lift_projective
 from syntrain.cli import cli
-from syntrain.data import BOS_ID, PAD_ID, SPECIALS, ParallelData, Vocab, graph_rows
+from syntrain.data import BOS_ID, PAD_ID, SPECIALS, ParallelData, Vocab
 from syntrain.decode import TreeConstraint, beam_search, greedy, tree_rows
 from syntrain.model import build_model
-from syntrain.switches.tree import parent_mask
+from syntrain.switches.tree import arc_label_vocabulary, graph_rows, parent_mask
 from syntrain.train import accumulate_gradients, data_options
 
 LABELS = ["nsubj", "obj", "det", "amod", "compound:prt"]
@@ -345,11 +345,11 @@ def test_null_transitions_are_skipped_and_counted(shards):
     table, _ = read_split(str(shards / "keep" / "train"))
     nulls = table.column("tgt_transitions").null_count
     assert nulls > 0
-    vocab = Vocab.build([table], transitions=True)
+    vocab = Vocab.build([table], decoder_target="transitions")
     assert any(item.startswith("LEFT-ARC:") for item in vocab.itos)
-    data = ParallelData(str(shards / "keep" / "train"), vocab, skip_null=True, target="transitions")
+    data = ParallelData(str(shards / "keep" / "train"), vocab, skip_null=True, decoder_target="transitions")
     assert data.skipped_null == nulls and len(data) == table.num_rows - nulls
-    kept = ParallelData(str(shards / "keep" / "train"), vocab, target="transitions")
+    kept = ParallelData(str(shards / "keep" / "train"), vocab, decoder_target="transitions")
     assert len(kept) == table.num_rows and len(kept.loss_rows) == table.num_rows - nulls
 
 
@@ -360,7 +360,7 @@ def test_missing_transitions_is_one_line_naming_the_feature(shards, tmp_path):
     vocab = Vocab.build([read_split(path)[0]])
     with pytest.raises(ValueError, match=r"needs tgt_transitions: convert with \[features\] tgt = \[\.\.\., "
                                          r"\"transitions\"\]"):
-        ParallelData(path, vocab, target="transitions")
+        ParallelData(path, vocab, decoder_target="transitions")
     recipe = tmp_path / "r.toml"
     recipe.write_text(f'[data]\ntrain = "{path}"\n[model]\ntarget = "transitions"\n[train]\nmax_steps = 1\n')
     done = subprocess.run([sys.executable, "-m", "syntrain", "run", str(recipe), "--out", str(tmp_path / "run")],
@@ -377,8 +377,7 @@ def test_tiny_model_learns_synthetic_transitions_to_exact_trees(shards):
 
     path = str(shards / "keep" / "train")
     table, _ = read_split(path)
-    vocab = Vocab.build([table], transitions=True)
-    from syntrain.data import arc_label_vocabulary
+    vocab = Vocab.build([table], decoder_target="transitions")
 
     options = dict(SMALL, arc_labels=arc_label_vocabulary(vocab), d_model=64, d_ff=128, parent_layers=[1],
                    gcn_layers=1)
@@ -440,7 +439,7 @@ def test_multi30k_recipes_load(name):
     vanilla = TrainConfig.from_dict(load_run_config(str(recipes / "multi30k-vanilla.toml")))
     model = ModelConfig.from_dict({**PRESETS[values.preset], **values.model, "vocab_size": 100})
     model.check()
-    assert model.target == "transitions"
+    assert model.decoder_target == "transitions"
     assert (values.seed, values.max_minutes, values.lr, values.data) == (vanilla.seed, vanilla.max_minutes,
                                                                          vanilla.lr, vanilla.data)
     assert values.max_tokens * values.accum_steps == vanilla.max_tokens * vanilla.accum_steps

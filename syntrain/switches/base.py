@@ -10,7 +10,9 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
 - `columns`: the batch columns it declares (`syntrain.data.BatchColumn`: the shard column read, how it is
   padded and collated; the data layer collates only what switches declare); `batch_columns(training)`: the
   names of those it reads in this run -> who needs them;
-- `data_options()`: ParallelData options (the target, graph labels, source labels); `prepare(cfg, table,
+- `targets`: the decoder targets it declares (`syntrain.data.TargetColumn`: a target shard column the decoder
+  produces instead of the target sub-words; the model's target is the one its active switches declare);
+- `data_options()`: what its batch columns read of the run (label vocabularies); `prepare(cfg, table,
   manifest, vocab)`: its data-derived option values, set once (`ModelConfig.fill`) before the model is built;
 - `attention_hooks(stack, layer, kind)`: `AttentionHook`s for one attention module (scale / mask / extra
   projection / recorded weights);
@@ -23,8 +25,7 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   features they add, the length limit, no incremental cache);
 - outputs beyond their text: `output_text(pieces)` (the pieces that are text, before de-BPE);
   `output_scores(pieces, data, rows)` + `scores_text(result, line)` (evaluation measures and their text in the
-  trainer's log lines and `syntrain eval`); `evaluation_options(columns)` (ParallelData options for a split
-  that lacks a reference column); `outputs` + `output_file(name, pieces, rows)` (`syntrain eval --NAME PATH`
+  trainer's log lines and `syntrain eval`); `outputs` + `output_file(name, pieces, rows)` (`syntrain eval --NAME PATH`
   files); `run_files(pieces)`, `describe_run()`, `compare_header` + `compare_column(run, data_path, described)`
   (what `syntrain compare` keeps in a run folder and shows in its table);
 - `losses(outputs, features)`: its auxiliary losses, computed only from what forward returned (`Outputs`)
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import torch
 
-from ..data import BatchColumn, declare
+from ..data import BatchColumn, TargetColumn, declare, declare_targets
 from ..sizes import ModelSizes
 
 if TYPE_CHECKING:
@@ -144,6 +145,7 @@ class Switch(Generic[C]):
     # values of its options that a checkpoint stored before they existed was trained with (when not the default)
     stored_defaults: ClassVar[dict[str, Any]] = {}
     columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (read via `batch_columns`)
+    targets: ClassVar[tuple[TargetColumn, ...]] = ()  # decoder targets it declares (the target while it is on)
     recomputes_prefix = False  # decoding re-runs the decoder over the whole prefix (no incremental cache)
     # files `syntrain eval --NAME PATH` writes from the decoded outputs: NAME -> (help, what the option needs,
     # for the error when no switch of the model writes it)
@@ -209,7 +211,8 @@ class Switch(Generic[C]):
         return {}
 
     def data_options(self) -> dict[str, Any]:
-        """ParallelData options it sets (target, arc_labels, labels)."""
+        """What its batch columns read of the run, by name (ParallelData's `feature_options`: label
+        vocabularies)."""
         return {}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
@@ -267,11 +270,6 @@ class Switch(Generic[C]):
         """Its measures in `result` (an evaluation's scores) as text: appended to the trainer's log line
         ("" when absent), or with `line` a line of its own for `syntrain eval` ("": none)."""
         return ""
-
-    def evaluation_options(self, columns: list[str]) -> dict[str, Any]:
-        """ParallelData options replacing `data_options()` ones for scoring a split with these `columns` (e.g.
-        decoding without a reference column the split lacks)."""
-        return {}
 
     def output_file(self, name: str, pieces: list[list[str]], rows: Any) -> str:
         """The text of output file `name` (one of `outputs`) for the decoded `pieces` of split rows `rows`."""
@@ -344,6 +342,7 @@ def register(switch: type[Switch]) -> type[Switch]:
         raise ValueError(f"a switch needs a new name, got {switch.name!r}")
     _check_names(switch)
     declare(switch.columns, switch.name)
+    declare_targets(switch.targets, switch.name)
     _REGISTRY[switch.name] = switch
     return switch
 

@@ -35,11 +35,12 @@ def label_vocabulary(table: pa.Table) -> list[str]:
 
 
 class LabelColumn(BatchColumn):
-    """`labels` (B, S) source label ids (0: EOS/pad, 1: a label unseen in training, 2... the split's
-    `labels`), each piece taking its token's label; the label strings become ids once per split."""
+    """`labels` (B, S) source label ids (0: EOS/pad, 1: a label unseen in training, 2... the run's
+    `source_labels`, from ParallelData's `feature_options`), each piece taking its token's label; the label
+    strings become ids once per split."""
 
     def load(self, data: ParallelData) -> tuple:
-        known = pa.array(list(data.labels), pa.string())
+        known = pa.array(list(data.feature_options.get("source_labels") or []), pa.string())
         return (encode_strings(data.table.column(self.column), known, 2, LABEL_UNKNOWN),
                 flat_numbers(data.table.column(self.reads[0])))
 
@@ -81,7 +82,7 @@ class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, sw
         return f"S&H label embeddings {self.options.label_embedding} ({len(self.options.source_labels)} labels)"
 
     def data_options(self) -> dict[str, Any]:
-        return {"labels": self.options.source_labels}
+        return {"source_labels": self.options.source_labels}
 
     columns = (LabelColumn("labels", SRC_LABELS, "src", "labels", reads=("src_subword_token",)),)
 

@@ -25,24 +25,43 @@ import numpy as np
 import torch
 from torch import nn
 
-from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState
+from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, transition_edges
 from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
-from ..data import (
-    EOS_ID,
-    PAD_ID,
-    SPECIALS,
-    TARGETS,
-    TGT_TRANSITIONS,
-    BatchColumn,
-    ParallelData,
-    Vocab,
-    arc_label_vocabulary,
-    graph_rows,
-)
+from ..data import EOS_ID, LABEL_UNKNOWN, PAD_ID, SPECIALS, TEXT, BatchColumn, ParallelData, TargetColumn, Vocab
 from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
-from .tree_output import TRANSITIONS, conllu_text, text_pieces, tree_column, tree_scores, tree_text
+from .tree_output import (
+    TGT_TRANSITIONS,
+    TRANSITIONS,
+    conllu_text,
+    is_arc,
+    text_pieces,
+    tree_column,
+    tree_scores,
+    tree_text,
+)
+
+# the decoder target of tree decoding: the arc-standard transitions (sub-words as SHIFT), of which the arc
+# tokens join the vocabulary
+TRANSITIONS_TARGET = TargetColumn("transitions", TGT_TRANSITIONS, "transitions", counted=is_arc)
+
+
+def arc_label_vocabulary(vocab: Vocab) -> list[str]:
+    """The sorted labels of the vocabulary's transition tokens (graph label ids 2... in this order)."""
+    return sorted({item.split(":", 1)[1] for item in vocab.itos if is_arc(item)})
+
+
+def graph_rows(sequences: Sequence[Sequence[str]], label_ids: dict[str, int], root: str = "drop") -> np.ndarray:
+    """The generated graphs of several transition sequences (prefixes allowed) as one (E, 5) int64 array of
+    (batch row, parent, child, label id, step) in decoder input positions (+ 1: BOS)."""
+    parts = []
+    for b, sequence in enumerate(sequences):
+        edges, labels = transition_edges(sequence, root)
+        if len(edges):
+            ids = np.array([label_ids.get(label, LABEL_UNKNOWN) for label in labels], dtype=np.int64)
+            parts.append(np.column_stack([np.full(len(edges), b), edges[:, :2] + 1, ids, edges[:, 2] + 1]))
+    return np.concatenate(parts) if parts else np.zeros((0, 5), dtype=np.int64)
 
 
 class GraphColumn(BatchColumn):
@@ -59,7 +78,9 @@ class GraphColumn(BatchColumn):
         itos = np.array(data.vocab.itos, dtype=object)
         sequences = [[] if data.null[row] else itos[data.tgt_ids[data.tgt_off[row] : data.tgt_off[row + 1]]].tolist()
                      for row in range(len(data.tgt_off) - 1)]
-        edges = [graph_rows([sequence], data.arc_labels or {}, data.root)[:, 1:] for sequence in sequences]
+        labels = {label: i + 2 for i, label in enumerate(data.feature_options.get("arc_labels") or [])}
+        root = data.configuration.get("features", {}).get("root", "drop")  # the pipeline's root policy
+        edges = [graph_rows([sequence], labels, root)[:, 1:] for sequence in sequences]
         offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.int64)
         return (np.concatenate(edges) if edges else np.zeros((0, 4), np.int64)), offsets
 
@@ -206,7 +227,8 @@ class ParentHead(AttentionHook):
 class TreeConfig:
     """[model] options of tree decoding."""
 
-    target: str = option("text", choices=TARGETS, help="what the decoder produces: sub-words or transitions")
+    target: str = option(TEXT, choices=(TEXT, TRANSITIONS_TARGET.name),
+                         help="what the decoder produces: sub-words or transitions")
     parent_layers: list[int] = option(default_factory=list, ge=1,
                                       help="1-based decoder layers with a PARENT head (head 0)")
     gcn_layers: int = option(0, ge=0, help="gated GCN layers over the generated graph (paper: 2)")
@@ -230,6 +252,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
 
     example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
 
+    targets = (TRANSITIONS_TARGET,)
     output_length_factor = 3.0  # sub-words + one arc per word
     outputs = {"trees": ("Tree-decoding models: also write the predicted target trees (CoNLL-U).",
                          'a tree-decoding model (target = "transitions")')}
@@ -249,7 +272,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
 
     @classmethod
     def active(cls, cfg: ModelOptions) -> bool:
-        return cls.section(cfg).target == "transitions"
+        return cls.section(cfg).target == TRANSITIONS_TARGET.name
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:
@@ -290,7 +313,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
         return text_pieces(pieces)
 
     def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
-        return tree_scores(pieces, data.reference_transitions(rows), self.options.transition_root)
+        return tree_scores(pieces, data.column_values(TGT_TRANSITIONS, rows), self.options.transition_root)
 
     columns = (GraphColumn("graph", "", "tgt", "transitions", source=False),)  # made from the target ids
 
@@ -300,9 +323,6 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
     def scores_text(self, result: dict[str, Any], line: bool = False) -> str:
         text = tree_text(result)
         return f"trees:{text[2:]}" if line and text else text
-
-    def evaluation_options(self, columns: list[str]) -> dict[str, Any]:
-        return {} if TGT_TRANSITIONS in columns else {"target": "text"}  # decoding needs no reference transitions
 
     def output_file(self, name: str, pieces: list[list[str]], rows: Any) -> str:
         return conllu_text(pieces, rows, self.options.transition_root)
@@ -318,8 +338,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
         return tree_column(run, data_path, described.get("transition_root", "drop"))
 
     def data_options(self) -> dict[str, Any]:
-        options = self.options
-        return {"target": "transitions", "arc_labels": list(options.arc_labels) if options.uses_graph else None}
+        return {"arc_labels": list(self.options.arc_labels)} if self.options.uses_graph else {}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
         if (stack, kind) == ("decoder", "self") and layer + 1 in self.options.parent_layers:

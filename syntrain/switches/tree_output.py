@@ -11,12 +11,18 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from synprep.features import from_transitions
+from synprep.features import LEFT_ARC, RIGHT_ARC, from_transitions
 
-from ..data import TGT_TRANSITIONS, debpe, is_arc
+from ..data import debpe
 
+TGT_TRANSITIONS = "tgt_transitions"  # the shard column of the target transitions (CONTRACT.md)
 TRANSITIONS = "test.trans"  # a compared run's decoded transitions (one line per pair), beside RUN/test.hyp
 TREE_KEYS = ("valid_trees", "exact_outputs", "exact_uas", "exact_las")
+
+
+def is_arc(item: str) -> bool:
+    """A transition token (LEFT-ARC:<label> / RIGHT-ARC:<label>), not a sub-word."""
+    return item.startswith(LEFT_ARC) or item.startswith(RIGHT_ARC)
 
 
 def text_pieces(pieces: Sequence[str]) -> list[str]:
