@@ -41,14 +41,55 @@ def config_parts() -> dict[str, type]:
 C = TypeVar("C")
 
 
-class ModelConfig:
-    """The model options: `sizes` (ModelSizes, what the generic model reads) and one typed section per registered
-    switch (its `Config` dataclass: `cfg.section(Pascal)`, or `self.options` inside the switch), read and written
-    under their flat names (recipes' `[model]` keys, checkpoints' `model_config`).
+class ActiveSwitches:
+    """What the switches that are on in a model config ask of the generic code (the `ModelConfig` part that the
+    model, the data layer and the trainer read): hooks, batch features, data options, losses."""
 
-    Built once per run: from the recipe's values (or a checkpoint's), then, for a new run, `fill` sets the
-    data-derived values (vocab_size, the switches' `prepare`) once, before the model is built; nothing is set
-    after that."""
+    def switches_on(self) -> list[Switch]:
+        """The switches that are on, in registration order."""
+        return [switch(self) for switch in registered() if switch.active(self)]
+
+    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        """The switches' hooks of one attention module (see Switch.attention_hooks)."""
+        return [hook for switch in self.switches_on() for hook in switch.attention_hooks(stack, layer, kind)]
+
+    def switches(self) -> str:
+        """The syntax switches that are on, in one line (run header, `syntrain env --checkpoint`)."""
+        return "; ".join(filter(None, (switch.describe() for switch in self.switches_on()))) or "none (vanilla)"
+
+    def batch_features(self, training: bool) -> dict[str, str]:
+        """Batch features the switches need (their `batch_columns`) -> the switch that needs each;
+        `training` adds the supervision of the auxiliary losses."""
+        return {name: why for switch in self.switches_on() for name, why in switch.batch_columns(training).items()}
+
+    def data_options(self) -> dict[str, Any]:
+        """ParallelData options the model needs: its decoder target and `feature_options`."""
+        return {"decoder_target": self.decoder_target, "feature_options": self.feature_options()}
+
+    def feature_options(self) -> dict[str, Any]:
+        """What the switches' batch columns read of the run (their `data_options`: label vocabularies)."""
+        return {name: value for switch in self.switches_on() for name, value in switch.data_options().items()}
+
+    @property
+    def decoder_target(self) -> str:
+        """What the decoder produces: TEXT (the target sub-words), or the target an active switch declares
+        (`Switch.targets`)."""
+        return next((declared.name for switch in self.switches_on() for declared in switch.targets), TEXT)
+
+    def loss_weights(self) -> dict[str, float]:
+        """Auxiliary loss name -> its lambda (names as `Transformer.auxiliary_losses` returns them)."""
+        return {name: weight for switch in self.switches_on() for name, weight in switch.loss_weights().items()}
+
+    @property
+    def recomputes_prefix(self) -> bool:
+        """Decoding re-runs the decoder over the whole prefix at each step (no incremental cache)."""
+        return any(switch.recomputes_prefix for switch in self.switches_on())
+
+
+class Sections:
+    """Flat option names over typed sections: `sizes` (ModelSizes, what the generic model reads) and one section
+    per registered switch (its `Config` dataclass: `cfg.section(Pascal)`, or `self.options` inside the switch),
+    read and written under their flat names (recipes' `[model]` keys, checkpoints' `model_config`)."""
 
     sizes: ModelSizes
 
@@ -69,10 +110,10 @@ class ModelConfig:
         raise AttributeError(f"ModelConfig is built once (from_dict); {name} cannot be set afterwards")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ModelConfig) and self.to_dict() == other.to_dict()
+        return isinstance(other, Sections) and self.to_dict() == other.to_dict()
 
     def __repr__(self) -> str:
-        return f"ModelConfig({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
 
     @overload
     def section(self, switch: type[Switch[C]]) -> C: ...
@@ -95,6 +136,15 @@ class ModelConfig:
     def to_dict(self) -> dict:
         """Plain values under their flat names (stored in checkpoints)."""
         return {name: value for part in self.parts().values() for name, value in asdict(part).items()}
+
+
+class ModelConfig(Sections, ActiveSwitches):
+    """The model options (`Sections`) and what the switches that are on ask of the generic code
+    (`ActiveSwitches`).
+
+    Built once per run: from the recipe's values (or a checkpoint's), then, for a new run, `fill` sets the
+    data-derived values (vocab_size, the switches' `prepare`) once, before the model is built; nothing is set
+    after that."""
 
     @classmethod
     def from_dict(cls, values: dict) -> ModelConfig:
@@ -142,46 +192,6 @@ class ModelConfig:
             for layer in range(layers):
                 for kind in kinds:
                     check_hooks(self.attention_hooks(stack, layer, kind), sizes.n_heads)
-
-    def switches_on(self) -> list[Switch]:
-        """The switches that are on, in registration order."""
-        return [switch(self) for switch in registered() if switch.active(self)]
-
-    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        """The switches' hooks of one attention module (see Switch.attention_hooks)."""
-        return [hook for switch in self.switches_on() for hook in switch.attention_hooks(stack, layer, kind)]
-
-    def switches(self) -> str:
-        """The syntax switches that are on, in one line (run header, `syntrain env --checkpoint`)."""
-        return "; ".join(filter(None, (switch.describe() for switch in self.switches_on()))) or "none (vanilla)"
-
-    def batch_features(self, training: bool) -> dict[str, str]:
-        """Batch features the switches need (see data.FEATURE_COLUMNS) -> the switch that needs each;
-        `training` adds the supervision of the auxiliary losses."""
-        return {name: why for switch in self.switches_on() for name, why in switch.batch_columns(training).items()}
-
-    def data_options(self) -> dict[str, Any]:
-        """ParallelData options the model needs: its decoder target and `feature_options`."""
-        return {"decoder_target": self.decoder_target, "feature_options": self.feature_options()}
-
-    def feature_options(self) -> dict[str, Any]:
-        """What the switches' batch columns read of the run (their `data_options`: label vocabularies)."""
-        return {name: value for switch in self.switches_on() for name, value in switch.data_options().items()}
-
-    @property
-    def decoder_target(self) -> str:
-        """What the decoder produces: TEXT (the target sub-words), or the target an active switch declares
-        (`Switch.targets`)."""
-        return next((declared.name for switch in self.switches_on() for declared in switch.targets), TEXT)
-
-    def loss_weights(self) -> dict[str, float]:
-        """Auxiliary loss name -> its lambda (names as `Transformer.auxiliary_losses` returns them)."""
-        return {name: weight for switch in self.switches_on() for name, weight in switch.loss_weights().items()}
-
-    @property
-    def recomputes_prefix(self) -> bool:
-        """Decoding re-runs the decoder over the whole prefix at each step (no incremental cache)."""
-        return any(switch.recomputes_prefix for switch in self.switches_on())
 
 
 PRESETS: dict[str, dict] = {
