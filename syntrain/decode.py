@@ -28,10 +28,6 @@ from .data import BOS_ID, EOS_ID, PAD_ID, ParallelData, Vocab, debpe
 from .model import Transformer
 from .switches import Features, merge_features
 
-# the tree switch's decoding helpers, importable from here as before they moved to the switch
-from .switches.tree import TreeConstraint  # noqa: F401
-from .switches.tree_output import tree_rows  # noqa: F401
-
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
     factor = max([1.5] + [switch.output_length_factor for switch in model.switches])

@@ -22,9 +22,10 @@ from synprep.synth import SynthConfig, write_corpus
 from synprep.trees import is_projective, lift_projective
 from syntrain.cli import cli
 from syntrain.data import BOS_ID, PAD_ID, SPECIALS, ParallelData, Vocab
-from syntrain.decode import TreeConstraint, beam_search, greedy, tree_rows
+from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
-from syntrain.switches.tree import arc_label_vocabulary, graph_rows, parent_mask
+from syntrain.switches.tree import TreeConstraint, arc_label_vocabulary, graph_rows, parent_mask
+from syntrain.switches.tree_output import tree_rows
 from syntrain.train import accumulate_gradients, data_options
 
 LABELS = ["nsubj", "obj", "det", "amod", "compound:prt"]
