@@ -223,6 +223,35 @@ class ParentHead(AttentionHook):
         return torch.cat([parents[:, None], others.expand(b, h - 1, t, s)], dim=1)
 
 
+def prefix_passes(model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                  features: Features, records: dict, prefixes: int, uses_graph: bool) -> Outputs:
+    """BiTran's teacher forcing (B, T, V): the prediction at input position p comes from a pass over the prefix
+    0..p alone (its own graph when `uses_graph`, bidirectional attention), one pass per prefix, batched as B x T
+    rows (cost O(T) passes). With `prefixes` = k (training, `bidirectional_prefixes`), only k sampled prefixes per
+    sentence are computed (the approximation); `loss_positions` (B, T) then marks them (others: zero logits)."""
+    b, t = tgt_in.shape
+    valid = chosen = tgt_in != PAD_ID
+    if prefixes:
+        noise = torch.rand((b, t), device=tgt_in.device).masked_fill(~valid, 2.0)
+        rank = noise.argsort(1).argsort(1)
+        chosen = valid & (rank < prefixes)
+    rows_b, rows_p = chosen.nonzero(as_tuple=True)
+    positions = torch.arange(t, device=tgt_in.device)
+    row_tgt = tgt_in[rows_b].masked_fill(positions[None] > rows_p[:, None], PAD_ID)
+    row_features = {name: value[rows_b] for name, value in features.items() if name != "graph"}
+    graph = features.get("graph")
+    if graph is not None and uses_graph:
+        pairs = (graph[:, 0:1] == rows_b[None]) & (graph[:, 4:5] <= rows_p[None])
+        edge, row = pairs.nonzero(as_tuple=True)
+        row_graph = graph[edge].clone()
+        row_graph[:, 0] = row
+        row_features["graph"] = row_graph
+    hidden = model.decode_hidden(row_tgt, memory[rows_b], src_mask[rows_b], row_features, records)
+    last = model.output(hidden[torch.arange(len(rows_b), device=hidden.device), rows_p])
+    out = torch.zeros((b, t, last.shape[-1]), dtype=last.dtype, device=last.device)
+    return Outputs(out.index_put((rows_b, rows_p), last), records, valid, chosen if prefixes else None)
+
+
 @dataclass
 class TreeConfig:
     """[model] options of tree decoding."""
@@ -372,34 +401,10 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
 
     def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
                         src_mask: torch.Tensor, features: Features, records: dict) -> Outputs | None:
-        """BiTran (B, T, V): the prediction at input position p comes from a pass over the prefix 0..p alone (its
-        own graph, bidirectional attention), one pass per prefix, batched as B x T rows (cost O(T) passes). In
-        training with `bidirectional_prefixes` = k, only k sampled prefixes per sentence are computed (the
-        approximation); `loss_positions` (B, T) then marks them (others: zero logits)."""
         if not self.options.bidirectional:
             return None
-        b, t = tgt_in.shape
-        valid = chosen = tgt_in != PAD_ID
-        sampled = model.training and self.options.bidirectional_prefixes
-        if sampled:
-            noise = torch.rand((b, t), device=tgt_in.device).masked_fill(~valid, 2.0)
-            rank = noise.argsort(1).argsort(1)
-            chosen = valid & (rank < self.options.bidirectional_prefixes)
-        rows_b, rows_p = chosen.nonzero(as_tuple=True)
-        positions = torch.arange(t, device=tgt_in.device)
-        row_tgt = tgt_in[rows_b].masked_fill(positions[None] > rows_p[:, None], PAD_ID)
-        row_features = {name: value[rows_b] for name, value in features.items() if name != "graph"}
-        graph = features.get("graph")
-        if graph is not None and self.options.uses_graph:
-            pairs = (graph[:, 0:1] == rows_b[None]) & (graph[:, 4:5] <= rows_p[None])
-            edge, row = pairs.nonzero(as_tuple=True)
-            row_graph = graph[edge].clone()
-            row_graph[:, 0] = row
-            row_features["graph"] = row_graph
-        hidden = model.decode_hidden(row_tgt, memory[rows_b], src_mask[rows_b], row_features, records)
-        last = model.output(hidden[torch.arange(len(rows_b), device=hidden.device), rows_p])
-        out = torch.zeros((b, t, last.shape[-1]), dtype=last.dtype, device=last.device)
-        return Outputs(out.index_put((rows_b, rows_p), last), records, valid, chosen if sampled else None)
+        prefixes = self.options.bidirectional_prefixes if model.training else 0
+        return prefix_passes(model, tgt_in, memory, src_mask, features, records, prefixes, self.options.uses_graph)
 
 
 register(TreeDecoding)
