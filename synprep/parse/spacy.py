@@ -4,7 +4,8 @@ spaCy's parser also segments sentences; several sentences on one line are joined
 the pipeline's own (the English pipelines use ClearNLP labels such as `dobj`, not UD); `ROOT` becomes `root`.
 Raw lines are single-spaced before parsing so that spaCy makes no whitespace tokens.
 
-Matrix products go through numpy's BLAS (thinc `NumpyOps(use_blis=False)`), one thread per process (synprep
+Matrix products go through numpy's BLAS (the pipeline is loaded under thinc `NumpyOps(use_blis=False)`; the
+process's current ops are left as they were), one thread per process (synprep
 runs one parser per worker): spaCy's bundled BLIS falls back to its generic kernel on CPUs it does not
 recognise (e.g. an AMD EPYC VM), where the same trees come 1.5-1.8x faster this way
 (benchmarks/README.md, bench_parse).
@@ -45,12 +46,12 @@ class SpacyParser(Parser):
             import spacy
         except ImportError:
             raise InputError("spaCy is not installed: pip install 'synprep[spacy]'") from None
-        from thinc.api import NumpyOps, set_current_ops
+        from thinc.api import use_ops
 
         self.model = model
-        set_current_ops(NumpyOps(use_blis=False))  # before loading: the pipeline's layers keep the current ops
         try:
-            self._nlp = spacy.load(model, exclude=["ner"])
+            with use_ops("numpy", use_blis=False):  # the pipeline's layers keep the ops they were made with
+                self._nlp = spacy.load(model, exclude=["ner"])
         except OSError as err:
             raise InputError(f"cannot load spaCy pipeline ({str(err).splitlines()[0][:200]}); "
                              f"{SPACY_HINT.format(name=model)}", model) from None
