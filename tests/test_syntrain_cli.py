@@ -300,11 +300,11 @@ def test_set_overrides_any_field_and_flags_win():
 def test_run_help_shows_every_option_with_its_default():
     from click.testing import CliRunner
 
-    from syntrain.cli import RUN_FLAGS, cli
+    from syntrain.cli import cli, run_flag_fields
 
     result = CliRunner().invoke(cli, ["run", "--help"], terminal_width=200)
     assert result.exit_code == 0
-    assert result.output.count("[default: ") == len(RUN_FLAGS)
+    assert result.output.count("[default: ") == len(run_flag_fields())
     assert "--warmup INTEGER" in result.output and "[default: 4000]" in result.output
     assert "(a number > 0).  [default: 0.0007]" in result.output  # --lr
     assert "[default: the preset's: cpu 0.1, tiny 0.1, base 0.1]" in result.output  # --dropout
