@@ -111,11 +111,20 @@ def run_flags(function: Any) -> Any:
 
 
 class RunCommand(click.Command):
-    """`syntrain run`: its model flags (`model_flags`) are added after --preset when the command runs or shows its
-    help, not when this module is imported (the declarations of the switches import torch)."""
+    """`syntrain run`: its model flags (`model_flags`) are added after --preset when the command shows its help or
+    its arguments name an option other than the [train] ones, not when this module is imported: the declarations
+    of the switches import torch, so `syntrain --help` and a bad [train] flag value answer without it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        known = {opt for param in super().get_params(ctx) for opt in (*param.opts, *param.secondary_opts)}
+        ctx.meta["syntrain.model_flags"] = any(
+            arg.startswith("-") and (arg in ctx.help_option_names or arg.split("=", 1)[0] not in known) for arg in args)
+        return super().parse_args(ctx, args)
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         params = super().get_params(ctx)
+        if not ctx.meta.get("syntrain.model_flags", True):
+            return params
         at = next(i + 1 for i, param in enumerate(params) if param.name == MODEL_FLAGS_AFTER)
         return params[:at] + [DeclaredOption(("model", name)) for name in model_flags()] + params[at:]
 
@@ -145,7 +154,7 @@ def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
     from .config import ConfigError, check_run, resolve_run
     from .runfolder import logged_run, resume_point, run_folder_lock
 
-    model_values = {name: options.pop(name) for name in model_flags()}
+    model_values = {name: options.pop(name, None) for name in model_flags()}  # absent: none was given
     with logged_run() as log, contextlib.ExitStack() as stack:
         try:
             cfg, notes, model_label = resolve_run(config, options, model_values, sets)
