@@ -155,7 +155,7 @@ def random_batches(args, tree: bool):
                 ids[b, len(sequence) + 1] = 2
             graph = torch.from_numpy(graph_rows(sequences, label_ids))
             batches["transitions"].append(Batch(batch.src[: len(sequences)], ids[:, :-1], ids[:, 1:], None,
-                                                {"parent": batch.parent[: len(sequences)], "graph": graph},
+                                                {"parent": batch.named["parent"][: len(sequences)], "graph": graph},
                                                 targets=("graph",)))
     return 8000, [str(i) for i in range(38)], arcs, batches, "random batches (no shards found)"
 

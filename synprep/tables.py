@@ -27,11 +27,12 @@ _BOUNDS = (("ge", ">=", lambda v, b: v >= b), ("gt", ">", lambda v, b: v > b), (
 
 def option(default: Any = MISSING, *, default_factory: Any = MISSING, help: str = "",  # noqa: A002
            ge: float | None = None, gt: float | None = None, le: float | None = None, lt: float | None = None,
-           choices: Sequence[Any] | None = None, filled: bool = False) -> Any:
+           choices: Sequence[Any] | None = None, filled: bool = False, flag: bool = False) -> Any:
     """A dataclass field with its help text and allowed values (bounds apply to each item of a list); `filled`:
-    the trainer sets it from the training data (not a recipe key)."""
+    the trainer sets it from the training data (not a recipe key); `flag`: a [model] option that is also a
+    `syntrain run --NAME` flag."""
     metadata = {"help": help, "ge": ge, "gt": gt, "le": le, "lt": lt,
-                "choices": tuple(choices) if choices is not None else None, "filled": filled}
+                "choices": tuple(choices) if choices is not None else None, "filled": filled, "flag": flag}
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata=metadata)
     return field(default=default, metadata=metadata)

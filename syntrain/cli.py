@@ -17,18 +17,32 @@ from synprep.options import NORMALIZERS
 from . import __version__
 from .config import load_run_config  # noqa: F401 (its home was here: `from syntrain.cli import load_run_config`)
 
-RUN_FLAGS = (  # `syntrain run` flags: (section, field); help, default and allowed values from the declarations
-    ("train", "data"), ("train", "valid"), ("train", "test"), ("train", "out"), ("train", "preset"),
-    ("model", "pascal_heads"), ("model", "parent_ignore"), ("model", "dropout"), ("model", "attention_dropout"),
-    ("model", "activation_dropout"), ("train", "max_steps"), ("train", "max_minutes"), ("train", "max_tokens"),
-    ("train", "accum_steps"), ("train", "lr"), ("train", "warmup"), ("train", "label_smoothing"),
-    ("train", "clip_norm"), ("train", "eval_interval"), ("train", "eval_sentences"), ("train", "eval_beam"),
-    ("train", "test_beam"), ("train", "length_penalty"), ("train", "bleu_tokenize"), ("train", "log_interval"),
-    ("train", "seed"), ("train", "threads"), ("train", "attention"), ("train", "device"), ("train", "precision"),
-    ("train", "max_len"), ("train", "keep_last"), ("train", "patience"), ("train", "best_metric"),
-    ("train", "tensorboard"),
-    ("train", "verify_shards"), ("train", "shape_ladder"), ("train", "compile"), ("train", "name"),
-    ("train", "resume"), ("train", "overwrite"), ("train", "bundle"))
+TRAIN_FLAGS = (  # the [train] fields that are `syntrain run` flags, in --help order (the model flags follow --preset)
+    "data", "valid", "test", "out", "preset", "max_steps", "max_minutes", "max_tokens", "accum_steps", "lr", "warmup",
+    "label_smoothing", "clip_norm", "eval_interval", "eval_sentences", "eval_beam", "test_beam", "length_penalty",
+    "bleu_tokenize", "log_interval", "seed", "threads", "attention", "device", "precision", "max_len", "keep_last",
+    "patience", "best_metric", "tensorboard", "verify_shards", "shape_ladder", "compile", "name", "resume",
+    "overwrite", "bundle")
+MODEL_FLAGS_AFTER = "preset"
+
+
+def model_flags() -> list[str]:
+    """The [model] options that are `syntrain run` flags: those declared `option(..., flag=True)`, the core sizes'
+    first, then each registered switch's (reading the declarations imports torch)."""
+    from .model import config_parts
+
+    names = [spec.name for part in config_parts().values() for spec in fields(part) if spec.metadata.get("flag")]
+    clash = sorted(set(names) & set(TRAIN_FLAGS))
+    if clash:
+        raise ValueError(f"[model] {clash[0]} is declared a flag, and --{clash[0].replace('_', '-')} is a [train] flag")
+    return names
+
+
+def run_flag_fields() -> list[tuple[str, str]]:
+    """Every `syntrain run` flag as (section, field), in --help order."""
+    at = TRAIN_FLAGS.index(MODEL_FLAGS_AFTER) + 1
+    train = [("train", name) for name in TRAIN_FLAGS]
+    return train[:at] + [("model", name) for name in model_flags()] + train[at:]
 
 
 class DeclaredType(click.ParamType):
@@ -90,10 +104,29 @@ class DeclaredOption(click.Option):
 
 
 def run_flags(function: Any) -> Any:
-    """The RUN_FLAGS options, as decorators of a command function."""
-    for declared in reversed(RUN_FLAGS):
-        function = click.option(*declared, cls=DeclaredOption)(function)
+    """The TRAIN_FLAGS options, as decorators of a command function."""
+    for name in reversed(TRAIN_FLAGS):
+        function = click.option("train", name, cls=DeclaredOption)(function)
     return function
+
+
+class RunCommand(click.Command):
+    """`syntrain run`: its model flags (`model_flags`) are added after --preset when the command shows its help or
+    its arguments name an option other than the [train] ones, not when this module is imported: the declarations
+    of the switches import torch, so `syntrain --help` and a bad [train] flag value answer without it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        known = {opt for param in super().get_params(ctx) for opt in (*param.opts, *param.secondary_opts)}
+        ctx.meta["syntrain.model_flags"] = any(
+            arg.startswith("-") and (arg in ctx.help_option_names or arg.split("=", 1)[0] not in known) for arg in args)
+        return super().parse_args(ctx, args)
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        if not ctx.meta.get("syntrain.model_flags", True):
+            return params
+        at = next(i + 1 for i, param in enumerate(params) if param.name == MODEL_FLAGS_AFTER)
+        return params[:at] + [DeclaredOption(("model", name)) for name in model_flags()] + params[at:]
 
 
 def _note(message: str) -> None:
@@ -108,7 +141,7 @@ def cli() -> None:
     """Transformer trainer over synprep shards, with Pascal (parent-scaled self-attention) heads."""
 
 
-@cli.command()
+@cli.command(cls=RunCommand)
 @click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False))
 @run_flags
 @click.option("--set", "sets", multiple=True, metavar="SECTION.FIELD=VALUE",
@@ -121,10 +154,10 @@ def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
     from .config import ConfigError, check_run, resolve_run
     from .runfolder import logged_run, resume_point, run_folder_lock
 
-    model_flags = {name: options.pop(name) for section, name in RUN_FLAGS if section == "model"}
+    model_values = {name: options.pop(name, None) for name in model_flags()}  # absent: none was given
     with logged_run() as log, contextlib.ExitStack() as stack:
         try:
-            cfg, notes, model_label = resolve_run(config, options, model_flags, sets)
+            cfg, notes, model_label = resolve_run(config, options, model_values, sets)
             if cfg.out and os.environ.get("RANK", "0") == "0":
                 stack.enter_context(run_folder_lock(cfg.out))  # before the folder is looked at: one writer
             point = resume_point(cfg.out) if cfg.resume else None

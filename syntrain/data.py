@@ -438,8 +438,8 @@ def readable_target(decoder_target: str, columns: Sequence[str]) -> str:
 @dataclass
 class Batch:
     """Padded tensors of one batch; `index` = row numbers in the dataset; `named`: the batch features of the
-    switches by field name (read also as attributes: `batch.src_head`); `targets`: those of them that are
-    target supervision (not read by decoding)."""
+    switches by field name (`batch.named["src_head"]`); `targets`: those of them that are target supervision (not
+    read by decoding)."""
 
     src: torch.Tensor  # (B, S) ids, subwords + EOS
     tgt_in: torch.Tensor  # (B, T) BOS + subwords
@@ -448,12 +448,6 @@ class Batch:
     named: dict[str, torch.Tensor] = field(default_factory=dict)
     target_tokens: int = -1  # non-pad tgt_out entries, counted at collation (-1: count when asked)
     targets: tuple[str, ...] = ()
-
-    def __getattr__(self, name: str) -> torch.Tensor:
-        named = self.__dict__.get("named") or {}
-        if name in named:
-            return named[name]
-        raise AttributeError(f"the batch has no feature {name!r} (collated: {', '.join(named) or 'none'})")
 
     def _map(self, apply: Callable[[torch.Tensor], torch.Tensor]) -> Batch:
         return Batch(apply(self.src), apply(self.tgt_in), apply(self.tgt_out), self.index,

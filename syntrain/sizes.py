@@ -18,10 +18,10 @@ class ModelSizes:
     d_ff: int = option(1024, ge=1, help="feed-forward width")
     enc_layers: int = option(3, ge=1, help="encoder layers")
     dec_layers: int = option(3, ge=1, help="decoder layers")
-    dropout: float = option(0.1, ge=0, lt=1, help="residual and embedding dropout")
-    attention_dropout: float | None = option(None, ge=0, lt=1,
+    dropout: float = option(0.1, ge=0, lt=1, flag=True, help="residual and embedding dropout")
+    attention_dropout: float | None = option(None, ge=0, lt=1, flag=True,
                                              help="dropout on attention weights (None: same as dropout)")
-    activation_dropout: float | None = option(None, ge=0, lt=1,
+    activation_dropout: float | None = option(None, ge=0, lt=1, flag=True,
                                               help="dropout after the feed-forward ReLU (None: same as dropout)")
     share_embeddings: bool = option(True, help="one matrix for source, target and output embeddings (separate "
                                                 "vocabularies: for target and output)")

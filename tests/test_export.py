@@ -168,14 +168,15 @@ def test_trainer_collates_dbsa_heads_stored_or_made_from_the_trees(stored, dbsa_
     data = ParallelData(path, vocab, features={"src_dbsa_heads": "DBSA", "tgt_dbsa_heads": "DBSA"})
     rows = list(range(min(len(data), 12)))
     batch = data.collate(rows)
+    src_head, tgt_head = batch.named["src_dbsa_head"], batch.named["tgt_head"]
     for b, row in enumerate(table.to_pylist()[: len(rows)]):
         src = F.dbsa_heads(row["src_heads"], row["src_subword_token"])
         tgt = F.dbsa_heads(row["tgt_heads"], row["tgt_subword_token"])
-        assert batch.src_dbsa_head[b, : len(src)].tolist() == src.tolist()
-        assert (batch.src_dbsa_head[b, len(src):] == -1).all()
+        assert src_head[b, : len(src)].tolist() == src.tolist()
+        assert (src_head[b, len(src):] == -1).all()
         position = np.arange(len(tgt))
         expected = np.where(tgt <= position, tgt + 1, -1)  # decoder input positions (BOS shift)
-        assert batch.tgt_head[b, 1 : len(tgt) + 1].tolist() == expected.tolist() and batch.tgt_head[b, 0] == -1
+        assert tgt_head[b, 1 : len(tgt) + 1].tolist() == expected.tolist() and tgt_head[b, 0] == -1
 
 
 def test_older_checkpoints_keep_the_rule_they_were_trained_with():

@@ -237,11 +237,11 @@ def _recipe_fields() -> list[tuple[str, str, type, str]]:
 
 def _flag_fields() -> list[tuple[str, type, str]]:
     """(flag, config class, field) of every `syntrain run` flag that takes a value."""
-    from syntrain.cli import RUN_FLAGS
+    from syntrain.cli import run_flag_fields
     from syntrain.config import declaration
 
     found = []
-    for section, name in RUN_FLAGS:
+    for section, name in run_flag_fields():
         cls, spec, hint = declaration(section, name)
         if hint is not bool and not (hint is str and not spec.metadata.get("choices")):  # any text is a path
             found.append(("--" + name.replace("_", "-"), cls, name))

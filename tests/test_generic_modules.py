@@ -16,10 +16,7 @@ from .conftest import REPO
 
 GENERIC = ("data", "decode", "train", "compare", "cli", "model", "attention", "config", "translate")
 # (module, name) -> why it is still there; each one is checked to be still needed (a stale entry fails)
-ALLOWED = {
-    ("cli", "pascal_heads"): "RUN_FLAGS: the switch options that are `syntrain run` flags, named by hand",
-    ("cli", "parent_ignore"): "RUN_FLAGS: the switch options that are `syntrain run` flags, named by hand",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def mechanism_names() -> dict[str, str]:
@@ -119,3 +116,43 @@ def test_a_switch_declares_its_eval_output_and_compare_column(tmp_path):
     finally:
         unregister("marks_output")
     assert "--marks" not in CliRunner().invoke(cli, ["eval", "--help"]).output
+
+
+def test_a_switch_option_declared_a_flag_is_a_run_flag():
+    """`syntrain run --NAME` flags come from the declarations: a switch registered here whose option is declared
+    `option(..., flag=True)` gets its flag (help from the declaration, value checked, value reaching the model
+    config), its other option none; the flag is gone once the switch is unregistered."""
+    from dataclasses import dataclass
+
+    from click.testing import CliRunner
+
+    from synprep.tables import option
+    from syntrain.cli import cli, model_flags
+    from syntrain.switches import Switch, register, unregister
+
+    @dataclass
+    class GateConfig:
+        gate_gain: float = option(0.0, ge=0, le=10, flag=True, help="gain of the gate")
+        gate_layer: int = option(0, ge=0, help="layer of the gate")
+
+    class Gate(Switch[GateConfig], name="flag_gate", config=GateConfig, switched_by=("gate_gain",)):
+        @classmethod
+        def check(cls, cfg):
+            raise ValueError(f"gate_gain {cls.section(cfg).gate_gain} reached the model")
+
+    def run(*args: str):
+        return CliRunner().invoke(cli, ["run", *args], terminal_width=200)
+
+    register(Gate)
+    try:
+        shown = run("--help").output
+        assert "--gate-gain NUMBER" in shown and "Gain of the gate (a number >= 0 and <= 10).  [default: 0.0]" in shown
+        assert "--gate-layer" not in shown and model_flags()[-1] == "gate_gain"
+        refused = run("--gate-gain", "11")
+        assert refused.exit_code == 2 and "--gate-gain must be <= 10, got 11" in refused.output
+        given = run("--gate-gain", "2.5", "--data", "nowhere")
+        assert given.exit_code == 1 and "gate_gain 2.5 reached the model" in given.output, given.output
+    finally:
+        unregister("flag_gate")
+    assert "--gate-gain" not in run("--help").output
+    assert "No such option '--gate-gain'" in run("--gate-gain", "1").output

@@ -78,8 +78,8 @@ def test_depth_column_is_stored_or_made_from_the_heads_alike(depth_split):
         for b, row in enumerate(rows):
             heads, owner = table.column("src_heads")[row].as_py(), table.column("src_subword_token")[row].as_py()
             expected = F.forest_subword_depths(heads, [len(heads)], owner).tolist()
-            assert batch.depth[b, : len(expected)].tolist() == expected
-            assert (batch.depth[b, len(expected):] == -1).all()
+            assert batch.named["depth"][b, : len(expected)].tolist() == expected
+            assert (batch.named["depth"][b, len(expected):] == -1).all()
         assert "depth" in batch.source_features()  # decoding reads it too
 
 

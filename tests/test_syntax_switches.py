@@ -285,19 +285,21 @@ def test_collated_features_follow_the_conventions(shards):
     data = ParallelData(str(shards / "train"), vocab, features=features,
                         feature_options={"source_labels": labels})
     batch = data.collate(data.keep[:16])
+    distances, src_labels, src_head, tgt_head = (batch.named[name] for name in ("distances", "labels", "src_head",
+                                                                                 "tgt_head"))
     for b, row in enumerate(data.keep[:16]):
         record = table.slice(int(row), 1).to_pylist()[0]
         owner, n, m = record["src_subword_token"], len(record["src_subwords"]), len(record["tgt_subwords"])
         expected = subword_distances(tree_distances(record["src_heads"]), owner)
-        assert (batch.distances[b, :n, :n].numpy() == expected).all() and batch.distances[b, n:].sum() == 0
-        assert batch.labels[b, :n].tolist() == [labels.index(record["src_labels"][t]) + 2 for t in owner]
-        assert batch.labels[b, n:].sum() == 0  # EOS, pad: "none"
-        assert batch.src_head[b, :n].tolist() == record["src_parent_first"] and (batch.src_head[b, n:] == -1).all()
-        head = batch.tgt_head[b]
+        assert (distances[b, :n, :n].numpy() == expected).all() and distances[b, n:].sum() == 0
+        assert src_labels[b, :n].tolist() == [labels.index(record["src_labels"][t]) + 2 for t in owner]
+        assert src_labels[b, n:].sum() == 0  # EOS, pad: "none"
+        assert src_head[b, :n].tolist() == record["src_parent_first"] and (src_head[b, n:] == -1).all()
+        head = tgt_head[b]
         assert head[0] == -1 and (head[m + 1 :] == -1).all()
         for i, first in enumerate(record["tgt_parent_first"]):
             assert head[i + 1] == (first + 1 if first <= i else -1)  # BOS shift; a later head: no loss
-    assert (batch.tgt_head < torch.arange(batch.tgt_head.shape[1]) + 1).all()
+    assert (tgt_head < torch.arange(tgt_head.shape[1]) + 1).all()
 
 
 def test_missing_shard_field_is_a_one_line_error(shards):

@@ -188,10 +188,10 @@ def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
     for kernel in ("math", "flex"):
         model.set_attention_kernel(kernel)
         with torch.no_grad():
-            outputs[kernel] = (model.encode(batch.src, parent=batch.parent)[0],
-                               greedy(model, batch.src, parent=batch.parent))
+            outputs[kernel] = (model.encode(batch.src, parent=batch.named["parent"])[0],
+                               greedy(model, batch.src, parent=batch.named["parent"]))
     with pytest.raises(ValueError, match="without gradients"):
-        model.encode(batch.src, parent=batch.parent)
+        model.encode(batch.src, parent=batch.named["parent"])
     torch.testing.assert_close(outputs["flex"][0], outputs["math"][0], atol=1e-5, rtol=1e-5)
     assert outputs["flex"][1] == outputs["math"][1]
 
@@ -283,8 +283,8 @@ def test_data_shifts_and_batches(shards):
     batch = data.collate(batches[0])
     row = int(batches[0][0])
     n = len(table.column("src_subwords")[row].as_py())
-    assert batch.src[0, n] == EOS_ID and batch.parent[0, n] == NO_PARENT  # EOS: no parent, no BOS shift
-    assert batch.parent[0, :n].tolist() == table.column("src_parent_mid")[row].as_py()
+    assert batch.src[0, n] == EOS_ID and batch.named["parent"][0, n] == NO_PARENT  # EOS: no parent, no BOS shift
+    assert batch.named["parent"][0, :n].tolist() == table.column("src_parent_mid")[row].as_py()
     assert batch.tgt_in[0, 0] != batch.tgt_out[0, 0] and torch.equal(batch.tgt_in[0, 1 : n + 1][:3],
                                                                       batch.tgt_out[0, :3])
 
@@ -487,8 +487,8 @@ def test_beam_of_one_is_greedy(shards, tmp_path):
     model, vocab, _ = load_checkpoint(str(tmp_path / "last.pt"))
     data = ParallelData(str(shards / "test"), vocab, features={"parents": "Pascal"})
     batch = data.collate(data.keep[:30])
-    greedy_ids = [[t for t in ids if t != PAD_ID] for ids in greedy(model, batch.src, parent=batch.parent)]
-    assert beam_search(model, batch.src, parent=batch.parent, beam=1) == greedy_ids
+    greedy_ids = [[t for t in ids if t != PAD_ID] for ids in greedy(model, batch.src, parent=batch.named["parent"])]
+    assert beam_search(model, batch.src, parent=batch.named["parent"], beam=1) == greedy_ids
     assert len({tuple(ids) for ids in greedy_ids}) > 1  # not one constant output
 
 

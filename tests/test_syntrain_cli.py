@@ -300,14 +300,28 @@ def test_set_overrides_any_field_and_flags_win():
 def test_run_help_shows_every_option_with_its_default():
     from click.testing import CliRunner
 
-    from syntrain.cli import RUN_FLAGS, cli
+    from syntrain.cli import cli, run_flag_fields
 
     result = CliRunner().invoke(cli, ["run", "--help"], terminal_width=200)
     assert result.exit_code == 0
-    assert result.output.count("[default: ") == len(RUN_FLAGS)
+    assert result.output.count("[default: ") == len(run_flag_fields())
     assert "--warmup INTEGER" in result.output and "[default: 4000]" in result.output
     assert "(a number > 0).  [default: 0.0007]" in result.output  # --lr
     assert "[default: the preset's: cpu 0.1, tiny 0.1, base 0.1]" in result.output  # --dropout
+
+
+def test_help_and_a_bad_train_flag_answer_without_torch():
+    """`syntrain --help` and a [train] flag value refused by its declaration answer before torch is imported: the
+    model flags (read from the switches' declarations, which import torch) are added only when an argument may be
+    one; a bad model flag value is refused too, with torch then imported."""
+    script = ("import sys\nfrom click.testing import CliRunner\nfrom syntrain.cli import cli\n"
+              "for args in (['--help'], ['run', '--warmup', '0'], ['run', '--dropout', '2']):\n"
+              "    result = CliRunner().invoke(cli, args)\n"
+              "    print(result.exit_code, 'torch' in sys.modules, result.output.strip().splitlines()[-1])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("0 False ") and lines[1] == "2 False Error: --warmup must be >= 1, got 0", lines
+    assert lines[2] == "2 True Error: --dropout must be < 1, got 2.0", lines
 
 
 def test_compare_subcommand_writes_only_what_it_says(sample, tmp_path):

@@ -104,10 +104,10 @@ class PascalHeads(AttentionHook):
 class PascalConfig:
     """[model] options of the Pascal heads."""
 
-    pascal_heads: list[int] = option(default_factory=list, ge=0,
+    pascal_heads: list[int] = option(default_factory=list, ge=0, flag=True,
                                      help="Pascal heads per encoder layer (missing layers: 0)")
     pascal_sigma2: float = option(1.0, gt=0, help="variance of the Gaussian parent prior")
-    parent_ignore: float = option(0.0, ge=0, le=1,
+    parent_ignore: float = option(0.0, ge=0, le=1, flag=True,
                                   help="probability q of setting a prior row to 1 (training only)")
 
 
