@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from synprep.options import NORMALIZERS
 
 from . import __version__
 from .config import load_run_config  # noqa: F401 (its home was here: `from syntrain.cli import load_run_config`)
+
+if TYPE_CHECKING:
+    from .switches import DecodedOutputs
 
 TRAIN_FLAGS = (  # the [train] fields that are `syntrain run` flags, in --help order (the model flags follow --preset)
     "data", "valid", "test", "out", "preset", "max_steps", "max_minutes", "max_tokens", "accum_steps", "lr", "warmup",
@@ -271,7 +274,7 @@ def _prompted(lines: Iterator[str]) -> Iterator[str]:
 
 
 class SwitchOutputs(click.Command):
-    """A command with one `--NAME PATH` option per output file a registered switch declares (`Switch.outputs`),
+    """A command with one `--NAME PATH` option per output file a registered switch declares (`DecodedOutputs.files`),
     after its --subsets option; looked up when the command runs or shows its help (the registry imports torch)."""
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
@@ -280,7 +283,7 @@ class SwitchOutputs(click.Command):
         params = super().get_params(ctx)
         at = next(i + 1 for i, param in enumerate(params) if param.name == "subsets_dir")
         added = [click.Option([f"--{name}", f"{name}_path"], type=click.Path(dir_okay=False), help=help_text)
-                 for switch in registered() for name, (help_text, _) in switch.outputs.items()]
+                 for switch in registered() for name, (help_text, _) in switch.Decoded.files.items()]
         return params[:at] + added + params[at:]
 
 
@@ -310,11 +313,13 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     from .data import ParallelData, check_scored_split, readable_target
     from .decode import bleu_tokenizer, score
     from .decode import translate as run_translate
+    from .switches import decoded
 
     device = _device()
     try:
         model, vocab, ckpt = load_checkpoint(checkpoint, device)
-        writers = _output_writers(model.switches, output_paths)
+        outputs = decoded(model.switches)
+        writers = _output_writers(outputs, output_paths)
         check_scored_split(data_path)
         options = model.cfg.data_options()
         options["decoder_target"] = readable_target(options["decoder_target"], open_columns(data_path))
@@ -329,9 +334,9 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     if output_path:
         with open(output_path, "w", encoding="utf-8") as f:
             f.writelines(h + "\n" for h in hyps)
-    for name, (path, switch) in writers.items():
+    for name, (path, writer) in writers.items():
         with open(path, "w", encoding="utf-8") as f:
-            f.write(switch.output_file(name, pieces, data.keep))
+            f.write(writer.file_text(name, pieces, data.keep))
     from synprep.normalize import normalizer
 
     normalize = normalizer(normalize_refs)
@@ -349,24 +354,25 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         name = os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) or "model"
         click.echo("\n".join(["", *subset_table([(name, hyps)], references, split_ids, subsets,
                                                  tokenize=bleu_tokenizer(data.tgt_lang, bleu_tokenize))]))
-    for switch in model.switches:
-        text = switch.scores_text(switch.output_scores(pieces, data, data.keep), line=True)
+    for switch_outputs in outputs:
+        text = switch_outputs.scores_text(switch_outputs.scores(pieces, data, data.keep), line=True)
         if text:
             click.echo(text)
 
 
-def _output_writers(switches: list, paths: dict[str, str | None]) -> dict[str, tuple[str, object]]:
-    """Output name -> (its path, the switch of the model that writes it) for each `--NAME PATH` given; ValueError
-    when no switch of the model writes that output."""
+def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]
+                    ) -> dict[str, tuple[str, DecodedOutputs]]:
+    """Output name -> (its path, the decoded outputs of the model's switch that writes it) for each `--NAME PATH`
+    given (`outputs`: the model's switches' `DecodedOutputs`); ValueError when no switch of the model writes it."""
     from .switches import registered
 
     writers = {}
     for option, path in paths.items():
         name = option.removesuffix("_path")
         if path:
-            writer = next((switch for switch in switches if name in switch.outputs), None)
+            writer = next((switch_outputs for switch_outputs in outputs if name in switch_outputs.files), None)
             if writer is None:
-                needs = next(switch.outputs[name][1] for switch in registered() if name in switch.outputs)
+                needs = next(switch.Decoded.files[name][1] for switch in registered() if name in switch.Decoded.files)
                 raise ValueError(f"--{name} needs {needs}")
             writers[name] = (path, writer)
     return writers

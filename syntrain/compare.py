@@ -13,7 +13,7 @@ writes) or only RUN/test.hyp (hypotheses brought back from another machine: one 
 split order), described by RUN/describe.json ({"switches": str, "seed": int, "steps": int}) when present, else
 '?'. The same whole-split numbers come from `sacrebleu REF -i RUN1/test.hyp RUN2/test.hyp -m bleu chrf
 --paired-bs`. Prints Markdown tables (docs/results.md). Runs are scored on their outputs' text; a switch may
-keep more of its outputs beside RUN/test.hyp (`Switch.run_files`) and values in RUN/describe.json
+keep more of its outputs beside RUN/test.hyp (`DecodedOutputs.run_files`) and values in RUN/describe.json
 (`describe_run`), and add a column to the table (`compare_header`, `compare_column`): tree decoding keeps its
 outputs' transitions in RUN/test.trans (one line per pair) and its `trees` column gives the tree measure
 (docs/tree-decoding.md).
@@ -72,6 +72,7 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
     from .config import signature_differences
     from .data import ParallelData
     from .decode import translate
+    from .switches import decoded
 
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
     data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
@@ -82,8 +83,8 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
               "(synprep signatures differ)", file=sys.stderr)
     pieces: list[list[str]] = []
     hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces)
-    for switch in model.switches:
-        for name, lines in switch.run_files(pieces).items():
+    for outputs in decoded(model.switches):
+        for name, lines in outputs.run_files(pieces).items():
             _write_lines(os.path.join(run, name), lines, written)
     _write_lines(cached, hyps, written)
     _write_lines(os.path.join(run, HYPOTHESES_KEY), [json.dumps(key, indent=1)], written)
@@ -136,13 +137,14 @@ def describe(run: str, written: list[str] | None = None) -> tuple[str, object, o
     if os.path.isfile(checkpoint):
         from .checkpoints import read_checkpoint
         from .config import stored_model_config, stored_train_config
+        from .switches import decoded
 
         ckpt = read_checkpoint(checkpoint)
         cfg = stored_model_config(ckpt, checkpoint)
         described = {"switches": cfg.switches(), "seed": stored_train_config(ckpt, checkpoint).seed,
                      "steps": ckpt.get("step", "?")}
-        for switch in cfg.switches_on():
-            described.update(switch.describe_run())
+        for outputs in decoded(cfg.switches_on()):
+            described.update(outputs.describe_run())
         atomic_write(path, (json.dumps(described, indent=1) + "\n").encode("utf-8"))
         if written is not None:
             written.append(path)
@@ -152,9 +154,10 @@ def describe(run: str, written: list[str] | None = None) -> tuple[str, object, o
 
 
 def _extra_cells(switches: list, run: str, data_path: str) -> list[str]:
-    """The cells of the switches' columns for run folder `run` (`Switch.compare_column`)."""
+    """The cells of the switches' columns for run folder `run` (their `Decoded.compare_column`, a classmethod:
+    the run's model may lack the switch)."""
     described = read_description(run)
-    return [switch.compare_column(run, data_path, described) for switch in switches]
+    return [switch.Decoded.compare_column(run, data_path, described) for switch in switches]
 
 
 def _fmt(value: float) -> str:
@@ -244,9 +247,9 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
                                                   for m, metric in metrics.items()}}
         signatures = {m: metric.get_signature() for m, metric in metrics.items()}
     bleu_key, chrf_key = [key for key in scores if key != "System"]  # sacrebleu names them BLEU, chrF2
-    extra = [switch for switch in registered() if switch.compare_header]  # the switches' columns
+    extra = [switch for switch in registered() if switch.Decoded.compare_header]  # the switches' columns
     lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) |"
-             + "".join(f" {switch.compare_header} |" for switch in extra), "|---" * (8 + len(extra)) + "|"]
+             + "".join(f" {switch.Decoded.compare_header} |" for switch in extra), "|---" * (8 + len(extra)) + "|"]
     for i, (name, run) in enumerate(zip(scores["System"], runs)):
         switches, seed, steps = describe(run, written)
         bleu, chrf = scores[bleu_key][i], scores[chrf_key][i]

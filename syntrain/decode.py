@@ -9,7 +9,7 @@ closing punctuation and after opening brackets.
 Switches may constrain decoding (`Switch.constraint`: the allowed next tokens, and features a decoder pass over
 the whole prefix reads), lengthen the outputs (`output_length_factor`), turn off the incremental cache
 (`recomputes_prefix`: the decoder re-runs over the whole prefix at every step, O(T^2) per sentence) and drop
-pieces of an output that are not text before de-BPE (`output_text`). Tree decoding does all four
+pieces of an output that are not text before de-BPE (`DecodedOutputs.text`). Tree decoding does all four
 (syntrain.switches.tree, docs/tree-decoding.md).
 """
 
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from .data import BOS_ID, EOS_ID, PAD_ID, ParallelData, Vocab, debpe
 from .model import Transformer
-from .switches import Features, merge_features
+from .switches import DecodedOutputs, Features, decoded, merge_features
 
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
@@ -151,10 +151,10 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, features: Features 
     return [sorted(f, key=lambda h: -h[0])[:nbest] if f else [(0.0, [EOS_ID])] for f in finished]
 
 
-def _text(model: Transformer, pieces: list[str]) -> list[str]:
-    """The pieces of an output that are text (each switch's `output_text`)."""
-    for switch in model.switches:
-        pieces = switch.output_text(pieces)
+def _text(outputs: list[DecodedOutputs], pieces: list[str]) -> list[str]:
+    """The pieces of an output that are text (each switch's `DecodedOutputs.text`)."""
+    for switch_outputs in outputs:
+        pieces = switch_outputs.text(pieces)
     return pieces
 
 
@@ -185,7 +185,7 @@ def translate(model: Transformer, data: ParallelData, vocab: Vocab, beam: int = 
               progress: bool = False, pieces: list[list[str]] | None = None) -> list[str]:
     """Detokenized translations of `rows` (default: all) of a split, in row order; `progress`: a tqdm bar
     (sentences) on stderr when it is a terminal; `pieces` (a list) gets each row's output pieces (also those that
-    are not text: see `Switch.output_text`)."""
+    are not text: see `DecodedOutputs.text`)."""
     return [hyps[0][1] for hyps in translate_nbest(model, data, vocab, beam, alpha, max_tokens, rows, device,
                                                    0, progress, pieces)]
 
@@ -206,7 +206,7 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     position = {int(r): i for i, r in enumerate(rows)}
     out: list[list[tuple[float, str]]] = [[] for _ in rows]
     best: list[list[str]] = [[] for _ in rows]
-    detok = detokenizer(data.tgt_lang)
+    detok, texts = detokenizer(data.tgt_lang), decoded(model.switches)
     bar = tqdm(total=len(rows), unit="sent", desc="translating", disable=not (progress and sys.stderr.isatty()),
                file=sys.stderr)
     fits = rows[data.src_len[rows] <= model.cfg.sizes.max_len] if len(rows) else rows
@@ -219,7 +219,7 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
         else:
             hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, features, vocab)]
         for row, ranked in zip(batch_rows, hyps):
-            out[position[int(row)]] = [(score, detok(debpe(_text(model, vocab.decode(ids))))) for score, ids in ranked]
+            out[position[int(row)]] = [(score, detok(debpe(_text(texts, vocab.decode(ids))))) for score, ids in ranked]
             best[position[int(row)]] = vocab.decode(ranked[0][1])
         bar.update(len(batch_rows))
     bar.close()

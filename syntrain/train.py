@@ -39,6 +39,7 @@ from .model import PRESETS, ModelConfig, Transformer
 from .runfiles import default_run_dir, existing_run_files, prune_step_checkpoints
 from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
+from .switches import decoded
 from .travel import SOURCE_DIR, write_source_files
 
 
@@ -203,7 +204,7 @@ SCORE_KEYS = ("loss", "bleu", "chrf", "bleu_signature", "chrf_signature")  # `ev
 
 def scores_text(model: Transformer, result: dict) -> str:
     """The switches' measures in an evaluation's `result`, for a log line ('' when none)."""
-    return "".join(switch.scores_text(result) for switch in model.switches)
+    return "".join(outputs.scores_text(result) for outputs in decoded(model.switches))
 
 
 def data_options(cfg: ModelConfig) -> dict[str, Any]:
@@ -228,8 +229,8 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, pieces=pieces)
     metrics = {"loss": round(total / max(tokens, 1), 4),
                **score(hyps, data.references(rows), data.tgt_lang, cfg.bleu_tokenize)}
-    for switch in model.switches:  # measures of the outputs beyond their text
-        metrics.update(switch.output_scores(pieces, data, rows))
+    for outputs in decoded(model.switches):  # measures of the outputs beyond their text
+        metrics.update(outputs.scores(pieces, data, rows))
     model.train()
     return metrics
 

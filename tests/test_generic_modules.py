@@ -84,22 +84,25 @@ def test_a_planted_mention_of_any_switch_is_caught(planted):
 
 def test_a_switch_declares_its_eval_output_and_compare_column(tmp_path):
     """`syntrain eval --NAME PATH` and the columns of `syntrain compare` come from the registry: a switch
-    registered here gets its option (help shown; refused for a model without it) and its column (header, and
-    its cell computed from the run folder)."""
+    registered here (its `Decoded` outputs class) gets its option (help shown; refused for a model without it,
+    written by the model's outputs object) and its column (header, and its cell computed from the run folder)."""
     from click.testing import CliRunner
 
     from syntrain.cli import _output_writers, cli
     from syntrain.compare import _extra_cells
     from syntrain.model import ModelConfig
-    from syntrain.switches import Switch, register, registered, unregister
+    from syntrain.switches import DecodedOutputs, Switch, decoded, register, registered, unregister
 
-    class Marks(Switch, name="marks_output"):
-        outputs = {"marks": ("Write the marks.", "a model with marks")}
+    class MarksOutputs(DecodedOutputs):
+        files = {"marks": ("Write the marks.", "a model with marks")}
         compare_header = "marks"
 
         @classmethod
         def compare_column(cls, run, data_path, described):
             return f"{described.get('marks', '-')} in {run}"
+
+    class Marks(Switch, name="marks_output"):
+        Decoded = MarksOutputs
 
     register(Marks)
     try:
@@ -107,9 +110,10 @@ def test_a_switch_declares_its_eval_output_and_compare_column(tmp_path):
         assert "--marks FILE" in shown and "Write the marks." in shown
         with pytest.raises(ValueError, match="^--marks needs a model with marks$"):
             _output_writers([], {"marks_path": "out.txt"})
-        marks = Marks(ModelConfig.from_dict({}))
+        (marks,) = decoded([Marks(ModelConfig.from_dict({}))])
+        assert isinstance(marks, MarksOutputs)
         assert _output_writers([marks], {"marks_path": "out.txt"}) == {"marks": ("out.txt", marks)}
-        extra = [switch for switch in registered() if switch.compare_header]
+        extra = [switch for switch in registered() if switch.Decoded.compare_header]
         assert extra[-1] is Marks
         (tmp_path / "describe.json").write_text('{"marks": 3}')
         assert _extra_cells(extra, str(tmp_path), str(tmp_path))[-1] == f"3 in {tmp_path}"

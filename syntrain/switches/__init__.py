@@ -8,9 +8,11 @@ import pkgutil
 
 from .base import (
     AttentionHook,
+    DecodedOutputs,
     Features,
     Outputs,
     Switch,
+    decoded,
     merge_features,
     option_names,
     register,
@@ -23,5 +25,5 @@ for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
     if _module != "base":
         importlib.import_module(f".{_module}", __name__)
 
-__all__ = ["AttentionHook", "Features", "Outputs", "Switch", "merge_features", "option_names", "register",
-           "registered", "reserve", "unregister"]
+__all__ = ["AttentionHook", "DecodedOutputs", "Features", "Outputs", "Switch", "decoded", "merge_features",
+           "option_names", "register", "registered", "reserve", "unregister"]

@@ -23,11 +23,12 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
 - `training_report(data)`: the run-header line about the training data;
 - `constraint(vocab, rows)`, `output_length_factor`, `recomputes_prefix`: decoding (constrained tokens and the
   features they add, the length limit, no incremental cache);
-- outputs beyond their text: `output_text(pieces)` (the pieces that are text, before de-BPE);
-  `output_scores(pieces, data, rows)` + `scores_text(result, line)` (evaluation measures and their text in the
-  trainer's log lines and `syntrain eval`); `outputs` + `output_file(name, pieces, rows)` (`syntrain eval --NAME PATH`
-  files); `run_files(pieces)`, `describe_run()`, `compare_header` + `compare_column(run, data_path, described)`
-  (what `syntrain compare` keeps in a run folder and shows in its table);
+- `Decoded`: what its decoded outputs are beyond their text, a `DecodedOutputs` subclass built from its options
+  (`decoded(switches)`): `text(pieces)` (the pieces that are text, before de-BPE); `scores(pieces, data, rows)`
+  + `scores_text(result, line)` (evaluation measures and their text in the trainer's log lines and `syntrain
+  eval`); `files` + `file_text(name, pieces, rows)` (`syntrain eval --NAME PATH` files); `run_files(pieces)`,
+  `describe_run()`, `compare_header` + `compare_column(run, data_path, described)` (what `syntrain compare`
+  keeps in a run folder and shows in its table);
 - `losses(outputs, features)`: its auxiliary losses, computed only from what forward returned (`Outputs`)
   and the batch features; `loss_weights()` their lambdas.
 
@@ -126,6 +127,54 @@ class AttentionHook:
 C = TypeVar("C")  # a switch's config section (its `Config` dataclass)
 
 
+class DecodedOutputs:
+    """What a switch's decoded outputs are beyond their text, for the generic decoding, evaluation, `syntrain eval`
+    and `syntrain compare` code; the defaults do nothing. A switch names its subclass (`Switch.Decoded`); one is
+    built from the switch's options section (`decoded(switches)`). `files` and `compare_header`/`compare_column`
+    are read from the class: `syntrain eval`'s options and `syntrain compare`'s columns come from every
+    registered switch, also for models without it."""
+
+    # files `syntrain eval --NAME PATH` writes from the decoded outputs: NAME -> (help, what the option needs,
+    # for the error when no switch of the model writes it)
+    files: ClassVar[dict[str, tuple[str, str]]] = {}
+    compare_header: ClassVar[str] = ""  # the header of its column in `syntrain compare`'s table ('': none)
+
+    def __init__(self, options: Any) -> None:  # noqa: ANN401 (the switch's config section)
+        self.options = options
+
+    def text(self, pieces: list[str]) -> list[str]:
+        """The pieces of a decoded output that are its text (de-BPE'd and detokenized next); default all."""
+        return pieces
+
+    def scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
+        """Extra evaluation measures of decoded outputs (`pieces` of `rows` of `data`); the trainer records each
+        under its name (valid_NAME, test_NAME)."""
+        return {}
+
+    def scores_text(self, result: dict[str, Any], line: bool = False) -> str:
+        """Its measures in `result` (an evaluation's scores) as text: appended to the trainer's log line
+        ("" when absent), or with `line` a line of its own for `syntrain eval` ("": none)."""
+        return ""
+
+    def file_text(self, name: str, pieces: list[list[str]], rows: Any) -> str:
+        """The text of output file `name` (one of `files`) for the decoded `pieces` of split rows `rows`."""
+        raise NotImplementedError(name)
+
+    def run_files(self, pieces: list[list[str]]) -> dict[str, list[str]]:
+        """Files `syntrain compare` writes into a run folder beside RUN/test.hyp: name -> lines (one per pair)."""
+        return {}
+
+    def describe_run(self) -> dict[str, Any]:
+        """Values `syntrain compare` keeps in RUN/describe.json for `compare_column` (JSON types)."""
+        return {}
+
+    @classmethod
+    def compare_column(cls, run: str, data_path: str, described: dict[str, Any]) -> str:
+        """Its cell of run folder `run` in `syntrain compare`'s table on split `data_path` (`described`: the run's
+        RUN/describe.json; the run may hold no checkpoint and be of a model without this switch: '' then)."""
+        return ""
+
+
 @dataclass
 class NoOptions:
     """The config section of a switch that declares no [model] options."""
@@ -147,10 +196,8 @@ class Switch(Generic[C]):
     columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (read via `batch_columns`)
     targets: ClassVar[tuple[TargetColumn, ...]] = ()  # decoder targets it declares (the target while it is on)
     recomputes_prefix = False  # decoding re-runs the decoder over the whole prefix (no incremental cache)
-    # files `syntrain eval --NAME PATH` writes from the decoded outputs: NAME -> (help, what the option needs,
-    # for the error when no switch of the model writes it)
-    outputs: ClassVar[dict[str, tuple[str, str]]] = {}
-    compare_header: ClassVar[str] = ""  # the header of its column in `syntrain compare`'s table ('': none)
+    # what its decoded outputs are beyond their text (measures, files, a compare column): built from its options
+    Decoded: ClassVar[type[DecodedOutputs]] = DecodedOutputs
     output_length_factor = 1.5  # decoding stops after this many output items per source sub-word (+ 10)
 
     def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
@@ -257,38 +304,6 @@ class Switch(Generic[C]):
         pass over the whole prefix); see syntrain.switches.tree.TreeConstraint."""
         return None
 
-    def output_text(self, pieces: list[str]) -> list[str]:
-        """The pieces of a decoded output that are its text (de-BPE'd and detokenized next); default all."""
-        return pieces
-
-    def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
-        """Extra evaluation measures of decoded outputs (`pieces` of `rows` of `data`); the trainer records each
-        under its name (valid_NAME, test_NAME)."""
-        return {}
-
-    def scores_text(self, result: dict[str, Any], line: bool = False) -> str:
-        """Its measures in `result` (an evaluation's scores) as text: appended to the trainer's log line
-        ("" when absent), or with `line` a line of its own for `syntrain eval` ("": none)."""
-        return ""
-
-    def output_file(self, name: str, pieces: list[list[str]], rows: Any) -> str:
-        """The text of output file `name` (one of `outputs`) for the decoded `pieces` of split rows `rows`."""
-        raise NotImplementedError(name)
-
-    def run_files(self, pieces: list[list[str]]) -> dict[str, list[str]]:
-        """Files `syntrain compare` writes into a run folder beside RUN/test.hyp: name -> lines (one per pair)."""
-        return {}
-
-    def describe_run(self) -> dict[str, Any]:
-        """Values `syntrain compare` keeps in RUN/describe.json for `compare_column` (JSON types)."""
-        return {}
-
-    @classmethod
-    def compare_column(cls, run: str, data_path: str, described: dict[str, Any]) -> str:
-        """Its cell of run folder `run` in `syntrain compare`'s table on split `data_path` (`described`: the run's
-        RUN/describe.json; the run may hold no checkpoint and be of a model without this switch: '' then)."""
-        return ""
-
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda."""
         return {}
@@ -356,3 +371,9 @@ def registered() -> list[type[Switch]]:
     """The registered switches by `order`, then registration (the order of their hooks in a module, of their
     parameters, losses and run-header parts)."""
     return sorted(_REGISTRY.values(), key=lambda switch: switch.order)
+
+
+def decoded(switches: Iterable[Switch]) -> list[DecodedOutputs]:
+    """The decoded-outputs objects of switches that are on (instances, e.g. a model's `switches`), each built from
+    its switch's options, in the switches' order."""
+    return [switch.Decoded(switch.options) for switch in switches]

@@ -33,13 +33,8 @@ from ..data import EOS_ID, LABEL_UNKNOWN, PAD_ID, SPECIALS, TEXT, BatchColumn, P
 from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
 from .tree_output import (
     TGT_TRANSITIONS,
-    TRANSITIONS,
-    conllu_text,
+    TreeOutputs,
     is_arc,
-    text_pieces,
-    tree_column,
-    tree_scores,
-    tree_text,
 )
 
 # the decoder target of tree decoding: the arc-standard transitions (sub-words as SHIFT), of which the arc
@@ -283,9 +278,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
 
     targets = (TRANSITIONS_TARGET,)
     output_length_factor = 3.0  # sub-words + one arc per word
-    outputs = {"trees": ("Tree-decoding models: also write the predicted target trees (CoNLL-U).",
-                         'a tree-decoding model (target = "transitions")')}
-    compare_header = "trees"
+    Decoded = TreeOutputs  # the tree measure, --trees, RUN/test.trans, the `trees` compare column
 
     @property
     def recomputes_prefix(self) -> bool:  # decoding re-reads the graph, or attends bidirectionally
@@ -338,33 +331,11 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, order=60)
                 f"{options.transition_root}", {"skipped_null_transitions": data.skipped_null,
                                            "arc_labels": len(options.arc_labels)})
 
-    def output_text(self, pieces: list[str]) -> list[str]:
-        return text_pieces(pieces)
-
-    def output_scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
-        return tree_scores(pieces, data.column_values(TGT_TRANSITIONS, rows), self.options.transition_root)
-
     columns = (GraphColumn("graph", "", "tgt", "transitions", source=False),)  # made from the target ids
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"graph": "the generated graph (PARENT, GCN)"} if self.options.uses_graph else {}
 
-    def scores_text(self, result: dict[str, Any], line: bool = False) -> str:
-        text = tree_text(result)
-        return f"trees:{text[2:]}" if line and text else text
-
-    def output_file(self, name: str, pieces: list[list[str]], rows: Any) -> str:
-        return conllu_text(pieces, rows, self.options.transition_root)
-
-    def run_files(self, pieces: list[list[str]]) -> dict[str, list[str]]:
-        return {TRANSITIONS: [" ".join(p) for p in pieces]}
-
-    def describe_run(self) -> dict[str, Any]:
-        return {"transition_root": self.options.transition_root}
-
-    @classmethod
-    def compare_column(cls, run: str, data_path: str, described: dict[str, Any]) -> str:
-        return tree_column(run, data_path, described.get("transition_root", "drop"))
 
     def data_options(self) -> dict[str, Any]:
         return {"arc_labels": list(self.options.arc_labels)} if self.options.uses_graph else {}

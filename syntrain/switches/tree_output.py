@@ -1,19 +1,21 @@
 """What tree decoding's outputs are beyond their text (docs/tree-decoding.md): the tree measure of decoded
 transitions against the reference ones, its log and table text, and the predicted trees as CoNLL-U.
 
-A helper module of the tree switch (`syntrain.switches.tree`), which calls it from its output hooks
-(`output_text`, `output_scores`, `scores_text`, `output_files`, `run_files`, `compare_column`); it registers no
-switch. `tree_rows` turns an output's pieces into its tree through `synprep.features.from_transitions`.
+`TreeOutputs` is the tree switch's `Switch.Decoded` (`syntrain.switches.tree` names it), built from the tree
+options (`transition_root`); this module registers no switch. `tree_rows` turns an output's pieces into its tree
+through `synprep.features.from_transitions`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from synprep.features import LEFT_ARC, RIGHT_ARC, from_transitions
 
 from ..data import debpe
+from .base import DecodedOutputs
 
 TGT_TRANSITIONS = "tgt_transitions"  # the shard column of the target transitions (CONTRACT.md)
 TRANSITIONS = "test.trans"  # a compared run's decoded transitions (one line per pair), beside RUN/test.hyp
@@ -109,3 +111,37 @@ def tree_column(run: str, data_path: str, root: str) -> str:
     trees = tree_scores(pieces, references, root)
     exact = "" if trees["exact_uas"] is None else f", UAS {trees['exact_uas']:.1f} / LAS {trees['exact_las']:.1f}"
     return f"valid {trees['valid_trees']:.1f}%, = ref {trees['exact_outputs']:.1f}%{exact}"
+
+
+class TreeOutputs(DecodedOutputs):
+    """Tree decoding's outputs: the text without the transition tokens, the tree measure (trainer, `syntrain
+    eval`), `syntrain eval --trees` (CoNLL-U), RUN/test.trans and the `trees` column of `syntrain compare`; the
+    trees are read under the root policy `transition_root` of the options."""
+
+    files: ClassVar[dict[str, tuple[str, str]]] = {
+        "trees": ("Tree-decoding models: also write the predicted target trees (CoNLL-U).",
+                  'a tree-decoding model (target = "transitions")')}
+    compare_header: ClassVar[str] = "trees"
+
+    def text(self, pieces: list[str]) -> list[str]:
+        return text_pieces(pieces)
+
+    def scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
+        return tree_scores(pieces, data.column_values(TGT_TRANSITIONS, rows), self.options.transition_root)
+
+    def scores_text(self, result: dict[str, Any], line: bool = False) -> str:
+        text = tree_text(result)
+        return f"trees:{text[2:]}" if line and text else text
+
+    def file_text(self, name: str, pieces: list[list[str]], rows: Any) -> str:
+        return conllu_text(pieces, rows, self.options.transition_root)
+
+    def run_files(self, pieces: list[list[str]]) -> dict[str, list[str]]:
+        return {TRANSITIONS: [" ".join(p) for p in pieces]}
+
+    def describe_run(self) -> dict[str, Any]:
+        return {"transition_root": self.options.transition_root}
+
+    @classmethod
+    def compare_column(cls, run: str, data_path: str, described: dict[str, Any]) -> str:
+        return tree_column(run, data_path, described.get("transition_root", "drop"))
