@@ -144,6 +144,47 @@ class _PiecesCache(dict):
         return pieces
 
 
+def merge_word(bpe: apply_bpe.BPE, rank_pair: dict[int, tuple[str, str]], word: str, separator: str) -> list[str]:
+    """subword-nmt's `encode` (same merges, same order, same result), with the inner loops in C:
+    the lowest-ranked pair is found with map/min, and all its occurrences are merged left to
+    right with str.replace on the space-joined symbols (words never contain spaces). `rank_pair`: the
+    inverse of `bpe.bpe_codes`."""
+    if len(word) == 1:
+        return [word]
+    symbols = list(word) + ["</w>"] if bpe.version == (0, 1) else list(word[:-1]) + [word[-1] + "</w>"]
+    rank_of = bpe.bpe_codes.get
+    while len(symbols) > 1:
+        best = min(map(rank_of, zip(symbols, symbols[1:]), repeat(_NO_MERGE)))
+        if best == _NO_MERGE:
+            break
+        first, second = rank_pair[best]
+        if first != second:
+            pattern, merged = f" {first} {second} ", f" {first}{second} "
+            text = " " + " ".join(symbols) + " "
+            # one pass misses a match right after another (the shared space was consumed)
+            text = text.replace(pattern, merged)
+            if pattern in text:
+                text = text.replace(pattern, merged)
+            symbols = text[1:-1].split(" ")
+        else:  # overlapping pairs (x x x -> xx x): left to right, as subword-nmt does
+            out, i = [], 0
+            while i < len(symbols):
+                if i + 1 < len(symbols) and symbols[i] == first and symbols[i + 1] == second:
+                    out.append(first + second)
+                    i += 2
+                else:
+                    out.append(symbols[i])
+                    i += 1
+            symbols = out
+    if symbols[-1] == "</w>":
+        symbols.pop()
+    elif symbols[-1].endswith("</w>"):
+        symbols[-1] = symbols[-1][:-4]
+    if bpe.vocab:
+        symbols = apply_bpe.check_vocab_and_split(tuple(symbols), bpe.bpe_codes_reverse, bpe.vocab, separator)
+    return symbols
+
+
 class Bpe:
     """Apply learned BPE codes to words, lines and token lists."""
 
@@ -166,7 +207,7 @@ class Bpe:
         pieces = self._cache.get(word)
         if pieces is None:
             if self._fast:
-                merged = self._merge(word)
+                merged = merge_word(self._bpe, self._rank_pair, word, self.separator)
                 sep = self.separator + " "
                 pieces = sep.join(merged)
             else:
@@ -175,47 +216,6 @@ class Bpe:
                 self._cache.clear()
             self._cache[word] = pieces
         return pieces
-
-    def _merge(self, word: str) -> list[str]:
-        """subword-nmt's `encode` (same merges, same order, same result), with the inner loops in C:
-        the lowest-ranked pair is found with map/min, and all its occurrences are merged left to
-        right with str.replace on the space-joined symbols (words never contain spaces)."""
-        if len(word) == 1:
-            return [word]
-        bpe = self._bpe
-        symbols = list(word) + ["</w>"] if bpe.version == (0, 1) else list(word[:-1]) + [word[-1] + "</w>"]
-        rank_of = bpe.bpe_codes.get
-        while len(symbols) > 1:
-            best = min(map(rank_of, zip(symbols, symbols[1:]), repeat(_NO_MERGE)))
-            if best == _NO_MERGE:
-                break
-            first, second = self._rank_pair[best]
-            if first != second:
-                pattern, merged = f" {first} {second} ", f" {first}{second} "
-                text = " " + " ".join(symbols) + " "
-                # one pass misses a match right after another (the shared space was consumed)
-                text = text.replace(pattern, merged)
-                if pattern in text:
-                    text = text.replace(pattern, merged)
-                symbols = text[1:-1].split(" ")
-            else:  # overlapping pairs (x x x -> xx x): left to right, as subword-nmt does
-                out, i = [], 0
-                while i < len(symbols):
-                    if i + 1 < len(symbols) and symbols[i] == first and symbols[i + 1] == second:
-                        out.append(first + second)
-                        i += 2
-                    else:
-                        out.append(symbols[i])
-                        i += 1
-                symbols = out
-        if symbols[-1] == "</w>":
-            symbols.pop()
-        elif symbols[-1].endswith("</w>"):
-            symbols[-1] = symbols[-1][:-4]
-        if bpe.vocab:
-            symbols = apply_bpe.check_vocab_and_split(tuple(symbols), bpe.bpe_codes_reverse, bpe.vocab,
-                                                      self.separator)
-        return symbols
 
     def segment_line(self, line: str) -> str:
         """Exactly `subword_nmt.apply_bpe.BPE.process_line`, with the word cache."""

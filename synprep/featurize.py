@@ -48,8 +48,45 @@ class Rejected(Exception):
         self.reason = reason
 
 
+def _flat_index(lengths: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The indices into flat values (sentence i: `lengths[i]` of them) of the sentences `rows`, in that order."""
+    starts = np.concatenate(([0], np.cumsum(lengths)))[rows]
+    counts = lengths[rows]
+    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+
+
+class _ArrowColumns:
+    """The Arrow side of `FeatureColumns`: its columns as Arrow arrays and record batches."""
+
+    def arrays(self: FeatureColumns, fields: Sequence[pa.Field], prefix: str = "") -> list[pa.Array]:
+        """Arrow arrays of the feature fields `fields` (named `prefix` + CONTRACT.md name), built from the
+        flat columns (no per-row objects)."""
+        lengths = {"tokens": self.n_tokens, "heads": self.n_tokens, "labels": self.n_tokens,
+                   "subwords": self.n_subwords, "subword_token": self.n_subwords, "parent_mid": self.n_subwords,
+                   "parent_first": self.n_subwords, "distances": self.n_tokens ** 2}
+        arrays = []
+        for column in fields:
+            name = column.name[len(prefix):]
+            if name == "sent_id":
+                arrays.append(S.plain_array(self.sent_id, column.type))
+            elif name == "projective":
+                arrays.append(S.plain_array(self.projective, column.type))
+            elif name == "transitions":
+                arrays.append(S.list_array_of_lists(self.transitions, column.type))
+            elif name in self.per_subword:
+                arrays.append(S.list_array(self.per_subword[name], self.n_subwords, column.type))
+            else:
+                arrays.append(S.list_array(getattr(self, name), lengths[name], column.type))
+        return arrays
+
+    def to_batch(self: FeatureColumns, ids: list[int], schema: pa.Schema) -> pa.RecordBatch:
+        """One Arrow record batch of the `align_schema` columns, `ids` = the kept sentences' ids."""
+        return pa.RecordBatch.from_arrays([S.plain_array(ids, schema.field("id").type)]
+                                          + self.arrays(list(schema)[1:]), schema=schema)
+
+
 @dataclass
-class FeatureColumns:
+class FeatureColumns(_ArrowColumns):
     """The features of several sentences, column-wise: flat values and per-sentence lengths
     (CONTRACT.md field names). `record(i)` is one sentence as a dict; `to_batch` is Arrow."""
 
@@ -106,13 +143,7 @@ class FeatureColumns:
     def take(self, rows: Sequence[int]) -> FeatureColumns:
         """The kept sentences `rows` (indices into `kept`), in that order, as new columns."""
         rows = np.asarray(rows, dtype=np.int64)
-
-        def gather(lengths: np.ndarray) -> np.ndarray:  # flat value indices of the chosen sentences
-            starts = np.concatenate(([0], np.cumsum(lengths)))[rows]
-            counts = lengths[rows]
-            return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-
-        tokens, subwords = gather(self.n_tokens), gather(self.n_subwords)
+        tokens, subwords = _flat_index(self.n_tokens, rows), _flat_index(self.n_subwords, rows)
         pick = rows.tolist()
 
         def strings(values: list, index: np.ndarray) -> list:
@@ -125,35 +156,9 @@ class FeatureColumns:
             None if self.labels is None else strings(self.labels, tokens),
             None if self.parent_mid is None else self.parent_mid[subwords],
             None if self.parent_first is None else self.parent_first[subwords],
-            None if self.distances is None else self.distances[gather(self.n_tokens ** 2)],
+            None if self.distances is None else self.distances[_flat_index(self.n_tokens ** 2, rows)],
             None if self.transitions is None else [self.transitions[i] for i in pick], dict(self.dropped),
             {name: values[subwords] for name, values in self.per_subword.items()})
-
-    def arrays(self, fields: Sequence[pa.Field], prefix: str = "") -> list[pa.Array]:
-        """Arrow arrays of the feature fields `fields` (named `prefix` + CONTRACT.md name), built from the
-        flat columns (no per-row objects)."""
-        lengths = {"tokens": self.n_tokens, "heads": self.n_tokens, "labels": self.n_tokens,
-                   "subwords": self.n_subwords, "subword_token": self.n_subwords, "parent_mid": self.n_subwords,
-                   "parent_first": self.n_subwords, "distances": self.n_tokens ** 2}
-        arrays = []
-        for column in fields:
-            name = column.name[len(prefix):]
-            if name == "sent_id":
-                arrays.append(S.plain_array(self.sent_id, column.type))
-            elif name == "projective":
-                arrays.append(S.plain_array(self.projective, column.type))
-            elif name == "transitions":
-                arrays.append(S.list_array_of_lists(self.transitions, column.type))
-            elif name in self.per_subword:
-                arrays.append(S.list_array(self.per_subword[name], self.n_subwords, column.type))
-            else:
-                arrays.append(S.list_array(getattr(self, name), lengths[name], column.type))
-        return arrays
-
-    def to_batch(self, ids: list[int], schema: pa.Schema) -> pa.RecordBatch:
-        """One Arrow record batch of the `align_schema` columns, `ids` = the kept sentences' ids."""
-        return pa.RecordBatch.from_arrays([S.plain_array(ids, schema.field("id").type)]
-                                          + self.arrays(list(schema)[1:]), schema=schema)
 
 
 def pair_batch(ids: Sequence[int], src_text: Sequence[str | None], tgt_text: Sequence[str | None],

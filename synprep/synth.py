@@ -128,10 +128,8 @@ class Grammar:
         if relcl is None and self._chance(cfg.p_name):
             return self._word(NAMES, "PROPN", deprel)
         noun = self._word(NOUNS, "NOUN", deprel)
-        if self._chance(cfg.p_poss):
-            noun.add(self._word(POSS, "PRON", "nmod:poss"))
-        else:
-            noun.add(self._word(DETS, "DET", "det"))
+        possessive = self._chance(cfg.p_poss)
+        noun.add(self._word(POSS, "PRON", "nmod:poss") if possessive else self._word(DETS, "DET", "det"))
         for _ in range(2):
             if self._chance(cfg.p_adj):
                 noun.add(self._word(ADJS, "ADJ", "amod"))
@@ -150,10 +148,8 @@ class Grammar:
         """A clause headed by its verb: `root`, `ccomp` (with `that`) or `acl:relcl` (subject `which`)."""
         cfg = self.config
         clausal = depth > 0 and deprel != "acl:relcl" and not extrapose and self._chance(cfg.p_clausal)
-        if clausal:
-            verb = self._word(CLAUSAL, "VERB", deprel)
-        else:
-            verb = self._word(TRANSITIVE if self._chance(0.6) else INTRANSITIVE, "VERB", deprel)
+        verbs = CLAUSAL if clausal else TRANSITIVE if self._chance(0.6) else INTRANSITIVE
+        verb = self._word(verbs, "VERB", deprel)
         if deprel == "ccomp":
             verb.add(Node(*MARK, "SCONJ", "mark"))
         if deprel == "acl:relcl":

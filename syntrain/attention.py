@@ -87,33 +87,10 @@ def check_hooks(hooks: Sequence[AttentionHook], n_heads: int) -> None:
                          "syntax head")
 
 
-class MultiHeadAttention(nn.Module):
-    """Self- or cross-attention; `mask` is boolean, True = may attend, broadcastable to (B, H, T, S).
-    `hooks`: the switches' parts in this module (module docstring), their parameters registered here."""
+class _FlexKernel:
+    """`MultiHeadAttention`'s choice of the FlexAttention kernel, and its forward pass on it."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, hooks: Sequence[AttentionHook] = (),
-                 kernel: str = "auto") -> None:
-        super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model {d_model} is not a multiple of n_heads {n_heads}")
-        check_hooks(hooks, n_heads)
-        self.n_heads, self.head_dim, self.dropout = n_heads, d_model // n_heads, dropout
-        self.kernel = check_kernel(kernel)
-        self.query = nn.Linear(d_model, d_model)
-        self.key_value = nn.Linear(d_model, 2 * d_model)
-        self.out = nn.Linear(d_model, d_model)
-        self.hooks = list(hooks)
-        for hook in self.hooks:
-            hook.attach(self)
-        self.front = next((hook for hook in self.hooks if hook.front), None)
-        self.last = next((hook for hook in self.hooks if hook.last), None)
-        self.all_weights = any(hook.all_weights for hook in self.hooks)
-
-    def _heads(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, _ = x.shape
-        return x.view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
-
-    def uses_flex(self, device: torch.device) -> bool:
+    def uses_flex(self: MultiHeadAttention, device: torch.device) -> bool:
         """Whether a forward pass on `device` (in the current train/eval mode) runs the FlexAttention kernel."""
         if not self.hooks or self.kernel != "flex" or not all(hook.flex for hook in self.hooks):
             return False  # auto: math (module docstring)
@@ -128,20 +105,7 @@ class MultiHeadAttention(nn.Module):
                              "FlexAttention backward on CPU): use torch.no_grad() or kernel 'math'")
         return True
 
-    def _keys_values(self, x: torch.Tensor, memory: torch.Tensor | None, cache: dict | None
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values (B, H, S, D); with a decoding `cache`, self-attention appends x's to the cached ones
-        and cross-attention projects `memory` once."""
-        if cache is not None and memory is not None and "k" in cache:
-            return cache["k"], cache["v"]
-        k, v = (self._heads(z) for z in self.key_value(x if memory is None else memory).split(x.shape[-1], dim=-1))
-        if cache is not None:
-            if memory is None and "k" in cache:
-                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
-            cache["k"], cache["v"] = k, v
-        return k, v
-
-    def _flex(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+    def _flex(self: MultiHeadAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
               features: Features) -> torch.Tensor:
         """All heads through the flex kernel with the hook's score_mod (errors of torch.compile/Triton propagate)."""
         b = q.shape[0]
@@ -150,7 +114,12 @@ class MultiHeadAttention(nn.Module):
         key_valid = None if mask is None else mask[:, 0, 0, :].expand(b, k.shape[2])
         return flex_attention(q, k, v, self.hooks[0].score_mod(self, features, key_valid))
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+
+class _ExplicitHeads:
+    """`MultiHeadAttention`'s heads on the math kernel: explicit attention for the hooks' heads (scaled, windowed,
+    their own query, their weights recorded), the fused kernel for the plain ones."""
+
+    def attend(self: MultiHeadAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
                scale: torch.Tensor | None = None, window: torch.Tensor | None = None
                ) -> tuple[torch.Tensor, torch.Tensor]:
         """Explicit attention of some heads: (context, log-weights before dropout); `scale` multiplies the
@@ -166,7 +135,7 @@ class MultiHeadAttention(nn.Module):
         weights = F.dropout(log_weights.exp().to(v.dtype), self.dropout if self.training else 0.0, self.training)
         return weights @ v, log_weights
 
-    def _heads_attention(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    def _heads_attention(self: MultiHeadAttention, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                          mask: torch.Tensor | None, features: Features, records: dict | None) -> torch.Tensor:
         """The contexts (B, H, T, D) of all heads: front (the front hook's scale/window), middle (fused unless
         every head's weights are needed), last (the last hook's query); the hooks record from the weights."""
@@ -195,6 +164,46 @@ class MultiHeadAttention(nn.Module):
             for hook in self.hooks:
                 hook.record(self, log_weights, records)
         return torch.cat(contexts, dim=1) if len(contexts) > 1 else contexts[0]
+
+
+class MultiHeadAttention(_FlexKernel, _ExplicitHeads, nn.Module):
+    """Self- or cross-attention; `mask` is boolean, True = may attend, broadcastable to (B, H, T, S).
+    `hooks`: the switches' parts in this module (module docstring), their parameters registered here."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, hooks: Sequence[AttentionHook] = (),
+                 kernel: str = "auto") -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model {d_model} is not a multiple of n_heads {n_heads}")
+        check_hooks(hooks, n_heads)
+        self.n_heads, self.head_dim, self.dropout = n_heads, d_model // n_heads, dropout
+        self.kernel = check_kernel(kernel)
+        self.query = nn.Linear(d_model, d_model)
+        self.key_value = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.hooks = list(hooks)
+        for hook in self.hooks:
+            hook.attach(self)
+        self.front = next((hook for hook in self.hooks if hook.front), None)
+        self.last = next((hook for hook in self.hooks if hook.last), None)
+        self.all_weights = any(hook.all_weights for hook in self.hooks)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+
+    def _keys_values(self, x: torch.Tensor, memory: torch.Tensor | None, cache: dict | None
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values (B, H, S, D); with a decoding `cache`, self-attention appends x's to the cached ones
+        and cross-attention projects `memory` once."""
+        if cache is not None and memory is not None and "k" in cache:
+            return cache["k"], cache["v"]
+        k, v = (self._heads(z) for z in self.key_value(x if memory is None else memory).split(x.shape[-1], dim=-1))
+        if cache is not None:
+            if memory is None and "k" in cache:
+                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+            cache["k"], cache["v"] = k, v
+        return k, v
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                 cache: dict | None = None, features: Features | None = None, records: dict | None = None,

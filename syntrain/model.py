@@ -14,6 +14,7 @@ embeddings scaled by sqrt(d_model), optionally one embedding matrix shared by so
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, fields
 from typing import Any, TypeVar, overload
@@ -262,7 +263,90 @@ class DecoderLayer(nn.Module):
         return x + self.drop(self.ff(self.norm3(x)))
 
 
-class Transformer(nn.Module):
+def init_weights(module: nn.Module, d_model: int) -> None:
+    """The initialisation of a `Transformer`'s linear layers and embeddings."""
+    if isinstance(module, nn.Linear):
+        nn.init.xavier_uniform_(module.weight)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, std=d_model ** -0.5)
+        nn.init.zeros_(module.weight[PAD_ID])  # PAD_ID = 0 = also a label embedding's "none"
+
+
+class _AttentionKernels:
+    """A `Transformer`'s attention modules and their kernel (attention.py)."""
+
+    def attention_modules(self: Transformer) -> list[MultiHeadAttention]:
+        """Every attention module of the model."""
+        return [module for module in self.modules() if isinstance(module, MultiHeadAttention)]
+
+    def set_attention_kernel(self: Transformer, kernel: str) -> None:
+        """'auto', 'math' or 'flex' for the layers whose hooks can run on FlexAttention (see attention.py)."""
+        check_kernel(kernel)
+        for attn in self.attention_modules():
+            attn.kernel = kernel
+
+    def kernel_in_use(self: Transformer, device: torch.device) -> str:
+        """The attention kernel of the layers that have a choice (flex or math), for the run header."""
+        layers = [attn for attn in self.attention_modules() if attn.hooks and all(h.flex for h in attn.hooks)]
+        if not layers:
+            return "none (no Pascal heads)"
+        return "flex" if layers[0].uses_flex(device) else "math"
+
+
+class _Decoding:
+    """A `Transformer`'s decoder passes: all positions at once (`decode`), or one step with a cache (`decode_step`)."""
+
+    def decode(self: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+               features: Features | None = None, records: dict | None = None, **named: torch.Tensor | None
+               ) -> torch.Tensor:
+        """tgt_in (B, T) ids -> logits (B, T, V) of one decoder pass (features: e.g. distances, graph)."""
+        return self.output(self.decode_hidden(tgt_in, memory, src_mask, merge_features(features, named), records))
+
+    def decode_hidden(self: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                      features: Features | None = None, records: dict | None = None) -> torch.Tensor:
+        """The decoder's normalized output states (B, T, C) (see `decode`)."""
+        features = features or {}
+        valid = tgt_in != PAD_ID
+        masks = [mask for switch in self.switches if (mask := switch.decoder_self_mask(valid)) is not None]
+        if masks:
+            self_mask, limit = masks[0]
+        else:
+            b, t = tgt_in.shape
+            causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()
+            self_mask = causal[None, None] & valid[:, None, None, :]
+            limit = torch.arange(t, device=tgt_in.device)[None].expand(b, t)
+        x = self._embed(self.tgt_embed, tgt_in)
+        for switch in self.switches:
+            x, features = switch.decoder_input(self, x, features, limit)
+        for layer in self.decoder:
+            x = layer(x, memory, self_mask, src_mask, features=features, records=records)
+        return self.dec_norm(x)
+
+    def new_cache(self: Transformer) -> list[dict]:
+        """An empty incremental-decoding cache (per decoder layer: self-attention keys/values so far,
+        cross-attention keys/values of the memory)."""
+        return [{"self": {}, "cross": {}} for _ in self.decoder]
+
+    @staticmethod
+    def reorder_cache(cache: list[dict], rows: torch.Tensor) -> None:
+        """Keep cache rows `rows` (beam search: the hypotheses that continue). Cross-attention entries stay:
+        a sentence's beam rows share one memory."""
+        for layer in cache:
+            layer["self"]["k"], layer["self"]["v"] = layer["self"]["k"][rows], layer["self"]["v"][rows]
+
+    def decode_step(self: Transformer, last: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
+                    cache: list[dict], features: Features | None = None) -> torch.Tensor:
+        """Incremental decoding: the token ids `last` (B, 1) at target position `step`, earlier positions read
+        from `cache` -> logits (B, V) for the next token. Equals decode()'s last row (tested)."""
+        x = self._embed(self.tgt_embed, last, start=step)
+        for layer, layer_cache in zip(self.decoder, cache):
+            x = layer(x, memory, None, src_mask, layer_cache, features)
+        return self.output(self.dec_norm(x))[:, -1]
+
+
+class Transformer(_AttentionKernels, _Decoding, nn.Module):
     """Encoder-decoder; `forward` returns `Outputs` (logits (B, T, V) and what the auxiliary losses need)."""
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -288,7 +372,7 @@ class Transformer(nn.Module):
         self._add_modules("decoder_modules")
         self.enc_norm, self.dec_norm = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
         self.output = nn.Linear(sizes.d_model, sizes.vocab_size, bias=False)
-        self.apply(self._init)
+        self.apply(functools.partial(init_weights, d_model=sizes.d_model))
         if sizes.share_embeddings:
             self.output.weight = self.tgt_embed.weight
 
@@ -296,32 +380,6 @@ class Transformer(nn.Module):
         for switch in self.switches:
             for name, module in getattr(switch, kind)().items():
                 self.add_module(name, module)
-
-    def attention_modules(self) -> list[MultiHeadAttention]:
-        """Every attention module of the model."""
-        return [module for module in self.modules() if isinstance(module, MultiHeadAttention)]
-
-    def set_attention_kernel(self, kernel: str) -> None:
-        """'auto', 'math' or 'flex' for the layers whose hooks can run on FlexAttention (see attention.py)."""
-        check_kernel(kernel)
-        for attn in self.attention_modules():
-            attn.kernel = kernel
-
-    def kernel_in_use(self, device: torch.device) -> str:
-        """The attention kernel of the layers that have a choice (flex or math), for the run header."""
-        layers = [attn for attn in self.attention_modules() if attn.hooks and all(h.flex for h in attn.hooks)]
-        if not layers:
-            return "none (no Pascal heads)"
-        return "flex" if layers[0].uses_flex(device) else "math"
-
-    def _init(self, module: nn.Module) -> None:
-        if isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=self.cfg.sizes.d_model ** -0.5)
-            nn.init.zeros_(module.weight[PAD_ID])  # PAD_ID = 0 = also a label embedding's "none"
 
     def _embed(self, table: nn.Embedding, ids: torch.Tensor, start: int = 0, features: Features | None = None
                ) -> torch.Tensor:
@@ -344,53 +402,6 @@ class Transformer(nn.Module):
         for layer in self.encoder:
             x = layer(x, src_mask, features, records)
         return self.enc_norm(x), src_mask
-
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-               features: Features | None = None, records: dict | None = None, **named: torch.Tensor | None
-               ) -> torch.Tensor:
-        """tgt_in (B, T) ids -> logits (B, T, V) of one decoder pass (features: e.g. distances, graph)."""
-        return self.output(self.decode_hidden(tgt_in, memory, src_mask, merge_features(features, named), records))
-
-    def decode_hidden(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                      features: Features | None = None, records: dict | None = None) -> torch.Tensor:
-        """The decoder's normalized output states (B, T, C) (see `decode`)."""
-        features = features or {}
-        valid = tgt_in != PAD_ID
-        masks = [mask for switch in self.switches if (mask := switch.decoder_self_mask(valid)) is not None]
-        if masks:
-            self_mask, limit = masks[0]
-        else:
-            b, t = tgt_in.shape
-            causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()
-            self_mask = causal[None, None] & valid[:, None, None, :]
-            limit = torch.arange(t, device=tgt_in.device)[None].expand(b, t)
-        x = self._embed(self.tgt_embed, tgt_in)
-        for switch in self.switches:
-            x, features = switch.decoder_input(self, x, features, limit)
-        for layer in self.decoder:
-            x = layer(x, memory, self_mask, src_mask, features=features, records=records)
-        return self.dec_norm(x)
-
-    def new_cache(self) -> list[dict]:
-        """An empty incremental-decoding cache (per decoder layer: self-attention keys/values so far,
-        cross-attention keys/values of the memory)."""
-        return [{"self": {}, "cross": {}} for _ in self.decoder]
-
-    @staticmethod
-    def reorder_cache(cache: list[dict], rows: torch.Tensor) -> None:
-        """Keep cache rows `rows` (beam search: the hypotheses that continue). Cross-attention entries stay:
-        a sentence's beam rows share one memory."""
-        for layer in cache:
-            layer["self"]["k"], layer["self"]["v"] = layer["self"]["k"][rows], layer["self"]["v"][rows]
-
-    def decode_step(self, last: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
-                    cache: list[dict], features: Features | None = None) -> torch.Tensor:
-        """Incremental decoding: the token ids `last` (B, 1) at target position `step`, earlier positions read
-        from `cache` -> logits (B, V) for the next token. Equals decode()'s last row (tested)."""
-        x = self._embed(self.tgt_embed, last, start=step)
-        for layer, layer_cache in zip(self.decoder, cache):
-            x = layer(x, memory, None, src_mask, layer_cache, features)
-        return self.output(self.dec_norm(x))[:, -1]
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, features: Features | None = None,
                 **named: torch.Tensor | None) -> Outputs:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synprep.bpe import Bpe, align_subwords
+from synprep.bpe import Bpe, align_subwords, merge_word
 from synprep.bpe_learn import learn_joint
 
 BIN = Path(sys.executable).parent
@@ -141,10 +141,10 @@ def test_apply_non_utf8_input_names_the_line(corpus):
 def test_fast_merge_equals_subword_nmt_encode(corpus_codes, word):
     from subword_nmt.apply_bpe import encode
 
-    bpe = corpus_codes
-    lib = bpe._bpe
+    lib = corpus_codes._bpe
     reference = encode(word, lib.bpe_codes, lib.bpe_codes_reverse, None, "@@", lib.version, {})
-    assert bpe._merge(word) == list(reference)
+    rank_pair = {rank: pair for pair, rank in lib.bpe_codes.items()}
+    assert merge_word(lib, rank_pair, word, "@@") == list(reference)
 
 
 @pytest.fixture(scope="module")
