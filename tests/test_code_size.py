@@ -18,11 +18,7 @@ from .conftest import REPO
 
 SCREEN = 80  # lines
 PACKAGES = ("synprep", "syntrain")
-UNBOUNDED_CLASSES: dict[str, str] = {  # "path/to/module.py::Class" -> why it is not split yet
-    "syntrain/model.py::ModelConfig": "being reworked into typed per-switch sections",
-    "syntrain/switches/base.py::Switch": "its tree-decoding hooks are being folded into one outputs object",
-    "syntrain/switches/tree.py::TreeDecoding": "taking over the tree-decoding code of data.py; split after",
-}
+UNBOUNDED_CLASSES: dict[str, str] = {}  # "path/to/module.py::Class" -> why it is not split yet
 
 
 def units(path: Path) -> list[tuple[str, str, int]]:

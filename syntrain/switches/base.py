@@ -180,11 +180,95 @@ class NoOptions:
     """The config section of a switch that declares no [model] options."""
 
 
-class Switch(Generic[C]):
+class DataHooks:
+    """What a switch reads of the data (part of `Switch`; the defaults read nothing): the batch columns and decoder
+    targets it declares, which columns it reads in a run and what they read of the run, its run-header line."""
+
+    columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (read via `batch_columns`)
+    targets: ClassVar[tuple[TargetColumn, ...]] = ()  # decoder targets it declares (the target while it is on)
+
+    def batch_columns(self, training: bool) -> dict[str, str]:
+        """Batch columns it reads (names of declared `columns`) -> who needs them; `training` adds loss
+        supervision."""
+        return {}
+
+    def data_options(self) -> dict[str, Any]:
+        """What its batch columns read of the run, by name (ParallelData's `feature_options`: label
+        vocabularies)."""
+        return {}
+
+    def training_report(self, data: Any) -> tuple[str, dict[str, Any]]:
+        """(a line for the run header, values for the first metrics record) about the training data."""
+        return "", {}
+
+
+class DecodingHooks:
+    """How a switch changes decoding (part of `Switch`; the defaults change nothing): constrained tokens, the
+    length limit, no incremental cache, and what its decoded outputs are beyond their text (`Decoded`)."""
+
+    recomputes_prefix = False  # decoding re-runs the decoder over the whole prefix (no incremental cache)
+    # what its decoded outputs are beyond their text (measures, files, a compare column): built from its options
+    Decoded: ClassVar[type[DecodedOutputs]] = DecodedOutputs
+    output_length_factor = 1.5  # decoding stops after this many output items per source sub-word (+ 10)
+
+    def constraint(self, vocab: Any, rows: int) -> Any:
+        """A constraint on the tokens decoding may choose for `rows` hypotheses, or None: an object with
+        `mask(steps_left, device)` ((rows, V) True = allowed), `push(tokens)` (one chosen token per row),
+        `reorder(rows)` (the rows beam search keeps) and `features(device)` (batch features it adds to a decoder
+        pass over the whole prefix); see syntrain.switches.tree.TreeConstraint."""
+        return None
+
+
+class ModelHooks:
+    """What a switch adds to the model (part of `Switch`; the defaults add nothing): attention hooks, modules on
+    the source and decoder inputs, another decoder mask or teacher forcing, auxiliary losses."""
+
+    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        """Hooks of the attention module `kind` ("self" / "cross") of 0-based layer `layer` of `stack`
+        ("encoder" / "decoder")."""
+        return []
+
+    def source_modules(self) -> dict[str, nn.Module]:
+        """Modules registered on the model right after the embeddings (by name)."""
+        return {}
+
+    def embed_source(self, model: nn.Module, x: torch.Tensor, features: Features) -> torch.Tensor:
+        """The source embeddings (B, S, C) before scaling and positions."""
+        return x
+
+    def decoder_modules(self) -> dict[str, nn.Module]:
+        """Modules registered on the model after the decoder layers (by name)."""
+        return {}
+
+    def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(decoder self-attention mask (B, 1, T, T), limit (B, T): the last input each position sees)."""
+        return None
+
+    def decoder_input(self, model: nn.Module, x: torch.Tensor, features: Features, limit: torch.Tensor
+                      ) -> tuple[torch.Tensor, Features]:
+        """The embedded decoder input and the features the decoder layers see."""
+        return x, features
+
+    def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
+                        src_mask: torch.Tensor, features: Features, records: dict) -> Outputs | None:
+        """Teacher-forced outputs computed another way than one causal decoder pass (None: the usual one)."""
+        return None
+
+    def loss_weights(self) -> dict[str, float]:
+        """Auxiliary loss name -> its lambda."""
+        return {}
+
+    def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
+        """Its auxiliary losses (unweighted sums over the batch) from `outputs` and the batch features."""
+        return {}
+
+
+class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     """A syntax mechanism (see the module docstring). `class MySwitch(Switch[MyConfig], ..., config=MyConfig)`:
     an instance reads its own options through `self.options` (a `MyConfig`, typed), the model sizes through
     `self.cfg.sizes`; a classmethod hook gets the model config `cfg` and reads `cls.section(cfg)`. Another
-    switch's options, where a mechanism needs them: `cfg.section(OtherSwitch)`."""
+    switch's options, where a mechanism needs them: `cfg.section(OtherSwitch)`. Its hooks by stage: `DataHooks`,
+    `DecodingHooks`, `ModelHooks`; here: its identity, options and their checks."""
 
     name: ClassVar[str] = ""
     Config: ClassVar[type] = NoOptions
@@ -193,12 +277,6 @@ class Switch(Generic[C]):
     example: ClassVar[dict[str, Any]] = {}  # [model] options that turn it on in a small model (docs, generic tests)
     # values of its options that a checkpoint stored before they existed was trained with (when not the default)
     stored_defaults: ClassVar[dict[str, Any]] = {}
-    columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (read via `batch_columns`)
-    targets: ClassVar[tuple[TargetColumn, ...]] = ()  # decoder targets it declares (the target while it is on)
-    recomputes_prefix = False  # decoding re-runs the decoder over the whole prefix (no incremental cache)
-    # what its decoded outputs are beyond their text (measures, files, a compare column): built from its options
-    Decoded: ClassVar[type[DecodedOutputs]] = DecodedOutputs
-    output_length_factor = 1.5  # decoding stops after this many output items per source sub-word (+ 10)
 
     def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
                           order: int | None = None, **kwargs: Any) -> None:
@@ -251,66 +329,6 @@ class Switch(Generic[C]):
     def describe(self) -> str:
         """Its part of the "syntax switches" line."""
         return self.name
-
-    def batch_columns(self, training: bool) -> dict[str, str]:
-        """Batch columns it reads (names of declared `columns`) -> who needs them; `training` adds loss
-        supervision."""
-        return {}
-
-    def data_options(self) -> dict[str, Any]:
-        """What its batch columns read of the run, by name (ParallelData's `feature_options`: label
-        vocabularies)."""
-        return {}
-
-    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        """Hooks of the attention module `kind` ("self" / "cross") of 0-based layer `layer` of `stack`
-        ("encoder" / "decoder")."""
-        return []
-
-    def source_modules(self) -> dict[str, nn.Module]:
-        """Modules registered on the model right after the embeddings (by name)."""
-        return {}
-
-    def embed_source(self, model: nn.Module, x: torch.Tensor, features: Features) -> torch.Tensor:
-        """The source embeddings (B, S, C) before scaling and positions."""
-        return x
-
-    def decoder_modules(self) -> dict[str, nn.Module]:
-        """Modules registered on the model after the decoder layers (by name)."""
-        return {}
-
-    def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """(decoder self-attention mask (B, 1, T, T), limit (B, T): the last input each position sees)."""
-        return None
-
-    def decoder_input(self, model: nn.Module, x: torch.Tensor, features: Features, limit: torch.Tensor
-                      ) -> tuple[torch.Tensor, Features]:
-        """The embedded decoder input and the features the decoder layers see."""
-        return x, features
-
-    def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
-                        src_mask: torch.Tensor, features: Features, records: dict) -> Outputs | None:
-        """Teacher-forced outputs computed another way than one causal decoder pass (None: the usual one)."""
-        return None
-
-    def training_report(self, data: Any) -> tuple[str, dict[str, Any]]:
-        """(a line for the run header, values for the first metrics record) about the training data."""
-        return "", {}
-
-    def constraint(self, vocab: Any, rows: int) -> Any:
-        """A constraint on the tokens decoding may choose for `rows` hypotheses, or None: an object with
-        `mask(steps_left, device)` ((rows, V) True = allowed), `push(tokens)` (one chosen token per row),
-        `reorder(rows)` (the rows beam search keeps) and `features(device)` (batch features it adds to a decoder
-        pass over the whole prefix); see syntrain.switches.tree.TreeConstraint."""
-        return None
-
-    def loss_weights(self) -> dict[str, float]:
-        """Auxiliary loss name -> its lambda."""
-        return {}
-
-    def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
-        """Its auxiliary losses (unweighted sums over the batch) from `outputs` and the batch features."""
-        return {}
 
 
 _REGISTRY: dict[str, type[Switch]] = {}
