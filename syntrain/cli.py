@@ -4,6 +4,7 @@ train.py and decode.py."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -294,6 +295,9 @@ class SwitchOutputs(click.Command):
 @click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
 @click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=4096, show_default=True)
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False),
+              help="Also write the scores as one JSON object: BLEU, chrF, their signatures, the switches' measures, "
+              "and what was scored (checkpoint, split, pairs, beam, length penalty, reference normalizers).")
 @click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")
@@ -302,8 +306,8 @@ class SwitchOutputs(click.Command):
 @click.option("--normalize-refs", multiple=True, type=click.Choice(NORMALIZERS),
               help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
 def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max_tokens: int,
-          output_path: str | None, subsets_dir: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...],
-          **output_paths: str | None) -> None:
+          output_path: str | None, json_path: str | None, subsets_dir: str | None, bleu_tokenize: str,
+          normalize_refs: tuple[str, ...], **output_paths: str | None) -> None:
     """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
     subsets), and the measures of the model's switches (tree decoding: the tree measure, docs/tree-decoding.md)."""
     from synprep.challenge import load_subsets
@@ -320,6 +324,7 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         model, vocab, ckpt = load_checkpoint(checkpoint, device)
         outputs = decoded(model.switches)
         writers = _output_writers(outputs, output_paths)
+        _check_folders([output_path, json_path, *(path for path, _ in writers.values())])
         check_scored_split(data_path)
         options = model.cfg.data_options()
         options["decoder_target"] = readable_target(options["decoder_target"], open_columns(data_path))
@@ -355,9 +360,33 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         click.echo("\n".join(["", *subset_table([(name, hyps)], references, split_ids, subsets,
                                                  tokenize=bleu_tokenizer(data.tgt_lang, bleu_tokenize))]))
     for switch_outputs in outputs:
-        text = switch_outputs.scores_text(switch_outputs.scores(pieces, data, data.keep), line=True)
+        measures = switch_outputs.scores(pieces, data, data.keep)
+        result.update(measures)
+        text = switch_outputs.scores_text(measures, line=True)
         if text:
             click.echo(text)
+    if json_path:
+        scored = {"checkpoint": os.path.abspath(checkpoint), "data": os.path.abspath(data_path), "pairs": len(hyps),
+                  "beam": beam, "length_penalty": length_penalty, "normalize_refs": list(normalize_refs)}
+        _write_json(json_path, {**result, **scored})
+
+
+def _check_folders(paths: list[str | None]) -> None:
+    """ValueError naming the first output path whose folder does not exist (before any decoding is spent)."""
+    for path in filter(None, paths):
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise ValueError(f"{path}: the folder {folder} does not exist")
+
+
+def _write_json(path: str, values: dict[str, Any]) -> None:
+    """One JSON object written whole or not at all (a temporary file renamed over `path`)."""
+    from synprep.textio import atomic_write
+
+    try:
+        atomic_write(path, (json.dumps(values, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+    except OSError as err:
+        raise click.ClickException(f"{path}: cannot write the scores ({err.strerror or err})") from None
 
 
 def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]

@@ -6,6 +6,8 @@ invariance, and the shards errors. Real torch, real synth shards, small models."
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import subprocess
 import sys
 
@@ -406,7 +408,8 @@ def test_tiny_model_learns_synthetic_transitions_to_exact_trees(shards):
 
 
 def test_eval_writes_trees_and_the_tree_measure(shards, tmp_path):
-    """End to end: `syntrain run` (2 steps, PARENT + GCN + BiTran) then `syntrain eval --trees`."""
+    """End to end: `syntrain run` (2 steps, PARENT + GCN + BiTran) then `syntrain eval --trees --json` (a missing
+    output folder is refused before decoding)."""
     recipe = tmp_path / "r.toml"
     data = shards / "keep"
     recipe.write_text(f'[data]\ntrain = "{data}/train"\nvalid = "{data}/valid"\n[model]\npreset = "tiny"\n'
@@ -416,12 +419,19 @@ def test_eval_writes_trees_and_the_tree_measure(shards, tmp_path):
     out = tmp_path / "run"
     result = CliRunner().invoke(cli, ["run", str(recipe), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    trees_path = tmp_path / "trees.conllu"
-    result = CliRunner().invoke(cli, ["eval", "--checkpoint", str(out / "best.pt"), "--data", f"{data}/test",
-                                      "--beam", "2", "--trees", str(trees_path)])
+    trees_path, json_path = tmp_path / "trees.conllu", tmp_path / "scores.json"
+    args = ["eval", "--checkpoint", str(out / "best.pt"), "--data", f"{data}/test", "--beam", "2"]
+    missing = CliRunner().invoke(cli, [*args, "--json", str(tmp_path / "nowhere" / "s.json")])
+    assert missing.exit_code == 1 and "s.json: the folder" in missing.output and "BLEU" not in missing.output
+    result = CliRunner().invoke(cli, [*args, "--trees", str(trees_path), "--json", str(json_path)])
     assert result.exit_code == 0, result.output
     assert "valid trees 100.0%" in result.output
-    assert len(list(read_trees(str(trees_path)))) == ParallelData(f"{data}/test", Vocab(VOCAB_ITEMS)).table.num_rows
+    rows = ParallelData(f"{data}/test", Vocab(VOCAB_ITEMS)).table.num_rows
+    assert len(list(read_trees(str(trees_path)))) == rows
+    scores = json.loads(json_path.read_text(encoding="utf-8"))
+    assert f"BLEU {scores['bleu']:.2f}  BLEU signature: {scores['bleu_signature']}" in result.output
+    assert (scores["valid_trees"], scores["pairs"], scores["beam"]) == (100.0, rows, 2)
+    assert "chrf" in scores and "exact_outputs" in scores and scores["data"] == os.path.abspath(f"{data}/test")
     result = CliRunner().invoke(cli, ["env", "--checkpoint", str(out / "best.pt")])
     assert "PARENT head in decoder layers [2]" in result.output and "BiTran (exact" in result.output
 
