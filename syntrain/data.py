@@ -414,6 +414,13 @@ def declare_targets(targets: Iterable[TargetColumn], by: str) -> None:
         _TARGETS[name] = (declaration, by)
 
 
+def undeclare(by: str) -> None:
+    """Drop the batch columns and decoder targets switch `by` declared (`switches.unregister`)."""
+    for registry in (_COLUMNS, _TARGETS):
+        for name in [name for name, (_, owner) in registry.items() if owner == by]:
+            del registry[name]
+
+
 def declared_targets() -> dict[str, TargetColumn]:
     """The declared decoder targets by name (TEXT, the target sub-words, is not one of them)."""
     return {name: declaration for name, (declaration, _) in _TARGETS.items()}

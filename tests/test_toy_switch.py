@@ -12,9 +12,9 @@ import torch
 from torch import nn
 
 from synprep.tables import option
-from syntrain.data import TEXT, ParallelData, TargetColumn, Vocab, read_split
+from syntrain.data import TEXT, BatchColumn, ParallelData, TargetColumn, Vocab, declared, read_split
 from syntrain.model import ModelConfig
-from syntrain.switches import AttentionHook, Outputs, Switch, register, unregister
+from syntrain.switches import AttentionHook, Outputs, Switch, register, registered, unregister
 from syntrain.train import TrainConfig, load_checkpoint, train
 
 from .data.make_switch_fixtures import SHARDS
@@ -150,8 +150,10 @@ def test_a_decoder_target_declared_here_is_counted_read_and_trained(tags, tmp_pa
 @pytest.mark.parametrize("name", [TEXT, "transitions"])
 def test_a_decoder_target_declared_twice_is_refused(name):
     class Again(Switch, name="toy_again"):
+        columns = (BatchColumn("toy_again_heads", "src_heads", "src", "parents"),)
         targets = (TargetColumn(name, "tgt_labels", "labels"),)
 
     with pytest.raises(ValueError, match=f"decoder target {name!r} is already declared by"):
         register(Again)
-    unregister(Again.name)
+    assert "toy_again_heads" not in declared()  # a refused switch leaves nothing declared
+    assert Again.name not in {switch.name for switch in registered()}

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import torch
 
-from ..data import BatchColumn, TargetColumn, declare, declare_targets
+from ..data import BatchColumn, TargetColumn, declare, declare_targets, undeclare
 from ..sizes import ModelSizes
 
 if TYPE_CHECKING:
@@ -374,15 +374,20 @@ def register(switch: type[Switch]) -> type[Switch]:
     if not switch.name or switch.name in _REGISTRY:
         raise ValueError(f"a switch needs a new name, got {switch.name!r}")
     _check_names(switch)
-    declare(switch.columns, switch.name)
-    declare_targets(switch.targets, switch.name)
+    try:
+        declare(switch.columns, switch.name)
+        declare_targets(switch.targets, switch.name)
+    except ValueError:
+        undeclare(switch.name)  # a refused switch leaves nothing declared
+        raise
     _REGISTRY[switch.name] = switch
     return switch
 
 
 def unregister(name: str) -> None:
-    """Remove a registered switch (tests)."""
+    """Remove a registered switch (tests, examples), with the batch columns and decoder targets it declared."""
     _REGISTRY.pop(name, None)
+    undeclare(name)
 
 
 def registered() -> list[type[Switch]]:
