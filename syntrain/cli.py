@@ -274,8 +274,8 @@ def _prompted(lines: Iterator[str]) -> Iterator[str]:
         yield line
 
 
-class SwitchOutputs(click.Command):
-    """A command with one `--NAME PATH` option per output file a registered switch declares (`DecodedOutputs.files`),
+class EvalCommand(click.Command):
+    """`syntrain eval`: one `--NAME PATH` option per output file a registered switch declares (`DecodedOutputs.files`),
     after its --subsets option; looked up when the command runs or shows its help (the registry imports torch)."""
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
@@ -288,7 +288,7 @@ class SwitchOutputs(click.Command):
         return params[:at] + added + params[at:]
 
 
-@cli.command(name="eval", cls=SwitchOutputs)
+@cli.command(name="eval", cls=EvalCommand)
 @click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
