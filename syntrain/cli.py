@@ -380,13 +380,11 @@ def _check_folders(paths: list[str | None]) -> None:
 
 
 def _write_json(path: str, values: dict[str, Any]) -> None:
-    """One JSON object written whole or not at all (a temporary file renamed over `path`)."""
+    """One JSON object written whole or not at all (a temporary file renamed over `path`; a failure is one line
+    naming it)."""
     from synprep.textio import atomic_write
 
-    try:
-        atomic_write(path, (json.dumps(values, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
-    except OSError as err:
-        raise click.ClickException(f"{path}: cannot write the scores ({err.strerror or err})") from None
+    atomic_write(path, (json.dumps(values, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]

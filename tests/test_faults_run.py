@@ -300,6 +300,22 @@ def test_a_split_of_zero_pairs_is_one_line_before_anything_is_written(data, tmp_
     one_line_error(result, str(empty), "0 pairs")
 
 
+@pytest.mark.parametrize("option", ["-o", "--json"])
+def test_eval_output_in_a_missing_folder_is_one_line_before_decoding(data, tmp_path, option):
+    path = tmp_path / "nowhere" / "out"
+    result = syntrain("eval", "--checkpoint", data["run"] / "best.pt", "--data", data["shards"] / "test",
+                      option, path)
+    one_line_error(result, str(path), "does not exist")
+    assert "BLEU" not in result.stdout  # refused before anything was decoded
+
+
+def test_eval_scores_that_cannot_be_written_are_one_line(data, tmp_path):
+    path = "/proc/self/scores.json"  # a folder no one may create files in, root included
+    result = syntrain("eval", "--checkpoint", data["run"] / "best.pt", "--data", data["shards"] / "test",
+                      "--json", path)
+    one_line_error(result, path, "cannot write")
+
+
 # ------------------------------------------------------------------------------ damaged test shards, checkpoints
 
 
