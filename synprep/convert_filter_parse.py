@@ -16,7 +16,7 @@ from typing import Any
 from .conllu import chunk_trees, format_sentence, to_tree, tree_to_sentence
 from .corpus import BadRow, ConlluBlock
 from .errors import InputError
-from .filter import FilterSettings, check_pair_detailed, make_identifier
+from .filter import FilterSettings, check_pairs_detailed, make_identifier
 from .normalize import normalizer
 from .parse import ParserSpec
 from .pipeline import ParserConfig, PipelineConfig
@@ -148,8 +148,12 @@ def filter_piece(state: tuple[ParseJob, Any], task: tuple) -> dict[str, Any]:
     (src_texts, src_trees), (tgt_texts, tgt_trees) = (_normalized(*_read_items(side_items), names)
                                                       for side_items, names in zip(items, job.normalize))
     texts = (src_texts, tgt_texts)
-    checked = [_bad_row(src, tgt) or check_pair_detailed(src, tgt, job.filter, langid, job.max_chars)
-               for src, tgt in zip(*texts)]
+    bad_rows = [_bad_row(src, tgt) for src, tgt in zip(*texts)]
+    rows = [i for i, bad in enumerate(bad_rows) if bad is None]
+    checked = list(bad_rows)
+    for i, result in zip(rows, check_pairs_detailed([(texts[0][i], texts[1][i]) for i in rows], job.filter, langid,
+                                                    job.max_chars)):
+        checked[i] = result
     kept = [i for i, (reason, _) in enumerate(checked) if reason is None]
     return {
         "input_pairs": len(checked), "kept": kept,

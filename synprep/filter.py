@@ -147,35 +147,54 @@ def check_pair_detailed(src: str | bytes, tgt: str | bytes, settings: FilterSett
     """`check_pair` and a detail for rejected.tsv: for src_lang/tgt_lang the language the identifier detected and
     its probability (`detected fr 0.98`), for line_too_long the length, else ''. Without settings, lines longer
     than `max_chars` (default MAX_LINE_CHARS) are rejected too: bounded work per line on every split."""
+    return check_pairs_detailed([(src, tgt)], settings, langid, max_chars)[0]
+
+
+def check_pairs_detailed(pairs: Sequence[tuple[str | bytes, str | bytes]], settings: FilterSettings | None,
+                         langid: LanguageIdentifier | None = None, max_chars: int | None = None
+                         ) -> list[tuple[str | None, str]]:
+    """`check_pair_detailed` of every pair; the language checks of all pairs go to the identifier together
+    (`detect_scored_many`), the source sides first, then the targets of the pairs whose source passed."""
+    checked = [_check_shape(src, tgt, settings, max_chars) for src, tgt in pairs]
+    result: list[tuple[str | None, str]] = [(reason, detail) for reason, detail, _ in checked]
+    if langid is None or settings is None:
+        return result
+    for side, (reason, expected) in enumerate((("src_lang", settings.src_lang), ("tgt_lang", settings.tgt_lang))):
+        todo = [i for i, (rejected, _, texts) in enumerate(checked)
+                if rejected is None and result[i][0] is None and _checked(texts[side], settings)]
+        scored = langid.detect_scored_many([checked[i][2][side] for i in todo])
+        for i, (detected, probability) in zip(todo, scored):
+            if detected != expected:
+                result[i] = (reason, f"detected {detected} {probability:.2f}")
+    return result
+
+
+def _check_shape(src: str | bytes, tgt: str | bytes, settings: FilterSettings | None, max_chars: int | None
+                 ) -> tuple[str | None, str, tuple[str, str]]:
+    """The checks before the language checks: (reason or None, detail, the stripped texts)."""
     src_text, tgt_text = _decode(src), _decode(tgt)
     if src_text is None or tgt_text is None:
-        return "invalid_utf8", ""
-    src_text, tgt_text = src_text.strip(), tgt_text.strip()
+        return "invalid_utf8", "", ("", "")
+    texts = src_text.strip(), tgt_text.strip()
+    src_text, tgt_text = texts
     if not src_text or not tgt_text:
-        return "empty", ""
+        return "empty", "", texts
     limit = settings.max_chars if settings is not None else max_chars or MAX_LINE_CHARS
     if max(len(src_text), len(tgt_text)) > limit:
-        return "line_too_long", f"{max(len(src_text), len(tgt_text))} characters > {limit}"
+        return "line_too_long", f"{max(len(src_text), len(tgt_text))} characters > {limit}", texts
     if settings is None:
-        return None, ""
+        return None, "", texts
     if src_text == tgt_text:
-        return "identical", ""
+        return "identical", "", texts
     src_len = count_tokens(src_text, settings.src_lang, settings.segmentation)
     tgt_len = count_tokens(tgt_text, settings.tgt_lang, settings.segmentation)
     if min(src_len, tgt_len) < settings.min_len:
-        return "too_short", ""
+        return "too_short", "", texts
     if max(src_len, tgt_len) > settings.max_len:
-        return "too_long", ""
+        return "too_long", "", texts
     if max(src_len, tgt_len) > settings.max_ratio * min(src_len, tgt_len):
-        return "ratio", ""
-    if langid is not None:
-        for reason, text, expected in (("src_lang", src_text, settings.src_lang),
-                                       ("tgt_lang", tgt_text, settings.tgt_lang)):
-            if _checked(text, settings):
-                detected, probability = langid.detect_scored(text)
-                if detected != expected:
-                    return reason, f"detected {detected} {probability:.2f}"
-    return None, ""
+        return "ratio", "", texts
+    return None, "", texts
 
 
 def _checked(text: str, settings: FilterSettings) -> bool:
@@ -186,7 +205,7 @@ def _checked(text: str, settings: FilterSettings) -> bool:
 def filter_chunk(pairs: Sequence[tuple[bytes | str, bytes | str]], settings: FilterSettings,
                  langid: LanguageIdentifier | None) -> list[str | None]:
     """`check_pair` over a chunk of (src, tgt) lines without line ends: one reason or None per pair."""
-    return [check_pair(src, tgt, settings, langid) for src, tgt in pairs]
+    return [reason for reason, _ in check_pairs_detailed(pairs, settings, langid)]
 
 
 @dataclass

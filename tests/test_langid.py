@@ -97,3 +97,75 @@ def test_iso_check_and_unknown_backend():
             check_iso_639_1(bad)
     with pytest.raises(ValueError, match="unknown langid backend"):
         get_identifier("cld3")
+
+
+def langdetect_reference(texts, languages=None):
+    """langdetect's own answer per text, as the library computes it (seed 0, its Detector, its sampling loop)."""
+    import os
+
+    from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
+    from langdetect.lang_detect_exception import LangDetectException
+
+    factory = DetectorFactory()
+    profiles = sorted(os.listdir(PROFILES_DIRECTORY))
+    if languages is not None:
+        profiles = [p for p in profiles if p.split("-")[0] in languages]
+    factory.load_json_profile([(Path(PROFILES_DIRECTORY) / p).read_text(encoding="utf-8") for p in profiles])
+    factory.set_seed(0)
+    answers = []
+    for text in texts:
+        detector = factory.create()
+        detector.append(text)
+        try:
+            ranked = detector.get_probabilities()
+        except LangDetectException:
+            answers.append((UNDETERMINED, 0.0))
+            continue
+        answers.append((ranked[0].lang.split("-")[0], ranked[0].prob) if ranked else (UNDETERMINED, 0.0))
+    return answers
+
+
+def mixed_real_sentences():
+    """Real sentences of many languages and lengths: the fixtures, EWT/GSD sentences (when ../shared is here),
+    and edge cases (no letters, one letter, URLs, mixed scripts, a long line)."""
+    texts = [sentence for _, sentence in labelled_fixtures()]
+    if UD.is_dir():
+        texts += treebank_sentences("UD_English-EWT", 150, min_tokens=1)
+        texts += treebank_sentences("UD_German-GSD", 100, min_tokens=1)
+    texts += ["", "123 456", "a", "I", "see http://example.com/x?y=1 now", "東京 is big", "ÇA VA ? OUI", "x" * 3000,
+              "Hello world. " * 300]
+    return texts
+
+
+@pytest.mark.parametrize("languages", [None, ("de", "en", "fr")])
+def test_langdetect_backend_equals_langdetect_exactly(languages):
+    """The vectorised sampling (one by one and in lock-step batches) gives langdetect's answer and probability to
+    the last bit: a changed draw, sum order or product order changes some probability here."""
+    texts = mixed_real_sentences()
+    expected = langdetect_reference(texts, languages)
+    identifier = get_identifier("langdetect", languages)
+    assert identifier.detect_scored_many(texts) == expected
+    assert [identifier.detect_scored(text) for text in texts[::7]] == expected[::7]
+
+
+def test_langdetect_sampling_fallbacks_equal_the_fast_paths():
+    """The paths taken where the interpreter draws or sums differently (Python's own generator, Python's own sum)
+    give what the replayed stream and the vectorised sums give on this interpreter."""
+    import numpy as np
+
+    from synprep.langid import langdetect_sampling as sampling
+
+    identifier = get_identifier("langdetect")
+    batch = identifier._batch
+    texts = mixed_real_sentences()[:60]
+    fast = identifier.detect_scored_many(texts)
+    assert batch.sampler._stream is not None and batch.sampler._stream.agrees_with_python()
+    slow = sampling.BatchSampler(sampling.Sampler(batch.sampler.rows, batch.sampler.table, None))
+    slow.sampler.seed, slow._row_sums = 0, sampling._python_sums  # the real generator, Python's sum
+    identifier._batch = slow
+    try:
+        assert identifier.detect_scored_many(texts) == fast
+    finally:
+        identifier._batch = batch
+    rows = np.random.default_rng(3).random((20, 55)) ** 6
+    assert np.array_equal(batch._row_sums(rows), sampling._python_sums(rows))

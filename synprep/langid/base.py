@@ -43,6 +43,10 @@ class LanguageIdentifier(ABC):
         """`detect` and the backend's probability for that answer (0..1; NaN where the backend has none)."""
         return self.detect(text), float("nan")
 
+    def detect_scored_many(self, texts: Sequence[str]) -> list[tuple[str, float]]:
+        """`detect_scored` over several texts; backends may override with something faster, same results."""
+        return [self.detect_scored(text) for text in texts]
+
     def detect_many(self, texts: Iterable[str]) -> list[str]:
         """`detect` over several texts; backends may override with something faster, same results."""
         return [self.detect(text) for text in texts]
