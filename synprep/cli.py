@@ -249,8 +249,8 @@ def parser_eval(backend: str | None, model: str | None, model_dir: str | None, l
 @click.option("--tgt-lang", required=True, help="Target language, ISO 639-1 (e.g. de).")
 @click.option("-o", "--output-dir", required=True, help="Folder for the kept sides, ids and rejected.tsv.")
 @click.option("--langid", type=click.Choice([*options.LANGID_BACKENDS, "none"]), default=options.DEFAULT_LANGID,
-              show_default=True, help="Language-ID backend (py3langid: ~50x faster than langdetect and more "
-                                      "accurate, docs/langid.md); none: no language checks.")
+              show_default=True, help="Language-ID backend (py3langid: faster than langdetect and more accurate, "
+                                      "docs/langid.md); none: no language checks.")
 @click.option("--langid-languages", default=None,
               help="Comma-separated candidate languages for the identifier (default: the backend's set).")
 @click.option("--langid-min-letters", type=click.IntRange(min=0), default=0, show_default=True,
