@@ -12,6 +12,7 @@ from itertools import zip_longest
 
 from .corpus import detect_format, read_side
 from .errors import InputError
+from .filter import make_identifier
 from .pipeline import PipelineConfig, SplitConfig
 from .textio import check_text_file, count_lines, file_sha256
 
@@ -33,6 +34,11 @@ def check_inputs(config: PipelineConfig) -> None:
                                  "the pipeline file say where to get it)", path)
             if os.path.isfile(path):
                 check_text_file(path)  # UTF-16/UTF-32 text: one error now, before any work
+    if config.filter is not None:
+        try:  # a language the identifier cannot return would reject every pair: one line now, before any work
+            make_identifier(config.filter)
+        except ValueError as err:
+            raise InputError(f"[filter]: {err}", config.file) from None
 
 
 def input_fingerprints(config: PipelineConfig) -> dict[str, list]:
