@@ -107,7 +107,8 @@ def _dbsa(configuration: dict[str, Any], release: str) -> str:
                      "--target-dependency-lambda 0.5 --dependency-layer 2\n")
         generate = "--remove-bpe --beam 4"
         note = (f"Checked against {COMMITS['dbsa-2020']}: heads 1-based, read as `int(x) - 1`. Install that "
-                "commit (`git checkout 0e9dd5c && pip install ./`) with the fairseq of its time (0.10).\n\n")
+                "commit (`git checkout 0e9dd5c && pip install ./`: its pyproject installs de9uch1/fairseq, branch "
+                "`return_self_attn`).\n\n")
     else:
         train_cmd = ("fairseq-hydra-train --config-dir dbsa/configs/ --config-name transformer_dep "
                      "common.user_dir=dbsa/ task.data=$E/data-bin checkpoint.save_dir=$E/checkpoints\n")

@@ -229,6 +229,7 @@ langid = "none"
     return root / "out" / "train"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HANDOFF_TREEBANKS, reason="../shared/data/ud not present")
 @pytest.mark.parametrize("treebank", HANDOFF_TREEBANKS, ids=lambda p: p.parent.name)
 def test_every_sentence_reads_as_the_released_readers_read(treebank, tmp_path):
