@@ -266,6 +266,9 @@ def test_every_sentence_reads_as_the_released_readers_read(treebank, tmp_path):
         theirs = released_combined(released_arc_std(row["tgt_heads"], row["tgt_labels"]), row["tgt_subwords"])
         equal["nematus"] += line == theirs and pieces == row["tgt_subwords"] and heads == row["tgt_heads"]
     _check_nematus_vocabularies(nematus)
+    for fmt in EXPORT_FORMATS:  # the hand-off: the codes that made the sub-words, the raw references
+        assert (out["current"] / fmt / "codes.bpe").read_bytes() == (split.parent / "codes.bpe").read_bytes()
+        assert _lines(out["current"] / fmt / "train.ref.de") == [row["tgt_text"] for row in rows]
     print(f"\n{treebank.parent.name}: {len(rows)} sentences x 2 sides; {dict(equal)}; "
           f"nematus {len(projective)} projective")
     assert len(rows) > 1000 and equal["current"] == equal["2020"] == 2 * len(rows)
