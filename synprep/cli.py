@@ -409,16 +409,22 @@ def validate(directory: str, max_failures: int, workers: int) -> None:
 @click.argument("split_path", metavar="SPLIT")
 @click.option("-o", "--output", required=True, help="Output folder: one subfolder per format.")
 @click.option("--format", "formats", default="pascal,dbsa,nematus", show_default=True,
-              help="Comma-separated: pascal (e-bug/pascal), dbsa (de9uch1/dbsa), nematus (borgr/nematus).")
+              help="Comma-separated, each once: pascal (e-bug/pascal), dbsa (de9uch1/dbsa), nematus (borgr/nematus).")
 @click.option("--name", default=None, help="File name prefix (default: the split's name, e.g. train).")
-def export(split_path: str, output: str, formats: str, name: str | None) -> None:
-    """A split (shard folder) in the input formats of the papers' released trainers (docs/synprep.md)."""
-    from .export import EXPORT_FORMATS, export_split, summary_line
+@click.option("--dbsa-release", type=click.Choice(["current", "2020"]), default="current", show_default=True,
+              help="DBSA .dep heads: current = de9uch1/dbsa master b0cdef6 (0-based, format since b96fb46); "
+                   "2020 = commits 43eef77/0e9dd5c (1-based).")
+def export(split_path: str, output: str, formats: str, name: str | None, dbsa_release: str) -> None:
+    """A split (shard folder) in the input formats of the papers' released trainers, with BPE codes, references
+    and a README of commands per format (docs/synprep.md, docs/handoff.md)."""
+    from .export import check_formats, export_split, summary_line
 
     chosen = tuple(f.strip() for f in formats.split(",") if f.strip())
-    if not chosen or any(f not in EXPORT_FORMATS for f in chosen):
-        raise click.BadParameter(f"choose from {','.join(EXPORT_FORMATS)}, got {formats!r}", param_hint="--format")
-    click.echo(summary_line(export_split(split_path, output, chosen, name), output), err=True)
+    try:
+        check_formats(chosen, dbsa_release)
+    except ValueError as err:
+        raise click.BadParameter(f"{err}, got {formats!r}", param_hint="--format") from None
+    click.echo(summary_line(export_split(split_path, output, chosen, name, dbsa_release), output), err=True)
 
 
 def main() -> None:

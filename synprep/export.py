@@ -2,34 +2,50 @@
 
 So that a paper can be reproduced with its authors' own code on synprep's preprocessing. Every value is made by
 the one implementation of `synprep.features` from the shards' trees and sub-words; docs/synprep.md ("Export")
-describes each format and the released reader it was checked against.
+describes each format and docs/handoff.md the released trainers' commands. Each format folder is a complete
+hand-off: the files below, the BPE codes that made the sub-words (`codes.bpe`, or `codes.src.bpe` and
+`codes.tgt.bpe` for BPE per side), `{name}.ref.{tgt}` (the raw target sentences, to score BLEU against) and a
+generated README.md with the commands (`synprep.export_readme`).
 
 - `pascal` (e-bug/pascal, fairseq task `tags_translation`): `{name}.{src}`, `{name}.{tgt}` (the sub-words, one
   sentence per line) and `tags/{name}.{src}`: per source sub-word its `parent_mid` (0-based, no BOS/EOS; `2.0`,
-  `6.5`), the text of the released `scripts/bpe_tags_mean.py`.
-- `dbsa` (de9uch1/dbsa, fairseq task `translation_dep`): `{name}.{lang}` and `{name}.{lang}.dep`: per sub-word the
-  1-based position of its `dbsa_head` (the output of the released `scripts/bpe_dependency.py`), both sides.
+  `6.5`), the text of the released `scripts/bpe_tags_mean.py`; `tags/dict.{src}.txt` lists every such value
+  below fairseq's 1,024 source positions, so that no valid/test tag becomes `<unk>`.
+- `dbsa` (de9uch1/dbsa, fairseq task `translation_dep`): `{name}.{lang}` and `{name}.dep.{lang}` (the name its
+  task opens): per sub-word the position of its `dbsa_head`, the output of the released
+  `scripts/bpe_dependency.py` of the chosen release: `current` (master `b0cdef6`, the format since `b96fb46`,
+  2021-09-02) 0-based, read as `[i, int(x)]`; `2020` (`43eef77`, `0e9dd5c`) 1-based, read as `int(x) - 1`.
 - `nematus` (borgr/nematus, branch `generation`, tree decoding): `{name}.{src}` and `{name}.trns1.{tgt}`: the target
   transitions as the released `parsing/corpus.py` writes them without `--split` (`L<label>@@|` / `R<label>@@|`,
   sub-words as SHIFT, root kept: a final `R<root label>@@|`), only the rows whose tree can be encoded; `{name}.ids`
-  the kept rows' `id` (input line numbers), one per line.
+  the kept rows' `id` (input line numbers); `{name}.{src}.json` and `{name}.trns1.{tgt}.json`, the vocabularies as
+  the released `data/build_dictionary.py` writes them (arc tokens included); `{name}.all.{src}` every row's
+  source (to translate a test set whole; `{name}.ref.{tgt}` holds every row's reference).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import IO, Any
 
 from . import features as F
 from .errors import InputError
-from .shards import Manifest, open_split
+from .export_readme import readme
+from .shards import Manifest, dataset_resolver, open_split, side_codes
+from .textio import atomic_output, atomic_write, file_sha256
 from .trees import is_projective, lift_projective
 
 EXPORT_FORMATS = ("pascal", "dbsa", "nematus")
+DBSA_RELEASES = ("current", "2020")  # de9uch1/dbsa: master b0cdef6 (0-based heads), 2020 43eef77/0e9dd5c (1-based)
 LEFT, RIGHT, ACTION_END = "L", "R", "@@|"  # the released transition spelling (parsing/corpus.py, ConllSent)
+PASCAL_POSITIONS = 1024  # fairseq's default --max-source-positions: the tags dictionary covers every parent below
+NEMATUS_SPECIALS = ("<EOS>", "<GO>", "<UNK>")  # build_dictionary.py's first three entries (0, 1, 2)
 
 
 def released_transition(item: str) -> str:
@@ -41,14 +57,23 @@ def released_transition(item: str) -> str:
     return item
 
 
-def dbsa_line(heads: Sequence[int], subword_token: Sequence[int]) -> str:
-    """One `.dep` line: the 1-based position of each sub-word's DBSA head."""
-    return " ".join(str(int(h) + 1) for h in F.dbsa_heads(heads, subword_token))
+def dbsa_line(heads: Sequence[int], subword_token: Sequence[int], release: str = "current") -> str:
+    """One `.dep` line: the position of each sub-word's DBSA head, 0-based (`current`) or 1-based (`2020`)."""
+    if release not in DBSA_RELEASES:
+        raise ValueError(f"unknown DBSA release {release!r}; choose from {', '.join(DBSA_RELEASES)}")
+    offset = 1 if release == "2020" else 0
+    return " ".join(str(int(h) + offset) for h in F.dbsa_heads(heads, subword_token))
 
 
 def pascal_line(heads: Sequence[int], subword_token: Sequence[int]) -> str:
     """One Pascal tags line: each sub-word's `parent_mid`, written as Python writes a float (`2.0`, `6.5`)."""
     return " ".join(repr(float(x)) for x in F.parent_mid(heads, subword_token))
+
+
+def pascal_tags_dictionary(positions: int = PASCAL_POSITIONS) -> str:
+    """A fairseq dictionary (`symbol count` lines) of every parent position a tags line can hold below
+    `positions` sub-words (0.0, 0.5, ...), spelled as `pascal_line` spells them."""
+    return "".join(f"{k / 2!r} 1\n" for k in range(2 * positions - 1))
 
 
 def nematus_line(heads: Sequence[int], labels: Sequence[str], subwords: Sequence[str],
@@ -64,6 +89,20 @@ def nematus_line(heads: Sequence[int], labels: Sequence[str], subwords: Sequence
     return None if sequence is None else " ".join(released_transition(item) for item in sequence)
 
 
+def nematus_vocabulary(counts: Counter[str]) -> str:
+    """build_dictionary.py's JSON: <EOS> 0, <GO> 1, <UNK> 2, then the tokens by falling count (ties: first
+    seen), indent 2, UTF-8 unescaped; then the arc of the other direction of each label seen in one direction
+    only (the released reader looks every arc token up in the labels it derives from this vocabulary)."""
+    vocabulary = {name: i for i, name in enumerate(NEMATUS_SPECIALS)}
+    for token, _ in sorted(counts.items(), key=lambda item: -item[1]):  # stable: ties keep first-seen order
+        vocabulary.setdefault(token, len(vocabulary))
+    arcs = [token for token in vocabulary if token.startswith((LEFT, RIGHT)) and token.endswith(ACTION_END)]
+    for token in arcs:
+        for direction in (LEFT, RIGHT):
+            vocabulary.setdefault(direction + token[1:], len(vocabulary))
+    return json.dumps(vocabulary, indent=2, ensure_ascii=False) + "\n"
+
+
 @dataclass
 class ExportSummary:
     """Rows read, and lines written per format."""
@@ -71,10 +110,12 @@ class ExportSummary:
     rows: int = 0
     written: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)  # rows left out per format (trees not encodable)
+    codes: list[str] = field(default_factory=list)  # the BPE codes copied into each format folder
+    missing_codes: list[str] = field(default_factory=list)  # codes the manifest names but this machine lacks
 
 
 def _columns(formats: Sequence[str]) -> list[str]:
-    needed = ["id", "src_subwords", "tgt_subwords", "src_heads", "src_subword_token"]
+    needed = ["id", "tgt_text", "src_subwords", "tgt_subwords", "src_heads", "src_subword_token"]
     if "dbsa" in formats or "nematus" in formats:
         needed += ["tgt_heads", "tgt_subword_token"]
     if "nematus" in formats:
@@ -82,7 +123,7 @@ def _columns(formats: Sequence[str]) -> list[str]:
     return needed
 
 
-def _rows(path: str, columns: Sequence[str]) -> tuple[Iterator[dict[str, Any]], Manifest]:
+def _rows(path: str, columns: Sequence[str]) -> tuple[Iterator[dict[str, Any]], Manifest, str]:
     split = open_split(path)
     missing = split.missing_columns(columns)
     if missing:
@@ -96,52 +137,123 @@ def _rows(path: str, columns: Sequence[str]) -> tuple[Iterator[dict[str, Any]], 
             for i in range(batch.num_rows):
                 yield {name: values[name][i] for name in columns}
 
-    return rows(), split.manifest
+    return rows(), split.manifest, split.dataset_root()
 
 
-def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, name: str | None = None
-                 ) -> ExportSummary:
-    """Write the split at `path` under `out/<format>/` in each of `formats` (module docstring)."""
+def check_formats(formats: Sequence[str], release: str = "current") -> None:
+    """Refuse an unknown or repeated format (two writers of one folder) and an unknown DBSA release."""
     unknown = [f for f in formats if f not in EXPORT_FORMATS]
-    if unknown:
-        raise ValueError(f"unknown export format(s) {', '.join(unknown)}; choose from {', '.join(EXPORT_FORMATS)}")
-    rows, manifest = _rows(path, _columns(formats))
+    if unknown or not formats:
+        raise ValueError(f"unknown export format(s) {', '.join(unknown) or '(none)'}; choose from "
+                         f"{', '.join(EXPORT_FORMATS)}")
+    repeated = sorted({f for f in formats if formats.count(f) > 1})
+    if repeated:
+        raise ValueError(f"export format(s) given twice: {', '.join(repeated)}")
+    if release not in DBSA_RELEASES:
+        raise ValueError(f"unknown DBSA release {release!r}; choose from {', '.join(DBSA_RELEASES)}")
+
+
+def _files(formats: Sequence[str], name: str, src: str, tgt: str) -> dict[str, dict[str, str]]:
+    files = {"pascal": {"src": f"{name}.{src}", "tgt": f"{name}.{tgt}", "tags": f"tags/{name}.{src}"},
+             "dbsa": {"src": f"{name}.{src}", "tgt": f"{name}.{tgt}", "src_dep": f"{name}.dep.{src}",
+                      "tgt_dep": f"{name}.dep.{tgt}"},
+             "nematus": {"src": f"{name}.{src}", "tgt": f"{name}.trns1.{tgt}", "ids": f"{name}.ids",
+                         "all_src": f"{name}.all.{src}"}}
+    for fmt in formats:
+        files[fmt]["ref"] = f"{name}.ref.{tgt}"
+    return {fmt: files[fmt] for fmt in formats}
+
+
+def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, name: str | None = None,
+                 dbsa_release: str = "current") -> ExportSummary:
+    """Write the split at `path` under `out/<format>/` in each of `formats` (module docstring). Every file is
+    written under a temporary name and renamed when complete; an error leaves no partial file behind."""
+    formats = list(formats)
+    check_formats(formats, dbsa_release)
+    rows, manifest, dataset_root = _rows(path, _columns(formats))
     config = manifest.configuration
     src, tgt = config.get("src_lang") or "src", config.get("tgt_lang") or "tgt"
     lift = config.get("features", {}).get("non_projective") == "lift"
     name = name or manifest.split or os.path.basename(os.path.normpath(path))
-    files = {"pascal": {"src": f"{name}.{src}", "tgt": f"{name}.{tgt}", "tags": f"tags/{name}.{src}"},
-             "dbsa": {"src": f"{name}.{src}", "tgt": f"{name}.{tgt}", "src_dep": f"{name}.{src}.dep",
-                      "tgt_dep": f"{name}.{tgt}.dep"},
-             "nematus": {"src": f"{name}.{src}", "tgt": f"{name}.trns1.{tgt}", "ids": f"{name}.ids"}}
+    files = _files(formats, name, src, tgt)
     makers: dict[str, Callable[[dict[str, Any]], dict[str, str] | None]] = {
         "pascal": lambda r: {"src": " ".join(r["src_subwords"]), "tgt": " ".join(r["tgt_subwords"]),
                              "tags": pascal_line(r["src_heads"], r["src_subword_token"])},
         "dbsa": lambda r: {"src": " ".join(r["src_subwords"]), "tgt": " ".join(r["tgt_subwords"]),
-                           "src_dep": dbsa_line(r["src_heads"], r["src_subword_token"]),
-                           "tgt_dep": dbsa_line(r["tgt_heads"], r["tgt_subword_token"])},
+                           "src_dep": dbsa_line(r["src_heads"], r["src_subword_token"], dbsa_release),
+                           "tgt_dep": dbsa_line(r["tgt_heads"], r["tgt_subword_token"], dbsa_release)},
         "nematus": lambda r: _nematus(r, lift),
     }
     summary = ExportSummary(written=dict.fromkeys(formats, 0), skipped=dict.fromkeys(formats, 0))
+    vocabularies: dict[str, Counter[str]] = {"src": Counter(), "tgt": Counter()}
     with ExitStack() as stack:
-        handles: dict[str, dict[str, TextIO]] = {}
-        for fmt in formats:
-            handles[fmt] = {}
-            for key, relative in files[fmt].items():
-                target = os.path.join(out, fmt, relative)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                handles[fmt][key] = stack.enter_context(open(target, "w", encoding="utf-8", newline="\n"))
+        handles: dict[str, dict[str, IO]] = {
+            fmt: {key: stack.enter_context(atomic_output(os.path.join(out, fmt, relative)))
+                  for key, relative in files[fmt].items()} for fmt in formats}
         for row in rows:
             summary.rows += 1
+            reference = (row["tgt_text"] or "").replace("\n", " ")
             for fmt in formats:
+                handles[fmt]["ref"].write(reference + "\n")
+                if fmt == "nematus":
+                    handles[fmt]["all_src"].write(" ".join(row["src_subwords"]) + "\n")
                 lines = makers[fmt](row)
                 if lines is None:
                     summary.skipped[fmt] += 1
                     continue
                 for key, line in lines.items():
                     handles[fmt][key].write(line + "\n")
+                if fmt == "nematus":
+                    vocabularies["src"].update(lines["src"].split())
+                    vocabularies["tgt"].update(lines["tgt"].split())
                 summary.written[fmt] += 1
+    _write_extras(out, formats, name, src, tgt, manifest, dataset_root, dbsa_release, vocabularies, summary)
     return summary
+
+
+def _write_extras(out: str, formats: Sequence[str], name: str, src: str, tgt: str, manifest: Manifest,
+                  dataset_root: str, dbsa_release: str, vocabularies: dict[str, Counter[str]],
+                  summary: ExportSummary) -> None:
+    """The hand-off beside the lines: BPE codes, vocabularies (Pascal's tags, nematus'), README.md."""
+    codes = _codes(manifest, dataset_root)
+    summary.missing_codes = [path for path in codes.values() if not os.path.isfile(path)]
+    for fmt in formats:
+        folder = os.path.join(out, fmt)
+        for target, source in codes.items():
+            if os.path.isfile(source):
+                _copy(source, os.path.join(folder, target))
+                summary.codes.append(os.path.join(folder, target))
+        if fmt == "pascal":
+            atomic_write(os.path.join(folder, "tags", f"dict.{src}.txt"), pascal_tags_dictionary().encode())
+        if fmt == "nematus":
+            for side, relative in (("src", f"{name}.{src}.json"), ("tgt", f"{name}.trns1.{tgt}.json")):
+                atomic_write(os.path.join(folder, relative), nematus_vocabulary(vocabularies[side]).encode("utf-8"))
+        text = readme(fmt, manifest.configuration, sorted(codes), dbsa_release)
+        atomic_write(os.path.join(folder, "README.md"), text.encode("utf-8"))
+
+
+def _codes(manifest: Manifest, dataset_root: str) -> dict[str, str]:
+    """Export file name -> the codes file that made the sub-words (joint: codes.bpe; per side: one per side);
+    empty when the dataset had no BPE."""
+    config, resolve = manifest.configuration, dataset_resolver(dataset_root)
+    sides = {side: side_codes(config, manifest.signature, dataset_root, side, resolve)[0] for side in ("src", "tgt")}
+    if config.get("bpe", {}).get("joint", True):
+        return {"codes.bpe": sides["src"]} if sides["src"] else {}
+    return {f"codes.{side}.bpe": path for side, path in sides.items() if path}
+
+
+def _copy(source: str, target: str) -> None:
+    """Copy one file atomically (temporary name, then rename), unchanged when the copy already holds it."""
+    if os.path.isfile(target) and file_sha256(target) == file_sha256(source):
+        return
+    tmp = f"{target}.tmp-{os.getpid()}"
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    except OSError as err:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise InputError(f"cannot copy the BPE codes: {err.strerror or err}", err.filename or target) from None
 
 
 def _nematus(row: dict[str, Any], lift: bool) -> dict[str, str] | None:
@@ -155,5 +267,6 @@ def summary_line(summary: ExportSummary, out: str) -> str:
     """The one-line report of `synprep export`."""
     parts = [f"{fmt} {n} rows" + (f" ({summary.skipped[fmt]} not encodable, left out)" if summary.skipped[fmt]
                                  else "") for fmt, n in summary.written.items()]
-    return f"exported {summary.rows} rows to {out}: " + ", ".join(parts)
-
+    codes = (f"; BPE codes not found, not in the hand-off: {', '.join(summary.missing_codes)}"
+             if summary.missing_codes else "")
+    return f"exported {summary.rows} rows to {out}: " + ", ".join(parts) + codes

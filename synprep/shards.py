@@ -437,13 +437,9 @@ class SourceRecipe:
     normalize: tuple[str, ...] = ()  # [normalize] src: applied to each line before parsing
 
 
-def source_recipe(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str) -> SourceRecipe:
-    """What `synprep.prepare.prepare_source` needs, from a manifest's configuration and signature and the
-    dataset folder (for the models and codes convert made there, and paths.json for the given paths)."""
-    parser = dict(configuration.get("src_parser") or {})
-    if not parser:
-        raise InputError("the dataset's source side was given as CoNLL-U (no parser model): convert raw text with "
-                         "synprep first and pass the split folder")
+def dataset_resolver(dataset_root: str) -> Callable[[str | None], str | None]:
+    """Resolves a manifest's relative input path (as written in the pipeline file) on this machine, through the
+    dataset's paths.json; absolute paths and paths of a dataset without paths.json are returned unchanged."""
     paths_file = os.path.join(dataset_root, PATHS)
     data_root = None
     if os.path.isfile(paths_file):
@@ -455,6 +451,17 @@ def source_recipe(configuration: dict[str, Any], signature: dict[str, Any], data
             return value
         return os.path.normpath(os.path.join(data_root, value))
 
+    return resolve
+
+
+def source_recipe(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str) -> SourceRecipe:
+    """What `synprep.prepare.prepare_source` needs, from a manifest's configuration and signature and the
+    dataset folder (for the models and codes convert made there, and paths.json for the given paths)."""
+    parser = dict(configuration.get("src_parser") or {})
+    if not parser:
+        raise InputError("the dataset's source side was given as CoNLL-U (no parser model): convert raw text with "
+                         "synprep first and pass the split folder")
+    resolve = dataset_resolver(dataset_root)
     if not parser.get("model") and parser.get("train_conllu"):  # trained on the fly by convert
         parser["model"] = os.path.join(dataset_root, "models", "src.udpipe")
     elif not (parser.get("backend") == "spacy" and "/" not in (parser.get("model") or "/")):

@@ -118,7 +118,8 @@ def test_released_rules_on_their_own_example():
     pieces = "Thi@@ s is an ex@@ am@@ ple .".split()
     heads = [4, 4, 4, 0, 4]
     assert released_dbsa(heads, pieces) == [2, 5, 5, 5, 6, 7, 7, 5]
-    assert export.dbsa_line(heads, [0, 0, 1, 2, 3, 3, 3, 4]) == "2 5 5 5 6 7 7 5"
+    assert export.dbsa_line(heads, [0, 0, 1, 2, 3, 3, 3, 4], release="2020") == "2 5 5 5 6 7 7 5"
+    assert export.dbsa_line(heads, [0, 0, 1, 2, 3, 3, 3, 4]) == "1 4 4 4 5 6 6 4"  # master b0cdef6: 0-based
     assert released_pascal(heads, pieces, mean=True) == " ".join(["5.0"] * 4 + ["5.0"] * 3 + ["5.0"])
     assert released_combined(released_arc_std(heads, ["nsubj", "cop", "det", "root", "punct"]), pieces) == (
         "Thi@@ s is an ex@@ am@@ ple Ldet@@| Lcop@@| Lnsubj@@| . Rpunct@@| Rroot@@|")
