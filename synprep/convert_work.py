@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from .bpe_learn import count_words
 from .convert_filter_parse import ParseJob, filter_piece, filter_setup, parse_lines, parse_setup
 from .convert_input import SIDES, input_pieces, piece_prefix
 from .errors import InputError
+from .parse_cache import ParseCache, Result
 from .pipeline import PipelineConfig, SplitConfig
 from .textio import atomic_write, tsv_field
 from .treestore import ERROR, JOINED, SPARE, TreeStore, entries_array, text_key
@@ -44,16 +46,21 @@ class Piece:
     filtered: dict[str, Any] = field(default_factory=dict)
     plan: list[list[tuple[bytes, bool, bool]] | None] = field(default_factory=lambda: [None, None])
     # per parsed side, per kept row: (key, first in this convert, parsed by this piece)
+    cached: list[dict[bytes, Result]] = field(default_factory=lambda: [{}, {}])  # from the parse cache, per side
+    parsing: list[list[tuple[bytes, str]]] = field(default_factory=lambda: [[], []])  # key, line of lines to parse
+    cache_counts: list[dict[str, int]] = field(default_factory=lambda: [{}, {}])  # hits, misses, damaged
+    cache_seconds: float = 0.0  # the driver's time in the parse cache
 
 
 class ParsePhase:
     """Phase 1 for the splits in turn (train first), sharing one store of parsed sentences."""
 
-    def __init__(self, config: PipelineConfig, work: str, mapper: Callable, dedupe: bool) -> None:
+    def __init__(self, config: PipelineConfig, work: str, mapper: Callable, dedupe: bool,
+                 cache: ParseCache | None = None) -> None:
         self.config = config
         self.work = work
         self.map = mapper
-        self.sentences = ParsedSentences(work, dedupe)
+        self.sentences = ParsedSentences(work, dedupe, cache)
         self.reused: set[tuple[str, int, int]] = set()  # pieces a --resume found done: their timings are not ours
 
     def run(self, split: SplitConfig, job: ParseJob, bar: tqdm) -> list[tuple[int, int]]:
@@ -93,6 +100,7 @@ class ParsePhase:
         try:
             for parsed in results:
                 item = planned.popleft()
+                self.sentences.cache_parsed(item, job, parsed)
                 write_piece(item, job, parsed, self.sentences)
                 bar.update(item.filtered["input_pairs"])
         finally:
@@ -104,9 +112,10 @@ class ParsedSentences:
     """Per side, where the tree of each distinct parser input of the convert lies (a TreeStore over the written
     pieces), which inputs pieces in flight will parse (claimed), and reading a stored tree back."""
 
-    def __init__(self, work: str, dedupe: bool) -> None:
+    def __init__(self, work: str, dedupe: bool, cache: ParseCache | None = None) -> None:
         self.work = work
         self.dedupe = dedupe  # False: every row is parsed (the same shards, slower)
+        self.cache = cache  # the results of earlier converts: lines found there are not parsed
         self.stores = {side: TreeStore() for side in SIDES}  # parsed text -> where its tree is (all splits)
         self.claimed: dict[str, set[bytes]] = {side: set() for side in SIDES}  # parsed by pieces in flight
         self.files = PieceFiles()
@@ -130,7 +139,37 @@ class ParsedSentences:
                     lines[s].append(line)
                 rows.append((key, first, first or not self.dedupe))
             item.plan[s] = rows
+            if self.cache is not None:
+                lines[s] = self._from_cache(item, s, job, lines[s])
         return lines[0], lines[1]
+
+    def _from_cache(self, item: Piece, s: int, job: ParseJob, lines: list[str]) -> list[str]:
+        """The lines a piece would parse that the parse cache holds are taken from it (no longer parsed); returns
+        the lines left to parse."""
+        started = time.perf_counter()
+        assert self.cache is not None and item.plan[s] is not None
+        wanted = [(key, line) for (key, _, parse), line in zip((r for r in item.plan[s] if r[2]), lines)]
+        found = self.cache.lookup(self.cache.parser(job.parsers[s]), dict(wanted))  # type: ignore[arg-type]
+        item.cached[s] = found.found
+        item.plan[s] = [(key, first, parse and key not in found.found) for key, first, parse in item.plan[s]]
+        item.parsing[s] = [(key, line) for key, line in wanted if key not in found.found]
+        distinct = len(dict(wanted))
+        item.cache_counts[s] = {"cache_hits": len(found.found), "cache_misses": distinct - len(found.found),
+                                "cache_damaged": len(found.damaged)}
+        item.cache_seconds += time.perf_counter() - started
+        return [line for _, line in item.parsing[s]]
+
+    def cache_parsed(self, item: Piece, job: ParseJob, parsed: dict[str, Any]) -> None:
+        """The parse cache stores what the workers parsed for a piece (and notes its hits as used)."""
+        if self.cache is None:
+            return
+        started = time.perf_counter()
+        for s in range(2):
+            if item.plan[s] is not None:
+                new = {key: (key, line, result) for (key, line), result in zip(item.parsing[s], parsed["sides"][s])}
+                self.cache.record(self.cache.parser(job.parsers[s]), new.values(),  # type: ignore[arg-type]
+                                  item.cached[s])
+        item.cache_seconds += time.perf_counter() - started
 
     def side_results(self, item: Piece, s: int, parsed: list[tuple[str, int]]) -> list[tuple[str, int]]:
         """(block without sent_id or error message, flags) of every kept row of one side."""
@@ -140,7 +179,7 @@ class ParsedSentences:
         here: dict[bytes, tuple[str, int]] = {}
         out = []
         for key, first, parse in item.plan[s]:
-            result = next(mine) if parse else here.get(key) or self.fetch(SIDES[s], key)
+            result = next(mine) if parse else item.cached[s].get(key) or here.get(key) or self.fetch(SIDES[s], key)
             if first:
                 here[key] = result
             out.append(result)
@@ -288,9 +327,10 @@ def _piece_info(item: Piece, job: ParseJob, parsed: dict[str, Any], results: lis
         "first_id": item.first_id, "input_pairs": item.filtered["input_pairs"], "ids": done.ids, "rejected": rejected,
         "rejected_counts": dict(Counter(r[1] for r in rejected)),
         "joined_lines": sum(bool(flags & JOINED) for side in results for _, flags in side),
-        "seconds": {**item.filtered["seconds"], "parse": parsed["seconds"].get("parse", 0.0)},
+        "seconds": {**item.filtered["seconds"], "parse": parsed["seconds"].get("parse", 0.0),
+                    **({"parse_cache": item.cache_seconds} if item.cache_seconds else {})},
         "sentences": {side: {"distinct": sum(r[1] for r in item.plan[s]),
-                             "repeated": sum(not r[1] for r in item.plan[s])}
+                             "repeated": sum(not r[1] for r in item.plan[s]), **item.cache_counts[s]}
                       for s, side in enumerate(SIDES) if item.plan[s] is not None},
         "store_errors": {side: done.errors[s] for s, side in enumerate(SIDES) if done.errors[s]},
         **({f"{side}_counts": count_words("".join(done.tokens[s])) for s, side in enumerate(SIDES)}
