@@ -54,7 +54,6 @@ from .filter import MAX_LINE_CHARS
 from .options import ENGINES
 from .parallel import capped_workers, default_workers, ordered_map
 from .parse import ParserSpec
-from .parse_cache import ParseCache
 from .pipeline import PipelineConfig, SplitConfig
 from .shards import WriterLock
 
@@ -111,7 +110,6 @@ class Converter:
         self.map = _make_mapper(options.engine, self.workers, options.ray_address)
         self.stats: dict[str, SplitStats] = {}
         self.piece_pairs: dict[tuple[str, int, int], int] = {}  # input pairs per (split, shard, piece)
-        self.cache: ParseCache | None = None  # the parse cache, while phase 1 runs
 
     def run(self) -> dict[str, SplitStats]:
         """All phases for all splits; returns per-split statistics (also in each manifest)."""
@@ -134,8 +132,6 @@ class Converter:
                 self.folder.discard(existed)  # corrected run
             raise
         finally:
-            if self.cache is not None:
-                self.cache.close()
             lock.release()
 
     def _run(self) -> dict[str, SplitStats]:
@@ -167,9 +163,7 @@ class Converter:
         """Phase 1 for every split, each checked right after its filter; its pieces and rejected.tsv lines."""
         counts = [count_pairs(split) for split in ordered]  # the bar's total: ETA and percentage
         bar = self.progress.bar("filter+parse", None if None in counts else sum(counts))  # type: ignore[arg-type]
-        self.cache = _open_cache(self.options.parse_cache or self.config.parse.cache,  # closed when the run ends
-                                 self.config.parse.cache_max_gb, specs)
-        phase = ParsePhase(self.config, self.work, self.map, self.options.dedupe, self.cache)
+        phase = ParsePhase(self.config, self.work, self.map, self.options.dedupe, self.options.parse_cache)
         pieces, rejected_lines = {}, {}
         for split in ordered:
             started = time.perf_counter()
@@ -181,17 +175,6 @@ class Converter:
             check_kept(self.config, self.out, split, stats, rejected_lines[split.name], bar)
         bar.close()
         return pieces, rejected_lines
-
-
-def _open_cache(folder: str | None, max_gb: float, specs: dict[str, ParserSpec | None]) -> ParseCache | None:
-    """The parse cache, when one is named and a side is parsed (checked now, before any work)."""
-    if folder is None or not any(specs.values()):
-        return None
-    cache = ParseCache(folder, max_gb)
-    for spec in specs.values():
-        if spec is not None:
-            cache.parser(spec)  # the model's hash, once
-    return cache
 
 
 def _parse_job(config: PipelineConfig, split: SplitConfig, specs: dict[str, ParserSpec | None]) -> ParseJob:

@@ -214,15 +214,13 @@ class Lookup:
     damaged: set[bytes] = field(default_factory=set)
 
 
-class ParseCache:
-    """One open parse cache (a connection of this process; its methods may be called from any thread)."""
+class _Database:
+    """The cache's SQLite database opened (created: tables, WAL mode), its totals, and its closing."""
 
-    def __init__(self, folder: str, max_gb: float | None = DEFAULT_MAX_GB, create: bool = True) -> None:
+    def __init__(self, folder: str, create: bool) -> None:
         self.folder = folder
         self.path = cache_file(folder)
-        self.max_bytes = None if max_gb is None else int(max_gb * 1e9)
         self._lock = threading.Lock()
-        self._parsers: dict[ParserSpec, int] = {}
         if not create and not os.path.isfile(self.path):
             raise InputError("no parse cache here (made by `synprep convert --parse-cache DIR`)", folder)
         if create:
@@ -249,6 +247,25 @@ class ParseCache:
         if schema != str(SCHEMA):
             raise InputError(f"a parse cache of schema {schema}, this synprep reads schema {SCHEMA}: use another "
                              "folder", self.folder)
+
+    def size(self) -> tuple[int, int]:
+        """(entries, their bytes: values and ENTRY_BYTES each), what the size limit counts (the file is larger:
+        B-tree pages are partly filled, and deleted entries leave room that new ones reuse)."""
+        entries, value_bytes = self.db.execute("SELECT entries, value_bytes FROM totals").fetchone()
+        return entries, value_bytes + ENTRY_BYTES * entries
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+
+class ParseCache(_Database):
+    """One open parse cache (a connection of this process; its methods may be called from any thread)."""
+
+    def __init__(self, folder: str, max_gb: float | None = DEFAULT_MAX_GB, create: bool = True) -> None:
+        super().__init__(folder, create)
+        self.max_bytes = None if max_gb is None else int(max_gb * 1e9)
+        self._parsers: dict[ParserSpec, int] = {}
 
     def parser(self, spec: ParserSpec) -> int:
         """The cache's id of a parser (its identity recorded the first time; the model hashed once per process)."""
@@ -306,12 +323,6 @@ class ParseCache:
             if self.max_bytes is not None and self.size()[1] > self.max_bytes:
                 self._evict(int(0.9 * self.max_bytes))
 
-    def size(self) -> tuple[int, int]:
-        """(entries, their bytes: values and ENTRY_BYTES each), what the size limit counts (the file is larger:
-        B-tree pages are partly filled, and deleted entries leave room that new ones reuse)."""
-        entries, value_bytes = self.db.execute("SELECT entries, value_bytes FROM totals").fetchone()
-        return entries, value_bytes + ENTRY_BYTES * entries
-
     def _evict(self, target: int) -> int:
         """Delete the least recently used entries until their bytes are within `target` (or none is left);
         returns how many were deleted."""
@@ -324,15 +335,11 @@ class ParseCache:
             entries, size = self.size()
         return deleted
 
-    def close(self) -> None:
-        with self._lock:
-            self.db.close()
-
 
 class _Guard:
     """SQLite failing on the cache's file (not a database, damaged, unwritable, disk full): one error naming it."""
 
-    def __init__(self, cache: ParseCache) -> None:
+    def __init__(self, cache: _Database) -> None:
         self.cache = cache
 
     def __enter__(self) -> None:

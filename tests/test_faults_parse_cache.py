@@ -5,6 +5,7 @@ whole."""
 from __future__ import annotations
 
 import multiprocessing
+import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -20,10 +21,9 @@ def synprep(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "synprep"), *map(str, args)], capture_output=True, text=True)
 
 
-def test_damaged_entries_parsed_again_same_shards(tmp_path, tiny_udpipe):
+def test_damaged_entries_parsed_again_same_shards(parse_cache_runs, tmp_path, tiny_udpipe):
     cache = tmp_path / "cache"
-    first = pipeline(tmp_path / "first", tiny_udpipe, cache=str(cache))
-    convert(first, "--workers", "1")
+    shutil.copytree(parse_cache_runs / "cache", cache)
     db = sqlite3.connect(cache / "parses.sqlite")
     rows = db.execute("SELECT parser, key, value FROM entries ORDER BY key LIMIT 3").fetchall()
     flipped = bytes([rows[0][2][0], rows[0][2][1]]) + bytes(b ^ 1 for b in rows[0][2][2:])
@@ -35,7 +35,7 @@ def test_damaged_entries_parsed_again_same_shards(tmp_path, tiny_udpipe):
     assert checked.returncode == 1 and ", 2 damaged" in checked.stdout, checked.stdout + checked.stderr
     again = pipeline(tmp_path / "again", tiny_udpipe)
     result = convert(again, "--workers", "2", "--parse-cache", cache)
-    assert shard_bytes(tmp_path / "again" / "out") == shard_bytes(tmp_path / "first" / "out")
+    assert shard_bytes(tmp_path / "again" / "out") == shard_bytes(parse_cache_runs / "plain" / "out")
     assert "(2 damaged entries parsed again)" in result.stdout and ", 2 parsed and stored" in result.stdout
     checked = synprep("cache", "verify", cache)  # replaced by the new parses
     assert checked.returncode == 0 and "integrity ok" in checked.stdout and ", 0 damaged" in checked.stdout
@@ -72,7 +72,7 @@ def _writer(folder: str, worker: int) -> None:
 def test_concurrent_writers_with_evictions(tmp_path):
     folder = str(tmp_path / "cache")
     ParseCache(folder).close()
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("fork")  # no connection is open here
     processes = [context.Process(target=_writer, args=(folder, worker)) for worker in range(4)]
     for process in processes:
         process.start()

@@ -9,8 +9,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from synprep.parse_cache import (
     BLOCK,
     MESSAGE,
@@ -32,28 +30,19 @@ def pipeline(folder: Path, models, symbols: int = 200, cache: str = "") -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def converted(tmp_path_factory, tiny_udpipe):
-    """A convert without a cache (the reference shards), and one with other BPE settings into a new cache (the
-    cache is then warm for the reference configuration)."""
-    root = tmp_path_factory.mktemp("parse_cache")
-    convert(pipeline(root / "plain", tiny_udpipe), "--workers", "2")
-    convert(pipeline(root / "cold", tiny_udpipe, symbols=120, cache=str(root / "cache")), "--workers", "2")
-    return root
-
-
 def sentences(out: Path) -> dict:
     return {split: json.loads((out / split / "manifest.json").read_text())["sentences"] for split in ("train", "test")}
 
 
-def test_warm_cache_same_shards_nothing_parsed(converted, tiny_udpipe, tmp_path):
+def test_warm_cache_same_shards_nothing_parsed(parse_cache_runs, tiny_udpipe, tmp_path):
     cache = tmp_path / "cache"
-    shutil.copytree(converted / "cache", cache)
+    shutil.copytree(parse_cache_runs / "cache", cache)
     warm = pipeline(tmp_path / "warm", tiny_udpipe)  # the reference configuration, the cache given by the flag
     result = convert(warm, "--workers", "1", "--parse-cache", cache)
-    reference = converted / "plain" / "out"
+    reference = parse_cache_runs / "plain" / "out"
     assert shard_bytes(tmp_path / "warm" / "out") == shard_bytes(reference) and len(shard_bytes(reference)) >= 4
-    cold, hot, plain = (sentences(path) for path in (converted / "cold" / "out", tmp_path / "warm" / "out", reference))
+    cold, hot, plain = (sentences(path) for path in (parse_cache_runs / "cold" / "out", tmp_path / "warm" / "out",
+                                                     reference))
     for split in plain:
         for side, counts in plain[split].items():
             assert "cache_hits" not in counts  # no cache: the manifest is as before
