@@ -85,3 +85,35 @@ def test_concurrent_writers_with_evictions(tmp_path):
     assert cache.size()[1] <= 20_000
     cache.close()
     assert Path(folder, "parses.sqlite").stat().st_size < 400_000
+
+
+def _killed_mid_transaction(folder: str) -> None:
+    """Store entries, then die by SIGKILL inside the next write transaction (after its inserts, before COMMIT)."""
+    import os
+    import signal
+
+    cache = ParseCache(folder)
+    _writer_entries(cache, 0, 30)
+    cache.db.execute("BEGIN IMMEDIATE")
+    cache.db.executemany("INSERT INTO entries VALUES (1, ?, x'00', 0, 0)", [(text_key(f"k{i}"),) for i in range(50)])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _writer_entries(cache: ParseCache, first: int, count: int) -> None:
+    block = "# text = {}\n1\t{}\t_\t_\t_\t_\t0\troot\t_\t_\n\n"
+    cache.record(1, [(text_key(f"s{i}"), f"s{i}", (block.format(f"s{i}", f"s{i}"), 0))
+                     for i in range(first, first + count)], [])
+
+
+def test_kill_inside_a_write_leaves_the_cache_whole(tmp_path):
+    folder = str(tmp_path / "cache")
+    process = multiprocessing.get_context("fork").Process(target=_killed_mid_transaction, args=(folder,))
+    process.start()
+    process.join(60)
+    assert process.exitcode == -9
+    report = verify_cache(folder)  # the killed transaction rolled back: 30 entries, totals consistent
+    assert report["integrity"] == [] and report["damaged"] == 0 and report["entries"] == 30
+    cache = ParseCache(folder)
+    _writer_entries(cache, 30, 10)  # and the cache takes writes again
+    assert cache.size()[0] == 40
+    cache.close()
