@@ -345,7 +345,7 @@ def cache_verify(folder: str, repair: bool) -> None:
 
     report = verify_cache(folder, repair)
     click.echo(format_verify(report))
-    if report["integrity"] or report["damaged"] > report["deleted"]:
+    if report["integrity"] or report["damaged"] > report["deleted"] or (report["totals"] and not repair):
         sys.exit(1)
 
 

@@ -389,6 +389,7 @@ def verify_cache(folder: str, repair: bool = False) -> dict[str, Any]:
     cache = _open_existing(folder)
     damaged: list[tuple[int, bytes]] = []
     checked = value_bytes = 0
+    wrong_totals, totals = False, (0, 0)
     try:
         with cache._guard():
             problems = [row[0] for row in cache.db.execute("PRAGMA integrity_check")]
@@ -403,9 +404,7 @@ def verify_cache(folder: str, repair: bool = False) -> dict[str, Any]:
                 except ValueError:
                     damaged.append((parser, bytes(key)))
             totals = cache.db.execute("SELECT entries, value_bytes FROM totals").fetchone()
-            if totals != (checked, value_bytes):  # what the size limit counts (kept by triggers)
-                problems.append(f"the totals say {totals[0]} entries of {totals[1]} bytes, there are {checked} "
-                                f"of {value_bytes}")
+            wrong_totals = totals != (checked, value_bytes)  # what the size limit counts (kept by triggers)
             if repair:
                 cache.db.executemany("DELETE FROM entries WHERE parser = ? AND key = ?", damaged)
                 cache.db.execute("UPDATE totals SET entries = (SELECT count(*) FROM entries), value_bytes = "
@@ -413,7 +412,9 @@ def verify_cache(folder: str, repair: bool = False) -> dict[str, Any]:
     finally:
         cache.close()
     return {"path": cache.path, "integrity": problems, "entries": checked, "damaged": len(damaged),
-            "deleted": len(damaged) if repair else 0}
+            "deleted": len(damaged) if repair else 0,
+            "totals": None if not wrong_totals else f"the size limit's totals said {totals[0]} entries of "
+                                                    f"{totals[1]} bytes" + (", recounted" if repair else "")}
 
 
 def prune_cache(folder: str, max_gb: float | None = None, parser: str | None = None) -> dict[str, Any]:
@@ -463,10 +464,11 @@ def format_info(info: dict[str, Any]) -> str:
 
 def format_verify(report: dict[str, Any]) -> str:
     """`synprep cache verify`'s text."""
-    integrity = "ok" if not report["integrity"] else "; ".join(report["integrity"][:5])
+    integrity = "integrity ok" if not report["integrity"] else "integrity_check: " + "; ".join(report["integrity"][:5])
     repaired = f", {report['deleted']} deleted" if report["deleted"] else ""
-    return (f"{report['path']}: SQLite integrity {integrity}; {report['entries']} entries checked, "
-            f"{report['damaged']} damaged{repaired}")
+    totals = f"; {report['totals']}" if report["totals"] else ""
+    return (f"{report['path']}: {integrity}; {report['entries']} entries checked, {report['damaged']} damaged"
+            f"{repaired}{totals}")
 
 
 def format_prune(report: dict[str, Any]) -> str:
