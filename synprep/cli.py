@@ -298,9 +298,12 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
               help="Keep OUT/.work (parsed CoNLL-U, tokens) after a finished run; by default it is removed.")
 @click.option("--dedupe/--no-dedupe", default=True, show_default=True,
               help="Parse each distinct sentence of a side once and reuse its tree (same shards either way).")
+@click.option("--parse-cache", default=None, metavar="DIR",
+              help="Parse cache folder shared by converts (overrides [parse] cache): sentences an earlier convert "
+                   "parsed with the same parser are not parsed again (same shards).")
 def convert(pipeline_file: str, output: str | None, shard_size: int | None, workers: int, engine: str,
             ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool,
-            dedupe: bool) -> None:
+            dedupe: bool, parse_cache: str | None) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
     from .convert import Converter, ConvertOptions, format_summary
     from .pipeline import load_pipeline
@@ -309,13 +312,57 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
         raise InputError(f"--shard-size must be a positive number of pairs, got {shard_size}")
     config = load_pipeline(pipeline_file, output, shard_size, compression)
     converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address,
-                                                 keep_work=keep_work, dedupe=dedupe))
+                                                 keep_work=keep_work, dedupe=dedupe, parse_cache=parse_cache))
     try:
         stats = converter.run()
     except KeyboardInterrupt:
         again = shlex.join(["synprep", *(arg for arg in sys.argv[1:] if arg not in ("--overwrite", "--resume"))])
         raise Interrupted(f"interrupted; the finished pieces are kept: continue with {again} --resume") from None
     click.echo(format_summary(config, stats))
+
+
+@cli.group()
+def cache() -> None:
+    """The parse cache that converts share (`synprep convert --parse-cache DIR`, `[parse] cache`)."""
+
+
+@cache.command("info")
+@click.argument("folder")
+def cache_info(folder: str) -> None:
+    """Entries, size and parsers of a parse cache."""
+    from .parse_cache import cache_info, format_info
+
+    click.echo(format_info(cache_info(folder)))
+
+
+@cache.command("verify")
+@click.argument("folder")
+@click.option("--repair", is_flag=True, help="Delete the damaged entries (a convert parses them again).")
+def cache_verify(folder: str, repair: bool) -> None:
+    """Check a parse cache: SQLite's integrity check, and every entry decodes and matches its digest (exit 1 if
+    not)."""
+    from .parse_cache import format_verify, verify_cache
+
+    report = verify_cache(folder, repair)
+    click.echo(format_verify(report))
+    if report["integrity"] or report["damaged"] > report["deleted"] or (report["totals"] and not repair):
+        sys.exit(1)
+
+
+@cache.command("prune")
+@click.argument("folder")
+@click.option("--max-gb", type=click.FloatRange(min=0), default=None,
+              help="Delete the least recently used entries until the cache holds at most this much.")
+@click.option("--parser", "parser_id", default=None, help="Delete every entry of this parser (its id or digest "
+                                                           "prefix, from `synprep cache info`).")
+def cache_prune(folder: str, max_gb: float | None, parser_id: str | None) -> None:
+    """Make a parse cache smaller (the file shrinks: VACUUM)."""
+    from .parse_cache import format_prune, prune_cache
+
+    if max_gb is None and parser_id is None:
+        raise click.UsageError("give --max-gb and/or --parser")
+    report = prune_cache(folder, max_gb, parser_id)
+    click.echo(format_prune(report))
 
 
 @cli.command()

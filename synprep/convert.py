@@ -81,6 +81,7 @@ class ConvertOptions:
     progress: bool | None = None  # None: when stderr is a terminal
     keep_work: bool = False  # keep OUT/.work (parsed CoNLL-U, tokens) after a finished run
     dedupe: bool = True  # parse each distinct side text once (False: parse every row; same shards, slower)
+    parse_cache: str | None = None  # the parse cache folder (overrides the pipeline's [parse] cache)
 
     def check(self) -> None:
         if self.engine not in ENGINES:
@@ -162,7 +163,7 @@ class Converter:
         """Phase 1 for every split, each checked right after its filter; its pieces and rejected.tsv lines."""
         counts = [count_pairs(split) for split in ordered]  # the bar's total: ETA and percentage
         bar = self.progress.bar("filter+parse", None if None in counts else sum(counts))  # type: ignore[arg-type]
-        phase = ParsePhase(self.config, self.work, self.map, self.options.dedupe)
+        phase = ParsePhase(self.config, self.work, self.map, self.options.dedupe, self.options.parse_cache)
         pieces, rejected_lines = {}, {}
         for split in ordered:
             started = time.perf_counter()

@@ -25,6 +25,8 @@ from .shards import Manifest, load_manifest
 from .textio import atomic_write, file_sha256, tsv_field
 
 CONVERT_REASONS = ("invalid_tree", "non_projective", "bad_row")  # convert's own (bad_row: a TSV row, read)
+# a parsed side's counts in the manifest (the cache's only with a parse cache: they do not change the shards)
+SENTENCE_COUNTS = ("distinct", "repeated", "cache_hits", "cache_misses", "cache_damaged")
 MIN_TRAIN_PAIRS = 10  # fewer train pairs kept, most rejected: the run stops after the filter (as with none kept)
 
 
@@ -140,7 +142,7 @@ def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: Spl
     Manifest(split.name, config.to_dict(), signature, stats.input_pairs, stats.rows,
              dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS), shards, stats.joined_lines,
              PIECE_ROWS, config.shard_size, config.compression,
-             sentences={side: {"distinct": c["distinct"], "repeated": c["repeated"]}
+             sentences={side: {key: c[key] for key in SENTENCE_COUNTS if key in c}
                         for side, c in stats.sentences.items()}).write(folder)
 
 
@@ -177,4 +179,12 @@ def format_summary(config: PipelineConfig, stats: dict[str, SplitStats]) -> str:
     total = sum(stage.values()) or 1.0
     timed = ", ".join(f"{k} {v:.1f}s ({100 * v / total:.0f}%)" for k, v in stage.items() if v)
     lines.append("worker time per stage: " + (timed or "none (everything was done by an earlier run)"))
+    cached = Counter()
+    for s in stats.values():
+        for counts in s.sentences.values():
+            cached.update({k: v for k, v in counts.items() if k.startswith("cache_")})
+    if cached:
+        damaged = f" ({cached['cache_damaged']} damaged entries parsed again)" if cached["cache_damaged"] else ""
+        lines.append(f"parse cache: {cached['cache_hits']} distinct sentences found, {cached['cache_misses']} parsed "
+                     f"and stored{damaged}")
     return "\n".join(lines)

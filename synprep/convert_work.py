@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from .bpe_learn import count_words
 from .convert_filter_parse import ParseJob, filter_piece, filter_setup, parse_lines, parse_setup
 from .convert_input import SIDES, input_pieces, piece_prefix
 from .errors import InputError
+from .parse import ParserSpec
+from .parse_cache import ParseCache, Result
 from .pipeline import PipelineConfig, SplitConfig
 from .textio import atomic_write, tsv_field
 from .treestore import ERROR, JOINED, SPARE, TreeStore, entries_array, text_key
@@ -44,16 +47,24 @@ class Piece:
     filtered: dict[str, Any] = field(default_factory=dict)
     plan: list[list[tuple[bytes, bool, bool]] | None] = field(default_factory=lambda: [None, None])
     # per parsed side, per kept row: (key, first in this convert, parsed by this piece)
+    cached: list[dict[bytes, Result]] = field(default_factory=lambda: [{}, {}])  # from the parse cache, per side
+    parsing: list[list[tuple[bytes, str]]] = field(default_factory=lambda: [[], []])  # key, line of lines to parse
+    cache_counts: list[dict[str, int]] = field(default_factory=lambda: [{}, {}])  # hits, misses, damaged
+    cache_seconds: float = 0.0  # the driver's time in the parse cache
 
 
 class ParsePhase:
     """Phase 1 for the splits in turn (train first), sharing one store of parsed sentences."""
 
-    def __init__(self, config: PipelineConfig, work: str, mapper: Callable, dedupe: bool) -> None:
+    def __init__(self, config: PipelineConfig, work: str, mapper: Callable, dedupe: bool,
+                 cache: str | None = None) -> None:
         self.config = config
         self.work = work
         self.map = mapper
         self.sentences = ParsedSentences(work, dedupe)
+        cache = cache or config.parse.cache  # --parse-cache, else [parse] cache
+        parsed = config.src_parser is not None or config.tgt_parser is not None
+        self.cached = CachedParses(cache, config.parse.cache_max_gb) if cache and parsed else None
         self.reused: set[tuple[str, int, int]] = set()  # pieces a --resume found done: their timings are not ours
 
     def run(self, split: SplitConfig, job: ParseJob, bar: tqdm) -> list[tuple[int, int]]:
@@ -84,19 +95,27 @@ class ParsePhase:
                 item = waiting.popleft()
                 item.filtered = filtered
                 lines = self.sentences.plan(item, job)
+                if self.cached is not None:  # lines an earlier convert parsed are taken from the parse cache
+                    lines = self.cached.take(item, job, lines)
                 planned.append(item)
                 yield lines
 
+        if self.cached is not None:
+            self.cached.open()  # per split: checked before any piece
         results: Iterator[dict[str, Any]] = (
             self.map(parse_lines, plans(), parse_setup, (job,)) if any(job.parsers)
             else ({"sides": [[], []], "seconds": {}} for _ in plans()))
         try:
             for parsed in results:
                 item = planned.popleft()
+                if self.cached is not None:
+                    self.cached.store(item, job, parsed)
                 write_piece(item, job, parsed, self.sentences)
                 bar.update(item.filtered["input_pairs"])
         finally:
             self.sentences.close()
+            if self.cached is not None:
+                self.cached.close()
         return pieces
 
 
@@ -140,7 +159,7 @@ class ParsedSentences:
         here: dict[bytes, tuple[str, int]] = {}
         out = []
         for key, first, parse in item.plan[s]:
-            result = next(mine) if parse else here.get(key) or self.fetch(SIDES[s], key)
+            result = next(mine) if parse else item.cached[s].get(key) or here.get(key) or self.fetch(SIDES[s], key)
             if first:
                 here[key] = result
             out.append(result)
@@ -180,6 +199,61 @@ class ParsedSentences:
 
     def close(self) -> None:
         self.files.close()
+
+
+class CachedParses:
+    """The parse cache (synprep.parse_cache) seen from phase 1's driver: the lines a piece would parse that the
+    cache holds are taken from it, and what the workers parsed is stored (one transaction per piece)."""
+
+    def __init__(self, folder: str, max_gb: float) -> None:
+        self.folder, self.max_gb = folder, max_gb
+        self.cache: ParseCache | None = None
+        self.parsers: dict[ParserSpec, int] = {}  # the cache's id of each parser (its model hashed once)
+
+    def open(self) -> None:
+        self.cache = ParseCache(self.folder, self.max_gb)
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+
+    def _parser(self, spec: ParserSpec) -> int:
+        assert self.cache is not None
+        if spec not in self.parsers:
+            self.parsers[spec] = self.cache.parser(spec)
+        return self.parsers[spec]
+
+    def take(self, item: Piece, job: ParseJob, lines: tuple[list[str], list[str]]) -> tuple[list[str], list[str]]:
+        """The lines a piece would parse (per side) that the parse cache holds are taken from it; returns the lines
+        left to parse."""
+        return tuple(self._take(item, s, job, lines[s]) if item.plan[s] is not None else lines[s]  # type: ignore
+                     for s in range(2))
+
+    def _take(self, item: Piece, s: int, job: ParseJob, lines: list[str]) -> list[str]:
+        started = time.perf_counter()
+        assert self.cache is not None and item.plan[s] is not None
+        wanted = [(key, line) for (key, _, parse), line in zip((r for r in item.plan[s] if r[2]), lines)]
+        found = self.cache.lookup(self._parser(job.parsers[s]), dict(wanted))  # type: ignore[arg-type]
+        item.cached[s] = found.found
+        item.plan[s] = [(key, first, parse and key not in found.found) for key, first, parse in item.plan[s]]
+        item.parsing[s] = [(key, line) for key, line in wanted if key not in found.found]
+        distinct = len(dict(wanted))
+        item.cache_counts[s] = {"cache_hits": len(found.found), "cache_misses": distinct - len(found.found),
+                                "cache_damaged": len(found.damaged)}
+        item.cache_seconds += time.perf_counter() - started
+        return [line for _, line in item.parsing[s]]
+
+    def store(self, item: Piece, job: ParseJob, parsed: dict[str, Any]) -> None:
+        """The parse cache stores what the workers parsed for a piece (and notes its hits as used)."""
+        started = time.perf_counter()
+        assert self.cache is not None
+        for s in range(2):
+            if item.plan[s] is not None:
+                new = {key: (key, line, result) for (key, line), result in zip(item.parsing[s], parsed["sides"][s])}
+                self.cache.record(self._parser(job.parsers[s]), new.values(),  # type: ignore[arg-type]
+                                  item.cached[s])
+        item.cache_seconds += time.perf_counter() - started
 
 
 class PieceFiles:
@@ -288,9 +362,10 @@ def _piece_info(item: Piece, job: ParseJob, parsed: dict[str, Any], results: lis
         "first_id": item.first_id, "input_pairs": item.filtered["input_pairs"], "ids": done.ids, "rejected": rejected,
         "rejected_counts": dict(Counter(r[1] for r in rejected)),
         "joined_lines": sum(bool(flags & JOINED) for side in results for _, flags in side),
-        "seconds": {**item.filtered["seconds"], "parse": parsed["seconds"].get("parse", 0.0)},
+        "seconds": {**item.filtered["seconds"], "parse": parsed["seconds"].get("parse", 0.0),
+                    **({"parse_cache": item.cache_seconds} if item.cache_seconds else {})},
         "sentences": {side: {"distinct": sum(r[1] for r in item.plan[s]),
-                             "repeated": sum(not r[1] for r in item.plan[s])}
+                             "repeated": sum(not r[1] for r in item.plan[s]), **item.cache_counts[s]}
                       for s, side in enumerate(SIDES) if item.plan[s] is not None},
         "store_errors": {side: done.errors[s] for s, side in enumerate(SIDES) if done.errors[s]},
         **({f"{side}_counts": count_words("".join(done.tokens[s])) for s, side in enumerate(SIDES)}

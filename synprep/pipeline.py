@@ -27,7 +27,7 @@ from .textio import UTF8_BOM, wide_encoding
 
 SPLITS = ("train", "valid", "test")
 _KEYS = {
-    "": {"pipeline", "splits", "filter", "parser", "bpe", "features", "normalize"},
+    "": {"pipeline", "splits", "filter", "parser", "bpe", "features", "normalize", "parse"},
     "pipeline": {"name", "src_lang", "tgt_lang", "output", "shard_size", "data_root", "source", "compression"},
     "split": {"src", "tgt", "format", "filter", "tsv", "src_column", "tgt_column"},
     "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters", "max_chars",
@@ -37,6 +37,7 @@ _KEYS = {
             "vocabulary_threshold"},
     "features": {"src", "tgt", "root", "non_projective", "strip_subtypes"},
     "normalize": {"src", "tgt"},
+    "parse": {"cache", "cache_max_gb"},
 }
 
 
@@ -118,6 +119,14 @@ class NormalizeConfig:
 
 
 @dataclass(frozen=True)
+class ParseConfig:
+    cache: str | None = option(None, help="parse cache folder shared by converts (synprep.parse_cache): sentences "
+                                          "parsed by an earlier convert with the same parser are not parsed again")
+    cache_max_gb: float = option(20.0, gt=0, help="the cache's entries are kept within this size (the least "
+                                                  "recently used deleted first)")
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     name: str
     src_lang: str
@@ -136,6 +145,7 @@ class PipelineConfig:
     file: str = ""  # the pipeline file (absolute)
     given: tuple[tuple[str, str], ...] = ()  # (resolved path, as written) for every input path
     normalize: NormalizeConfig = NormalizeConfig()  # [normalize]: text normalizations per side
+    parse: ParseConfig = ParseConfig()  # [parse]: the parse cache (decides no byte of the output: not recorded)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, for the manifest: input paths as written in the pipeline file, no output folder."""
@@ -149,7 +159,7 @@ class PipelineConfig:
             return given.get(value, value) if isinstance(value, str) else value
 
         data = asdict(self)
-        for key in ("output", "file", "given"):
+        for key in ("output", "file", "given", "parse"):
             del data[key]
         data["filter"] = self.filter.to_dict() if self.filter else None
         data["bpe"] = _bpe_dict(data["bpe"])
@@ -158,7 +168,7 @@ class PipelineConfig:
     def fingerprint_dict(self) -> dict[str, Any]:
         """Everything that decides the output, with resolved paths (for `--resume` checks, not for manifests)."""
         data = asdict(self)
-        del data["given"]
+        del data["given"], data["parse"]
         data["filter"] = self.filter.to_dict() if self.filter else None
         data["bpe"] = _bpe_dict(data["bpe"])
         return data
@@ -310,6 +320,15 @@ def _normalize_config(table: Any, path: str) -> NormalizeConfig:
     return config
 
 
+def _parse_config(table: dict, here: str, path: str) -> ParseConfig:
+    """[parse]: the parse cache folder (relative to the pipeline file's folder) and its size limit."""
+    _check_keys(table, _KEYS["parse"], "parse", path)
+    config = _typed(ParseConfig, table, "parse", path)
+    if config.cache is not None and not config.cache.strip():
+        raise InputError("[parse] cache must name a folder (leave the key out for no cache)", path)
+    return replace(config, cache=_resolve(config.cache, here)) if config.cache else config
+
+
 def load_pipeline(path: str, output: str | None = None, shard_size: int | None = None,
                   compression: str | None = None) -> PipelineConfig:
     """Read and check a pipeline file; `output` / `shard_size` / `compression` override the file's values."""
@@ -327,6 +346,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     bpe = _bpe_config(bpe_table, root, given, path)
     features = _features_config(data.get("features", {}), path)
     normalize = _normalize_config(data.get("normalize", {}), path)
+    parse = _parse_config(data.get("parse", {}), here, path)
     settings = _filter_settings(data.get("filter", {}), head, path)
     compression = compression or head.get("compression", DEFAULT_COMPRESSION)
     if compression not in COMPRESSIONS:
@@ -340,7 +360,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     return PipelineConfig(head.get("name", os.path.splitext(os.path.basename(path))[0]), head["src_lang"],
                           head["tgt_lang"], out, tuple(splits), parsers["src"], parsers["tgt"], settings, bpe,
                           features, size, head.get("source", ""), compression, root,
-                          os.path.abspath(path), tuple(sorted(given.items())), normalize)
+                          os.path.abspath(path), tuple(sorted(given.items())), normalize, parse)
 
 
 def _pipeline_table(data: dict, path: str) -> dict:

@@ -292,9 +292,10 @@ def release_pages(mappings: Iterable[mmap.mmap] | None = None) -> None:
 
 
 def read_shard(path: str, expected_rows: int | None = None, columns: Sequence[str] | None = None,
-               schema: pa.Schema | None = None) -> pa.Table:
+               schema: pa.Schema | None = None, batches: tuple[int, int | None] = (0, None)) -> pa.Table:
     """One shard as a table (memory-mapped: uncompressed buffers are not copied), every batch validated in
-    full first; `expected_rows` and `schema` (when given) must match."""
+    full first; `expected_rows` and `schema` (when given) must match. `batches`: only the record batches
+    [start, end) (end None: to the last)."""
     mapping, mapped = _map_shard(path)
     try:
         reader = pa.ipc.open_stream(pa.BufferReader(mapped))
@@ -308,11 +309,13 @@ def read_shard(path: str, expected_rows: int | None = None, columns: Sequence[st
             # only these columns are read (of compressed shards, only these are decompressed)
             wanted = pa.ipc.IpcReadOptions(included_fields=sorted(full.get_field_index(c) for c in columns))
             reader = pa.ipc.open_stream(pa.BufferReader(mapped), options=wanted)
-        batches = []
-        for batch in reader:
+        kept = []
+        for index, batch in enumerate(reader):
+            if index < batches[0] or (batches[1] is not None and index >= batches[1]):
+                continue
             batch.validate(full=True)
-            batches.append(batch.select(list(columns)) if columns is not None else batch)
-        rows = sum(b.num_rows for b in batches)
+            kept.append(batch.select(list(columns)) if columns is not None else batch)
+        rows = sum(b.num_rows for b in kept)
         release_pages([mapping])  # reading and validating touched the whole file
     except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError) as err:
         raise _shard_file_error(path, err) from None
@@ -320,7 +323,7 @@ def read_shard(path: str, expected_rows: int | None = None, columns: Sequence[st
         raise InputError(f"{rows} rows in the shard but {expected_rows} in manifest.json (a shard from another run? "
                          "convert again or restore the shard)", path)
     out_schema = full if columns is None else pa.schema([full.field(c) for c in columns])
-    return pa.Table.from_batches(batches, schema=out_schema)
+    return pa.Table.from_batches(kept, schema=out_schema)
 
 
 @dataclass

@@ -190,10 +190,11 @@ def _shard_setup(schema: pa.Schema, groups: dict[str, tuple[str, ...]], policy: 
     return schema, groups, policy, input_lines, max_failures
 
 
-def check_shard(state: tuple, task: tuple[str, str]) -> ShardResult:
-    """Every row of one shard file (`task` = (name, path)); ids checked within the shard."""
+def check_shard(state: tuple, task: tuple[str, str, int, int | None]) -> ShardResult:
+    """Every row of some record batches of one shard file (`task` = (name, path, first batch, end batch or None:
+    the last)); ids checked within them."""
     schema, groups, policy, input_lines, max_failures = state
-    name, path = task
+    name, path, start, stop = task
     result = ShardResult()
 
     def fail(row: int | None, field_name: str, message: str) -> None:
@@ -203,7 +204,7 @@ def check_shard(state: tuple, task: tuple[str, str]) -> ShardResult:
 
     previous = None
     try:
-        for batch in read_shard(path).to_batches():
+        for batch in read_shard(path, batches=(start, stop)).to_batches():
             if not batch.schema.equals(schema):
                 fail(None, "schema", "differs from the schema of the manifest's features")
                 break
@@ -224,9 +225,31 @@ def check_shard(state: tuple, task: tuple[str, str]) -> ShardResult:
     return result
 
 
+TASKS_PER_WORKER = 4  # record-batch ranges per worker when shards are cut (few shards, several workers)
+
+
+def shard_tasks(directory: str, names: list[str], workers: int) -> list[tuple[str, str, int, int | None]]:
+    """The checks to run: each shard whole with one worker; with several, each shard's record batches cut into
+    ranges, about TASKS_PER_WORKER per worker over all shards (so that one shard keeps every worker busy). A shard
+    that cannot be read stays one task (its check reports it)."""
+    paths = [os.path.join(directory, name) for name in names]
+    if workers <= 1:
+        return [(name, path, 0, None) for name, path in zip(names, paths)]
+    counts = []
+    for path in paths:
+        try:
+            counts.append(sum(1 for _ in pa.ipc.open_stream(pa.memory_map(path))))
+        except (pa.ArrowException, OSError):
+            counts.append(0)
+    size = max(1, -(-sum(counts) // (workers * TASKS_PER_WORKER)))
+    return [task for name, path, count in zip(names, paths, counts)
+            for task in ([(name, path, start, start + size) for start in range(0, count, size)]
+                         if count else [(name, path, 0, None)])]
+
+
 def validate_directory(directory: str, max_failures: int = 1000, workers: int = 1) -> tuple[Report, Manifest]:
-    """Check a shard directory (`workers` processes, one shard each at a time); returns the report (at most
-    `max_failures` kept) and the manifest."""
+    """Check a shard directory (`workers` processes, one range of record batches each at a time: `shard_tasks`);
+    returns the report (at most `max_failures` kept) and the manifest."""
     manifest = load_manifest(directory)
     report = Report(directory)
 
@@ -259,22 +282,25 @@ def validate_directory(directory: str, max_failures: int = 1000, workers: int = 
             present.append(shard)
         else:
             fail(name, None, "file", "listed in manifest.json but missing")
-    tasks = [(shard["file"], os.path.join(directory, shard["file"])) for shard in present]
+    tasks = shard_tasks(directory, [shard["file"] for shard in present], workers)
     results = ordered_map(check_shard, tasks, min(workers, len(tasks)), _shard_setup,
                           (schema, groups, policy, input_lines, max_failures), in_flight_per_worker=1)
-    previous = -1
-    for shard, result in zip(present, results):
-        name = shard["file"]
-        report.shards += 1
-        if result.first_id is not None and result.first_id <= previous:  # ids increase across shards too
+    previous, rows, shards = -1, 0, iter(present)
+    for index, ((name, *_), result) in enumerate(zip(tasks, results)):
+        if result.first_id is not None and result.first_id <= previous:  # ids increase across batches and shards
             fail(name, result.first_id, "id", f"not strictly increasing (after {previous})")
         previous = result.last_id if result.last_id is not None else previous
         report.failure_count += result.failure_count - len(result.failures)
         for failure in result.failures:
             fail(failure.file, failure.row, failure.field, failure.message)
-        report.rows += result.rows
-        if result.rows != shard["rows"]:
-            fail(name, None, "rows", f"{result.rows} rows, manifest says {shard['rows']}")
+        rows += result.rows
+        if index + 1 == len(tasks) or tasks[index + 1][2] == 0:  # the shard's last batches: its rows
+            shard = next(shards)
+            report.shards += 1
+            report.rows += rows
+            if rows != shard["rows"]:
+                fail(name, None, "rows", f"{rows} rows, manifest says {shard['rows']}")
+            rows = 0
     if report.rows != manifest.rows:
         fail("manifest.json", None, "rows", f"{report.rows} rows in the shards, manifest says {manifest.rows}")
     return report, manifest

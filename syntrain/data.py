@@ -629,8 +629,11 @@ class ParallelData(Batching, References):
         self.keep = np.arange(len(self.src_len))
         if skip_null:
             self.keep = self.keep[~self.null]
+        self.skipped_long = 0  # rows with a side over max_len (sub-words + EOS/BOS), left out of training
         if max_len:
+            before = len(self.keep)
             self.keep = self.keep[(self.src_len[self.keep] <= max_len) & (self.tgt_len[self.keep] <= max_len)]
+            self.skipped_long = before - len(self.keep)
         self.loss_rows = self.keep[~self.null[self.keep]]  # rows with a target (validation loss)
         # shape ladder (syntrain.shapes): pad batch lengths to its rungs (capped at `ladder_limit` when > 0)
         self.ladder, self.ladder_limit = False, 0

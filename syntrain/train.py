@@ -433,7 +433,9 @@ def make_model(run: Run) -> None:
     n_params = sum(p.numel() for p in model.parameters())
     precision = resolve_precision(cfg.precision, device)
     sizes = f"target {len(run.vocab)}, source {len(run.vocab.source)}" if run.vocab.source else len(run.vocab)
-    run.log(f"syntrain: {len(run.train_data)} training pairs, vocabulary {sizes}, {n_params / 1e6:.1f}M "
+    skipped = run.train_data.skipped_long
+    long = f" ({skipped} longer than max_len {cfg.max_len} skipped)" if skipped else ""
+    run.log(f"syntrain: {len(run.train_data)} training pairs{long}, vocabulary {sizes}, {n_params / 1e6:.1f}M "
             f"parameters, device {device}, {run.world} process(es), precision {precision}"
             f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n  syntax switches: {mcfg.switches()}")
 

@@ -92,3 +92,16 @@ def convert_synth(root: Path, name: str, src: list[str], tgt: list[str] | None =
     subprocess.run([sys.executable, "-m", "synprep.cli", "convert", str(root / "corpus" / f"{name}.toml"), "--output",
                     str(root / "shards"), "--workers", "1"], check=True, capture_output=True)
     return root / "shards" / "train"
+
+
+@pytest.fixture(scope="session")
+def parse_cache_runs(tmp_path_factory, tiny_udpipe):
+    """A convert without a cache (the reference shards), and one with other BPE settings into a new cache (the
+    cache is then warm for the reference configuration)."""
+    from .test_convert import convert
+    from .test_parse_cache import pipeline
+
+    root = tmp_path_factory.mktemp("parse_cache")
+    convert(pipeline(root / "plain", tiny_udpipe), "--workers", "2")
+    convert(pipeline(root / "cold", tiny_udpipe, symbols=120, cache=str(root / "cache")), "--workers", "2")
+    return root

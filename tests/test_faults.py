@@ -672,12 +672,13 @@ _PIPELINE_BASE = {  # a valid pipeline (pre-parsed input; load_pipeline does not
     "pipeline": {"name": "x", "src_lang": "en", "tgt_lang": "de", "shard_size": 100},
     "splits": {"train": {"src": "train.src.conllu", "tgt": "train.tgt.conllu"}},
     "filter": {"langid": "none"}, "parser": {"src": {"backend": "udpipe", "model": "en.udpipe"}},
-    "bpe": {"symbols": 100}, "features": {"src": ["parents"], "tgt": ["transitions"]}, "normalize": {},
+    "bpe": {"symbols": 100}, "features": {"src": ["parents"], "tgt": ["transitions"]}, "normalize": {}, "parse": {},
 }
 _DECLARED = {"split": "SplitConfig", "parser": "ParserConfig", "bpe": "BpeConfig", "features": "FeaturesConfig",
-             "normalize": "NormalizeConfig"}
+             "normalize": "NormalizeConfig", "parse": "ParseConfig"}
 _TABLES = {"pipeline": ("pipeline",), "split": ("splits", "train"), "filter": ("filter",),
-           "parser": ("parser", "src"), "bpe": ("bpe",), "features": ("features",), "normalize": ("normalize",)}
+           "parser": ("parser", "src"), "bpe": ("bpe",), "features": ("features",), "normalize": ("normalize",),
+           "parse": ("parse",)}
 
 
 class _Inline(dict):

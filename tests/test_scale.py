@@ -340,3 +340,16 @@ def test_counts_merged_from_pieces_learn_subword_nmt_codes_on_real_text(tmp_path
     learn_joint_from_counts(per_input, str(tmp_path / "codes"), 2000, [str(tmp_path / "v0"), str(tmp_path / "v1")])
     ours = [(tmp_path / name).read_bytes() for name in ("codes", "v0", "v1")]
     assert ours == subword_nmt_learn(tmp_path, inputs, 2000)
+
+
+def test_pairs_over_max_len_are_counted():
+    from syntrain.data import ParallelData, Vocab, read_split
+
+    split = str(SHARDS_V1 / "train")
+    vocab = Vocab.build([read_split(split)[0]])
+    every = ParallelData(split, vocab)
+    longest = np.maximum(every.src_len, every.tgt_len)
+    limit = int(np.median(longest))
+    data = ParallelData(split, vocab, max_len=limit)
+    assert every.skipped_long == 0 and 0 < data.skipped_long == int((longest > limit).sum())
+    assert len(data) + data.skipped_long == len(every)

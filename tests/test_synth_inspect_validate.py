@@ -319,6 +319,28 @@ def test_validate_workers_give_the_same_report_across_shards(shards, tmp_path):
     assert capped.failures == one.failures[:1] and capped.failure_count == 2
 
 
+def test_validate_workers_split_a_shard_by_record_batch(shards, tmp_path):
+    """One shard of 9 record batches is checked in ranges of batches by several workers: the same report as one
+    worker's, ids checked across the ranges too."""
+    from synprep.validate import shard_tasks
+
+    target, path, table = _copy_split(shards, tmp_path)
+    rows = table.to_pylist()
+    rows[100]["src_parent_mid"][0] += 1.0
+    rows[239], rows[240] = rows[240], rows[239]  # across the boundary of the last range
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(pa.Table.from_pylist(rows, schema=table.schema), max_chunksize=30)
+    manifest = json.loads((target / "manifest.json").read_text())
+    manifest["shards"][0]["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    assert [task[2:] for task in shard_tasks(str(target), [path.name], 2)] == [(0, 2), (2, 4), (4, 6), (6, 8),
+                                                                               (8, 10)]
+    one, _ = validate_directory(str(target), workers=1)
+    two, _ = validate_directory(str(target), workers=2)
+    assert one.failures == two.failures and (one.rows, one.shards) == (two.rows, two.shards) == (len(rows), 1)
+    assert [(f.row, f.field) for f in one.failures] == [(rows[100]["id"], "src_parent_mid"), (rows[240]["id"], "id")]
+
+
 def test_validate_recomputes_not_trusts(shards, tmp_path):
     """Changing a head alone breaks every feature derived from it."""
     target, path, table = _copy_split(shards, tmp_path)

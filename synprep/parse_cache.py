@@ -1,0 +1,477 @@
+"""A persistent cache of parsed sentences, shared by every `synprep convert` that names it: each distinct sentence
+is parsed once across converts (a BPE sweep, another filter setting, a corpus that shares data with another).
+
+The cache is a folder holding one SQLite database (`parses.sqlite`, WAL mode, stdlib sqlite3): many converts may
+read and write it at once (readers never wait; writers take turns, one short transaction per piece), and only
+the driver of a convert opens it (the workers parse what it misses), so it works with any engine.
+
+Key: the parser (`parser_identity`: backend, the model's content hash, the options that change its output, the
+library's version and FORMAT) and the exact text given to the parser (`treestore.text_key` of the line after
+[normalize]). Value: what a phase-1 worker produces for the sentence (convert_filter_parse: its CoNLL-U block
+without sent_id and its JOINED flag, or the parser's error message, flagged ERROR), stored compactly: tokens,
+heads and labels, from which the block is rebuilt with the text byte for byte (a block that would not be
+rebuilt exactly is stored whole), deflated. Each entry carries an 8-byte digest of its parser, key and stored
+bytes: an entry that does not match it or does not decode is damaged; it is never served (the convert parses the
+sentence again and replaces it). A database SQLite cannot read is one error naming the file.
+
+Size: a convert keeps the entries within `max_gb`, deleting the least recently used (an entry's `used` time,
+refreshed at most hourly when a convert hits it) down to 90% of the limit; freed pages are reused, so the file
+stops growing. `synprep cache` shows, checks and prunes a cache (`cache_info`, `verify_cache`, `prune_cache`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .conllu import format_sentence, tree_to_sentence
+from .errors import InputError
+from .parse import ParserSpec
+from .textio import file_sha256
+from .trees import Tree
+from .treestore import ERROR, JOINED
+
+FORMAT = 1  # of an entry's value; part of every parser's identity (bump when what a worker produces changes)
+SCHEMA = 1  # of the database's tables
+FILE = "parses.sqlite"
+DEFAULT_MAX_GB = 20.0
+TOUCH_SECONDS = 3600  # a hit refreshes an entry's `used` time when it is older than this (fewer writes)
+BUSY_MS = 120_000  # how long a writer waits for another convert's transaction
+BATCH = 500  # keys per SELECT
+TREE, BLOCK, MESSAGE = 0, 1, 2  # what a value holds: tokens/heads/labels, a whole block, a parser error
+# A preset dictionary for deflate: the words every entry repeats (UD relations), so that short entries compress.
+_ZDICT = (" ".join(f"{n}" for n in range(40, 0, -1)) + "\t" + "\t".join(
+    "dislocated reparandum goeswith vocative discourse orphan list clf dep csubj:pass flat:foreign expl:pv "
+    "obl:npmod nmod:tmod obl:tmod det:predet cc:preconj compound:prt iobj csubj nummod appos fixed parataxis "
+    "xcomp ccomp expl acl acl:relcl advcl aux:pass nsubj:pass nmod:poss det:poss flat:name flat compound cop "
+    "mark aux conj cc amod advmod obl obj nmod nsubj case det root punct".split())).encode()
+_SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS parsers(id INTEGER PRIMARY KEY, digest TEXT UNIQUE NOT NULL, description TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries(parser INTEGER NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL,
+    digest INTEGER NOT NULL, used INTEGER NOT NULL, PRIMARY KEY (parser, key)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entries_used ON entries(used);
+CREATE TABLE IF NOT EXISTS totals(id INTEGER PRIMARY KEY CHECK (id = 0), entries INTEGER NOT NULL,
+    value_bytes INTEGER NOT NULL);
+INSERT OR IGNORE INTO totals VALUES (0, 0, 0);
+CREATE TRIGGER IF NOT EXISTS entry_added AFTER INSERT ON entries BEGIN
+    UPDATE totals SET entries = entries + 1, value_bytes = value_bytes + length(NEW.value) WHERE id = 0; END;
+CREATE TRIGGER IF NOT EXISTS entry_deleted AFTER DELETE ON entries BEGIN
+    UPDATE totals SET entries = entries - 1, value_bytes = value_bytes - length(OLD.value) WHERE id = 0; END;
+CREATE TRIGGER IF NOT EXISTS entry_replaced AFTER UPDATE OF value ON entries BEGIN
+    UPDATE totals SET value_bytes = value_bytes - length(OLD.value) + length(NEW.value) WHERE id = 0; END;
+"""
+ENTRY_BYTES = 64  # what an entry takes besides its value (key, digest, time, the index on time, B-tree cells)
+
+Result = tuple[str, int]  # a worker's result for one sentence: (block without sent_id or error message, flags)
+
+
+def _library_version(backend: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    names = {"udpipe": ["ufal.udpipe"], "spacy-udpipe": ["spacy-udpipe", "ufal.udpipe"], "stanza": ["stanza"],
+             "spacy": ["spacy"]}[backend]
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} ?")
+    return ", ".join(found)
+
+
+def _content_hash(path: str) -> str:
+    """sha256 of a model file, or of a model folder's files (relative names and contents, sorted)."""
+    if os.path.isfile(path):
+        return file_sha256(path)
+    digest = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(path)):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(folder, name)
+            digest.update(os.path.relpath(full, path).encode("utf-8", "surrogateescape") + b"\0")
+            digest.update(file_sha256(full).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def parser_identity(spec: ParserSpec) -> dict[str, Any]:
+    """Everything that decides a parser's output for a line: the backend, its library's version, the model's
+    content hash (stanza: the language's folder; an installed spaCy package: its name and version) and the
+    options the backend uses. Two converts share entries exactly when these are equal."""
+    if spec.backend == "stanza":
+        assert spec.model_dir and spec.lang
+        folder = os.path.join(spec.model_dir, spec.lang)
+        model = {"name": os.path.basename(os.path.normpath(spec.model_dir)),
+                 "sha256": _content_hash(folder if os.path.isdir(folder) else spec.model_dir)}
+        resources = os.path.join(spec.model_dir, "resources.json")
+        if os.path.isfile(resources):
+            model["resources_sha256"] = file_sha256(resources)
+    elif spec.model and os.path.exists(spec.model):
+        model = {"name": os.path.basename(os.path.normpath(spec.model)), "sha256": _content_hash(spec.model)}
+    else:  # an installed spaCy package
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            model = {"name": spec.model or "", "package": version(spec.model or "")}
+        except (PackageNotFoundError, ValueError):
+            model = {"name": spec.model or "", "package": "?"}
+    options: dict[str, Any] = {"pretokenized": spec.pretokenized}
+    if spec.backend in ("stanza", "spacy-udpipe"):
+        options["lang"] = spec.lang
+    if spec.backend == "stanza":
+        options["gpu"] = spec.gpu
+    return {"format": FORMAT, "backend": spec.backend, "library": _library_version(spec.backend), "model": model,
+            "options": options}
+
+
+def _deflate(data: bytes) -> bytes:
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=_ZDICT)
+    return packer.compress(data) + packer.flush()
+
+
+def _inflate(data: bytes) -> bytes:
+    unpacker = zlib.decompressobj(-15, zdict=_ZDICT)
+    out = unpacker.decompress(data) + unpacker.flush()
+    if not unpacker.eof or unpacker.unused_data:
+        raise ValueError("truncated or trailing data")
+    return out
+
+
+def _tree_block(text: str, tokens: list[str], heads: list[int], labels: list[str]) -> str:
+    """The block a worker writes for a parsed line (convert_filter_parse: `_parsed_trees`, then `_block`)."""
+    return format_sentence(tree_to_sentence(Tree(tokens, heads, labels, None, text.strip())))
+
+
+def _tree_payload(text: str, block: str) -> bytes | None:
+    """A block as tokens, heads and labels, when it is rebuilt from them and the text byte for byte."""
+    rows = block.split("\n")[1:-2]
+    try:
+        columns = [row.split("\t") for row in rows]
+        tokens, heads, labels = [c[1] for c in columns], [int(c[6]) for c in columns], [c[7] for c in columns]
+    except (IndexError, ValueError):
+        return None
+    if _tree_block(text, tokens, heads, labels) != block:
+        return None
+    return "\n".join(("\t".join(tokens), " ".join(map(str, heads)), "\t".join(labels))).encode("utf-8")
+
+
+def encode_result(text: str, result: Result) -> bytes:
+    """A worker's result for the line `text` as a cache value: kind, flags, deflated payload."""
+    block, flags = result
+    if flags & ERROR:
+        kind, payload = MESSAGE, block.encode("utf-8")
+    else:
+        tree = _tree_payload(text, block)
+        kind, payload = (TREE, tree) if tree is not None else (BLOCK, block.encode("utf-8"))
+    return bytes((kind, flags)) + _deflate(payload)
+
+
+def decode_result(text: str, value: bytes) -> Result:
+    """The worker's result that `encode_result` stored for the line `text`; ValueError when it does not decode."""
+    if len(value) < 2 or value[0] not in (TREE, BLOCK, MESSAGE) or value[1] & ~(ERROR | JOINED):
+        raise ValueError("unknown kind or flags")
+    kind, flags = value[0], value[1]
+    try:
+        payload = _inflate(value[2:]).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError) as err:
+        raise ValueError(str(err)) from None
+    if (kind == MESSAGE) != bool(flags & ERROR):
+        raise ValueError("kind and flags disagree")
+    if kind != TREE:
+        return payload, flags
+    parts = payload.split("\n")
+    if len(parts) != 3:
+        raise ValueError("not tokens, heads and labels")
+    tokens, heads, labels = parts[0].split("\t"), [int(h) for h in parts[1].split(" ")], parts[2].split("\t")
+    if not len(tokens) == len(heads) == len(labels):
+        raise ValueError("tokens, heads and labels differ in number")
+    return _tree_block(text, tokens, heads, labels), flags
+
+
+def entry_digest(parser: int, key: bytes, value: bytes) -> int:
+    """The 8-byte check of an entry (as a signed SQLite integer)."""
+    raw = hashlib.blake2b(parser.to_bytes(8, "little", signed=True) + key + value, digest_size=8).digest()
+    return int.from_bytes(raw, "little", signed=True)
+
+
+def cache_file(folder: str) -> str:
+    return os.path.join(folder, FILE)
+
+
+@dataclass
+class Lookup:
+    """What the cache holds for some keys of one parser: the results, and the keys of damaged entries."""
+
+    found: dict[bytes, Result] = field(default_factory=dict)
+    damaged: set[bytes] = field(default_factory=set)
+
+
+class _Database:
+    """The cache's SQLite database opened (created: tables, WAL mode), its totals, and its closing."""
+
+    def __init__(self, folder: str, create: bool) -> None:
+        self.folder = folder
+        self.path = cache_file(folder)
+        self._lock = threading.Lock()
+        if not create and not os.path.isfile(self.path):
+            raise InputError("no parse cache here (made by `synprep convert --parse-cache DIR`)", folder)
+        if create:
+            if os.path.exists(folder) and not os.path.isdir(folder):
+                raise InputError("the parse cache must be a folder, and this is a file", folder)
+            os.makedirs(folder, exist_ok=True)
+        with self._guard():
+            # the workers are forked while this connection is open; they never use it (only this process does)
+            self.db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None,
+                                      check_same_thread=False)
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self.db.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first writer
+            self.db.execute("PRAGMA synchronous = NORMAL")  # WAL: never corrupt; a power cut may lose the last pieces
+            self.db.executescript(_SCHEMA_SQL)
+            self._check_schema()
+
+    def _guard(self) -> _Guard:
+        return _Guard(self)
+
+    def _check_schema(self) -> None:
+        self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+        schema = self.db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()[0]
+        if schema != str(SCHEMA):
+            raise InputError(f"a parse cache of schema {schema}, this synprep reads schema {SCHEMA}: use another "
+                             "folder", self.folder)
+
+    def size(self) -> tuple[int, int]:
+        """(entries, their bytes: values and ENTRY_BYTES each), what the size limit counts (the file is larger:
+        B-tree pages are partly filled, and deleted entries leave room that new ones reuse)."""
+        entries, value_bytes = self.db.execute("SELECT entries, value_bytes FROM totals").fetchone()
+        return entries, value_bytes + ENTRY_BYTES * entries
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+
+class ParseCache(_Database):
+    """One open parse cache (a connection of this process; its methods may be called from any thread)."""
+
+    def __init__(self, folder: str, max_gb: float | None = DEFAULT_MAX_GB, create: bool = True) -> None:
+        super().__init__(folder, create)
+        self.max_bytes = None if max_gb is None else int(max_gb * 1e9)
+        self._parsers: dict[ParserSpec, int] = {}
+
+    def parser(self, spec: ParserSpec) -> int:
+        """The cache's id of a parser (its identity recorded the first time; the model hashed once per process)."""
+        if spec not in self._parsers:
+            description = json.dumps(parser_identity(spec), sort_keys=True)
+            digest = hashlib.sha256(description.encode()).hexdigest()
+            with self._guard(), self._lock:
+                self.db.execute("INSERT OR IGNORE INTO parsers(digest, description) VALUES (?, ?)",
+                                (digest, description))
+                self._parsers[spec] = self.db.execute("SELECT id FROM parsers WHERE digest = ?",
+                                                      (digest,)).fetchone()[0]
+        return self._parsers[spec]
+
+    def lookup(self, parser: int, texts: dict[bytes, str]) -> Lookup:
+        """The stored results of these keys (key -> the line given to the parser) that decode and match their
+        digest; the others are missing or damaged."""
+        out = Lookup()
+        keys = list(texts)
+        with self._guard(), self._lock:
+            for start in range(0, len(keys), BATCH):
+                part = keys[start:start + BATCH]
+                rows = self.db.execute(f"SELECT key, value, digest FROM entries WHERE parser = ? AND key IN "
+                                       f"({','.join('?' * len(part))})", (parser, *part)).fetchall()
+                for key, value, digest in rows:
+                    key, value = bytes(key), bytes(value)
+                    try:
+                        if key not in texts or entry_digest(parser, key, value) != digest:
+                            raise ValueError("digest")
+                        out.found[key] = decode_result(texts[key], value)
+                    except ValueError:
+                        out.damaged.add(key)
+        return out
+
+    def record(self, parser: int, parsed: Iterable[tuple[bytes, str, Result]], hits: Iterable[bytes]) -> None:
+        """Store newly parsed results (key, the line, result; replacing a damaged entry of the key) and refresh
+        the `used` time of hits; then keep the entries within the size limit."""
+        now = int(time.time())
+        rows = []
+        for key, text, result in parsed:
+            value = encode_result(text, result)
+            rows.append((parser, key, value, entry_digest(parser, key, value), now))
+        stale = [(now, parser, key, now - TOUCH_SECONDS) for key in hits]
+        if not rows and not stale:
+            return
+        with self._guard(), self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?) ON CONFLICT (parser, key) DO UPDATE "
+                                    "SET value = excluded.value, digest = excluded.digest, used = excluded.used", rows)
+                self.db.executemany("UPDATE entries SET used = ? WHERE parser = ? AND key = ? AND used < ?", stale)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            if self.max_bytes is not None and self.size()[1] > self.max_bytes:
+                self._evict(int(0.9 * self.max_bytes))
+
+    def _evict(self, target: int) -> int:
+        """Delete the least recently used entries until their bytes are within `target` (or none is left);
+        returns how many were deleted."""
+        deleted = 0
+        entries, size = self.size()
+        while size > target and entries:
+            count = max(1, int((size - target) / (size / entries)))
+            deleted += self.db.execute("DELETE FROM entries WHERE (parser, key) IN (SELECT parser, key FROM entries "
+                                       "ORDER BY used LIMIT ?)", (count,)).rowcount
+            entries, size = self.size()
+        return deleted
+
+
+class _Guard:
+    """SQLite failing on the cache's file (not a database, damaged, unwritable, disk full): one error naming it."""
+
+    def __init__(self, cache: _Database) -> None:
+        self.cache = cache
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, err: BaseException | None, trace: Any) -> None:
+        if isinstance(err, sqlite3.Error):
+            hint = ("damaged, or not a parse cache: move it away (a convert then starts an empty one), or see "
+                    "`synprep cache verify`"
+                    if isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError)
+                    else "is the folder writable and the disk not full?")
+            raise InputError(f"the parse cache failed ({err}): {hint}", self.cache.path) from None
+
+
+def _open_existing(folder: str) -> ParseCache:
+    return ParseCache(folder, None, create=False)
+
+
+def _parser_digests(cache: ParseCache) -> dict[int, tuple[str, dict[str, Any]]]:
+    return {pid: (digest, json.loads(description)) for pid, digest, description in
+            cache.db.execute("SELECT id, digest, description FROM parsers ORDER BY id")}
+
+
+def cache_info(folder: str) -> dict[str, Any]:
+    """A cache's size and, per parser, its entries, stored bytes and last use."""
+    cache = _open_existing(folder)
+    try:
+        with cache._guard():
+            parsers = _parser_digests(cache)
+            rows = cache.db.execute("SELECT parser, count(*), sum(length(value)), max(used) FROM entries "
+                                    "GROUP BY parser").fetchall()
+            used = cache.size()[1]
+    finally:
+        cache.close()
+    counts = {pid: (n, size, last) for pid, n, size, last in rows}
+    files = [cache.path + suffix for suffix in ("", "-wal", "-shm")]
+    return {"path": cache.path, "file_bytes": sum(os.path.getsize(f) for f in files if os.path.isfile(f)),
+            "data_bytes": used, "entries": sum(n for n, _, _ in counts.values()),
+            "parsers": [{"id": pid, "digest": digest, **description, "entries": counts.get(pid, (0,))[0],
+                         "value_bytes": counts.get(pid, (0, 0))[1] or 0, "last_used": counts.get(pid, (0, 0, None))[2]}
+                        for pid, (digest, description) in parsers.items()]}
+
+
+def verify_cache(folder: str, repair: bool = False) -> dict[str, Any]:
+    """SQLite's integrity_check, then every entry: its digest matches and its value decodes. `repair` deletes
+    the damaged entries (a convert would parse those sentences again anyway)."""
+    cache = _open_existing(folder)
+    damaged: list[tuple[int, bytes]] = []
+    checked = value_bytes = 0
+    wrong_totals, totals = False, (0, 0)
+    try:
+        with cache._guard():
+            problems = [row[0] for row in cache.db.execute("PRAGMA integrity_check")]
+            problems = [] if problems == ["ok"] else problems
+            for parser, key, value, digest in cache.db.execute("SELECT parser, key, value, digest FROM entries"):
+                checked += 1
+                value_bytes += len(value)
+                try:
+                    if entry_digest(parser, bytes(key), bytes(value)) != digest:
+                        raise ValueError("digest")
+                    decode_result("", bytes(value))
+                except ValueError:
+                    damaged.append((parser, bytes(key)))
+            totals = cache.db.execute("SELECT entries, value_bytes FROM totals").fetchone()
+            wrong_totals = totals != (checked, value_bytes)  # what the size limit counts (kept by triggers)
+            if repair:
+                cache.db.executemany("DELETE FROM entries WHERE parser = ? AND key = ?", damaged)
+                cache.db.execute("UPDATE totals SET entries = (SELECT count(*) FROM entries), value_bytes = "
+                                 "(SELECT coalesce(sum(length(value)), 0) FROM entries)")
+    finally:
+        cache.close()
+    return {"path": cache.path, "integrity": problems, "entries": checked, "damaged": len(damaged),
+            "deleted": len(damaged) if repair else 0,
+            "totals": None if not wrong_totals else f"the size limit's totals said {totals[0]} entries of "
+                                                    f"{totals[1]} bytes" + (", recounted" if repair else "")}
+
+
+def prune_cache(folder: str, max_gb: float | None = None, parser: str | None = None) -> dict[str, Any]:
+    """Delete every entry of a parser (`parser`: its id or a prefix of its digest, as `cache_info` shows) and/or
+    the least recently used entries down to `max_gb`; then VACUUM, so that the file shrinks."""
+    cache = _open_existing(folder)
+    deleted = 0
+    try:
+        with cache._guard():
+            if parser is not None:
+                matches = [pid for pid, (digest, _) in _parser_digests(cache).items()
+                           if parser == str(pid) or digest.startswith(parser)]
+                if len(matches) != 1:
+                    raise InputError(f"--parser {parser!r} matches {len(matches)} parsers of the cache (give its id "
+                                     "or more of its digest: see `synprep cache info`)", cache.path)
+                deleted += cache.db.execute("DELETE FROM entries WHERE parser = ?", (matches[0],)).rowcount
+            if max_gb is not None:
+                deleted += cache._evict(int(max_gb * 1e9))
+            before = os.path.getsize(cache.path)
+            if deleted:
+                cache.db.execute("VACUUM")
+                cache.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        cache.close()
+    return {"path": cache.path, "deleted": deleted, "file_bytes_before": before,
+            "file_bytes": os.path.getsize(cache.path)}
+
+
+def _size(count: int) -> str:
+    return f"{count / 1e9:.2f} GB" if count >= 1e9 else f"{count / 1e6:.1f} MB" if count >= 1e6 else \
+        f"{count / 1e3:.1f} kB"
+
+
+def format_info(info: dict[str, Any]) -> str:
+    """`synprep cache info`'s text."""
+    lines = [f"{info['path']}: {info['entries']} entries, {_size(info['data_bytes'])} in use, "
+             f"{_size(info['file_bytes'])} on disk"]
+    for parser in info["parsers"]:
+        model = parser["model"]
+        last = time.strftime("%Y-%m-%d %H:%M", time.gmtime(parser["last_used"])) if parser["last_used"] else "-"
+        lines.append(f"  parser {parser['id']} ({parser['digest'][:12]}): {parser['backend']} "
+                     f"{model.get('name', '')} sha256 {str(model.get('sha256', model.get('package')))[:12]} "
+                     f"{json.dumps(parser['options'], sort_keys=True)} [{parser['library']}]: {parser['entries']} "
+                     f"entries, {_size(parser['value_bytes'])} of values, last used {last} UTC")
+    return "\n".join(lines)
+
+
+def format_verify(report: dict[str, Any]) -> str:
+    """`synprep cache verify`'s text."""
+    integrity = "integrity ok" if not report["integrity"] else "integrity_check: " + "; ".join(report["integrity"][:5])
+    repaired = f", {report['deleted']} deleted" if report["deleted"] else ""
+    totals = f"; {report['totals']}" if report["totals"] else ""
+    return (f"{report['path']}: {integrity}; {report['entries']} entries checked, {report['damaged']} damaged"
+            f"{repaired}{totals}")
+
+
+def format_prune(report: dict[str, Any]) -> str:
+    """`synprep cache prune`'s text."""
+    return (f"{report['path']}: {report['deleted']} entries deleted, {_size(report['file_bytes_before'])} -> "
+            f"{_size(report['file_bytes'])}")
