@@ -259,6 +259,48 @@ def resume_point(out: str) -> tuple[str, dict] | None:
                      " --resume continues only from a checkpoint; --overwrite starts the run again")
 
 
+def lost_best(out: str, resumed: str, ckpt: dict) -> tuple[str, str | None] | None:
+    """When a resumed run's OUT/best.pt is missing, damaged or not the best its checkpoint records (a write that
+    failed, a disk that filled): (what is lost, in words; the file that holds the best weights: the checkpoint
+    resumed from when it was the best, a kept checkpoint_<step>.pt of the best step, else None). None: best.pt
+    is whole."""
+    from .runfiles import step_checkpoints
+
+    best = os.path.join(out, "best.pt")
+    if os.path.abspath(resumed) == os.path.abspath(best):
+        return None
+    step = int(ckpt["step"])
+    best_step = step if ckpt.get("best") is None else ckpt.get("best_step")  # no validation: best = last
+    state = _readable_state(best)
+    if state is not None and (best_step is None or int(state["step"]) == best_step):
+        return None
+    what = f"{best} is " + ("missing or damaged" if state is None else f"of step {int(state['step'])}")
+    if best_step is None:
+        return f"{what} (the run's best step is not recorded)", None
+    what += f" (the run's best is step {best_step})"
+    if best_step == step:
+        return what, resumed
+    kept = [path for path in step_checkpoints(out) if (found := _readable_state(path)) and found["step"] == best_step]
+    return what, (kept[0] if kept else None)
+
+
+def restore_file(source: str, path: str) -> None:
+    """A copy of `source` as `path`, whole or not at all (a temporary name renamed); a failed write is one line
+    naming `path` and the cause."""
+    import shutil
+
+    from synprep.errors import InputError
+
+    tmp = path + ".tmp"
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, path)
+    except OSError as err:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise InputError(f"cannot write: {err.strerror or err}", path) from None
+
+
 def data_fingerprint(path: str) -> str:
     """The content of a split as one hash: sha256 over its manifest's shard hashes and row counts (a split
     reconverted from another corpus, or with other codes, has another fingerprint; a moved one the same)."""
