@@ -35,6 +35,18 @@ class Translator:
         self.recipe: SourceRecipe | None = None
         self.device, self.beam, self.alpha, self.max_tokens = device, beam, length_penalty, max_tokens
         self.nbest, self.progress = nbest, progress
+        self.positions = self.model.cfg.sizes.max_len - 1  # sub-words a source may have (+ EOS)
+        longest = max((len(piece.removesuffix("@@")) for piece in self.vocab.src.itos), default=1)
+        self.max_chars = self.positions * longest  # more non-space characters than that: more sub-words too
+
+    def fits(self, line: str) -> bool:
+        """Whether raw `line` may fit the model's positions, judged before it is parsed: every word is at
+        least one sub-word and every sub-word at most the vocabulary's longest piece (a line over either bound
+        would only be parsed and featurized, at a cost growing with its length, to be left empty)."""
+        if len(line) <= self.positions:
+            return True
+        words = line.split()
+        return len(words) <= self.positions and sum(map(len, words)) <= self.max_chars
 
     def split(self, path: str) -> ParallelData:
         """A split folder written by synprep convert, with this model's vocabulary."""
@@ -50,8 +62,10 @@ class Translator:
         return self._decode(self.split(path))
 
     def translate_raw(self, lines: list[str]) -> list[Ranked]:
-        """Raw sentences -> one ranked list per line; a blank line gets an empty list (nothing is decoded)."""
-        filled = [i for i, line in enumerate(lines) if line.strip()]
+        """Raw sentences -> one ranked list per line; a blank line or one longer than the model's positions gets
+        an empty list (nothing is decoded; a line too long is found before parsing, or after parsing before
+        its features are made, so its time and memory stay bounded)."""
+        filled = [i for i, line in enumerate(lines) if line.strip() and self.fits(line)]
         results: list[Ranked] = [[] for _ in lines]
         if not filled:
             return results
@@ -59,13 +73,15 @@ class Translator:
             self.recipe = travelling_recipe(self.ckpt, self.checkpoint, *self.source_files)
         from synprep.prepare import prepare_source  # parser and BPE: only for raw text
 
-        table = prepare_source([lines[i] for i in filled], self.recipe)
+        table = prepare_source([lines[i] for i in filled], self.recipe, max_words=self.positions)
+        if not table.num_rows:
+            return results
         # every source feature of the training dataset (distances, labels, ...), made as convert made them
         data = ParallelData("<input>", self.vocab, table=table, configuration=self.ckpt["pipeline"],
                             features=self.model.cfg.batch_features(training=False),
                             feature_options=self.model.cfg.feature_options())
-        for i, ranked in zip(filled, self._decode(data)):
-            results[i] = ranked
+        for row, ranked in zip(table.column("id").to_pylist(), self._decode(data)):
+            results[filled[row]] = ranked
         return results
 
     def writer(self, out: TextIO) -> Callable[[int, Ranked], None]:
