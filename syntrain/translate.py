@@ -24,6 +24,16 @@ def iter_lines(path: str) -> Iterator[str]:
         yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, path, lineno)
 
 
+def may_fit(line: str, positions: int, longest: int) -> bool:
+    """Whether raw `line` may fit `positions` sub-words, judged before it is parsed: every word is at least one
+    sub-word, every sub-word at most `longest` characters (a line over either bound would be parsed and
+    featurized, at a cost growing with its length, only to be left empty)."""
+    if len(line) <= positions:
+        return True
+    words = line.split()
+    return len(words) <= positions and sum(map(len, words)) <= positions * longest
+
+
 class Translator:
     """A checkpoint loaded once, with its decoding settings (nbest = 0: the best translation only)."""
 
@@ -36,17 +46,7 @@ class Translator:
         self.device, self.beam, self.alpha, self.max_tokens = device, beam, length_penalty, max_tokens
         self.nbest, self.progress = nbest, progress
         self.positions = self.model.cfg.sizes.max_len - 1  # sub-words a source may have (+ EOS)
-        longest = max((len(piece.removesuffix("@@")) for piece in self.vocab.src.itos), default=1)
-        self.max_chars = self.positions * longest  # more non-space characters than that: more sub-words too
-
-    def fits(self, line: str) -> bool:
-        """Whether raw `line` may fit the model's positions, judged before it is parsed: every word is at
-        least one sub-word and every sub-word at most the vocabulary's longest piece (a line over either bound
-        would only be parsed and featurized, at a cost growing with its length, to be left empty)."""
-        if len(line) <= self.positions:
-            return True
-        words = line.split()
-        return len(words) <= self.positions and sum(map(len, words)) <= self.max_chars
+        self.longest = max((len(piece.removesuffix("@@")) for piece in self.vocab.src.itos), default=1)
 
     def split(self, path: str) -> ParallelData:
         """A split folder written by synprep convert, with this model's vocabulary."""
@@ -63,9 +63,8 @@ class Translator:
 
     def translate_raw(self, lines: list[str]) -> list[Ranked]:
         """Raw sentences -> one ranked list per line; a blank line or one longer than the model's positions gets
-        an empty list (nothing is decoded; a line too long is found before parsing, or after parsing before
-        its features are made, so its time and memory stay bounded)."""
-        filled = [i for i, line in enumerate(lines) if line.strip() and self.fits(line)]
+        an empty list (found before parsing, or after it before features are made: bounded time and memory)."""
+        filled = [i for i, line in enumerate(lines) if line.strip() and may_fit(line, self.positions, self.longest)]
         results: list[Ranked] = [[] for _ in lines]
         if not filled:
             return results
