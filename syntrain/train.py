@@ -16,7 +16,6 @@ import json
 import math
 import os
 import random
-import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -324,8 +323,13 @@ class Run:
     def record(self, values: dict) -> None:
         """One metrics.jsonl record (and TensorBoard scalars), rank 0."""
         if self.metrics_file:
-            self.metrics_file.write(json.dumps(values) + "\n")
-            self.metrics_file.flush()
+            try:
+                self.metrics_file.write(json.dumps(values) + "\n")
+                self.metrics_file.flush()
+            except OSError as err:  # a full disk: one line naming the file, not "<output>"
+                from synprep.errors import InputError
+
+                raise InputError(f"cannot write: {err.strerror or err}", self.metrics_file.name) from None
         if self.writer:
             for key, value in values.items():
                 if isinstance(value, (int, float)) and key not in ("step", "epoch"):
@@ -499,7 +503,9 @@ def save(run: Run, also_best: bool) -> None:
     for path in (run.last_path, run.best_path) if also_best else (run.last_path,):
         save_checkpoint(state, path)
     if cfg.keep_last:
-        shutil.copyfile(run.last_path, os.path.join(cfg.out, f"checkpoint_{run.step}.pt"))
+        from .runfolder import restore_file
+
+        restore_file(run.last_path, os.path.join(cfg.out, f"checkpoint_{run.step}.pt"))  # whole or none, named
         prune_step_checkpoints(cfg.out, cfg.keep_last)
 
 
