@@ -478,7 +478,8 @@ def test_a_checkpoint_with_nan_weights_is_one_line(data, tmp_path, command):
                                   "average -o = input", "compare --json = RUN/test.hyp"])
 def test_an_output_that_would_overwrite_another_or_an_input_is_refused_before_work(data, tmp_path, case):
     run = copy_run(data, tmp_path)
-    best, test = run / "best.pt", data["shards"] / "test"
+    best, test = run / "best.pt", tmp_path / "test"
+    shutil.copytree(data["shards"] / "test", test)  # a copy: a failing case must not damage the shared split
     hyp = tmp_path / "out.txt"
     args, target = {
         "eval -o = --json": (["eval", "--checkpoint", best, "--data", test, "-o", hyp, "--json", hyp], hyp),
