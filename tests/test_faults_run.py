@@ -1,7 +1,8 @@
 """Fault injection, run folders and live data: two writers on one run folder, resumes from damaged or changed
 runs, budgets over the whole run, shards changed or replaced by odd files (named pipes, /dev/zero) under a
 reader or a running trainer, splits of 0 pairs, damaged test shards and checkpoints, averaging across runs,
-atomic BPE codes, convert inputs changed before --resume, compare's cache.
+run folders inside datasets, a lost best.pt, NaN weights, output paths that collide or cannot be written, raw
+lines too long to translate, atomic BPE codes, convert inputs changed before --resume, compare's cache.
 
 Each test runs the real commands on a tiny synthetic dataset (synprep synth: 300 pairs) and a model of a few
 thousand parameters, and expects a one-line `synprep: error:` / `syntrain: error:` (exit 2) or the right result:
