@@ -38,9 +38,11 @@ def _checked_file(path: str | None, expected: str | None, what: str) -> None:
         raise InputError(f"not the {what} of the dataset (sha256 differs from its signature)", path)
 
 
-def prepare_source(lines: Sequence[str], recipe: SourceRecipe) -> pa.Table:
-    """One row per line (none may be blank): id, src_text, tgt_text (empty), the dataset's src_* features and an
-    empty tgt_subwords. Non-projective policy `drop` becomes `keep` here: every line gets a row."""
+def prepare_source(lines: Sequence[str], recipe: SourceRecipe, max_words: int = 0) -> pa.Table:
+    """One row per line (none may be blank): id (the line's index in `lines`), src_text, tgt_text (empty), the
+    dataset's src_* features and an empty tgt_subwords. Non-projective policy `drop` becomes `keep` here: every
+    line gets a row, except with `max_words` > 0 a line parsed into more words: it is left out before its
+    features are made (the tree distances of a sentence take memory growing with the cube of its words)."""
     if any(not line.strip() for line in lines):
         raise ValueError("prepare_source: blank lines have no tree (leave them out and keep their places)")
     parser = recipe.parser
@@ -59,6 +61,9 @@ def prepare_source(lines: Sequence[str], recipe: SourceRecipe) -> pa.Table:
     apply = normalizer(recipe.normalize)
     texts = [apply(line.rstrip("\n")) for line in lines]
     trees = [to_tree(item.sentence, "<parser output>") for item in _loaded(spec).parse(texts)]
+    ids = [i for i, tree in enumerate(trees) if not max_words or len(tree.tokens) <= max_words]
+    if len(ids) < len(trees):
+        trees, texts = [trees[i] for i in ids], [texts[i] for i in ids]
     policies = dict(recipe.policies)
     if policies.get("non_projective") == "drop":
         policies["non_projective"] = "keep"
@@ -67,7 +72,7 @@ def prepare_source(lines: Sequence[str], recipe: SourceRecipe) -> pa.Table:
     columns = featurize(trees, config, segment)
     src_fields = S.feature_fields(recipe.features, "src_", S.SCHEMA_VERSION)  # as convert stores them
     n = len(texts)
-    arrays = [S.plain_array(list(range(n)), pa.int64()), S.plain_array(texts, pa.string()),
+    arrays = [S.plain_array(ids, pa.int64()), S.plain_array(texts, pa.string()),
               S.plain_array([""] * n, pa.string())] + columns.arrays(src_fields, "src_")
     names = ["id", "src_text", "tgt_text"] + [f.name for f in src_fields]
     empty = S.list_array([], [0] * n, pa.list_(pa.string()))

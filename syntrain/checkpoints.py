@@ -71,7 +71,17 @@ def load_weights(model: torch.nn.Module, weights: dict, path: str) -> None:
         count = len(shapes) + len(missing) + len(extra)
         raise ValueError(f"{path}: the weights do not fit the recorded model configuration: {problem}"
                          f"{f' (and {count - 1} more)' if count > 1 else ''}")
+    check_finite(weights, path)
     model.load_state_dict(weights)
+
+
+def check_finite(weights: dict, path: str) -> None:
+    """A ValueError naming the file and the first tensor holding NaN or an infinity: such a checkpoint (a run
+    that diverged) decodes to empty lines, scores 0 and trains on in NaN, so it is refused wherever one is loaded."""
+    for name, tensor in weights.items():
+        if torch.is_tensor(tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"{path}: the weights hold NaN or infinite values ({name}): the run diverged before "
+                             "this checkpoint was written; use an earlier checkpoint of the run")
 
 
 def run_identity(ckpt: dict) -> dict:
@@ -101,6 +111,7 @@ def average_checkpoints(paths: list[str], force: bool = False) -> dict:
             raise ValueError(f"{path}: not a readable checkpoint ({type(error).__name__}: {error})") from None
         if not isinstance(ckpt, dict) or "model" not in ckpt or "model_config" not in ckpt:
             raise ValueError(f"{path}: not a syntrain checkpoint")
+        check_finite(ckpt["model"], path)
         if base and (ckpt["model_config"] != base["model_config"] or ckpt.get("vocab") != base.get("vocab")
                      or ckpt.get("src_vocab") != base.get("src_vocab")):
             raise ValueError(f"{path}: another model configuration or vocabulary than {paths[0]}")
@@ -121,19 +132,34 @@ def average_checkpoints(paths: list[str], force: bool = False) -> dict:
 
 def save_checkpoint(state: dict, path: str) -> None:
     """torch.save under a temporary name, then rename: a full disk or a kill leaves the previous file intact and
-    no partial one; a write error is one line naming the file."""
-    import torch
-
+    no partial one; a write error is one line naming the file and the cause (a missing folder, a read-only file
+    system, a full disk)."""
     from synprep.errors import InputError
     from synprep.textio import replaceable
 
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(f"cannot write the checkpoint: the folder {folder} does not exist", path)
     tmp = path + ".tmp" if replaceable(path) else path  # a device (/dev/null) is written in place, never replaced
     try:
-        torch.save(state, tmp)
+        with open(tmp, "wb") as out:  # our file object: the system's error (errno) reaches us, not torch's wrapper
+            torch.save(state, out)
+            out.flush()
+            if tmp != path:
+                os.fsync(out.fileno())
         if tmp != path:
             os.replace(tmp, path)
-    except (OSError, RuntimeError) as err:  # torch reports a full disk as a RuntimeError of its zip writer
+    except (OSError, RuntimeError) as err:  # torch reports a failed write of its zip writer as a RuntimeError
         if tmp != path and os.path.exists(tmp):
             os.remove(tmp)
-        reason = getattr(err, "strerror", None) or "write failed (disk full?)"
-        raise InputError(f"cannot write the checkpoint: {reason}", path) from None
+        raise InputError(f"cannot write the checkpoint: {_write_error(err)}", path) from None
+
+
+def _write_error(err: BaseException) -> str:
+    """The cause of a failed write in words: the system's (errno) where one is known, else torch's message."""
+    cause: BaseException | None = err
+    while cause is not None and not isinstance(cause, OSError):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror
+    return " ".join(str(err).split()) or "the write failed"

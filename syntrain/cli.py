@@ -226,6 +226,10 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
     from .data import check_scored_split
 
     try:
+        _check_outputs({"-o": output_path}, {"the checkpoint (--checkpoint)": checkpoint,
+                                             f"the {'split' if is_split else 'input'} (-i)": input_path,
+                                             "the parser model (--parser-model)": parser_model,
+                                             "the BPE codes (--bpe-codes)": bpe_codes})
         if is_split:
             check_scored_split(input_path)  # before the model is loaded or anything written
         translator = Translator(checkpoint, _device(), beam, length_penalty, max_tokens, nbest or 0,
@@ -324,7 +328,10 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         model, vocab, ckpt = load_checkpoint(checkpoint, device)
         outputs = decoded(model.switches)
         writers = _output_writers(outputs, output_paths)
-        _check_folders([output_path, json_path, *(path for path, _ in writers.values())])
+        paths = {"-o": output_path, "--json": json_path, **{f"--{name}": path for name, (path, _) in writers.items()}}
+        _check_folders(list(paths.values()))
+        _check_outputs(paths, {"the checkpoint (--checkpoint)": checkpoint, "the split (--data)": data_path,
+                                "the challenge sets (--subsets)": subsets_dir})
         check_scored_split(data_path)
         options = model.cfg.data_options()
         options["decoder_target"] = readable_target(options["decoder_target"], open_columns(data_path))
@@ -336,12 +343,12 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     pieces: list[list[str]] = []
     hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device, progress=True,
                          pieces=pieces)
+    from synprep.textio import atomic_write  # whole files or none; a write error is one line naming the file
+
     if output_path:
-        with open(output_path, "w", encoding="utf-8") as f:
-            f.writelines(h + "\n" for h in hyps)
+        atomic_write(output_path, "".join(h + "\n" for h in hyps).encode("utf-8"))
     for name, (path, writer) in writers.items():
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(writer.file_text(name, pieces, data.keep))
+        atomic_write(path, writer.file_text(name, pieces, data.keep).encode("utf-8"))
     from synprep.normalize import normalizer
 
     normalize = normalizer(normalize_refs)
@@ -377,6 +384,37 @@ def _check_folders(paths: list[str | None]) -> None:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise ValueError(f"{path}: the folder {folder} does not exist")
+
+
+def _check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
+    """ValueError, before any work, when two outputs are one file (the second would overwrite the first) or an
+    output is one of the command's inputs (a checkpoint, a file of a split folder, the text read). `outputs`:
+    option -> path; `inputs`: what it is, in words -> path (a folder stands for every file in it). '-' (stdout)
+    and devices such as /dev/null may repeat."""
+    from synprep.textio import replaceable
+
+    def same(a: str, b: str) -> bool:
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        with contextlib.suppress(OSError):
+            return os.path.samefile(a, b)  # hard links
+        return False
+
+    seen: list[tuple[str, str]] = []
+    for option, path in outputs.items():
+        if not path or path == "-" or not replaceable(path):
+            continue
+        for other_option, other in seen:
+            if same(path, other):
+                raise ValueError(f"{path}: given to both {other_option} and {option} (the second file would "
+                                 "overwrite the first): give each output its own path")
+        for label, given in filter(lambda item: item[1] and item[1] != "-", inputs.items()):
+            folder = os.path.isdir(given)
+            files = [os.path.join(given, name) for name in os.listdir(given)] if folder else [given]
+            if any(same(path, name) for name in files):
+                raise ValueError(f"{path}: {option} would overwrite {'a file of ' if folder else ''}{label}: "
+                                 "write it elsewhere")
+        seen.append((option, path))
 
 
 def _write_json(path: str, values: dict[str, Any]) -> None:
@@ -434,11 +472,9 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
     the checkpoint, the split and the decoding settings recorded in RUN/test.hyp.json are the same),
     RUN/describe.json (switches, seed, steps) and, for tree-decoding runs, RUN/test.trans;
     it names every file it writes on stderr."""
-    import json
-
     from synprep.errors import InputError
 
-    from .compare import HYPOTHESES, compare
+    from .compare import DESCRIPTION, HYPOTHESES, HYPOTHESES_KEY, compare
 
     missing = [run for run in runs if not any(os.path.isfile(os.path.join(run, name))
                                               for name in ("best.pt", HYPOTHESES))]
@@ -447,13 +483,18 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
                                "RECIPE)")
     written: list[str] = []
     try:
+        own = {f"the {name} compare writes into {run}": os.path.join(run, name) for run in runs
+               for name in (HYPOTHESES, HYPOTHESES_KEY, DESCRIPTION)}
+        _check_folders([json_path])
+        _check_outputs({"--json": json_path}, {**{f"the run {run}": run for run in runs}, **own,
+                                               "the split (--data)": data_path,
+                                               "the challenge sets (--subsets)": subsets_dir})
         table = compare(runs, data_path, beam, length_penalty, samples, subsets_dir, written, bleu_tokenize)
     except (ValueError, InputError) as err:
         raise click.ClickException(str(err)) from None
     click.echo(table)
     if json_path:
-        with open(json_path, "w", encoding="utf-8") as f:
-            json.dump({"runs": list(runs), "table": table}, f, indent=1)
+        _write_json(json_path, {"runs": list(runs), "table": table})
     click.echo(f"compare wrote {', '.join(written)}" if written else "compare wrote nothing into the run folders",
                err=True)
 
@@ -471,6 +512,8 @@ def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None
     from .checkpoints import average_checkpoints, save_checkpoint
 
     try:
+        _check_folders([output_path])
+        _check_outputs({"-o": output_path}, {f"the checkpoint {path} it averages": path for path in checkpoints})
         averaged = average_checkpoints(list(checkpoints), force)
     except (ValueError, InputError) as e:
         raise click.ClickException(str(e)) from e

@@ -211,8 +211,9 @@ class Vocab:
 
     def save(self, path: str) -> None:
         """One JSON list of pieces; a source vocabulary of its own goes beside it (vocab.json -> vocab.src.json)."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.itos, f, ensure_ascii=False)
+        from synprep.textio import atomic_write  # whole or not at all; a write error names the file
+
+        atomic_write(path, json.dumps(self.itos, ensure_ascii=False).encode("utf-8"))
         if self.source:
             self.source.save(source_vocab_path(path))
 

@@ -174,6 +174,7 @@ def run_folder_lock(out: str) -> Iterator[None]:
     if key in _HELD:
         yield
         return
+    refuse_dataset_folder(out)
     made = not os.path.exists(out)
     lock = WriterLock(out, "another syntrain run is writing this run folder")
     lock.acquire()
@@ -186,6 +187,38 @@ def run_folder_lock(out: str) -> Iterator[None]:
         if made and os.path.isdir(out) and os.listdir(out) == [LOCK]:
             os.remove(os.path.join(out, LOCK))
             os.rmdir(out)
+
+
+def dataset_folder(out: str) -> tuple[str, str] | None:
+    """(folder, 'split' or 'dataset') when `out` is or lies inside a synprep split folder (a manifest.json or
+    shards) or dataset folder (convert's OUT: its paths.json or .work/), else None."""
+    import glob
+
+    from synprep.shards import MANIFEST, PATHS
+
+    path = os.path.abspath(out)
+    while True:
+        if os.path.isfile(os.path.join(path, MANIFEST)) or glob.glob(os.path.join(glob.escape(path), "part-*.arrow")):
+            return path, "split"
+        if os.path.isfile(os.path.join(path, PATHS)) or os.path.isdir(os.path.join(path, ".work")):
+            return path, "dataset"
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def refuse_dataset_folder(out: str) -> None:
+    """A ValueError when the run folder `out` would be a synprep dataset or split folder or lie inside one:
+    `synprep convert --overwrite` of the dataset deletes the folder, checkpoints and all, and the run's files
+    would sit among the shards."""
+    found = dataset_folder(out)
+    if found:
+        folder, kind = found
+        where = f"is a synprep {kind} folder" if os.path.abspath(out) == folder else \
+            f"lies inside the synprep {kind} folder {folder}"
+        raise ValueError(f"--out {out} {where}: a run folder is not a dataset's (synprep convert --overwrite "
+                         "would delete the run's checkpoints): give a folder of its own, e.g. runs/NAME")
 
 
 def _readable_state(path: str) -> dict | None:
@@ -224,6 +257,48 @@ def resume_point(out: str) -> tuple[str, dict] | None:
     damaged = "damaged" if os.path.exists(last) else "missing"
     raise ValueError(f"{last}: {damaged}, and no other complete checkpoint in {out} (it holds {', '.join(earlier)}):"
                      " --resume continues only from a checkpoint; --overwrite starts the run again")
+
+
+def lost_best(out: str, resumed: str, ckpt: dict) -> tuple[str, str | None] | None:
+    """When a resumed run's OUT/best.pt is missing, damaged or not the best its checkpoint records (a write that
+    failed, a disk that filled): (what is lost, in words; the file that holds the best weights: the checkpoint
+    resumed from when it was the best, a kept checkpoint_<step>.pt of the best step, else None). None: best.pt
+    is whole."""
+    from .runfiles import step_checkpoints
+
+    best = os.path.join(out, "best.pt")
+    if os.path.abspath(resumed) == os.path.abspath(best):
+        return None
+    step = int(ckpt["step"])
+    best_step = step if ckpt.get("best") is None else ckpt.get("best_step")  # no validation: best = last
+    state = _readable_state(best)
+    if state is not None and (best_step is None or int(state["step"]) == best_step):
+        return None
+    what = f"{best} is " + ("missing or damaged" if state is None else f"of step {int(state['step'])}")
+    if best_step is None:
+        return f"{what} (the run's best step is not recorded)", None
+    what += f" (the run's best is step {best_step})"
+    if best_step == step:
+        return what, resumed
+    kept = [path for path in step_checkpoints(out) if (found := _readable_state(path)) and found["step"] == best_step]
+    return what, (kept[0] if kept else None)
+
+
+def restore_file(source: str, path: str) -> None:
+    """A copy of `source` as `path`, whole or not at all (a temporary name renamed); a failed write is one line
+    naming `path` and the cause."""
+    import shutil
+
+    from synprep.errors import InputError
+
+    tmp = path + ".tmp"
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, path)
+    except OSError as err:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise InputError(f"cannot write: {err.strerror or err}", path) from None
 
 
 def data_fingerprint(path: str) -> str:

@@ -16,7 +16,6 @@ import json
 import math
 import os
 import random
-import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -288,6 +287,7 @@ class Run:
     mcfg: ModelConfig | None = None
     train_data: ParallelData | None = None
     valid_data: ParallelData | None = None
+    test_data: ParallelData | None = None  # read (copied) at the start, scored at the end
     model: torch.nn.Module | None = None  # DDP-wrapped under torchrun
     raw_model: Transformer | None = None
     optimizer: torch.optim.Optimizer | None = None
@@ -297,6 +297,8 @@ class Run:
     epoch: int = 0
     position: int = 0
     best: float | None = None
+    best_step: int | None = None  # the step best.pt holds (recorded in every checkpoint)
+    lost: tuple[str, str | None] | None = None  # a resumed run's best.pt lost: (what, the file holding it or None)
     bad_evals: int = 0
     before: float = 0.0  # training seconds of the earlier sessions (the max_minutes budget is the whole run's)
     session_start: float = 0.0
@@ -321,8 +323,13 @@ class Run:
     def record(self, values: dict) -> None:
         """One metrics.jsonl record (and TensorBoard scalars), rank 0."""
         if self.metrics_file:
-            self.metrics_file.write(json.dumps(values) + "\n")
-            self.metrics_file.flush()
+            try:
+                self.metrics_file.write(json.dumps(values) + "\n")
+                self.metrics_file.flush()
+            except OSError as err:  # a full disk: one line naming the file, not "<output>"
+                from synprep.errors import InputError
+
+                raise InputError(f"cannot write: {err.strerror or err}", self.metrics_file.name) from None
         if self.writer:
             for key, value in values.items():
                 if isinstance(value, (int, float)) and key not in ("step", "epoch"):
@@ -356,6 +363,12 @@ def set_up(cfg: TrainConfig, stack: contextlib.ExitStack) -> Run:
                 raise ValueError(f"{problems[0]} (synprep validate {split} lists all; --no-verify-shards skips "
                                  "this check)")
     run.ckpt = read_checkpoint(run.resume_path) if run.resume_path else None
+    from .runfolder import lost_best, restore_file
+
+    run.lost = lost_best(run.cfg.out, run.resume_path, run.ckpt) if run.ckpt and rank == 0 else None
+    if run.lost and run.lost[1]:  # the best weights are in another file of the run: copied back before anything
+        restore_file(run.lost[1], run.best_path)
+        run.log(f"syntrain: {run.lost[0]}: re-created from {run.lost[1]}")
     return run
 
 
@@ -385,6 +398,7 @@ def load_data(run: Run) -> None:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
                          "BOS/EOS): raise max_tokens or lower max_len")
     run.valid_data = eval_data(cfg.valid, run.vocab, run.mcfg) if cfg.valid else None
+    run.test_data = eval_data(cfg.test, run.vocab, run.mcfg) if cfg.test else None  # as checked: no later rewrite
     if cfg.valid or cfg.test:  # a BLEU tokenizer whose packages are missing: an error now, not after training
         bleu_metric(run.train_data.tgt_lang, cfg.bleu_tokenize)
     ladder = ladder_in_use(cfg.shape_ladder, run.device, cfg.compile)
@@ -421,6 +435,7 @@ def make_model(run: Run) -> None:
         run.scheduler.load_state_dict(ckpt["scheduler"])
         run.step, run.epoch, run.position, run.best = ckpt["step"], ckpt["epoch"], ckpt["position"], ckpt["best"]
         run.bad_evals, run.before = ckpt.get("bad_evals", 0), float(ckpt.get("elapsed_s", 0.0))
+        run.best_step = ckpt.get("best_step")
         _set_rng_state(ckpt["rng"][run.rank] if isinstance(ckpt["rng"], list) else ckpt["rng"])
         run.log(f"resumed from {run.resume_path} at step {run.step} ({run.before / 60:.1f} min trained before)")
         for note in run.notes:
@@ -480,7 +495,8 @@ def save(run: Run, also_best: bool) -> None:
         return
     state = {"model": run.raw_model.state_dict(), "optimizer": run.optimizer.state_dict(),
              "scheduler": run.scheduler.state_dict(), "step": run.step, "epoch": run.epoch,
-             "position": run.position, "best": run.best, "bad_evals": run.bad_evals, "rng": rng,
+             "position": run.position, "best": run.best, "best_step": run.best_step, "bad_evals": run.bad_evals,
+             "rng": rng,
              **run.vocab.checkpoint_fields(), "model_config": run.mcfg.to_dict(), "train_config": asdict(cfg),
              "signature": run.train_data.signature, "pipeline": run.train_data.configuration,
              "dataset": os.path.dirname(os.path.abspath(cfg.data)), "data_fingerprint": run.fingerprint,
@@ -489,7 +505,9 @@ def save(run: Run, also_best: bool) -> None:
     for path in (run.last_path, run.best_path) if also_best else (run.last_path,):
         save_checkpoint(state, path)
     if cfg.keep_last:
-        shutil.copyfile(run.last_path, os.path.join(cfg.out, f"checkpoint_{run.step}.pt"))
+        from .runfolder import restore_file
+
+        restore_file(run.last_path, os.path.join(cfg.out, f"checkpoint_{run.step}.pt"))  # whole or none, named
         prune_step_checkpoints(cfg.out, cfg.keep_last)
 
 
@@ -509,6 +527,7 @@ def validate_and_save(run: Run, stop: bool) -> bool:
         run.best, run.bad_evals = (value, 0) if improved else (run.best, run.bad_evals + 1)
     else:
         improved = run.valid_data is None  # no validation: best = last
+    run.best_step = run.step if improved and run.rank == 0 else run.best_step
     save(run, improved)
     if cfg.patience and run.valid_data is not None and not stop:
         patience_over = torch.tensor([float(run.bad_evals >= cfg.patience)])
@@ -522,6 +541,23 @@ def validate_and_save(run: Run, stop: bool) -> bool:
                     f"{cfg.best_metric} (patience {cfg.patience})")
             return True
     return stop
+
+
+def revalidate_best(run: Run) -> None:
+    """A resumed run whose best.pt is lost with its weights in no other file: the resumed weights, validated
+    now, are the best from here on (best.pt written), so the run still ends with a best.pt and a test score."""
+    if not run.lost or run.lost[1] or run.rank != 0:
+        return
+    cfg = run.cfg
+    if run.valid_data is None:
+        raise ValueError(f"{run.lost[0]}, and the run has no validation split to choose another best from: give "
+                         f"--valid, or copy {run.resume_path} to {run.best_path}")
+    result = evaluate(run.raw_model, run.valid_data, run.vocab, cfg, run.device, cfg.eval_beam, cfg.eval_sentences)
+    run.best = result["bleu"] if cfg.best_metric == "bleu" else result["loss"]
+    run.best_step, run.bad_evals = run.step, 0
+    save_checkpoint({**run.ckpt, "best": run.best, "best_step": run.step, "bad_evals": 0}, run.best_path)
+    run.log(f"syntrain: {run.lost[0]}: its weights are in no other file; {run.resume_path} (step {run.step}) "
+            f"re-validated ({cfg.best_metric} {run.best:.3f}) is the best from here on, written to {run.best_path}")
 
 
 class Window:
@@ -619,8 +655,7 @@ def score_test_split(run: Run) -> None:
     if not cfg.test or run.rank != 0:
         return
     model_best, _, _ = load_checkpoint(run.best_path, run.device, run.mcfg)  # this run's config, built once
-    result = evaluate(model_best, eval_data(cfg.test, run.vocab, run.mcfg), run.vocab, cfg, run.device,
-                      cfg.test_beam)
+    result = evaluate(model_best, run.test_data, run.vocab, cfg, run.device, cfg.test_beam)
     run.log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
             f"{scores_text(model_best, result)}"
             f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}")
@@ -643,6 +678,10 @@ def train(cfg: TrainConfig) -> Transformer:
     with contextlib.ExitStack() as stack:
         run = set_up(cfg, stack)
         if run.ckpt and (reason := finished_reason(run.cfg, run.ckpt)):
+            if run.lost and not run.lost[1]:  # best.pt lost: re-validated before the run says it is complete
+                load_data(run)
+                make_model(run)
+                revalidate_best(run)
             run.log(f"syntrain: {run.cfg.out} is complete ({reason}): nothing to train. The budget counts over the "
                     "whole run: raise --max-steps or --max-minutes to go on; syntrain eval --checkpoint "
                     f"{run.best_path} --data TEST scores it again")
@@ -651,6 +690,7 @@ def train(cfg: TrainConfig) -> Transformer:
         load_data(run)
         run.fingerprint = data_fingerprint(run.cfg.data)
         make_model(run)
+        revalidate_best(run)
         open_metrics(run)
         run.session_start = time.time()
         training_loop(run)

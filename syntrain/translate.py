@@ -24,6 +24,16 @@ def iter_lines(path: str) -> Iterator[str]:
         yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, path, lineno)
 
 
+def may_fit(line: str, positions: int, longest: int) -> bool:
+    """Whether raw `line` may fit `positions` sub-words, judged before it is parsed: every word is at least one
+    sub-word, every sub-word at most `longest` characters (a line over either bound would be parsed and
+    featurized, at a cost growing with its length, only to be left empty)."""
+    if len(line) <= positions:
+        return True
+    words = line.split()
+    return len(words) <= positions and sum(map(len, words)) <= positions * longest
+
+
 class Translator:
     """A checkpoint loaded once, with its decoding settings (nbest = 0: the best translation only)."""
 
@@ -35,6 +45,8 @@ class Translator:
         self.recipe: SourceRecipe | None = None
         self.device, self.beam, self.alpha, self.max_tokens = device, beam, length_penalty, max_tokens
         self.nbest, self.progress = nbest, progress
+        self.positions = self.model.cfg.sizes.max_len - 1  # sub-words a source may have (+ EOS)
+        self.longest = max((len(piece.removesuffix("@@")) for piece in self.vocab.src.itos), default=1)
 
     def split(self, path: str) -> ParallelData:
         """A split folder written by synprep convert, with this model's vocabulary."""
@@ -50,8 +62,9 @@ class Translator:
         return self._decode(self.split(path))
 
     def translate_raw(self, lines: list[str]) -> list[Ranked]:
-        """Raw sentences -> one ranked list per line; a blank line gets an empty list (nothing is decoded)."""
-        filled = [i for i, line in enumerate(lines) if line.strip()]
+        """Raw sentences -> one ranked list per line; a blank line or one longer than the model's positions gets
+        an empty list (found before parsing, or after it before features are made: bounded time and memory)."""
+        filled = [i for i, line in enumerate(lines) if line.strip() and may_fit(line, self.positions, self.longest)]
         results: list[Ranked] = [[] for _ in lines]
         if not filled:
             return results
@@ -59,13 +72,15 @@ class Translator:
             self.recipe = travelling_recipe(self.ckpt, self.checkpoint, *self.source_files)
         from synprep.prepare import prepare_source  # parser and BPE: only for raw text
 
-        table = prepare_source([lines[i] for i in filled], self.recipe)
+        table = prepare_source([lines[i] for i in filled], self.recipe, max_words=self.positions)
+        if not table.num_rows:
+            return results
         # every source feature of the training dataset (distances, labels, ...), made as convert made them
         data = ParallelData("<input>", self.vocab, table=table, configuration=self.ckpt["pipeline"],
                             features=self.model.cfg.batch_features(training=False),
                             feature_options=self.model.cfg.feature_options())
-        for i, ranked in zip(filled, self._decode(data)):
-            results[i] = ranked
+        for row, ranked in zip(table.column("id").to_pylist(), self._decode(data)):
+            results[filled[row]] = ranked
         return results
 
     def writer(self, out: TextIO) -> Callable[[int, Ranked], None]:
