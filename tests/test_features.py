@@ -235,9 +235,13 @@ def test_forest_features_match_per_tree_definitions(trees):
         assert F.parent_mid(tree, owner).tolist() == brute_parent_positions(tree, owner)[0]
 
 
+@pytest.mark.parametrize("block_bytes", [None, 1, 8 * 4 * 200 + 1])
 @pytest.mark.parametrize("sizes", [[70], [5, 130, 64, 1], [200, 65]])
-def test_forest_distances_of_long_trees(sizes):
-    """Trees longer than 64 tokens need several 64-bit words per ancestor set."""
+def test_forest_distances_of_long_trees(sizes, block_bytes, monkeypatch):
+    """Trees longer than 64 tokens need several 64-bit words per ancestor set; the XORs are made a block of
+    rows at a time (one row, a few rows, all rows) with the same result."""
+    if block_bytes is not None:
+        monkeypatch.setattr(F, "_DISTANCE_BLOCK_BYTES", block_bytes)
     rng = np.random.default_rng(sum(sizes))
     trees = []
     for n in sizes:
