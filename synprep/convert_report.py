@@ -21,6 +21,7 @@ from .filter import REASONS as FILTER_REASONS
 from .filter import likely_cause, make_identifier, rejection_warning
 from .parse import ParserSpec
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
+from .progress import progress
 from .shards import Manifest, load_manifest
 from .textio import atomic_write, file_sha256, tsv_field
 
@@ -39,7 +40,9 @@ class SplitStats:
 
 
 class Progress:
-    """Bars and lines on stderr, by default only when it is a terminal (`shown`: None)."""
+    """convert's progress on stderr (`synprep.progress`): a bar per stage and a line per stage without one where
+    `shown` is True, or None and stderr is a terminal; off a terminal (None) a plain line per stage at the
+    progress interval; nothing with False."""
 
     def __init__(self, shown: bool | None) -> None:
         self.setting = shown
@@ -49,7 +52,7 @@ class Progress:
         return sys.stderr.isatty() if self.setting is None else self.setting
 
     def bar(self, stage: str, total: int | None) -> tqdm:
-        return tqdm(total=total, unit=" pairs", desc=stage, file=sys.stderr, disable=not self.shown)
+        return progress(stage, total, "pairs", shown=self.setting, prefix="convert: ")
 
     def say(self, line: str) -> None:
         """One line for a stage without a bar of its own."""

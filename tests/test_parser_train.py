@@ -1,6 +1,7 @@
 """synprep parser train: progress, held-out scores, presets and option pass-through, treebank checks, spaCy."""
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -17,21 +18,25 @@ SHARED = REPO.parent / "shared"
 EN = str(SAMPLE_DATA / "en.conllu")
 
 
-def synprep(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "synprep.cli", *args], capture_output=True, text=True)
+def synprep(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "synprep.cli", *args], capture_output=True, text=True,
+                          env=env and {**os.environ, **env})
 
 
 def test_progress_and_heldout_scores(tmp_path):
+    """Off a terminal, a plain progress line at the interval (0 here: one per epoch/iteration) with the phase,
+    the rate, the time elapsed and an ETA."""
     done = synprep("parser", "train", "--conllu", EN, "--heldout", EN, "-o", str(tmp_path / "m.udpipe"),
-                   "--preset", "tiny")
+                   "--preset", "tiny", env={"SYNPREP_PROGRESS_SECONDS": "0"})
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     total = planned_rounds(component_options("tiny"))
     progress = [line for line in lines if line.startswith("parser train: ")]
-    assert len(progress) == total  # one line per epoch/iteration when stderr is not a terminal
-    assert re.fullmatch(rf"parser train: tokenizer 1/{total} epochs\+iterations, \d+m\d\ds elapsed, ETA \d+m\d\ds",
-                        progress[0])
+    assert len(progress) == total  # one line per epoch/iteration at interval 0
+    assert re.fullmatch(rf"parser train: tokenizer 1/{total} epochs\+iterations \(\d+%\), [\d.]+ epochs\+iterations/s, "
+                        r"\d+m\d\ds elapsed, ETA \d+m\d\ds", progress[0]), progress[0]
     assert progress[-1].startswith(f"parser train: parser {total}/{total} ")
+    assert "\r" not in done.stderr
     held = [line for line in lines if line.startswith("held-out ")]
     assert len(held) == 2 and "gold tokenization" in held[0] and "raw text" in held[1]
     uas = float(re.search(r"UAS +([\d.]+)", held[0]).group(1))
