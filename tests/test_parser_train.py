@@ -167,3 +167,32 @@ def test_udpipe_parser_trained_without_tagger_parses(tmp_path):
                                                               ["She", "smiled", "and", "waved", "."]]
         assert {w[3] for s in sentences for w in s.words} == {"_"}
         assert all(sum(h == 0 for h in to_tree(s, str(out)).heads) == 1 for s in sentences)
+
+
+def test_udpipe_eta_weighs_the_components_rounds(monkeypatch):
+    """The ETA after the tokenizer's epochs counts the parser's iterations at their own cost (with the `small`
+    preset, ten tokenizer epochs' worth each), not at the tokenizer's rate: the one rate over all rounds it
+    replaces underestimated by >3x."""
+    import io
+
+    from synprep.parse import train as udpipe_train
+
+    clock = [0.0]
+    monkeypatch.setattr(udpipe_train.time, "monotonic", lambda: clock[0])
+    rounds = udpipe_train.planned_component_rounds(component_options("small"))
+    assert rounds == {"tokenizer": 4, "tagger": 4, "parser": 4}
+    tracker = udpipe_train.Progress(rounds, io.StringIO(), bar=False, costs=udpipe_train.ROUND_COST["small"])
+    tracker.begin()
+    tracker.line("Training tokenizer with the following options: ...")
+    for epoch in range(1, 5):
+        clock[0] += 20.0
+        tracker.line(f"Epoch {epoch}, logprob: -1e+04, training acc: 99%")
+    uniform = 20.0 * (12 - 4)  # the old estimate: every round at the tokenizer's 20 s
+    assert tracker.eta() == pytest.approx(4 * 20.0 * 1.4 + 4 * 20.0 * 10.0)
+    assert tracker.eta() > 3 * uniform
+    tracker.line("Training tagger model 1.")
+    clock[0] += 30.0
+    tracker.line("Iteration 1: done, accuracy 81%")
+    per_unit = (80.0 + 30.0) / (4 * 1.0 + 1 * 1.4)
+    assert tracker.eta() == pytest.approx(3 * 30.0 + 4 * 10.0 * per_unit)
+    tracker.close()

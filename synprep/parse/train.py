@@ -8,7 +8,8 @@ replaced (`tokenizer_options`, ...; `none` leaves the component out, e.g. a tagg
 pre-tokenized input).
 
 Progress: UDPipe logs one line per epoch/iteration from C++ to file descriptor 2; it is read through a
-pipe and turned into a progress bar (terminal) or one line per iteration (logs) with elapsed time and ETA.
+pipe and turned into progress (`synprep.progress`): a bar on a terminal, else a line at the progress interval
+with elapsed time and an ETA that weighs each component's rounds by their cost (ROUND_COST).
 """
 
 from __future__ import annotations
@@ -108,12 +109,15 @@ def check_treebank(path: str, allow_no_spaceafter: bool = False) -> str | None:
 
 ROUND = re.compile(r"^(Epoch|Iteration) \d+[:,]")
 PHASES = (("Training tokenizer", "tokenizer"), ("Training tagger", "tagger"), ("Parser ", "parser"))
-# Seconds of one round (epoch/iteration) of a component relative to a tokenizer epoch, measured with the `small`
-# preset on en_ewt dev (2,002 sentences; 20 s per tokenizer epoch, 30 s per tagger and 55 s per parser
-# iteration): the ETA of a component not started yet is the last measured component's time per round times the
-# ratio. A single rate over all rounds (epochs+iterations) underestimated by >3x: the cheap tokenizer epochs come
-# first, the parser's iterations, each several epochs' worth, last.
-ROUND_COST = {"tokenizer": 1.0, "tagger": 1.5, "parser": 2.75}
+# Seconds of one round (epoch/iteration) of a component relative to a tokenizer epoch, per preset, measured here:
+# `tiny` on sample_data/en.conllu (3 s per tokenizer epoch, 0.3 s per tagger, 1.5 s per parser iteration), `small`
+# on en_ewt dev (2,002 sentences: 20 s per tokenizer epoch, 28 s per tagger, 207 s per parser iteration). A
+# component not started yet is estimated at its ratio times the measured seconds per unit of ratio so far. One rate
+# over all rounds underestimated by >3x: the cheap tokenizer epochs come first and the parser's iterations, each
+# ten epochs' worth with the `small` preset, last. Other presets and options use `small`'s ratios (bigger parser
+# networks: still an underestimate until the parser's first iteration is measured).
+ROUND_COST = {"tiny": {"tokenizer": 1.0, "tagger": 0.1, "parser": 0.5},
+              "small": {"tokenizer": 1.0, "tagger": 1.4, "parser": 10.0}}
 
 
 def planned_component_rounds(options: dict[str, str]) -> dict[str, int]:
@@ -139,11 +143,12 @@ def planned_component_rounds(options: dict[str, str]) -> dict[str, int]:
 class Progress:
     """Turns UDPipe's log lines into progress (`synprep.progress`): a tqdm bar on a terminal (`bar`: None),
     else a line at the progress interval with elapsed time and an ETA that counts every component's remaining
-    rounds at that component's own cost (ROUND_COST). `verbose` also copies every log line."""
+    rounds at that component's own cost (ROUND_COST, `costs`). `verbose` also copies every log line."""
 
-    def __init__(self, rounds: dict[str, int], stream: IO[str], verbose: bool = False, bar: bool | None = None
-                 ) -> None:
+    def __init__(self, rounds: dict[str, int], stream: IO[str], verbose: bool = False, bar: bool | None = None,
+                 costs: dict[str, float] | None = None) -> None:
         self.rounds, self.phase = rounds, next((c for c in COMPONENTS if rounds.get(c)), "tokenizer")
+        self.costs = costs or ROUND_COST["small"]
         self.stream, self.verbose, self.use_bar = stream, verbose, bar
         self.done: dict[str, int] = dict.fromkeys(COMPONENTS, 0)
         self.started: dict[str, float] = {}
@@ -162,16 +167,18 @@ class Progress:
                                 estimate=self.eta, leave=False)
 
     def eta(self) -> float | None:
-        """Seconds left: each component's remaining rounds at its own measured time per round, or for one not
-        started yet at the last measured time per round scaled by ROUND_COST (None before the first round)."""
+        """Seconds left: the current component's remaining rounds at its measured time per round; a component
+        not started yet at its cost (`costs`) times the measured seconds per unit of cost over all components so
+        far (None before the first round)."""
         now = time.monotonic()
-        own = {name: ((now if name == self.phase else self.ended[name]) - self.started[name]) / self.done[name]
-               for name in COMPONENTS if self.done[name]}
-        if not own:
+        spent = {name: (now if name == self.phase else self.ended[name]) - self.started[name]
+                 for name in COMPONENTS if self.done[name]}
+        if not spent:
             return None
-        last = list(own)[-1]
+        unit = sum(spent.values()) / sum(self.done[name] * self.costs[name] for name in spent)
         return sum(max(self.rounds.get(name, 0) - self.done[name], 0)
-                   * own.get(name, own[last] * ROUND_COST[name] / ROUND_COST[last]) for name in COMPONENTS)
+                   * (spent[name] / self.done[name] if name in spent else unit * self.costs[name])
+                   for name in COMPONENTS)
 
     def line(self, text: str) -> None:
         if self.verbose:
@@ -286,7 +293,8 @@ def train_udpipe(conllu_path: str, output_path: str, preset: str = "default",
     train = _load_sentences(conllu_path)
     heldout = _load_sentences(heldout_path) if heldout_path else Sentences()
     stream = progress if progress is not None else (None if quiet else sys.stderr)
-    tracker = Progress(planned_component_rounds(chosen), stream, verbose=not quiet) if stream is not None else None
+    tracker = Progress(planned_component_rounds(chosen), stream, verbose=not quiet,
+                       costs=ROUND_COST.get(preset)) if stream is not None else None
     parent = os.path.dirname(os.path.abspath(output_path))
     os.makedirs(parent, exist_ok=True)
     failure, log = _train_in_child(train, heldout, [Trainer.DEFAULT if chosen[c] == "default" else chosen[c]
