@@ -51,8 +51,9 @@ class Progress:
     def shown(self) -> bool:
         return sys.stderr.isatty() if self.setting is None else self.setting
 
-    def bar(self, stage: str, total: int | None) -> tqdm:
-        return progress(stage, total, "pairs", shown=self.setting, prefix="convert: ")
+    def bar(self, stage: str, total: int | None, later_pairs: int = 0) -> tqdm:
+        """A stage's counter; `later_pairs`: pairs of the next splits of the same stage (in the lines' ETA)."""
+        return progress(stage, total, "pairs", shown=self.setting, prefix="convert: ", later_units=later_pairs)
 
     def say(self, line: str) -> None:
         """One line for a stage without a bar of its own."""

@@ -53,10 +53,12 @@ class ProgressLines:
 
     def __init__(self, desc: str, total: int | None = None, unit: str = "it", stream: IO[str] | None = None,
                  interval: float | None = None, later: Callable[[], float] | None = None,
-                 estimate: Callable[[], float | None] | None = None) -> None:
-        """`later`: seconds of the phases after this one, added to its ETA; `estimate`: the whole ETA instead
+                 estimate: Callable[[], float | None] | None = None, later_units: float = 0) -> None:
+        """`later`: seconds of the phases after this one, added to its ETA; `later_units`: units of later phases
+        that go at this one's rate (the next splits of the same stage); `estimate`: the whole ETA instead
         (seconds or None), for a counter whose rounds differ in cost (UDPipe's components)."""
         self.desc, self.total, self.unit, self.later, self.estimate = desc, total, unit, later, estimate
+        self.later_units = later_units
         self.stream = stream if stream is not None else sys.stderr
         self.interval = progress_interval() if interval is None else interval
         self.n, self.written, self.written_n = 0, 0, -1
@@ -81,7 +83,8 @@ class ProgressLines:
             return self.estimate()
         if not self.total or not self.n or elapsed <= 0:
             return None
-        return max(self.total - self.n, 0) * elapsed / self.n + (self.later() if self.later else 0.0)
+        left = max(self.total - self.n, 0) + self.later_units
+        return left * elapsed / self.n + (self.later() if self.later else 0.0)
 
     def line(self, now: float | None = None) -> str:
         elapsed = (time.monotonic() if now is None else now) - self.start
@@ -117,7 +120,8 @@ class ProgressLines:
 
 def progress(desc: str, total: int | None = None, unit: str = "it", *, shown: bool | None = None,
              stream: IO[str] | None = None, prefix: str = "", later: Callable[[], float] | None = None,
-             estimate: Callable[[], float | None] | None = None, leave: bool = True) -> Any:  # noqa: ANN401 (a tqdm or a ProgressLines)
+             estimate: Callable[[], float | None] | None = None, later_units: float = 0,
+             leave: bool = True) -> Any:  # noqa: ANN401 (a tqdm or a ProgressLines)
     """A progress counter for one phase: a tqdm bar where `shown` is True, or None and `stream` (default
     stderr) is a terminal; plain lines at the interval, each starting with `prefix` (the command, in a log of
     several), where `shown` is None and it is not; nothing (a disabled tqdm) where `shown` is False. Every kind
@@ -129,4 +133,4 @@ def progress(desc: str, total: int | None = None, unit: str = "it", *, shown: bo
         return tqdm(total=total, disable=True)
     if shown or is_terminal(stream):
         return tqdm(total=total, unit=f" {unit}", desc=desc, file=stream, leave=leave)
-    return ProgressLines(prefix + desc, total, unit, stream, later=later, estimate=estimate)
+    return ProgressLines(prefix + desc, total, unit, stream, later=later, estimate=estimate, later_units=later_units)
