@@ -95,8 +95,10 @@ def test_shared_ud_v1_chinese_is_refused_and_v2_accepted():
 def test_spacy_trained_from_conllu_parses_and_scores(tmp_path):
     out = tmp_path / "spacy_en"
     done = synprep("parser", "train", "--backend", "spacy", "--conllu", EN, "--heldout", EN, "-o", str(out),
-                   "--preset", "tiny", "--lang", "en")
+                   "--preset", "tiny", "--lang", "en", env={"SYNPREP_PROGRESS_SECONDS": "0"})
     assert done.returncode == 0, done.stderr[-3000:]
+    steps = [line for line in done.stderr.splitlines() if line.startswith("parser train: spacy ")]
+    assert steps and re.match(r"parser train: spacy \d+/30 steps \(\d+%\), [\d.]+ steps/s, .* ETA ", steps[-1]), steps
     assert (out / "meta.json").exists() and (out / "parser").is_dir()
     held = [line for line in done.stderr.splitlines() if line.startswith("held-out ")]
     assert len(held) == 2 and "UAS" in held[0]
