@@ -173,8 +173,8 @@ def test_udpipe_parser_trained_without_tagger_parses(tmp_path):
 
 def test_udpipe_eta_weighs_the_components_rounds(monkeypatch):
     """The ETA after the tokenizer's epochs counts the parser's iterations at their own cost (with the `small`
-    preset, ten tokenizer epochs' worth each), not at the tokenizer's rate: the one rate over all rounds it
-    replaces underestimated by >3x."""
+    preset, about seven tokenizer epochs' worth each), not at the tokenizer's rate: the one rate over all rounds
+    it replaces underestimated by >3x."""
     import io
 
     from synprep.parse import train as udpipe_train
@@ -189,12 +189,13 @@ def test_udpipe_eta_weighs_the_components_rounds(monkeypatch):
     for epoch in range(1, 5):
         clock[0] += 20.0
         tracker.line(f"Epoch {epoch}, logprob: -1e+04, training acc: 99%")
+    cost = udpipe_train.ROUND_COST["small"]
     uniform = 20.0 * (12 - 4)  # the old estimate: every round at the tokenizer's 20 s
-    assert tracker.eta() == pytest.approx(4 * 20.0 * 1.4 + 4 * 20.0 * 10.0)
+    assert tracker.eta() == pytest.approx(4 * 20.0 * cost["tagger"] + 4 * 20.0 * cost["parser"])
     assert tracker.eta() > 3 * uniform
     tracker.line("Training tagger model 1.")
     clock[0] += 30.0
     tracker.line("Iteration 1: done, accuracy 81%")
-    per_unit = (80.0 + 30.0) / (4 * 1.0 + 1 * 1.4)
-    assert tracker.eta() == pytest.approx(3 * 30.0 + 4 * 10.0 * per_unit)
+    per_unit = (80.0 + 30.0) / (4 * 1.0 + 1 * cost["tagger"])
+    assert tracker.eta() == pytest.approx(3 * 30.0 + 4 * cost["parser"] * per_unit)
     tracker.close()

@@ -111,13 +111,14 @@ ROUND = re.compile(r"^(Epoch|Iteration) \d+[:,]")
 PHASES = (("Training tokenizer", "tokenizer"), ("Training tagger", "tagger"), ("Parser ", "parser"))
 # Seconds of one round (epoch/iteration) of a component relative to a tokenizer epoch, per preset, measured here:
 # `tiny` on sample_data/en.conllu (3 s per tokenizer epoch, 0.3 s per tagger, 1.5 s per parser iteration), `small`
-# on en_ewt dev (2,002 sentences: 20 s per tokenizer epoch, 28 s per tagger, 207 s per parser iteration). A
-# component not started yet is estimated at its ratio times the measured seconds per unit of ratio so far. One rate
-# over all rounds underestimated by >3x: the cheap tokenizer epochs come first and the parser's iterations, each
-# ten epochs' worth with the `small` preset, last. Other presets and options use `small`'s ratios (bigger parser
-# networks: still an underestimate until the parser's first iteration is measured).
+# on en_ewt dev (2,002 sentences, loaded 2-core machine: 19.5 s per tokenizer epoch, 38 s per tagger and 131 s per
+# parser iteration; 774 s in all). A component not started yet is estimated at its ratio times the measured
+# seconds per unit of ratio so far. One rate over all rounds said 2m36s left after the tokenizer where 11m35s
+# were (4.5x short): the cheap tokenizer epochs come first and the parser's iterations, each about seven epochs'
+# worth, last. Other presets and options use `small`'s ratios (a bigger parser network: still short until the
+# parser's first iteration is measured).
 ROUND_COST = {"tiny": {"tokenizer": 1.0, "tagger": 0.1, "parser": 0.5},
-              "small": {"tokenizer": 1.0, "tagger": 1.4, "parser": 10.0}}
+              "small": {"tokenizer": 1.0, "tagger": 2.0, "parser": 6.7}}
 
 
 def planned_component_rounds(options: dict[str, str]) -> dict[str, int]:
