@@ -42,7 +42,7 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SHELL_BLOCKS = {"", "bash", "sh", "shell", "console"}
 RUNNABLE = "<!-- runnable -->"
 PROGRAMS = ("synprep", "syntrain")
-OPERATORS = {"|", "||", "&&", ";", "&", "(", ")", "do", "then", "done", "fi"}
+OPERATORS = {"|", "||", "&&", ";", "&", "do", "then", "done", "fi"}  # not "(": prose in plain blocks
 REDIRECTS = {">", ">>", "<", ">&", "&>", "2>", "2>>"}
 PLACEHOLDER = re.compile(r"[A-Z]{2}|^[A-Z]\b|[$<{*]|\.\.\.")
 
