@@ -9,8 +9,9 @@ interval, never a carriage return, e.g.
 The interval is `SYNPREP_PROGRESS_SECONDS` (default 30; 0 writes a line at every update). A line is written by
 the first `update` (or `tick`) after the interval has passed, and a last one by `close` when any was written, so
 a command shorter than the interval stays silent. The ETA is the time left of the phase being counted plus
-`later()`, the estimated seconds of the phases that follow it (a trainer's later components, a held-out
-evaluation), so that it does not promise the end of a phase as the end of the command.
+`later_units` that follow at its rate (the next splits of a stage), or what `estimate()` says where rounds
+differ in cost (a trainer's later components), so that it does not promise the end of a phase as the end of
+the command.
 """
 
 from __future__ import annotations
@@ -52,12 +53,12 @@ class ProgressLines:
     manager), written as plain lines at a steady interval (see the module's docstring)."""
 
     def __init__(self, desc: str, total: int | None = None, unit: str = "it", stream: IO[str] | None = None,
-                 interval: float | None = None, later: Callable[[], float] | None = None,
-                 estimate: Callable[[], float | None] | None = None, later_units: float = 0) -> None:
-        """`later`: seconds of the phases after this one, added to its ETA; `later_units`: units of later phases
-        that go at this one's rate (the next splits of the same stage); `estimate`: the whole ETA instead
-        (seconds or None), for a counter whose rounds differ in cost (UDPipe's components)."""
-        self.desc, self.total, self.unit, self.later, self.estimate = desc, total, unit, later, estimate
+                 interval: float | None = None, estimate: Callable[[], float | None] | None = None,
+                 later_units: float = 0) -> None:
+        """`later_units`: units of later phases that go at this one's rate (the next splits of the same stage),
+        in the ETA; `estimate`: the whole ETA instead (seconds or None), for a counter whose rounds differ in
+        cost (UDPipe's components)."""
+        self.desc, self.total, self.unit, self.estimate = desc, total, unit, estimate
         self.later_units = later_units
         self.stream = stream if stream is not None else sys.stderr
         self.interval = progress_interval() if interval is None else interval
@@ -78,13 +79,13 @@ class ProgressLines:
             self.written += 1
 
     def eta(self, elapsed: float) -> float | None:
-        """Seconds left: this phase at its rate so far, plus the later phases (None: unknown yet)."""
+        """Seconds left: this phase and `later_units` at its rate so far, or `estimate()` (None: unknown yet)."""
         if self.estimate is not None:
             return self.estimate()
         if not self.total or not self.n or elapsed <= 0:
             return None
         left = max(self.total - self.n, 0) + self.later_units
-        return left * elapsed / self.n + (self.later() if self.later else 0.0)
+        return left * elapsed / self.n
 
     def line(self, now: float | None = None) -> str:
         elapsed = (time.monotonic() if now is None else now) - self.start
@@ -119,9 +120,8 @@ class ProgressLines:
 
 
 def progress(desc: str, total: int | None = None, unit: str = "it", *, shown: bool | None = None,
-             stream: IO[str] | None = None, prefix: str = "", later: Callable[[], float] | None = None,
-             estimate: Callable[[], float | None] | None = None, later_units: float = 0,
-             leave: bool = True) -> Any:  # noqa: ANN401 (a tqdm or a ProgressLines)
+             stream: IO[str] | None = None, prefix: str = "", estimate: Callable[[], float | None] | None = None,
+             later_units: float = 0, leave: bool = True) -> Any:  # noqa: ANN401 (a tqdm or a ProgressLines)
     """A progress counter for one phase: a tqdm bar where `shown` is True, or None and `stream` (default
     stderr) is a terminal; plain lines at the interval, each starting with `prefix` (the command, in a log of
     several), where `shown` is None and it is not; nothing (a disabled tqdm) where `shown` is False. Every kind
@@ -133,4 +133,4 @@ def progress(desc: str, total: int | None = None, unit: str = "it", *, shown: bo
         return tqdm(total=total, disable=True)
     if shown or is_terminal(stream):
         return tqdm(total=total, unit=f" {unit}", desc=desc, file=stream, leave=leave)
-    return ProgressLines(prefix + desc, total, unit, stream, later=later, estimate=estimate, later_units=later_units)
+    return ProgressLines(prefix + desc, total, unit, stream, estimate=estimate, later_units=later_units)

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from ..conllu import MISC, read_conllu, read_trees
 from ..errors import InputError
-from ..progress import progress
+from ..progress import ProgressLines, clock, progress
 from ..textio import read_lines
 
 PRESETS: dict[str, dict[str, str]] = {
@@ -192,6 +192,9 @@ class Progress:
         if ROUND.match(text):
             self.done[self.phase] += 1
             self.counter.update(1)
+            eta = self.eta()
+            if not isinstance(self.counter, ProgressLines) and eta is not None:  # a bar's own ETA is one rate
+                self.counter.set_postfix_str(f"ETA {clock(eta)} (by component)")
 
     def close(self) -> None:
         if self.counter is not None:
