@@ -101,8 +101,7 @@ class Converter:
 
     def __init__(self, config: PipelineConfig, options: ConvertOptions) -> None:
         options.check()
-        self.config = config
-        self.options = options
+        self.config, self.options = config, options
         self.workers = options.worker_count()
         self.folder = OutputFolder(config)
         self.out, self.work = self.folder.out, self.folder.work
@@ -145,10 +144,11 @@ class Converter:
         job = feature_job(self.config, codes, vocabularies, self.options.engine)
         signed = signature(self.config, specs, codes)
         shards = ShardPhase(self.config, self.out, self.work, self.map, self.piece_pairs)
-        for split in ordered:
+        for i, split in enumerate(ordered):
             stats = self.stats[split.name]
             started = time.perf_counter()
-            with self.progress.bar(f"features+shards {split.name}", stats.input_pairs) as bar:
+            later = sum(self.stats[s.name].input_pairs for s in ordered[i + 1:])  # in the ETA of the lines
+            with self.progress.bar(f"features+shards {split.name}", stats.input_pairs, later) as bar:
                 written = shards.run(split, job, pieces[split.name], stats, bar)
             stats.seconds["phase3_wall"] = time.perf_counter() - started
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from itertools import zip_longest
+from itertools import islice, zip_longest
 
 from .corpus import detect_format, read_side
 from .errors import InputError
@@ -54,10 +54,14 @@ def input_fingerprints(config: PipelineConfig) -> dict[str, list]:
 
 def count_pairs(split: SplitConfig) -> int | None:
     """The input pairs of a split, counted cheaply (newlines in the source files), or None where that is not the
-    count of segments (CoNLL-U, SGML, XML) or would read the input twice (compressed files, pipes)."""
+    count of segments (CoNLL-U, SGML, XML) or would read the input twice (compressed files, pipes); at most the
+    split's `max_pairs`."""
     counts = [count_lines(path) if (split.format or detect_format(path)) in ("text", "tsv") else None
               for path in split.src]
-    return None if None in counts else sum(counts)  # type: ignore[arg-type]
+    if None in counts:
+        return None
+    total = sum(counts)  # type: ignore[arg-type]
+    return total if split.max_pairs is None else min(total, split.max_pairs)
 
 
 def is_conllu(split: SplitConfig, files: tuple[str, ...]) -> bool:
@@ -68,11 +72,12 @@ def is_conllu(split: SplitConfig, files: tuple[str, ...]) -> bool:
 def input_pieces(split: SplitConfig, config: PipelineConfig) -> Iterator[tuple[int, int, tuple]]:
     """(shard, piece, task) for every piece of the split, in input order: both sides read once, in step;
     sides of different lengths are an error naming both counts. A task is (first pair's id, (source items,
-    target items)): raw bytes per line, a `corpus.ConlluBlock` per pre-parsed sentence, or a `corpus.BadRow`."""
+    target items)): raw bytes per line, a `corpus.ConlluBlock` per pre-parsed sentence, or a `corpus.BadRow`.
+    With the split's `max_pairs`, only its first pairs are read (the rest of the files is never looked at)."""
     size = config.shard_size
     sides = [read_side(files, split.format, lang, column) for files, lang, column in
              ((split.src, config.src_lang, split.src_column), (split.tgt, config.tgt_lang, split.tgt_column))]
-    pairs = zip_longest(*sides)
+    pairs = islice(zip_longest(*sides), split.max_pairs)
     position = 0
     while True:
         shard, offset = divmod(position, size)

@@ -21,6 +21,7 @@ from .filter import REASONS as FILTER_REASONS
 from .filter import likely_cause, make_identifier, rejection_warning
 from .parse import ParserSpec
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
+from .progress import progress
 from .shards import Manifest, load_manifest
 from .textio import atomic_write, file_sha256, tsv_field
 
@@ -41,7 +42,9 @@ class SplitStats:
 
 
 class Progress:
-    """Bars and lines on stderr, by default only when it is a terminal (`shown`: None)."""
+    """convert's progress on stderr (`synprep.progress`): a bar per stage and a line per stage without one where
+    `shown` is True, or None and stderr is a terminal; off a terminal (None) a plain line per stage at the
+    progress interval; nothing with False."""
 
     def __init__(self, shown: bool | None) -> None:
         self.setting = shown
@@ -50,8 +53,9 @@ class Progress:
     def shown(self) -> bool:
         return sys.stderr.isatty() if self.setting is None else self.setting
 
-    def bar(self, stage: str, total: int | None) -> tqdm:
-        return tqdm(total=total, unit=" pairs", desc=stage, file=sys.stderr, disable=not self.shown)
+    def bar(self, stage: str, total: int | None, later_pairs: int = 0) -> tqdm:
+        """A stage's counter; `later_pairs`: pairs of the next splits of the same stage (in the lines' ETA)."""
+        return progress(stage, total, "pairs", shown=self.setting, prefix="convert: ", later_units=later_pairs)
 
     def say(self, line: str) -> None:
         """One line for a stage without a bar of its own."""

@@ -29,7 +29,7 @@ SPLITS = ("train", "valid", "test")
 _KEYS = {
     "": {"pipeline", "splits", "filter", "parser", "bpe", "features", "normalize", "parse"},
     "pipeline": {"name", "src_lang", "tgt_lang", "output", "shard_size", "data_root", "source", "compression"},
-    "split": {"src", "tgt", "format", "filter", "tsv", "src_column", "tgt_column"},
+    "split": {"src", "tgt", "format", "filter", "tsv", "src_column", "tgt_column", "max_pairs"},
     "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters", "max_chars",
                "segmentation"},
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
@@ -51,6 +51,7 @@ class SplitConfig:
     filter: bool = option(True, help="apply the [filter] settings (default: true for train, false for valid/test)")
     src_column: int = option(0, ge=0, help="tsv: the source's column (0-based)")
     tgt_column: int = option(1, ge=0, help="tsv: the target's column (0-based)")
+    max_pairs: int | None = option(None, ge=1, help="take only the first N pairs of the split's input (default: all)")
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ class PipelineConfig:
                 return [portable(v) for v in value]
             return given.get(value, value) if isinstance(value, str) else value
 
-        data = asdict(self)
+        data = _without_unset(asdict(self))
         for key in ("output", "file", "given", "parse"):
             del data[key]
         data["filter"] = self.filter.to_dict() if self.filter else None
@@ -167,11 +168,20 @@ class PipelineConfig:
 
     def fingerprint_dict(self) -> dict[str, Any]:
         """Everything that decides the output, with resolved paths (for `--resume` checks, not for manifests)."""
-        data = asdict(self)
+        data = _without_unset(asdict(self))
         del data["given"], data["parse"]
         data["filter"] = self.filter.to_dict() if self.filter else None
         data["bpe"] = _bpe_dict(data["bpe"])
         return data
+
+
+def _without_unset(data: dict[str, Any]) -> dict[str, Any]:
+    """A split's `max_pairs` only where it is set: the manifests and fingerprints of splits without it stay as
+    they were before the key existed (a resume or a signature comparison across versions still matches)."""
+    for split in data["splits"]:
+        if split.get("max_pairs") is None:
+            split.pop("max_pairs", None)
+    return data
 
 
 def _check_keys(table: dict, allowed: set[str], where: str, path: str) -> None:

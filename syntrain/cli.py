@@ -341,8 +341,8 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     _warn_signature(ckpt, data)
     subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
     pieces: list[list[str]] = []
-    hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device, progress=True,
-                         pieces=pieces)
+    hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device,
+                         progress="eval: translating", pieces=pieces)
     from synprep.textio import atomic_write  # whole files or none; a write error is one line naming the file
 
     if output_path:

@@ -82,7 +82,8 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
         print(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
               "(synprep signatures differ)", file=sys.stderr)
     pieces: list[list[str]] = []
-    hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces)
+    hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces,
+                     progress=f"compare {run}: translating")
     for outputs in decoded(model.switches):
         for name, lines in outputs.run_files(pieces).items():
             _write_lines(os.path.join(run, name), lines, written)

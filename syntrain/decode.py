@@ -16,7 +16,6 @@ pieces of an output that are not text before de-BPE (`DecodedOutputs.text`). Tre
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -182,10 +181,11 @@ def detokenizer(lang: str):  # noqa: ANN201 (returns a callable)
 @torch.no_grad()
 def translate(model: Transformer, data: ParallelData, vocab: Vocab, beam: int = 4, alpha: float = 0.6,
               max_tokens: int = 4096, rows: Sequence[int] | None = None, device: str | torch.device = "cpu",
-              progress: bool = False, pieces: list[list[str]] | None = None) -> list[str]:
-    """Detokenized translations of `rows` (default: all) of a split, in row order; `progress`: a tqdm bar
-    (sentences) on stderr when it is a terminal; `pieces` (a list) gets each row's output pieces (also those that
-    are not text: see `DecodedOutputs.text`)."""
+              progress: bool | str = False, pieces: list[list[str]] | None = None) -> list[str]:
+    """Detokenized translations of `rows` (default: all) of a split, in row order; `progress` (True, or the
+    label of the lines): a bar of sentences on stderr when it is a terminal, else a line at the progress interval
+    (`synprep.progress`); `pieces` (a list) gets each row's output pieces (also those that are not text: see
+    `DecodedOutputs.text`)."""
     return [hyps[0][1] for hyps in translate_nbest(model, data, vocab, beam, alpha, max_tokens, rows, device,
                                                    0, progress, pieces)]
 
@@ -193,13 +193,13 @@ def translate(model: Transformer, data: ParallelData, vocab: Vocab, beam: int = 
 @torch.no_grad()
 def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: int = 4, alpha: float = 0.6,
                     max_tokens: int = 4096, rows: Sequence[int] | None = None, device: str | torch.device = "cpu",
-                    nbest: int = 1, progress: bool = False, pieces: list[list[str]] | None = None
+                    nbest: int = 1, progress: bool | str = False, pieces: list[list[str]] | None = None
                     ) -> list[list[tuple[float, str]]]:
     """Per row (default: all, in row order) the `nbest` detokenized translations with their length-normalized
     log-probabilities, best first (beam search). nbest = 0: only the best, greedy when beam = 1 (score 0.0).
     A row whose source is longer than the model's positions (`max_len`) is not decoded: an empty list.
     `pieces` (a list) gets the best output's pieces per row (also those that are not text)."""
-    from tqdm import tqdm
+    from synprep.progress import progress as counter
 
     model.eval()
     rows = np.asarray(data.keep if rows is None else rows)
@@ -207,8 +207,8 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     out: list[list[tuple[float, str]]] = [[] for _ in rows]
     best: list[list[str]] = [[] for _ in rows]
     detok, texts = detokenizer(data.tgt_lang), decoded(model.switches)
-    bar = tqdm(total=len(rows), unit="sent", desc="translating", disable=not (progress and sys.stderr.isatty()),
-               file=sys.stderr)
+    label = progress if isinstance(progress, str) else "translating"
+    bar = counter(label, len(rows), "sent", shown=None if progress else False)
     fits = rows[data.src_len[rows] <= model.cfg.sizes.max_len] if len(rows) else rows
     bar.update(len(rows) - len(fits))
     for batch_rows in data.batches(max_tokens, shuffle=False, rows=fits):

@@ -212,8 +212,9 @@ def data_options(cfg: ModelConfig) -> dict[str, Any]:
 
 
 def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,
-             beam: int, sentences: int = 0) -> dict:
-    """Validation loss (label-smoothed, per target token) and BLEU/chrF of `sentences` decoded rows."""
+             beam: int, sentences: int = 0, progress: bool | str = False) -> dict:
+    """Validation loss (label-smoothed, per target token) and BLEU/chrF of `sentences` decoded rows; `progress`:
+    the decoding's progress (`decode.translate`)."""
     model.eval()
     total, tokens = 0.0, 0
     with torch.no_grad():
@@ -225,7 +226,8 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
             tokens += batch.tokens()
     rows = data.keep[:sentences] if sentences else data.keep
     pieces: list[list[str]] = []
-    hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, pieces=pieces)
+    hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, progress,
+                     pieces=pieces)
     metrics = {"loss": round(total / max(tokens, 1), 4),
                **score(hyps, data.references(rows), data.tgt_lang, cfg.bleu_tokenize)}
     for outputs in decoded(model.switches):  # measures of the outputs beyond their text
@@ -655,7 +657,8 @@ def score_test_split(run: Run) -> None:
     if not cfg.test or run.rank != 0:
         return
     model_best, _, _ = load_checkpoint(run.best_path, run.device, run.mcfg)  # this run's config, built once
-    result = evaluate(model_best, run.test_data, run.vocab, cfg, run.device, cfg.test_beam)
+    result = evaluate(model_best, run.test_data, run.vocab, cfg, run.device, cfg.test_beam,
+                      progress="test: translating")
     run.log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
             f"{scores_text(model_best, result)}"
             f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}")

@@ -101,7 +101,8 @@ def travelling_recipe(ckpt: dict[str, Any], checkpoint: str, parser_model: str |
                                    if os.path.isfile(path)), None)
         if codes is None:
             raise InputError(f"the BPE codes are missing (not in {folder}, and the dataset's moved or was deleted): "
-                             "give --bpe-codes PATH (the dataset's codes.bpe)", recipe.codes)
+                             "give --bpe-codes PATH (the dataset's source codes: codes.bpe, with separate BPE "
+                             "codes.src.bpe)", recipe.codes)
     vocabulary = recipe.vocabulary
     if vocabulary and os.path.isfile(os.path.join(folder, "vocab.src")):
         vocabulary = os.path.join(folder, "vocab.src")

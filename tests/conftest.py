@@ -19,6 +19,11 @@ SHARED = REPO.parent / "shared"
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# Progress lines off a terminal come at a steady interval (synprep.progress, default 30 s): on a loaded machine a
+# command under test could pass it and print one, and the tests that count stderr lines would depend on the
+# machine's speed. An hour here (inherited by every child process); the progress tests set a short interval.
+os.environ["SYNPREP_PROGRESS_SECONDS"] = "3600"
+
 
 @pytest.fixture(scope="session")
 def tiny_udpipe(tmp_path_factory):

@@ -452,3 +452,32 @@ def test_sgml_and_xml_test_sets(tmp_path):
     assert list(read_side([str(sgm)])) == [b"First sentence .", b"Second &amp; last"]
     assert list(read_side([str(xml)])) == [b"One & two", b"Three"]
     assert list(read_side([str(xml)], lang="de")) == [b"Eins"]
+
+
+def test_max_pairs_takes_the_first_pairs_of_a_split_and_is_recorded(tmp_path):
+    """`max_pairs = N` in [splits.X]: only the split's first N input pairs are read (in order), the manifest
+    records it (and leaves it out where unset), and a value that is not a positive integer is one error naming
+    the table and the key."""
+    from synprep.errors import InputError
+    from synprep.pipeline import load_pipeline
+
+    subprocess.run([str(BIN / "synprep"), "synth", "--pairs", "100", "--seed", "3", "-o", str(tmp_path / "s")],
+                   check=True, capture_output=True)
+    pipeline = tmp_path / "s" / "pipeline.toml"
+    text = pipeline.read_text()
+    pipeline.write_text(text.replace('tgt = "train.tgt.conllu"\n', 'tgt = "train.tgt.conllu"\nmax_pairs = 25\n'))
+    convert(pipeline, "--workers", "1")
+    manifest = json.loads((tmp_path / "s" / "shards" / "train" / "manifest.json").read_text())
+    assert manifest["input_lines"] == 25
+    assert [split.get("max_pairs") for split in manifest["configuration"]["splits"]] == [25, None, None]
+    assert not any("max_pairs" in split for split in manifest["configuration"]["splits"][1:])
+    written = read_split(tmp_path / "s" / "shards" / "train").column("src_text").to_pylist()
+    first = (tmp_path / "s" / "train.src").read_text().splitlines()[:25]
+    assert 20 <= len(written) <= 25 and set(written) <= set(first)
+    test_manifest = json.loads((tmp_path / "s" / "shards" / "test" / "manifest.json").read_text())
+    assert test_manifest["input_lines"] == len((tmp_path / "s" / "test.src").read_text().splitlines())
+    for value in ("0", "-3", "2.5", "'10'", "true"):
+        line = f'tgt = "train.tgt.conllu"\nmax_pairs = {value}\n'
+        pipeline.write_text(text.replace('tgt = "train.tgt.conllu"\n', line))
+        with pytest.raises(InputError, match=r"\[splits\.train\].*max_pairs"):
+            load_pipeline(str(pipeline))

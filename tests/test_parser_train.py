@@ -1,6 +1,7 @@
 """synprep parser train: progress, held-out scores, presets and option pass-through, treebank checks, spaCy."""
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -17,21 +18,25 @@ SHARED = REPO.parent / "shared"
 EN = str(SAMPLE_DATA / "en.conllu")
 
 
-def synprep(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "synprep.cli", *args], capture_output=True, text=True)
+def synprep(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "synprep.cli", *args], capture_output=True, text=True,
+                          env=env and {**os.environ, **env})
 
 
 def test_progress_and_heldout_scores(tmp_path):
+    """Off a terminal, a plain progress line at the interval (0 here: one per epoch/iteration) with the phase,
+    the rate, the time elapsed and an ETA."""
     done = synprep("parser", "train", "--conllu", EN, "--heldout", EN, "-o", str(tmp_path / "m.udpipe"),
-                   "--preset", "tiny")
+                   "--preset", "tiny", env={"SYNPREP_PROGRESS_SECONDS": "0"})
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     total = planned_rounds(component_options("tiny"))
     progress = [line for line in lines if line.startswith("parser train: ")]
-    assert len(progress) == total  # one line per epoch/iteration when stderr is not a terminal
-    assert re.fullmatch(rf"parser train: tokenizer 1/{total} epochs\+iterations, \d+m\d\ds elapsed, ETA \d+m\d\ds",
-                        progress[0])
+    assert len(progress) == total  # one line per epoch/iteration at interval 0
+    assert re.fullmatch(rf"parser train: tokenizer 1/{total} epochs\+iterations \(\d+%\), [\d.]+ epochs\+iterations/s, "
+                        r"\d+m\d\ds elapsed, ETA \d+m\d\ds", progress[0]), progress[0]
     assert progress[-1].startswith(f"parser train: parser {total}/{total} ")
+    assert "\r" not in done.stderr
     held = [line for line in lines if line.startswith("held-out ")]
     assert len(held) == 2 and "gold tokenization" in held[0] and "raw text" in held[1]
     uas = float(re.search(r"UAS +([\d.]+)", held[0]).group(1))
@@ -90,8 +95,10 @@ def test_shared_ud_v1_chinese_is_refused_and_v2_accepted():
 def test_spacy_trained_from_conllu_parses_and_scores(tmp_path):
     out = tmp_path / "spacy_en"
     done = synprep("parser", "train", "--backend", "spacy", "--conllu", EN, "--heldout", EN, "-o", str(out),
-                   "--preset", "tiny", "--lang", "en")
+                   "--preset", "tiny", "--lang", "en", env={"SYNPREP_PROGRESS_SECONDS": "0"})
     assert done.returncode == 0, done.stderr[-3000:]
+    steps = [line for line in done.stderr.splitlines() if line.startswith("parser train: spacy ")]
+    assert steps and re.match(r"parser train: spacy \d+/30 steps \(\d+%\), [\d.]+ steps/s, .* ETA ", steps[-1]), steps
     assert (out / "meta.json").exists() and (out / "parser").is_dir()
     held = [line for line in done.stderr.splitlines() if line.startswith("held-out ")]
     assert len(held) == 2 and "UAS" in held[0]
@@ -162,3 +169,33 @@ def test_udpipe_parser_trained_without_tagger_parses(tmp_path):
                                                               ["She", "smiled", "and", "waved", "."]]
         assert {w[3] for s in sentences for w in s.words} == {"_"}
         assert all(sum(h == 0 for h in to_tree(s, str(out)).heads) == 1 for s in sentences)
+
+
+def test_udpipe_eta_weighs_the_components_rounds(monkeypatch):
+    """The ETA after the tokenizer's epochs counts the parser's iterations at their own cost (with the `small`
+    preset, about seven tokenizer epochs' worth each), not at the tokenizer's rate: the one rate over all rounds
+    it replaces underestimated by >3x."""
+    import io
+
+    from synprep.parse import train as udpipe_train
+
+    clock = [0.0]
+    monkeypatch.setattr(udpipe_train.time, "monotonic", lambda: clock[0])
+    rounds = udpipe_train.planned_component_rounds(component_options("small"))
+    assert rounds == {"tokenizer": 4, "tagger": 4, "parser": 4}
+    tracker = udpipe_train.Progress(rounds, io.StringIO(), bar=False, costs=udpipe_train.ROUND_COST["small"])
+    tracker.begin()
+    tracker.line("Training tokenizer with the following options: ...")
+    for epoch in range(1, 5):
+        clock[0] += 20.0
+        tracker.line(f"Epoch {epoch}, logprob: -1e+04, training acc: 99%")
+    cost = udpipe_train.ROUND_COST["small"]
+    uniform = 20.0 * (12 - 4)  # the old estimate: every round at the tokenizer's 20 s
+    assert tracker.eta() == pytest.approx(4 * 20.0 * cost["tagger"] + 4 * 20.0 * cost["parser"])
+    assert tracker.eta() > 3 * uniform
+    tracker.line("Training tagger model 1.")
+    clock[0] += 30.0
+    tracker.line("Iteration 1: done, accuracy 81%")
+    per_unit = (80.0 + 30.0) / (4 * 1.0 + 1 * cost["tagger"])
+    assert tracker.eta() == pytest.approx(3 * 30.0 + 4 * cost["parser"] * per_unit)
+    tracker.close()

@@ -98,7 +98,7 @@ symbols = 40
     return str(path)
 
 
-def test_convert_progress_has_totals_and_a_bar_or_line_per_stage(tmp_path, tiny_udpipe, capfd):
+def test_convert_progress_has_totals_and_a_bar_or_line_per_stage(tmp_path, tiny_udpipe, capfd, monkeypatch):
     pipeline = _text_pipeline(tmp_path, tiny_udpipe("de"))
     Converter(load_pipeline(pipeline), ConvertOptions(workers=1, progress=True)).run()
     err = capfd.readouterr().err
@@ -108,8 +108,15 @@ def test_convert_progress_has_totals_and_a_bar_or_line_per_stage(tmp_path, tiny_
     assert "learn joint BPE: 40 merges on the train tokens" in err
     assert re.search(r"features\+shards train: 100%\|[^|]*\| 40/40 \[", err), err
     assert re.search(r"features\+shards valid: 100%\|[^|]*\| 10/10 \[", err), err
-    Converter(load_pipeline(pipeline, str(tmp_path / "quiet")), ConvertOptions(workers=1)).run()
-    assert capfd.readouterr().err == ""  # default: no bars and no lines when stderr is not a terminal
+    # default, stderr not a terminal (a log file): plain lines at the progress interval (0 here: every update),
+    # never a bar or a carriage return, and no stage lines
+    monkeypatch.setenv("SYNPREP_PROGRESS_SECONDS", "0")
+    Converter(load_pipeline(pipeline, str(tmp_path / "lines")), ConvertOptions(workers=1)).run()
+    err = capfd.readouterr().err
+    assert "\r" not in err and "|" not in err and "train the src parser" not in err, err
+    line = r"convert: {} {}/{} pairs \(100%\), [\d.]+ pairs/s, \d+m\d\ds elapsed, ETA \d+m\d\ds"
+    for stage, n in (("filter\\+parse", 50), ("features\\+shards train", 40), ("features\\+shards valid", 10)):
+        assert re.search(line.format(stage, n, n), err), err
 
 
 def test_inspect_prints_statistics_only_when_asked_with_html(tmp_path):

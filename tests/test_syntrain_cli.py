@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -124,7 +125,10 @@ def test_translate_stdin_interactive_and_nbest(sample, tmp_path):
     lines = _raw_lines(sample)
     raw = tmp_path / "test.en"
     raw.write_text("".join(line + "\n" for line in lines))
-    from_file = syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "2")
+    from_file = syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "2",
+                         env={**os.environ, "SYNPREP_PROGRESS_SECONDS": "0"})  # progress lines off a terminal
+    assert re.search(rf"^translating {len(lines)}/{len(lines)} sent \(100%\), [\d.]+ sent/s, ", from_file.stderr, re.M)
+    assert "\r" not in from_file.stderr
     from_stdin = syntrain("translate", "--checkpoint", ckpt, "-i", "-", "--beam", "2", input=raw.read_text())
     assert from_file.returncode == 0 and from_stdin.stdout == from_file.stdout
     assert len(from_file.stdout.splitlines()) == len(lines)
@@ -330,8 +334,10 @@ def test_compare_subcommand_writes_only_what_it_says(sample, tmp_path):
     run = tmp_path / "model"
     shutil.copytree(sample / "run", run)
     before = set(os.listdir(run))
-    result = syntrain("compare", "--data", str(sample / "shards" / "test"), "--samples", "10", str(run))
+    result = syntrain("compare", "--data", str(sample / "shards" / "test"), "--samples", "10", str(run),
+                      env={**os.environ, "SYNPREP_PROGRESS_SECONDS": "0"})
     assert result.returncode == 0, result.stderr
+    assert re.search(rf"^compare {run}: translating (\d+)/\1 sent \(100%\), ", result.stderr, re.M), result.stderr
     assert result.stdout.startswith("| run | switches | seed | steps |")
     assert "| model | pascal heads [2]" in result.stdout
     assert set(os.listdir(run)) - before == {"test.hyp", "test.hyp.json", "describe.json"}

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from ..conllu import DEPREL, FORM, HEAD, MISC, UPOS, ConlluSentence, read_conllu
 from ..errors import InputError
+from ..progress import progress
 from .base import Parser
 
 MODES = ("gold", "raw")
@@ -204,12 +205,14 @@ def evaluate(parser: Parser, gold_path: str, mode: str, batch_size: int = 256) -
     else:
         lines = [" ".join(gold_text(s).split()) for s in gold]
     scores = Scores(mode)
-    for first in range(0, len(gold), batch_size):
-        start = time.perf_counter()
-        parsed = parser.parse(lines[first:first + batch_size])
-        scores.seconds += time.perf_counter() - start
-        for sentence, line in zip(gold[first:first + batch_size], parsed, strict=True):
-            score_sentence(scores, sentence, line.sentence, by_index=mode == "gold")
+    with progress(f"parser eval: {mode}", len(gold), "sent", leave=False) as counter:  # also parser train's held-out
+        for first in range(0, len(gold), batch_size):
+            start = time.perf_counter()
+            parsed = parser.parse(lines[first:first + batch_size])
+            scores.seconds += time.perf_counter() - start
+            for sentence, line in zip(gold[first:first + batch_size], parsed, strict=True):
+                score_sentence(scores, sentence, line.sentence, by_index=mode == "gold")
+            counter.update(len(parsed))
     return scores
 
 

@@ -8,7 +8,8 @@ replaced (`tokenizer_options`, ...; `none` leaves the component out, e.g. a tagg
 pre-tokenized input).
 
 Progress: UDPipe logs one line per epoch/iteration from C++ to file descriptor 2; it is read through a
-pipe and turned into a progress bar (terminal) or one line per iteration (logs) with elapsed time and ETA.
+pipe and turned into progress (`synprep.progress`): a bar on a terminal, else a line at the progress interval
+with elapsed time and an ETA that weighs each component's rounds by their cost (ROUND_COST).
 """
 
 from __future__ import annotations
@@ -19,13 +20,11 @@ import signal
 import sys
 import tempfile
 import time
-from typing import IO, TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from tqdm import tqdm
+from typing import IO, Any
 
 from ..conllu import MISC, read_conllu, read_trees
 from ..errors import InputError
+from ..progress import ProgressLines, clock, progress
 from ..textio import read_lines
 
 PRESETS: dict[str, dict[str, str]] = {
@@ -71,24 +70,7 @@ def component_options(preset: str, overrides: dict[str, str | None] | None = Non
 def planned_rounds(options: dict[str, str]) -> int:
     """Epochs + iterations UDPipe will log for these options (an upper bound with early stopping; a value
     that is not a number counts as the default: UDPipe itself reports it)."""
-
-    def number(values: dict[str, str], key: str, default: int) -> int:
-        text = values.get(key, "")
-        return int(text) if text.isdigit() else default
-
-    total = 0
-    for name in COMPONENTS:
-        text = options[name]
-        if text == "none":
-            continue
-        values = dict(item.split("=", 1) for item in text.split(";") if "=" in item)
-        if name == "tokenizer":
-            total += number(values, "epochs", UDPIPE_DEFAULT_ROUNDS[name])
-        elif name == "tagger":
-            total += number(values, "models", 2) * number(values, "iterations", 20)
-        else:
-            total += number(values, "iterations", UDPIPE_DEFAULT_ROUNDS[name])
-    return max(total, 1)
+    return max(sum(planned_component_rounds(options).values()), 1)
 
 
 def written_without_spaces(path: str, sample: int = 2000) -> tuple[bool, bool]:
@@ -127,47 +109,96 @@ def check_treebank(path: str, allow_no_spaceafter: bool = False) -> str | None:
 
 ROUND = re.compile(r"^(Epoch|Iteration) \d+[:,]")
 PHASES = (("Training tokenizer", "tokenizer"), ("Training tagger", "tagger"), ("Parser ", "parser"))
+# Seconds of one round (epoch/iteration) of a component relative to a tokenizer epoch, per preset, measured here:
+# `tiny` on sample_data/en.conllu (3 s per tokenizer epoch, 0.3 s per tagger, 1.5 s per parser iteration), `small`
+# on en_ewt dev (2,002 sentences, loaded 2-core machine: 19.5 s per tokenizer epoch, 38 s per tagger and 131 s per
+# parser iteration; 774 s in all). A component not started yet is estimated at its ratio times the measured
+# seconds per unit of ratio so far. One rate over all rounds said 2m36s left after the tokenizer where 11m35s
+# were (4.5x short): the cheap tokenizer epochs come first and the parser's iterations, each about seven epochs'
+# worth, last. Other presets and options use `small`'s ratios (a bigger parser network: still short until the
+# parser's first iteration is measured).
+ROUND_COST = {"tiny": {"tokenizer": 1.0, "tagger": 0.1, "parser": 0.5},
+              "small": {"tokenizer": 1.0, "tagger": 2.0, "parser": 6.7}}
+
+
+def planned_component_rounds(options: dict[str, str]) -> dict[str, int]:
+    """Epochs/iterations UDPipe will log per component, in training order (0: component left out)."""
+
+    def number(values: dict[str, str], key: str, default: int) -> int:
+        text = values.get(key, "")
+        return int(text) if text.isdigit() else default
+
+    rounds = {}
+    for name in COMPONENTS:
+        values = dict(item.split("=", 1) for item in options[name].split(";") if "=" in item)
+        if options[name] == "none":
+            rounds[name] = 0
+        elif name == "tagger":
+            rounds[name] = number(values, "models", 2) * number(values, "iterations", 20)
+        else:
+            rounds[name] = number(values, "epochs" if name == "tokenizer" else "iterations",
+                                  UDPIPE_DEFAULT_ROUNDS[name])
+    return rounds
 
 
 class Progress:
-    """Turns UDPipe's log lines into progress: a tqdm bar on a terminal, else one line per epoch/iteration
-    (elapsed, ETA), written to `stream`. `verbose` also copies every log line."""
+    """Turns UDPipe's log lines into progress (`synprep.progress`): a tqdm bar on a terminal (`bar`: None),
+    else a line at the progress interval with elapsed time and an ETA that counts every component's remaining
+    rounds at that component's own cost (ROUND_COST, `costs`). `verbose` also copies every log line."""
 
-    def __init__(self, total: int, stream: IO[str], verbose: bool = False, bar: bool | None = None) -> None:
-        self.total, self.done, self.phase = total, 0, "tokenizer"
-        self.stream, self.verbose, self.start, self.use_bar = stream, verbose, time.monotonic(), bar
-        self.bar: tqdm | None = None
+    def __init__(self, rounds: dict[str, int], stream: IO[str], verbose: bool = False, bar: bool | None = None,
+                 costs: dict[str, float] | None = None) -> None:
+        self.rounds, self.phase = rounds, next((c for c in COMPONENTS if rounds.get(c)), "tokenizer")
+        self.costs = costs or ROUND_COST["small"]
+        self.stream, self.verbose, self.use_bar = stream, verbose, bar
+        self.done: dict[str, int] = dict.fromkeys(COMPONENTS, 0)
+        self.started: dict[str, float] = {}
+        self.ended: dict[str, float] = {}
+        self.counter: Any = None
+
+    @property
+    def total(self) -> int:
+        return max(sum(self.rounds.values()), 1)
 
     def begin(self) -> None:
-        """Start the clock (and the bar, on a terminal)."""
-        from tqdm import tqdm
+        """Start the clock and the bar or lines."""
+        self.started = {self.phase: time.monotonic()}
+        self.counter = progress(f"parser train: {self.phase}", self.total, "epochs+iterations",
+                                shown=self.use_bar if self.use_bar else None, stream=self.stream,
+                                estimate=self.eta, leave=False)
 
-        self.start = time.monotonic()
-        if self.stream.isatty() if self.use_bar is None else self.use_bar:
-            self.bar = tqdm(total=self.total, unit=" it", desc="train", file=self.stream, leave=False)
+    def eta(self) -> float | None:
+        """Seconds left: the current component's remaining rounds at its measured time per round; a component
+        not started yet at its cost (`costs`) times the measured seconds per unit of cost over all components so
+        far (None before the first round)."""
+        now = time.monotonic()
+        spent = {name: (now if name == self.phase else self.ended[name]) - self.started[name]
+                 for name in COMPONENTS if self.done[name]}
+        if not spent:
+            return None
+        unit = sum(spent.values()) / sum(self.done[name] * self.costs[name] for name in spent)
+        return sum(max(self.rounds.get(name, 0) - self.done[name], 0)
+                   * (spent[name] / self.done[name] if name in spent else unit * self.costs[name])
+                   for name in COMPONENTS)
 
     def line(self, text: str) -> None:
         if self.verbose:
             self.stream.write(text + "\n")
         for prefix, phase in PHASES:
-            if text.startswith(prefix):
-                self.phase = phase
-        if not ROUND.match(text):
-            return
-        self.done += 1
-        if self.bar is not None:
-            self.bar.set_description(f"train {self.phase}")
-            self.bar.update(1)
-            return
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / self.done * max(self.total - self.done, 0)
-        self.stream.write(f"parser train: {self.phase} {self.done}/{self.total} epochs+iterations, "
-                          f"{_clock(elapsed)} elapsed, ETA {_clock(eta)}\n")
-        self.stream.flush()
+            if text.startswith(prefix) and phase != self.phase:
+                self.ended[self.phase] = time.monotonic()
+                self.phase, self.started[phase] = phase, time.monotonic()
+                self.counter.set_description(f"parser train: {phase}")
+        if ROUND.match(text):
+            self.done[self.phase] += 1
+            self.counter.update(1)
+            eta = self.eta()
+            if not isinstance(self.counter, ProgressLines) and eta is not None:  # a bar's own ETA is one rate
+                self.counter.set_postfix_str(f"ETA {clock(eta)} (by component)")
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+        if self.counter is not None:
+            self.counter.close()
         self.stream.flush()
 
 
@@ -176,11 +207,6 @@ def _fd(stream: IO[str]) -> int | None:
         return stream.fileno()
     except (AttributeError, OSError, ValueError):
         return None
-
-
-def _clock(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds), 60)
-    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{secs:02d}s"
 
 
 def _train_in_child(train: object, heldout: object, options: list[object], output_path: str,
@@ -271,7 +297,8 @@ def train_udpipe(conllu_path: str, output_path: str, preset: str = "default",
     train = _load_sentences(conllu_path)
     heldout = _load_sentences(heldout_path) if heldout_path else Sentences()
     stream = progress if progress is not None else (None if quiet else sys.stderr)
-    tracker = Progress(planned_rounds(chosen), stream, verbose=not quiet) if stream is not None else None
+    tracker = Progress(planned_component_rounds(chosen), stream, verbose=not quiet,
+                       costs=ROUND_COST.get(preset)) if stream is not None else None
     parent = os.path.dirname(os.path.abspath(output_path))
     os.makedirs(parent, exist_ok=True)
     failure, log = _train_in_child(train, heldout, [Trainer.DEFAULT if chosen[c] == "default" else chosen[c]

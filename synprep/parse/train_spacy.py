@@ -25,6 +25,7 @@ from typing import Any
 
 from ..conllu import FEATS, read_conllu
 from ..errors import InputError
+from ..progress import progress
 
 SPACY_PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"training.max_steps": 30, "training.eval_frequency": 10, "training.patience": 0,
@@ -66,12 +67,20 @@ class _Deadline(Exception):
     """Raised between two updates once the time budget is spent; spaCy saves the models on its way out."""
 
 
-def _deadline_callback(seconds: float) -> Any:  # noqa: ANN401 (a spaCy `before_update` callable)
-    end = time.monotonic() + seconds
+_COUNTERS: list[Any] = []  # the progress of the training running in this process (spaCy builds its callback by name)
+
+
+def _before_update_callback(seconds: float) -> Any:  # noqa: ANN401 (a spaCy `before_update` callable)
+    """Before each update: the step counted in the progress, and with a time budget (`seconds` > 0) the stop
+    once it is spent."""
+    end = time.monotonic() + seconds if seconds else None
 
     def before_update(nlp: Any, args: dict[str, Any]) -> None:  # noqa: ANN401
-        if time.monotonic() > end:
-            raise _Deadline(f"time budget reached at step {args.get('step')}")
+        step = int(args.get("step") or 0)
+        for counter in _COUNTERS:
+            counter.update(step - counter.n)
+        if end is not None and time.monotonic() > end:
+            raise _Deadline(f"time budget reached at step {step}")
 
     return before_update
 
@@ -94,14 +103,14 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
 
 def train_spacy(conllu_path: str, output_dir: str, preset: str = "default", heldout_path: str | None = None,
                 lang: str | None = None, overrides: dict[str, Any] | None = None, quiet: bool = False,
-                max_minutes: float | None = None) -> float:
+                max_minutes: float | None = None, progress_shown: bool | None = None) -> float:
     """Train a spaCy tagger+parser on `conllu_path` into the folder `output_dir` (the best model on the
     held-out set, or on the training set itself without one); returns the seconds it took. `max_minutes`
     stops training after the first update past that budget (the best model so far is kept)."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="synprep_spacy_") as work:
         prepare_spacy(conllu_path, work, preset, heldout_path, lang, overrides)
-        fit_spacy(work, output_dir, quiet=quiet, max_minutes=max_minutes)
+        fit_spacy(work, output_dir, quiet=quiet, max_minutes=max_minutes, progress_shown=progress_shown)
     return time.perf_counter() - start
 
 
@@ -135,19 +144,24 @@ def prepare_spacy(conllu_path: str, work: str, preset: str = "default", heldout_
         raise InputError(f"bad --set for spaCy ({type(err).__name__}: {str(err).splitlines()[0][:200]})") from None
 
 
-def fit_spacy(work: str, output_dir: str, quiet: bool = False, max_minutes: float | None = None) -> None:
-    """Train from a folder made by `prepare_spacy`; copy the best model to `output_dir`."""
+def fit_spacy(work: str, output_dir: str, quiet: bool = False, max_minutes: float | None = None,
+              progress_shown: bool | None = None) -> None:
+    """Train from a folder made by `prepare_spacy`; copy the best model to `output_dir`. Progress (steps, up to
+    `max_steps`) on stderr as `synprep.progress` shows it (`progress_shown`: None, a bar on a terminal, else
+    lines at the interval; False: none)."""
     from spacy import registry
     from spacy.cli.train import train
     from spacy.util import load_config
 
-    registry.callbacks.register("synprep_deadline.v1", func=_deadline_callback)
+    registry.callbacks.register("synprep_before_update.v1", func=_before_update_callback)
     config_path = os.path.join(work, "config.cfg")
-    if max_minutes:
-        config = load_config(config_path, interpolate=False)
-        config["training"]["before_update"] = {"@callbacks": "synprep_deadline.v1", "seconds": 60 * max_minutes}
-        config.to_disk(config_path)
+    config = load_config(config_path, interpolate=False)
+    config["training"]["before_update"] = {"@callbacks": "synprep_before_update.v1",
+                                           "seconds": 60 * max_minutes if max_minutes else 0}
+    config.to_disk(config_path)
+    steps = int(config["training"].get("max_steps") or 0) or None  # an upper bound: patience may stop it sooner
     paths = {"paths.train": os.path.join(work, "train.spacy"), "paths.dev": os.path.join(work, "dev.spacy")}
+    _COUNTERS.append(progress("parser train: spacy", steps, "steps", shown=progress_shown))
     with open(os.devnull, "w") if quiet else contextlib.nullcontext() as sink:
         with contextlib.redirect_stdout(sink) if sink else contextlib.nullcontext():
             try:
@@ -156,6 +170,8 @@ def fit_spacy(work: str, output_dir: str, quiet: bool = False, max_minutes: floa
                 pass
             except SystemExit:  # spaCy's CLI helpers exit on a bad configuration
                 raise InputError("spaCy training failed (see its messages above)", config_path) from None
+            finally:
+                _COUNTERS.pop().close()
     best = os.path.join(work, "model-best")
     if not os.path.isdir(best):
         best = os.path.join(work, "model-last")
