@@ -36,6 +36,19 @@ def test_first_losses_of_every_recipe_are_unchanged(recipe, tmp_path):
     _same_losses(result["final"], expected["final"])
 
 
+@pytest.mark.parametrize("variant", sorted(fixtures.VARIANTS))
+def test_first_losses_of_recipe_variants_are_unchanged(variant, tmp_path):
+    """A recipe with a choice changed (e.g. DBSA's bi-affine scores as released, `dbsa_biaffine = "released"`)
+    gives its pinned losses, and they are not the recipe's own (the choice is in effect)."""
+    recipe, changed = fixtures.VARIANTS[variant]
+    result = fixtures.recipe_run(REPO / "pipelines" / "train" / recipe, str(tmp_path / "run"), changed)
+    expected = RECIPES["variants"][variant]
+    _same_logged(result["logged"], expected["logged"])
+    _same_losses(result["final"], expected["final"])
+    with pytest.raises(AssertionError):
+        _same_losses(result["final"], RECIPES["losses"][recipe]["final"])
+
+
 # Bounds that hold on any x86-64 CPU yet catch a real change. The pinned numbers are float32 results of three
 # optimizer steps; another CPU (AVX2 vs AVX-512 kernels) sums the same products in another order, which moved the
 # final loss by rel 2e-6 on one 2-core machine (5.2437673 vs 5.2437568). LOSS_REL is 10x that (~170 float32 ulps);
