@@ -543,7 +543,7 @@ def _validate_and_save(run: Run, stop: bool) -> bool:
         run.record({"step": run.step, "valid_loss": result["loss"], "valid_bleu": result["bleu"],
                     "valid_chrf": result["chrf"], **{f"valid_{key}": value for key, value in result.items()
                                                      if key not in SCORE_KEYS},
-                    "elapsed_s": round(run.clock.seconds(), 1), "valid_s": round(time.time() - started, 1)})
+                    "elapsed_s": round(run.clock.seconds(), 1), "valid_s": round(time.time() - started, 3)})
         value = result["bleu"] if cfg.best_metric == "bleu" else result["loss"]
         improved = run.best is None or (value > run.best if cfg.best_metric == "bleu" else value < run.best)
         run.best, run.bad_evals = (value, 0) if improved else (run.best, run.bad_evals + 1)
