@@ -120,13 +120,15 @@ class _ExplicitHeads:
     their own query, their weights recorded), the fused kernel for the plain ones."""
 
     def attend(self: MultiHeadAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-               scale: torch.Tensor | None = None, window: torch.Tensor | None = None
+               scale: torch.Tensor | None = None, window: torch.Tensor | None = None, bias: torch.Tensor | None = None
                ) -> tuple[torch.Tensor, torch.Tensor]:
         """Explicit attention of some heads: (context, log-weights before dropout); `scale` multiplies the
-        scores before the softmax, `window` (True = inside) masks like `mask`."""
+        scores before the softmax, `bias` is added to them after, `window` (True = inside) masks like `mask`."""
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
         if scale is not None:
             scores = scores * scale.to(scores.dtype)
+        if bias is not None:
+            scores = scores + bias.to(scores.dtype)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         if window is not None:
@@ -158,7 +160,8 @@ class _ExplicitHeads:
             contexts.append(context)
         if last:
             query = self.last.query(self, q[:, -1:])
-            context, log_weights["last"] = self.attend(query, k[:, -1:], v[:, -1:], mask)
+            bias = self.last.key_bias(self, k[:, -1:])
+            context, log_weights["last"] = self.attend(query, k[:, -1:], v[:, -1:], mask, bias=bias)
             contexts.append(context)
         if records is not None:
             for hook in self.hooks:

@@ -357,15 +357,17 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         result = score(hyps, references, data.tgt_lang, bleu_tokenize)
     except ValueError as err:
         raise click.ClickException(str(err)) from None
-    click.echo(f"BLEU {result['bleu']:.2f}  BLEU signature: {result['bleu_signature']}")
-    click.echo(f"chrF {result['chrf']:.2f}  chrF signature: {result['chrf_signature']}")
-    if subsets is not None:
-        from .compare import subset_table
+    from .compare import normalization_note, subset_table
 
+    note = normalization_note(data_path, normalize_refs)
+    click.echo(f"BLEU {result['bleu']:.2f}  BLEU signature: {result['bleu_signature']}{note}")
+    click.echo(f"chrF {result['chrf']:.2f}  chrF signature: {result['chrf_signature']}{note}")
+    if subsets is not None:
         split_ids = data.table.column("id").to_pylist()
         name = os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) or "model"
         click.echo("\n".join(["", *subset_table([(name, hyps)], references, split_ids, subsets,
-                                                 tokenize=bleu_tokenizer(data.tgt_lang, bleu_tokenize))]))
+                                                 tokenize=bleu_tokenizer(data.tgt_lang, bleu_tokenize),
+                                                 normalized=note)]))
     for switch_outputs in outputs:
         measures = switch_outputs.scores(pieces, data, data.keep)
         result.update(measures)
@@ -464,14 +466,17 @@ def open_columns(path: str) -> list[str]:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the tables here (JSON).")
 @click.option("--bleu-tokenize", type=DeclaredType("train", "bleu_tokenize"), default="auto", show_default=True,
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
+@click.option("--normalize-refs", multiple=True, type=click.Choice(NORMALIZERS),
+              help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
 def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | None, beam: int, length_penalty: float,
-                    samples: int, json_path: str | None, bleu_tokenize: str) -> None:
+                    samples: int, json_path: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...]) -> None:
     """Results table of runs on one test split: BLEU and chrF with sacrebleu signatures and a paired bootstrap of
     each run against the first (the baseline). A run is a folder with best.pt or test.hyp (hypotheses, one line
     per pair of the split). Into a run folder with best.pt it writes only RUN/test.hyp (its decoding, reused while
     the checkpoint, the split and the decoding settings recorded in RUN/test.hyp.json are the same),
     RUN/describe.json (switches, seed, steps) and, for tree-decoding runs, RUN/test.trans;
-    it names every file it writes on stderr."""
+    it names every file it writes on stderr. A run whose hypotheses equal the baseline's is "identical" (no p
+    value)."""
     from synprep.errors import InputError
 
     from .compare import DESCRIPTION, HYPOTHESES, HYPOTHESES_KEY, compare
@@ -482,6 +487,7 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
         raise click.UsageError(f"no best.pt or {HYPOTHESES} in {', '.join(missing)} (train them first: syntrain run "
                                "RECIPE)")
     written: list[str] = []
+    results: dict[str, Any] = {}
     try:
         own = {f"the {name} compare writes into {run}": os.path.join(run, name) for run in runs
                for name in (HYPOTHESES, HYPOTHESES_KEY, DESCRIPTION)}
@@ -489,12 +495,13 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
         _check_outputs({"--json": json_path}, {**{f"the run {run}": run for run in runs}, **own,
                                                "the split (--data)": data_path,
                                                "the challenge sets (--subsets)": subsets_dir})
-        table = compare(runs, data_path, beam, length_penalty, samples, subsets_dir, written, bleu_tokenize)
+        table = compare(runs, data_path, beam, length_penalty, samples, subsets_dir, written, bleu_tokenize,
+                        normalize_refs, results)
     except (ValueError, InputError) as err:
         raise click.ClickException(str(err)) from None
     click.echo(table)
     if json_path:
-        _write_json(json_path, {"runs": list(runs), "table": table})
+        _write_json(json_path, {"runs": list(runs), **results, "table": table})
     click.echo(f"compare wrote {', '.join(written)}" if written else "compare wrote nothing into the run folders",
                err=True)
 

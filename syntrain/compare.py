@@ -166,14 +166,14 @@ def _fmt(value: float) -> str:
 
 
 def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[str], split_ids: Sequence[int],
-                 subsets: Sequence[tuple[str, Sequence[int]]], samples: int = 1000, tokenize: str = "13a"
-                 ) -> list[str]:
+                 subsets: Sequence[tuple[str, Sequence[int]]], samples: int = 1000, tokenize: str = "13a",
+                 rows_out: list[dict] | None = None, normalized: str = "") -> list[str]:
     """Markdown lines: one row for the whole split (`all`) and one per subset (name, pair ids), BLEU and chrF
     of every system; with two or more systems, each later one's cell carries its paired-bootstrap p value
-    against the first (sacrebleu's PairedTest, `samples` resamples). An empty subset is a row of 0 pairs.
-    `tokenize`: sacrebleu's BLEU tokenizer."""
-    from sacrebleu.metrics import BLEU, CHRF
-    from sacrebleu.significance import PairedTest
+    against the first (sacrebleu's PairedTest, `samples` resamples), or "identical" where its hypotheses on the
+    subset are the baseline's. An empty subset is a row of 0 pairs. `tokenize`: sacrebleu's BLEU tokenizer;
+    `rows_out` gets one dict per subset row (`system_cells`); `normalized`: the references' normalization note
+    (`normalization_note`) added to the signature lines."""
 
     from synprep.challenge import subset_rows
 
@@ -187,42 +187,74 @@ def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[
             continue
         refs = [references[r] for r in rows]
         picked = [(sys_name, [hyps[r] for r in rows]) for sys_name, hyps in systems]
-        metrics = {"BLEU": BLEU(tokenize=tokenize), "chrF": CHRF()}
-        cells = []
-        if len(picked) > 1:
-            signatures, scores = PairedTest(picked, metrics, [refs], test_type="bs", n_samples=samples)()
-            bleu_key, chrf_key = [key for key in scores if key != "System"]
-            for i in range(len(picked)):
-                for key in (bleu_key, chrf_key):
-                    score = scores[key][i]
-                    # sacrebleu gives a system identical to the baseline its smallest p (a zero difference is
-                    # "not attributed to chance"): say so instead of printing it
-                    same = picked[i][1] == picked[0][1]
-                    cells.append(_fmt(score.score) + ("" if i == 0 else " (identical)" if same else
-                                                      f" (p {score.p_value:.3f})"))
-        else:
-            cells = [_fmt(metric.corpus_score(picked[0][1], [refs]).score) for metric in metrics.values()]
-            signatures = {m: metric.get_signature() for m, metric in metrics.items()}
+        signatures, results = system_cells(picked, refs, samples, tokenize)
+        cells = [_fmt(result[m]) + ("" if i == 0 else " (identical)" if result["identical"] else
+                                    f" (p {result['p_' + m]:.3f})")
+                 for i, result in enumerate(results) for m in ("bleu", "chrf")]
+        if rows_out is not None:
+            rows_out.append({"subset": name, "pairs": len(rows), "systems": results})
         lines.append(f"| {name} | {len(rows)} | " + " | ".join(cells) + " |")
     lines.append("")
     if len(systems) > 1:
         lines.append(f"p: paired bootstrap against {systems[0][0]} on the same pairs, {samples} resamples "
-                     "(identical: the same hypotheses as the baseline on that subset).")
-    lines += [f"{metric}: `{signature}`" for metric, signature in signatures.items()]
+                     "(identical: the same hypotheses as the baseline on that subset, no p value).")
+    lines += [f"{metric}: `{signature}`{normalized}" for metric, signature in signatures.items()]
     return lines
+
+
+def system_cells(systems: Sequence[tuple[str, list[str]]], references: Sequence[str], samples: int,
+                 tokenize: str) -> tuple[dict[str, object], list[dict]]:
+    """(signatures, per system {system, bleu, chrf, p_bleu, p_chrf, identical}) of `systems` on `references`;
+    with two or more, a paired bootstrap (sacrebleu's PairedTest, `samples` resamples) of each later one against
+    the first. A system whose hypotheses equal the baseline's is `identical` with no p value: sacrebleu's p is
+    (1 + the resamples whose centred absolute difference exceeds the observed one) / (samples + 1); with equal
+    hypotheses every difference is 0, none exceeds it, and it reports its smallest p, 1 / (samples + 1), which
+    would read as a significant difference."""
+    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import PairedTest
+
+    metrics = {"BLEU": BLEU(tokenize=tokenize), "chrF": CHRF()}
+    if len(systems) == 1:
+        scores = {"System": [systems[0][0]], **{m: [metric.corpus_score(systems[0][1], [list(references)])]
+                                                 for m, metric in metrics.items()}}
+        signatures = {m: metric.get_signature() for m, metric in metrics.items()}
+    else:
+        signatures, scores = PairedTest(systems, metrics, [list(references)], test_type="bs", n_samples=samples)()
+    bleu_key, chrf_key = [key for key in scores if key != "System"]  # sacrebleu names them BLEU, chrF2
+    results = []
+    for i, (name, hyps) in enumerate(systems):
+        identical = i > 0 and hyps == systems[0][1]
+        bleu, chrf = scores[bleu_key][i], scores[chrf_key][i]
+        results.append({"system": name, "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
+                        "p_bleu": None if i == 0 or identical else bleu.p_value,
+                        "p_chrf": None if i == 0 or identical else chrf.p_value, "identical": identical})
+    return signatures, results
+
+
+def normalization_note(data_path: str, normalize_refs: Sequence[str] = ()) -> str:
+    """What was done to a split's references before scoring, for the printed signature lines: the target
+    normalizers its convert applied (recorded in the manifest: `tgt_text` is stored normalized) and the
+    `--normalize-refs` ones applied at scoring time; "" when neither."""
+    from synprep.shards import load_manifest
+
+    converted = ((load_manifest(data_path).configuration.get("normalize") or {}).get("tgt") or [])
+    parts = ([f"{', '.join(converted)} (by convert)"] if converted else []) + (
+        [f"{', '.join(normalize_refs)} (--normalize-refs)"] if normalize_refs else [])
+    return f"  references normalized: {'; '.join(parts)}" if parts else ""
 
 
 def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: float = 0.6,
             samples: int = 1000, subsets_dir: str | None = None, written: list[str] | None = None,
-            tokenize: str = "auto") -> str:
+            tokenize: str = "auto", normalize_refs: Sequence[str] = (), results: dict | None = None) -> str:
     """The Markdown table (runs[0] = the baseline); with `subsets_dir` (synprep challenge's output) also the
     table over the whole split and every subset (`subset_table`). The files written into run folders are added to
-    `written`. BLEU's tokenizer: `tokenize`, or with 'auto' the one for the split's target language."""
+    `written`. BLEU's tokenizer: `tokenize`, or with 'auto' the one for the split's target language. The
+    references are normalized by `normalize_refs` (synprep.normalize) first. `results` gets the tables' values
+    (runs, scores, p values or `identical`, signatures, subsets)."""
     import torch
-    from sacrebleu.metrics import CHRF
-    from sacrebleu.significance import PairedTest
 
     from synprep.challenge import load_subsets
+    from synprep.normalize import normalizer
 
     subsets = load_subsets(subsets_dir) if subsets_dir is not None else None  # checked before any decoding
     from .data import check_scored_split
@@ -230,46 +262,48 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     check_scored_split(data_path)
     split_ids, references = reference_texts(data_path)
+    normalize = normalizer(normalize_refs)
+    references = [normalize(ref) for ref in references]
     systems = [(os.path.basename(os.path.normpath(run)), run_hypotheses(run, data_path, beam, length_penalty,
                                                                          device, len(references), written))
                for run in runs]
     from synprep.shards import load_manifest
 
-    from .decode import bleu_metric, bleu_tokenizer
+    from .decode import bleu_tokenizer
     from .switches import registered
 
     tokenize = bleu_tokenizer(load_manifest(data_path).configuration.get("tgt_lang", ""), tokenize)
-    bleu = bleu_metric("", tokenize)
-    metrics = {"BLEU": bleu, "chrF": CHRF()}
-    if len(systems) > 1:
-        signatures, scores = PairedTest(systems, metrics, [references], test_type="bs", n_samples=samples)()
-    else:
-        scores = {"System": [systems[0][0]], **{m: [metric.corpus_score(systems[0][1], [references])]
-                                                  for m, metric in metrics.items()}}
-        signatures = {m: metric.get_signature() for m, metric in metrics.items()}
-    bleu_key, chrf_key = [key for key in scores if key != "System"]  # sacrebleu names them BLEU, chrF2
+    signatures, scored = system_cells(systems, references, samples, tokenize)
     extra = [switch for switch in registered() if switch.Decoded.compare_header]  # the switches' columns
     lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) |"
              + "".join(f" {switch.Decoded.compare_header} |" for switch in extra), "|---" * (8 + len(extra)) + "|"]
-    for i, (name, run) in enumerate(zip(scores["System"], runs)):
+    for i, (result, run) in enumerate(zip(scored, runs)):
         switches, seed, steps = describe(run, written)
-        bleu, chrf = scores[bleu_key][i], scores[chrf_key][i]
-        p_bleu = "baseline" if i == 0 else f"{bleu.p_value:.3f}"
-        p_chrf = "baseline" if i == 0 else f"{chrf.p_value:.3f}"
-        lines.append(f"| {name.replace('* ', '').replace('Baseline: ', '')} | {switches} | {seed} | {steps} | "
-                     f"{bleu.score:.2f} | {p_bleu} | {chrf.score:.2f} | {p_chrf} |"
+        result.update(run=run, switches=switches, seed=seed, steps=steps)
+        p_bleu, p_chrf = ("baseline", "baseline") if i == 0 else ("identical", "identical") if result["identical"] \
+            else (f"{result['p_bleu']:.3f}", f"{result['p_chrf']:.3f}")
+        lines.append(f"| {result['system']} | {switches} | {seed} | {steps} | {result['bleu']:.2f} | {p_bleu} | "
+                     f"{result['chrf']:.2f} | {p_chrf} |"
                      + "".join(f" {cell} |" for cell in _extra_cells(extra, run, data_path)))
     lines.append("")
     lines.append(f"Test: {data_path} ({len(references)} sentences), beam {beam}, length penalty {length_penalty}; "
-                 f"paired bootstrap against {systems[0][0]}, {samples} resamples.")
-    for metric, signature in signatures.items():
-        lines.append(f"{metric}: `{signature}`")
+                 f"paired bootstrap against {systems[0][0]}, {samples} resamples (p: the share of resamples whose "
+                 "difference from the baseline's score, centred, exceeds the observed one; identical: the same "
+                 "hypotheses as the baseline, no p value).")
+    note = normalization_note(data_path, normalize_refs)
+    lines += [f"{metric}: `{signature}`{note}" for metric, signature in signatures.items()]
+    subset_rows: list[dict] = []
     if subsets is not None:
         names = [name for name, _ in systems]
         if len(set(names)) != len(names):  # PairedTest names the systems: keep them apart
             systems = [(f"{name} ({i + 1})", hyps) for i, (name, hyps) in enumerate(systems)]
         lines += ["", f"Challenge subsets: {subsets_dir} (synprep challenge)", ""]
-        lines += subset_table(systems, references, split_ids, subsets, samples, tokenize)
+        lines += subset_table(systems, references, split_ids, subsets, samples, tokenize, subset_rows, note)
+    if results is not None:
+        results.update(data=os.path.abspath(data_path), pairs=len(references), beam=beam,
+                       length_penalty=length_penalty, samples=samples, normalize_refs=list(normalize_refs),
+                       signatures={m: str(signature) for m, signature in signatures.items()}, systems=scored,
+                       subsets=subset_rows)
     return "\n".join(lines)
 
 

@@ -94,8 +94,11 @@ def logged_run(prog: str = "syntrain") -> Iterator[RunLog]:
     try:
         yield log
     except Exception as err:
-        if log.file is not None:
-            log.file.write(f"{prog}: error: {' '.join(str(err).split())}\n")
+        if log.file is not None:  # Ctrl-C that keeps the run's work (Interrupted) is not an error
+            from synprep.errors import Interrupted
+
+            kind = "" if isinstance(err, Interrupted) else "error: "
+            log.file.write(f"{prog}: {kind}{' '.join(str(err).split())}\n")
         raise
     finally:
         sys.stderr = original
@@ -357,12 +360,13 @@ def check_resume(cfg: TrainConfig, path: str, ckpt: dict) -> list[str]:
 
 def finished_reason(cfg: TrainConfig, ckpt: dict) -> str | None:
     """Why a run whose checkpoint is `ckpt` has nothing left to do under `cfg`'s budget (None: it goes on).
-    The budget counts over the whole run: max_steps the steps, max_minutes the training time of every session."""
+    The budget counts over the whole run: max_steps the steps, max_minutes the trained time of every session
+    (the checkpoint's `elapsed_s`: validation and checkpoint writing not counted, train.TrainedClock)."""
     if ckpt.get("stopped_early") and cfg.patience and ckpt.get("bad_evals", 0) >= cfg.patience:
         return f"it stopped early at step {ckpt['step']} ({ckpt['stopped_early']}; --patience 0 trains on)"
     if ckpt["step"] >= cfg.max_steps:
         return f"step {ckpt['step']} of max_steps {cfg.max_steps}"
     elapsed = float(ckpt.get("elapsed_s", 0.0))
     if cfg.max_minutes and elapsed / 60 >= cfg.max_minutes:
-        return f"{elapsed / 60:.1f} of max_minutes {cfg.max_minutes:g} trained"
+        return f"{elapsed / 60:.1f} of max_minutes {cfg.max_minutes:g} trained, validation not counted"
     return None

@@ -59,12 +59,13 @@ def autocast_context(precision: str, device: torch.device) -> contextlib.Abstrac
 
 
 def format_eta(step: int, first_step: int, elapsed: float, max_steps: int, max_minutes: float = 0.0,
-               before: float = 0.0) -> str:
+               before: float = 0.0, trained: float | None = None) -> str:
     """Time left as H:MM:SS: to `max_steps` at the pace of this session's steps (`elapsed` seconds), or to
-    `max_minutes` if sooner (the budget of the whole run: `before` seconds trained in earlier sessions)."""
+    `max_minutes` if sooner (the budget of the whole run: `trained` seconds so far, by default `before` seconds
+    trained in earlier sessions + `elapsed`)."""
     left = (max_steps - step) * elapsed / (step - first_step) if step > first_step else math.inf
     if max_minutes:
-        left = min(left, max(max_minutes * 60 - before - elapsed, 0.0))
+        left = min(left, max(max_minutes * 60 - (before + elapsed if trained is None else trained), 0.0))
     if math.isinf(left):
         return "?"
     seconds = round(left)
@@ -274,6 +275,39 @@ def training_device(choice: str, local_rank: int = 0) -> torch.device:
     return torch.device("cuda", local_rank)
 
 
+class TrainedClock:
+    """A run's trained time: the seconds of its training steps over all its sessions; validation and checkpoint
+    writing (`paused`) are not counted, they are kept apart (`valid_seconds`). The one definition that
+    `max_minutes` budgets and that the checkpoint's `elapsed_s`, metrics.jsonl's `elapsed_s`, train.log and
+    --resume report. Set-up (data, model) and the final test scoring are outside it."""
+
+    def __init__(self, before: float = 0.0, valid_before: float = 0.0) -> None:
+        self.before, self.valid_before = before, valid_before  # seconds of the earlier sessions
+        self.restart()
+
+    def restart(self) -> None:
+        """This session's clock starts now."""
+        self.start, self.paused, self.paused_at = time.time(), 0.0, None
+
+    def seconds(self) -> float:
+        """Trained seconds of the whole run so far."""
+        now = self.paused_at if self.paused_at is not None else time.time()
+        return self.before + now - self.start - self.paused
+
+    def valid_seconds(self) -> float:
+        """Seconds of validation and checkpoint writing of the whole run so far."""
+        return self.valid_before + self.paused + (time.time() - self.paused_at if self.paused_at is not None else 0.0)
+
+    @contextlib.contextmanager
+    def pause(self) -> Any:
+        """Time spent inside is not trained time."""
+        self.paused_at = time.time()
+        try:
+            yield
+        finally:
+            self.paused, self.paused_at = self.paused + time.time() - self.paused_at, None
+
+
 @dataclass
 class Run:
     """The state of one training run, passed through the steps of `train`."""
@@ -302,8 +336,7 @@ class Run:
     best_step: int | None = None  # the step best.pt holds (recorded in every checkpoint)
     lost: tuple[str, str | None] | None = None  # a resumed run's best.pt lost: (what, the file holding it or None)
     bad_evals: int = 0
-    before: float = 0.0  # training seconds of the earlier sessions (the max_minutes budget is the whole run's)
-    session_start: float = 0.0
+    clock: TrainedClock = field(default_factory=TrainedClock)  # trained time (the max_minutes budget: the run's)
     stopped_early: str = ""
     notes: list[str] = field(default_factory=list)  # what a resume changes
     fingerprint: str = ""  # data_fingerprint of the training split
@@ -436,10 +469,11 @@ def make_model(run: Run) -> None:
         run.optimizer.load_state_dict(ckpt["optimizer"])
         run.scheduler.load_state_dict(ckpt["scheduler"])
         run.step, run.epoch, run.position, run.best = ckpt["step"], ckpt["epoch"], ckpt["position"], ckpt["best"]
-        run.bad_evals, run.before = ckpt.get("bad_evals", 0), float(ckpt.get("elapsed_s", 0.0))
+        run.bad_evals = ckpt.get("bad_evals", 0)
+        run.clock = TrainedClock(float(ckpt.get("elapsed_s", 0.0)), float(ckpt.get("valid_s", 0.0)))
         run.best_step = ckpt.get("best_step")
         _set_rng_state(ckpt["rng"][run.rank] if isinstance(ckpt["rng"], list) else ckpt["rng"])
-        run.log(f"resumed from {run.resume_path} at step {run.step} ({run.before / 60:.1f} min trained before)")
+        run.log(f"resumed from {run.resume_path} at step {run.step} ({trained_text(run.clock)} before)")
         for note in run.notes:
             run.log(note)
     run.raw_model = run.model = model
@@ -502,7 +536,7 @@ def save(run: Run, also_best: bool) -> None:
              **run.vocab.checkpoint_fields(), "model_config": run.mcfg.to_dict(), "train_config": asdict(cfg),
              "signature": run.train_data.signature, "pipeline": run.train_data.configuration,
              "dataset": os.path.dirname(os.path.abspath(cfg.data)), "data_fingerprint": run.fingerprint,
-             "elapsed_s": round(run.before + time.time() - run.session_start, 3),
+             "elapsed_s": round(run.clock.seconds(), 3), "valid_s": round(run.clock.valid_seconds(), 3),
              "stopped_early": run.stopped_early}
     for path in (run.last_path, run.best_path) if also_best else (run.last_path,):
         save_checkpoint(state, path)
@@ -514,16 +548,24 @@ def save(run: Run, also_best: bool) -> None:
 
 
 def validate_and_save(run: Run, stop: bool) -> bool:
-    """Validation (rank 0), best.pt by `best_metric`, the checkpoints, patience; returns whether to stop."""
+    """Validation (rank 0), best.pt by `best_metric`, the checkpoints, patience; returns whether to stop. Its
+    time is not trained time (`TrainedClock`)."""
+    with run.clock.pause():
+        return _validate_and_save(run, stop)
+
+
+def _validate_and_save(run: Run, stop: bool) -> bool:
     cfg = run.cfg
     if run.valid_data is not None and run.rank == 0:
+        started = time.time()
         result = evaluate(run.raw_model, run.valid_data, run.vocab, cfg, run.device, cfg.eval_beam,
                           cfg.eval_sentences)
         run.log(f"step {run.step} | valid loss {result['loss']:.3f} | BLEU {result['bleu']:.2f} | "
                 f"chrF {result['chrf']:.2f}{scores_text(run.raw_model, result)}")
         run.record({"step": run.step, "valid_loss": result["loss"], "valid_bleu": result["bleu"],
                     "valid_chrf": result["chrf"], **{f"valid_{key}": value for key, value in result.items()
-                                                     if key not in SCORE_KEYS}})
+                                                     if key not in SCORE_KEYS},
+                    "elapsed_s": round(run.clock.seconds(), 1), "valid_s": round(time.time() - started, 3)})
         value = result["bleu"] if cfg.best_metric == "bleu" else result["loss"]
         improved = run.best is None or (value > run.best if cfg.best_metric == "bleu" else value < run.best)
         run.best, run.bad_evals = (value, 0) if improved else (run.best, run.bad_evals + 1)
@@ -573,17 +615,18 @@ class Window:
         for name, value in aux.items():
             self.aux[name] = self.aux.get(name, 0.0) + value * tokens
 
-    def report(self, run: Run, started: float, first_step: int) -> None:
-        """The log line and metrics record of the window (then a new window starts)."""
+    def report(self, run: Run, first_step: int) -> None:
+        """The log line and metrics record of the window (then a new window starts); `elapsed_s`: the trained
+        time (`TrainedClock`)."""
         cfg, tokens = run.cfg, self.tokens
-        seconds, elapsed = max(time.time() - self.start, 1e-9), time.time() - started
+        seconds, elapsed = max(time.time() - self.start, 1e-9), time.time() - run.clock.start
         values = {"step": run.step, "epoch": run.epoch, "loss": round(self.loss.item() / tokens, 4),
                   "lr": run.scheduler.get_last_lr()[0], "tokens": tokens * run.world,
-                  "tokens_per_s": round(tokens * run.world / seconds), "elapsed_s": round(run.before + elapsed, 1)}
+                  "tokens_per_s": round(tokens * run.world / seconds), "elapsed_s": round(run.clock.seconds(), 1)}
         values.update({f"loss_{name}": round(value.item() / tokens, 4)
                        for name, value in self.aux.items()})  # per target token, unweighted
         aux_text = "".join(f" | {name} {values[f'loss_{name}']:.3f}" for name in self.aux)
-        eta = format_eta(run.step, first_step, elapsed, cfg.max_steps, cfg.max_minutes, run.before)
+        eta = format_eta(run.step, first_step, elapsed, cfg.max_steps, cfg.max_minutes, trained=run.clock.seconds())
         run.log(f"step {run.step} | loss {values['loss']:.3f}{aux_text} | lr {values['lr']:.2e} | "
                 f"{values['tokens_per_s']} tok/s | ETA {eta}")
         run.record(values)
@@ -603,8 +646,8 @@ def optimizer_step(run: Run, group: list[Batch], window: Window) -> None:
     window.add(loss, tokens, aux)
 
 
-def _out_of_time(run: Run, started: float, log_step: bool) -> bool:
-    out_of_time = bool(run.cfg.max_minutes) and (run.before + time.time() - started) / 60 >= run.cfg.max_minutes
+def _out_of_time(run: Run, log_step: bool) -> bool:
+    out_of_time = bool(run.cfg.max_minutes) and run.clock.seconds() / 60 >= run.cfg.max_minutes
     if run.world > 1 and run.cfg.max_minutes:  # all ranks stop at the same step, agreed at log steps (a sync)
         if not log_step:
             return False
@@ -619,7 +662,7 @@ def training_loop(run: Run) -> None:
     or patience; logs every log_interval steps, validates and saves every eval_interval steps."""
     cfg = run.cfg
     run.model.train()
-    started, first_step, window = run.session_start, run.step, Window()
+    first_step, window = run.step, Window()
     stop = run.step >= cfg.max_steps
     prepared, cuda_graphs = False, False
     while not stop:
@@ -638,9 +681,9 @@ def training_loop(run: Run) -> None:
                 torch.compiler.cudagraph_mark_step_begin()
             optimizer_step(run, group, window)
             log_step = run.step % cfg.log_interval == 0 or run.step == 1
-            stop = run.step >= cfg.max_steps or _out_of_time(run, started, log_step)
+            stop = run.step >= cfg.max_steps or _out_of_time(run, log_step)
             if log_step or stop:  # the first and the last step always
-                window.report(run, started, first_step)
+                window.report(run, first_step)
             if run.step % cfg.eval_interval == 0 or stop:
                 stop = validate_and_save(run, stop)
                 window.start = time.time()  # evaluation time is not training throughput
@@ -651,14 +694,33 @@ def training_loop(run: Run) -> None:
             run.epoch, run.position = run.epoch + 1, 0
 
 
+def trained_text(clock: TrainedClock) -> str:
+    """The trained time of a run for its log lines, saying that validation is not in it."""
+    return (f"{clock.seconds() / 60:.1f} min trained (what max_minutes counts; validation and checkpoints: "
+            f"{clock.valid_seconds() / 60:.1f} min more)")
+
+
 def score_test_split(run: Run) -> None:
-    """The test split scored with best.pt (rank 0)."""
+    """The test split scored with best.pt (rank 0); Ctrl-C while it decodes is `Interrupted` (exit 130), naming
+    the `syntrain eval` command that scores best.pt, which is complete."""
+    import shlex
+
+    from synprep.errors import Interrupted
+
     cfg = run.cfg
     if not cfg.test or run.rank != 0:
         return
-    model_best, _, _ = load_checkpoint(run.best_path, run.device, run.mcfg)  # this run's config, built once
-    result = evaluate(model_best, run.test_data, run.vocab, cfg, run.device, cfg.test_beam,
-                      progress="test: translating")
+    try:
+        model_best, _, _ = load_checkpoint(run.best_path, run.device, run.mcfg)  # this run's config, built once
+        result = evaluate(model_best, run.test_data, run.vocab, cfg, run.device, cfg.test_beam,
+                          progress="test: translating")
+    except KeyboardInterrupt:
+        command = ["syntrain", "eval", "--checkpoint", run.best_path, "--data", cfg.test, "--beam",
+                   str(cfg.test_beam), "--length-penalty", f"{cfg.length_penalty:g}"]
+        if cfg.bleu_tokenize != "auto":
+            command += ["--bleu-tokenize", cfg.bleu_tokenize]
+        raise Interrupted(f"interrupted while scoring the test split; training is done and {run.best_path} is "
+                          f"intact: score it with {shlex.join(command)}") from None
     run.log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
             f"{scores_text(model_best, result)}"
             f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}")
@@ -695,8 +757,9 @@ def train(cfg: TrainConfig) -> Transformer:
         make_model(run)
         revalidate_best(run)
         open_metrics(run)
-        run.session_start = time.time()
+        run.clock.restart()
         training_loop(run)
+        run.log(f"trained to step {run.step}: {trained_text(run.clock)}")
         score_test_split(run)
         close(run)
         return run.raw_model

@@ -408,6 +408,48 @@ def test_eval_and_compare_by_subset(split, tmp_path):
     assert done.returncode != 0 and "test.hyp: 1 hypotheses for a split of 7 pairs" in done.stderr
 
 
+def test_compare_marks_identical_runs_in_every_table_and_in_json(split, tmp_path):
+    """A run whose hypotheses equal the baseline's is "identical" with no p value (sacrebleu would give it its
+    smallest p, 1 / (samples + 1)) in the main table, the subsets table and --json; a different run keeps its p.
+    --normalize-refs is named beside every signature."""
+    test = str(split / "shards" / "test")
+    challenge = tmp_path / "c"
+    assert run("challenge", test, "-o", str(challenge)).returncode == 0
+    refs = open_split(test).table(["tgt_text"]).to_pydict()["tgt_text"]
+    texts = {"base": [t if i % 3 else "nichts" for i, t in enumerate(refs)],
+             "other": [t if i % 2 else "gar nichts" for i, t in enumerate(refs)]}
+    texts["same"] = list(texts["base"])
+    for name, lines in texts.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "test.hyp").write_text("".join(t + "\n" for t in lines), encoding="utf-8")
+    out = tmp_path / "scores.json"
+    done = run("compare", "--data", test, "--subsets", str(challenge), "--samples", "50", "--json", str(out),
+               "--normalize-refs", "romanian", *(str(tmp_path / name) for name in ("base", "same", "other")),
+               module="syntrain")
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in done.stdout.splitlines()
+            if line.startswith("| ") and "---" not in line}
+    assert rows["base"][4:7:2] == ["baseline", "baseline"] and rows["same"][4:7:2] == ["identical", "identical"]
+    assert all(0 < float(p) <= 1 for p in rows["other"][4:7:2])
+    assert rows["same"][3] == rows["base"][3] and rows["other"][3] != rows["base"][3]
+    results = json.loads(out.read_text(encoding="utf-8"))
+    base, same, other = results["systems"]
+    assert (same["identical"], same["p_bleu"], same["p_chrf"]) == (True, None, None) and same["bleu"] == base["bleu"]
+    assert other["identical"] is False and 0 < other["p_bleu"] <= 1 and 0 < other["p_chrf"] <= 1
+    assert results["normalize_refs"] == ["romanian"] and results["pairs"] == len(refs)
+    kinds = set()
+    for row in results["subsets"]:
+        for system in row["systems"][1:] if row["pairs"] else ():
+            assert (system["p_bleu"] is None) == (system["p_chrf"] is None) == system["identical"]
+            assert system["identical"] or system["system"] == "other"
+            kinds.add(system["identical"])
+    assert kinds == {True, False}  # identical and different cells were both checked
+    signatures = [line for line in done.stdout.splitlines() if line.startswith(("BLEU: `", "chrF2: `"))]
+    assert len(signatures) == 4, done.stdout
+    assert all(line.endswith("references normalized: romanian (--normalize-refs)")
+                                        for line in signatures)
+
+
 def test_language_of_a_conllu_file_name():
     from synprep.challenge import conllu_language
 

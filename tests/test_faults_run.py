@@ -130,12 +130,17 @@ def test_a_second_run_on_a_training_run_folder_is_refused(data, tmp_path):
 
 
 def test_resume_without_last_pt_continues_from_the_newest_complete_checkpoint(data, tmp_path):
+    import torch
+
     run = copy_run(data, tmp_path)
     (run / "last.pt").unlink()
     (run / "checkpoint_4.pt").write_bytes(b"PK\x03\x04 cut short")  # damaged: the step-2 one is the newest whole
+    trained = torch.load(run / "checkpoint_2.pt", weights_only=False)["elapsed_s"]
     resumed = syntrain("run", "--resume", "--out", run, "--max-steps", "5")
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming" in resumed.stderr and "at step 2 (from checkpoint_2.pt" in resumed.stderr
+    # the trained time of the checkpoint (train.TrainedClock), said as it is
+    assert f"at step 2 ({trained / 60:.1f} min trained (what max_minutes counts; validation" in resumed.stderr
     assert steps(run) == [1, 2, 3, 4, 5]  # the steps after the checkpoint are redone, never twice
 
 
@@ -186,8 +191,64 @@ def test_the_time_budget_counts_over_the_whole_run(data, tmp_path):
     torch.save(ckpt, run / "last.pt")
     again = syntrain("run", "--resume", "--out", run, "--max-steps", "1000", "--max-minutes", "1")
     assert again.returncode == 0, again.stderr
-    assert "is complete (1.5 of max_minutes 1 trained)" in again.stderr
+    assert "is complete (1.5 of max_minutes 1 trained, validation not counted)" in again.stderr
     assert steps(run) == [1, 2, 3, 4]
+
+
+def test_trained_time_is_one_figure_everywhere_without_validation(data, tmp_path):
+    """The trained time (validation and checkpoint writing not counted) is the same figure in the checkpoint
+    (`elapsed_s`), metrics.jsonl (`elapsed_s` of the last validation record), train.log and --resume's message;
+    validation's own seconds are kept apart (`valid_s`)."""
+    import torch
+
+    run = copy_run(data, tmp_path)
+    ckpt = torch.load(run / "last.pt", weights_only=False)
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    valid = [record for record in records if "valid_loss" in record]
+    assert [record["step"] for record in valid] == [2, 4] and all(record["valid_s"] > 0 for record in valid)
+    assert ckpt["elapsed_s"] == pytest.approx(valid[-1]["elapsed_s"], abs=0.06)  # saved after that validation
+    assert ckpt["valid_s"] >= sum(record["valid_s"] for record in valid) - 0.1
+    last_step = [record for record in records if "loss" in record][-1]
+    assert last_step["elapsed_s"] <= valid[-1]["elapsed_s"] + 0.06  # the validation after it did not count
+    log = (run / "train.log").read_text(encoding="utf-8")
+    trained = f"{ckpt['elapsed_s'] / 60:.1f} min trained (what max_minutes counts; validation and checkpoints: "
+    assert f"trained to step 4: {trained}" in log
+    # --resume says the checkpoint's figure: test_resume_without_last_pt_continues_from_the_newest_complete_...
+
+
+def test_ctrl_c_in_the_final_test_scoring_names_the_eval_command(data, tmp_path):
+    """Ctrl-C while best.pt decodes the test split: exit 130, one line saying best.pt is intact and the exact
+    `syntrain eval` command that scores it (which then runs), in train.log too; no traceback."""
+    out, log = tmp_path / "run", tmp_path / "stderr.log"
+    test = data["shards"] / "train"  # the largest split, beam 8: decoding lasts long enough to be interrupted
+    with open(log, "w") as sink:
+        process = subprocess.Popen([*SYNTRAIN, "run", "--data", str(data["shards"] / "train"), "--valid",
+                                    str(data["shards"] / "valid"), "--out", str(out), *SMALL, "--max-steps", "2",
+                                    "--eval-interval", "2", "--test", str(test), "--test-beam", "8"],
+                                   stderr=sink, text=True)
+    try:
+        deadline = time.time() + TIMEOUT
+        while "trained to step 2" not in log.read_text() and time.time() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert process.poll() is None, log.read_text()[-2000:]  # still decoding the test split
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+    err = log.read_text()
+    assert "Traceback" not in err, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    command = (f"syntrain eval --checkpoint {out / 'best.pt'} --data {test} --beam 8 --length-penalty 0.6")
+    assert last == (f"syntrain: interrupted while scoring the test split; training is done and {out / 'best.pt'} "
+                    f"is intact: score it with {command}"), last
+    assert (out / "train.log").read_text(encoding="utf-8").strip().splitlines()[-1] == last
+    from syntrain.cli import cli  # the command as the CLI reads it: every option known, every path there
+
+    args = command.split()[2:]
+    context = cli.commands["eval"].make_context("eval", args)
+    assert context.params["checkpoint"] == str(out / "best.pt") and context.params["beam"] == 8
 
 
 # ------------------------------------------------------------------------------ odd files

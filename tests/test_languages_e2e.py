@@ -127,11 +127,15 @@ def test_language_pair_end_to_end(lang, tmp_path, tiny_udpipe, shared_parser):
                                     "--data", str(out / "test"), "--beam", "1"])
     assert done.exit_code == 0, done.output
     assert f"tok:{TOKENIZER[lang]}" in done.output, done.output
+    # the printed signature lines name the references' normalization (the split's, by convert)
+    by_convert = "references normalized: romanian (by convert)"
+    assert (by_convert in done.output) is (lang == "ro"), done.output
     if lang == "ro":  # references normalized as the training target was; another tokenizer named
         done = CliRunner().invoke(cli, ["eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--data",
                                         str(out / "test"), "--beam", "1", "--normalize-refs", "romanian",
                                         "--normalize-refs", "remove-diacritics", "--bleu-tokenize", "char"])
         assert done.exit_code == 0 and "tok:char" in done.output, done.output
+        assert done.output.count(f"{by_convert}; romanian, remove-diacritics (--normalize-refs)") == 2, done.output
     done = CliRunner().invoke(cli, ["compare", str(tmp_path / "run"), "--data", str(out / "test"), "--beam", "1"])
     assert done.exit_code == 0, done.output
     assert f"tok:{TOKENIZER[lang]}" in done.output, done.output  # the results table's BLEU signature

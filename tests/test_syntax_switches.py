@@ -175,6 +175,41 @@ def test_uninformative_syntax_is_plain_attention():
         torch.testing.assert_close(dbsa(src, tgt, parent=parent).logits, expected)
 
 
+def test_released_biaffine_scores():
+    """dbsa_biaffine = "released" scores as de9uch1/dbsa's DependencyBasedSelfAttention (read at b0cdef6,
+    written here from its rule): log_softmax((q / sqrt(d_k)) W^T k^T + k . b) on the parse head, the bias
+    unscaled; W Xavier-uniform with gain 1/sqrt(2), b zeros; the bias reaches the loss's gradient; "paper"
+    has U only."""
+    torch.manual_seed(0)
+    paper = build_model("tiny", **SMALL, dbsa_encoder=True)
+    model = build_model("tiny", **SMALL, dbsa_encoder=True, dbsa_biaffine="released").eval()
+    attn = model.encoder[0].attn
+    assert [n for n, _ in paper.named_parameters() if "parse" in n] == ["encoder.0.attn.parse_bilinear"]
+    assert [n for n, _ in model.named_parameters() if "parse" in n] == [
+        "encoder.0.attn.parse_biaffine_weight", "encoder.0.attn.parse_biaffine_bias"]
+    d = attn.head_dim
+    weight, bias = attn.parse_biaffine_weight, attn.parse_biaffine_bias
+    bound = (1 / np.sqrt(2)) * np.sqrt(6 / (2 * d))  # xavier_uniform_ with gain 1/sqrt(2)
+    assert weight.abs().max() <= bound and weight.abs().max() > 0.8 * bound and not bias.any()
+    src, tgt, _, _, src_head, tgt_head = _batch([7, 5, 6])
+    with torch.no_grad():
+        bias.normal_()  # a trained bias: its term is in the scores
+    captured = {}  # the parse layer's input, to score it here
+    hook = attn.register_forward_hook(lambda module, args, output: captured.update(x=args[0]))
+    outputs = model(src, tgt)
+    hook.remove()
+    weights = outputs.records["parse_encoder"]  # (B, S, S) log-weights of the parse head
+    x, mask = captured["x"], (src != PAD_ID)[:, None, :]
+    q = attn._heads(attn.query(x))[:, -1]
+    k = attn._heads(attn.key_value(x)[..., :x.shape[-1]])[:, -1]
+    scores = (q / np.sqrt(d)) @ weight.T @ k.transpose(-1, -2) + (k @ bias)[:, None, :]
+    expected = torch.log_softmax(scores.masked_fill(~mask, float("-inf")), -1)
+    valid = mask.expand_as(expected)
+    torch.testing.assert_close(weights[valid], expected[valid], rtol=1e-4, atol=1e-5)
+    model.auxiliary_losses(outputs, src_head=src_head, tgt_head=tgt_head)["dep_src"].backward()
+    assert bias.grad.abs().sum() > 0 and weight.grad.abs().sum() > 0
+
+
 def test_dependency_loss_is_zero_on_its_heads_and_skips_rows_without_one():
     heads = torch.tensor([[1, 1, 0, -1]])
     one_hot = torch.nn.functional.one_hot(heads.clamp(min=0), 4).float()

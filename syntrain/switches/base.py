@@ -85,7 +85,8 @@ class AttentionHook:
     """One switch's part in one attention module. Head layout: `front` claims heads 0..front-1 (explicit
     attention with the scale and window of `scores`), `last` claims the last head (explicit attention of
     `query(q)`); `all_weights` makes every head explicit and hands their log-weights to `record`. Parameters
-    are registered on the attention module in `attach` (their names are the checkpoints' names)."""
+    are registered on the attention module in `attach` (their names are the checkpoints' names); `key_bias` adds
+    a per-key term to the last head's scores."""
 
     front = 0
     last = False
@@ -104,6 +105,10 @@ class AttentionHook:
     def query(self, attn: nn.Module, q: torch.Tensor) -> torch.Tensor:
         """The last head's query (B, 1, T, D)."""
         return q
+
+    def key_bias(self, attn: nn.Module, k: torch.Tensor) -> torch.Tensor | None:
+        """A term (B, 1, 1, S) added to the last head's scaled scores, from its keys k (B, 1, S, D), or None."""
+        return None
 
     def head_mask(self, attn: nn.Module, mask: torch.Tensor | None, features: Features, shape: tuple[int, ...]
                   ) -> torch.Tensor | None:

@@ -1,10 +1,17 @@
 """Parse heads: DBSA (Deguchi et al., 2019) and a LISA-style baseline (Strubell et al., 2018).
 
 DBSA (dependency-based self-attention): the last head of encoder and/or decoder layer `dbsa_layer` (1-based)
-scores bi-affinely, softmax(Q U K^T / sqrt(d_k)) with U (parameter `parse_bilinear`) starting as the identity,
-and learns dependency heads: the loss sum of -log A[t, head(t)] over the rows with a head (eq. 5), weighted by
-`dbsa_lambda`. The sub-word heads are `dbsa_rule`'s: "next_piece" (default; the shards' `dbsa_head`, the rule
-of the authors' released preprocessing: a word's non-final piece -> its next piece, its final piece -> the head
+scores bi-affinely, softmax(Q U K^T / sqrt(d_k)) with U (parameter `parse_bilinear`) starting as the identity
+(`dbsa_biaffine = "paper"`, eq. 4), or as the authors' released layer (`dbsa_biaffine = "released"`,
+de9uch1/dbsa `DependencyBasedSelfAttention`): softmax(Q W^T K^T / sqrt(d_k) + K b), W (`parse_biaffine_weight`)
+Xavier-uniform with gain 1/sqrt(2), b (`parse_biaffine_bias`) from zeros, the bias term not scaled. The
+released layer puts its parse head first and, with `--dependency-heads` > 1, mixes the query across those heads
+(one W over their concatenation) and averages their probabilities; here the parse head is one head, the last
+(with one head the place is a relabelling of identically initialised heads), as the release's default
+(`dependency_heads` 1; its decoder layer is always built with one). It learns dependency heads: the loss sum
+of -log A[t, head(t)] over the rows with a head (eq. 5), weighted by `dbsa_lambda`. The sub-word heads
+are `dbsa_rule`'s: "next_piece" (default; the shards' `dbsa_head`, the rule of the authors' released
+preprocessing: a word's non-final piece -> its next piece, its final piece -> the head
 word's first piece; batch features "src_dbsa_heads" / "tgt_dbsa_heads") or "parent_first" (every piece -> the
 head word's first piece; "src_heads" / "tgt_heads"). A checkpoint stored before `dbsa_rule` existed keeps
 "parent_first", the rule it was trained with (`Switch.stored_defaults`). On the decoder side the causal mask
@@ -18,6 +25,7 @@ which SyncAttn reads as well.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -66,22 +74,41 @@ def dependency_loss(log_weights: torch.Tensor, head: torch.Tensor | None) -> tor
     return -torch.where(supervised, picked, torch.zeros_like(picked)).sum()
 
 
+BIAFFINE = ("paper", "released")  # `dbsa_biaffine`: the paper's eq. 4 or the released layer
+
+
 class ParseHead(AttentionHook):
-    """The last head of a self-attention as a parse head: "biaffine" (DBSA: query Q U) or "dot" (LISA); its
-    log-weights (B, T, S) are recorded under `key`."""
+    """The last head of a self-attention as a parse head: "biaffine" (DBSA, `dbsa_biaffine` "paper": query
+    Q U), "released" (DBSA as the authors' released layer: query Q W^T and a per-key bias K b) or "dot"
+    (LISA); its log-weights (B, T, S) are recorded under `key`."""
 
     last = True
     name = "parse head"
 
     def __init__(self, scores: str, key: str) -> None:
-        self.bilinear, self.key = scores == "biaffine", key
+        self.scores, self.key = scores, key
 
     def attach(self, attn: nn.Module) -> None:
-        if self.bilinear:  # DBSA eq. 4: softmax(Q U K^T / sqrt(d_k)); U starts as the identity
+        if self.scores == "biaffine":  # DBSA eq. 4: softmax(Q U K^T / sqrt(d_k)); U starts as the identity
             attn.parse_bilinear = nn.Parameter(torch.eye(attn.head_dim))
+        elif self.scores == "released":
+            # de9uch1/dbsa's DependencyBasedSelfAttention.add_biaffine_layer: a Linear whose weight W (Xavier
+            # uniform, gain 1/sqrt(2)) maps the (scaled) query and whose bias b (zeros) scores each key, k . b,
+            # added to the scores unscaled
+            weight = torch.empty(attn.head_dim, attn.head_dim)
+            nn.init.xavier_uniform_(weight, gain=1 / math.sqrt(2))
+            attn.parse_biaffine_weight = nn.Parameter(weight)
+            attn.parse_biaffine_bias = nn.Parameter(torch.zeros(attn.head_dim))
 
     def query(self, attn: nn.Module, q: torch.Tensor) -> torch.Tensor:
-        return q @ attn.parse_bilinear if self.bilinear else q
+        if self.scores == "biaffine":
+            return q @ attn.parse_bilinear
+        return q @ attn.parse_biaffine_weight.T if self.scores == "released" else q
+
+    def key_bias(self, attn: nn.Module, k: torch.Tensor) -> torch.Tensor | None:
+        if self.scores != "released":
+            return None
+        return (k @ attn.parse_biaffine_bias)[:, :, None, :]  # (B, 1, S) -> (B, 1, 1, S)
 
     def record(self, attn: nn.Module, log_weights: dict[str, torch.Tensor], records: dict[str, torch.Tensor]
                ) -> None:
@@ -99,6 +126,10 @@ class ParseHeadConfig:
     dbsa_rule: str = option("next_piece", choices=DBSA_RULES,
                             help="DBSA's sub-word heads: next_piece (the released rule, shards' dbsa_head) or "
                                  "parent_first")
+    dbsa_biaffine: str = option("paper", choices=BIAFFINE,
+                                help="DBSA's scores: paper (eq. 4, Q U K^T / sqrt(d_k), U from the identity) or "
+                                     "released (the authors' layer: Q W^T K^T / sqrt(d_k) + K b, W Xavier-uniform "
+                                     "with gain 1/sqrt(2), b from zeros)")
     lisa_layer: int = option(0, ge=0, help="1-based encoder layer of the LISA parse head (0: off)")
     lisa_lambda: float = option(1.0, ge=0, help="weight of the LISA loss")
 
@@ -143,7 +174,8 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
         sides = [side for side, flag in (("encoder", options.dbsa_encoder), ("decoder", options.dbsa_decoder)) if flag]
         if sides:
             on.append(f"DBSA {'+'.join(sides)} layer {options.dbsa_layer} (lambda {options.dbsa_lambda}, heads "
-                      f"{options.dbsa_rule})")
+                      f"{options.dbsa_rule}" + (", released bi-affine" if options.dbsa_biaffine == "released"
+                                                else "") + ")")
         if options.lisa_layer:
             on.append(f"LISA encoder layer {options.lisa_layer} (lambda {options.lisa_lambda})")
         return "; ".join(on)
@@ -167,12 +199,13 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
         options = self.options
         if kind != "self":
             return []
+        scores = "biaffine" if options.dbsa_biaffine == "paper" else "released"
         if stack == "encoder" and options.dbsa_encoder and layer == parse_layer(options):
-            return [ParseHead("biaffine", ENCODER)]
+            return [ParseHead(scores, ENCODER)]
         if stack == "encoder" and layer == options.lisa_layer - 1:
             return [ParseHead("dot", LISA)]
         if stack == "decoder" and options.dbsa_decoder and layer == parse_layer(options):
-            return [ParseHead("biaffine", DECODER)]
+            return [ParseHead(scores, DECODER)]
         return []
 
     def loss_weights(self) -> dict[str, float]:

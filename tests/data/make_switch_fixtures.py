@@ -20,9 +20,12 @@ Writes under tests/data/switches/:
   syntax-directed, DBSA, SyncAttn, LISA, S&H; tree: transitions with PARENT, GCN and BiTran), and
   checkpoints.json: the losses and greedy outputs each gives on the validation rows.
 
-`--recipe NAME` (repeatable) redoes only those recipes' entries of recipe_losses.json on the current code
-(shards, checkpoints and the other entries untouched), recording the commit under "remade_by": for a change
-that is meant to change those recipes' losses (e.g. DBSA's sub-word heads, `dbsa_rule`).
+recipe_losses.json also pins VARIANTS: a recipe with some [model] options changed (under "variants").
+
+`--recipe NAME` (repeatable; a recipe or a VARIANTS name) redoes only those entries of recipe_losses.json on
+the current code (shards, checkpoints and the other entries untouched), recording the commit under
+"remade_by": for a change that is meant to change those recipes' losses (e.g. DBSA's sub-word heads,
+`dbsa_rule`), or a new variant.
 """
 
 from __future__ import annotations
@@ -89,10 +92,16 @@ def train_run(model: dict, preset: str, out: str, **extra: object) -> list[dict]
     return [{k: v for k, v in r.items() if k == "step" or k.startswith("loss")} for r in records if "loss" in r]
 
 
-def recipe_run(path: Path, out: str) -> dict:
-    """A recipe's first STEPS steps: the logged losses, and the full-precision losses of the model it saved."""
+# variants of a recipe pinned beside it: name -> (recipe, [model] options changed); a choice whose default is
+# the recipe's own (e.g. DBSA's bi-affine scores as the authors released them, `dbsa_biaffine`)
+VARIANTS = {"multi30k-dbsa.toml dbsa_biaffine=released": ("multi30k-dbsa.toml", {"dbsa_biaffine": "released"})}
+
+
+def recipe_run(path: Path, out: str, changed: dict | None = None) -> dict:
+    """A recipe's first STEPS steps (its [model] options with `changed`): the logged losses, and the
+    full-precision losses of the model it saved."""
     values = recipe_model(path)
-    logged = train_run(values["model"], values["preset"], out)
+    logged = train_run({**values["model"], **(changed or {})}, values["preset"], out)
     return {"logged": logged, "final": checkpoint_losses(f"{out}/last.pt")[0]}
 
 
@@ -172,8 +181,8 @@ def main() -> None:
     code = Path(syntrain.__file__).resolve().parent
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=code)
     meta = {"commit": args.commit or commit.stdout.strip(), "torch": torch.__version__}
-    (HERE / "recipe_losses.json").write_text(json.dumps({"made_by": meta, "losses": recipe_losses()}, indent=1)
-                                             + "\n")
+    (HERE / "recipe_losses.json").write_text(json.dumps({"made_by": meta, "losses": recipe_losses(),
+                                                         "variants": variant_losses()}, indent=1) + "\n")
     (HERE / "checkpoints.json").write_text(json.dumps({"made_by": meta, **checkpoints()}, indent=1) + "\n")
 
 
@@ -186,11 +195,25 @@ def code_commit(commit: str = "") -> dict:
     return {"commit": commit or head.stdout.strip(), "torch": torch.__version__}
 
 
+def variant_losses(names: list[str] | None = None) -> dict:
+    """VARIANTS name -> `recipe_run` of the recipe with its changed options (all, or those of `names`)."""
+    results = {}
+    for name, (recipe, changed) in VARIANTS.items():
+        if names is None or name in names:
+            with tempfile.TemporaryDirectory() as tmp:
+                results[name] = recipe_run(REPO / "pipelines" / "train" / recipe, f"{tmp}/run", changed)
+    return results
+
+
 def remake_recipes(names: list[str], commit: str = "") -> None:
-    """Redo the recipe_losses.json entries of `names` only (the rest of the file kept as it is)."""
+    """Redo the recipe_losses.json entries of `names` only (recipes or VARIANTS; the rest of the file kept as
+    it is)."""
     path = HERE / "recipe_losses.json"
     pinned = json.loads(path.read_text())
-    pinned["losses"].update(recipe_losses(names))
+    recipes = [name for name in names if name not in VARIANTS]
+    if recipes:
+        pinned["losses"].update(recipe_losses(recipes))
+    pinned.setdefault("variants", {}).update(variant_losses([name for name in names if name in VARIANTS]))
     remade = pinned.setdefault("remade_by", {})
     for name in names:
         remade[name] = code_commit(commit)
