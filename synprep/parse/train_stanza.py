@@ -6,7 +6,8 @@ character labels made by stanza's own utilities (`conllu_to_text`, `prepare_toke
 are not expanded (no MWT model): the tokenizer learns them as one word, so raw text of a language with
 multiword tokens (de `zum`, ...) gives the surface token where the treebank has its words; pre-tokenized input
 (`--pretokenized`) is not affected. The output folder is what the stanza backend reads
-(`synprep.parse.stanza`): `DIR/resources.json` (`{}`) and `DIR/<lang>/{tokenize,pos,depparse}/synprep.pt`, so
+(`synprep.parse.stanza`): `DIR/resources.json` (`{}`) and `DIR/<lang>/{tokenize,pos,depparse}/synprep.pt` (a
+second language trained into the same folder is added beside the first; the same language is replaced), so
 `synprep parse --backend stanza --model-dir DIR --lang LANG` and a pipeline's `[parser.x] backend = "stanza"`,
 `model_dir = "DIR"` load it.
 
@@ -261,12 +262,24 @@ def train_stanza(conllu_path: str, output_dir: str, preset: str = "default", hel
         finally:
             if tracker is not None:
                 tracker.close()
-        with open(os.path.join(model, "resources.json"), "w", encoding="utf-8") as stream:
-            stream.write("{}\n")  # stanza's Pipeline needs the file; empty: the models are named by path
-        if os.path.exists(output_dir):
-            shutil.rmtree(output_dir)
-        os.replace(model, output_dir)
+        _install(model, output_dir, lang)
     return time.perf_counter() - start
+
+
+def _install(model: str, output_dir: str, lang: str) -> None:
+    """The trained processors into `output_dir/<lang>/`, replacing that language's earlier ones only: one
+    folder can hold several languages, as stanza's own model folders do."""
+    target = os.path.join(output_dir, lang)
+    os.makedirs(target, exist_ok=True)
+    for processor in PROCESSORS:
+        shutil.rmtree(os.path.join(target, processor), ignore_errors=True)
+        trained = os.path.join(model, lang, processor)
+        if os.path.isdir(trained):
+            os.replace(trained, os.path.join(target, processor))
+    resources = os.path.join(output_dir, "resources.json")
+    if not os.path.exists(resources):
+        with open(resources, "w", encoding="utf-8") as stream:
+            stream.write("{}\n")  # stanza's Pipeline needs the file; empty: the models are named by path
 
 
 def _run(processor: str, arguments: list[str], conllu_path: str, log: list[str], quiet: bool) -> None:
