@@ -239,9 +239,8 @@ def train_stanza(conllu_path: str, output_dir: str, preset: str = "default", hel
     chosen = stanza_settings(preset, overrides)
     start = time.perf_counter()
     tracker = StanzaProgress(planned_steps(chosen), progress) if progress is not None else None
-    parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="synprep_stanza_", dir=parent) as work:
+    # the work folder is the system's temporary one: a killed run leaves nothing beside the output
+    with tempfile.TemporaryDirectory(prefix="synprep_stanza_") as work:
         train = _plain_copy(conllu_path, os.path.join(work, "train.conllu"))
         heldout = _plain_copy(heldout_path, os.path.join(work, "heldout.conllu")) if heldout_path else train
         model = os.path.join(work, "model")
@@ -275,7 +274,7 @@ def _install(model: str, output_dir: str, lang: str) -> None:
         shutil.rmtree(os.path.join(target, processor), ignore_errors=True)
         trained = os.path.join(model, lang, processor)
         if os.path.isdir(trained):
-            os.replace(trained, os.path.join(target, processor))
+            shutil.move(trained, os.path.join(target, processor))
     resources = os.path.join(output_dir, "resources.json")
     if not os.path.exists(resources):
         with open(resources, "w", encoding="utf-8") as stream:
