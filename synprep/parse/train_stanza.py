@@ -237,6 +237,7 @@ def train_stanza(conllu_path: str, output_dir: str, preset: str = "default", hel
     """Train stanza's tokenizer, tagger and parser on `conllu_path` into the folder `output_dir` (the best
     steps on `heldout_path`, or on the training file itself without one); returns the seconds it took."""
     chosen = stanza_settings(preset, overrides)
+    os.makedirs(os.path.join(output_dir, lang), exist_ok=True)  # an output that cannot be written fails now
     start = time.perf_counter()
     tracker = StanzaProgress(planned_steps(chosen), progress) if progress is not None else None
     # the work folder is the system's temporary one: a killed run leaves nothing beside the output
