@@ -178,7 +178,9 @@ def _stanza_log(progress: StanzaProgress | None, verbose: bool) -> Iterator[list
         for old in handlers:
             if old not in logger.handlers:
                 logger.addHandler(old)
-        logger.setLevel(level)
+        # importing stanza's trainers sets its logger to DEBUG: back to stanza's own INFO, or it prints a line
+        # per batch when the held-out set is parsed afterwards
+        logger.setLevel(logging.INFO if level <= logging.DEBUG else level)
 
 
 def _plain_copy(path: str, target: str) -> str:
