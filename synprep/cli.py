@@ -165,26 +165,35 @@ def parse(backend: str, model: str | None, model_dir: str | None, lang: str | No
                "while parsing)", err=True)
 
 
+# the backends that take each backend-specific option of `parser train` (others refuse it in one line)
+TRAIN_OPTION_BACKENDS = {"--tokenizer-options": ("udpipe",), "--tagger-options": ("udpipe",),
+                         "--parser-options": ("udpipe",), "--set": ("spacy", "stanza"), "--lang": ("spacy", "stanza"),
+                         "--max-minutes": ("spacy",)}
+
+
 @cli.group()
 def parser() -> None:
     """Parser models: training and evaluation."""
 
 
 @parser.command("train")
-@click.option("--backend", type=click.Choice(["udpipe", "spacy"]), default="udpipe", show_default=True)
+@click.option("--backend", type=click.Choice(["udpipe", "spacy", "stanza"]), default="udpipe", show_default=True)
 @click.option("--conllu", required=True, help="Training treebank (CoNLL-U; .gz/.xz accepted).")
-@click.option("--heldout", default=None, help="Held-out CoNLL-U: scored at the end (UPOS/UAS/LAS); spaCy and "
-                                              "UDPipe's default options also use it for early stopping.")
-@click.option("-o", "--output", required=True, help="Model file (udpipe) or folder (spacy) to write.")
+@click.option("--heldout", default=None, help="Held-out CoNLL-U: scored at the end (UPOS/UAS/LAS); spaCy, stanza "
+                                              "and UDPipe's default options also use it for early stopping.")
+@click.option("-o", "--output", required=True, help="Model file (udpipe) or folder (spacy, stanza) to write.")
 @click.option("--preset", type=click.Choice(options.UDPIPE_PRESETS), default="default", show_default=True,
               help="udpipe: tiny (seconds, tests) < small (minutes on a dev set) < medium (the shared en/de "
-                   "models' options) < default (UDPipe's); spacy: tiny or default.")
+                   "models' options) < default (UDPipe's); spacy: tiny or default; stanza: tiny, small or default.")
 @click.option("--tokenizer-options", default=None, help="udpipe: replace the preset's tokenizer options "
                                                          "(UDPipe syntax, `none`: no tokenizer).")
 @click.option("--tagger-options", default=None, help="udpipe: replace the preset's tagger options.")
 @click.option("--parser-options", default=None, help="udpipe: replace the preset's parser options.")
-@click.option("--set", "settings", multiple=True, help="spacy: KEY=VALUE configuration override (repeatable).")
-@click.option("--lang", default=None, help="spacy: language code of the tokenizer (default: from the file name).")
+@click.option("--set", "settings", multiple=True, help="spacy: KEY=VALUE configuration override; stanza: "
+                                                        "PROCESSOR.OPTION=VALUE (tokenize, pos, depparse), "
+                                                        "tokenize=none: no tokenizer (repeatable).")
+@click.option("--lang", default=None, help="spacy, stanza: language code (default: from the file name, "
+                                           "en_ewt-ud-train.conllu -> en).")
 @click.option("--max-minutes", type=click.FloatRange(min=0), default=None, help="spacy: training time budget.")
 @click.option("--allow-no-spaceafter", is_flag=True,
               help="Train even when a treebank of a language written without spaces has no SpaceAfter=No.")
@@ -193,21 +202,37 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
                  tokenizer_options: str | None, tagger_options: str | None, parser_options: str | None,
                  settings: tuple[str, ...], lang: str | None, max_minutes: float | None, allow_no_spaceafter: bool,
                  verbose: bool) -> None:
-    """Train a parser (UDPipe 1 tokenizer+tagger+parser, or a spaCy tagger+parser) from CoNLL-U."""
+    """Train a parser (UDPipe 1 tokenizer+tagger+parser, a spaCy tagger+parser, or stanza tokenizer+tagger+parser)
+    from CoNLL-U."""
     from .parse.evaluate import evaluate_model
     from .parse.train import check_treebank, train_udpipe
 
+    given = {"--tokenizer-options": tokenizer_options, "--tagger-options": tagger_options,
+             "--parser-options": parser_options, "--set": settings, "--lang": lang, "--max-minutes": max_minutes}
+    for option, value in given.items():
+        if value not in (None, ()) and backend not in TRAIN_OPTION_BACKENDS[option]:
+            raise click.UsageError(f"{option} is for --backend {' or '.join(TRAIN_OPTION_BACKENDS[option])}, "
+                                   f"not {backend}")
     warning = check_treebank(conllu, allow_no_spaceafter)
     if warning:
         click.echo(warning, err=True)
-    if backend == "spacy":
+    if backend == "stanza":
+        from .parse.train_spacy import guess_lang, parse_overrides
+        from .parse.train_stanza import stanza_settings, train_stanza
+
+        lang = lang or guess_lang(conllu)
+        stanza_settings(preset, parse_overrides(settings))  # refuses a bad preset or option before any work
+        seconds = train_stanza(conllu, output, preset, heldout, lang, parse_overrides(settings), quiet=not verbose,
+                               progress=sys.stderr)
+        spec: dict[str, object] = {"backend": "stanza", "model_dir": output, "lang": lang}
+    elif backend == "spacy":
         from .parse.train_spacy import SPACY_PRESETS, parse_overrides, train_spacy
 
         if preset not in SPACY_PRESETS:
             raise click.UsageError(f"--preset {preset} is a UDPipe preset; spacy has {', '.join(SPACY_PRESETS)}")
         seconds = train_spacy(conllu, output, preset, heldout, lang, parse_overrides(settings), quiet=not verbose,
                               max_minutes=max_minutes)
-        spec: dict[str, object] = {"backend": "spacy", "model": output}
+        spec = {"backend": "spacy", "model": output}
     else:
         chosen = {"tokenizer": tokenizer_options, "tagger": tagger_options, "parser": parser_options}
         seconds = train_udpipe(conllu, output, preset, heldout, quiet=not verbose, options=chosen,

@@ -1,7 +1,7 @@
 """Session-wide fixtures: tiny parser models trained from sample_data/ (real libraries, no mocks)."""
 
 import os
-import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -43,42 +43,27 @@ def tiny_udpipe(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def tiny_stanza(tmp_path_factory):
-    """A stanza model folder (<dir>/en/{pretrain,pos,depparse}/tiny.pt) trained on sample_data/en.conllu (~30 s)."""
+def tiny_stanza_trained(tmp_path_factory):
+    """`synprep parser train --backend stanza --preset tiny` on sample_data/en.conllu (held out: the same file):
+    (the model folder with tokenizer, tagger and parser, the command's stderr)."""
     pytest.importorskip("stanza")
-    from stanza.models.common.pretrain import Pretrain
-
     conllu = str(SAMPLE_DATA / "en.conllu")
-    out = tmp_path_factory.mktemp("stanza")
-    for processor in ("pretrain", "pos", "depparse"):
-        (out / "en" / processor).mkdir(parents=True)
-    (out / "resources.json").write_text("{}")
-    # random 50-d vectors for the corpus vocabulary: stanza's taggers need a pretrain file
-    rng = random.Random(0)
-    words = sorted({line.split("\t")[1].lower() for line in open(conllu, encoding="utf-8") if line[:1].isdigit()})
-    vectors = out / "vectors.txt"
-    with open(vectors, "w", encoding="utf-8") as stream:
-        stream.write(f"{len(words)} 50\n")
-        for word in words:
-            stream.write(word + " " + " ".join(f"{rng.uniform(-0.5, 0.5):.4f}" for _ in range(50)) + "\n")
-    pretrain = out / "en" / "pretrain" / "tiny.pt"
-    Pretrain(str(pretrain), str(vectors)).load()
-    common = ["--lang", "en", "--shorthand", "en_tiny", "--train_file", conllu, "--eval_file", conllu,
-              "--wordvec_pretrain_file", str(pretrain), "--save_name", "tiny.pt", "--max_steps", "60",
-              "--eval_interval", "30", "--hidden_dim", "32", "--char_hidden_dim", "32", "--word_emb_dim", "16",
-              "--char_emb_dim", "16"]
-    env = {**os.environ, "OMP_NUM_THREADS": "2"}
-    runs = [
-        ["stanza.models.tagger", "--output_file", str(out / "pos_pred.conllu"), "--save_dir", str(out / "en" / "pos"),
-         "--batch_size", "100"],
-        ["stanza.models.parser", "--output_file", str(out / "dep_pred.conllu"),
-         "--save_dir", str(out / "en" / "depparse"), "--batch_size", "500", "--tag_emb_dim", "8",
-         "--deep_biaff_hidden_dim", "32", "--transformed_dim", "16", "--no_checkpoint", "--no_bert_model"],
-    ]
-    for module, *args in runs:
-        done = subprocess.run([sys.executable, "-m", module, "--mode", "train", *common, *args],
-                              capture_output=True, text=True, env=env)
-        assert done.returncode == 0, done.stderr[-3000:]
+    out = tmp_path_factory.mktemp("stanza") / "model"
+    # one torch thread: on a loaded machine OpenMP's spinning threads made this training 12x slower (416 s)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SYNPREP_PROGRESS_SECONDS": "0"}  # a line per step
+    done = subprocess.run([sys.executable, "-m", "synprep.cli", "parser", "train", "--backend", "stanza",
+                           "--conllu", conllu, "--heldout", conllu, "-o", str(out), "--preset", "tiny",
+                           "--lang", "en"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return str(out), done.stderr
+
+
+@pytest.fixture(scope="session")
+def tiny_stanza(tiny_stanza_trained, tmp_path_factory):
+    """The tiny stanza model folder (<dir>/en/{pos,depparse}/synprep.pt) without its tokenizer: pre-tokenized
+    input only."""
+    out = tmp_path_factory.mktemp("stanza_pretokenized") / "model"
+    shutil.copytree(tiny_stanza_trained[0], out, ignore=shutil.ignore_patterns("tokenize"))
     return str(out)
 
 

@@ -199,3 +199,43 @@ def test_udpipe_eta_weighs_the_components_rounds(monkeypatch):
     per_unit = (80.0 + 30.0) / (4 * 1.0 + 1 * cost["tagger"])
     assert tracker.eta() == pytest.approx(3 * 30.0 + 4 * cost["parser"] * per_unit)
     tracker.close()
+
+
+def test_stanza_trained_from_conllu_parses_through_the_cli(tiny_stanza_trained, tmp_path):
+    """`parser train --backend stanza` (tiny preset: tokenizer, tagger, parser, no word vectors) reports progress
+    and held-out scores, and `synprep parse` reads the folder, raw and pre-tokenized: one tree per line."""
+    from synprep.conllu import read_conllu, read_trees
+
+    model, stderr = tiny_stanza_trained
+    lines = stderr.splitlines()
+    progress = [line for line in lines if line.startswith("parser train: stanza ")]
+    assert progress and re.fullmatch(r"parser train: stanza tokenize \d+/80 steps \(\d+%\), [\d.]+ steps/s, "
+                                     r"\d+m\d\ds elapsed(, ETA \d+m\d\ds)?", progress[0])
+    assert progress[-1].startswith("parser train: stanza depparse 80/80 steps")
+    held = [line for line in lines if line.startswith("held-out ")]
+    assert len(held) == 2 and "gold tokenization" in held[0] and "raw text" in held[1]
+    assert 0 < float(re.search(r"UAS +([\d.]+)", held[0]).group(1)) <= 100
+    source = tmp_path / "in.txt"
+    source.write_text("The dog chased a cat .\n\nMy sister lives in Paris .\n", encoding="utf-8")
+    for extra in ([], ["--pretokenized"]):
+        out = tmp_path / f"out{len(extra)}.conllu"
+        done = synprep("parse", "--backend", "stanza", "--model-dir", model, "--lang", "en", "-i", str(source),
+                       "-o", str(out), "--workers", "1", *extra)
+        assert done.returncode == 0, done.stderr
+        assert len(list(read_trees(str(out)))) == 3  # read_trees refuses a tree without exactly one root, a cycle
+        sentences = list(read_conllu(str(out)))
+        assert not sentences[1].words and all(s.words for s in (sentences[0], sentences[2]))
+        if extra:
+            assert [w[1] for w in sentences[2].words] == "My sister lives in Paris .".split()
+
+
+def test_stanza_options_are_checked_before_training(tmp_path):
+    out = str(tmp_path / "m")
+    refusals = [(["--backend", "stanza", "--max-minutes", "1"], "--max-minutes is for --backend spacy"),
+                (["--set", "pos.hidden_dim=8"], "--set is for --backend spacy or stanza, not udpipe"),
+                (["--backend", "stanza", "--set", "pos.no_such_option=1"], "no option --no_such_option")]
+    for args, message in refusals:
+        done = synprep("parser", "train", "--conllu", EN, "-o", out, *args)
+        assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 or "Usage:" in done.stderr
+    assert not Path(out).exists()

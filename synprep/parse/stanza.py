@@ -2,7 +2,8 @@
 
 A folder made by `stanza.download(lang, model_dir=DIR)` has `DIR/resources.json` listing the language; stanza
 then finds its default models. Otherwise (e.g. models you trained) the folder is read as
-`DIR/<lang>/<processor>/<name>.pt` for the processors `pretrain`, `pos`, `depparse` and, if present,
+`DIR/<lang>/<processor>/<name>.pt` for the processors `pos`, `depparse` and, if present, `pretrain` (word
+vectors; models trained with `--no_pretrain`, as `synprep parser train --backend stanza` does, have none),
 `tokenize`, `mwt` and `lemma` (without a lemma model, lemmas are the word forms).
 Raw lines are tokenized without sentence splitting (`tokenize_no_ssplit`).
 """
@@ -50,7 +51,7 @@ def pipeline_options(model_dir: str, lang: str, pretokenized: bool, gpu: bool = 
         options["processors"] = ",".join(processors)
         return options
     files = {p: _model_file(model_dir, lang, p) for p in ("pretrain", "tokenize", "mwt", "pos", "lemma", "depparse")}
-    missing = [p for p in ("pretrain", "pos", "depparse") if not files[p]]
+    missing = [p for p in ("pos", "depparse") if not files[p]]
     if not pretokenized and not files["tokenize"]:
         missing.append("tokenize (or use --pretokenized)")
     if missing:
@@ -68,8 +69,9 @@ def pipeline_options(model_dir: str, lang: str, pretokenized: bool, gpu: bool = 
         options["lemma_use_identity"] = True
     # logging_level ERROR: stanza warns "unsupported language" for every folder without resources.json
     options.update(processors=",".join(processors), allow_unknown_language=True, logging_level="ERROR",
-                   pos_model_path=files["pos"], pos_pretrain_path=files["pretrain"],
-                   depparse_model_path=files["depparse"], depparse_pretrain_path=files["pretrain"])
+                   pos_model_path=files["pos"], depparse_model_path=files["depparse"])
+    if files["pretrain"]:
+        options.update(pos_pretrain_path=files["pretrain"], depparse_pretrain_path=files["pretrain"])
     return options
 
 
