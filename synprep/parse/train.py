@@ -111,9 +111,24 @@ def written_without_spaces(path: str, sample: int = 2000) -> tuple[bool, bool]:
     return space_after, letters > 0 and unspaced > letters / 2
 
 
+BACKEND_OPTIONS = {"udpipe": ("--tokenizer-options", "--tagger-options", "--parser-options"),
+                   "spacy": ("--set", "--lang", "--max-minutes")}  # options only one trainer reads
+
+
+def check_backend_options(backend: str, given: dict[str, object]) -> None:
+    """Refuse an option of the other backend's trainer (it would be silently ignored)."""
+    for other, names in BACKEND_OPTIONS.items():
+        for name in names:
+            if other != backend and given.get(name) not in (None, (), []):
+                raise InputError(f"{name} applies to --backend {other} only, not {backend}")
+
+
 def check_treebank(path: str, allow_no_spaceafter: bool = False) -> str | None:
     """A refusal (InputError) or, with `allow_no_spaceafter`, a warning for a treebank without SpaceAfter=No
-    in a language written without spaces; None when the treebank is fine."""
+    in a language written without spaces; None when the treebank is fine. Every tree is checked first (heads in
+    range, one root, no cycle: the checks of every treebank reader), so both trainers refuse the same trees."""
+    for _ in read_trees(path):
+        pass
     space_after, unspaced = written_without_spaces(path)
     if space_after or not unspaced:
         return None
