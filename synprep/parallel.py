@@ -73,7 +73,7 @@ def _init_worker(setup: Callable[..., Any], setup_args: tuple, parent: int) -> N
     # Ctrl-C reaches every process of the terminal's group: the parent stops the pool, the workers say nothing
     # (no `Process ForkPoolWorker-N:` traceback).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # An exception here would make the pool restart the worker forever: keep it for the first task.
+    # An exception here would break the pool (every task lost, no message of ours): keep it for the first task.
     try:
         _WORKER["state"], _WORKER["error"] = setup(*setup_args), None
     except Exception as err:  # noqa: BLE001 - re-raised in the parent with the first task
@@ -107,7 +107,9 @@ def ordered_map(func: Callable[[Any, Task], Result], tasks: Iterable[Task], work
         return
     pool = ProcessPoolExecutor(workers, mp_context=pool_context(), initializer=_init_worker,
                                initargs=(setup, setup_args, os.getpid()))
-    processes: list = []  # the workers, to name the signal that killed one
+    # the workers, to name the signal that killed one and to stop them on an error (Python < 3.14 has no public
+    # way: ProcessPoolExecutor._processes, read defensively)
+    processes: list = []
     done = False
     try:
         pending: deque = deque()
