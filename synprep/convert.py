@@ -52,7 +52,7 @@ from .convert_work import ParsePhase
 from .errors import InputError
 from .filter import MAX_LINE_CHARS
 from .options import ENGINES
-from .parallel import capped_workers, default_workers, ordered_map
+from .parallel import WorkerLost, capped_workers, default_workers, ordered_map
 from .parse import ParserSpec
 from .pipeline import PipelineConfig, SplitConfig
 from .shards import WriterLock
@@ -126,6 +126,8 @@ class Converter:
             if self.options.resume and self.folder.finished():
                 return finished_stats(self.config, self.out)
             return self._run()
+        except WorkerLost:  # not bad input: the finished pieces stay for --resume
+            raise
         except InputError:
             if fresh and prepared:  # bad input found while working: leave no half-made folder that blocks the
                 self.folder.discard(existed)  # corrected run

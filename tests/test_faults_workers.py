@@ -93,6 +93,8 @@ def test_a_worker_killed_by_sigkill_ends_convert_in_one_line_naming_the_signal_a
     assert last.startswith("synprep: error: a worker process was killed by SIGKILL"), last
     assert last.endswith(f"continue with synprep convert {pipeline} --workers 2 --no-dedupe --resume"), last
     assert gone(workers), "workers left running"
+    work = tmp_path / "out" / ".work"
+    assert (work / "config.json").is_file(), "the work folder --resume needs is gone"
 
 
 def test_workers_die_with_a_killed_driver_and_leave_the_lock_free(tmp_path, tiny_udpipe):
