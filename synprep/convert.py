@@ -126,11 +126,9 @@ class Converter:
             if self.options.resume and self.folder.finished():
                 return finished_stats(self.config, self.out)
             return self._run()
-        except WorkerLost:  # not bad input: the finished pieces stay for --resume
-            raise
-        except InputError:
-            if fresh and prepared:  # bad input found while working: leave no half-made folder that blocks the
-                self.folder.discard(existed)  # corrected run
+        except InputError as err:  # bad input found while working: leave no half-made folder that blocks the
+            if fresh and prepared and not isinstance(err, WorkerLost):  # corrected run (a lost worker: --resume)
+                self.folder.discard(existed)
             raise
         finally:
             lock.release()
