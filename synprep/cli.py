@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -165,12 +166,6 @@ def parse(backend: str, model: str | None, model_dir: str | None, lang: str | No
                "while parsing)", err=True)
 
 
-# the backends that take each backend-specific option of `parser train` (others refuse it in one line)
-TRAIN_OPTION_BACKENDS = {"--tokenizer-options": ("udpipe",), "--tagger-options": ("udpipe",),
-                         "--parser-options": ("udpipe",), "--set": ("spacy", "stanza"), "--lang": ("spacy", "stanza"),
-                         "--max-minutes": ("spacy",)}
-
-
 @cli.group()
 def parser() -> None:
     """Parser models: training and evaluation."""
@@ -205,43 +200,43 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
     """Train a parser (UDPipe 1 tokenizer+tagger+parser, a spaCy tagger+parser, or stanza tokenizer+tagger+parser)
     from CoNLL-U."""
     from .parse.evaluate import evaluate_model
-    from .parse.train import check_treebank, train_udpipe
+    from .parse.train import check_backend_options, check_treebank, train_udpipe
+    from .textio import rereadable
 
-    given = {"--tokenizer-options": tokenizer_options, "--tagger-options": tagger_options,
-             "--parser-options": parser_options, "--set": settings, "--lang": lang, "--max-minutes": max_minutes}
-    for option, value in given.items():
-        if value not in (None, ()) and backend not in TRAIN_OPTION_BACKENDS[option]:
-            raise click.UsageError(f"{option} is for --backend {' or '.join(TRAIN_OPTION_BACKENDS[option])}, "
-                                   f"not {backend}")
-    warning = check_treebank(conllu, allow_no_spaceafter)
-    if warning:
-        click.echo(warning, err=True)
-    if backend == "stanza":
-        from .parse.train_spacy import guess_lang, parse_overrides
-        from .parse.train_stanza import stanza_settings, train_stanza
+    check_backend_options(backend, {"--tokenizer-options": tokenizer_options, "--tagger-options": tagger_options,
+                                    "--parser-options": parser_options, "--set": settings, "--lang": lang,
+                                    "--max-minutes": max_minutes})
+    with contextlib.ExitStack() as stack:  # a named pipe or <(command) is copied once: each input is read twice
+        treebank, held = (stack.enter_context(rereadable(path)) for path in (conllu, heldout))
+        warning = check_treebank(treebank, allow_no_spaceafter)
+        if warning:
+            click.echo(warning, err=True)
+        if backend == "stanza":
+            from .parse.train_spacy import guess_lang, parse_overrides
+            from .parse.train_stanza import stanza_settings, train_stanza
 
-        lang = lang or guess_lang(conllu)
-        stanza_settings(preset, parse_overrides(settings))  # refuses a bad preset or option before any work
-        seconds = train_stanza(conllu, output, preset, heldout, lang, parse_overrides(settings), quiet=not verbose,
-                               progress=sys.stderr)
-        spec: dict[str, object] = {"backend": "stanza", "model_dir": output, "lang": lang}
-    elif backend == "spacy":
-        from .parse.train_spacy import SPACY_PRESETS, parse_overrides, train_spacy
+            lang = lang or guess_lang(conllu)
+            stanza_settings(preset, parse_overrides(settings))  # refuses a bad preset or option before any work
+            seconds = train_stanza(treebank, output, preset, held, lang, parse_overrides(settings),
+                                   quiet=not verbose, progress=sys.stderr)
+            spec: dict[str, object] = {"backend": "stanza", "model_dir": output, "lang": lang}
+        elif backend == "spacy":
+            from .parse.train_spacy import SPACY_PRESETS, guess_lang, parse_overrides, train_spacy
 
-        if preset not in SPACY_PRESETS:
-            raise click.UsageError(f"--preset {preset} is a UDPipe preset; spacy has {', '.join(SPACY_PRESETS)}")
-        seconds = train_spacy(conllu, output, preset, heldout, lang, parse_overrides(settings), quiet=not verbose,
-                              max_minutes=max_minutes)
-        spec = {"backend": "spacy", "model": output}
-    else:
-        chosen = {"tokenizer": tokenizer_options, "tagger": tagger_options, "parser": parser_options}
-        seconds = train_udpipe(conllu, output, preset, heldout, quiet=not verbose, options=chosen,
-                               progress=sys.stderr)
-        spec = {"backend": "udpipe", "model": output}
-    click.echo(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s", err=True)
-    if heldout:
-        for scores in evaluate_model(spec, heldout):
-            click.echo(f"held-out {heldout}: {scores.format()}", err=True)
+            if preset not in SPACY_PRESETS:
+                raise click.UsageError(f"--preset {preset} is a UDPipe preset; spacy has {', '.join(SPACY_PRESETS)}")
+            seconds = train_spacy(treebank, output, preset, held, lang or guess_lang(conllu),
+                                  parse_overrides(settings), quiet=not verbose, max_minutes=max_minutes)
+            spec = {"backend": "spacy", "model": output}
+        else:
+            chosen = {"tokenizer": tokenizer_options, "tagger": tagger_options, "parser": parser_options}
+            seconds = train_udpipe(treebank, output, preset, held, quiet=not verbose, options=chosen,
+                                   progress=sys.stderr)
+            spec = {"backend": "udpipe", "model": output}
+        click.echo(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s", err=True)
+        if held:
+            for scores in evaluate_model(spec, held):
+                click.echo(f"held-out {heldout}: {scores.format()}", err=True)
 
 
 @parser.command("eval")
@@ -331,6 +326,7 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
             dedupe: bool, parse_cache: str | None) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
     from .convert import Converter, ConvertOptions, format_summary
+    from .parallel import WorkerLost
     from .pipeline import load_pipeline
 
     if shard_size is not None and shard_size < 1:
@@ -338,11 +334,13 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
     config = load_pipeline(pipeline_file, output, shard_size, compression)
     converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address,
                                                  keep_work=keep_work, dedupe=dedupe, parse_cache=parse_cache))
+    again = shlex.join(["synprep", *(arg for arg in sys.argv[1:] if arg not in ("--overwrite", "--resume"))])
     try:
         stats = converter.run()
     except KeyboardInterrupt:
-        again = shlex.join(["synprep", *(arg for arg in sys.argv[1:] if arg not in ("--overwrite", "--resume"))])
         raise Interrupted(f"interrupted; the finished pieces are kept: continue with {again} --resume") from None
+    except WorkerLost as err:
+        raise InputError(f"{err}; the finished pieces are kept: continue with {again} --resume") from None
     click.echo(format_summary(config, stats))
 
 

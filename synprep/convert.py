@@ -52,7 +52,7 @@ from .convert_work import ParsePhase
 from .errors import InputError
 from .filter import MAX_LINE_CHARS
 from .options import ENGINES
-from .parallel import capped_workers, default_workers, ordered_map
+from .parallel import WorkerLost, capped_workers, default_workers, ordered_map
 from .parse import ParserSpec
 from .pipeline import PipelineConfig, SplitConfig
 from .shards import WriterLock
@@ -126,9 +126,9 @@ class Converter:
             if self.options.resume and self.folder.finished():
                 return finished_stats(self.config, self.out)
             return self._run()
-        except InputError:
-            if fresh and prepared:  # bad input found while working: leave no half-made folder that blocks the
-                self.folder.discard(existed)  # corrected run
+        except InputError as err:  # bad input found while working: leave no half-made folder that blocks the
+            if fresh and prepared and not isinstance(err, WorkerLost):  # corrected run (a lost worker: --resume)
+                self.folder.discard(existed)
             raise
         finally:
             lock.release()

@@ -46,6 +46,31 @@ def _check_same_run(config: PipelineConfig, marker: str) -> None:
                              "restore it, or start again with --overwrite", path)
 
 
+RUN_MARKS = ("metrics.jsonl", "train.log")  # with checkpoints (*.pt): what a `syntrain run` folder holds
+
+
+def run_files(folder: str) -> list[str]:
+    """The files marking a training run (`syntrain run --out`) in `folder`: checkpoints (*.pt), its metrics and
+    log; empty for a dataset's own folders."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(name for name in names if name.endswith(".pt") or name in RUN_MARKS)
+
+
+def refuse_run_folders(out: str) -> None:
+    """Refuse an output folder (or one of its split folders) that holds a training run: clearing it with
+    --overwrite, or writing shards beside it, would lose the run's checkpoints."""
+    folders = [out] + ([os.path.join(out, name) for name in sorted(os.listdir(out))] if os.path.isdir(out) else [])
+    for folder in folders:
+        found = run_files(folder)
+        if found:
+            raise InputError(f"holds a training run ({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}): "
+                             "synprep convert never writes over a run's checkpoints; give another --output or "
+                             "move the run", folder)
+
+
 def _is_stop_report(name: str) -> bool:
     return name.startswith("rejected-") and name.endswith(".tsv")
 
@@ -86,6 +111,7 @@ class OutputFolder:
     def prepare(self, resume: bool, overwrite: bool) -> None:
         """Ready for this run: a fresh or cleared folder, or one an interrupted (or finished) run of the same
         configuration on the same inputs left (`resume`), its temporary files removed."""
+        refuse_run_folders(self.out)
         marker = os.path.join(self.work, "config.json")
         if not os.path.isfile(marker) and self.finished():  # run.json keeps the fingerprint of a finished run
             marker = os.path.join(self.out, RUN_INFO)

@@ -38,6 +38,7 @@ from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifie
 from .languages import SEGMENTATIONS, count_tokens
 from .options import DEFAULT_LANGID, MAX_LINE_CHARS
 from .parallel import default_workers, ordered_map
+from .tables import repeated
 from .textio import check_text_file, count_lines, open_binary, tsv_field
 
 REASONS = ("invalid_utf8", "empty", "line_too_long", "identical", "too_short", "too_long", "ratio", "src_lang",
@@ -76,6 +77,8 @@ class FilterSettings:
         object.__setattr__(self, "src_lang", check_iso_639_1(self.src_lang))
         object.__setattr__(self, "tgt_lang", check_iso_639_1(self.tgt_lang))
         if self.langid_languages is not None:
+            if repeated(self.langid_languages):
+                raise ValueError(f"langid_languages lists {repeated(self.langid_languages)[0]!r} twice")
             try:
                 codes = tuple(sorted({check_iso_639_1(c) for c in self.langid_languages}))
             except ValueError as err:

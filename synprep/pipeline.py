@@ -22,7 +22,7 @@ from .langid import check_iso_639_1
 from .options import INPUT_FORMATS, NON_PROJECTIVE_POLICIES, PARSER_BACKENDS, ROOT_POLICIES, UDPIPE_PRESETS
 from .schema import FEATURE_GROUPS
 from .shards import COMPRESSIONS, DEFAULT_COMPRESSION
-from .tables import config_from_dict, did_you_mean, option
+from .tables import config_from_dict, did_you_mean, option, repeated
 from .textio import UTF8_BOM, wide_encoding
 
 SPLITS = ("train", "valid", "test")
@@ -229,6 +229,15 @@ def _tsv_split(table: dict, name: str, path: str) -> dict:
         table.update(src=files, tgt=files, format="tsv")
     elif "src" not in table or "tgt" not in table:
         raise InputError(f"[splits.{name}] needs src and tgt (or tsv = a file with both sides in columns)", path)
+    columns = [key for key in ("src_column", "tgt_column") if key in table]
+    if columns:  # only TSV has columns: on text, SGML or CoNLL-U files the keys would be ignored
+        files = [table[side] for side in ("src", "tgt")]
+        formats = {table.get("format") or detect_format(f) for side in files
+                   for f in (side if isinstance(side, list) else [side]) if isinstance(f, str)}
+        if "tsv" not in formats:
+            raise InputError(f"[splits.{name}] {' and '.join(columns)} choose columns of TSV input, but these files "
+                             f"are read as {', '.join(sorted(formats))}: use tsv = FILE (both sides in one file), "
+                             'format = "tsv" or files named *.tsv, or leave the key out', path)
     if table.get("src_column", 0) == table.get("tgt_column", 1):
         raise InputError(f"[splits.{name}] src_column and tgt_column are the same column", path)
     return table
@@ -237,6 +246,8 @@ def _tsv_split(table: dict, name: str, path: str) -> dict:
 def _features(value: Any, key: str, path: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(v in FEATURE_GROUPS for v in value):
         raise InputError(f"[features] {key} must be a list of {', '.join(FEATURE_GROUPS)}, got {value!r}", path)
+    if repeated(value):
+        raise InputError(f"[features] {key} lists {repeated(value)[0]!r} twice", path)
     return tuple(g for g in FEATURE_GROUPS if g in value)
 
 

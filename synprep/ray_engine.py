@@ -11,12 +11,14 @@ same paths (pre-parsed CoNLL-U input needs none).
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .errors import InputError
+from .parallel import WorkerLost
 
 TASKS_PER_NODE: Counter = Counter()  # Ray node id -> tasks it ran in this process (to check the spread)
 
@@ -80,8 +82,13 @@ def _get(ray: Any, ref: Any) -> Any:  # noqa: ANN401
         if isinstance(getattr(err, "cause", None), InputError):
             raise err.cause from None
         raise cause from None
-    except ray.exceptions.RayActorError as err:  # the actor's set-up failed (e.g. a model missing)
+    except ray.exceptions.RayActorError as err:  # the actor's set-up failed (e.g. a model missing), or it died
         cause = getattr(err, "cause", None) or getattr(err, "error", None)
         if isinstance(cause, InputError):
             raise cause from None
-        raise
+        # killed (out of memory, kill -9, a node lost): Ray does not restart our actors, the task is lost
+        pid = re.search(r"\bpid: (\d+)", str(err))
+        raise WorkerLost(f"a Ray worker{f' (pid {pid.group(1)})' if pid else ''} died before finishing its task "
+                         "(killed by a signal: out of memory?)") from None
+    except ray.exceptions.WorkerCrashedError:
+        raise WorkerLost("a Ray worker process died (killed by a signal: out of memory?)") from None

@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .tables import repeated
+
 SCHEMA_VERSION = 2  # of convert shards; manifest.json's schema_version (CONTRACT.md "Shard encoding")
 READABLE_VERSIONS = (1, 2)  # 1: strings stored as strings, src/tgt_distances stored token x token
 
@@ -105,6 +107,8 @@ def parse_features(spec: str | Sequence[str]) -> tuple[str, ...]:
     unknown = [name for name in names if name not in FEATURE_GROUPS]
     if unknown:
         raise ValueError(f"unknown feature(s) {', '.join(unknown)}; choose from {','.join(FEATURE_GROUPS)}")
+    if repeated(names):
+        raise ValueError(f"feature {repeated(names)[0]!r} is listed twice")
     return tuple(group for group in FEATURE_GROUPS if group in names)
 
 

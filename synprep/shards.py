@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from .errors import InputError
 from .options import COMPRESSIONS
+from .processes import holders, is_running, process_start
 from .schema import FEATURE_GROUPS, READABLE_VERSIONS, SCHEMA_VERSION, pair_schema
 from .textio import atomic_write, regular_file
 
@@ -82,23 +83,62 @@ class WriterLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            holder = os.read(fd, 4096).decode("utf-8", "replace").strip() or "another process"
+            recorded = os.read(fd, 4096).decode("utf-8", "replace")
             os.close(fd)
-            raise InputError(f"{self.what} ({holder}): wait for it to finish or stop it; the lock goes with its "
-                             "process", os.path.dirname(self.path)) from None
+            raise InputError(f"{self.what} ({_holder(recorded, self.path)}): wait for it to finish or stop it; "
+                             "the lock goes with its process", os.path.dirname(self.path)) from None
         import socket
         import time
 
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, since "
-                     f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+                     f"start {process_start(os.getpid())}\n".encode())
         self.fd = fd
+        _HELD_LOCKS.add(fd)
 
     def release(self) -> None:
         """Give the lock back (the file stays: removing it would let two writers lock two files)."""
         if self.fd is not None:
+            _HELD_LOCKS.discard(self.fd)
             os.close(self.fd)
             self.fd = None
+
+
+_HELD_LOCKS: set[int] = set()  # the descriptors of the locks this process holds
+
+
+def _forget_locks() -> None:
+    """In a forked child (a worker): close the inherited lock descriptors. Closing leaves the parent's lock held
+    (it goes when every descriptor of it is closed), and a worker outliving its parent then holds none."""
+    for fd in _HELD_LOCKS:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_locks)
+
+
+def _holder(recorded: str, path: str) -> str:
+    """Who holds a lock, for the refusal: the recorded writer (pid, host, start) when it still runs, else the
+    processes found holding the file (the recorded pid is gone, or now another program)."""
+    lines = recorded.strip().splitlines()
+    first = lines[0] if lines else "another process"
+    fields = first.split()
+    start = lines[1].split()[-1] if len(lines) > 1 and lines[1].startswith("start ") else None
+    import socket
+
+    here = socket.gethostname()
+    if len(fields) < 4 or fields[0] != "pid" or not fields[1].isdigit() or fields[3].rstrip(",") != here:
+        return first  # another machine's process (a shared file system), or an unknown writer
+    if is_running(int(fields[1]), None if start == "None" else start):
+        return first
+    others = [pid for pid in holders(path) if pid != os.getpid()]
+    named = ", ".join(f"pid {pid}" for pid in others) if others else "a process this user cannot see"
+    return f"{first}, is gone: the lock is held by {named}"
 
 
 def write_shard(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch],

@@ -93,6 +93,9 @@ def _range_error(name: str, value: Any, spec: Field) -> str | None:
     for item in items:
         if isinstance(item, float) and not math.isfinite(item):
             return f"{name} must be a finite number, got {item!r}"
+    twice = repeated(items) if isinstance(value, list | tuple) and all(isinstance(v, str) for v in items) else []
+    if twice:
+        return f"{name} lists {twice[0]!r} twice"
     meta = spec.metadata
     if meta.get("choices") is not None and value not in meta["choices"]:
         return f"{name} must be one of {', '.join(map(str, meta['choices']))}, got {value!r}"
@@ -103,6 +106,18 @@ def _range_error(name: str, value: Any, spec: Field) -> str | None:
             if meta.get(key) is not None and not ok(item, meta[key]):
                 return f"{name} must be {sign} {meta[key]:g}, got {item!r}"
     return None
+
+
+def repeated(items: Iterable[Any]) -> list[Any]:
+    """The items listed more than once, in order of their second appearance (`en, de, en` -> [en]): a list of
+    names (languages, feature groups, formats) that names one twice is a mistake, refused rather than merged."""
+    seen: set = set()
+    twice = []
+    for item in items:
+        if item in seen and item not in twice:
+            twice.append(item)
+        seen.add(item)
+    return twice
 
 
 def did_you_mean(key: str, known: Iterable[str]) -> str:

@@ -109,6 +109,34 @@ def open_binary(path: str, mode: str = "rb") -> BinaryIO:
     return stream  # type: ignore[return-value]
 
 
+@contextlib.contextmanager
+def rereadable(path: str | None) -> Iterator[str | None]:
+    """`path` itself when it can be read twice (a file, or None); else (a named pipe, `<(command)`, '-' for
+    stdin) a temporary copy of what it gives, read once, for commands that read an input more than once (a
+    second read of a pipe would wait for ever or find it empty). Errors about the copy name `path`."""
+    if path is None or (path != "-" and (not os.path.exists(path) or stat.S_ISREG(os.stat(path).st_mode))):
+        yield path
+        return
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="synprep-input-")
+    copy = os.path.join(folder, "input" + "".join(s for s in (".gz", ".xz") if path.endswith(s)))
+    try:
+        no_endless_device(path)
+        with contextlib.ExitStack() as stack:
+            source = sys.stdin.buffer if path == "-" else stack.enter_context(open(path, "rb"))
+            with open(copy, "wb") as target:
+                shutil.copyfileobj(source, target, 1 << 20)
+        yield copy
+    except InputError as err:
+        if err.path == copy:
+            err.path = path
+        raise
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def check_text_file(path: str) -> None:
     """Fail now, before any work, if a text input is missing, unreadable or UTF-16/UTF-32. Only regular files are
     opened: stdin and named pipes (`<(command)`) can be read once, so they are checked when they are read."""
@@ -174,18 +202,31 @@ def open_text_output(path: str) -> io.TextIOBase:
 
 
 @contextlib.contextmanager
+def _naming(path: str) -> Iterator[None]:
+    """A write error (a full device such as /dev/full, a closed pipe's reader gone aside) as one line naming
+    `path` and the cause; a broken pipe stays itself (`... | head` is not an error)."""
+    try:
+        yield
+    except OSError as err:
+        if isinstance(err, BrokenPipeError) or err.filename not in (None, path):  # another file's error
+            raise
+        raise InputError(f"cannot write: {err.strerror or err}", "<stdout>" if path == "-" else path) from None
+
+
+@contextlib.contextmanager
 def atomic_output(path: str, text: bool = True) -> Iterator[IO]:
     """A writer for `path` ('-' = stdout) that only ever leaves a complete file: it writes to a temporary name
     in the same folder (creating the folder), renames when the block ends without an error and removes the
     temporary file when it does not (no partial outputs after an error, a full disk or Ctrl-C)."""
     if path == "-" or not replaceable(path):  # stdout, /dev/null, a named pipe: written in place, never replaced
-        stream = open_text_output(path) if text else open_binary(path, "wb")
-        try:
-            yield stream
-        finally:
-            stream.flush()
-            if path != "-":
-                stream.close()
+        with _naming(path):
+            stream = open_text_output(path) if text else open_binary(path, "wb")
+            try:
+                yield stream
+            finally:
+                stream.flush()
+                if path != "-":
+                    stream.close()
         return
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
@@ -295,7 +336,7 @@ def atomic_write(path: str, data: bytes) -> None:
     """Write `path` under a temporary name in the same folder, fsync, then rename: readers see the old file
     or the whole new one, never a part. A device or pipe is written in place."""
     if not replaceable(path):
-        with open(path, "wb") as out:
+        with _naming(path), open(path, "wb") as out:
             out.write(data)
         return
     tmp = f"{path}.tmp-{os.getpid()}"

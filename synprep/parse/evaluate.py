@@ -191,15 +191,22 @@ def gold_text(sentence: ConlluSentence) -> str:
     return "".join(parts).strip()
 
 
-def evaluate(parser: Parser, gold_path: str, mode: str, batch_size: int = 256) -> Scores:
-    """Parse the gold treebank's sentences with `parser` (built pre-tokenized for mode `gold`) and score them."""
+def read_gold(gold_path: str) -> list[ConlluSentence]:
+    """The gold treebank's sentences, read once (a named pipe or `<(command)` can be read only once)."""
+    gold = list(read_conllu(gold_path))
+    if not gold:
+        raise InputError("no sentences in the gold treebank", gold_path)
+    return gold
+
+
+def evaluate(parser: Parser, gold_path: str | list[ConlluSentence], mode: str, batch_size: int = 256) -> Scores:
+    """Parse the gold treebank's sentences (a path, or the sentences `read_gold` read) with `parser` (built
+    pre-tokenized for mode `gold`) and score them."""
     if mode not in MODES:
         raise InputError(f"unknown evaluation mode {mode!r} (choose from {', '.join(MODES)})")
     if (mode == "gold") != parser.pretokenized:
         raise InputError(f"mode {mode!r} needs a parser built with pretokenized={mode == 'gold'}")
-    gold = list(read_conllu(gold_path))
-    if not gold:
-        raise InputError("no sentences in the gold treebank", gold_path)
+    gold = read_gold(gold_path) if isinstance(gold_path, str) else gold_path
     if mode == "gold":
         lines = [" ".join("_".join(cols[FORM].split()) for cols in s.words) for s in gold]
     else:
@@ -221,6 +228,7 @@ def evaluate_model(spec_args: dict[str, object], gold_path: str, modes: tuple[st
     without a tokenizer is scored from gold tokens only."""
     from . import ParserSpec
 
+    gold = read_gold(gold_path)  # once for every mode
     results = []
     for mode in modes:
         spec = ParserSpec(**spec_args, pretokenized=mode == "gold")  # type: ignore[arg-type]
@@ -230,5 +238,5 @@ def evaluate_model(spec_args: dict[str, object], gold_path: str, modes: tuple[st
             if mode == "raw" and "tokeniz" in str(err):  # no tokenizer model: gold tokens only
                 continue
             raise
-        results.append(evaluate(parser, gold_path, mode))
+        results.append(evaluate(parser, gold, mode))
     return results

@@ -45,6 +45,10 @@ class ParseSummary:
         """Sentences per second of one worker while it parses (a rate that stdin's pauses do not dilute)."""
         return self.lines / self.parse_seconds if self.parse_seconds else 0.0
 
+    def set_workers(self, workers: int) -> None:
+        """The processes that really parse (after the per-core cap and the number of batches)."""
+        self.workers = workers
+
     def add(self, other: BatchCounts) -> None:
         self.parse_seconds += other.seconds
         self.lines += other.lines
@@ -135,7 +139,7 @@ def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int
         tasks = batches(read_lines(input_path), batch_size)
         with atomic_output(output_path) as out:
             for text, counts in ordered_map(_format_task, tasks, workers, _load_parser, (spec, max_chars),
-                                            IN_FLIGHT_PER_WORKER):
+                                            IN_FLIGHT_PER_WORKER, started=summary.set_workers):
                 out.write(text)
                 summary.add(counts)
                 bar.update(counts.lines)

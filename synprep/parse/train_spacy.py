@@ -16,6 +16,7 @@ e.g. `training.max_steps=3000`, `components.tok2vec.model.encode.width=64`).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import shutil
@@ -23,9 +24,10 @@ import tempfile
 import time
 from typing import Any
 
-from ..conllu import FEATS, read_conllu
+from ..conllu import FEATS, read_conllu, to_tree
 from ..errors import InputError
 from ..progress import progress
+from ..tables import did_you_mean
 
 SPACY_PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"training.max_steps": 30, "training.eval_frequency": 10, "training.patience": 0,
@@ -49,6 +51,7 @@ def _write_docbin(conllu_path: str, output_path: str) -> int:
     lines = []
     sentences = 0
     for sentence in read_conllu(conllu_path):  # our reader: a bad line is a one-line error with file and line
+        to_tree(sentence, conllu_path)  # and a bad tree (a cycle, two roots), as UDPipe's trainer refuses it
         sentences += 1
         for cols in sentence.words:
             cols = list(cols)
@@ -138,10 +141,52 @@ def prepare_spacy(conllu_path: str, work: str, preset: str = "default", heldout_
     config_path = os.path.join(work, "config.cfg")
     config.to_disk(config_path)
     settings = {"training.patience": 1600, **SPACY_PRESETS[preset], **(overrides or {})}
+    unknown_settings(config, overrides or {})
     try:
-        load_config(config_path, overrides=settings, interpolate=False).to_disk(config_path)
-    except Exception as err:  # noqa: BLE001 - confection raises several types for an unknown key
-        raise InputError(f"bad --set for spaCy ({type(err).__name__}: {str(err).splitlines()[0][:200]})") from None
+        merged = load_config(config_path, overrides=settings, interpolate=False)
+        check_config(merged)
+    except Exception as err:  # noqa: BLE001 - confection and spaCy raise several types for a bad key or value
+        raise InputError(f"--set {config_problem(err, overrides or {})}") from None
+    merged.to_disk(config_path)
+
+
+def check_config(config: Any) -> None:  # noqa: ANN401 (a spaCy Config)
+    """Build the pipeline and resolve [training] as `spacy train` will, so that a bad key or value is found
+    before any training (spaCy's own message would come after the data are converted, on stdout)."""
+    from spacy.schemas import ConfigSchemaTraining
+    from spacy.util import load_model_from_config, registry
+
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    registry.resolve(nlp.config.interpolate()["training"], schema=ConfigSchemaTraining, validate=True)
+
+
+def unknown_settings(template: Any, overrides: dict[str, Any]) -> None:  # noqa: ANN401 (a spaCy Config)
+    """Refuse a --set key that spaCy's configuration (the template with every default filled in) does not have:
+    spaCy would ignore it where its schema allows extra keys (`training.bogus`)."""
+    from spacy.util import load_model_from_config
+
+    filled = load_model_from_config(template, auto_fill=True, validate=False).config
+    for key in overrides:
+        node, parts = filled, key.split(".")
+        for depth, part in enumerate(parts):
+            if not isinstance(node, dict) or part not in node:
+                known = [".".join([*parts[:depth], name]) for name in node] if isinstance(node, dict) else []
+                raise InputError(f"--set {key}: spaCy's configuration has no such setting"
+                                 + (did_you_mean(key, known) if depth == len(parts) - 1 else
+                                    f" (no {'.'.join(parts[:depth + 1])})"))
+            node = node[part]
+
+
+def config_problem(err: Exception, overrides: dict[str, Any]) -> str:
+    """What is wrong, naming the `--set KEY=VALUE` it comes from where one matches the error's location."""
+    problems = getattr(err, "errors", None) or []
+    for problem in problems:
+        loc = [str(part) for part in problem.get("loc", ())]
+        key = next((k for k in overrides if loc and k.split(".")[-len(loc[-1:]):] == loc[-1:]
+                    and (len(loc) == 1 or loc[-2].split(".")[-1] in k.split("."))), None)
+        where = f"{key}={overrides[key]!r}" if key else ".".join(loc)
+        return f"{where}: {problem.get('msg', 'not accepted')}"
+    return f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:200]}"
 
 
 def fit_spacy(work: str, output_dir: str, quiet: bool = False, max_minutes: float | None = None,
@@ -162,16 +207,18 @@ def fit_spacy(work: str, output_dir: str, quiet: bool = False, max_minutes: floa
     steps = int(config["training"].get("max_steps") or 0) or None  # an upper bound: patience may stop it sooner
     paths = {"paths.train": os.path.join(work, "train.spacy"), "paths.dev": os.path.join(work, "dev.spacy")}
     _COUNTERS.append(progress("parser train: spacy", steps, "steps", shown=progress_shown))
-    with open(os.devnull, "w") if quiet else contextlib.nullcontext() as sink:
-        with contextlib.redirect_stdout(sink) if sink else contextlib.nullcontext():
-            try:
-                train(config_path, work, use_gpu=-1, overrides=paths)
-            except _Deadline:
-                pass
-            except SystemExit:  # spaCy's CLI helpers exit on a bad configuration
-                raise InputError("spaCy training failed (see its messages above)", config_path) from None
-            finally:
-                _COUNTERS.pop().close()
+    printed = io.StringIO()  # spaCy's messages (stdout): shown when it fails, or as they come with quiet=False
+    with contextlib.redirect_stdout(printed) if quiet else contextlib.nullcontext():
+        try:
+            train(config_path, work, use_gpu=-1, overrides=paths)
+        except _Deadline:
+            pass
+        except SystemExit:  # spaCy's CLI helpers exit on a bad configuration, after printing why
+            said = [line.strip() for line in printed.getvalue().splitlines() if line.strip()]
+            raise InputError("spaCy training failed" + (f": {' '.join(said[-3:])[:300]}" if said else
+                                                        " (see its messages above)")) from None
+        finally:
+            _COUNTERS.pop().close()
     best = os.path.join(work, "model-best")
     if not os.path.isdir(best):
         best = os.path.join(work, "model-last")

@@ -1,0 +1,78 @@
+"""Processes of this machine, for locks and workers: a pid with its start time (a recorded pid may have been
+reused by another program since), the processes holding a file open, and a worker that dies with its parent.
+
+Linux reads /proc; elsewhere the answers are "unknown" (None, empty) and callers keep their plain behaviour.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def process_start(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat field 22), None when there is no such
+    process or it cannot be known: a pid and its start name one process, a reused pid has another start."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # the command name in (...) may hold spaces
+    return fields[19] if len(fields) > 19 else None
+
+
+def is_running(pid: int, start: str | None) -> bool:
+    """Whether `pid` is still the process that started at `start` (without a start: whether the pid exists)."""
+    now = process_start(pid)
+    if now is not None:
+        return start is None or now == start
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return start is None or not os.path.isdir("/proc")
+
+
+def holders(path: str) -> list[int]:
+    """The processes of this user that have `path` open (Linux: their /proc/PID/fd links), sorted."""
+    try:
+        target = os.stat(path)
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    found = []
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:  # gone, or another user's
+            continue
+        for fd in fds:
+            try:
+                info = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) == (target.st_dev, target.st_ino):
+                found.append(pid)
+                break
+    return sorted(found)
+
+
+def die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills this process when the thread that started it ends, so a driver killed by the
+    out-of-memory killer or `kill -9` leaves no worker behind (holding its locks, using memory). Elsewhere
+    nothing. `parent`: the pid that started this process (if it is gone already, this process ends now)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the call: the kernel would never tell this process
+        os._exit(1)

@@ -1,0 +1,147 @@
+"""Fault injection, worker processes: a parse worker killed with SIGKILL (what the out-of-memory killer does), the
+driver killed while its workers run, and a lock whose recorded writer is gone. Real `synprep convert` processes
+and real signals; every wait is bounded, so a hang fails the test instead of stopping the suite.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .test_convert import _bigger_corpus, write_pipeline
+
+BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the workers through /proc (Linux)")
+
+
+def children(pid: int) -> list[int]:
+    """The forked children of `pid` (same command line: the pool's workers), oldest first."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat[1]) == pid and Path(f"/proc/{name}/cmdline").read_bytes() == cmdline:
+                found.append((int(stat[19]), int(name)))
+        except (OSError, IndexError, ValueError):
+            continue
+    return [child for _, child in sorted(found)]
+
+
+def start_convert(tmp_path: Path, tiny_udpipe, count: int) -> tuple[subprocess.Popen, list[int], Path]:
+    """`synprep convert --workers 2` on a corpus that takes seconds to parse, once `count` workers run (the
+    filter pool's 2, then the parse pool's 2)."""
+    # --no-dedupe: the 40 copies would otherwise be parsed once, and the run could end before the signal lands
+    pipeline = write_pipeline(tmp_path, tiny_udpipe, train=_bigger_corpus(tmp_path, copies=40), shard_size=200)
+    process = subprocess.Popen([str(BIN / "synprep"), "convert", str(pipeline), "--workers", "2", "--no-dedupe"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 60
+    while len(workers := children(process.pid)) < count and process.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    if len(workers) < count:
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail(f"no {count} workers seen: {process.communicate()[1][-800:]}")
+    return process, workers, pipeline
+
+
+def finish(process: subprocess.Popen, timeout: float = 60) -> str:
+    """stderr of a process that must end by itself (a hang fails the test, and the group is killed)."""
+    try:
+        return process.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("convert hangs after its worker was killed")
+
+
+def gone(pids: list[int], seconds: float = 10) -> bool:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if not any(os.path.exists(f"/proc/{pid}") and "Z" not in _state(pid) for pid in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
+def test_a_worker_killed_by_sigkill_ends_convert_in_one_line_naming_the_signal_and_resume(tmp_path, tiny_udpipe):
+    """Before: the pool replaced the dead worker and the driver waited for its lost task for ever."""
+    process, workers, pipeline = start_convert(tmp_path, tiny_udpipe, 4)
+    os.kill(workers[-1], signal.SIGKILL)  # the newest: a parse worker, with a task in flight
+    stderr = finish(process)
+    assert process.returncode == 2, stderr[-1500:]
+    assert "Traceback" not in stderr, stderr[-1500:]
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("synprep: error: a worker process was killed by SIGKILL"), last
+    assert last.endswith(f"continue with synprep convert {pipeline} --workers 2 --no-dedupe --resume"), last
+    assert gone(workers), "workers left running"
+    work = tmp_path / "out" / ".work"
+    assert (work / "config.json").is_file(), "the work folder --resume needs is gone"
+
+
+def test_workers_die_with_a_killed_driver_and_leave_the_lock_free(tmp_path, tiny_udpipe):
+    """Kill a worker, then the driver (the out-of-memory killer's order). Before: the pool had replaced the
+    worker, and the workers outlived the driver and held OUT/.lock for ever (a --resume was refused)."""
+    process, workers, _ = start_convert(tmp_path, tiny_udpipe, 4)
+    os.kill(workers[0], signal.SIGKILL)
+    time.sleep(0.3)  # a replacement, if any, is started
+    workers = sorted(set(workers) | set(children(process.pid)))
+    os.kill(process.pid, signal.SIGKILL)  # the driver only: its workers are told by the kernel
+    process.communicate(timeout=30)
+    try:
+        assert gone(workers, 20), f"orphaned workers still run: {[(p, _state(p)) for p in workers]}"
+    finally:
+        for pid in workers:
+            if os.path.exists(f"/proc/{pid}"):
+                os.kill(pid, signal.SIGKILL)
+    with open(tmp_path / "out" / ".lock", "rb+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            from synprep.processes import holders
+
+            pytest.fail(f"the lock is still held, by {holders(str(tmp_path / 'out' / '.lock'))}")
+
+
+def test_a_lock_whose_recorded_writer_is_gone_names_the_process_that_holds_it(tmp_path, tiny_udpipe):
+    """The recorded pid is this test's, with another start time (a reused pid): the refusal names the process
+    really holding the lock, not the recorded one."""
+    pipeline = write_pipeline(tmp_path, tiny_udpipe)
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+import fcntl, os, sys, time
+fd = os.open({str(out / '.lock')!r}, os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, b"pid {os.getpid()} on {os.uname().nodename}, since 2020-01-01 00:00:00\\nstart 1\\n")
+print("locked", flush=True)
+time.sleep(60)
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        refused = subprocess.run([str(BIN / "synprep"), "convert", str(pipeline)], capture_output=True, text=True,
+                                 timeout=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    last = refused.stderr.strip().splitlines()[-1]
+    assert f"pid {os.getpid()} on" in last and f"is gone: the lock is held by pid {holder.pid}" in last, last
