@@ -20,7 +20,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
 from .bpe import Bpe, iter_subword_nmt_lines
 from .errors import InputError
@@ -50,14 +50,16 @@ _SPACE = re.compile(r"\s").search  # subword-nmt's replacement pattern treats th
 
 
 def learn_bpe_codes(vocab_lines: Iterable[str], outfile: TextIO, num_symbols: int, min_frequency: int = 2,
-                    total_symbols: bool = False) -> None:
+                    total_symbols: bool = False, progress: bool = False) -> None:
     """subword-nmt's `learn_bpe(vocab_lines, outfile, num_symbols, min_frequency, False, is_dict=True,
     total_symbols=...)`, same bytes, faster: the same pair counts, pruning, thresholds and tie-breaking (the
     largest (count, pair)), with the most frequent pair taken from a heap (stale entries skipped) instead of a
     max() over all counts, and pairs merged in the symbol tuples instead of by a regular expression (kept for
     words with a whitespace character other than a space, where subword-nmt's pattern sees more boundaries).
-    Word counts below 1 or `min_frequency` below 1 go to subword-nmt itself."""
+    Word counts below 1 or `min_frequency` below 1 go to subword-nmt itself. `progress`: a bar over the merges
+    on stderr, as subword-nmt shows."""
     from subword_nmt import learn_bpe  # imports tqdm: only here
+    from tqdm import tqdm
 
     lines = list(vocab_lines)
     counts = learn_bpe.get_vocabulary(lines, is_dict=True)
@@ -73,6 +75,18 @@ def learn_bpe_codes(vocab_lines: Iterable[str], outfile: TextIO, num_symbols: in
         num_symbols -= _character_count(words)
     pairs = _PairHeap()
     threshold = max(stats.values()) / 10  # ValueError without pairs, as in subword-nmt
+    with tqdm(total=num_symbols, unit=" merges", desc="learn BPE", file=sys.stderr, disable=not progress,
+              mininterval=0.5) as bar:  # closed before anything else is said (also on Ctrl-C)
+        _merge_loop(num_symbols, min_frequency, outfile, words, freqs, spaced, stats, big_stats, indices, pairs,
+                    threshold, bar)
+
+
+def _merge_loop(num_symbols: int, min_frequency: int, outfile: TextIO, words: list[tuple[str, ...]],
+                freqs: list[int], spaced: list[bool], stats: defaultdict, big_stats: defaultdict,
+                indices: defaultdict, pairs: _PairHeap, threshold: float, bar: Any) -> None:
+    """learn_bpe_codes' merges: subword-nmt's loop, with the most frequent pair taken from `pairs`' heap."""
+    from subword_nmt import learn_bpe
+
     heap = pairs.rebuild(stats)
     most_frequent: tuple[str, str] | None = None
     touched: set[tuple[str, str]] = set()
@@ -103,6 +117,7 @@ def learn_bpe_codes(vocab_lines: Iterable[str], outfile: TextIO, num_symbols: in
                 if freq > 0:
                     heapq.heappush(heap, entry(pair, freq))
         touched.clear()
+        bar.update()
 
 
 def _pair_statistics(counts: Mapping[str, int]) -> tuple[list[tuple[str, ...]], list[int], defaultdict, defaultdict]:
@@ -285,7 +300,7 @@ def _learn_into(per_input: list[Counter[str]], joint: Counter[str], paths: list[
                 learn_bpe.learn_bpe(vocab_list, out, symbols, min_frequency, False, is_dict=True,
                                     total_symbols=total_symbols)
             else:
-                learn_bpe_codes(vocab_list, out, symbols, min_frequency, total_symbols)
+                learn_bpe_codes(vocab_list, out, symbols, min_frequency, total_symbols, progress=verbose)
     except ValueError:  # subword-nmt's max() over no pairs: every word is a single character
         sys.stderr.write(log.getvalue())
         raise InputError("no symbol pairs to learn BPE from (every word is a single character or whitespace)",
