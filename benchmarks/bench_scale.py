@@ -113,7 +113,7 @@ def measured(command: list[str], marks: dict[str, str] | None = None,
         sys.exit(f"{' '.join(command[:2])} failed with exit code {process.returncode}:\n{''.join(tail)}")
     seconds = time.perf_counter() - start
     ends = [started.get(name) for name, _ in phases[1:]] + [seconds]
-    for (name, _), end in zip(phases, ends, strict=True):
+    for (name, _), end in zip(phases, ends if phases else [], strict=True):
         if name in per_phase and end is not None:
             per_phase[name]["seconds"] = end - started[name]  # type: ignore[assignment]
     return {"seconds": seconds, "peak": peak, "peak_anon": peak_anon, "phases": per_phase,

@@ -38,6 +38,50 @@ def test_synth_wmt_lengths_are_wmt_like_and_still_the_same_tree(tmp_path):
     assert config["lengths"] == "wmt" and "--lengths wmt" in (tmp_path / "wmt" / "pipeline.toml").read_text()
 
 
+REAL_ENGLISH = ("wmt-news-*/*.en", "europarl10k-enro/train.en", "opennmt-toy-ende/src-*.txt", "kftt30k-enja/train.en")
+
+
+def _distinct(lines, marks):
+    seen, found = set(), {}
+    for count, line in enumerate(lines, 1):
+        seen.update(line.split())
+        if count in marks:
+            found[count] = len(seen)
+    return found
+
+
+def test_synth_zipf_vocabulary_grows_as_real_text_and_keeps_the_trees(tmp_path):
+    for name in ("a", "b"):
+        write_corpus(str(tmp_path / name), 300, 1, SynthConfig(lengths="wmt", vocabulary="zipf"))
+    for name in ("train.src", "train.tgt.conllu", "lexicon.tsv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    write_corpus(str(tmp_path / "z"), 3000, 1, SynthConfig(lengths="wmt", vocabulary="zipf"))
+    lines = (tmp_path / "z" / "train.src").read_text(encoding="utf-8").splitlines()
+    types = _distinct(lines, (900, 2700))
+    heaps = np.log(types[2700] / types[900]) / np.log(3)
+    assert 0.4 < heaps < 0.65, types  # Heaps' law, as real text (~0.5); the word lists alone stay at ~100 words
+    counts = np.array(sorted(Counter(w for line in lines for w in line.split()).values(), reverse=True))
+    assert (counts == 1).mean() > 0.4 and counts[0] > 100 * counts[len(counts) // 2]  # Zipf: a long tail of rare words
+    src = list(read_trees(str(tmp_path / "z" / "train.src.conllu")))
+    tgt = list(read_trees(str(tmp_path / "z" / "train.tgt.conllu")))
+    lexicon = dict(line.split("\t")[:2] for line in (tmp_path / "z" / "lexicon.tsv").read_text().splitlines())
+    assert len(lexicon) > 5000
+    for s, t in zip(src, tgt):
+        assert len(s) == len(t) and Counter(s.labels) == Counter(t.labels) and s.heads.count(0) == 1
+        assert " ".join(s.tokens) == s.text
+    assert sum(sorted(lexicon[w] for w in s.tokens) == sorted(t.tokens) for s, t in zip(src, tgt)) > 0.95 * len(src)
+    real = sorted(f for pattern in REAL_ENGLISH for f in (SHARED / "data" / "parallel").glob(pattern))
+    if real:  # the fit: distinct words per pairs within 15% of pooled real English
+        import random
+        import re
+
+        pool = [line.strip() for f in real for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+        random.Random(1).shuffle(pool)
+        expected = _distinct((" ".join(re.findall(r"\w+|[^\w\s]", line)) for line in pool[:2700]), (900, 2700))
+        for n in (900, 2700):
+            assert abs(types[n] / expected[n] - 1) < 0.15, (types, expected)
+
+
 def test_synth_lengths_choice_is_checked():
     with pytest.raises(Exception, match="--lengths must be one of short, wmt"):
         SynthConfig(lengths="long")
@@ -340,3 +384,49 @@ def test_counts_merged_from_pieces_learn_subword_nmt_codes_on_real_text(tmp_path
     learn_joint_from_counts(per_input, str(tmp_path / "codes"), 2000, [str(tmp_path / "v0"), str(tmp_path / "v1")])
     ours = [(tmp_path / name).read_bytes() for name in ("codes", "v0", "v1")]
     assert ours == subword_nmt_learn(tmp_path, inputs, 2000)
+
+
+# ------------------------------------------------------------------------------------ progress on a terminal
+
+
+def _on_terminal(command, interrupt_at=None):
+    """Run `command` with stderr a terminal (160 columns): its exit code and what it wrote there; with
+    `interrupt_at`, Ctrl-C (SIGINT to its process group) once that text has been written."""
+    import fcntl
+    import pty
+    import signal
+    import struct
+    import termios
+
+    terminal, stderr = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    os.close(stderr)
+    written, sent = b"", False
+    while True:
+        try:
+            chunk = os.read(terminal, 65536)
+        except OSError:  # the command has exited
+            break
+        if not chunk:
+            break
+        written += chunk
+        if interrupt_at and not sent and interrupt_at.encode() in written:
+            os.killpg(process.pid, signal.SIGINT)
+            sent = True
+    os.close(terminal)
+    return process.wait(timeout=120), written.decode("utf-8", "replace")
+
+
+def test_convert_on_a_terminal_shows_the_merges_and_nothing_after_ctrl_c(tmp_path):
+    write_corpus(str(tmp_path / "s"), 1200, 3, bpe_symbols=200)
+    code, shown = _on_terminal([str(BIN / "synprep"), "convert", str(tmp_path / "s" / "pipeline.toml"),
+                                "--output", str(tmp_path / "out"), "--workers", "1"])
+    assert code == 0 and "learn BPE: 100%" in shown and "200/200 [" in shown and "features+shards train" in shown
+    write_corpus(str(tmp_path / "big"), 6000, 3)
+    code, shown = _on_terminal([str(BIN / "synprep"), "convert", str(tmp_path / "big" / "pipeline.toml"),
+                                "--output", str(tmp_path / "out2"), "--workers", "1", "--shard-size", "500"],
+                               interrupt_at="filter+parse: 1000")
+    assert code == 130, shown
+    last = shown.rstrip("\r\n").splitlines()[-1]
+    assert last.startswith("synprep: interrupted; the finished pieces are kept"), shown[-500:]
