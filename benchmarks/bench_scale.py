@@ -89,6 +89,7 @@ def measured(command: list[str], marks: dict[str, str] | None = None,
     reader = threading.Thread(target=watch, daemon=True)
     reader.start()
     root = psutil.Process(process.pid)
+    command_line = root.cmdline()
     peak = peak_anon = 0
     per_phase: dict[str, dict[str, int]] = {}
     while process.poll() is None:
@@ -98,11 +99,12 @@ def measured(command: list[str], marks: dict[str, str] | None = None,
             peak = max(peak, sum(sizes))
             peak_anon = max(peak_anon, sum(anonymous_rss(p.pid) for p in procs))
             name = phase[0]
-            if name == ALONE and len(sizes) > 1:
+            if name == ALONE and any(p.cmdline() == command_line for p in procs[1:]):
                 name = phases[[n for n, _ in phases].index(name) + 1][0]
             now = per_phase.setdefault(name, {"tree": 0, "largest": 0})
             now["tree"] = max(now["tree"], sum(sizes))
             now["largest"] = max(now["largest"], max(sizes, default=0))
+            now["driver"] = max(now.get("driver", 0), sizes[0] if sizes else 0)
         except psutil.Error:
             pass
         time.sleep(0.05)
@@ -158,7 +160,7 @@ def folder_bytes(path: Path) -> int:
 
 # the phases of a convert, told apart by its progress on a terminal (the start of each, in order)
 CONVERT_PHASES = (("filter+parse", ""), ("learn_bpe", "learn joint BPE"), ("features+shards", "features+shards"))
-ALONE = "learn_bpe"  # the driver learns alone: a sample with workers is the next phase's (its line read late)
+ALONE = "learn_bpe"  # no forked worker then: a sample with one is the next phase's (its line was read late)
 TYPE_MARKS = (10000, 50000, 70000)  # pairs at which the distinct words of a corpus are counted
 # pooled real English of the shared data: the WMT newstest sets, Europarl, a WMT training sample and KFTT
 REAL_POOL = ("wmt-news-*/*.en", "europarl10k-enro/train.en", "opennmt-toy-ende/src-*.txt", "kftt30k-enja/train.en")
@@ -351,12 +353,13 @@ def print_row(pairs: int, result: dict, header: bool) -> None:
 def print_phases(results: dict, real: dict[int, int] | None) -> None:
     """Per convert phase and N: peak RSS of the process tree and of its largest process, seconds; then the
     distinct source words per 10k/50k/70k pairs, synthetic against the pooled real English."""
-    print(f"{'pairs':>8} {'phase':<16} {'tree MiB':>9} {'largest MiB':>11} {'seconds':>8}")
+    print(f"{'pairs':>8} {'phase':<16} {'tree MiB':>9} {'largest MiB':>11} {'driver MiB':>10} {'seconds':>8}")
     for pairs, result in results.items():
         for name, _ in CONVERT_PHASES:
             phase = result["convert"]["phases"].get(name)
             if phase:
                 print(f"{pairs:8d} {name:<16} {phase['tree'] / MiB:9.0f} {phase['largest'] / MiB:11.0f} "
+                      f"{phase['driver'] / MiB:10.0f} "
                       f"{phase.get('seconds', float('nan')):8.1f}")
     small, large = min(results), max(results)
     for name, _ in CONVERT_PHASES:

@@ -4,15 +4,18 @@ The phase-1 workers counted the words of each train piece (in the piece's .json)
 order and learned from at once (`bpe_learn.learn_joint_from_counts`: subword-nmt's codes and vocabularies, same
 bytes): joint codes -> OUT/codes.bpe, or with `[bpe] joint = false` each side's codes on its own words ->
 OUT/codes.{src,tgt}.bpe, and the vocabularies OUT/vocab.{src,tgt}. Codes already learned by the run being
-resumed are kept.
+resumed are kept. The learning runs in a process of its own (`apart`): what it holds grows with the vocabulary.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+import signal
 from collections import Counter
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .bpe import read_vocabulary
 from .bpe_learn import learn_joint_from_counts
@@ -22,6 +25,7 @@ from .pipeline import BpeConfig
 
 SideCodes = tuple[str | None, str | None]  # per side: a codes file (the joint file twice when joint) or None
 SideVocabularies = tuple[frozenset[str] | None, frozenset[str] | None]
+T = TypeVar("T")
 
 
 def learns_bpe(bpe: BpeConfig) -> bool:
@@ -47,6 +51,31 @@ def train_counts(work: str, train_pieces: list[tuple[int, int]] | None) -> list[
     return per_side
 
 
+def _learn(work: str, train_pieces: list[tuple[int, int]] | None, side: int | None, codes: str, symbols: int,
+           vocab_paths: list[str], min_frequency: int, verbose: bool, where: str) -> None:
+    """Codes learned on the train words of both sides (`side` None) or of one side, into `codes`."""
+    per_side = train_counts(work, train_pieces)
+    inputs = per_side if side is None else [per_side[side]]
+    del per_side
+    learn_joint_from_counts(inputs, codes + ".tmp", symbols, vocab_paths, min_frequency, verbose=verbose,
+                            where=where)
+    os.replace(codes + ".tmp", codes)
+
+
+def apart(func: Callable[..., T], *args: Any) -> T:
+    """`func(*args)` in a fresh process (spawned: it shares no pages with this one), its exceptions raised
+    here. Learning BPE holds every distinct word of the train split several times over; in a process of its own
+    that memory goes back to the system when it ends, instead of staying in the driver (freed Python objects
+    keep their arenas) and being counted again in every worker it forks next."""
+    with multiprocessing.get_context("spawn").Pool(1, initializer=_ignore_interrupt) as pool:
+        return pool.apply(func, args)
+
+
+def _ignore_interrupt() -> None:
+    # Ctrl-C reaches the whole process group: the driver stops the learner (leaving the pool ends it)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[int, int]] | None,
                 say: Callable[[str], None], verbose: bool) -> tuple[SideCodes, SideVocabularies]:
     """Each side's codes (the joint file twice when joint; learned now unless given or already learned by
@@ -58,25 +87,19 @@ def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[in
     if bpe.joint:
         codes = os.path.join(out, "codes.bpe")
         if not os.path.isfile(codes):
-            per_side = train_counts(work, train_pieces)
             say(f"learn joint BPE: {bpe.symbols} merges on the train tokens (the codes subword-nmt learns)")
-            learn_joint_from_counts(per_side, codes + ".tmp", bpe.symbols, vocab_paths,
-                                    bpe.min_frequency, verbose=verbose, where=where)
-            os.replace(codes + ".tmp", codes)
+            apart(_learn, work, train_pieces, None, codes, bpe.symbols, vocab_paths, bpe.min_frequency, verbose,
+                  where)
         side_codes: SideCodes = (codes, codes)
     else:
         paths = [os.path.join(out, f"codes.{side}.bpe") for side in SIDES]
-        per_side = None
         for index, side in enumerate(SIDES):  # each side's codes on its own words only
             if os.path.isfile(paths[index]):
                 continue
-            per_side = per_side or train_counts(work, train_pieces)
             symbols = bpe.side_symbols(side)
             say(f"learn {side} BPE: {symbols} merges on the {side} train tokens")
-            tmp = paths[index] + ".tmp"
-            learn_joint_from_counts([per_side[index]], tmp, symbols, [vocab_paths[index]],  # type: ignore[arg-type]
-                                    bpe.min_frequency, verbose=verbose, where=f"{where} ({side})")
-            os.replace(tmp, paths[index])
+            apart(_learn, work, train_pieces, index, paths[index], symbols, [vocab_paths[index]],
+                  bpe.min_frequency, verbose, f"{where} ({side})")
         side_codes = (paths[0], paths[1])
     if not bpe.vocabulary_threshold:
         return side_codes, (None, None)
