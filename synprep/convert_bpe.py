@@ -66,14 +66,43 @@ def apart(func: Callable[..., T], *args: Any) -> T:
     """`func(*args)` in a fresh process (spawned: it shares no pages with this one), its exceptions raised
     here. Learning BPE holds every distinct word of the train split several times over; in a process of its own
     that memory goes back to the system when it ends, instead of staying in the driver (freed Python objects
-    keep their arenas) and being counted again in every worker it forks next."""
-    with multiprocessing.get_context("spawn").Pool(1, initializer=_ignore_interrupt) as pool:
-        return pool.apply(func, args)
+    keep their arenas) and being counted again in every worker it forks next. A pipe, not a pool: a pool's
+    semaphores, left behind by Ctrl-C, make the resource tracker warn after the driver's last line."""
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_answer, args=(send, func, args), daemon=True)
+    process.start()
+    send.close()
+    try:
+        ok, value = receive.recv()
+    except EOFError:  # killed (out of memory, kill -9): no answer
+        process.join()
+        raise InputError(f"the process learning BPE ended without its result (exit code {process.exitcode})",
+                         ) from None
+    finally:
+        receive.close()
+        if process.is_alive() and process.exitcode is None:
+            process.terminate()  # Ctrl-C here: stop it too
+        process.join()
+    if not ok:
+        raise value
+    return value
 
 
-def _ignore_interrupt() -> None:
-    # Ctrl-C reaches the whole process group: the driver stops the learner (leaving the pool ends it)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _answer(send: Any, func: Callable, args: tuple) -> None:
+    """`apart`'s process: the result or the exception, sent back once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver stops this one
+    signal.signal(signal.SIGTERM, _exit)  # ... by SIGTERM: exit cleanly (tqdm's lock is a semaphore to release)
+    try:
+        result = (True, func(*args))
+    except Exception as err:  # raised again in the driver
+        result = (False, err)
+    send.send(result)
+    send.close()
+
+
+def _exit(*_: Any) -> None:
+    raise SystemExit(1)
 
 
 def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[int, int]] | None,
