@@ -5,20 +5,24 @@
     python benchmarks/bench_scale.py --large         # N = 30k, 300k and 1M
     python benchmarks/bench_scale.py --sizes 30000,4500000 --workers 16   # any sizes (WMT16: 4.5M pairs)
 
-For each N: `synprep synth --lengths wmt` (mean ~25 tokens, tail to 100), then `synprep convert` of its
-pipeline.toml (pre-parsed CoNLL-U: no parser; the Multi30k pipeline's feature set, joint BPE): wall time, the
-worker time of each stage (run.json), peak RSS summed over the whole process tree, shard bytes per pair and
-what is left in the output folder; then `syntrain run` (tiny model, CPU, 12 steps of 1024 tokens): time from start to
-the data being ready (the `syntrain:` line) and to the first step, peak RSS, steps/s, and the arrays the
-trainer must hold (ids, offsets, parents). UDPipe's parse
-rate is measured once on a sample (the shared models when present, else a tiny model trained on
-sample_data) to extrapolate the parse stage, which the pre-parsed path skips.
+For each N: `synprep synth --lengths wmt --vocabulary zipf` (mean ~25 tokens, tail to 100; Zipfian words whose
+distinct count grows as real text's: `--vocabulary lexicon` for the ~100-word lists), then `synprep convert` of
+its pipeline.toml (pre-parsed CoNLL-U: no parser; the Multi30k pipeline's feature set, joint BPE, 16000 merges
+with the zipf vocabulary, `--merges`): wall time, the worker time of each stage (run.json), peak RSS summed over
+the whole process tree, and per phase (filter+parse, learn_bpe, features+shards: told apart by convert's
+progress, stderr being a terminal) the peak of the tree, of its largest process and of the driver; shard bytes
+per pair and what is left in the output folder; then `syntrain run` (tiny model, CPU, 12 steps of 1024 tokens,
+`--no-train` skips it): time from start to the data being ready (the `syntrain:` line) and to the first step,
+peak RSS, steps/s, and the arrays the trainer must hold (ids, offsets, parents). UDPipe's parse rate is
+measured once on a sample (the shared models when present, else a tiny model trained on sample_data;
+`--no-parse-rate` skips it) to extrapolate the parse stage, which the pre-parsed path skips. Last, the distinct
+source words in 10k/50k/70k synthetic pairs against pooled real English of the shared data.
 
 Baseline: the smallest N of the same run. Targets: convert time per pair at the largest N within 1.2x of the
-smallest, convert peak RSS bounded whatever N (<= 600 MB with 2 workers), shards <= 1.0 KB per pair, trainer
-first step <= 20 s and peak RSS <= 2x the arrays it holds at 1M pairs. The trainer's RSS is also a fixed
-~0.7 GiB of torch, the model and its training step, so it is read two ways: peak RSS / arrays, and the growth of
-peak RSS from the smallest N over the growth of the arrays.
+smallest; convert peak RSS of the process tree <= 1.5 GiB with 2 workers at 1M pairs and its growth <= 1.2x
+from 100k to 1M; trainer first step <= 20 s and its RSS growth <= 1.1x the growth of the arrays it holds. The
+trainer's RSS is also a fixed ~0.7 GiB of torch, the model and its training step, so it is read two ways: peak
+RSS / arrays, and the growth of peak RSS from the smallest N over the growth of the arrays.
 """
 
 from __future__ import annotations
