@@ -69,7 +69,6 @@ class Node:
     extraposed: Node | None = None  # clause head: the subject's relative clause placed behind the clause
     parent: Node | None = None
     is_extraposed: bool = False  # this relative clause is placed by its clause, not by its noun
-    transitive: bool = False  # a verb that takes an object
 
     def add(self, child: Node) -> Node:
         child.parent = self
@@ -120,6 +119,10 @@ class SynthConfig:
             raise InputError(f"--max-depth must be >= 0, got {self.max_depth}")
 
 
+_OPEN_CLASSES = {id(NOUNS): "NOUN", id(NAMES): "PROPN", id(ADJS): "ADJ", id(TRANSITIVE): "TRANSITIVE",
+                 id(INTRANSITIVE): "INTRANSITIVE", id(ADVS): "ADV"}  # word list -> ZipfVocabulary.CLASSES
+
+
 class ZipfVocabulary:
     """Open word classes whose words are drawn by frequency rank from a power law.
 
@@ -147,6 +150,11 @@ class ZipfVocabulary:
 
     def __init__(self) -> None:
         self.forms: dict[tuple[int, int], tuple[str, str]] = {}  # (class, rank) -> (source, target) of the ranks used
+
+    def draw(self, pairs: list[tuple[str, str]], rng: random.Random) -> tuple[str, str] | None:
+        """A word of the open class of `pairs` (one of the word lists) by rank; None for a closed class."""
+        cls = _OPEN_CLASSES.get(id(pairs))
+        return None if cls is None else self.word(pairs, cls, self.rank(rng))
 
     def rank(self, rng: random.Random) -> int:
         x = (1.0 - rng.random()) ** (-1.0 / (self.EXPONENT - 1.0))
@@ -178,20 +186,12 @@ class ZipfVocabulary:
 class Grammar:
     """Generates abstract trees; `rng` is the only source of randomness."""
 
-    _OPEN = {id(NOUNS): "NOUN", id(NAMES): "PROPN", id(ADJS): "ADJ", id(TRANSITIVE): "TRANSITIVE",
-             id(INTRANSITIVE): "INTRANSITIVE", id(ADVS): "ADV"}
-
     def __init__(self, config: SynthConfig, rng: random.Random) -> None:
-        self.config, self.rng = config, rng
-        self.vocabulary = ZipfVocabulary() if config.vocabulary == "zipf" else None
+        self.config, self.rng, self.vocabulary = config, rng, ZipfVocabulary() if config.vocabulary == "zipf" else None
 
     def _word(self, pairs: list[tuple[str, str]], upos: str, deprel: str) -> Node:
-        cls = self._OPEN.get(id(pairs)) if self.vocabulary is not None else None
-        if cls is None:
-            src, tgt = self.rng.choice(pairs)
-        else:
-            src, tgt = self.vocabulary.word(pairs, cls, self.vocabulary.rank(self.rng))  # type: ignore[union-attr]
-        return Node(src, tgt, upos, deprel)
+        drawn = self.vocabulary.draw(pairs, self.rng) if self.vocabulary is not None else None
+        return Node(*(drawn or self.rng.choice(pairs)), upos, deprel)
 
     def _chance(self, p: float) -> bool:
         return self.rng.random() < p
@@ -223,7 +223,6 @@ class Grammar:
         clausal = depth > 0 and deprel != "acl:relcl" and not extrapose and self._chance(cfg.p_clausal)
         verbs = CLAUSAL if clausal else TRANSITIVE if self._chance(0.6) else INTRANSITIVE
         verb = self._word(verbs, "VERB", deprel)
-        verb.transitive = verbs is TRANSITIVE
         if deprel == "ccomp":
             verb.add(Node(*MARK, "SCONJ", "mark"))
         if deprel == "acl:relcl":
@@ -233,7 +232,7 @@ class Grammar:
             if extrapose:
                 verb.extraposed = subject.dep("acl:relcl")
                 verb.extraposed.is_extraposed = True
-        if verb.transitive:
+        if verbs is TRANSITIVE:
             verb.add(self.noun_phrase("obj", depth))
         if self._chance(cfg.p_obl):
             verb.add(self.prep_phrase("obl", depth))
