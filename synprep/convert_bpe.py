@@ -15,13 +15,14 @@ import os
 import signal
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .bpe import read_vocabulary
 from .bpe_learn import learn_joint_from_counts
-from .convert_input import SIDES, piece_prefix
 from .errors import InputError
-from .pipeline import BpeConfig
+
+if TYPE_CHECKING:
+    from .pipeline import BpeConfig
 
 SideCodes = tuple[str | None, str | None]  # per side: a codes file (the joint file twice when joint) or None
 SideVocabularies = tuple[frozenset[str] | None, frozenset[str] | None]
@@ -33,28 +34,35 @@ def learns_bpe(bpe: BpeConfig) -> bool:
     return not bpe.codes and bool(bpe.symbols)
 
 
-def train_counts(work: str, train_pieces: list[tuple[int, int]] | None) -> list[Counter[str]]:
-    """Each side's word counts of the train tokens: the workers' counts, merged in input order as read."""
-    if train_pieces is None:
-        raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
-    work = os.path.join(work, "train")
+def train_counts(count_files: list[str]) -> list[Counter[str]]:
+    """Each side's word counts of the train tokens: the workers' counts (the pieces' .json files), merged in
+    input order as read."""
     per_side: list[Counter[str]] = [Counter(), Counter()]
-    for shard, piece in train_pieces:
-        path = piece_prefix(work, shard, piece) + ".json"
+    for path in count_files:
         with open(path, encoding="utf-8") as handle:
             info = json.load(handle)
         if "src_counts" not in info:
             raise InputError("the work folder was made by an older synprep (no word counts): run again "
                              "with --overwrite", path)
-        for index, side in enumerate(SIDES):
-            per_side[index].update(info[f"{side}_counts"])
+        per_side[0].update(info["src_counts"])
+        per_side[1].update(info["tgt_counts"])
     return per_side
 
 
-def _learn(work: str, train_pieces: list[tuple[int, int]] | None, side: int | None, codes: str, symbols: int,
-           vocab_paths: list[str], min_frequency: int, verbose: bool, where: str) -> None:
-    """Codes learned on the train words of both sides (`side` None) or of one side, into `codes`."""
-    per_side = train_counts(work, train_pieces)
+def _count_files(work: str, train_pieces: list[tuple[int, int]] | None) -> list[str]:
+    """The train pieces' .json files (their word counts), in input order."""
+    from .convert_input import piece_prefix
+
+    if train_pieces is None:
+        raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
+    return [piece_prefix(work, shard, piece) + ".json" for shard, piece in train_pieces]
+
+
+def _learn(count_files: list[str], side: int | None, codes: str, symbols: int, vocab_paths: list[str],
+           min_frequency: int, verbose: bool, where: str) -> None:
+    """Codes learned on the train words of both sides (`side` None) or of one side, into `codes`. Run by
+    `apart`: this module imports nothing heavy (no pyarrow), so that the learner starts small."""
+    per_side = train_counts(count_files)
     inputs = per_side if side is None else [per_side[side]]
     del per_side
     learn_joint_from_counts(inputs, codes + ".tmp", symbols, vocab_paths, min_frequency, verbose=verbose,
@@ -109,6 +117,8 @@ def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[in
                 say: Callable[[str], None], verbose: bool) -> tuple[SideCodes, SideVocabularies]:
     """Each side's codes (the joint file twice when joint; learned now unless given or already learned by
     the run being resumed) and, with a vocabulary threshold, each side's vocabulary."""
+    from .convert_input import SIDES  # here, not at the top: see _learn
+
     if bpe.codes or not bpe.symbols:
         return (bpe.side_codes("src"), bpe.side_codes("tgt")), (None, None)
     where = os.path.join(work, "train")
@@ -117,8 +127,8 @@ def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[in
         codes = os.path.join(out, "codes.bpe")
         if not os.path.isfile(codes):
             say(f"learn joint BPE: {bpe.symbols} merges on the train tokens (the codes subword-nmt learns)")
-            apart(_learn, work, train_pieces, None, codes, bpe.symbols, vocab_paths, bpe.min_frequency, verbose,
-                  where)
+            apart(_learn, _count_files(where, train_pieces), None, codes, bpe.symbols, vocab_paths,
+                  bpe.min_frequency, verbose, where)
         side_codes: SideCodes = (codes, codes)
     else:
         paths = [os.path.join(out, f"codes.{side}.bpe") for side in SIDES]
@@ -127,7 +137,7 @@ def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[in
                 continue
             symbols = bpe.side_symbols(side)
             say(f"learn {side} BPE: {symbols} merges on the {side} train tokens")
-            apart(_learn, work, train_pieces, index, paths[index], symbols, [vocab_paths[index]],
+            apart(_learn, _count_files(where, train_pieces), index, paths[index], symbols, [vocab_paths[index]],
                   bpe.min_frequency, verbose, f"{where} ({side})")
         side_codes = (paths[0], paths[1])
     if not bpe.vocabulary_threshold:
