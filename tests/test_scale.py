@@ -430,3 +430,25 @@ def test_convert_on_a_terminal_shows_the_merges_and_nothing_after_ctrl_c(tmp_pat
     assert code == 130, shown
     last = shown.rstrip("\r\n").splitlines()[-1]
     assert last.startswith("synprep: interrupted; the finished pieces are kept"), shown[-500:]
+
+
+def test_bpe_is_learned_apart_with_its_errors_raised_here(tmp_path):
+    """convert learns BPE in a spawned process: the codes come back as the driver's would, and a bad count file
+    is the driver's one-line InputError, naming the file."""
+    from synprep.convert_bpe import _learn, apart
+    from synprep.errors import InputError
+
+    piece = tmp_path / "piece.json"
+    piece.write_text(json.dumps({"src_counts": {"low": 5, "lower": 2}, "tgt_counts": {"newest": 6, "wider": 3}}))
+    apart(_learn, [str(piece)], None, str(tmp_path / "codes.bpe"), 10,
+          [str(tmp_path / "vocab.src"), str(tmp_path / "vocab.tgt")], 2, False, "train")
+    from synprep.bpe_learn import learn_joint_from_counts
+
+    learn_joint_from_counts([Counter({"low": 5, "lower": 2}), Counter({"newest": 6, "wider": 3})],
+                            str(tmp_path / "here.bpe"), 10, reference=True)
+    assert (tmp_path / "codes.bpe").read_bytes() == (tmp_path / "here.bpe").read_bytes()
+    assert (tmp_path / "vocab.src").read_text() and (tmp_path / "vocab.tgt").read_text()
+    piece.write_text(json.dumps({"counts": {}}))
+    with pytest.raises(InputError, match="older synprep") as raised:
+        apart(_learn, [str(piece)], None, str(tmp_path / "again.bpe"), 10, [], 2, False, "train")
+    assert raised.value.path == str(piece)
