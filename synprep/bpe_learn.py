@@ -20,7 +20,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
 from .bpe import Bpe, iter_subword_nmt_lines
 from .errors import InputError
@@ -50,29 +50,54 @@ _SPACE = re.compile(r"\s").search  # subword-nmt's replacement pattern treats th
 
 
 def learn_bpe_codes(vocab_lines: Iterable[str], outfile: TextIO, num_symbols: int, min_frequency: int = 2,
-                    total_symbols: bool = False) -> None:
+                    total_symbols: bool = False, progress: bool = False) -> None:
     """subword-nmt's `learn_bpe(vocab_lines, outfile, num_symbols, min_frequency, False, is_dict=True,
     total_symbols=...)`, same bytes, faster: the same pair counts, pruning, thresholds and tie-breaking (the
     largest (count, pair)), with the most frequent pair taken from a heap (stale entries skipped) instead of a
     max() over all counts, and pairs merged in the symbol tuples instead of by a regular expression (kept for
     words with a whitespace character other than a space, where subword-nmt's pattern sees more boundaries).
-    Word counts below 1 or `min_frequency` below 1 go to subword-nmt itself."""
+    Word counts below 1 or `min_frequency` below 1 go to subword-nmt itself. `progress`: a bar over the merges
+    on stderr, as subword-nmt shows."""
     from subword_nmt import learn_bpe  # imports tqdm: only here
 
-    lines = list(vocab_lines)
-    counts = learn_bpe.get_vocabulary(lines, is_dict=True)
+    learn_codes_from_counts(learn_bpe.get_vocabulary(vocab_lines, is_dict=True), outfile, num_symbols,
+                            min_frequency, total_symbols, progress)
+
+
+def learn_codes_from_counts(counts: dict[str, int], outfile: TextIO, num_symbols: int, min_frequency: int = 2,
+                            total_symbols: bool = False, progress: bool = False) -> None:
+    """`learn_bpe_codes` of the vocabulary lines whose counts subword-nmt's get_vocabulary(is_dict=True) gives
+    as `counts` (words without a space and not starting with a line break; in its order). `counts` is emptied
+    once the words are in the learner's own tables, so that they are not held twice while merging."""
+    from subword_nmt import learn_bpe  # imports tqdm: only here
+    from tqdm import tqdm
+
     if min_frequency < 1 or any(freq < 1 for freq in counts.values()):
+        lines = [f"{word} {freq}" for word, freq in counts.items()]  # the lines these counts were read from
         learn_bpe.learn_bpe(lines, outfile, num_symbols, min_frequency, False, is_dict=True,
                             total_symbols=total_symbols)
         return
     outfile.write("#version: 0.2\n")
     words, freqs, stats, indices = _pair_statistics(counts)
+    counts.clear()
     spaced = [bool(_SPACE("".join(word))) for word in words]
     big_stats = defaultdict(int, stats)
     if total_symbols:
         num_symbols -= _character_count(words)
     pairs = _PairHeap()
     threshold = max(stats.values()) / 10  # ValueError without pairs, as in subword-nmt
+    with tqdm(total=num_symbols, unit=" merges", desc="learn BPE", file=sys.stderr, disable=not progress,
+              mininterval=0.5) as bar:  # closed before anything else is said (also on Ctrl-C)
+        _merge_loop(num_symbols, min_frequency, outfile, words, freqs, spaced, stats, big_stats, indices, pairs,
+                    threshold, bar)
+
+
+def _merge_loop(num_symbols: int, min_frequency: int, outfile: TextIO, words: list[tuple[str, ...]],
+                freqs: list[int], spaced: list[bool], stats: defaultdict, big_stats: defaultdict,
+                indices: defaultdict, pairs: _PairHeap, threshold: float, bar: Any) -> None:
+    """learn_bpe_codes' merges: subword-nmt's loop, with the most frequent pair taken from `pairs`' heap."""
+    from subword_nmt import learn_bpe
+
     heap = pairs.rebuild(stats)
     most_frequent: tuple[str, str] | None = None
     touched: set[tuple[str, str]] = set()
@@ -103,6 +128,7 @@ def learn_bpe_codes(vocab_lines: Iterable[str], outfile: TextIO, num_symbols: in
                 if freq > 0:
                     heapq.heappush(heap, entry(pair, freq))
         touched.clear()
+        bar.update()
 
 
 def _pair_statistics(counts: Mapping[str, int]) -> tuple[list[tuple[str, ...]], list[int], defaultdict, defaultdict]:
@@ -172,12 +198,13 @@ def _merge_pair(pair: tuple[str, str], words: list[tuple[str, ...]], freqs: list
                 stats: defaultdict, indices: defaultdict, touched: set) -> None:
     """subword-nmt's replace_pair then update_pair_statistics, word by word: merge `pair` in the words its
     index lists (count >= 1) and update the pair counts and the index step for step as subword-nmt does (its
-    quirks included), noting the pairs whose counts changed in `touched`."""
+    quirks included), noting the pairs whose counts changed in `touched`. The index drops an entry whose count
+    falls to 0 (subword-nmt keeps it: the same index read with a default of 0, and memory that does not grow
+    with the merges)."""
     first, second = pair
     new = first + second
-    listed = indices[pair]
+    listed = indices.pop(pair, {})  # subword-nmt puts an empty index in its place: the defaultdict makes one
     stats[pair] = 0
-    indices[pair] = defaultdict(int)
     add = touched.add
     pattern = None
     for j, count in listed.items():
@@ -197,13 +224,13 @@ def _merge_pair(pair: tuple[str, str], words: list[tuple[str, ...]], freqs: list
                 if k:
                     prev = old_word[k - 1:k + 1]
                     stats[prev] -= freq
-                    indices[prev][j] -= 1
+                    _decrement(indices, prev, j)
                     add(prev)
                 if k < n - 2:
                     if old_word[k + 2] != first or k >= n - 3 or old_word[k + 3] != second:
                         nex = old_word[k + 1:k + 3]
                         stats[nex] -= freq
-                        indices[nex][j] -= 1
+                        _decrement(indices, nex, j)
                         add(nex)
                 out.extend(old_word[i:k])
                 out.append(new)
@@ -237,6 +264,19 @@ def _merge_pair(pair: tuple[str, str], words: list[tuple[str, ...]], freqs: list
                 indices[nex][j] += 1
                 add(nex)
             i += 1
+
+
+def _decrement(indices: defaultdict, pair: tuple[str, str], j: int) -> None:
+    """One occurrence fewer of `pair` in word j: an entry that reaches 0 goes (its default), and so does a
+    pair's index once empty."""
+    row = indices[pair]
+    count = row.get(j, 0) - 1
+    if count:
+        row[j] = count
+    elif len(row) == 1:
+        del indices[pair]
+    else:
+        del row[j]
 
 
 def learn_joint_from_counts(per_input: list[Counter[str]], codes_path: str, symbols: int,
@@ -274,18 +314,21 @@ def _learn_into(per_input: list[Counter[str]], joint: Counter[str], paths: list[
                 min_frequency: int, total_symbols: bool, verbose: bool, where: str, reference: bool) -> None:
     """The codes into paths[0], the vocabulary of each input into the other paths (learn_joint_from_counts)."""
     codes_path, vocab_paths = paths[0], paths[1:]
-    vocab_list = [f"{word} {freq}" for word, freq in joint.items()]
     log = io.StringIO()
     try:
         with open(codes_path, "w", encoding="utf-8") as out, \
                 contextlib.redirect_stderr(sys.stderr if verbose else log):
-            if reference:
+            if reference or any(word[0] in "\r\n" for word in joint):  # subword-nmt reads such a word otherwise
                 from subword_nmt import learn_bpe  # imports tqdm: only here
 
-                learn_bpe.learn_bpe(vocab_list, out, symbols, min_frequency, False, is_dict=True,
-                                    total_symbols=total_symbols)
-            else:
-                learn_bpe_codes(vocab_list, out, symbols, min_frequency, total_symbols)
+                vocab_list = [f"{word} {freq}" for word, freq in joint.items()]
+                if reference:
+                    learn_bpe.learn_bpe(vocab_list, out, symbols, min_frequency, False, is_dict=True,
+                                        total_symbols=total_symbols)
+                else:
+                    learn_bpe_codes(vocab_list, out, symbols, min_frequency, total_symbols, progress=verbose)
+            else:  # the joint counts are what subword-nmt reads from their lines: no lines held beside them
+                learn_codes_from_counts(joint, out, symbols, min_frequency, total_symbols, progress=verbose)
     except ValueError:  # subword-nmt's max() over no pairs: every word is a single character
         sys.stderr.write(log.getvalue())
         raise InputError("no symbol pairs to learn BPE from (every word is a single character or whitespace)",

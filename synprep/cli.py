@@ -400,12 +400,16 @@ def cache_prune(folder: str, max_gb: float | None, parser_id: str | None) -> Non
               help="BPE merges in the written pipeline.toml.")
 @click.option("--lengths", type=click.Choice(["short", "wmt"]), default="short", show_default=True,
               help="Sentence lengths: short (one clause, ~12 tokens) or wmt (mean ~25 tokens, a tail to 100).")
+@click.option("--vocabulary", type=click.Choice(["lexicon", "zipf"]), default="lexicon", show_default=True,
+              help="Words: lexicon (~100 per side) or zipf (Zipfian frequencies, distinct words growing with "
+                   "the corpus as in real text).")
 def synth(pairs: int, seed: int, output: str, max_depth: int, non_projective_rate: float, bpe_symbols: int,
-          lengths: str) -> None:
+          lengths: str, vocabulary: str) -> None:
     """Synthetic en-like/de-like parallel corpus with gold trees (90/5/5 train/valid/test)."""
     from .synth import SynthConfig, write_corpus
 
-    summary = write_corpus(output, pairs, seed, SynthConfig(max_depth, non_projective_rate, lengths=lengths),
+    summary = write_corpus(output, pairs, seed, SynthConfig(max_depth, non_projective_rate, lengths=lengths,
+                                                                vocabulary=vocabulary),
                            bpe_symbols)
     click.echo(summary.format() + f" to {output}; next: synprep convert {os.path.join(output, 'pipeline.toml')}",
                err=True)

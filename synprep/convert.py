@@ -162,18 +162,18 @@ class Converter:
                ) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
         """Phase 1 for every split, each checked right after its filter; its pieces and rejected.tsv lines."""
         counts = [count_pairs(split) for split in ordered]  # the bar's total: ETA and percentage
-        bar = self.progress.bar("filter+parse", None if None in counts else sum(counts))  # type: ignore[arg-type]
         phase = ParsePhase(self.config, self.work, self.map, self.options.dedupe, self.options.parse_cache)
         pieces, rejected_lines = {}, {}
-        for split in ordered:
-            started = time.perf_counter()
-            pieces[split.name] = phase.run(split, _parse_job(self.config, split, specs), bar)
-            stats = self.stats[split.name] = SplitStats()
-            stats.seconds["phase1_wall"] = time.perf_counter() - started
-            rejected_lines[split.name] = read_piece_records(self.work, split, pieces[split.name], stats,
-                                                            phase.reused, self.piece_pairs)
-            check_kept(self.config, self.out, split, stats, rejected_lines[split.name], bar)
-        bar.close()
+        # closed on the way out (Ctrl-C too): a bar left open is drawn again when collected, after the last word
+        with self.progress.bar("filter+parse", None if None in counts else sum(counts)) as bar:  # type: ignore[arg-type]
+            for split in ordered:
+                started = time.perf_counter()
+                pieces[split.name] = phase.run(split, _parse_job(self.config, split, specs), bar)
+                stats = self.stats[split.name] = SplitStats()
+                stats.seconds["phase1_wall"] = time.perf_counter() - started
+                rejected_lines[split.name] = read_piece_records(self.work, split, pieces[split.name], stats,
+                                                                phase.reused, self.piece_pairs)
+                check_kept(self.config, self.out, split, stats, rejected_lines[split.name], bar)
         return pieces, rejected_lines
 
 

@@ -4,24 +4,29 @@ The phase-1 workers counted the words of each train piece (in the piece's .json)
 order and learned from at once (`bpe_learn.learn_joint_from_counts`: subword-nmt's codes and vocabularies, same
 bytes): joint codes -> OUT/codes.bpe, or with `[bpe] joint = false` each side's codes on its own words ->
 OUT/codes.{src,tgt}.bpe, and the vocabularies OUT/vocab.{src,tgt}. Codes already learned by the run being
-resumed are kept.
+resumed are kept. The learning runs in a process of its own (`apart`): what it holds grows with the vocabulary.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+import signal
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .bpe import read_vocabulary
 from .bpe_learn import learn_joint_from_counts
-from .convert_input import SIDES, piece_prefix
 from .errors import InputError
-from .pipeline import BpeConfig
+
+if TYPE_CHECKING:
+    from .pipeline import BpeConfig
 
 SideCodes = tuple[str | None, str | None]  # per side: a codes file (the joint file twice when joint) or None
 SideVocabularies = tuple[frozenset[str] | None, frozenset[str] | None]
+T = TypeVar("T")
 
 
 def learns_bpe(bpe: BpeConfig) -> bool:
@@ -29,28 +34,91 @@ def learns_bpe(bpe: BpeConfig) -> bool:
     return not bpe.codes and bool(bpe.symbols)
 
 
-def train_counts(work: str, train_pieces: list[tuple[int, int]] | None) -> list[Counter[str]]:
-    """Each side's word counts of the train tokens: the workers' counts, merged in input order as read."""
-    if train_pieces is None:
-        raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
-    work = os.path.join(work, "train")
+def train_counts(count_files: list[str]) -> list[Counter[str]]:
+    """Each side's word counts of the train tokens: the workers' counts (the pieces' .json files), merged in
+    input order as read."""
     per_side: list[Counter[str]] = [Counter(), Counter()]
-    for shard, piece in train_pieces:
-        path = piece_prefix(work, shard, piece) + ".json"
+    for path in count_files:
         with open(path, encoding="utf-8") as handle:
             info = json.load(handle)
         if "src_counts" not in info:
             raise InputError("the work folder was made by an older synprep (no word counts): run again "
                              "with --overwrite", path)
-        for index, side in enumerate(SIDES):
-            per_side[index].update(info[f"{side}_counts"])
+        per_side[0].update(info["src_counts"])
+        per_side[1].update(info["tgt_counts"])
     return per_side
+
+
+def _count_files(work: str, train_pieces: list[tuple[int, int]] | None) -> list[str]:
+    """The train pieces' .json files (their word counts), in input order."""
+    from .convert_input import piece_prefix
+
+    if train_pieces is None:
+        raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
+    return [piece_prefix(work, shard, piece) + ".json" for shard, piece in train_pieces]
+
+
+def _learn(count_files: list[str], side: int | None, codes: str, symbols: int, vocab_paths: list[str],
+           min_frequency: int, verbose: bool, where: str) -> None:
+    """Codes learned on the train words of both sides (`side` None) or of one side, into `codes`. Run by
+    `apart`: this module imports nothing heavy (no pyarrow), so that the learner starts small."""
+    per_side = train_counts(count_files)
+    inputs = per_side if side is None else [per_side[side]]
+    del per_side
+    learn_joint_from_counts(inputs, codes + ".tmp", symbols, vocab_paths, min_frequency, verbose=verbose,
+                            where=where)
+    os.replace(codes + ".tmp", codes)
+
+
+def apart(func: Callable[..., T], *args: Any) -> T:
+    """`func(*args)` in a fresh process (spawned: it shares no pages with this one), its exceptions raised
+    here. Learning BPE holds every distinct word of the train split several times over; in a process of its own
+    that memory goes back to the system when it ends, instead of staying in the driver (freed Python objects
+    keep their arenas) and being counted again in every worker it forks next. A pipe, not a pool: a pool's
+    semaphores, left behind by Ctrl-C, make the resource tracker warn after the driver's last line."""
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_answer, args=(send, func, args), daemon=True)
+    process.start()
+    send.close()
+    try:
+        ok, value = receive.recv()
+    except EOFError:  # killed (out of memory, kill -9): no answer
+        process.join()
+        raise InputError(f"the process learning BPE ended without its result (exit code {process.exitcode})",
+                         ) from None
+    finally:
+        receive.close()
+        if process.is_alive() and process.exitcode is None:
+            process.terminate()  # Ctrl-C here: stop it too
+        process.join()
+    if not ok:
+        raise value
+    return value
+
+
+def _answer(send: Any, func: Callable, args: tuple) -> None:
+    """`apart`'s process: the result or the exception, sent back once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver stops this one
+    signal.signal(signal.SIGTERM, _exit)  # ... by SIGTERM: exit cleanly (tqdm's lock is a semaphore to release)
+    try:
+        result = (True, func(*args))
+    except Exception as err:  # raised again in the driver
+        result = (False, err)
+    send.send(result)
+    send.close()
+
+
+def _exit(*_: Any) -> None:
+    raise SystemExit(1)
 
 
 def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[int, int]] | None,
                 say: Callable[[str], None], verbose: bool) -> tuple[SideCodes, SideVocabularies]:
     """Each side's codes (the joint file twice when joint; learned now unless given or already learned by
     the run being resumed) and, with a vocabulary threshold, each side's vocabulary."""
+    from .convert_input import SIDES  # here, not at the top: see _learn
+
     if bpe.codes or not bpe.symbols:
         return (bpe.side_codes("src"), bpe.side_codes("tgt")), (None, None)
     where = os.path.join(work, "train")
@@ -58,25 +126,19 @@ def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[in
     if bpe.joint:
         codes = os.path.join(out, "codes.bpe")
         if not os.path.isfile(codes):
-            per_side = train_counts(work, train_pieces)
             say(f"learn joint BPE: {bpe.symbols} merges on the train tokens (the codes subword-nmt learns)")
-            learn_joint_from_counts(per_side, codes + ".tmp", bpe.symbols, vocab_paths,
-                                    bpe.min_frequency, verbose=verbose, where=where)
-            os.replace(codes + ".tmp", codes)
+            apart(_learn, _count_files(where, train_pieces), None, codes, bpe.symbols, vocab_paths,
+                  bpe.min_frequency, verbose, where)
         side_codes: SideCodes = (codes, codes)
     else:
         paths = [os.path.join(out, f"codes.{side}.bpe") for side in SIDES]
-        per_side = None
         for index, side in enumerate(SIDES):  # each side's codes on its own words only
             if os.path.isfile(paths[index]):
                 continue
-            per_side = per_side or train_counts(work, train_pieces)
             symbols = bpe.side_symbols(side)
             say(f"learn {side} BPE: {symbols} merges on the {side} train tokens")
-            tmp = paths[index] + ".tmp"
-            learn_joint_from_counts([per_side[index]], tmp, symbols, [vocab_paths[index]],  # type: ignore[arg-type]
-                                    bpe.min_frequency, verbose=verbose, where=f"{where} ({side})")
-            os.replace(tmp, paths[index])
+            apart(_learn, _count_files(where, train_pieces), index, paths[index], symbols, [vocab_paths[index]],
+                  bpe.min_frequency, verbose, f"{where} ({side})")
         side_codes = (paths[0], paths[1])
     if not bpe.vocabulary_threshold:
         return side_codes, (None, None)

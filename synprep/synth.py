@@ -84,6 +84,12 @@ class Node:
 LENGTHS = ("short", "wmt")
 WMT_LOG_MEAN, WMT_LOG_SIGMA, WMT_MAX_TOKENS = 2.7, 0.6, 100
 
+# vocabularies: "lexicon" = the fixed word lists above (~100 words per side); "zipf" = open classes (nouns,
+# names, adjectives, verbs without clausal ones, adverbs) draw a frequency rank from a power law, so word
+# frequencies are Zipfian and the distinct words grow with the corpus as in Heaps' law (types ~ pairs^(1/a));
+# ranks past a class's list become generated words (see `ZipfVocabulary`)
+VOCABULARIES = ("lexicon", "zipf")
+
 
 @dataclass(frozen=True)
 class SynthConfig:
@@ -100,25 +106,92 @@ class SynthConfig:
     p_name: float = 0.1
     p_poss: float = 0.15
     lengths: str = "short"  # LENGTHS: "wmt" joins clauses with `and` up to a WMT-like sentence length
+    vocabulary: str = "lexicon"  # VOCABULARIES
 
     def __post_init__(self) -> None:
         if self.lengths not in LENGTHS:
             raise InputError(f"--lengths must be one of {', '.join(LENGTHS)}, got {self.lengths!r}")
+        if self.vocabulary not in VOCABULARIES:
+            raise InputError(f"--vocabulary must be one of {', '.join(VOCABULARIES)}, got {self.vocabulary!r}")
         if not 0.0 <= self.non_projective_rate <= 1.0:
             raise InputError(f"--non-projective-rate must be in [0, 1], got {self.non_projective_rate}")
         if self.max_depth < 0:
             raise InputError(f"--max-depth must be >= 0, got {self.max_depth}")
 
 
+_OPEN_CLASSES = {id(NOUNS): "NOUN", id(NAMES): "PROPN", id(ADJS): "ADJ", id(TRANSITIVE): "TRANSITIVE",
+                 id(INTRANSITIVE): "INTRANSITIVE", id(ADVS): "ADV"}  # word list -> ZipfVocabulary.CLASSES
+
+
+class ZipfVocabulary:
+    """Open word classes whose words are drawn by frequency rank from a power law.
+
+    A rank is floor(SCALE * (x - 1)) with x Pareto-distributed (P(x > t) = t^-(EXPONENT - 1)), so the rank
+    frequencies fall off as a power law (Zipf-Mandelbrot, SCALE the offset) and the distinct ranks drawn grow
+    as draws^(1 / EXPONENT) (Heaps' law). EXPONENT and SCALE were fitted (with `--lengths wmt`) so that the
+    source side's distinct words per pair count follow pooled real English (WMT newstest sets, Europarl, a
+    WMT training sample and KFTT; docs/scale.md): Heaps' exponent ~0.5. The first ranks of a class are its
+    lexicon words; rank r past them is a generated word, the same for every seed (syllables drawn by a
+    generator seeded by the class and r): an English-like source form and a German-like target form
+    (capitalized nouns), so BPE meets real-looking sub-words."""
+
+    EXPONENT, SCALE = 2.0, 265.0
+    CLASSES = {"NOUN": 0, "PROPN": 1, "ADJ": 2, "TRANSITIVE": 3, "INTRANSITIVE": 4, "ADV": 5}
+    _SRC = (("b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "br", "cl", "st",
+             "tr", "pl", "gr", "sh", "ch", "th", "j"),
+            ("a", "e", "i", "o", "u", "ea", "ou", "ai", "y", "ee"),
+            ("", "", "n", "r", "s", "t", "l", "nd", "st", "ck", "m", "ng"))
+    _TGT = (("b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "w", "z", "sch", "st", "pf", "kr",
+             "gr", "br", "fl", "sp", "tr"),
+            ("a", "e", "i", "o", "u", "ei", "au", "ä", "ö", "ü", "ie", "eu"),
+            ("", "", "n", "r", "s", "t", "ch", "ng", "cht", "tz", "ll", "rn"))
+    _ENDINGS = {2: (("", "ful", "ous", "al", "ive"), ("", "ig", "lich", "isch", "bar")),
+                3: (("s",), ("t",)), 4: (("s",), ("t",)), 5: (("ly",), ("weise", "lich", ""))}
+
+    def __init__(self) -> None:
+        self.forms: dict[tuple[int, int], tuple[str, str]] = {}  # (class, rank) -> (source, target) of the ranks used
+
+    def draw(self, pairs: list[tuple[str, str]], rng: random.Random) -> tuple[str, str] | None:
+        """A word of the open class of `pairs` (one of the word lists) by rank; None for a closed class."""
+        cls = _OPEN_CLASSES.get(id(pairs))
+        return None if cls is None else self.word(pairs, cls, self.rank(rng))
+
+    def rank(self, rng: random.Random) -> int:
+        x = (1.0 - rng.random()) ** (-1.0 / (self.EXPONENT - 1.0))
+        return int(self.SCALE * (x - 1.0))
+
+    def word(self, pairs: list[tuple[str, str]], cls: str, rank: int) -> tuple[str, str]:
+        if rank < len(pairs):
+            return pairs[rank]
+        key = (self.CLASSES[cls], rank)
+        form = self.forms.get(key)
+        if form is None:
+            form = self.forms[key] = self._generate(*key)
+        return form
+
+    def _generate(self, cls: int, rank: int) -> tuple[str, str]:
+        gen = random.Random(rank * 8 + cls)  # the word of this rank, whatever the corpus seed
+        syllables = 2 + (gen.random() < 0.3) + (rank > 20000 and gen.random() < 0.3)  # rarer words: longer
+        forms = []
+        for side, parts in enumerate((self._SRC, self._TGT)):
+            word = "".join(gen.choice(parts[0]) + gen.choice(parts[1]) + gen.choice(parts[2])
+                           for _ in range(syllables))
+            endings = self._ENDINGS.get(cls)
+            word += gen.choice(endings[side]) if endings else ""
+            capital = cls == 1 or (cls == 0 and side == 1)  # names; German nouns
+            forms.append(word.capitalize() if capital else word)
+        return forms[0], forms[1]
+
+
 class Grammar:
     """Generates abstract trees; `rng` is the only source of randomness."""
 
     def __init__(self, config: SynthConfig, rng: random.Random) -> None:
-        self.config, self.rng = config, rng
+        self.config, self.rng, self.vocabulary = config, rng, ZipfVocabulary() if config.vocabulary == "zipf" else None
 
     def _word(self, pairs: list[tuple[str, str]], upos: str, deprel: str) -> Node:
-        src, tgt = self.rng.choice(pairs)
-        return Node(src, tgt, upos, deprel)
+        drawn = self.vocabulary.draw(pairs, self.rng) if self.vocabulary is not None else None
+        return Node(*(drawn or self.rng.choice(pairs)), upos, deprel)
 
     def _chance(self, p: float) -> bool:
         return self.rng.random() < p
@@ -159,7 +232,7 @@ class Grammar:
             if extrapose:
                 verb.extraposed = subject.dep("acl:relcl")
                 verb.extraposed.is_extraposed = True
-        if verb.src in dict(TRANSITIVE):
+        if verbs is TRANSITIVE:
             verb.add(self.noun_phrase("obj", depth))
         if self._chance(cfg.p_obl):
             verb.add(self.prep_phrase("obl", depth))
@@ -294,6 +367,19 @@ non_projective = "lift"
 """
 
 
+def _write_lexicon(path: str, vocabulary: ZipfVocabulary | None) -> None:
+    """The word lists, then (zipf vocabulary) the generated words that were used, by class and rank."""
+    upos_of = {0: "NOUN", 1: "PROPN", 2: "ADJ", 3: "VERB", 4: "VERB", 5: "ADV"}
+    with open(path, "w", encoding="utf-8") as out:
+        for upos, words in (("NOUN", NOUNS), ("PROPN", NAMES), ("DET", DETS), ("PRON", POSS), ("ADJ", ADJS),
+                            ("VERB", TRANSITIVE + INTRANSITIVE + CLAUSAL), ("ADP", PREPS), ("ADV", ADVS),
+                            ("SCONJ", [MARK]), ("CCONJ", [CONJUNCTION]), ("PRON", [RELATIVE]), ("PUNCT", [PERIOD])):
+            for src, tgt in words:
+                out.write(f"{src}\t{tgt}\t{upos}\n")
+        for (cls, _), (src, tgt) in sorted((vocabulary.forms if vocabulary else {}).items()):
+            out.write(f"{src}\t{tgt}\t{upos_of[cls]}\n")
+
+
 def write_corpus(output: str, pairs: int, seed: int, config: SynthConfig = SynthConfig(),
                  bpe_symbols: int = 300) -> SynthSummary:
     """Write the corpus into `output`:
@@ -333,18 +419,15 @@ def write_corpus(output: str, pairs: int, seed: int, config: SynthConfig = Synth
                 stream.close()
         files += [os.path.join(output, split + s) for s in (".src", ".tgt", ".src.conllu", ".tgt.conllu")]
         counts[split] = size
-    with open(os.path.join(output, "lexicon.tsv"), "w", encoding="utf-8") as out:
-        for upos, words in (("NOUN", NOUNS), ("PROPN", NAMES), ("DET", DETS), ("PRON", POSS), ("ADJ", ADJS),
-                            ("VERB", TRANSITIVE + INTRANSITIVE + CLAUSAL), ("ADP", PREPS), ("ADV", ADVS),
-                            ("SCONJ", [MARK]), ("CCONJ", [CONJUNCTION]), ("PRON", [RELATIVE]), ("PUNCT", [PERIOD])):
-            for src, tgt in words:
-                out.write(f"{src}\t{tgt}\t{upos}\n")
+    _write_lexicon(os.path.join(output, "lexicon.tsv"), grammar.vocabulary)
     split_tables = "".join(f'\n[splits.{split}]\nsrc = "{split}.src.conllu"\ntgt = "{split}.tgt.conllu"\n'
                            for split in counts)
     with open(os.path.join(output, "pipeline.toml"), "w", encoding="utf-8") as out:
         out.write(PIPELINE_TEMPLATE.format(seed=seed, pairs=pairs,
                                            max_depth=config.max_depth, rate=config.non_projective_rate,
-                                           lengths="" if config.lengths == "short" else f" --lengths {config.lengths}",
+                                           lengths=("" if config.lengths == "short" else f" --lengths {config.lengths}")
+                                           + ("" if config.vocabulary == "lexicon"
+                                              else f" --vocabulary {config.vocabulary}"),
                                            splits=split_tables,
                                            bpe_line=f"symbols = {bpe_symbols}                  # joint BPE learned on "
                                            "the train split" if bpe_symbols else "enabled = false  # no BPE"))

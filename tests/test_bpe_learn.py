@@ -197,3 +197,25 @@ def test_pruning_and_thresholds_as_subword_nmt(min_frequency):
         except ValueError:
             continue
         assert fast(counts, 300, min_frequency)[0] == ref, seed
+
+
+def test_learn_joint_from_counts_is_subword_nmts_from_several_inputs(tmp_path):
+    """The fast path learns from the joint counts themselves (no vocabulary lines, emptied as it goes); a word
+    that subword-nmt would read otherwise from its line (a leading line break) goes through the lines."""
+    parts = [Counter(small_alphabet_counts(seed)) for seed in (3, 4)]
+    parts[1]["\rab"] = 3
+    for name, inputs in (("plain", parts[:1] * 2), ("odd", parts)):
+        learn_joint_from_counts([Counter(p) for p in inputs], str(tmp_path / f"{name}.ref"), 60,
+                                reference=True)
+        learn_joint_from_counts([Counter(p) for p in inputs], str(tmp_path / f"{name}.fast"), 60)
+        assert (tmp_path / f"{name}.fast").read_bytes() == (tmp_path / f"{name}.ref").read_bytes()
+
+
+def test_learn_joint_from_counts_shows_a_bar_over_the_merges(tmp_path, capsys):
+    counts = Counter(small_alphabet_counts(5))
+    learn_joint_from_counts([counts], str(tmp_path / "codes"), 30, verbose=True)
+    merges = len((tmp_path / "codes").read_text(encoding="utf-8").splitlines()) - 1
+    err = capsys.readouterr().err
+    assert "learn BPE: 100%" in err and f"{merges}/30 [" in err and "merges/s" in err
+    learn_joint_from_counts([counts], str(tmp_path / "quiet"), 30)
+    assert "learn BPE" not in capsys.readouterr().err

@@ -38,6 +38,50 @@ def test_synth_wmt_lengths_are_wmt_like_and_still_the_same_tree(tmp_path):
     assert config["lengths"] == "wmt" and "--lengths wmt" in (tmp_path / "wmt" / "pipeline.toml").read_text()
 
 
+REAL_ENGLISH = ("wmt-news-*/*.en", "europarl10k-enro/train.en", "opennmt-toy-ende/src-*.txt", "kftt30k-enja/train.en")
+
+
+def _distinct(lines, marks):
+    seen, found = set(), {}
+    for count, line in enumerate(lines, 1):
+        seen.update(line.split())
+        if count in marks:
+            found[count] = len(seen)
+    return found
+
+
+def test_synth_zipf_vocabulary_grows_as_real_text_and_keeps_the_trees(tmp_path):
+    for name in ("a", "b"):
+        write_corpus(str(tmp_path / name), 300, 1, SynthConfig(lengths="wmt", vocabulary="zipf"))
+    for name in ("train.src", "train.tgt.conllu", "lexicon.tsv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    write_corpus(str(tmp_path / "z"), 3000, 1, SynthConfig(lengths="wmt", vocabulary="zipf"))
+    lines = (tmp_path / "z" / "train.src").read_text(encoding="utf-8").splitlines()
+    types = _distinct(lines, (900, 2700))
+    heaps = np.log(types[2700] / types[900]) / np.log(3)
+    assert 0.4 < heaps < 0.65, types  # Heaps' law, as real text (~0.5); the word lists alone stay at ~100 words
+    counts = np.array(sorted(Counter(w for line in lines for w in line.split()).values(), reverse=True))
+    assert (counts == 1).mean() > 0.4 and counts[0] > 100 * counts[len(counts) // 2]  # Zipf: a long tail of rare words
+    src = list(read_trees(str(tmp_path / "z" / "train.src.conllu")))
+    tgt = list(read_trees(str(tmp_path / "z" / "train.tgt.conllu")))
+    lexicon = dict(line.split("\t")[:2] for line in (tmp_path / "z" / "lexicon.tsv").read_text().splitlines())
+    assert len(lexicon) > 5000
+    for s, t in zip(src, tgt):
+        assert len(s) == len(t) and Counter(s.labels) == Counter(t.labels) and s.heads.count(0) == 1
+        assert " ".join(s.tokens) == s.text
+    assert sum(sorted(lexicon[w] for w in s.tokens) == sorted(t.tokens) for s, t in zip(src, tgt)) > 0.95 * len(src)
+    real = sorted(f for pattern in REAL_ENGLISH for f in (SHARED / "data" / "parallel").glob(pattern))
+    if real:  # the fit: distinct words per pairs within 15% of pooled real English
+        import random
+        import re
+
+        pool = [line.strip() for f in real for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+        random.Random(1).shuffle(pool)
+        expected = _distinct((" ".join(re.findall(r"\w+|[^\w\s]", line)) for line in pool[:2700]), (900, 2700))
+        for n in (900, 2700):
+            assert abs(types[n] / expected[n] - 1) < 0.15, (types, expected)
+
+
 def test_synth_lengths_choice_is_checked():
     with pytest.raises(Exception, match="--lengths must be one of short, wmt"):
         SynthConfig(lengths="long")
@@ -353,3 +397,72 @@ def test_pairs_over_max_len_are_counted():
     data = ParallelData(split, vocab, max_len=limit)
     assert every.skipped_long == 0 and 0 < data.skipped_long == int((longest > limit).sum())
     assert len(data) + data.skipped_long == len(every)
+
+
+# ------------------------------------------------------------------------------------ progress on a terminal
+
+
+def _on_terminal(command, interrupt_at=None):
+    """Run `command` with stderr a terminal (160 columns): its exit code and what it wrote there; with
+    `interrupt_at`, Ctrl-C (SIGINT to its process group) once that pattern has been written."""
+    import fcntl
+    import pty
+    import re
+    import signal
+    import struct
+    import termios
+
+    terminal, stderr = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    os.close(stderr)
+    written, sent = b"", False
+    while True:
+        try:
+            chunk = os.read(terminal, 65536)
+        except OSError:  # the command has exited
+            break
+        if not chunk:
+            break
+        written += chunk
+        if interrupt_at and not sent and re.search(interrupt_at.encode(), written):
+            os.killpg(process.pid, signal.SIGINT)
+            sent = True
+    os.close(terminal)
+    return process.wait(timeout=120), written.decode("utf-8", "replace")
+
+
+def test_convert_on_a_terminal_shows_the_merges_and_nothing_after_ctrl_c(tmp_path):
+    write_corpus(str(tmp_path / "s"), 1200, 3, bpe_symbols=200)
+    code, shown = _on_terminal([str(BIN / "synprep"), "convert", str(tmp_path / "s" / "pipeline.toml"),
+                                "--output", str(tmp_path / "out"), "--workers", "1"])
+    assert code == 0 and "learn BPE: 100%" in shown and "200/200 [" in shown and "features+shards train" in shown
+    write_corpus(str(tmp_path / "big"), 6000, 3)
+    code, shown = _on_terminal([str(BIN / "synprep"), "convert", str(tmp_path / "big" / "pipeline.toml"),
+                                "--output", str(tmp_path / "out2"), "--workers", "1", "--shard-size", "500"],
+                               interrupt_at=r"filter\+parse: [1-9]")
+    assert code == 130, shown
+    last = shown.rstrip("\r\n").splitlines()[-1]
+    assert last.startswith("synprep: interrupted; the finished pieces are kept"), shown[-500:]
+
+
+def test_bpe_is_learned_apart_with_its_errors_raised_here(tmp_path):
+    """convert learns BPE in a spawned process: the codes come back as the driver's would, and a bad count file
+    is the driver's one-line InputError, naming the file."""
+    from synprep.convert_bpe import _learn, apart
+    from synprep.errors import InputError
+
+    piece = tmp_path / "piece.json"
+    piece.write_text(json.dumps({"src_counts": {"low": 5, "lower": 2}, "tgt_counts": {"newest": 6, "wider": 3}}))
+    apart(_learn, [str(piece)], None, str(tmp_path / "codes.bpe"), 10,
+          [str(tmp_path / "vocab.src"), str(tmp_path / "vocab.tgt")], 2, False, "train")
+    from synprep.bpe_learn import learn_joint_from_counts
+
+    learn_joint_from_counts([Counter({"low": 5, "lower": 2}), Counter({"newest": 6, "wider": 3})],
+                            str(tmp_path / "here.bpe"), 10, reference=True)
+    assert (tmp_path / "codes.bpe").read_bytes() == (tmp_path / "here.bpe").read_bytes()
+    assert (tmp_path / "vocab.src").read_text() and (tmp_path / "vocab.tgt").read_text()
+    piece.write_text(json.dumps({"counts": {}}))
+    with pytest.raises(InputError, match="older synprep") as raised:
+        apart(_learn, [str(piece)], None, str(tmp_path / "again.bpe"), 10, [], 2, False, "train")
+    assert raised.value.path == str(piece)
