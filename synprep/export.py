@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
@@ -38,7 +37,7 @@ from . import features as F
 from .errors import InputError
 from .export_readme import readme
 from .shards import Manifest, dataset_resolver, open_split, side_codes
-from .textio import atomic_output, atomic_write, file_sha256
+from .textio import atomic_copy, atomic_output, atomic_write, file_sha256
 from .trees import is_projective, lift_projective
 
 EXPORT_FORMATS = ("pascal", "dbsa", "nematus")
@@ -243,17 +242,9 @@ def _codes(manifest: Manifest, dataset_root: str) -> dict[str, str]:
 
 
 def _copy(source: str, target: str) -> None:
-    """Copy one file atomically (temporary name, then rename), unchanged when the copy already holds it."""
-    if os.path.isfile(target) and file_sha256(target) == file_sha256(source):
-        return
-    tmp = f"{target}.tmp-{os.getpid()}"
-    try:
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, target)
-    except OSError as err:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise InputError(f"cannot copy the BPE codes: {err.strerror or err}", err.filename or target) from None
+    """Copy one file atomically, unchanged when the copy already holds it."""
+    if not (os.path.isfile(target) and file_sha256(target) == file_sha256(source)):
+        atomic_copy(source, target, "cannot copy the BPE codes")
 
 
 def _nematus(row: dict[str, Any], lift: bool) -> dict[str, str] | None:

@@ -332,6 +332,21 @@ def replaceable(path: str) -> bool:
         return True
 
 
+def atomic_copy(source: str, path: str, what: str = "cannot write") -> None:
+    """Copy the file `source` to `path` under a temporary name, then rename: whole or not at all. A failed copy
+    is one line naming `path` (`source` where it cannot be read) and the cause, after `what`."""
+    import shutil
+
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, path)
+    except OSError as err:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise InputError(f"{what}: {err.strerror or err}", source if err.filename == source else path) from None
+
+
 def atomic_write(path: str, data: bytes) -> None:
     """Write `path` under a temporary name in the same folder, fsync, then rename: readers see the old file
     or the whole new one, never a part. A device or pipe is written in place."""

@@ -290,18 +290,9 @@ def lost_best(out: str, resumed: str, ckpt: dict) -> tuple[str, str | None] | No
 def restore_file(source: str, path: str) -> None:
     """A copy of `source` as `path`, whole or not at all (a temporary name renamed); a failed write is one line
     naming `path` and the cause."""
-    import shutil
+    from synprep.textio import atomic_copy
 
-    from synprep.errors import InputError
-
-    tmp = path + ".tmp"
-    try:
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, path)
-    except OSError as err:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise InputError(f"cannot write: {err.strerror or err}", path) from None
+    atomic_copy(source, path)
 
 
 def data_fingerprint(path: str) -> str:

@@ -95,3 +95,26 @@ def parse_cache_runs(tmp_path_factory, tiny_udpipe):
     convert(pipeline(root / "plain", tiny_udpipe), "--workers", "2")
     convert(pipeline(root / "cold", tiny_udpipe, symbols=120, cache=str(root / "cache")), "--workers", "2")
     return root
+
+
+def cli_in_process(program: str, argv: list[str]) -> tuple[int, str]:
+    """`synprep ARGV` or `syntrain ARGV` in this process (exit code, stderr): the real entry point, without a new
+    interpreter (its libraries imported once), for the cases that cannot hang."""
+    import contextlib
+    import io
+
+    if program == "synprep":
+        from synprep.cli import main
+    else:
+        from syntrain.cli import main
+    err, saved = io.StringIO(), sys.argv
+    sys.argv = [program, *map(str, argv)]
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            main()
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        sys.argv = saved
+    return code, err.getvalue()

@@ -6,8 +6,6 @@ flag and the field, with nothing written. Cases as in tests/test_faults.py (`CAS
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 import string
 import subprocess
@@ -22,6 +20,7 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import cli_in_process
 from tests.test_faults import Case, _write
 
 SYNTRAIN = [sys.executable, "-m", "syntrain"]
@@ -133,20 +132,7 @@ def test_config_fault_is_one_line_naming_the_field(case, data, tmp_path):
 
 def run_in_process(argv: list[str]) -> tuple[int, str]:
     """`syntrain ARGV` in this process (exit code, stderr): the real entry point, without a new interpreter."""
-    from syntrain.cli import main
-
-    err = io.StringIO()
-    saved = sys.argv
-    sys.argv = ["syntrain", *argv]
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            main()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    finally:
-        sys.argv = saved
-    return code, err.getvalue()
+    return cli_in_process("syntrain", argv)
 
 
 WRONG_TYPES = st.one_of(st.text(max_size=8), st.booleans(), st.lists(st.integers(-9, 9), max_size=2),

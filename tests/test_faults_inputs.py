@@ -9,7 +9,6 @@ loss.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SAMPLE_DATA
+from .conftest import SAMPLE_DATA, cli_in_process
 
 BIN = Path(sys.executable).parent
 SYNPREP = [str(BIN / "synprep")]
@@ -28,19 +27,8 @@ TIMEOUT = 120
 
 def synprep(*argv: object) -> subprocess.CompletedProcess:
     """`synprep ARGV` in this process (spaCy and UDPipe imported once), for the cases that cannot hang."""
-    from synprep.cli import main
-
-    err, saved = io.StringIO(), sys.argv
-    sys.argv = ["synprep", *map(str, argv)]
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            main()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    finally:
-        sys.argv = saved
-    return subprocess.CompletedProcess(argv, code, "", err.getvalue())
+    code, err = cli_in_process("synprep", [str(a) for a in argv])
+    return subprocess.CompletedProcess(argv, code, "", err)
 
 
 def call(*argv: object, **kwargs) -> subprocess.CompletedProcess:
