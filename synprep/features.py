@@ -108,16 +108,6 @@ def forest_subword_depths(heads: Sequence[int] | np.ndarray, sizes: Sequence[int
     return forest_depths(heads, sizes)[np.asarray(subword_owner, dtype=np.int64)].astype(np.int16)
 
 
-def forest_subword_heads(rule: str, heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
-                         subword_owner: Sequence[int] | np.ndarray) -> np.ndarray:
-    """The sub-word heads a DBSA rule (`DBSA_RULES`) supervises: `dbsa_head` or `parent_first`, int16."""
-    if rule == "next_piece":
-        return forest_dbsa_heads(heads, sizes, subword_owner)
-    if rule == "parent_first":
-        return forest_parent_positions(heads, sizes, subword_owner)[1]
-    raise ValueError(f"DBSA rule must be one of {', '.join(DBSA_RULES)}, got {rule!r}")
-
-
 def forest_ancestor_bits(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray
                          ) -> np.ndarray:
     """Per token of several trees, the bit set of its ancestors-or-self, by pointer jumping:

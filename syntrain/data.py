@@ -32,7 +32,7 @@ import torch
 
 from synprep import schema
 from synprep.errors import InputError
-from synprep.shards import Manifest, open_split, release_pages, source_recipe
+from synprep.shards import Manifest, open_split, release_pages
 
 from .shapes import padded_length
 
@@ -687,15 +687,6 @@ def batch_bounds(lengths: np.ndarray, max_tokens: int) -> list[int]:
             bounds.extend(range(start + taken, end, cap))
             open_rows = rest - (len(range(start + taken, end, cap)) - 1) * cap
     return bounds
-
-
-def raw_source(lines: Sequence[str], pipeline: dict, signature: dict, dataset: str) -> pa.Table:
-    """Raw source sentences -> a source-only table (empty targets), parsed, BPE-segmented and featurized exactly
-    as the training shards were (`synprep.prepare`): `pipeline` and `signature` from the training manifest,
-    `dataset` the folder it was converted into (models, codes)."""
-    from synprep.prepare import prepare_source  # parser and BPE: only for raw text
-
-    return prepare_source(lines, source_recipe(pipeline, signature, dataset))
 
 
 def debpe(pieces: Sequence[str]) -> list[str]:

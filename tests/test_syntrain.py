@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 import torch
 
+from synprep.shards import source_recipe
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.attention import MultiHeadAttention
-from syntrain.data import EOS_ID, PAD_ID, ParallelData, Vocab, raw_source, read_split
+from syntrain.data import EOS_ID, PAD_ID, ParallelData, Vocab, read_split
 from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
 from syntrain.switches.pascal import NO_PARENT, PascalHeads, parent_prior
@@ -421,7 +422,10 @@ def test_translate_raw_text_matches_shards(tmp_path):
     assert result.returncode != 0 and f"{bad}:2: not valid UTF-8" in result.stderr
     assert "Traceback" not in result.stderr
     ckpt = torch.load(run / "last.pt", weights_only=False)
-    table = raw_source(raw.read_text().splitlines(), ckpt["pipeline"], ckpt["signature"], ckpt["dataset"])
+    from synprep.prepare import prepare_source  # what translate does with raw text: parse, BPE, features
+
+    table = prepare_source(raw.read_text().splitlines(),
+                           source_recipe(ckpt["pipeline"], ckpt["signature"], ckpt["dataset"]))
     expected = read_split(str(shards / "test"))[0]
     assert any("@@" in piece for row in table.column("src_subwords").to_pylist() for piece in row)
     columns = [name for name in table.column_names if name.startswith("src_")]
