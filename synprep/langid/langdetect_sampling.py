@@ -55,13 +55,24 @@ class WordStream:
 
     def __init__(self, seed: int, words: int = 1 << 16) -> None:
         self.seed = seed
-        rng = random.Random(seed)
-        self.words = np.frombuffer(rng.getrandbits(32 * words).to_bytes(4 * words, "little"), dtype="<u4")
-        self.words = self.words.astype(np.uint64)
+        self.words = self._read(words)
 
     def extend(self) -> None:
         """Double the stream (a detection that drew more than it holds; never seen on real text)."""
-        self.__init__(self.seed, 2 * len(self.words))  # type: ignore[misc]
+        self.words = self._read(2 * len(self.words))
+
+    def _read(self, count: int) -> np.ndarray:
+        """The first `count` 32-bit outputs of `random.Random(seed)`, in order (getrandbits fills low words first)."""
+        bits = random.Random(self.seed).getrandbits(32 * count)
+        return np.frombuffer(bits.to_bytes(4 * count, "little"), dtype="<u4").astype(np.uint64)
+
+    def gauss_pair(self, start: int) -> tuple[float, float]:
+        """CPython's `random.gauss` from the four words at `start` (two `random()` calls): the value it returns
+        and the one it keeps for its next call."""
+        w = self.words[start:start + 4].tolist()
+        x2pi = ((w[0] >> 5) * 67108864.0 + (w[1] >> 6)) * (1.0 / 9007199254740992.0) * (2.0 * math.pi)
+        g2rad = math.sqrt(-2.0 * math.log(1.0 - ((w[2] >> 5) * 67108864.0 + (w[3] >> 6)) * (1.0 / 9007199254740992.0)))
+        return math.cos(x2pi) * g2rad, math.sin(x2pi) * g2rad
 
     def draws(self, n: int) -> StreamDraws:
         return StreamDraws(self, n)
@@ -92,13 +103,8 @@ class StreamDraws:
         z, self._gauss_next = self._gauss_next, None  # CPython's random.gauss, pair-wise with a cached second value
         if z is None:
             self._drop_accepted()
-            w = self._stream.words[self._pos:self._pos + 4].tolist()
+            z, self._gauss_next = self._stream.gauss_pair(self._pos)
             self._pos += 4
-            x2pi = ((w[0] >> 5) * 67108864.0 + (w[1] >> 6)) * (1.0 / 9007199254740992.0) * (2.0 * math.pi)
-            g2rad = math.sqrt(-2.0 * math.log(1.0 - ((w[2] >> 5) * 67108864.0 + (w[3] >> 6))
-                                              * (1.0 / 9007199254740992.0)))
-            z = math.cos(x2pi) * g2rad
-            self._gauss_next = math.sin(x2pi) * g2rad
         return z
 
     def _drop_accepted(self) -> None:
@@ -235,9 +241,9 @@ class BatchSampler:
             assert stream is not None
             words = stream.words[:4 * self.MAX_DRAWS + 64] >> np.uint64(32 - n.bit_length())
             positions = np.flatnonzero(words < n)[:self.MAX_DRAWS]
-            if len(self._ahead) > 4096:
+            if len(self._ahead) >= 1024:  # distinct n-gram counts seen; 16 KiB each
                 self._ahead.clear()
-            self._ahead[n] = positions, words[positions].astype(np.int64)
+            self._ahead[n] = positions.astype(np.int32), words[positions].astype(np.int32)
         return self._ahead[n]
 
     def probabilities(self, sentences: Sequence[Sequence[str]], alpha: float = ALPHA_DEFAULT) -> list[list[float]]:
@@ -245,8 +251,8 @@ class BatchSampler:
         if self.sampler._stream is None:
             return [self.sampler.probabilities(ngrams, alpha) for ngrams in sentences]
         state = _Lockstep(self, sentences)
-        for trial in range(N_TRIAL):
-            state.trial(trial, alpha)
+        for _ in range(N_TRIAL):
+            state.trial(alpha)
         result = (state.langprob).tolist()
         for s in np.flatnonzero(state.exhausted):
             result[s] = self.sampler.probabilities(sentences[s], alpha)
@@ -260,13 +266,14 @@ class _Lockstep:
         self.owner = owner
         table, rows = owner.sampler.table, owner.sampler.rows
         self.n_langs = table.shape[1]
-        count, longest = len(sentences), max(len(ngrams) for ngrams in sentences)
-        self.sentence_rows = np.zeros((count, longest), dtype=np.int64)
-        self.positions = np.zeros((count, BatchSampler.MAX_DRAWS + 1), dtype=np.int64)
-        self.values = np.zeros((count, BatchSampler.MAX_DRAWS + 1), dtype=np.int64)
+        count = len(sentences)
+        # every sentence's n-gram rows, one after another (a long line costs its own length, not the batch's)
+        self.first_row = np.cumsum([0] + [len(ngrams) for ngrams in sentences[:-1]])
+        self.sentence_rows = np.fromiter((rows[word] for ngrams in sentences for word in ngrams), dtype=np.int64)
+        self.positions = np.zeros((count, BatchSampler.MAX_DRAWS + 1), dtype=np.int32)
+        self.values = np.zeros((count, BatchSampler.MAX_DRAWS + 1), dtype=np.int32)
         self.limit = np.zeros(count, dtype=np.int64)  # accepted draws read ahead per sentence
         for s, ngrams in enumerate(sentences):
-            self.sentence_rows[s, :len(ngrams)] = [rows[word] for word in ngrams]
             positions, values = owner._accepted(len(ngrams))
             self.positions[s, :len(positions)], self.values[s, :len(values)] = positions, values
             self.limit[s] = len(positions)
@@ -278,17 +285,12 @@ class _Lockstep:
     def _gauss(self, s: int) -> float:
         z, self.gauss_next[s] = self.gauss_next[s], None
         if z is None:
-            start = int(self.word_pos[s])
-            w = self.owner.sampler._stream.words[start:start + 4].tolist()  # type: ignore[union-attr]
-            self.word_pos[s] = start + 4
-            x2pi = ((w[0] >> 5) * 67108864.0 + (w[1] >> 6)) * (1.0 / 9007199254740992.0) * (2.0 * math.pi)
-            g2rad = math.sqrt(-2.0 * math.log(1.0 - ((w[2] >> 5) * 67108864.0 + (w[3] >> 6))
-                                              * (1.0 / 9007199254740992.0)))
-            z = math.cos(x2pi) * g2rad
-            self.gauss_next[s] = math.sin(x2pi) * g2rad
+            z, self.gauss_next[s] = self.owner.sampler._stream.gauss_pair(int(self.word_pos[s]))  # type: ignore[union-attr]
+            self.word_pos[s] += 4
         return z
 
-    def trial(self, trial: int, alpha: float) -> None:
+    def trial(self, alpha: float) -> None:
+        """One trial of every sentence not exhausted, in lock-step: draw 0, then blocks of five between checks."""
         live = np.flatnonzero(~self.exhausted)
         weight = np.array([(alpha + self._gauss(s) * ALPHA_WIDTH) / BASE_FREQ for s in live.tolist()])
         pointer = np.array([np.searchsorted(self.positions[s, :self.limit[s]], self.word_pos[s]) for s in live])
@@ -302,7 +304,7 @@ class _Lockstep:
                 self.exhausted[s[over]] = True
                 active, s = active[~over], s[~over]
             picks = pointer[active, None] + np.arange(step)
-            drawn = self.sentence_rows[s[:, None], self.values[s[:, None], picks]]
+            drawn = self.sentence_rows[self.first_row[s, None] + self.values[s[:, None], picks]]
             block = np.empty((len(active), step + 1, self.n_langs))
             block[:, 0] = prob[active]
             block[:, 1:] = self.owner.sampler.table[drawn]
