@@ -57,7 +57,7 @@ from syntrain.model import build_model
 from syntrain.shapes import LADDER_TEXT, compile_model, ladder_in_use
 from syntrain.switches.labels import label_vocabulary
 from syntrain.switches.tree import arc_label_vocabulary, graph_rows
-from syntrain.train import accumulate_gradients, autocast_context, data_options
+from syntrain.train import accumulate_gradients, autocast_context
 
 ROOT = Path(__file__).resolve().parents[1]
 # switch -> model options (the Multi30k recipes' settings)
@@ -77,7 +77,8 @@ TREE_SWITCHES = {
     "bitran": dict(target="transitions", bidirectional=True),
     "bitran-approx": dict(target="transitions", bidirectional=True, bidirectional_prefixes=4),
 }
-ALL_FEATURES = {"parents": "bench", "distances": "bench", "labels": "bench", "src_heads": "bench", "tgt_heads": "bench"}
+ALL_COLUMNS = {"src_parent_mid": "bench", "distances": "bench", "src_labels": "bench", "src_parent_first": "bench",
+               "tgt_parent_first": "bench"}
 # dense bf16 peak TFLOP/s by device name (model FLOPs utilisation when --peak-tflops is not given)
 BF16_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0}
 
@@ -95,19 +96,19 @@ def batches_from(args, tree: bool = False):
         vocab = Vocab.build([table], decoder_target="transitions" if tree else "text")
         labels = label_vocabulary(table)
         arcs = arc_label_vocabulary(vocab)
-        data = ParallelData(args.data, vocab, 256, features=ALL_FEATURES,
-                            feature_options={"source_labels": labels})
+        data = ParallelData(args.data, vocab, 256, batch_columns=ALL_COLUMNS,
+                            data_options={"source_labels": labels})
         data.ladder = args.ladder
         rows = data.batches(args.max_tokens, seed=0)[: args.steps]
         out = {"text": collated(data, rows, args.ladder)}
         if args.ladder_compare:  # vanilla's batches (the same rows) padded the other way
             out["other ladder"] = collated(data, rows, not args.ladder)
         if tree:
-            options = data_options(build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
-                                               **TREE_SWITCHES["gcn"]).cfg)
-            trans = ParallelData(args.data, vocab, 256, features={**ALL_FEATURES, "graph": "bench"}, skip_null=True,
-                                 **options)
-            trans.feature_options["source_labels"] = labels
+            options = build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
+                                  **TREE_SWITCHES["gcn"]).cfg.dataset_options()
+            trans = ParallelData(args.data, vocab, 256, batch_columns={**ALL_COLUMNS, "graph": "bench"},
+                                 skip_null=True, **options)
+            trans.data_options["source_labels"] = labels
             trans.ladder = args.ladder
             out["transitions"] = collated(trans, trans.batches(args.max_tokens, seed=0)[: args.steps], args.ladder)
         return len(vocab), labels, arcs, out, f"shards {args.data}"
@@ -129,9 +130,11 @@ def random_batches(args, tree: bool):
         distances = torch.from_numpy(np.stack([tree_distances(h) for h in heads]))
         src_head = torch.tensor([[max(h - 1, 0) for h in row] for row in heads])
         tgt_head = torch.minimum(torch.randint(0, s, (n, s), generator=g), torch.arange(s))
-        named = {"parent": parent, "distances": distances, "src_head": src_head, "tgt_head": tgt_head,
-                 "labels": torch.randint(1, 40, (n, s), generator=g)}
-        out.append(Batch(src, tgt[:, :-1], tgt[:, 1:], None, named, targets=("tgt_head",)))
+        labels = torch.randint(1, 40, (n, s), generator=g)
+        inputs = {"src_parent_mid": parent, "distances": distances, "src_labels": labels,
+                  **{f"src_{rule}": src_head for rule in ("parent_first", "dbsa_head")},
+                  **{f"tgt_{rule}": tgt_head for rule in ("parent_first", "dbsa_head")}}
+        out.append(Batch(src, tgt[:, :-1], tgt[:, 1:], None, inputs, supervision=("tgt_parent_first", "tgt_dbsa_head")))
     batches = {"text": out}
     if tree:  # the same token budget: fewer, longer target rows
         label_ids = {label: i + 2 for i, label in enumerate(arcs)}
@@ -155,8 +158,8 @@ def random_batches(args, tree: bool):
                 ids[b, len(sequence) + 1] = 2
             graph = torch.from_numpy(graph_rows(sequences, label_ids))
             batches["transitions"].append(Batch(batch.src[: len(sequences)], ids[:, :-1], ids[:, 1:], None,
-                                                {"parent": batch.named["parent"][: len(sequences)], "graph": graph},
-                                                targets=("graph",)))
+                                                {"src_parent_mid": batch.inputs["src_parent_mid"][: len(sequences)],
+                                                 "graph": graph}, supervision=("graph",)))
     return 8000, [str(i) for i in range(38)], arcs, batches, "random batches (no shards found)"
 
 

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .switches.base import AttentionHook, Features, merge_features
+from .switches.base import AttentionHook, Inputs, merge_inputs
 
 KERNELS = ("auto", "math", "flex")
 
@@ -106,13 +106,13 @@ class _FlexKernel:
         return True
 
     def _flex(self: MultiHeadAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-              features: Features) -> torch.Tensor:
+              inputs: Inputs) -> torch.Tensor:
         """All heads through the flex kernel with the hook's score_mod (errors of torch.compile/Triton propagate)."""
         b = q.shape[0]
         if mask is not None and mask.shape[1:3] != (1, 1):
             raise ValueError("the flex attention kernel takes a key-padding mask of shape (B, 1, 1, S)")
         key_valid = None if mask is None else mask[:, 0, 0, :].expand(b, k.shape[2])
-        return flex_attention(q, k, v, self.hooks[0].score_mod(self, features, key_valid))
+        return flex_attention(q, k, v, self.hooks[0].score_mod(self, inputs, key_valid))
 
 
 class _ExplicitHeads:
@@ -138,7 +138,7 @@ class _ExplicitHeads:
         return weights @ v, log_weights
 
     def _heads_attention(self: MultiHeadAttention, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                         mask: torch.Tensor | None, features: Features, records: dict | None) -> torch.Tensor:
+                         mask: torch.Tensor | None, inputs: Inputs, records: dict | None) -> torch.Tensor:
         """The contexts (B, H, T, D) of all heads: front (the front hook's scale/window), middle (fused unless
         every head's weights are needed), last (the last hook's query); the hooks record from the weights."""
         p_drop = self.dropout if self.training else 0.0
@@ -147,7 +147,7 @@ class _ExplicitHeads:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
         contexts, log_weights = [], {}
         if front:
-            scale, window = self.front.scores(self, x, k.shape[2], mask, features)
+            scale, window = self.front.scores(self, x, k.shape[2], mask, inputs)
             context, log_weights["front"] = self.attend(q[:, :front], k[:, :front], v[:, :front], mask, scale, window)
             contexts.append(context)
         middle = slice(front, self.n_heads - last)
@@ -209,26 +209,25 @@ class MultiHeadAttention(_FlexKernel, _ExplicitHeads, nn.Module):
         return k, v
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                cache: dict | None = None, features: Features | None = None, records: dict | None = None,
+                cache: dict | None = None, inputs: Inputs | None = None, records: dict | None = None,
                 **named: torch.Tensor | None) -> torch.Tensor:
         """x (B, T, C), memory (B, S, C) for cross-attention; `cache` (a dict, filled here) for incremental
-        decoding; `features` (or `named` ones) the batch features the hooks read (e.g. "parent" (B, T) or a
-        ready "prior" (B, T, S) for Pascal heads, "distances" (B, S, S)); `records` gets what the hooks keep
-        for the losses."""
-        features = merge_features(features, named)
+        decoding; `inputs` (or ones passed by name) the model inputs the hooks read (their switches declare
+        them); `records` gets what the hooks keep for the losses."""
+        inputs = merge_inputs(inputs, named)
         b, t, c = x.shape
         q = self._heads(self.query(x))
         k, v = self._keys_values(x, memory, cache)
         for hook in self.hooks:  # a per-head mask (PARENT)
-            head_mask = hook.head_mask(self, mask, features, (b, self.n_heads, t, k.shape[2]))
+            head_mask = hook.head_mask(self, mask, inputs, (b, self.n_heads, t, k.shape[2]))
             mask = mask if head_mask is None else head_mask
-        if "prior" not in features and self.uses_flex(x.device):
-            y = self._flex(q, k, v, mask, features)
+        if "prior" not in inputs and self.uses_flex(x.device):
+            y = self._flex(q, k, v, mask, inputs)
         else:
-            y = self._heads_attention(x, q, k, v, mask, features, records)
+            y = self._heads_attention(x, q, k, v, mask, inputs, records)
         out = self.out(y.transpose(1, 2).reshape(b, t, c))
         for hook in self.hooks:
-            extra = hook.extra(self, x, q, k, v, mask, features)
+            extra = hook.extra(self, x, q, k, v, mask, inputs)
             if extra is not None:
                 out = out + extra
         return out

@@ -333,9 +333,9 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         _check_outputs(paths, {"the checkpoint (--checkpoint)": checkpoint, "the split (--data)": data_path,
                                 "the challenge sets (--subsets)": subsets_dir})
         check_scored_split(data_path)
-        options = model.cfg.data_options()
+        options = model.cfg.dataset_options()
         options["decoder_target"] = readable_target(options["decoder_target"], open_columns(data_path))
-        data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False), **options)
+        data = ParallelData(data_path, vocab, batch_columns=model.cfg.batch_columns(training=False), **options)
     except (ValueError, FileNotFoundError, InputError) as e:
         raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
@@ -556,7 +556,7 @@ def env(checkpoint: str | None) -> None:
             model, _, _ = load_checkpoint(checkpoint)
         except ValueError as e:
             raise click.ClickException(str(e)) from e
-        click.echo(f"{checkpoint}: {model.cfg.switches()}")
+        click.echo(f"{checkpoint}: {model.cfg.describe_switches()}")
 
 
 def main() -> None:

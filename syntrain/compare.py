@@ -75,8 +75,8 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
     from .switches import decoded
 
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
-    data = ParallelData(data_path, vocab, features=model.cfg.batch_features(training=False),
-                        feature_options=model.cfg.feature_options())
+    data = ParallelData(data_path, vocab, batch_columns=model.cfg.batch_columns(training=False),
+                        data_options=model.cfg.data_options())
     differ = signature_differences(ckpt.get("signature", {}), data.signature)
     if differ:
         print(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
@@ -142,9 +142,9 @@ def describe(run: str, written: list[str] | None = None) -> tuple[str, object, o
 
         ckpt = read_checkpoint(checkpoint)
         cfg = stored_model_config(ckpt, checkpoint)
-        described = {"switches": cfg.switches(), "seed": stored_train_config(ckpt, checkpoint).seed,
+        described = {"switches": cfg.describe_switches(), "seed": stored_train_config(ckpt, checkpoint).seed,
                      "steps": ckpt.get("step", "?")}
-        for outputs in decoded(cfg.switches_on()):
+        for outputs in decoded(cfg.active_switches()):
             described.update(outputs.describe_run())
         atomic_write(path, (json.dumps(described, indent=1) + "\n").encode("utf-8"))
         if written is not None:

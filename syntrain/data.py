@@ -5,11 +5,11 @@ Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS
 `subwords + [EOS]` with **no BOS on the source**, so source positions need no shift; the decoder reads
 `[BOS] + subwords` and predicts `subwords + [EOS]` (a target-side batch column starts at input position 1).
 
-Batch features (`Batch.named`): only what the active switches ask for (`Switch.batch_columns`), collated as
+Model inputs (`Batch.inputs`): only what the active switches ask for (`Switch.batch_columns`), collated as
 their modules declare it (`BatchColumn`, `Switch.columns`); this module names none of them.
 
 Decoder targets: the target sub-words (`target = "text"`), or a target column a switch declares
-(`TargetColumn`, `Switch.targets`: tree decoding's arc-standard transitions): the decoder then reads
+(`TargetColumn`, `Switch.decoder_targets`: tree decoding's arc-standard transitions): the decoder then reads
 `[BOS] + column` and predicts `column + [EOS]`; rows whose column is null are skipped in training (counted in
 `skipped_null`) and kept, without a loss, for decoding.
 """
@@ -309,22 +309,23 @@ def prefetch(items: Sequence[Item], make: Callable[[Item], Made], ahead: int = 2
 
 
 class BatchColumn:
-    """A batch feature collated from the shards, declared by the switch that reads it (`Switch.columns`; the
-    data layer names no feature). `name`: the key a switch asks for in `batch_columns`; `field`: its name in the
-    batch (`Batch.features()`); `column`: the shard column read, written by pipeline feature group `group` of
-    `side` ("src"/"tgt", for the error when a split lacks it); `reads`: other shard columns it needs; `made_from`
-    + `make`: columns a split without `column` makes it from, `make(heads, sizes, global_owner)` (a per-sub-word
-    function of `synprep.features`); `pad`, `dtype`: the padded (B, S) or (B, T) array (tgt: decoder input
-    positions, after BOS); `source`: decoding reads it (False: target supervision, training only).
+    """A batch column: one padded array per batch, collated from shard columns, declared by the switch that reads
+    it (`Switch.columns`; the data layer names none). `name`: the key a switch asks for in `batch_columns` and
+    the model input's name (`Batch.inputs`; the shard column's name when it reads one); `column`: the shard
+    column read, written by pipeline feature group `group` of `side` ("src"/"tgt", for the error when a split
+    lacks it); `reads`: other shard columns it needs; `made_from` + `make`: columns a split without `column`
+    makes it from, `make(heads, sizes, global_owner)` (a per-sub-word function of `synprep.features`); `pad`,
+    `dtype`: the padded (B, S) or (B, T) array (tgt: decoder input positions, after BOS); `supervision`: read
+    by the losses only, in training (decoding does not read it).
 
     The defaults collate a per-sub-word number list; a switch overrides `load` (once per split) and `collate`
     (per batch) for anything else (a matrix, ids from a vocabulary, a shift)."""
 
-    def __init__(self, name: str, column: str, side: str, group: str, field: str | None = None, *,
-                 pad: float = -1, dtype: type = np.int64, source: bool = True, reads: tuple[str, ...] = (),
+    def __init__(self, name: str, column: str, side: str, group: str, *,
+                 pad: float = -1, dtype: type = np.int64, supervision: bool = False, reads: tuple[str, ...] = (),
                  made_from: tuple[str, ...] = (), make: Callable[..., np.ndarray] | None = None) -> None:
-        self.name, self.column, self.side, self.group, self.field = name, column, side, group, field or name
-        self.pad, self.dtype, self.source, self.reads = pad, dtype, source, reads
+        self.name, self.column, self.side, self.group = name, column, side, group
+        self.pad, self.dtype, self.supervision, self.reads = pad, dtype, supervision, reads
         self.made_from, self.make = made_from, make
 
     def shard_columns(self) -> list[str]:
@@ -387,7 +388,7 @@ def declared(name: str | None = None) -> BatchColumn | dict[str, BatchColumn]:
 
 class TargetColumn:
     """A decoder target other than the target sub-words, declared by the switch that produces it
-    (`Switch.targets`; a model's target is the one its active switches declare, else TEXT): `name` (what the
+    (`Switch.decoder_targets`; a model's target is the one its active switches declare, else TEXT): `name` (what the
     run header and errors call it), `column` (the shard column, list<string>; a null row has no target: it is
     skipped in training, counted in `skipped_null`, and kept without a loss for decoding), `group` (the target
     feature group of the pipeline that writes it, for the error when a split lacks it), `counted(item)`: which
@@ -445,21 +446,21 @@ def readable_target(decoder_target: str, columns: Sequence[str]) -> str:
 
 @dataclass
 class Batch:
-    """Padded tensors of one batch; `index` = row numbers in the dataset; `named`: the batch features of the
-    switches by field name (`batch.named["src_head"]`); `targets`: those of them that are target supervision (not
-    read by decoding)."""
+    """Padded tensors of one batch; `index` = row numbers in the dataset; `inputs`: the model inputs of the
+    switches by batch column name; `supervision`: those of them that only the losses read (not
+    decoding)."""
 
     src: torch.Tensor  # (B, S) ids, subwords + EOS
     tgt_in: torch.Tensor  # (B, T) BOS + subwords
     tgt_out: torch.Tensor  # (B, T) subwords + EOS
     index: np.ndarray | None
-    named: dict[str, torch.Tensor] = field(default_factory=dict)
+    inputs: dict[str, torch.Tensor] = field(default_factory=dict)
     target_tokens: int = -1  # non-pad tgt_out entries, counted at collation (-1: count when asked)
-    targets: tuple[str, ...] = ()
+    supervision: tuple[str, ...] = ()
 
     def _map(self, apply: Callable[[torch.Tensor], torch.Tensor]) -> Batch:
         return Batch(apply(self.src), apply(self.tgt_in), apply(self.tgt_out), self.index,
-                     {name: apply(value) for name, value in self.named.items()}, self.tokens(), self.targets)
+                     {name: apply(value) for name, value in self.inputs.items()}, self.tokens(), self.supervision)
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         """The same batch on `device` (`non_blocking` copies from pinned memory overlap the running step)."""
@@ -469,13 +470,9 @@ class Batch:
         """The same batch in page-locked memory (for non-blocking copies to a GPU)."""
         return self._map(lambda x: x.pin_memory())
 
-    def features(self) -> dict[str, torch.Tensor]:
-        """The batch features the syntax switches read, by name (those collated)."""
-        return dict(self.named)
-
-    def source_features(self) -> dict[str, torch.Tensor]:
-        """The features of the source side only (what decoding reads; no target supervision)."""
-        return {name: value for name, value in self.named.items() if name not in self.targets}
+    def source_inputs(self) -> dict[str, torch.Tensor]:
+        """The inputs of the source side only (what decoding reads; no target supervision)."""
+        return {name: value for name, value in self.inputs.items() if name not in self.supervision}
 
     def tokens(self) -> int:
         """Target tokens (the loss normalizer); known without touching the device once collated."""
@@ -484,12 +481,13 @@ class Batch:
         return self.target_tokens
 
 
-def data_columns(features: dict[str, str], decoder_target: str, references: bool = True) -> list[str]:
+def data_columns(batch_columns: dict[str, str], decoder_target: str, references: bool = True) -> list[str]:
     """The columns ParallelData reads (when the split has them): the sub-words, the `decoder_target` column and
-    the columns of the collated `features`; with `references`, ids and texts too (scoring; training needs none)."""
+    the shard columns of the collated `batch_columns`; with `references`, ids and texts too (scoring; training
+    needs none)."""
     declaration = target_column(decoder_target)
     needed = [SRC_SUBWORDS, TGT_SUBWORDS] + ([declaration.column] if declaration else [])
-    needed += [c for name in features for c in declared(name).shard_columns()]
+    needed += [c for name in batch_columns for c in declared(name).shard_columns()]
     return ([ID, SRC_TEXT, TGT_TEXT] if references else []) + list(dict.fromkeys(needed))
 
 
@@ -561,12 +559,12 @@ class Batching:
             tgt_in[b, 1 : z - a + 1] = self.tgt_ids[a:z]
             tgt_out[b, : z - a] = self.tgt_ids[a:z]
             tgt_out[b, z - a] = EOS_ID
-        named = {column.field: torch.from_numpy(column.collate(loaded, rows, s, t))
-                 for column, loaded in self.loaded.values()}
-        targets = tuple(column.field for column, _ in self.loaded.values() if not column.source)
+        inputs = {column.name: torch.from_numpy(column.collate(loaded, rows, s, t))
+                  for column, loaded in self.loaded.values()}
+        supervision = tuple(column.name for column, _ in self.loaded.values() if column.supervision)
         tokens = int(self.tgt_len[rows].sum())  # target items + one EOS each
         return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows),
-                     named, tokens, targets)
+                     inputs, tokens, supervision)
 
 
 class References:
@@ -597,8 +595,8 @@ class ParallelData(Batching, References):
     """One split as flat id arrays + offsets, copied out of the memory-mapped shards (whose pages are then given
     back: only the arrays stay in RAM; texts are read from the mapping when scoring).
 
-    `features`: batch columns to collate (names declared by the switches, `BatchColumn`) -> the switch that
-    needs each (named in the error when the shards lack its column); `feature_options`: what those columns read
+    `batch_columns`: batch columns to collate (names declared by the switches, `BatchColumn`) -> the switch that
+    needs each (named in the error when the shards lack its column); `data_options`: what those columns read
     of the run, by name (the switches' `data_options`: label vocabularies). `decoder_target`: TEXT, or a declared
     `TargetColumn`, whose null rows are skipped when `skip_null`, else kept for decoding but left out of
     `loss_rows`. `split`: the (table, manifest) of `path` when already
@@ -607,12 +605,12 @@ class ParallelData(Batching, References):
     against `max_tokens` in `batches`. Batching and the references: the two base classes."""
 
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
-                 configuration: dict | None = None, features: dict[str, str] | None = None,
-                 decoder_target: str = TEXT, feature_options: dict[str, Any] | None = None, skip_null: bool = False,
+                 configuration: dict | None = None, batch_columns: dict[str, str] | None = None,
+                 decoder_target: str = TEXT, data_options: dict[str, Any] | None = None, skip_null: bool = False,
                  split: tuple[pa.Table, Manifest] | None = None, copy: bool = False) -> None:
         self.path = path
         if table is None:
-            self.table, manifest = split or read_split(path, data_columns(features or {}, decoder_target))
+            self.table, manifest = split or read_split(path, data_columns(batch_columns or {}, decoder_target))
             if copy:  # references and sources read later (validation, test scoring) are not mapped from shards
                 self.table = in_memory(self.table)
             self.configuration, self.signature = manifest.configuration, manifest.signature
@@ -622,8 +620,8 @@ class ParallelData(Batching, References):
         self.decoder_target, self.target_column = decoder_target, target_column(decoder_target)
         self.null = self._encode(table is None)
         self.skipped_null = int(self.null.sum())
-        self.feature_options = dict(feature_options or {})
-        self.features = dict(features or {})
+        self.data_options = dict(data_options or {})
+        self.batch_columns = dict(batch_columns or {})
         self.loaded = self._load_columns()
         self.src_len = np.diff(self.src_off) + 1  # + EOS
         self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
@@ -658,11 +656,11 @@ class ParallelData(Batching, References):
     def _load_columns(self) -> dict[str, Any]:
         """Each requested batch column checked against the split (a one-line error naming the switch and the
         feature group to convert with) and loaded once (`BatchColumn.load`)."""
-        columns = {name: declared(name) for name in self.features}
+        columns = {name: declared(name) for name in self.batch_columns}
         for name, column in columns.items():
             if column.missing(self.table.column_names):
-                raise ValueError(f"{self.path}: {self.features[name]} needs {column.column}: convert with [features] "
-                                 f"{column.side} = [..., \"{column.group}\"]")
+                raise ValueError(f"{self.path}: {self.batch_columns[name]} needs {column.column}: convert with "
+                                 f"[features] {column.side} = [..., \"{column.group}\"]")
         return {name: (column, column.load(self)) for name, column in columns.items()}
 
 

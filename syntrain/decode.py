@@ -6,7 +6,7 @@ criterion). Post-processing joins pieces, removes the BPE marker ("@@ ") and det
 (Moses rules for the target language); without sacremoses, a simple fallback removes the space before
 closing punctuation and after opening brackets.
 
-Switches may constrain decoding (`Switch.constraint`: the allowed next tokens, and features a decoder pass over
+Switches may constrain decoding (`Switch.constraint`: the allowed next tokens, and inputs a decoder pass over
 the whole prefix reads), lengthen the outputs (`output_length_factor`), turn off the incremental cache
 (`recomputes_prefix`: the decoder re-runs over the whole prefix at every step, O(T^2) per sentence) and drop
 pieces of an output that are not text before de-BPE (`DecodedOutputs.text`). Tree decoding does all four
@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from .data import BOS_ID, EOS_ID, PAD_ID, ParallelData, Vocab, debpe
 from .model import Transformer
-from .switches import DecodedOutputs, Features, decoded, merge_features
+from .switches import DecodedOutputs, Inputs, decoded, merge_inputs
 
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
@@ -39,31 +39,31 @@ def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> Any:
 
 
 def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
-                 cache: list[dict], features: Features, constraint: Any) -> torch.Tensor:
+                 cache: list[dict], inputs: Inputs, constraint: Any) -> torch.Tensor:
     """Logits (N, V) for the token after `ys` (N, step + 1): incremental, or the whole prefix again."""
     if not model.cfg.recomputes_prefix:
-        return model.decode_step(ys[:, -1:], step, memory, src_mask, cache, features)
-    added = constraint.features(ys.device) if constraint is not None else {}
-    hidden = model.decode_hidden(ys, memory, src_mask, merge_features(features, added))
+        return model.decode_step(ys[:, -1:], step, memory, src_mask, cache, inputs)
+    added = constraint.inputs(ys.device) if constraint is not None else {}
+    hidden = model.decode_hidden(ys, memory, src_mask, merge_inputs(inputs, added))
     last = (ys != PAD_ID).sum(1) - 1  # BiTran: finished rows hold pads after their end
     return model.output(hidden[torch.arange(len(ys), device=ys.device), last])
 
 
 @torch.no_grad()
-def greedy(model: Transformer, src: torch.Tensor, features: Features | None = None, vocab: Vocab | None = None,
+def greedy(model: Transformer, src: torch.Tensor, inputs: Inputs | None = None, vocab: Vocab | None = None,
            **named: torch.Tensor | None) -> list[list[int]]:
-    """Most probable next token at each step; ids without BOS (EOS kept when produced). `features` (or by
-    name, e.g. parent=...): the source features of the syntax switches. A switch's decoding constraint
+    """Most probable next token at each step; ids without BOS (EOS kept when produced). `inputs` (or by
+    name): the source inputs of the syntax switches. A switch's decoding constraint
     (`vocab` needed: it reads the token strings) limits the tokens chosen."""
-    features = merge_features(features, named)
-    memory, src_mask = model.encode(src, features)
+    inputs = merge_inputs(inputs, named)
+    memory, src_mask = model.encode(src, inputs)
     cache = model.new_cache()
     ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     constraint = _constraint(model, vocab, src.shape[0])
     max_steps = _max_steps(model, src)
     for step in range(max_steps):
-        logits = _next_logits(model, ys, step, memory, src_mask, cache, features, constraint)
+        logits = _next_logits(model, ys, step, memory, src_mask, cache, inputs, constraint)
         if constraint is not None:
             logits = logits.masked_fill(~constraint.mask(max_steps - step, logits.device), float("-inf"))
         next_id = logits.argmax(-1)
@@ -83,27 +83,27 @@ def length_penalty(length: int, alpha: float) -> float:
 
 
 @torch.no_grad()
-def beam_search(model: Transformer, src: torch.Tensor, features: Features | None = None, beam: int = 4,
+def beam_search(model: Transformer, src: torch.Tensor, inputs: Inputs | None = None, beam: int = 4,
                 alpha: float = 0.6, vocab: Vocab | None = None, **named: torch.Tensor | None) -> list[list[int]]:
     """Batched beam search; returns the best hypothesis per sentence by length-normalized log-probability."""
-    features = merge_features(features, named)
-    return [hyps[0][1] for hyps in beam_search_nbest(model, src, features, beam, alpha, 1, vocab)]
+    inputs = merge_inputs(inputs, named)
+    return [hyps[0][1] for hyps in beam_search_nbest(model, src, inputs, beam, alpha, 1, vocab)]
 
 
 @torch.no_grad()
-def beam_search_nbest(model: Transformer, src: torch.Tensor, features: Features | None = None, beam: int = 4,
+def beam_search_nbest(model: Transformer, src: torch.Tensor, inputs: Inputs | None = None, beam: int = 4,
                       alpha: float = 0.6, nbest: int = 1, vocab: Vocab | None = None, **named: torch.Tensor | None
                       ) -> list[list[tuple[float, list[int]]]]:
     """Batched beam search; per sentence the `nbest` (<= beam) finished hypotheses as (length-normalized
-    log-probability, ids), best first. `features` (or by name): source features of the syntax switches;
+    log-probability, ids), best first. `inputs` (or by name): source inputs of the syntax switches;
     a switch's decoding constraint (`vocab` needed) limits the tokens chosen."""
     if not 1 <= nbest <= beam:
         raise ValueError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
     n, k = src.shape[0], beam
-    features = merge_features(features, named)
-    memory, src_mask = model.encode(src, features)
+    inputs = merge_inputs(inputs, named)
+    memory, src_mask = model.encode(src, inputs)
     memory, src_mask = memory.repeat_interleave(k, 0), src_mask.repeat_interleave(k, 0)
-    features = {name: value.repeat_interleave(k, 0) for name, value in features.items()}  # one row per hypothesis
+    inputs = {name: value.repeat_interleave(k, 0) for name, value in inputs.items()}  # one row per hypothesis
     ys = torch.full((n * k, 1), BOS_ID, dtype=torch.long, device=src.device)
     scores = torch.full((n, k), float("-inf"), device=src.device)
     scores[:, 0] = 0.0  # one live hypothesis at the start
@@ -112,7 +112,7 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, features: Features 
     cache = model.new_cache()
     constraint = _constraint(model, vocab, n * k)
     for step in range(1, max_steps + 1):
-        logits = _next_logits(model, ys, step - 1, memory, src_mask, cache, features, constraint).float()
+        logits = _next_logits(model, ys, step - 1, memory, src_mask, cache, inputs, constraint).float()
         if constraint is not None:
             logits = logits.masked_fill(~constraint.mask(max_steps - step + 1, logits.device), float("-inf"))
         logp = F.log_softmax(logits, dim=-1)
@@ -213,11 +213,11 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     bar.update(len(rows) - len(fits))
     for batch_rows in data.batches(max_tokens, shuffle=False, rows=fits):
         batch = data.collate(batch_rows).to(device)
-        features = batch.source_features()
+        inputs = batch.source_inputs()
         if nbest or beam > 1:
-            hyps = beam_search_nbest(model, batch.src, features, beam, alpha, max(nbest, 1), vocab)
+            hyps = beam_search_nbest(model, batch.src, inputs, beam, alpha, max(nbest, 1), vocab)
         else:
-            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, features, vocab)]
+            hyps = [[(0.0, ids)] for ids in greedy(model, batch.src, inputs, vocab)]
         for row, ranked in zip(batch_rows, hyps):
             out[position[int(row)]] = [(score, detok(debpe(_text(texts, vocab.decode(ids))))) for score, ids in ranked]
             best[position[int(row)]] = vocab.decode(ranked[0][1])

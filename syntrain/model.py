@@ -1,7 +1,7 @@
 """Transformer encoder-decoder (Vaswani et al., 2017) with the syntax switches of `syntrain.switches`
 (docs/switches.md, docs/tree-decoding.md; writing one: docs/switches-api.md).
 
-The model is generic: each switch that is on (see `ModelConfig.switches_on`) adds its attention hooks to the
+The model is generic: each switch that is on (see `ModelConfig.active_switches`) adds its attention hooks to the
 layers it names, its modules (embeddings, graph layers) to the model, and its steps to the embedding and the
 decoder input; `forward` returns `Outputs` (logits plus the tensors the switches' losses need), and
 `auxiliary_losses` computes those losses from them. All switches are off by default.
@@ -27,7 +27,7 @@ from synprep.tables import config_from_dict
 from .attention import MultiHeadAttention, check_hooks, check_kernel
 from .data import PAD_ID, TEXT
 from .sizes import ModelSizes
-from .switches import AttentionHook, Features, Outputs, Switch, merge_features, registered, reserve
+from .switches import AttentionHook, Inputs, Outputs, Switch, merge_inputs, registered, reserve
 
 # A switch option must not take a core name: [model] keys are one flat namespace (syntrain.config reserves the
 # [train] names the same way).
@@ -44,47 +44,47 @@ C = TypeVar("C")
 
 class ActiveSwitches:
     """What the switches that are on in a model config ask of the generic code (the `ModelConfig` part that the
-    model, the data layer and the trainer read): hooks, batch features, data options, losses."""
+    model, the data layer and the trainer read): hooks, model inputs, data options, losses."""
 
-    def switches_on(self) -> list[Switch]:
+    def active_switches(self) -> list[Switch]:
         """The switches that are on, in registration order."""
         return [switch(self) for switch in registered() if switch.active(self)]
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
         """The switches' hooks of one attention module (see Switch.attention_hooks)."""
-        return [hook for switch in self.switches_on() for hook in switch.attention_hooks(stack, layer, kind)]
+        return [hook for switch in self.active_switches() for hook in switch.attention_hooks(stack, layer, kind)]
 
-    def switches(self) -> str:
+    def describe_switches(self) -> str:
         """The syntax switches that are on, in one line (run header, `syntrain env --checkpoint`)."""
-        return "; ".join(filter(None, (switch.describe() for switch in self.switches_on()))) or "none (vanilla)"
+        return "; ".join(filter(None, (switch.describe() for switch in self.active_switches()))) or "none (vanilla)"
 
-    def batch_features(self, training: bool) -> dict[str, str]:
-        """Batch features the switches need (their `batch_columns`) -> the switch that needs each;
+    def batch_columns(self, training: bool) -> dict[str, str]:
+        """Model inputs the switches need (their `batch_columns`) -> the switch that needs each;
         `training` adds the supervision of the auxiliary losses."""
-        return {name: why for switch in self.switches_on() for name, why in switch.batch_columns(training).items()}
+        return {name: why for switch in self.active_switches() for name, why in switch.batch_columns(training).items()}
+
+    def dataset_options(self) -> dict[str, Any]:
+        """ParallelData options the model needs: its decoder target and `data_options`."""
+        return {"decoder_target": self.decoder_target, "data_options": self.data_options()}
 
     def data_options(self) -> dict[str, Any]:
-        """ParallelData options the model needs: its decoder target and `feature_options`."""
-        return {"decoder_target": self.decoder_target, "feature_options": self.feature_options()}
-
-    def feature_options(self) -> dict[str, Any]:
         """What the switches' batch columns read of the run (their `data_options`: label vocabularies)."""
-        return {name: value for switch in self.switches_on() for name, value in switch.data_options().items()}
+        return {name: value for switch in self.active_switches() for name, value in switch.data_options().items()}
 
     @property
     def decoder_target(self) -> str:
         """What the decoder produces: TEXT (the target sub-words), or the target an active switch declares
-        (`Switch.targets`)."""
-        return next((declared.name for switch in self.switches_on() for declared in switch.targets), TEXT)
+        (`Switch.decoder_targets`)."""
+        return next((declared.name for switch in self.active_switches() for declared in switch.decoder_targets), TEXT)
 
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda (names as `Transformer.auxiliary_losses` returns them)."""
-        return {name: weight for switch in self.switches_on() for name, weight in switch.loss_weights().items()}
+        return {name: weight for switch in self.active_switches() for name, weight in switch.loss_weights().items()}
 
     @property
     def recomputes_prefix(self) -> bool:
         """Decoding re-runs the decoder over the whole prefix at each step (no incremental cache)."""
-        return any(switch.recomputes_prefix for switch in self.switches_on())
+        return any(switch.recomputes_prefix for switch in self.active_switches())
 
 
 class Sections:
@@ -230,10 +230,10 @@ class EncoderLayer(nn.Module):
         self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
         self.drop = nn.Dropout(sizes.dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, features: Features | None = None,
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, inputs: Inputs | None = None,
                 records: dict | None = None) -> torch.Tensor:
         """x (B, S, C) -> (B, S, C)."""
-        x = x + self.drop(self.attn(self.norm1(x), mask=mask, features=features, records=records))
+        x = x + self.drop(self.attn(self.norm1(x), mask=mask, inputs=inputs, records=records))
         return x + self.drop(self.ff(self.norm2(x)))
 
 
@@ -252,14 +252,14 @@ class DecoderLayer(nn.Module):
         self.drop = nn.Dropout(sizes.dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
-                cache: dict | None = None, features: Features | None = None, records: dict | None = None
+                cache: dict | None = None, inputs: Inputs | None = None, records: dict | None = None
                 ) -> torch.Tensor:
         """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` ({"self": {}, "cross": {}}) for decoding."""
         self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
-        x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache, features=features,
+        x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache, inputs=inputs,
                                          records=records))
         x = x + self.drop(self.cross_attn(self.norm2(x), memory=memory, mask=src_mask, cache=cross_cache,
-                                          features=features, records=records))
+                                          inputs=inputs, records=records))
         return x + self.drop(self.ff(self.norm3(x)))
 
 
@@ -299,15 +299,15 @@ class _Decoding:
     """A `Transformer`'s decoder passes: all positions at once (`decode`), or one step with a cache (`decode_step`)."""
 
     def decode(self: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-               features: Features | None = None, records: dict | None = None, **named: torch.Tensor | None
+               inputs: Inputs | None = None, records: dict | None = None, **named: torch.Tensor | None
                ) -> torch.Tensor:
-        """tgt_in (B, T) ids -> logits (B, T, V) of one decoder pass (features: e.g. distances, graph)."""
-        return self.output(self.decode_hidden(tgt_in, memory, src_mask, merge_features(features, named), records))
+        """tgt_in (B, T) ids -> logits (B, T, V) of one decoder pass (inputs: e.g. distances, graph)."""
+        return self.output(self.decode_hidden(tgt_in, memory, src_mask, merge_inputs(inputs, named), records))
 
     def decode_hidden(self: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                      features: Features | None = None, records: dict | None = None) -> torch.Tensor:
+                      inputs: Inputs | None = None, records: dict | None = None) -> torch.Tensor:
         """The decoder's normalized output states (B, T, C) (see `decode`)."""
-        features = features or {}
+        inputs = inputs or {}
         valid = tgt_in != PAD_ID
         masks = [mask for switch in self.switches if (mask := switch.decoder_self_mask(valid)) is not None]
         if masks:
@@ -319,9 +319,9 @@ class _Decoding:
             limit = torch.arange(t, device=tgt_in.device)[None].expand(b, t)
         x = self._embed(self.tgt_embed, tgt_in)
         for switch in self.switches:
-            x, features = switch.decoder_input(self, x, features, limit)
+            x, inputs = switch.decoder_input(self, x, inputs, limit)
         for layer in self.decoder:
-            x = layer(x, memory, self_mask, src_mask, features=features, records=records)
+            x = layer(x, memory, self_mask, src_mask, inputs=inputs, records=records)
         return self.dec_norm(x)
 
     def new_cache(self: Transformer) -> list[dict]:
@@ -337,12 +337,12 @@ class _Decoding:
             layer["self"]["k"], layer["self"]["v"] = layer["self"]["k"][rows], layer["self"]["v"][rows]
 
     def decode_step(self: Transformer, last: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
-                    cache: list[dict], features: Features | None = None) -> torch.Tensor:
+                    cache: list[dict], inputs: Inputs | None = None) -> torch.Tensor:
         """Incremental decoding: the token ids `last` (B, 1) at target position `step`, earlier positions read
         from `cache` -> logits (B, V) for the next token. Equals decode()'s last row (tested)."""
         x = self._embed(self.tgt_embed, last, start=step)
         for layer, layer_cache in zip(self.decoder, cache):
-            x = layer(x, memory, None, src_mask, layer_cache, features)
+            x = layer(x, memory, None, src_mask, layer_cache, inputs)
         return self.output(self.dec_norm(x))[:, -1]
 
 
@@ -356,7 +356,7 @@ class Transformer(_AttentionKernels, _Decoding, nn.Module):
             raise ValueError("ModelConfig.vocab_size must be set (the size of the joint vocabulary)")
         cfg.check()
         self.cfg = cfg
-        self.switches = cfg.switches_on()
+        self.switches = cfg.active_switches()
         self.src_embed = nn.Embedding(sizes.src_vocab_size or sizes.vocab_size, sizes.d_model, padding_idx=PAD_ID)
         # separate vocabularies (src_vocab_size set): never one source/target matrix; the output may share the target's
         shared = sizes.share_embeddings and not sizes.src_vocab_size
@@ -381,47 +381,47 @@ class Transformer(_AttentionKernels, _Decoding, nn.Module):
             for name, module in getattr(switch, kind)().items():
                 self.add_module(name, module)
 
-    def _embed(self, table: nn.Embedding, ids: torch.Tensor, start: int = 0, features: Features | None = None
+    def _embed(self, table: nn.Embedding, ids: torch.Tensor, start: int = 0, inputs: Inputs | None = None
                ) -> torch.Tensor:
         end = start + ids.shape[1]
         if end > self.cfg.sizes.max_len:
             raise ValueError(f"sequence of length {end} exceeds max_len {self.cfg.sizes.max_len}")
         x = table(ids)
-        if features is not None:  # the source: the switches' embedding steps
+        if inputs is not None:  # the source: the switches' embedding steps
             for switch in self.switches:
-                x = switch.embed_source(self, x, features)
+                x = switch.embed_source(self, x, inputs)
         return self.drop(x * math.sqrt(self.cfg.sizes.d_model) + self.positions[start:end])
 
-    def encode(self, src: torch.Tensor, features: Features | None = None, records: dict | None = None,
+    def encode(self, src: torch.Tensor, inputs: Inputs | None = None, records: dict | None = None,
                **named: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """src (B, S) ids and the batch features (or by name, e.g. parent=..., labels=...) -> (memory (B, S, C),
-        source mask (B, 1, 1, S)); `records` gets what the hooks keep for the losses."""
-        features = merge_features(features, named)
+        """src (B, S) ids and the model inputs (or by name) -> (memory
+        (B, S, C), source mask (B, 1, 1, S)); `records` gets what the hooks keep for the losses."""
+        inputs = merge_inputs(inputs, named)
         src_mask = (src != PAD_ID)[:, None, None, :]
-        x = self._embed(self.src_embed, src, features=features)
+        x = self._embed(self.src_embed, src, inputs=inputs)
         for layer in self.encoder:
-            x = layer(x, src_mask, features, records)
+            x = layer(x, src_mask, inputs, records)
         return self.enc_norm(x), src_mask
 
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, features: Features | None = None,
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, inputs: Inputs | None = None,
                 **named: torch.Tensor | None) -> Outputs:
         """Teacher forcing: `Outputs` with the logits (B, T, V) and the records the auxiliary losses read
         (`auxiliary_losses`); a switch may compute the logits its own way (BiTran: one pass per prefix)."""
-        features, records = merge_features(features, named), {}
-        memory, src_mask = self.encode(src, features, records)
+        inputs, records = merge_inputs(inputs, named), {}
+        memory, src_mask = self.encode(src, inputs, records)
         for switch in self.switches:
-            outputs = switch.teacher_forcing(self, tgt_in, memory, src_mask, features, records)
+            outputs = switch.teacher_forcing(self, tgt_in, memory, src_mask, inputs, records)
             if outputs is not None:
                 return outputs
-        logits = self.decode(tgt_in, memory, src_mask, features, records)
+        logits = self.decode(tgt_in, memory, src_mask, inputs, records)
         return Outputs(logits, records, tgt_in != PAD_ID)
 
-    def auxiliary_losses(self, outputs: Outputs, features: Features | None = None, **named: torch.Tensor | None
+    def auxiliary_losses(self, outputs: Outputs, inputs: Inputs | None = None, **named: torch.Tensor | None
                          ) -> dict[str, torch.Tensor]:
         """The switches' auxiliary losses of a forward's `outputs`, unweighted sums over the batch (names as in
-        `ModelConfig.loss_weights`); `features`: the batch features (e.g. src_head, tgt_head)."""
-        features = merge_features(features, named)
-        return {name: value for switch in self.switches for name, value in switch.losses(outputs, features).items()}
+        `ModelConfig.loss_weights`); `inputs`: the model inputs."""
+        inputs = merge_inputs(inputs, named)
+        return {name: value for switch in self.switches for name, value in switch.losses(outputs, inputs).items()}
 
 
 def build_model(preset: str = "tiny", **overrides: object) -> Transformer:

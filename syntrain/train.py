@@ -125,12 +125,12 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
     weights = raw.cfg.loss_weights()
     for i, batch in enumerate(batches):
         batch = batch.to(device)
-        features = batch.features()
+        inputs = batch.inputs
         last = i == len(batches) - 1
         no_sync = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
         with no_sync:
             with autocast:
-                outputs = model(batch.src, batch.tgt_in, features)
+                outputs = model(batch.src, batch.tgt_in, inputs)
             gold, weight = batch.tgt_out, 1.0
             if outputs.loss_positions is not None:  # only some positions predicted: scaled to all
                 gold = gold.masked_fill(~outputs.loss_positions, PAD_ID)
@@ -139,7 +139,7 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
                                             ignore_index=PAD_ID, label_smoothing=label_smoothing,
                                             reduction="sum") / tokens
             objective = loss
-            for name, value in raw.auxiliary_losses(outputs, features).items():
+            for name, value in raw.auxiliary_losses(outputs, inputs).items():
                 objective = objective + weights[name] * value / tokens
                 if aux_totals is not None:
                     aux_totals[name] = aux_totals.get(name, 0.0) + value.detach() / tokens
@@ -207,11 +207,6 @@ def scores_text(model: Transformer, result: dict) -> str:
     return "".join(outputs.scores_text(result) for outputs in decoded(model.switches))
 
 
-def data_options(cfg: ModelConfig) -> dict[str, Any]:
-    """ParallelData options a model needs: its decoder target and what the switches' batch columns read."""
-    return cfg.data_options()
-
-
 def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,
              beam: int, sentences: int = 0, progress: bool | str = False) -> dict:
     """Validation loss (label-smoothed, per target token) and BLEU/chrF of `sentences` decoded rows; `progress`:
@@ -221,7 +216,7 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     with torch.no_grad():
         for rows in data.batches(cfg.max_tokens, shuffle=False, rows=data.loss_rows):
             batch = data.collate(rows).to(device)
-            logits = model(batch.src, batch.tgt_in, batch.features()).logits
+            logits = model(batch.src, batch.tgt_in, batch.inputs).logits
             total += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
                                      label_smoothing=cfg.label_smoothing, reduction="sum").item()
             tokens += batch.tokens()
@@ -418,7 +413,7 @@ def load_data(run: Run) -> None:
     else:
         run.mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model})
     decoder_target = run.mcfg.decoder_target
-    split = read_split(cfg.data, data_columns(run.mcfg.batch_features(training=True), decoder_target,
+    split = read_split(cfg.data, data_columns(run.mcfg.batch_columns(training=True), decoder_target,
                                               references=False))
     if ckpt:
         run.vocab = checkpoint_vocab(ckpt, run.mcfg, run.resume_path)
@@ -426,8 +421,8 @@ def load_data(run: Run) -> None:
         joint = not separate_bpe(split[1].configuration)
         run.vocab = Vocab.build([split[0]], decoder_target=decoder_target, joint=joint)
         run.mcfg.fill(*split, run.vocab)
-    run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, features=run.mcfg.batch_features(training=True),
-                                  skip_null=True, split=split, **data_options(run.mcfg))
+    run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, batch_columns=run.mcfg.batch_columns(training=True),
+                                  skip_null=True, split=split, **run.mcfg.dataset_options())
     longest = run.train_data.longest()
     if longest > cfg.max_tokens:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
@@ -444,8 +439,8 @@ def load_data(run: Run) -> None:
 
 def eval_data(path: str, vocab: Vocab, mcfg: ModelConfig) -> ParallelData:
     """A validation or test split with what the model reads."""
-    return ParallelData(path, vocab, features=mcfg.batch_features(training=False), copy=True,
-                        **data_options(mcfg))
+    return ParallelData(path, vocab, batch_columns=mcfg.batch_columns(training=False), copy=True,
+                        **mcfg.dataset_options())
 
 
 def make_model(run: Run) -> None:
@@ -488,7 +483,8 @@ def make_model(run: Run) -> None:
     long = f" ({skipped} longer than max_len {cfg.max_len} skipped)" if skipped else ""
     run.log(f"syntrain: {len(run.train_data)} training pairs{long}, vocabulary {sizes}, {n_params / 1e6:.1f}M "
             f"parameters, device {device}, {run.world} process(es), precision {precision}"
-            f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n  syntax switches: {mcfg.switches()}")
+            f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n"
+            f"  syntax switches: {mcfg.describe_switches()}")
 
 
 def open_metrics(run: Run) -> None:

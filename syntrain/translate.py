@@ -50,8 +50,8 @@ class Translator:
 
     def split(self, path: str) -> ParallelData:
         """A split folder written by synprep convert, with this model's vocabulary."""
-        return ParallelData(path, self.vocab, features=self.model.cfg.batch_features(training=False),
-                            feature_options=self.model.cfg.feature_options())
+        return ParallelData(path, self.vocab, batch_columns=self.model.cfg.batch_columns(training=False),
+                            data_options=self.model.cfg.data_options())
 
     def _decode(self, data: ParallelData) -> list[Ranked]:
         return translate_nbest(self.model, data, self.vocab, self.beam, self.alpha, self.max_tokens,
@@ -63,7 +63,7 @@ class Translator:
 
     def translate_raw(self, lines: list[str]) -> list[Ranked]:
         """Raw sentences -> one ranked list per line; a blank line or one longer than the model's positions gets
-        an empty list (found before parsing, or after it before features are made: bounded time and memory)."""
+        an empty list (found before parsing, or after it before inputs are made: bounded time and memory)."""
         filled = [i for i, line in enumerate(lines) if line.strip() and may_fit(line, self.positions, self.longest)]
         results: list[Ranked] = [[] for _ in lines]
         if not filled:
@@ -77,8 +77,8 @@ class Translator:
             return results
         # every source feature of the training dataset (distances, labels, ...), made as convert made them
         data = ParallelData("<input>", self.vocab, table=table, configuration=self.ckpt["pipeline"],
-                            features=self.model.cfg.batch_features(training=False),
-                            feature_options=self.model.cfg.feature_options())
+                            batch_columns=self.model.cfg.batch_columns(training=False),
+                            data_options=self.model.cfg.data_options())
         for row, ranked in zip(table.column("id").to_pylist(), self._decode(data)):
             results[filled[row]] = ranked
         return results

@@ -364,10 +364,10 @@ def test_trainer_collates_dbsa_heads_stored_or_made_from_the_trees(stored, dbsa_
     table, _ = read_split(path)
     assert ("tgt_dbsa_head" in table.column_names) == stored
     vocab = Vocab.build([table])
-    data = ParallelData(path, vocab, features={"src_dbsa_heads": "DBSA", "tgt_dbsa_heads": "DBSA"})
+    data = ParallelData(path, vocab, batch_columns={"src_dbsa_head": "DBSA", "tgt_dbsa_head": "DBSA"})
     rows = list(range(min(len(data), 12)))
     batch = data.collate(rows)
-    src_head, tgt_head = batch.named["src_dbsa_head"], batch.named["tgt_head"]
+    src_head, tgt_head = batch.inputs["src_dbsa_head"], batch.inputs["tgt_dbsa_head"]
     for b, row in enumerate(table.to_pylist()[: len(rows)]):
         src = F.dbsa_heads(row["src_heads"], row["src_subword_token"])
         tgt = F.dbsa_heads(row["tgt_heads"], row["tgt_subword_token"])
@@ -386,11 +386,11 @@ def test_older_checkpoints_keep_the_rule_they_were_trained_with():
 
     new = ModelConfig.from_dict({"dbsa_encoder": True, "dbsa_decoder": True, "vocab_size": 8})
     assert new.section("parse_head").dbsa_rule == "next_piece"
-    assert set(new.batch_features(training=True)) == {"src_dbsa_heads", "tgt_dbsa_heads"}
+    assert set(new.batch_columns(training=True)) == {"src_dbsa_head", "tgt_dbsa_head"}
     stored = new.to_dict()
     del stored["dbsa_rule"]
     old = stored_model_config({"model_config": stored}, "old.pt")
     assert old.section("parse_head").dbsa_rule == "parent_first"
-    assert set(old.batch_features(training=True)) == {"src_heads", "tgt_heads"}
+    assert set(old.batch_columns(training=True)) == {"src_parent_first", "tgt_parent_first"}
     stored["dbsa_rule"] = "next_piece"
     assert stored_model_config({"model_config": stored}, "new.pt").section("parse_head").dbsa_rule == "next_piece"

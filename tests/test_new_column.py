@@ -72,15 +72,15 @@ def test_depth_column_is_stored_or_made_from_the_heads_alike(depth_split):
     function; EOS and pad are -1."""
     for path in (str(depth_split), str(OLD_SHARDS)):
         table, _ = read_split(path)
-        data = ParallelData(path, Vocab.build([table]), features={"depth": "depth embeddings"})
+        data = ParallelData(path, Vocab.build([table]), batch_columns={"src_depth": "depth embeddings"})
         rows = list(range(min(len(data), 12)))
         batch = data.collate(rows)
         for b, row in enumerate(rows):
             heads, owner = table.column("src_heads")[row].as_py(), table.column("src_subword_token")[row].as_py()
             expected = F.forest_subword_depths(heads, [len(heads)], owner).tolist()
-            assert batch.named["depth"][b, : len(expected)].tolist() == expected
-            assert (batch.named["depth"][b, len(expected):] == -1).all()
-        assert "depth" in batch.source_features()  # decoding reads it too
+            assert batch.inputs["src_depth"][b, : len(expected)].tolist() == expected
+            assert (batch.inputs["src_depth"][b, len(expected):] == -1).all()
+        assert "src_depth" in batch.source_inputs()  # decoding reads it too
 
 
 def test_depth_switch_trains_a_step_from_shards_with_the_depth_group(depth_split, tmp_path):
@@ -96,8 +96,8 @@ def test_depth_switch_trains_a_step_from_shards_with_the_depth_group(depth_split
     deep, flat = torch.tensor([[0, 1, 3, -1]]), torch.tensor([[0, 0, 0, -1]])
     model.eval()
     with torch.no_grad():  # the embedding is read: other depths, other encodings (clamped above depth_max)
-        memory = {name: model.encode(src, depth=depth)[0] for name, depth in (("deep", deep), ("flat", flat))}
-        clamped = model.encode(src, depth=torch.tensor([[0, 1, 9, -1]]))[0]
+        memory = {name: model.encode(src, src_depth=depth)[0] for name, depth in (("deep", deep), ("flat", flat))}
+        clamped = model.encode(src, src_depth=torch.tensor([[0, 1, 9, -1]]))[0]
     assert not torch.allclose(memory["deep"], memory["flat"])
     assert torch.equal(memory["deep"], clamped)
 
@@ -108,7 +108,7 @@ GENERIC = sorted(path for path in (REPO / "syntrain").glob("*.py"))  # everythin
 def test_no_generic_trainer_file_names_a_column_or_target_a_switch_declares():
     declared = {name: switch.name for switch in registered() for column in switch.columns
                 for name in column.shard_columns()}
-    declared.update({target.column: switch.name for switch in registered() for target in switch.targets})
+    declared.update({target.column: switch.name for switch in registered() for target in switch.decoder_targets})
     assert {"src_depth", "src_parent_mid", "src_dbsa_head", "tgt_transitions"} <= set(declared)
     for path in GENERIC:
         text = path.read_text(encoding="utf-8")

@@ -204,21 +204,22 @@ def test_the_trainer_reads_both_formats_alike(v2_of_the_v1_corpus):
     assert vocabs["v1"].itos == vocabs["v2"].itos
     labels = label_vocabulary(tables["v1"])
     assert labels == label_vocabulary(tables["v2"])
-    features = {"distances": "a", "labels": "b", "src_heads": "c", "tgt_heads": "d", "parents": "e"}
+    features = {"distances": "a", "src_labels": "b", "src_parent_first": "c", "tgt_parent_first": "d",
+                "src_parent_mid": "e"}
     batches = {}
     for name, root in (("v1", SHARDS_V1), ("v2", v2_of_the_v1_corpus)):
         for target in ("text", "transitions"):
-            data = ParallelData(str(root / "train"), vocabs["v1"], features=features, decoder_target=target,
-                                feature_options={"source_labels": labels})
+            data = ParallelData(str(root / "train"), vocabs["v1"], batch_columns=features, decoder_target=target,
+                                data_options={"source_labels": labels})
             batches[name, target] = [data.collate(rows) for rows in data.batches(300, seed=3)]
     for target in ("text", "transitions"):
         for a, b in zip(batches["v1", target], batches["v2", target], strict=True):
             for name in ("src", "tgt_in", "tgt_out"):
                 assert np.array_equal(getattr(a, name).numpy(), getattr(b, name).numpy()), name
-            for name in ("parent", "distances", "src_head", "tgt_head", "labels"):
-                assert np.array_equal(a.named[name].numpy(), b.named[name].numpy()), name
-    first = batches["v2", "text"][0].named
-    assert first["labels"].max() >= 2 and first["distances"].max() >= 2
+            for name in ("src_parent_mid", "distances", "src_parent_first", "tgt_parent_first", "src_labels"):
+                assert np.array_equal(a.inputs[name].numpy(), b.inputs[name].numpy()), name
+    first = batches["v2", "text"][0].inputs
+    assert first["src_labels"].max() >= 2 and first["distances"].max() >= 2
 
 
 def test_third_party_readers_decode_format_2(v2_of_the_v1_corpus):
@@ -320,14 +321,15 @@ def test_the_trainer_holds_its_arrays_not_the_shards(v2_of_the_v1_corpus, monkey
     from syntrain.data import ParallelData, Vocab, read_split
 
     split = v2_of_the_v1_corpus / "train"
-    features = {"distances": "a", "labels": "b", "src_heads": "c", "tgt_heads": "d", "parents": "e"}
+    features = {"distances": "a", "src_labels": "b", "src_parent_first": "c", "tgt_parent_first": "d",
+                "src_parent_mid": "e"}
     made = {}
     for every in (1, 10**6):  # pages given back after each chunk, or only at the end of each column
         monkeypatch.setattr(data_module, "RELEASE_EVERY", every)
         table, manifest = read_split(str(split))
         vocab = Vocab.build([table], decoder_target="transitions")
-        made[every] = ParallelData(str(split), vocab, features=features, split=(table, manifest),
-                                   feature_options={"source_labels": ["nsubj", "obj"]})
+        made[every] = ParallelData(str(split), vocab, batch_columns=features, split=(table, manifest),
+                                   data_options={"source_labels": ["nsubj", "obj"]})
         assert shard_pages_resident(split) == 0  # every column read was copied out, its pages given back
         assert made[every].table.num_rows > 0 and shard_pages_resident(split) == 0
     one, other = made.values()

@@ -18,7 +18,7 @@ from syntrain.model import build_model
 from syntrain.shapes import choose_attention, ladder_in_use, ladder_rungs, padded_length
 from syntrain.switches.labels import label_vocabulary
 from syntrain.switches.tree import arc_label_vocabulary
-from syntrain.train import TrainConfig, accumulate_gradients, data_options, make_optimizer
+from syntrain.train import TrainConfig, accumulate_gradients, make_optimizer
 
 SMALL = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0)
 # switch -> model options; each pads a batch column of its own (parents, distances, labels, heads, graph)
@@ -86,8 +86,8 @@ def _model_and_data(shards, corpus, options, seed=0):
     torch.manual_seed(seed)
     model = build_model("tiny", **SMALL, **options, vocab_size=len(vocab), source_labels=labels,
                         arc_labels=arcs).train()
-    data = ParallelData(shards, vocab, features=model.cfg.batch_features(training=True), skip_null=True,
-                        **data_options(model.cfg))
+    data = ParallelData(shards, vocab, batch_columns=model.cfg.batch_columns(training=True), skip_null=True,
+                        **model.cfg.dataset_options())
     return model, data
 
 
@@ -269,7 +269,7 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
     outputs = []
     for name in ("eager", "compiled"):
         trained, vocab, _ = load_checkpoint(str(tmp_path / name / "last.pt"))
-        data = ParallelData(shards, vocab, features=trained.cfg.batch_features(training=False),
-                            **data_options(trained.cfg))
+        data = ParallelData(shards, vocab, batch_columns=trained.cfg.batch_columns(training=False),
+                            **trained.cfg.dataset_options())
         outputs.append(translate(trained, data, vocab, beam=2, rows=data.keep[:12]))
     assert outputs[0] == outputs[1]

@@ -61,6 +61,12 @@ def _batch(lengths, tgt_lengths=None, seed=0, vocab=40):
     return src, tgt, distances, labels, src_head, tgt_head
 
 
+def _heads(src_head, tgt_head):
+    """The head supervision of both dbsa_rule's columns (the test trees give both rules the same heads)."""
+    return {f"{side}_{rule}": heads for side, heads in (("src", src_head), ("tgt", tgt_head))
+            for rule in ("parent_first", "dbsa_head")}
+
+
 def _pair(options, seed=0):
     """(vanilla, switch model) with the shared weights equal; the switch's own parameters randomized so
     that it is not the identity by construction (U = I would equal a plain head)."""
@@ -93,8 +99,8 @@ def _head_contexts(model, *inputs):
 
 def _forward_inputs(options, src, tgt, distances, labels):
     parent = torch.zeros(src.shape, dtype=torch.float32)
-    return (src, tgt, {"parent": parent, "distances": distances if options.get("directed_heads") else None,
-                       "labels": labels if options.get("label_embedding") else None})
+    return (src, tgt, {"src_parent_mid": parent, "distances": distances if options.get("directed_heads") else None,
+                       "src_labels": labels if options.get("label_embedding") else None})
 
 
 def test_subword_distances_pieces_share_their_token_row():
@@ -131,7 +137,7 @@ def test_gradients_reach_the_mechanism(switch):
     model.train()
     src, tgt, distances, labels, src_head, tgt_head = _batch([7, 5, 6])
     outputs = model(*_forward_inputs(options, src, tgt, distances, labels))
-    losses = model.auxiliary_losses(outputs, src_head=src_head, tgt_head=tgt_head)
+    losses = model.auxiliary_losses(outputs, **_heads(src_head, tgt_head))
     total = sum(losses.values()) if losses else outputs.logits.logsumexp(-1).sum()
     total.backward()
     names = {"directed": ["decoder.1.cross_attn.align_hidden.weight", "decoder.1.cross_attn.align_out.weight"],
@@ -147,7 +153,7 @@ def test_gradients_reach_the_mechanism(switch):
     if switch == "sync":  # the sync loss alone reaches both DBSA heads and C's layer
         model.zero_grad()
         outputs = model(*_forward_inputs(options, src, tgt, distances, labels))
-        model.auxiliary_losses(outputs, src_head=src_head, tgt_head=tgt_head)["sync"].backward()
+        model.auxiliary_losses(outputs, **_heads(src_head, tgt_head))["sync"].backward()
         for name in names:
             assert model.get_parameter(name).grad.abs().sum() > 0, name
 
@@ -161,18 +167,19 @@ def test_uninformative_syntax_is_plain_attention():
     vanilla, single = _pair(dict(directed_heads=[2, 2, 2]))
     parent = torch.zeros(src.shape)
     with torch.no_grad():
-        expected = vanilla(src, tgt, parent=parent).logits
-        torch.testing.assert_close(single(src, tgt, parent=parent, distances=zeros).logits, expected)
-        assert not torch.allclose(single(src, tgt, parent=parent, distances=distances).logits, expected, atol=1e-4)
+        expected = vanilla(src, tgt, src_parent_mid=parent).logits
+        torch.testing.assert_close(single(src, tgt, src_parent_mid=parent, distances=zeros).logits, expected)
+        changed = single(src, tgt, src_parent_mid=parent, distances=distances).logits
+        assert not torch.allclose(changed, expected, atol=1e-4)
         _, double = _pair(dict(directed_heads=[0, 0, 2], double_context=True))
         layer = double.decoder[2].cross_attn
         layer.directed_out.weight.zero_()
         layer.directed_out.bias.zero_()
-        torch.testing.assert_close(double(src, tgt, parent=parent, distances=zeros).logits, expected)
+        torch.testing.assert_close(double(src, tgt, src_parent_mid=parent, distances=zeros).logits, expected)
         _, dbsa = _pair(dict(dbsa_encoder=True, dbsa_decoder=True))
         for module in (dbsa.encoder[0].attn, dbsa.decoder[0].self_attn):
             module.parse_bilinear.copy_(torch.eye(module.head_dim))
-        torch.testing.assert_close(dbsa(src, tgt, parent=parent).logits, expected)
+        torch.testing.assert_close(dbsa(src, tgt, src_parent_mid=parent).logits, expected)
 
 
 def test_released_biaffine_scores():
@@ -206,7 +213,7 @@ def test_released_biaffine_scores():
     expected = torch.log_softmax(scores.masked_fill(~mask, float("-inf")), -1)
     valid = mask.expand_as(expected)
     torch.testing.assert_close(weights[valid], expected[valid], rtol=1e-4, atol=1e-5)
-    model.auxiliary_losses(outputs, src_head=src_head, tgt_head=tgt_head)["dep_src"].backward()
+    model.auxiliary_losses(outputs, **_heads(src_head, tgt_head))["dep_src"].backward()
     assert bias.grad.abs().sum() > 0 and weight.grad.abs().sum() > 0
 
 
@@ -249,7 +256,7 @@ def test_decoder_positions_never_see_later_target_tokens(switch):
             early = target.clone()
             early[:, 5:] = PAD_ID  # losses over the first 5 positions only
             first = dataclasses.replace(outputs, target_valid=early != PAD_ID)
-            results.append((outputs.logits[:, :5], model.auxiliary_losses(first, src_head=src_head, tgt_head=cut)))
+            results.append((outputs.logits[:, :5], model.auxiliary_losses(first, **_heads(src_head, cut))))
         if "dbsa_decoder" in options or "sync_lambda" in options:
             log_weights = outputs.records["parse_decoder"]
             assert torch.isneginf(log_weights[:, torch.ones(8, 8).triu(1).bool()]).all()
@@ -269,14 +276,14 @@ def test_batch_invariance(switch):
     with torch.no_grad():
         outputs = model(*_forward_inputs(options, src, tgt, distances, labels))
         logits = outputs.logits
-        batch_losses = model.auxiliary_losses(outputs, src_head=src_head, tgt_head=tgt_head)
+        batch_losses = model.auxiliary_losses(outputs, **_heads(src_head, tgt_head))
         alone_sums = {name: 0.0 for name in batch_losses}
         for i, (n, m) in enumerate(zip(lengths, tgt_lengths)):
             one = src[i : i + 1, :n], tgt[i : i + 1, :m], distances[i : i + 1, :n, :n], labels[i : i + 1, :n]
             alone = model(*_forward_inputs(options, *one))
             torch.testing.assert_close(alone.logits[0], logits[i, :m], atol=2e-5, rtol=1e-4)
-            for name, value in model.auxiliary_losses(alone, src_head=src_head[i : i + 1, :n],
-                                                      tgt_head=tgt_head[i : i + 1, :m]).items():
+            for name, value in model.auxiliary_losses(alone, **_heads(src_head[i : i + 1, :n],
+                                                                            tgt_head[i : i + 1, :m])).items():
                 alone_sums[name] += value
     for name, value in batch_losses.items():
         torch.testing.assert_close(value, torch.as_tensor(alone_sums[name]), atol=1e-4, rtol=1e-4)
@@ -288,7 +295,7 @@ def test_old_config_loads_with_the_switches_off():
                                                                      "label_embedding", "source_labels")}
     again = Transformer(ModelConfig.from_dict(old))
     again.load_state_dict(model.state_dict())
-    assert again.cfg.switches() == "none (vanilla)"
+    assert again.cfg.describe_switches() == "none (vanilla)"
 
 
 def test_switch_combinations_are_checked():
@@ -316,12 +323,11 @@ def test_collated_features_follow_the_conventions(shards):
     table, _ = read_split(str(shards / "train"))
     vocab = Vocab.build([table])
     labels = sorted({x for row in table.column("src_labels").to_pylist() for x in row})
-    features = {"distances": "a", "labels": "b", "src_heads": "c", "tgt_heads": "d"}
-    data = ParallelData(str(shards / "train"), vocab, features=features,
-                        feature_options={"source_labels": labels})
+    columns = {"distances": "a", "src_labels": "b", "src_parent_first": "c", "tgt_parent_first": "d"}
+    data = ParallelData(str(shards / "train"), vocab, batch_columns=columns,
+                        data_options={"source_labels": labels})
     batch = data.collate(data.keep[:16])
-    distances, src_labels, src_head, tgt_head = (batch.named[name] for name in ("distances", "labels", "src_head",
-                                                                                 "tgt_head"))
+    distances, src_labels, src_head, tgt_head = (batch.inputs[name] for name in columns)
     for b, row in enumerate(data.keep[:16]):
         record = table.slice(int(row), 1).to_pylist()[0]
         owner, n, m = record["src_subword_token"], len(record["src_subwords"]), len(record["tgt_subwords"])
@@ -342,7 +348,7 @@ def test_missing_shard_field_is_a_one_line_error(shards):
     vocab = Vocab.build([table])
     with pytest.raises(ValueError) as error:
         ParallelData("x/train", vocab, table=table.drop_columns(["src_parent_first"]),
-                     features=ModelConfig(lisa_layer=1).batch_features(training=True))
+                     batch_columns=ModelConfig(lisa_layer=1).batch_columns(training=True))
     message = str(error.value)
     assert "\n" not in message and "LISA needs src_parent_first" in message
     assert '"parents"' in message
@@ -376,7 +382,7 @@ def test_accumulated_aux_losses_equal_one_batch(shards):
     options = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0, dbsa_encoder=True,
                    dbsa_decoder=True, sync_lambda=1.0)
     cfg = ModelConfig.from_dict({**options, "vocab_size": len(vocab)})
-    data = ParallelData(str(shards / "train"), vocab, features=cfg.batch_features(training=True))
+    data = ParallelData(str(shards / "train"), vocab, batch_columns=cfg.batch_columns(training=True))
     rows = data.keep[:12]
     plain = torch.autocast("cpu", enabled=False)
     grads = []

@@ -59,15 +59,15 @@ def test_pascal_batch_invariance():
                         pascal_heads=[3, 1]).eval()
     lengths = [9, 4, 7, 2]
     src, parent, tgt = _random_batch(lengths)
-    memory, _ = model.encode(src, parent=parent)
-    logits = model(src, tgt, parent=parent).logits
+    memory, _ = model.encode(src, src_parent_mid=parent)
+    logits = model(src, tgt, src_parent_mid=parent).logits
     for b, n in enumerate(lengths):
-        alone_memory, _ = model.encode(src[b : b + 1, :n], parent=parent[b : b + 1, :n])
+        alone_memory, _ = model.encode(src[b : b + 1, :n], src_parent_mid=parent[b : b + 1, :n])
         torch.testing.assert_close(memory[b, :n], alone_memory[0], atol=1e-5, rtol=1e-5)
-        alone = model(src[b : b + 1, :n], tgt[b : b + 1], parent=parent[b : b + 1, :n]).logits
+        alone = model(src[b : b + 1, :n], tgt[b : b + 1], src_parent_mid=parent[b : b + 1, :n]).logits
         torch.testing.assert_close(logits[b], alone[0], atol=1e-5, rtol=1e-5)
     # the parents matter: swapping the batch's parent rows changes the outputs
-    assert not torch.allclose(model.encode(src, parent=parent.flip(0))[0][0, :4], memory[0, :4], atol=1e-3)
+    assert not torch.allclose(model.encode(src, src_parent_mid=parent.flip(0))[0][0, :4], memory[0, :4], atol=1e-3)
 
 
 def test_parent_prior_is_the_gaussian_and_special_rows_are_one():
@@ -90,9 +90,9 @@ def test_parent_ignoring_only_in_training_and_at_the_rate():
     attn = MultiHeadAttention(16, 4, dropout=0.0, hooks=[PascalHeads(2, parent_ignore=0.5)])
     x, p = torch.randn(3, 8, 16), torch.randint(0, 8, (3, 8)).float()
     attn.eval()
-    assert torch.equal(attn(x, parent=p), attn(x, parent=p))
+    assert torch.equal(attn(x, src_parent_mid=p), attn(x, src_parent_mid=p))
     attn.train()
-    assert not torch.equal(attn(x, parent=p), attn(x, parent=p))
+    assert not torch.equal(attn(x, src_parent_mid=p), attn(x, src_parent_mid=p))
 
 
 def test_pascal_with_all_ones_prior_equals_vanilla():
@@ -107,7 +107,7 @@ def test_pascal_with_all_ones_prior_equals_vanilla():
         expected = vanilla(x, mask=mask)
         torch.testing.assert_close(pascal(x, mask=mask, prior=torch.ones(2, 7, 7)), expected, atol=1e-6, rtol=1e-5)
         no_parents = torch.full((2, 7), NO_PARENT)  # e.g. only special tokens: every row prior is 1
-        torch.testing.assert_close(pascal(x, mask=mask, parent=no_parents), expected, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(pascal(x, mask=mask, src_parent_mid=no_parents), expected, atol=1e-6, rtol=1e-5)
 
 
 def _flex_case(n_heads=4, pascal_heads=2, parent_ignore=0.4, device="cpu", d_model=32):
@@ -134,10 +134,10 @@ def test_flex_kernel_equals_math_kernel(pascal_heads):
             for kernel in ("math", "flex"):
                 attn.kernel = kernel
                 torch.manual_seed(5)
-                outputs[kernel] = attn(x, mask=mask, parent=parent)
+                outputs[kernel] = attn(x, mask=mask, src_parent_mid=parent)
             torch.testing.assert_close(outputs["flex"], outputs["math"], atol=1e-5, rtol=1e-5)
         attn.kernel = "flex"
-        assert not torch.allclose(attn(x, mask=mask, parent=parent.flip(0)), outputs["flex"], atol=1e-3)
+        assert not torch.allclose(attn(x, mask=mask, src_parent_mid=parent.flip(0)), outputs["flex"], atol=1e-3)
 
 
 def test_attention_kernel_choice():
@@ -175,13 +175,13 @@ def test_flex_kernel_errors_propagate(monkeypatch):
     q, k, v = (attn._heads(z) for z in (attn.query(x), *attn.key_value(x).split(32, dim=-1)))
     attn.kernel = "flex"
     with pytest.raises(RuntimeError, match="shared memory"):
-        attn._flex(q, k, v, mask, {"parent": parent})
+        attn._flex(q, k, v, mask, {"src_parent_mid": parent})
 
 
 def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
     """Encoder Pascal layers on the flex kernel: the same greedy translations as the math kernel."""
     vocab = Vocab.build([read_split(str(shards / "train"))[0]])
-    data = ParallelData(str(shards / "test"), vocab, features={"parents": "Pascal"})
+    data = ParallelData(str(shards / "test"), vocab, batch_columns={"src_parent_mid": "Pascal"})
     torch.manual_seed(0)
     model = build_model(vocab_size=len(vocab), **{**SMALL, "pascal_heads": [3, 1]}).eval()
     batch = data.collate(data.keep[:12])
@@ -189,10 +189,10 @@ def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
     for kernel in ("math", "flex"):
         model.set_attention_kernel(kernel)
         with torch.no_grad():
-            outputs[kernel] = (model.encode(batch.src, parent=batch.named["parent"])[0],
-                               greedy(model, batch.src, parent=batch.named["parent"]))
+            outputs[kernel] = (model.encode(batch.src, src_parent_mid=batch.inputs["src_parent_mid"])[0],
+                               greedy(model, batch.src, src_parent_mid=batch.inputs["src_parent_mid"]))
     with pytest.raises(ValueError, match="without gradients"):
-        model.encode(batch.src, parent=batch.named["parent"])
+        model.encode(batch.src, src_parent_mid=batch.inputs["src_parent_mid"])
     torch.testing.assert_close(outputs["flex"][0], outputs["math"][0], atol=1e-5, rtol=1e-5)
     assert outputs["flex"][1] == outputs["math"][1]
 
@@ -207,7 +207,7 @@ def test_cuda_flex_forward_and_gradients_equal_math():
         attn.zero_grad()
         xg = x.clone().requires_grad_()
         torch.manual_seed(5)
-        y = attn(xg, mask=mask, parent=parent)
+        y = attn(xg, mask=mask, src_parent_mid=parent)
         y.square().sum().backward()
         results[kernel] = (y.detach(), xg.grad, attn.query.weight.grad.clone())
     for flex, math_ in zip(results["flex"], results["math"]):
@@ -234,7 +234,7 @@ def test_cuda_training_bf16_learns_and_flex_decodes_like_math(shards, tmp_path):
         memory = {}
         for kernel in ("math", "flex"):
             trained.set_attention_kernel(kernel)
-            memory[kernel] = trained.encode(src, parent=parent)
+            memory[kernel] = trained.encode(src, src_parent_mid=parent)
     trained.set_attention_kernel("auto")
     torch.testing.assert_close(memory["flex"], memory["math"], atol=2e-4, rtol=2e-4)
 
@@ -246,9 +246,9 @@ def test_bf16_autocast_trains(shards, tmp_path):
     model = build_model(vocab_size=30, **SMALL)
     src, parent, tgt = _random_batch([6, 4], vocab=30)
     with autocast_context("bf16", torch.device("cpu")):
-        assert model(src, tgt, parent=parent).logits.dtype == torch.bfloat16
+        assert model(src, tgt, src_parent_mid=parent).logits.dtype == torch.bfloat16
     with autocast_context("auto", torch.device("cpu")):
-        assert model(src, tgt, parent=parent).logits.dtype == torch.float32
+        assert model(src, tgt, src_parent_mid=parent).logits.dtype == torch.float32
     with pytest.raises(ValueError, match="unknown precision"):
         autocast_context("fp16", torch.device("cpu"))
     train(TrainConfig(data=str(shards / "train"), out=str(tmp_path), model=SMALL, max_tokens=600, max_steps=30,
@@ -275,7 +275,7 @@ def test_device_choice():
 def test_data_shifts_and_batches(shards):
     table, manifest = read_split(str(shards / "train"))
     vocab = Vocab.build([table])
-    data = ParallelData(str(shards / "train"), vocab, features={"parents": "Pascal"})
+    data = ParallelData(str(shards / "train"), vocab, batch_columns={"src_parent_mid": "Pascal"})
     batches = data.batches(300, seed=1, epoch=0)
     assert sorted(np.concatenate(batches).tolist()) == list(range(len(data)))
     for rows in batches:
@@ -284,8 +284,9 @@ def test_data_shifts_and_batches(shards):
     batch = data.collate(batches[0])
     row = int(batches[0][0])
     n = len(table.column("src_subwords")[row].as_py())
-    assert batch.src[0, n] == EOS_ID and batch.named["parent"][0, n] == NO_PARENT  # EOS: no parent, no BOS shift
-    assert batch.named["parent"][0, :n].tolist() == table.column("src_parent_mid")[row].as_py()
+    parent = batch.inputs["src_parent_mid"]
+    assert batch.src[0, n] == EOS_ID and parent[0, n] == NO_PARENT  # EOS: no parent, no BOS shift
+    assert batch.inputs["src_parent_mid"][0, :n].tolist() == table.column("src_parent_mid")[row].as_py()
     assert batch.tgt_in[0, 0] != batch.tgt_out[0, 0] and torch.equal(batch.tgt_in[0, 1 : n + 1][:3],
                                                                       batch.tgt_out[0, :3])
 
@@ -441,7 +442,7 @@ def test_incremental_decoding_equals_teacher_forcing():
     model = build_model(vocab_size=40, **{**SMALL, "pascal_heads": [2, 1]}).eval()
     src, parent, tgt = _random_batch([9, 4, 7], vocab=40)
     with torch.no_grad():
-        memory, src_mask = model.encode(src, parent=parent)
+        memory, src_mask = model.encode(src, src_parent_mid=parent)
         full = model.decode(tgt, memory, src_mask)
         cache = model.new_cache()
         steps = [model.decode_step(tgt[:, i : i + 1], i, memory, src_mask, cache) for i in range(tgt.shape[1])]
@@ -466,7 +467,7 @@ def test_gradient_accumulation_equals_one_big_batch(shards):
     from syntrain.train import accumulate_gradients
 
     vocab = Vocab.build([read_split(str(shards / "train"))[0]])
-    data = ParallelData(str(shards / "train"), vocab, features={"parents": "Pascal"})
+    data = ParallelData(str(shards / "train"), vocab, batch_columns={"src_parent_mid": "Pascal"})
     first, second = data.batches(400, seed=1)[:2]
     model = build_model(vocab_size=len(vocab), **{**SMALL, "dropout": 0.0, "parent_ignore": 0.0})
     cpu, plain = torch.device("cpu"), contextlib.nullcontext()
@@ -489,10 +490,11 @@ def test_beam_of_one_is_greedy(shards, tmp_path):
     train(TrainConfig(data=str(shards / "train"), out=str(tmp_path), model={**SMALL, "dropout": 0.0}, max_tokens=600,
                       max_steps=40, lr=3e-3, warmup=10, log_interval=20, threads=1))
     model, vocab, _ = load_checkpoint(str(tmp_path / "last.pt"))
-    data = ParallelData(str(shards / "test"), vocab, features={"parents": "Pascal"})
+    data = ParallelData(str(shards / "test"), vocab, batch_columns={"src_parent_mid": "Pascal"})
     batch = data.collate(data.keep[:30])
-    greedy_ids = [[t for t in ids if t != PAD_ID] for ids in greedy(model, batch.src, parent=batch.named["parent"])]
-    assert beam_search(model, batch.src, parent=batch.named["parent"], beam=1) == greedy_ids
+    parent = batch.inputs["src_parent_mid"]
+    greedy_ids = [[t for t in ids if t != PAD_ID] for ids in greedy(model, batch.src, src_parent_mid=parent)]
+    assert beam_search(model, batch.src, src_parent_mid=parent, beam=1) == greedy_ids
     assert len({tuple(ids) for ids in greedy_ids}) > 1  # not one constant output
 
 

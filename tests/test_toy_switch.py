@@ -46,7 +46,7 @@ class ToyConfig:
 
 
 class Toy(Switch[ToyConfig], name="toy", config=ToyConfig, switched_by=("toy_gain",)):
-    """The toy switch: its last encoder head learns to attend to each token's parent (src_heads)."""
+    """The toy switch: its last encoder head learns to attend to each token's parent (src_parent_first)."""
 
     @classmethod
     def check(cls, cfg) -> None:
@@ -58,7 +58,7 @@ class Toy(Switch[ToyConfig], name="toy", config=ToyConfig, switched_by=("toy_gai
         return f"toy gate {self.options.toy_gain}"
 
     def batch_columns(self, training: bool) -> dict[str, str]:
-        return {"src_heads": "the toy switch"} if training else {}
+        return {"src_parent_first": "the toy switch"} if training else {}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
         return [Gate(self.options.toy_gain)] if (stack, layer) == ("encoder", self.options.toy_layer - 1) else []
@@ -66,8 +66,8 @@ class Toy(Switch[ToyConfig], name="toy", config=ToyConfig, switched_by=("toy_gai
     def loss_weights(self) -> dict[str, float]:
         return {"toy": 0.5}
 
-    def losses(self, outputs: Outputs, features) -> dict[str, torch.Tensor]:
-        head = features["src_head"]
+    def losses(self, outputs: Outputs, inputs) -> dict[str, torch.Tensor]:
+        head = inputs["src_parent_first"]
         picked = outputs.records["toy"].gather(-1, head.clamp(min=0)[..., None])[..., 0]
         return {"toy": -torch.where(head >= 0, picked, torch.zeros_like(picked)).sum()}
 
@@ -87,7 +87,7 @@ def test_a_switch_defined_here_trains_checkpoints_and_loads(toy, tmp_path):
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     toy_losses = [r["loss_toy"] for r in records if "loss_toy" in r]
     assert len(toy_losses) == 4 and all(value > 0 for value in toy_losses)
-    assert trained.cfg.switches() == "toy gate 0.5"
+    assert trained.cfg.describe_switches() == "toy gate 0.5"
     weight = trained.encoder[1].attn.toy_out.weight
     model_back, _, ckpt = load_checkpoint(str(tmp_path / "run" / "last.pt"))
     assert ckpt["model_config"]["toy_gain"] == 0.5
@@ -117,7 +117,7 @@ class TagConfig:
 class Tags(Switch[TagConfig], name="toy_tags", config=TagConfig, switched_by=("tag_target",)):
     """A toy decoder target declared in one place: the target tokens' dependency labels (`tgt_labels`)."""
 
-    targets = (TargetColumn("tags", "tgt_labels", "labels"),)
+    decoder_targets = (TargetColumn("tags", "tgt_labels", "labels"),)
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ def test_a_decoder_target_declared_here_is_counted_read_and_trained(tags, tmp_pa
 def test_a_decoder_target_declared_twice_is_refused(name):
     class Again(Switch, name="toy_again"):
         columns = (BatchColumn("toy_again_heads", "src_heads", "src", "parents"),)
-        targets = (TargetColumn(name, "tgt_labels", "labels"),)
+        decoder_targets = (TargetColumn(name, "tgt_labels", "labels"),)
 
     with pytest.raises(ValueError, match=f"decoder target {name!r} is already declared by"):
         register(Again)

@@ -28,7 +28,7 @@ from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
 from syntrain.switches.tree import TreeConstraint, arc_label_vocabulary, graph_rows, parent_mask
 from syntrain.switches.tree_output import tree_rows
-from syntrain.train import accumulate_gradients, data_options
+from syntrain.train import accumulate_gradients
 
 LABELS = ["nsubj", "obj", "det", "amod", "compound:prt"]
 
@@ -386,8 +386,8 @@ def test_tiny_model_learns_synthetic_transitions_to_exact_trees(shards):
                    gcn_layers=1)
     torch.manual_seed(0)
     model = build_model("tiny", vocab_size=len(vocab), **options)
-    data = ParallelData(path, vocab, skip_null=True, features=model.cfg.batch_features(training=True),
-                        **data_options(model.cfg))
+    data = ParallelData(path, vocab, skip_null=True, batch_columns=model.cfg.batch_columns(training=True),
+                        **model.cfg.dataset_options())
     rows = data.keep[np.argsort(data.tgt_len[data.keep], kind="stable")][:6]
     batch = data.collate(rows)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)

@@ -9,11 +9,11 @@ import pkgutil
 from .base import (
     AttentionHook,
     DecodedOutputs,
-    Features,
+    Inputs,
     Outputs,
     Switch,
     decoded,
-    merge_features,
+    merge_inputs,
     option_names,
     register,
     registered,
@@ -25,5 +25,5 @@ for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
     if _module != "base":
         importlib.import_module(f".{_module}", __name__)
 
-__all__ = ["AttentionHook", "DecodedOutputs", "Features", "Outputs", "Switch", "decoded", "merge_features",
+__all__ = ["AttentionHook", "DecodedOutputs", "Inputs", "Outputs", "Switch", "decoded", "merge_inputs",
            "option_names", "register", "registered", "reserve", "unregister"]

@@ -10,7 +10,7 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
 - `columns`: the batch columns it declares (`syntrain.data.BatchColumn`: the shard column read, how it is
   padded and collated; the data layer collates only what switches declare); `batch_columns(training)`: the
   names of those it reads in this run -> who needs them;
-- `targets`: the decoder targets it declares (`syntrain.data.TargetColumn`: a target shard column the decoder
+- `decoder_targets`: the decoder targets it declares (`syntrain.data.TargetColumn`: a target shard column the decoder
   produces instead of the target sub-words; the model's target is the one its active switches declare);
 - `data_options()`: what its batch columns read of the run (label vocabularies); `prepare(cfg, table,
   manifest, vocab)`: its data-derived option values, set once (`ModelConfig.fill`) before the model is built;
@@ -22,15 +22,15 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   the teacher-forced logits;
 - `training_report(data)`: the run-header line about the training data;
 - `constraint(vocab, rows)`, `output_length_factor`, `recomputes_prefix`: decoding (constrained tokens and the
-  features they add, the length limit, no incremental cache);
+  inputs they add, the length limit, no incremental cache);
 - `Decoded`: what its decoded outputs are beyond their text, a `DecodedOutputs` subclass built from its options
   (`decoded(switches)`): `text(pieces)` (the pieces that are text, before de-BPE); `scores(pieces, data, rows)`
   + `scores_text(result, line)` (evaluation measures and their text in the trainer's log lines and `syntrain
   eval`); `files` + `file_text(name, pieces, rows)` (`syntrain eval --NAME PATH` files); `run_files(pieces)`,
   `describe_run()`, `compare_header` + `compare_column(run, data_path, described)` (what `syntrain compare`
   keeps in a run folder and shows in its table);
-- `losses(outputs, features)`: its auxiliary losses, computed only from what forward returned (`Outputs`)
-  and the batch features; `loss_weights()` their lambdas.
+- `losses(outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`)
+  and the model inputs; `loss_weights()` their lambdas.
 
 Forward never keeps state on a module: the attention hooks write the tensors a loss needs into the `records`
 dict of the current forward, which `Outputs` carries back to the caller.
@@ -59,12 +59,12 @@ class ModelOptions(Protocol):
 
     def section(self, switch: Any) -> Any: ...  # noqa: ANN401 (a switch class or name -> its config section)
 
-Features = dict[str, torch.Tensor]
+Inputs = dict[str, torch.Tensor]
 
 
-def merge_features(features: Features | None, named: dict[str, torch.Tensor | None]) -> Features:
-    """`features` plus features passed by name (None values dropped)."""
-    return {name: value for name, value in {**(features or {}), **named}.items() if value is not None}
+def merge_inputs(inputs: Inputs | None, named: dict[str, torch.Tensor | None]) -> Inputs:
+    """`inputs` plus inputs passed by name (None values dropped)."""
+    return {name: value for name, value in {**(inputs or {}), **named}.items() if value is not None}
 
 
 @dataclass
@@ -97,7 +97,7 @@ class AttentionHook:
     def attach(self, attn: nn.Module) -> None:
         """Register this hook's parameters on `attn` (after its query/key/value/output projections)."""
 
-    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, features: Features
+    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, inputs: Inputs
                ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """(scale (B, front, T, S) multiplying the front heads' scores, window (True = inside) or None)."""
         return None, None
@@ -110,7 +110,7 @@ class AttentionHook:
         """A term (B, 1, 1, S) added to the last head's scaled scores, from its keys k (B, 1, S, D), or None."""
         return None
 
-    def head_mask(self, attn: nn.Module, mask: torch.Tensor | None, features: Features, shape: tuple[int, ...]
+    def head_mask(self, attn: nn.Module, mask: torch.Tensor | None, inputs: Inputs, shape: tuple[int, ...]
                   ) -> torch.Tensor | None:
         """A per-head mask (B, H, T, S) replacing `mask`, or None."""
         return None
@@ -120,11 +120,11 @@ class AttentionHook:
         """Keep what a loss needs from the explicit heads' log-weights ("front", "middle", "last": (B, h, T, S))."""
 
     def extra(self, attn: nn.Module, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-              mask: torch.Tensor | None, features: Features) -> torch.Tensor | None:
+              mask: torch.Tensor | None, inputs: Inputs) -> torch.Tensor | None:
         """A term (B, T, C) added to the output projection, or None."""
         return None
 
-    def score_mod(self, attn: nn.Module, features: Features, key_valid: torch.Tensor | None) -> Callable:
+    def score_mod(self, attn: nn.Module, inputs: Inputs, key_valid: torch.Tensor | None) -> Callable:
         """The FlexAttention `score_mod` of the whole layer (only where `flex`)."""
         raise NotImplementedError
 
@@ -190,7 +190,7 @@ class DataHooks:
     targets it declares, which columns it reads in a run and what they read of the run, its run-header line."""
 
     columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (read via `batch_columns`)
-    targets: ClassVar[tuple[TargetColumn, ...]] = ()  # decoder targets it declares (the target while it is on)
+    decoder_targets: ClassVar[tuple[TargetColumn, ...]] = ()  # decoder targets it declares (the target while it is on)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         """Batch columns it reads (names of declared `columns`) -> who needs them; `training` adds loss
@@ -198,7 +198,7 @@ class DataHooks:
         return {}
 
     def data_options(self) -> dict[str, Any]:
-        """What its batch columns read of the run, by name (ParallelData's `feature_options`: label
+        """What its batch columns read of the run, by name (ParallelData's `data_options`: label
         vocabularies)."""
         return {}
 
@@ -219,7 +219,7 @@ class DecodingHooks:
     def constraint(self, vocab: Any, rows: int) -> Any:
         """A constraint on the tokens decoding may choose for `rows` hypotheses, or None: an object with
         `mask(steps_left, device)` ((rows, V) True = allowed), `push(tokens)` (one chosen token per row),
-        `reorder(rows)` (the rows beam search keeps) and `features(device)` (batch features it adds to a decoder
+        `reorder(rows)` (the rows beam search keeps) and `inputs(device)` (model inputs it adds to a decoder
         pass over the whole prefix); see syntrain.switches.tree.TreeConstraint."""
         return None
 
@@ -237,7 +237,7 @@ class ModelHooks:
         """Modules registered on the model right after the embeddings (by name)."""
         return {}
 
-    def embed_source(self, model: nn.Module, x: torch.Tensor, features: Features) -> torch.Tensor:
+    def embed_source(self, model: nn.Module, x: torch.Tensor, inputs: Inputs) -> torch.Tensor:
         """The source embeddings (B, S, C) before scaling and positions."""
         return x
 
@@ -249,13 +249,13 @@ class ModelHooks:
         """(decoder self-attention mask (B, 1, T, T), limit (B, T): the last input each position sees)."""
         return None
 
-    def decoder_input(self, model: nn.Module, x: torch.Tensor, features: Features, limit: torch.Tensor
-                      ) -> tuple[torch.Tensor, Features]:
-        """The embedded decoder input and the features the decoder layers see."""
-        return x, features
+    def decoder_input(self, model: nn.Module, x: torch.Tensor, inputs: Inputs, limit: torch.Tensor
+                      ) -> tuple[torch.Tensor, Inputs]:
+        """The embedded decoder input and the inputs the decoder layers see."""
+        return x, inputs
 
     def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
-                        src_mask: torch.Tensor, features: Features, records: dict) -> Outputs | None:
+                        src_mask: torch.Tensor, inputs: Inputs, records: dict) -> Outputs | None:
         """Teacher-forced outputs computed another way than one causal decoder pass (None: the usual one)."""
         return None
 
@@ -263,8 +263,8 @@ class ModelHooks:
         """Auxiliary loss name -> its lambda."""
         return {}
 
-    def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
-        """Its auxiliary losses (unweighted sums over the batch) from `outputs` and the batch features."""
+    def losses(self, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
+        """Its auxiliary losses (unweighted sums over the batch) from `outputs` and the model inputs."""
         return {}
 
 
@@ -381,7 +381,7 @@ def register(switch: type[Switch]) -> type[Switch]:
     _check_names(switch)
     try:
         declare(switch.columns, switch.name)
-        declare_targets(switch.targets, switch.name)
+        declare_targets(switch.decoder_targets, switch.name)
     except ValueError:
         undeclare(switch.name)  # a refused switch leaves nothing declared
         raise

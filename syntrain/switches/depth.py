@@ -2,7 +2,7 @@
 depth in the dependency tree (the number of arcs from the word to the root; the root word: 0) added, the depth
 clamped to `depth_max`.
 
-The batch column "depth" (B, S) reads the shard column `src_depth` (pipeline `[features] src = [..., "depth"]`,
+The batch column "src_depth" (B, S) reads the shard column `src_depth` (pipeline `[features] src = [..., "depth"]`,
 made by `synprep.features.forest_subword_depths`); shards converted without it get it made from `src_heads` and
 `src_subword_token` by the same function. EOS and pad: -1 (embedding id 0, a zero vector).
 """
@@ -18,9 +18,9 @@ from synprep.features import forest_subword_depths
 from synprep.tables import option
 
 from ..data import BatchColumn
-from .base import Features, Switch, register
+from .base import Inputs, Switch, register
 
-DEPTH = BatchColumn("depth", "src_depth", "src", "depth", made_from=("src_heads", "src_subword_token"),
+DEPTH = BatchColumn("src_depth", "src_depth", "src", "depth", made_from=("src_heads", "src_subword_token"),
                     make=forest_subword_depths)
 
 
@@ -43,15 +43,15 @@ class DepthEmbeddings(Switch[DepthConfig], name="depth", config=DepthConfig, swi
         return f"depth embeddings (max {self.options.depth_max})"
 
     def batch_columns(self, training: bool) -> dict[str, str]:
-        return {"depth": "depth embeddings"}
+        return {"src_depth": "depth embeddings"}
 
     def source_modules(self) -> dict[str, nn.Module]:  # ids: 0 = none (EOS, pad), 1 + depth (clamped)
         return {"depth_embed": nn.Embedding(self.options.depth_max + 2, self.cfg.sizes.d_model, padding_idx=0)}
 
-    def embed_source(self, model: nn.Module, x: torch.Tensor, features: Features) -> torch.Tensor:
-        depth = features.get("depth")
+    def embed_source(self, model: nn.Module, x: torch.Tensor, inputs: Inputs) -> torch.Tensor:
+        depth = inputs.get("src_depth")
         if depth is None:
-            raise ValueError("depth embeddings need the source depths (batch column \"depth\")")
+            raise ValueError("depth embeddings need the source depths (batch column \"src_depth\")")
         return x + model.depth_embed(depth.clamp(max=self.options.depth_max) + 1)
 
 

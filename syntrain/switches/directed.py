@@ -21,7 +21,7 @@ from synprep.features import forest_tree_distances, subword_distances
 from synprep.tables import option
 
 from ..data import BatchColumn, ParallelData, flat_numbers
-from .base import AttentionHook, Features, ModelOptions, Switch, register
+from .base import AttentionHook, Inputs, ModelOptions, Switch, register
 
 
 def distance_rows(distances: torch.Tensor, position: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -69,11 +69,11 @@ class DirectedHeads(AttentionHook):
         if self.double_context:  # eq. 14: L_cs c_s next to the global heads' output projection
             attn.directed_out = nn.Linear(self.heads * attn.head_dim, d_model)
 
-    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, features: Features
+    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, inputs: Inputs
                ) -> tuple[torch.Tensor, torch.Tensor]:
         """Scale and window (B, h, T, S): each head's aligned position p in [0, n - 1] (n = source sub-words
         without EOS) reads the interpolated row M[p]."""
-        distances = features.get("distances")
+        distances = inputs.get("distances")
         if distances is None or mask is None:
             raise ValueError("syntax-directed heads need the source syntax distances and the source mask")
         n_src = (mask.reshape(mask.shape[0], -1).sum(-1) - 1).clamp(min=1) - 1  # last sub-word position
@@ -82,11 +82,11 @@ class DirectedHeads(AttentionHook):
         return syntax_directed_prior(rows, nearest, self.n)
 
     def extra(self, attn: nn.Module, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-              mask: torch.Tensor | None, features: Features) -> torch.Tensor | None:
+              mask: torch.Tensor | None, inputs: Inputs) -> torch.Tensor | None:
         if not self.double_context:
             return None
         n = self.heads  # eq. 14: global and syntax-directed contexts
-        scale, window = self.scores(attn, x, k.shape[2], mask, features)
+        scale, window = self.scores(attn, x, k.shape[2], mask, inputs)
         context, _ = attn.attend(q[:, :n], k[:, :n], v[:, :n], mask, scale, window)
         return attn.directed_out(context.transpose(1, 2).reshape(*x.shape[:2], -1))
 

@@ -1,7 +1,7 @@
 """S&H (Sennrich & Haddow, 2016): dependency-label embeddings of the source.
 
 The last `label_embedding` dimensions of each source sub-word's embedding are replaced by the embedding of its
-token's dependency label (batch feature "labels": ids 0 = none (EOS, pad), 1 = a label unseen in training,
+token's dependency label (batch column "src_labels": ids 0 = none (EOS, pad), 1 = a label unseen in training,
 2... `source_labels`, the label vocabulary derived from the training split).
 """
 
@@ -21,7 +21,7 @@ from synprep.features import per_subword
 from synprep.tables import option
 
 from ..data import LABEL_NONE, LABEL_UNKNOWN, BatchColumn, ParallelData, encode_strings, flat_numbers
-from .base import Features, ModelOptions, Switch, register
+from .base import Inputs, ModelOptions, Switch, register
 
 SRC_LABELS = "src_labels"
 
@@ -36,11 +36,11 @@ def label_vocabulary(table: pa.Table) -> list[str]:
 
 class LabelColumn(BatchColumn):
     """`labels` (B, S) source label ids (0: EOS/pad, 1: a label unseen in training, 2... the run's
-    `source_labels`, from ParallelData's `feature_options`), each piece taking its token's label; the label
+    `source_labels`, from ParallelData's `data_options`), each piece taking its token's label; the label
     strings become ids once per split."""
 
     def load(self, data: ParallelData) -> tuple:
-        known = pa.array(list(data.feature_options.get("source_labels") or []), pa.string())
+        known = pa.array(list(data.data_options.get("source_labels") or []), pa.string())
         return (encode_strings(data.table.column(self.column), known, 2, LABEL_UNKNOWN),
                 flat_numbers(data.table.column(self.reads[0])))
 
@@ -84,17 +84,17 @@ class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, sw
     def data_options(self) -> dict[str, Any]:
         return {"source_labels": self.options.source_labels}
 
-    columns = (LabelColumn("labels", SRC_LABELS, "src", "labels", reads=("src_subword_token",)),)
+    columns = (LabelColumn(SRC_LABELS, SRC_LABELS, "src", "labels", reads=("src_subword_token",)),)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
-        return {"labels": "S&H label embeddings"}
+        return {SRC_LABELS: "S&H label embeddings"}
 
     def source_modules(self) -> dict[str, nn.Module]:
         options = self.options  # ids: 0 = none (EOS, pad), 1 = a label unseen in training, 2... source_labels
         return {"label_embed": nn.Embedding(len(options.source_labels) + 2, options.label_embedding, padding_idx=0)}
 
-    def embed_source(self, model: nn.Module, x: torch.Tensor, features: Features) -> torch.Tensor:
-        labels = features.get("labels")
+    def embed_source(self, model: nn.Module, x: torch.Tensor, inputs: Inputs) -> torch.Tensor:
+        labels = inputs.get(SRC_LABELS)
         if labels is None:
             raise ValueError("S&H label embeddings need the source labels")
         return torch.cat([x[..., : -self.options.label_embedding], model.label_embed(labels)], dim=-1)

@@ -12,8 +12,8 @@ released layer puts its parse head first and, with `--dependency-heads` > 1, mix
 of -log A[t, head(t)] over the rows with a head (eq. 5), weighted by `dbsa_lambda`. The sub-word heads
 are `dbsa_rule`'s: "next_piece" (default; the shards' `dbsa_head`, the rule of the authors' released
 preprocessing: a word's non-final piece -> its next piece, its final piece -> the head
-word's first piece; batch features "src_dbsa_heads" / "tgt_dbsa_heads") or "parent_first" (every piece -> the
-head word's first piece; "src_heads" / "tgt_heads"). A checkpoint stored before `dbsa_rule` existed keeps
+word's first piece; model inputs "src_dbsa_head" / "tgt_dbsa_head") or "parent_first" (every piece -> the
+head word's first piece; "src_parent_first" / "tgt_parent_first"). A checkpoint stored before `dbsa_rule` existed keeps
 "parent_first", the rule it was trained with (`Switch.stored_defaults`). On the decoder side the causal mask
 keeps it from seeing later tokens (a head that comes later gives no loss, as in the released code).
 LISA: the last head of encoder layer `lisa_layer` with plain dot-product scores and the same loss
@@ -37,13 +37,13 @@ from synprep.features import DBSA_RULES, forest_dbsa_heads
 from synprep.tables import option
 
 from ..data import BatchColumn
-from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
+from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch, register
 from .tree import TreeDecoding
 
 
 class TargetHeadColumn(BatchColumn):
-    """`tgt_head` (B, T): the decoder *input* position (BOS shift: + 1) of the head of the sub-word read at each
-    input position; -1 for BOS, pad and sub-words whose head comes later (the causal mask hides it: no loss)."""
+    """A target head column (B, T): the decoder *input* position (BOS shift: + 1) of the head of the sub-word read
+    at each input position; -1 for BOS, pad and sub-words whose head comes later (the causal mask hides it: no loss)."""
 
     def row(self, values: np.ndarray) -> np.ndarray:
         head = values.astype(np.int64)
@@ -53,22 +53,27 @@ class TargetHeadColumn(BatchColumn):
 # (B, S) / (B, T) head positions, -1 = none (EOS, pad); `*_dbsa_head` of shards written without the `dbsa`
 # group is made from the side's heads and subword_token (`forest_dbsa_heads`, the one implementation)
 HEAD_COLUMNS = (
-    BatchColumn("src_heads", "src_parent_first", "src", "parents", "src_head"),
-    BatchColumn("src_dbsa_heads", "src_dbsa_head", "src", "dbsa", "src_dbsa_head",
+    BatchColumn("src_parent_first", "src_parent_first", "src", "parents"),
+    BatchColumn("src_dbsa_head", "src_dbsa_head", "src", "dbsa",
                 made_from=("src_heads", "src_subword_token"), make=forest_dbsa_heads),
-    TargetHeadColumn("tgt_heads", "tgt_parent_first", "tgt", "parents", "tgt_head", source=False),
-    TargetHeadColumn("tgt_dbsa_heads", "tgt_dbsa_head", "tgt", "dbsa", "tgt_head", source=False,
+    TargetHeadColumn("tgt_parent_first", "tgt_parent_first", "tgt", "parents", supervision=True),
+    TargetHeadColumn("tgt_dbsa_head", "tgt_dbsa_head", "tgt", "dbsa", supervision=True,
                      made_from=("tgt_heads", "tgt_subword_token"), make=forest_dbsa_heads),
 )
 
 ENCODER, DECODER, LISA = "parse_encoder", "parse_decoder", "lisa"  # record names
 
 
+def head_input(rule: str) -> str:
+    """The head column (without its side prefix) that dbsa_rule `rule` supervises with."""
+    return "parent_first" if rule == "parent_first" else "dbsa_head"
+
+
 def dependency_loss(log_weights: torch.Tensor, head: torch.Tensor | None) -> torch.Tensor:
     """DBSA eq. 5 / LISA: sum of -log A[t, head(t)] over the rows t with a head (head >= 0); log_weights
     (B, T, S), head (B, T) positions, -1 = no loss for that row."""
     if head is None:
-        raise ValueError("the dependency loss needs the heads of the batch (src_head / tgt_head)")
+        raise ValueError("the dependency loss needs the heads of the batch (a side's parent_first or dbsa_head column)")
     supervised = head >= 0
     picked = log_weights.gather(-1, head.clamp(min=0)[..., None])[..., 0]
     return -torch.where(supervised, picked, torch.zeros_like(picked)).sum()
@@ -186,13 +191,13 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
         need, options = {}, self.options
         if not training:
             return need
-        prefix = "" if options.dbsa_rule == "parent_first" else "dbsa_"
+        rule = head_input(options.dbsa_rule)
         if options.dbsa_encoder:
-            need[f"src_{prefix}heads"] = "DBSA (encoder)"
+            need[f"src_{rule}"] = "DBSA (encoder)"
         if options.lisa_layer:
-            need["src_heads"] = "LISA"
+            need["src_parent_first"] = "LISA"
         if options.dbsa_decoder:
-            need[f"tgt_{prefix}heads"] = "DBSA (decoder)"
+            need[f"tgt_{rule}"] = "DBSA (decoder)"
         return need
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
@@ -212,18 +217,16 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
         options = self.options
         return {"dep_src": options.dbsa_lambda, "dep_tgt": options.dbsa_lambda, "lisa": options.lisa_lambda}
 
-    def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
+    def losses(self, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
         options, losses = self.options, {}
         if options.dbsa_encoder:
-            # the trainer collates `src_dbsa_head` under next_piece (LISA keeps `src_head`); a caller that passes
-            # one `src_head` supervises with it
-            src = features.get("src_dbsa_head") if options.dbsa_rule == "next_piece" else None
-            losses["dep_src"] = dependency_loss(outputs.records[ENCODER], src if src is not None
-                                                else features.get("src_head"))
+            losses["dep_src"] = dependency_loss(outputs.records[ENCODER],
+                                                inputs.get(f"src_{head_input(options.dbsa_rule)}"))
         if options.lisa_layer:
-            losses["lisa"] = dependency_loss(outputs.records[LISA], features.get("src_head"))
+            losses["lisa"] = dependency_loss(outputs.records[LISA], inputs.get("src_parent_first"))
         if options.dbsa_decoder:
-            losses["dep_tgt"] = dependency_loss(outputs.records[DECODER], features.get("tgt_head"))
+            losses["dep_tgt"] = dependency_loss(outputs.records[DECODER],
+                                                inputs.get(f"tgt_{head_input(options.dbsa_rule)}"))
         return losses
 
 

@@ -26,11 +26,11 @@ from synprep.features import gaussian
 from synprep.tables import option
 
 from ..data import BatchColumn
-from .base import AttentionHook, Features, ModelOptions, Switch, register
+from .base import AttentionHook, Inputs, ModelOptions, Switch, register
 
 NO_PARENT = -1.0  # the parent of EOS and pad (no scaling)
 # `src_parent_mid` as is (no BOS on the source: no shift); EOS and pad rows: NO_PARENT
-PARENT = BatchColumn("parents", "src_parent_mid", "src", "parents", "parent", pad=NO_PARENT, dtype=np.float32)
+PARENT = BatchColumn("src_parent_mid", "src_parent_mid", "src", "parents", pad=NO_PARENT, dtype=np.float32)
 
 
 def prior_rows(parent: torch.Tensor, ignore_prob: float = 0.0, training: bool = False) -> torch.Tensor:
@@ -72,7 +72,7 @@ def pascal_score_mod(parent: torch.Tensor, active: torch.Tensor, key_valid: torc
 
 
 class PascalHeads(AttentionHook):
-    """The front `heads` heads of a self-attention, scaled by the parent prior (features "parent" (B, T), or a
+    """The front `heads` heads of a self-attention, scaled by the parent prior (input "src_parent_mid" (B, T), or a
     ready "prior" (B, T, S))."""
 
     flex = True
@@ -81,21 +81,21 @@ class PascalHeads(AttentionHook):
     def __init__(self, heads: int, sigma2: float = 1.0, parent_ignore: float = 0.0) -> None:
         self.front, self.sigma2, self.parent_ignore = heads, sigma2, parent_ignore
 
-    def _parent(self, features: Features) -> torch.Tensor:
-        parent = features.get("parent")
+    def _parent(self, inputs: Inputs) -> torch.Tensor:
+        parent = inputs.get("src_parent_mid")
         if parent is None:
             raise ValueError("a layer with Pascal heads needs the source parent positions")
         return parent
 
-    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, features: Features
+    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, inputs: Inputs
                ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        prior = features.get("prior")
+        prior = inputs.get("prior")
         if prior is None:
-            prior = parent_prior(self._parent(features), n_keys, self.sigma2, self.parent_ignore, attn.training)
+            prior = parent_prior(self._parent(inputs), n_keys, self.sigma2, self.parent_ignore, attn.training)
         return prior[:, None], None
 
-    def score_mod(self, attn: nn.Module, features: Features, key_valid: torch.Tensor | None) -> Callable:
-        parent = self._parent(features)
+    def score_mod(self, attn: nn.Module, inputs: Inputs, key_valid: torch.Tensor | None) -> Callable:
+        parent = self._parent(inputs)
         active = prior_rows(parent, self.parent_ignore, attn.training)
         return pascal_score_mod(parent, active, key_valid, self.front, self.sigma2)
 
@@ -127,7 +127,7 @@ class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_
     columns = (PARENT,)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
-        return {"parents": "Pascal attention"}
+        return {"src_parent_mid": "Pascal attention"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
         heads = self.options.pascal_heads

@@ -17,7 +17,7 @@ from torch import nn
 from synprep.tables import option
 
 from . import parse_head
-from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
+from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch, register
 from .tree import TreeDecoding
 
 CROSS = "sync_cross"  # record name: C (B, T, S)
@@ -92,7 +92,7 @@ class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=(
     def loss_weights(self) -> dict[str, float]:
         return {"sync": self.options.sync_lambda}
 
-    def losses(self, outputs: Outputs, features: Features) -> dict[str, torch.Tensor]:
+    def losses(self, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
         records = outputs.records
         return {"sync": sync_loss(records[parse_head.ENCODER].exp(), records[parse_head.DECODER].exp(),
                                   records[CROSS], outputs.target_valid)}

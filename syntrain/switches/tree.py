@@ -30,7 +30,7 @@ from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
 from ..data import EOS_ID, LABEL_UNKNOWN, PAD_ID, SPECIALS, TEXT, BatchColumn, ParallelData, TargetColumn, Vocab
-from .base import AttentionHook, Features, ModelOptions, Outputs, Switch, register
+from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch, register
 from .tree_output import (
     TGT_TRANSITIONS,
     TreeOutputs,
@@ -73,8 +73,8 @@ class GraphColumn(BatchColumn):
         itos = np.array(data.vocab.itos, dtype=object)
         sequences = [[] if data.null[row] else itos[data.tgt_ids[data.tgt_off[row] : data.tgt_off[row + 1]]].tolist()
                      for row in range(len(data.tgt_off) - 1)]
-        labels = {label: i + 2 for i, label in enumerate(data.feature_options.get("arc_labels") or [])}
-        root = data.configuration.get("features", {}).get("root", "drop")  # the pipeline's root policy
+        labels = {label: i + 2 for i, label in enumerate(data.data_options.get("arc_labels") or [])}
+        root = data.configuration.get("inputs", {}).get("root", "drop")  # the pipeline's root policy
         edges = [graph_rows([sequence], labels, root)[:, 1:] for sequence in sequences]
         offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.int64)
         return (np.concatenate(edges) if edges else np.zeros((0, 4), np.int64)), offsets
@@ -140,8 +140,8 @@ class TreeConstraint:
             return None
         return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root)).to(device)
 
-    def features(self, device: torch.device) -> Features:
-        """The batch features of a decoder pass over the prefixes: "graph" when the model reads it."""
+    def inputs(self, device: torch.device) -> Inputs:
+        """The model inputs of a decoder pass over the prefixes: "graph" when the model reads it."""
         graph = self.graph(device)
         return {} if graph is None else {"graph": graph}
 
@@ -208,9 +208,9 @@ class ParentHead(AttentionHook):
 
     name = "PARENT head"
 
-    def head_mask(self, attn: nn.Module, mask: torch.Tensor | None, features: Features, shape: tuple[int, ...]
+    def head_mask(self, attn: nn.Module, mask: torch.Tensor | None, inputs: Inputs, shape: tuple[int, ...]
                   ) -> torch.Tensor:
-        parents = features.get("parent_mask")
+        parents = inputs.get("parent_mask")
         if parents is None:
             raise ValueError("a PARENT head needs the generated graph (parent_mask)")
         b, h, t, s = shape
@@ -219,7 +219,7 @@ class ParentHead(AttentionHook):
 
 
 def prefix_passes(model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                  features: Features, records: dict, prefixes: int, uses_graph: bool) -> Outputs:
+                  inputs: Inputs, records: dict, prefixes: int, uses_graph: bool) -> Outputs:
     """BiTran's teacher forcing (B, T, V): the prediction at input position p comes from a pass over the prefix
     0..p alone (its own graph when `uses_graph`, bidirectional attention), one pass per prefix, batched as B x T
     rows (cost O(T) passes). With `prefixes` = k (training, `bidirectional_prefixes`), only k sampled prefixes per
@@ -233,15 +233,15 @@ def prefix_passes(model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, 
     rows_b, rows_p = chosen.nonzero(as_tuple=True)
     positions = torch.arange(t, device=tgt_in.device)
     row_tgt = tgt_in[rows_b].masked_fill(positions[None] > rows_p[:, None], PAD_ID)
-    row_features = {name: value[rows_b] for name, value in features.items() if name != "graph"}
-    graph = features.get("graph")
+    row_inputs = {name: value[rows_b] for name, value in inputs.items() if name != "graph"}
+    graph = inputs.get("graph")
     if graph is not None and uses_graph:
         pairs = (graph[:, 0:1] == rows_b[None]) & (graph[:, 4:5] <= rows_p[None])
         edge, row = pairs.nonzero(as_tuple=True)
         row_graph = graph[edge].clone()
         row_graph[:, 0] = row
-        row_features["graph"] = row_graph
-    hidden = model.decode_hidden(row_tgt, memory[rows_b], src_mask[rows_b], row_features, records)
+        row_inputs["graph"] = row_graph
+    hidden = model.decode_hidden(row_tgt, memory[rows_b], src_mask[rows_b], row_inputs, records)
     last = model.output(hidden[torch.arange(len(rows_b), device=hidden.device), rows_p])
     out = torch.zeros((b, t, last.shape[-1]), dtype=last.dtype, device=last.device)
     return Outputs(out.index_put((rows_b, rows_p), last), records, valid, chosen if prefixes else None)
@@ -292,25 +292,25 @@ class TreeDecoder(Switch[TreeConfig]):
             return None  # M_bi: every generated token sees every generated token (the non-pad prefix)
         return valid[:, None, None, :], (valid.sum(1) - 1)[:, None].expand(*valid.shape)
 
-    def decoder_input(self, model: nn.Module, x: torch.Tensor, features: Features, limit: torch.Tensor
-                      ) -> tuple[torch.Tensor, Features]:
+    def decoder_input(self, model: nn.Module, x: torch.Tensor, inputs: Inputs, limit: torch.Tensor
+                      ) -> tuple[torch.Tensor, Inputs]:
         if not self.options.uses_graph:
-            return x, features
-        graph = features.get("graph")
+            return x, inputs
+        graph = inputs.get("graph")
         if graph is None:
             raise ValueError("PARENT heads and the GCN need the generated graph of the target transitions")
         if self.options.gcn_layers:
             x = model.gcn(x, graph, limit)
         if self.options.parent_layers:
-            features = {**features, "parent_mask": parent_mask(graph, limit)}
-        return x, features
+            inputs = {**inputs, "parent_mask": parent_mask(graph, limit)}
+        return x, inputs
 
     def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
-                        src_mask: torch.Tensor, features: Features, records: dict) -> Outputs | None:
+                        src_mask: torch.Tensor, inputs: Inputs, records: dict) -> Outputs | None:
         if not self.options.bidirectional:
             return None
         prefixes = self.options.bidirectional_prefixes if model.training else 0
-        return prefix_passes(model, tgt_in, memory, src_mask, features, records, prefixes, self.options.uses_graph)
+        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph)
 
 
 class TreeDecoding(TreeDecoder, name="tree", config=TreeConfig, order=60):
@@ -318,7 +318,7 @@ class TreeDecoding(TreeDecoder, name="tree", config=TreeConfig, order=60):
 
     example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
 
-    targets = (TRANSITIONS_TARGET,)
+    decoder_targets = (TRANSITIONS_TARGET,)
     output_length_factor = 3.0  # sub-words + one arc per word
     Decoded = TreeOutputs  # the tree measure, --trees, RUN/test.trans, the `trees` compare column
 
@@ -348,7 +348,7 @@ class TreeDecoding(TreeDecoder, name="tree", config=TreeConfig, order=60):
 
     @classmethod
     def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
-        root = manifest.configuration.get("features", {}).get("root", "drop") if manifest is not None else "drop"
+        root = manifest.configuration.get("inputs", {}).get("root", "drop") if manifest is not None else "drop"
         return {"transition_root": root, "arc_labels": arc_label_vocabulary(vocab)}
 
     def describe(self) -> str:
@@ -373,7 +373,7 @@ class TreeDecoding(TreeDecoder, name="tree", config=TreeConfig, order=60):
                 f"{options.transition_root}", {"skipped_null_transitions": data.skipped_null,
                                            "arc_labels": len(options.arc_labels)})
 
-    columns = (GraphColumn("graph", "", "tgt", "transitions", source=False),)  # made from the target ids
+    columns = (GraphColumn("graph", "", "tgt", "transitions", supervision=True),)  # made from the target ids
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"graph": "the generated graph (PARENT, GCN)"} if self.options.uses_graph else {}

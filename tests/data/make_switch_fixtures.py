@@ -124,12 +124,12 @@ def checkpoint_losses(path: str) -> tuple[dict, tuple]:
     """({loss, tokens, aux}: translation and auxiliary losses in eval mode over all validation rows as one
     update, (model, vocabulary, validation data)) of a checkpoint on the fixture's validation split."""
     from syntrain.data import ParallelData
-    from syntrain.train import accumulate_gradients, data_options, load_checkpoint
+    from syntrain.train import accumulate_gradients, load_checkpoint
 
     model, vocab, _ = load_checkpoint(path)
     cfg = model.cfg
-    data = ParallelData(str(SHARDS / "valid"), vocab, features=cfg.batch_features(training=True),
-                        skip_null=True, **data_options(cfg))
+    data = ParallelData(str(SHARDS / "valid"), vocab, batch_columns=cfg.batch_columns(training=True),
+                        skip_null=True, **cfg.dataset_options())
     batches = [data.collate(rows) for rows in data.batches(400, shuffle=False)]
     aux: dict = {}
     loss, tokens = accumulate_gradients(model, batches, torch.device("cpu"), contextlib.nullcontext(), 0.1, aux)
