@@ -3,8 +3,8 @@
     python benchmarks/bench_convert.py [--pairs 29000] [--small 3000]
 
 Prints pairs/s, peak RSS and PSS of the whole process tree (and the driver's RSS), and the share of worker
-time per stage. Targets
-(issue 5): 2 workers >= 1.7x one; post-parse stages (BPE learning + features + write) <= 10% of the total;
+time per stage. Targets:
+2 workers >= 1.7x one; post-parse stages (BPE learning + features + write) <= 10% of the total;
 peak memory at 29k pairs within 1.3x of the peak at 3k pairs. Needs ../shared (data and models).
 """
 

@@ -6,7 +6,7 @@ Labelled mixed set: random sentences of UD English-EWT (en) and German-GSD (de) 
 lines: the hand-labelled lines of opennmt-toy-ende (tests/data/opennmt_toy_other_languages.tsv) and our own
 fixture sentences (tests/data/langid_sentences.tsv). Speed = sentences/s over the whole set, one process.
 Accuracy as the filter needs it: en vs de vs other (a non-en/de sentence counts as right if called neither en
-nor de); "exact" = the exact language code. Target (issue 4): fast backend >= 10x langdetect, accuracy >= it.
+nor de); "exact" = the exact language code. Target: fast backend >= 10x langdetect, accuracy >= it.
 Candidates that are not synprep backends (pycld2, lingua, langid) are measured when installed.
 
 Held-out sets, as `synprep filter` uses the identifier (its defaults: all of a backend's languages,

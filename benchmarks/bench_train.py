@@ -9,11 +9,11 @@
 Batches come from real shards when --data exists (default: the Multi30k recipe's train split; the features
 a switch needs must be in them), else random ids with random trees. Rounds interleave the models (vanilla,
 pascal, directed, ..., vanilla, ...) so load from other processes hits all alike; the per-model time is the
-best round. Targets: Pascal / vanilla <= 1.10 (issue 7), each other switch <= 1.15 (issue 12). A step is
+best round. Targets: Pascal / vanilla <= 1.10, each other switch <= 1.15. A step is
 forward + auxiliary losses + backward + Adam, as in training (`syntrain.train.accumulate_gradients`). Dropout
 and parent ignoring are on.
 
-Tree decoding (issue 13: linearized, parent, gcn, bitran, bitran-approx): those models train on the target
+Tree decoding (linearized, parent, gcn, bitran, bitran-approx): those models train on the target
 transitions (`tgt_transitions`, with the generated graph), the others on sub-words; every model gets batches
 of the same `max_tokens` from the same pairs, so a step holds fewer pairs when the targets are transitions
 (about 1.7x longer than the sub-words): the pairs/s column shows that cost. Target: <= 1.3 x vanilla's step
@@ -69,7 +69,7 @@ SWITCHES = {
     "lisa": dict(lisa_layer=1),
     "sh": dict(label_embedding=10),
 }
-# tree decoding (issue 13): model options; these train on the target transitions
+# tree decoding: model options; these train on the target transitions
 TREE_SWITCHES = {
     "linearized": dict(target="transitions"),
     "parent": dict(target="transitions", parent_layers=[1]),
