@@ -220,7 +220,7 @@ def _strings(value: Any, key: str) -> list[str]:
 
 def select_rules(names: Iterable[str] | None, extra: Sequence[Rule] = ()) -> tuple[Rule, ...]:
     """The built-in rules plus `extra` (a rule of the same name replaces the built-in one), only `names` when
-    given (unknown names raise)."""
+    given (unknown or repeated names raise: a repeated one would count its pairs twice in the summary)."""
     table = {rule.name: rule for rule in (*RULES, *extra)}
     if names is None:
         return tuple(table.values())
@@ -228,6 +228,9 @@ def select_rules(names: Iterable[str] | None, extra: Sequence[Rule] = ()) -> tup
     unknown = [name for name in names if name not in table]
     if unknown:
         raise InputError(f"unknown phenomenon {', '.join(unknown)} (choose from {', '.join(table)})")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputError(f"phenomenon {', '.join(repeated)} named more than once")
     return tuple(table[name] for name in names)
 
 

@@ -143,6 +143,9 @@ def test_user_rules_are_data(tmp_path):
         load_rules(str(rules))
     with pytest.raises(InputError, match="unknown phenomenon nope"):
         select_rules(["nope"])
+    with pytest.raises(InputError, match="phenomenon particle named more than once"):
+        select_rules(["particle", "reflexive", "particle"])
+    assert [rule.name for rule in select_rules(["reflexive", "particle"])] == ["reflexive", "particle"]
 
 
 # ------------------------------------------------------------------------------------------ shared treebanks
