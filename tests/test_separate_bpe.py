@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from synprep.bpe import Bpe
+from synprep.convert.pipeline import load_pipeline
 from synprep.errors import InputError
-from synprep.pipeline import load_pipeline
 
 from .conftest import SHARED
 from .test_convert import BIN, convert, one_line_error, read_split, write_pipeline
