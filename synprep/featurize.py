@@ -55,38 +55,8 @@ def _flat_index(lengths: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
 
 
-class _ArrowColumns:
-    """The Arrow side of `FeatureColumns`: its columns as Arrow arrays and record batches."""
-
-    def arrays(self: FeatureColumns, fields: Sequence[pa.Field], prefix: str = "") -> list[pa.Array]:
-        """Arrow arrays of the feature fields `fields` (named `prefix` + CONTRACT.md name), built from the
-        flat columns (no per-row objects)."""
-        lengths = {"tokens": self.n_tokens, "heads": self.n_tokens, "labels": self.n_tokens,
-                   "subwords": self.n_subwords, "subword_token": self.n_subwords, "parent_mid": self.n_subwords,
-                   "parent_first": self.n_subwords, "distances": self.n_tokens ** 2}
-        arrays = []
-        for column in fields:
-            name = column.name[len(prefix):]
-            if name == "sent_id":
-                arrays.append(S.plain_array(self.sent_id, column.type))
-            elif name == "projective":
-                arrays.append(S.plain_array(self.projective, column.type))
-            elif name == "transitions":
-                arrays.append(S.list_array_of_lists(self.transitions, column.type))
-            elif name in self.per_subword:
-                arrays.append(S.list_array(self.per_subword[name], self.n_subwords, column.type))
-            else:
-                arrays.append(S.list_array(getattr(self, name), lengths[name], column.type))
-        return arrays
-
-    def to_batch(self: FeatureColumns, ids: list[int], schema: pa.Schema) -> pa.RecordBatch:
-        """One Arrow record batch of the `align_schema` columns, `ids` = the kept sentences' ids."""
-        return pa.RecordBatch.from_arrays([S.plain_array(ids, schema.field("id").type)]
-                                          + self.arrays(list(schema)[1:]), schema=schema)
-
-
 @dataclass
-class FeatureColumns(_ArrowColumns):
+class FeatureColumns:
     """The features of several sentences, column-wise: flat values and per-sentence lengths
     (CONTRACT.md field names). `record(i)` is one sentence as a dict; `to_batch` is Arrow."""
 
@@ -159,6 +129,32 @@ class FeatureColumns(_ArrowColumns):
             None if self.distances is None else self.distances[_flat_index(self.n_tokens ** 2, rows)],
             None if self.transitions is None else [self.transitions[i] for i in pick], dict(self.dropped),
             {name: values[subwords] for name, values in self.per_subword.items()})
+
+    def arrays(self, fields: Sequence[pa.Field], prefix: str = "") -> list[pa.Array]:
+        """Arrow arrays of the feature fields `fields` (named `prefix` + CONTRACT.md name), built from the
+        flat columns (no per-row objects)."""
+        lengths = {"tokens": self.n_tokens, "heads": self.n_tokens, "labels": self.n_tokens,
+                   "subwords": self.n_subwords, "subword_token": self.n_subwords, "parent_mid": self.n_subwords,
+                   "parent_first": self.n_subwords, "distances": self.n_tokens ** 2}
+        arrays = []
+        for column in fields:
+            name = column.name[len(prefix):]
+            if name == "sent_id":
+                arrays.append(S.plain_array(self.sent_id, column.type))
+            elif name == "projective":
+                arrays.append(S.plain_array(self.projective, column.type))
+            elif name == "transitions":
+                arrays.append(S.list_array_of_lists(self.transitions, column.type))
+            elif name in self.per_subword:
+                arrays.append(S.list_array(self.per_subword[name], self.n_subwords, column.type))
+            else:
+                arrays.append(S.list_array(getattr(self, name), lengths[name], column.type))
+        return arrays
+
+    def to_batch(self, ids: list[int], schema: pa.Schema) -> pa.RecordBatch:
+        """One Arrow record batch of the `align_schema` columns, `ids` = the kept sentences' ids."""
+        return pa.RecordBatch.from_arrays([S.plain_array(ids, schema.field("id").type)]
+                                          + self.arrays(list(schema)[1:]), schema=schema)
 
 
 def pair_batch(ids: Sequence[int], src_text: Sequence[str | None], tgt_text: Sequence[str | None],
