@@ -102,8 +102,8 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
 @click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
 @click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None)
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
-              help="Comma-separated feature groups: parents, distances, transitions, labels and the per-sub-word "
-                   "groups declared in synprep/schema.py (dbsa, depth, ...); a wrong name lists them all.")
+              help="Comma-separated feature groups: the per-sub-word groups declared in synprep/schema.py "
+                   "(parents, dbsa, depth, ...), distances, transitions, labels; a wrong name lists them all.")
 @click.option("--format", "fmt", type=click.Choice(options.ALIGN_FORMATS),
               default="jsonl", show_default=True,
               help="Line formats: pascal = parent_mid, transitions = the sequence, text = the sub-words "

@@ -48,6 +48,18 @@ def forest_parent_positions(heads: Sequence[int] | np.ndarray, sizes: Sequence[i
     return middle.astype(np.float32), first_of_parent.astype(np.int16)
 
 
+def forest_parent_mid(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
+                      subword_owner: Sequence[int] | np.ndarray) -> np.ndarray:
+    """`parent_mid` of several trees at once (arguments as `forest_parent_positions`), float32."""
+    return forest_parent_positions(heads, sizes, subword_owner)[0]
+
+
+def forest_parent_first(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
+                        subword_owner: Sequence[int] | np.ndarray) -> np.ndarray:
+    """`parent_first` of several trees at once (arguments as `forest_parent_positions`), int16."""
+    return forest_parent_positions(heads, sizes, subword_owner)[1]
+
+
 def parent_positions(heads: Sequence[int], subword_token: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(parent_mid, parent_first) in one pass; see the two functions below."""
     return forest_parent_positions(heads, [len(heads)], subword_token)
