@@ -59,8 +59,8 @@ def attachment_scores(model_path: str, gold_path: str) -> tuple[float, float, in
 def convert_sample(lang: str, model: str, pairs: int, work: Path) -> dict:
     """A raw En->lang convert of `pairs` real pairs (default filter, 8k joint merges): the train manifest's
     counts and the mean tokens / sub-words per sentence per side."""
-    from synprep.convert import Converter, ConvertOptions
-    from synprep.pipeline import load_pipeline
+    from synprep.convert.converter import Converter, ConvertOptions
+    from synprep.convert.pipeline import load_pipeline
     from synprep.shards import load_manifest, open_split
 
     folder, stem, first = SETUPS[lang][2]

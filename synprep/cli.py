@@ -102,8 +102,8 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
 @click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
 @click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None)
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
-              help="Comma-separated feature groups: parents, distances, transitions, labels and the per-sub-word "
-                   "groups declared in synprep/schema.py (dbsa, depth, ...); a wrong name lists them all.")
+              help="Comma-separated feature groups: the per-sub-word groups declared in synprep/schema.py "
+                   "(parents, dbsa, depth, ...), distances, transitions, labels; a wrong name lists them all.")
 @click.option("--format", "fmt", type=click.Choice(options.ALIGN_FORMATS),
               default="jsonl", show_default=True,
               help="Line formats: pascal = parent_mid, transitions = the sequence, text = the sub-words "
@@ -325,9 +325,9 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
             ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool,
             dedupe: bool, parse_cache: str | None) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
-    from .convert import Converter, ConvertOptions, format_summary
+    from .convert.converter import Converter, ConvertOptions, format_summary
+    from .convert.pipeline import load_pipeline
     from .parallel import WorkerLost
-    from .pipeline import load_pipeline
 
     if shard_size is not None and shard_size < 1:
         raise InputError(f"--shard-size must be a positive number of pairs, got {shard_size}")
@@ -353,7 +353,7 @@ def cache() -> None:
 @click.argument("folder")
 def cache_info(folder: str) -> None:
     """Entries, size and parsers of a parse cache."""
-    from .parse_cache import cache_info, format_info
+    from .convert.parse_cache import cache_info, format_info
 
     click.echo(format_info(cache_info(folder)))
 
@@ -364,7 +364,7 @@ def cache_info(folder: str) -> None:
 def cache_verify(folder: str, repair: bool) -> None:
     """Check a parse cache: SQLite's integrity check, and every entry decodes and matches its digest (exit 1 if
     not)."""
-    from .parse_cache import format_verify, verify_cache
+    from .convert.parse_cache import format_verify, verify_cache
 
     report = verify_cache(folder, repair)
     click.echo(format_verify(report))
@@ -380,7 +380,7 @@ def cache_verify(folder: str, repair: bool) -> None:
                                                            "prefix, from `synprep cache info`).")
 def cache_prune(folder: str, max_gb: float | None, parser_id: str | None) -> None:
     """Make a parse cache smaller (the file shrinks: VACUUM)."""
-    from .parse_cache import format_prune, prune_cache
+    from .convert.parse_cache import format_prune, prune_cache
 
     if max_gb is None and parser_id is None:
         raise click.UsageError("give --max-gb and/or --parser")

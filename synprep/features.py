@@ -48,6 +48,18 @@ def forest_parent_positions(heads: Sequence[int] | np.ndarray, sizes: Sequence[i
     return middle.astype(np.float32), first_of_parent.astype(np.int16)
 
 
+def forest_parent_mid(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
+                      subword_owner: Sequence[int] | np.ndarray) -> np.ndarray:
+    """`parent_mid` of several trees at once (arguments as `forest_parent_positions`), float32."""
+    return forest_parent_positions(heads, sizes, subword_owner)[0]
+
+
+def forest_parent_first(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
+                        subword_owner: Sequence[int] | np.ndarray) -> np.ndarray:
+    """`parent_first` of several trees at once (arguments as `forest_parent_positions`), int16."""
+    return forest_parent_positions(heads, sizes, subword_owner)[1]
+
+
 def parent_positions(heads: Sequence[int], subword_token: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(parent_mid, parent_first) in one pass; see the two functions below."""
     return forest_parent_positions(heads, [len(heads)], subword_token)
@@ -244,49 +256,7 @@ def to_transitions(heads: Sequence[int], labels: Sequence[str], pieces: Sequence
     return out
 
 
-class _Completion:
-    """What completes a transition sequence from a `TransitionState`: `finish` checks the end,
-    `items_to_finish` counts the items still needed, `allowed` constrains decoding."""
-
-    root: str
-    stack: list[int]
-    open_token: bool
-    rooted: bool
-
-    def finish(self) -> None:
-        """ValueError unless the items read so far are a complete sequence."""
-        if self.open_token:
-            raise ValueError("sequence ends inside an unfinished token")
-        if len(self.stack) > 1:
-            raise ValueError(f"sequence ends with {len(self.stack)} items on the stack")
-        if self.root == "keep" and self.stack and not self.rooted:
-            raise ValueError("root policy keep: the final root arc is missing")
-
-    def items_to_finish(self) -> int:
-        """The fewest items that complete the sequence from here (arcs, the root arc; the end not counted),
-        assuming an unfinished token ends with its next sub-word."""
-        words = len(self.stack)
-        return int(self.open_token) + max(words - 1, 0) + int(self.root == "keep" and words > 0 and not self.rooted)
-
-    def allowed(self, steps_left: int) -> tuple[bool, bool, bool, bool, bool]:
-        """What may come next so that at most `steps_left` items, the end of the sequence included, complete a
-        valid tree: (a sub-word that continues its token, a sub-word that ends one, LEFT-ARC, RIGHT-ARC, end).
-        The end needs exactly one word on the stack (and the root arc under `keep`)."""
-        if self.rooted:
-            return False, False, False, False, True
-        words = len(self.stack)
-        keep_root = int(self.root == "keep")
-        if self.open_token:  # finish the token: ends it -> words stay; continues -> one more sub-word after
-            need_end = max(words - 1, 0) + keep_root + 1
-            return need_end + 1 < steps_left, need_end < steps_left, False, False, False
-        new_word = words + keep_root + 1  # a new word: then `words` arcs, the root arc, the end
-        arc = words >= 2 and (words - 2) + keep_root + 1 < steps_left
-        root_arc = keep_root and words == 1
-        end = words == 1 and not keep_root
-        return new_word + 1 < steps_left, new_word < steps_left, arc, arc or bool(root_arc), end
-
-
-class TransitionState(_Completion):
+class TransitionState:
     """The arc-standard transition system read one item at a time: THE implementation, shared by
     `from_transitions`, the trainer's graph (`transition_edges`) and constrained decoding (`allowed`).
 
@@ -296,7 +266,8 @@ class TransitionState(_Completion):
     item adds (Choshen & Abend, section 3): an arc x = `*-ARC:l` with head word H and dependent word D adds
     H -> D, x -> D and H -> x, all labelled l, where an edge from/to a word is from/to each of its sub-words
     (the root arc adds R -> x). Edges are (parent, child, label) with 0-based item positions; `graph` False:
-    no edges are built (`push` returns []), for the inverse alone.
+    no edges are built (`push` returns []), for the inverse alone. What completes the sequence from a state:
+    `finish` checks the end, `items_to_finish` counts the items still needed, `allowed` constrains decoding.
     """
 
     def __init__(self, root: str = "drop", separator: str = BPE_SEPARATOR, graph: bool = True) -> None:
@@ -360,6 +331,38 @@ class TransitionState(_Completion):
         self.open_token = item.endswith(self.separator)
         self.length += 1
         return []
+
+    def finish(self) -> None:
+        """ValueError unless the items read so far are a complete sequence."""
+        if self.open_token:
+            raise ValueError("sequence ends inside an unfinished token")
+        if len(self.stack) > 1:
+            raise ValueError(f"sequence ends with {len(self.stack)} items on the stack")
+        if self.root == "keep" and self.stack and not self.rooted:
+            raise ValueError("root policy keep: the final root arc is missing")
+
+    def items_to_finish(self) -> int:
+        """The fewest items that complete the sequence from here (arcs, the root arc; the end not counted),
+        assuming an unfinished token ends with its next sub-word."""
+        words = len(self.stack)
+        return int(self.open_token) + max(words - 1, 0) + int(self.root == "keep" and words > 0 and not self.rooted)
+
+    def allowed(self, steps_left: int) -> tuple[bool, bool, bool, bool, bool]:
+        """What may come next so that at most `steps_left` items, the end of the sequence included, complete a
+        valid tree: (a sub-word that continues its token, a sub-word that ends one, LEFT-ARC, RIGHT-ARC, end).
+        The end needs exactly one word on the stack (and the root arc under `keep`)."""
+        if self.rooted:
+            return False, False, False, False, True
+        words = len(self.stack)
+        keep_root = int(self.root == "keep")
+        if self.open_token:  # finish the token: ends it -> words stay; continues -> one more sub-word after
+            need_end = max(words - 1, 0) + keep_root + 1
+            return need_end + 1 < steps_left, need_end < steps_left, False, False, False
+        new_word = words + keep_root + 1  # a new word: then `words` arcs, the root arc, the end
+        arc = words >= 2 and (words - 2) + keep_root + 1 < steps_left
+        root_arc = keep_root and words == 1
+        end = words == 1 and not keep_root
+        return new_word + 1 < steps_left, new_word < steps_left, arc, arc or bool(root_arc), end
 
 
 def transition_edges(sequence: Sequence[str], root: str = "drop", separator: str = BPE_SEPARATOR

@@ -55,38 +55,8 @@ def _flat_index(lengths: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
 
 
-class _ArrowColumns:
-    """The Arrow side of `FeatureColumns`: its columns as Arrow arrays and record batches."""
-
-    def arrays(self: FeatureColumns, fields: Sequence[pa.Field], prefix: str = "") -> list[pa.Array]:
-        """Arrow arrays of the feature fields `fields` (named `prefix` + CONTRACT.md name), built from the
-        flat columns (no per-row objects)."""
-        lengths = {"tokens": self.n_tokens, "heads": self.n_tokens, "labels": self.n_tokens,
-                   "subwords": self.n_subwords, "subword_token": self.n_subwords, "parent_mid": self.n_subwords,
-                   "parent_first": self.n_subwords, "distances": self.n_tokens ** 2}
-        arrays = []
-        for column in fields:
-            name = column.name[len(prefix):]
-            if name == "sent_id":
-                arrays.append(S.plain_array(self.sent_id, column.type))
-            elif name == "projective":
-                arrays.append(S.plain_array(self.projective, column.type))
-            elif name == "transitions":
-                arrays.append(S.list_array_of_lists(self.transitions, column.type))
-            elif name in self.per_subword:
-                arrays.append(S.list_array(self.per_subword[name], self.n_subwords, column.type))
-            else:
-                arrays.append(S.list_array(getattr(self, name), lengths[name], column.type))
-        return arrays
-
-    def to_batch(self: FeatureColumns, ids: list[int], schema: pa.Schema) -> pa.RecordBatch:
-        """One Arrow record batch of the `align_schema` columns, `ids` = the kept sentences' ids."""
-        return pa.RecordBatch.from_arrays([S.plain_array(ids, schema.field("id").type)]
-                                          + self.arrays(list(schema)[1:]), schema=schema)
-
-
 @dataclass
-class FeatureColumns(_ArrowColumns):
+class FeatureColumns:
     """The features of several sentences, column-wise: flat values and per-sentence lengths
     (CONTRACT.md field names). `record(i)` is one sentence as a dict; `to_batch` is Arrow."""
 
@@ -100,8 +70,6 @@ class FeatureColumns(_ArrowColumns):
     subword_token: np.ndarray  # 0-based token of each sub-word within its sentence, flat
     projective: list[bool]
     labels: list[str] | None = None
-    parent_mid: np.ndarray | None = None
-    parent_first: np.ndarray | None = None
     distances: np.ndarray | None = None  # each sentence's token x token matrix, row-major, flat
     transitions: list[list[str] | None] | None = None
     dropped: dict[int, str] = field(default_factory=dict)  # position among the input trees -> reason
@@ -130,8 +98,6 @@ class FeatureColumns(_ArrowColumns):
         }
         if self.labels is not None:
             record["labels"] = self.labels[t0:t1]
-        if self.parent_mid is not None:
-            record["parent_mid"], record["parent_first"] = self.parent_mid[s0:s1], self.parent_first[s0:s1]
         for name, values in self.per_subword.items():
             record[name] = values[s0:s1]
         if self.distances is not None:
@@ -154,11 +120,34 @@ class FeatureColumns(_ArrowColumns):
             self.n_tokens[rows], self.heads[tokens], strings(self.subwords, subwords), self.n_subwords[rows],
             self.subword_token[subwords], [self.projective[i] for i in pick],
             None if self.labels is None else strings(self.labels, tokens),
-            None if self.parent_mid is None else self.parent_mid[subwords],
-            None if self.parent_first is None else self.parent_first[subwords],
             None if self.distances is None else self.distances[_flat_index(self.n_tokens ** 2, rows)],
             None if self.transitions is None else [self.transitions[i] for i in pick], dict(self.dropped),
             {name: values[subwords] for name, values in self.per_subword.items()})
+
+    def arrays(self, fields: Sequence[pa.Field], prefix: str = "") -> list[pa.Array]:
+        """Arrow arrays of the feature fields `fields` (named `prefix` + CONTRACT.md name), built from the
+        flat columns (no per-row objects)."""
+        lengths = {"tokens": self.n_tokens, "heads": self.n_tokens, "labels": self.n_tokens,
+                   "subwords": self.n_subwords, "subword_token": self.n_subwords, "distances": self.n_tokens ** 2}
+        arrays = []
+        for column in fields:
+            name = column.name[len(prefix):]
+            if name == "sent_id":
+                arrays.append(S.plain_array(self.sent_id, column.type))
+            elif name == "projective":
+                arrays.append(S.plain_array(self.projective, column.type))
+            elif name == "transitions":
+                arrays.append(S.list_array_of_lists(self.transitions, column.type))
+            elif name in self.per_subword:
+                arrays.append(S.list_array(self.per_subword[name], self.n_subwords, column.type))
+            else:
+                arrays.append(S.list_array(getattr(self, name), lengths[name], column.type))
+        return arrays
+
+    def to_batch(self, ids: list[int], schema: pa.Schema) -> pa.RecordBatch:
+        """One Arrow record batch of the `align_schema` columns, `ids` = the kept sentences' ids."""
+        return pa.RecordBatch.from_arrays([S.plain_array(ids, schema.field("id").type)]
+                                          + self.arrays(list(schema)[1:]), schema=schema)
 
 
 def pair_batch(ids: Sequence[int], src_text: Sequence[str | None], tgt_text: Sequence[str | None],
@@ -205,8 +194,6 @@ def featurize(trees: Sequence[Tree], config: FeatureConfig,
         labels = F.strip_subtypes(labels)
     if "labels" in wanted:
         columns.labels = labels
-    if "parents" in wanted:
-        columns.parent_mid, columns.parent_first = F.forest_parent_positions(heads, sizes, owner)
     for feature in S.SUBWORD_FEATURES:  # declared once in the schema: field, type, group, pure function
         if feature.group in wanted:
             columns.per_subword[feature.field] = getattr(F, feature.function)(heads, sizes, owner)

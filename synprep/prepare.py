@@ -18,7 +18,7 @@ from .errors import InputError
 from .featurize import FeatureConfig, featurize
 from .normalize import normalizer
 from .parse import ParserSpec
-from .shards import SourceRecipe
+from .shards import SourcePreparation
 from .textio import file_sha256
 
 
@@ -38,39 +38,39 @@ def _checked_file(path: str | None, expected: str | None, what: str) -> None:
         raise InputError(f"not the {what} of the dataset (sha256 differs from its signature)", path)
 
 
-def prepare_source(lines: Sequence[str], recipe: SourceRecipe, max_words: int = 0) -> pa.Table:
+def prepare_source(lines: Sequence[str], preparation: SourcePreparation, max_words: int = 0) -> pa.Table:
     """One row per line (none may be blank): id (the line's index in `lines`), src_text, tgt_text (empty), the
     dataset's src_* features and an empty tgt_subwords. Non-projective policy `drop` becomes `keep` here: every
     line gets a row, except with `max_words` > 0 a line parsed into more words: it is left out before its
     features are made (the tree distances of a sentence take memory growing with the cube of its words)."""
     if any(not line.strip() for line in lines):
         raise ValueError("prepare_source: blank lines have no tree (leave them out and keep their places)")
-    parser = recipe.parser
+    parser = preparation.parser
     if parser.get("backend") in ("udpipe", "spacy-udpipe"):
-        _checked_file(parser.get("model"), recipe.parser_sha256, "source parser model")
-    _checked_file(recipe.codes, recipe.codes_sha256, "BPE codes")
+        _checked_file(parser.get("model"), preparation.parser_sha256, "source parser model")
+    _checked_file(preparation.codes, preparation.codes_sha256, "BPE codes")
     segment = None
-    if recipe.codes:
+    if preparation.codes:
         vocabulary = None
-        if recipe.vocabulary:
-            _checked_file(recipe.vocabulary, None, "source BPE vocabulary")
-            vocabulary = read_vocabulary(recipe.vocabulary, recipe.vocabulary_threshold)
-        segment = Bpe(recipe.codes, vocabulary).segment_word
+        if preparation.vocabulary:
+            _checked_file(preparation.vocabulary, None, "source BPE vocabulary")
+            vocabulary = read_vocabulary(preparation.vocabulary, preparation.vocabulary_threshold)
+        segment = Bpe(preparation.codes, vocabulary).segment_word
     spec = ParserSpec(parser["backend"], parser.get("model"), parser.get("model_dir"), parser.get("lang"),
                       bool(parser.get("pretokenized", False)))
-    apply = normalizer(recipe.normalize)
+    apply = normalizer(preparation.normalize)
     texts = [apply(line.rstrip("\n")) for line in lines]
     trees = [to_tree(item.sentence, "<parser output>") for item in _loaded(spec).parse(texts)]
     ids = [i for i, tree in enumerate(trees) if not max_words or len(tree.tokens) <= max_words]
     if len(ids) < len(trees):
         trees, texts = [trees[i] for i in ids], [texts[i] for i in ids]
-    policies = dict(recipe.policies)
+    policies = dict(preparation.policies)
     if policies.get("non_projective") == "drop":
         policies["non_projective"] = "keep"
-    config = FeatureConfig(recipe.features, policies.get("root", "drop"), policies.get("non_projective", "keep"),
+    config = FeatureConfig(preparation.features, policies.get("root", "drop"), policies.get("non_projective", "keep"),
                            bool(policies.get("strip_subtypes", False)))
     columns = featurize(trees, config, segment)
-    src_fields = S.feature_fields(recipe.features, "src_", S.SCHEMA_VERSION)  # as convert stores them
+    src_fields = S.feature_fields(preparation.features, "src_", S.SCHEMA_VERSION)  # as convert stores them
     n = len(texts)
     arrays = [S.plain_array(ids, pa.int64()), S.plain_array(texts, pa.string()),
               S.plain_array([""] * n, pa.string())] + columns.arrays(src_fields, "src_")

@@ -22,15 +22,14 @@ SCHEMA_VERSION = 2  # of convert shards; manifest.json's schema_version (CONTRAC
 READABLE_VERSIONS = (1, 2)  # 1: strings stored as strings, src/tgt_distances stored token x token
 
 
-
 @dataclass(frozen=True)
 class SubwordFeature:
-    """A per-sub-word feature made from each tree, declared here once: featurize, align, convert, the shards and
-    the readers take it from this declaration (no other edit). `group`: its `[features]` / `--features` name;
-    `field`: the CONTRACT.md field (`src_`/`tgt_` prefixed in convert shards); `kind`: its Arrow list type; `doc`:
-    the description stored in every shard; `function`: the name of its pure function in `synprep.features`,
-    `function(heads, sizes, subword_owner)` (several trees at once, as `forest_parent_positions`) -> one value
-    per sub-word."""
+    """A per-sub-word field made from each tree, declared here once: featurize, align, convert, the shards and the
+    readers take it from this declaration (no other edit). `group`: its `[features]` / `--features` name (a group
+    may make several fields: `parents`); `field`: the CONTRACT.md field (`src_`/`tgt_` prefixed in convert shards);
+    `kind`: its Arrow list type; `doc`: the description stored in every shard; `function`: the name of its pure
+    function in `synprep.features`, `function(heads, sizes, subword_owner)` (several trees at once, as
+    `forest_parent_positions`) -> one value per sub-word."""
 
     group: str
     field: str
@@ -40,6 +39,12 @@ class SubwordFeature:
 
 
 SUBWORD_FEATURES = (
+    SubwordFeature("parents", "parent_mid", pa.list_(pa.float32()),
+                   "per sub-word: mean 0-based sub-word position of its token's head token (root: its own)",
+                   "forest_parent_mid"),
+    SubwordFeature("parents", "parent_first", pa.list_(pa.int16()),
+                   "per sub-word: 0-based position of the first sub-word of its token's head token (root: own)",
+                   "forest_parent_first"),
     SubwordFeature("dbsa", "dbsa_head", pa.list_(pa.int16()),
                    "per sub-word: 0-based position of its DBSA head sub-word (a word's non-final piece: the next "
                    "piece; its final piece: the head word's first piece; the root's final piece: itself)",
@@ -48,8 +53,15 @@ SUBWORD_FEATURES = (
                    "per sub-word: the number of arcs from its token to the root (the root token: 0)",
                    "forest_subword_depths"),
 )
-# --features group -> the fields it adds (besides the always-present BASE_FIELDS)
-FEATURE_GROUPS = ("parents", "distances", "transitions", "labels", *(f.group for f in SUBWORD_FEATURES))
+# --features group -> the fields it adds (besides the always-present BASE_FIELDS): the per-sub-word groups as
+# declared above, then the groups of whole trees
+GROUP_FIELDS = {
+    **{f.group: tuple(g.field for g in SUBWORD_FEATURES if g.group == f.group) for f in SUBWORD_FEATURES},
+    "distances": ("distances",),
+    "transitions": ("transitions",),
+    "labels": ("labels",),
+}
+FEATURE_GROUPS = tuple(GROUP_FIELDS)  # their canonical order (manifests, `parse_features`)
 DEFAULT_FEATURES = ("parents", "transitions", "labels")
 
 # Version 2 stores the string lists dictionary-encoded (per record batch: the batch's distinct strings once,
@@ -62,8 +74,6 @@ _FIELD_TYPES: dict[str, pa.DataType] = {
     "labels": pa.list_(LABEL_IDS),
     "subwords": pa.list_(STRING_IDS),
     "subword_token": pa.list_(pa.int16()),
-    "parent_mid": pa.list_(pa.float32()),
-    "parent_first": pa.list_(pa.int16()),
     **{f.field: f.kind for f in SUBWORD_FEATURES},  # in their declared order
     "distances": pa.list_(pa.uint8()),  # token x token, row-major flattened
     "transitions": pa.list_(STRING_IDS),  # null when the tree cannot be encoded
@@ -84,21 +94,12 @@ FIELD_DOCS = {
     "labels": "per token: UD dependency relation (subtypes kept unless the pipeline strips them)",
     "subwords": "BPE pieces in order (subword-nmt, '@@' = continues); 0-based positions, no BOS/EOS",
     "subword_token": "per sub-word: 0-based index of its token",
-    "parent_mid": "per sub-word: mean 0-based sub-word position of its token's head token (root: its own)",
-    "parent_first": "per sub-word: 0-based position of the first sub-word of its token's head token (root: own)",
     **{f.field: f.doc for f in SUBWORD_FEATURES},
     "distances": "token x token tree distances (arcs), uint8 capped at 255, row-major: reshape (n, n), n = len(tokens)",
     "transitions": "arc-standard sequence, sub-words as SHIFT; null when the tree cannot be encoded",
     "projective": "the tree has no crossing arcs (the root arc included)",
 }
 BASE_FIELDS = ("tokens", "heads", "subwords", "subword_token", "projective")
-GROUP_FIELDS = {
-    "parents": ("parent_mid", "parent_first"),
-    "distances": ("distances",),
-    "transitions": ("transitions",),
-    "labels": ("labels",),
-    **{f.group: (f.field,) for f in SUBWORD_FEATURES},
-}
 
 
 def parse_features(spec: str | Sequence[str]) -> tuple[str, ...]:

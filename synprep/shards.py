@@ -465,9 +465,9 @@ def load_hf_dataset(path: str) -> Any:
 
 
 @dataclass(frozen=True)
-class SourceRecipe:
+class SourcePreparation:
     """How a dataset turned source lines into features: parser, BPE codes (+ vocabulary), feature config.
-    Resolved for this machine by `source_recipe`."""
+    Resolved for this machine by `source_preparation`."""
 
     parser: dict[str, Any]  # ParserSpec fields, model paths absolute
     parser_sha256: str | None
@@ -497,7 +497,8 @@ def dataset_resolver(dataset_root: str) -> Callable[[str | None], str | None]:
     return resolve
 
 
-def source_recipe(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str) -> SourceRecipe:
+def source_preparation(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str
+                       ) -> SourcePreparation:
     """What `synprep.prepare.prepare_source` needs, from a manifest's configuration and signature and the
     dataset folder (for the models and codes convert made there, and paths.json for the given paths)."""
     parser = dict(configuration.get("src_parser") or {})
@@ -516,7 +517,7 @@ def source_recipe(configuration: dict[str, Any], signature: dict[str, Any], data
     threshold = configuration.get("bpe", {}).get("vocabulary_threshold")
     src_signature = signature.get("parsers", {}).get("src", {})
     features = configuration.get("features", {})
-    return SourceRecipe(parser, src_signature.get("sha256") if isinstance(src_signature, dict) else None, codes,
+    return SourcePreparation(parser, src_signature.get("sha256") if isinstance(src_signature, dict) else None, codes,
                         codes_sha256,
                         os.path.join(dataset_root, "vocab.src") if threshold else None, threshold,
                         tuple(features.get("src", ())), {k: v for k, v in features.items() if k not in SIDES},

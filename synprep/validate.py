@@ -116,13 +116,7 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
         yield "projective", f"stored {record.get('projective')}, recomputed {projective}"
     if not projective and policy.get("non_projective") == "drop":
         yield "projective", "non-projective row kept under non_projective = drop"
-    if "parents" in groups:
-        mid, first = F.parent_positions(heads, owner)
-        if _differs(record.get("parent_mid"), mid):
-            yield "parent_mid", f"stored {_short(record.get('parent_mid'))} != recomputed {_short(mid)}"
-        if _differs(record.get("parent_first"), first):
-            yield "parent_first", f"stored {_short(record.get('parent_first'))} != recomputed {_short(first)}"
-    for feature in SUBWORD_FEATURES:  # the declared per-sub-word features (dbsa_head, ...), by their functions
+    for feature in SUBWORD_FEATURES:  # the declared per-sub-word features (parent_mid, ...), by their functions
         if feature.group in groups:
             expected = getattr(F, feature.function)(heads, [len(heads)], owner)
             if _differs(record.get(feature.field), expected):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
 
-from synprep.shards import SourceRecipe
+from synprep.shards import SourcePreparation
 from synprep.textio import decode_line, open_binary
 
 from .checkpoints import load_checkpoint
@@ -42,7 +42,7 @@ class Translator:
                  bpe_codes: str | None = None) -> None:
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
         self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
-        self.recipe: SourceRecipe | None = None
+        self.recipe: SourcePreparation | None = None
         self.device, self.beam, self.alpha, self.max_tokens = device, beam, length_penalty, max_tokens
         self.nbest, self.progress = nbest, progress
         self.positions = self.model.cfg.sizes.max_len - 1  # sub-words a source may have (+ EOS)

@@ -14,7 +14,7 @@ import shutil
 from typing import Any
 
 from synprep.errors import InputError
-from synprep.shards import SourceRecipe, source_recipe
+from synprep.shards import SourcePreparation, source_preparation
 from synprep.textio import atomic_write
 
 SOURCE_DIR, SOURCE_INFO = "source", "source.json"
@@ -43,7 +43,7 @@ def write_source_files(out: str, configuration: dict[str, Any], signature: dict[
     if fresh:
         shutil.rmtree(folder, ignore_errors=True)
     try:
-        recipe = source_recipe(configuration, signature, dataset)
+        recipe = source_preparation(configuration, signature, dataset)
     except InputError:
         return
     os.makedirs(folder, exist_ok=True)
@@ -74,14 +74,14 @@ def _source_info(folder: str) -> dict[str, Any]:
 
 
 def travelling_recipe(ckpt: dict[str, Any], checkpoint: str, parser_model: str | None = None,
-                      bpe_codes: str | None = None) -> SourceRecipe:
+                      bpe_codes: str | None = None) -> SourcePreparation:
     """How to prepare raw source lines for `checkpoint`: each file from the flag, else from the run folder's
     source/ (next to the checkpoint), else where the dataset had it; InputError naming a file found nowhere."""
     if "pipeline" not in ckpt:
         raise ValueError("this checkpoint has no pipeline configuration: give a split folder")
     pipeline = ckpt["pipeline"]
     dataset = ckpt.get("dataset") or pipeline.get("output", "")  # older checkpoints: the output
-    recipe = source_recipe(pipeline, ckpt.get("signature", {}), dataset)
+    recipe = source_preparation(pipeline, ckpt.get("signature", {}), dataset)
     folder = os.path.join(os.path.dirname(os.path.abspath(checkpoint)), SOURCE_DIR)
     info = _source_info(folder)
     parser = dict(info.get("parser") or recipe.parser)

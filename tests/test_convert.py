@@ -257,7 +257,7 @@ def test_a_filter_that_rejects_every_train_pair_stops_right_after_it(tmp_path, t
 def test_a_filter_that_keeps_too_few_train_pairs_stops_and_many_rejections_warn(tmp_path, tiny_udpipe):
     """Most pairs rejected and fewer than MIN_TRAIN_PAIRS kept: stop after the filter; over 30% rejected:
     the warning `synprep filter` gives, word for word (one implementation)."""
-    from synprep.convert import MIN_TRAIN_PAIRS
+    from synprep.convert.converter import MIN_TRAIN_PAIRS
     from synprep.filter import FilterSettings, filter_files
 
     src = (PARALLEL / "train.en").read_text().splitlines()[:30]
@@ -375,7 +375,7 @@ def test_multi30k_slice_with_shared_models(tmp_path):
 
 @pytest.mark.parametrize("path", sorted((REPO / "pipelines").glob("*.toml")), ids=lambda p: p.name)
 def test_every_shipped_pipeline_file_loads(path):
-    from synprep.pipeline import load_pipeline
+    from synprep.convert.pipeline import load_pipeline
 
     config = load_pipeline(str(path))
     assert {s.name for s in config.splits} == {"train", "valid", "test"}
@@ -384,8 +384,8 @@ def test_every_shipped_pipeline_file_loads(path):
 
 def test_a_mistyped_pipeline_key_gets_did_you_mean_as_in_recipes(tmp_path):
     """The hint syntrain gives for a recipe key, from the one implementation (synprep.tables.did_you_mean)."""
+    from synprep.convert.pipeline import load_pipeline
     from synprep.errors import InputError
-    from synprep.pipeline import load_pipeline
 
     head = "[pipeline]\nsrc_lang = 'en'\ntgt_lang = 'de'\n"
     for text, message in [
@@ -406,8 +406,8 @@ def test_tsv_corpora_read_both_sides_from_columns_and_count_bad_rows(tmp_path, t
     without a side's column is a counted rejection (bad_row) naming the file and line."""
     import gzip
 
+    from synprep.convert.pipeline import load_pipeline
     from synprep.errors import InputError
-    from synprep.pipeline import load_pipeline
 
     en, de = ((PARALLEL / f"train.{lang}").read_text().splitlines() for lang in ("en", "de"))
     rows = [f"{s}\t{t}\t0.9" for s, t in zip(en, de)] + ["a row with one column"]
@@ -440,7 +440,7 @@ def test_tsv_corpora_read_both_sides_from_columns_and_count_bad_rows(tmp_path, t
 
 
 def test_sgml_and_xml_test_sets(tmp_path):
-    from synprep.corpus import read_side
+    from synprep.convert.corpus import read_side
 
     sgm = tmp_path / "newstest-src.en.sgm"
     sgm.write_text('<srcset setid="x" srclang="any">\n<doc sysid="ref" docid="1" origlang="en">\n'
@@ -458,8 +458,8 @@ def test_max_pairs_takes_the_first_pairs_of_a_split_and_is_recorded(tmp_path):
     """`max_pairs = N` in [splits.X]: only the split's first N input pairs are read (in order), the manifest
     records it (and leaves it out where unset), and a value that is not a positive integer is one error naming
     the table and the key."""
+    from synprep.convert.pipeline import load_pipeline
     from synprep.errors import InputError
-    from synprep.pipeline import load_pipeline
 
     subprocess.run([str(BIN / "synprep"), "synth", "--pairs", "100", "--seed", "3", "-o", str(tmp_path / "s")],
                    check=True, capture_output=True)

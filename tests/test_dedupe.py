@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from synprep import treestore
-from synprep.treestore import TreeStore, text_key
+from synprep.convert import treestore
+from synprep.convert.treestore import TreeStore, text_key
 
 from .test_convert import BIN, PARALLEL, convert, write_pipeline
 

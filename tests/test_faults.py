@@ -719,7 +719,7 @@ def _any_value():
 
 
 def _pipeline_keys() -> list[tuple[str, str]]:
-    from synprep.pipeline import _KEYS
+    from synprep.convert.pipeline import _KEYS
 
     return [(table, key) for table, keys in _KEYS.items() if table for key in sorted(keys)]
 
@@ -730,9 +730,9 @@ def test_random_values_of_every_pipeline_key(table, key, tmp_path_factory):
     exception: no traceback)."""
     from hypothesis import HealthCheck, given, settings
 
-    from synprep import pipeline
+    from synprep.convert import pipeline
+    from synprep.convert.pipeline import load_pipeline
     from synprep.errors import InputError
-    from synprep.pipeline import load_pipeline
 
     folder = tmp_path_factory.mktemp("random_values")
     declared = {name: getattr(pipeline, cls) for name, cls in _DECLARED.items()} | {"filter": pipeline.FilterSettings}

@@ -10,8 +10,8 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from synprep.parse_cache import ParseCache, verify_cache
-from synprep.treestore import text_key
+from synprep.convert.parse_cache import ParseCache, verify_cache
+from synprep.convert.treestore import text_key
 
 from .test_convert import BIN, convert, shard_bytes
 from .test_parse_cache import pipeline

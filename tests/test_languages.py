@@ -107,7 +107,7 @@ def test_romanian_normalization():
 
 
 def test_normalize_table_in_a_pipeline(tmp_path):
-    from synprep.pipeline import load_pipeline
+    from synprep.convert.pipeline import load_pipeline
 
     body = ('[pipeline]\nsrc_lang = "en"\ntgt_lang = "ro"\n[splits.train]\nsrc = "a.conllu"\ntgt = "b.conllu"\n'
             '[filter]\nlangid = "none"\n[normalize]\n')

@@ -83,8 +83,8 @@ def _pipeline(tmp: Path, lang: str, en_model: str, model: str) -> Path:
 def test_language_pair_end_to_end(lang, tmp_path, tiny_udpipe, shared_parser):
     from click.testing import CliRunner
 
-    from synprep.convert import Converter, ConvertOptions
-    from synprep.pipeline import load_pipeline
+    from synprep.convert.converter import Converter, ConvertOptions
+    from synprep.convert.pipeline import load_pipeline
     from synprep.shards import open_split
     from synprep.validate import validate_directory
     from syntrain.cli import cli

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from synprep.parse_cache import (
+from synprep.convert.parse_cache import (
     BLOCK,
     MESSAGE,
     TREE,
@@ -18,7 +18,7 @@ from synprep.parse_cache import (
     encode_result,
     prune_cache,
 )
-from synprep.treestore import ERROR, JOINED, text_key
+from synprep.convert.treestore import ERROR, JOINED, text_key
 
 from .test_convert import BIN, convert, shard_bytes, write_pipeline
 
@@ -63,7 +63,7 @@ def test_warm_cache_same_shards_nothing_parsed(parse_cache_runs, tiny_udpipe, tm
 
 def test_codec_round_trip_and_compact(tiny_udpipe):
     """Every parsed line comes back as the worker's block; values are several times smaller than blocks."""
-    from synprep.convert_filter_parse import parse_lines
+    from synprep.convert.filter_parse import parse_lines
     from synprep.parse import ParserSpec
 
     from .conftest import SAMPLE_DATA

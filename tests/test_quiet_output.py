@@ -8,11 +8,11 @@ import re
 import subprocess
 import sys
 
-from synprep.convert import Converter, ConvertOptions
+from synprep.convert.converter import Converter, ConvertOptions
+from synprep.convert.pipeline import load_pipeline
 from synprep.filter import FilterSettings, filter_files
 from synprep.parse import ParserSpec
 from synprep.parse.runner import parse_file
-from synprep.pipeline import load_pipeline
 from synprep.report import bar_chart, hbar_chart
 
 from .conftest import REPO, SAMPLE_DATA

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from synprep.convert import Converter, ConvertOptions
-from synprep.pipeline import load_pipeline
+from synprep.convert.converter import Converter, ConvertOptions
+from synprep.convert.pipeline import load_pipeline
 from synprep.synth import write_corpus
 
 
@@ -21,7 +21,7 @@ def test_ray_cluster_of_three_nodes_gives_the_local_shards(tmp_path, monkeypatch
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
-    from synprep import ray_engine
+    from synprep.convert import ray_engine
 
     write_corpus(str(tmp_path / "corpus"), 3000, 5)
     pipeline = str(tmp_path / "corpus" / "pipeline.toml")

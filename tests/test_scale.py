@@ -451,7 +451,7 @@ def test_convert_on_a_terminal_shows_the_merges_and_nothing_after_ctrl_c(tmp_pat
 def test_bpe_is_learned_apart_with_its_errors_raised_here(tmp_path):
     """convert learns BPE in a spawned process: the codes come back as the driver's would, and a bad count file
     is the driver's one-line InputError, naming the file."""
-    from synprep.convert_bpe import _learn, apart
+    from synprep.convert.bpe_codes import _learn, apart
     from synprep.errors import InputError
 
     piece = tmp_path / "piece.json"

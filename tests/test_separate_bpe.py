@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from synprep.bpe import Bpe
+from synprep.convert.pipeline import load_pipeline
 from synprep.errors import InputError
-from synprep.pipeline import load_pipeline
 
 from .conftest import SHARED
 from .test_convert import BIN, convert, one_line_error, read_split, write_pipeline
@@ -194,11 +194,11 @@ def test_separate_vocabularies_train_and_are_stored(datasets, trained):
 
 
 def test_translate_raw_text_with_the_source_codes_and_eval(datasets, trained, tmp_path):
-    from synprep.shards import open_split, source_recipe
+    from synprep.shards import open_split, source_preparation
 
     split = open_split(str(datasets["separate"] / "test"))
-    recipe = source_recipe(split.manifest.configuration, split.manifest.signature, split.dataset_root())
-    assert os.path.basename(recipe.codes) == "codes.src.bpe"
+    preparation = source_preparation(split.manifest.configuration, split.manifest.signature, split.dataset_root())
+    assert os.path.basename(preparation.codes) == "codes.src.bpe"
     lines = _column(datasets["separate"] / "test", "src_text")
     raw = tmp_path / "test.en"
     raw.write_text("".join(line + "\n" for line in lines))

@@ -269,11 +269,11 @@ def test_a_second_writer_is_refused_while_the_first_runs(tmp_path):
     run("convert", pipeline, "--output", tmp_path / "out", "--overwrite")  # the lock went with the process
 
 
-def test_source_recipe_resolves_relative_models_through_paths_json(tmp_path, tiny_udpipe):
+def test_source_preparation_resolves_relative_models_through_paths_json(tmp_path, tiny_udpipe):
     """A manifest records the parser model as written (relative); the trainer's raw-text preparation finds it
     through OUT/paths.json, checks its hash, and makes the source features exactly as convert did."""
     from synprep.prepare import prepare_source
-    from synprep.shards import open_split, source_recipe
+    from synprep.shards import open_split, source_preparation
 
     data = tmp_path / "data"
     (data / "models").mkdir(parents=True)
@@ -290,12 +290,12 @@ def test_source_recipe_resolves_relative_models_through_paths_json(tmp_path, tin
     run("convert", pipeline, "--output", tmp_path / "out")
     split = open_split(str(tmp_path / "out" / "train"))
     assert split.manifest.configuration["src_parser"]["model"] == "models/en.udpipe"
-    recipe = source_recipe(split.manifest.configuration, split.manifest.signature, split.dataset_root())
-    assert recipe.parser["model"] == str(data / "models" / "en.udpipe")
+    preparation = source_preparation(split.manifest.configuration, split.manifest.signature, split.dataset_root())
+    assert preparation.parser["model"] == str(data / "models" / "en.udpipe")
     table = split.table()
-    prepared = prepare_source(table.column("src_text").to_pylist(), recipe)
+    prepared = prepare_source(table.column("src_text").to_pylist(), preparation)
     for column in ("src_subwords", "src_parent_mid", "src_labels", "src_heads"):
         assert prepared.column(column).to_pylist() == table.column(column).to_pylist(), column
     (data / "models" / "en.udpipe").write_bytes(b"changed")
     with pytest.raises(Exception, match="sha256 differs"):
-        prepare_source(["A line ."], recipe)
+        prepare_source(["A line ."], preparation)

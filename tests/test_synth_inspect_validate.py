@@ -16,9 +16,9 @@ import pyarrow.compute as pc
 import pytest
 
 from synprep.conllu import read_conllu, read_trees
-from synprep.convert import Converter, ConvertOptions
+from synprep.convert.converter import Converter, ConvertOptions
+from synprep.convert.pipeline import load_pipeline
 from synprep.inspect import compute_stats, format_stats, open_dataset, pick_examples, tree_diagram
-from synprep.pipeline import load_pipeline
 from synprep.report import build_html
 from synprep.synth import SynthConfig, write_corpus
 from synprep.trees import is_projective

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from synprep.shards import source_recipe
+from synprep.shards import source_preparation
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.attention import MultiHeadAttention
 from syntrain.data import EOS_ID, PAD_ID, ParallelData, Vocab, read_split
@@ -426,7 +426,7 @@ def test_translate_raw_text_matches_shards(tmp_path):
     from synprep.prepare import prepare_source  # what translate does with raw text: parse, BPE, features
 
     table = prepare_source(raw.read_text().splitlines(),
-                           source_recipe(ckpt["pipeline"], ckpt["signature"], ckpt["dataset"]))
+                           source_preparation(ckpt["pipeline"], ckpt["signature"], ckpt["dataset"]))
     expected = read_split(str(shards / "test"))[0]
     assert any("@@" in piece for row in table.column("src_subwords").to_pylist() for piece in row)
     columns = [name for name in table.column_names if name.startswith("src_")]

@@ -14,16 +14,16 @@ from typing import Any
 import pyarrow as pa
 from tqdm import tqdm
 
-from . import __version__
-from .convert_input import PIECE_ROWS, SIDES, piece_prefix
-from .errors import InputError
-from .filter import REASONS as FILTER_REASONS
-from .filter import likely_cause, make_identifier, rejection_warning
-from .parse import ParserSpec
+from .. import __version__
+from ..errors import InputError
+from ..filter import REASONS as FILTER_REASONS
+from ..filter import likely_cause, make_identifier, rejection_warning
+from ..parse import ParserSpec
+from ..progress import progress
+from ..shards import Manifest, load_manifest
+from ..textio import atomic_write, file_sha256, tsv_field
+from .inputs import PIECE_ROWS, SIDES, piece_prefix
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
-from .progress import progress
-from .shards import Manifest, load_manifest
-from .textio import atomic_write, file_sha256, tsv_field
 
 CONVERT_REASONS = ("invalid_tree", "non_projective", "bad_row")  # convert's own (bad_row: a TSV row, read)
 # a parsed side's counts in the manifest (the cache's only with a parse cache: they do not change the shards)

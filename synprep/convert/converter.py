@@ -2,9 +2,9 @@
 
 Orchestration only; every stage is the library code of its own module:
 read (corpus) -> filter (filter) -> parse (parse) -> BPE (bpe) -> features (featurize) -> shards (shards),
-driven phase by phase by convert_input (the inputs, in pieces), convert_filter_parse and convert_work (phase 1:
-workers and driver), convert_bpe (phase 2), convert_shards (phase 3), convert_report (statistics, manifests,
-summary) and convert_output (the output folder, resume and overwrite).
+driven phase by phase by the package's modules: inputs (the inputs, in pieces), filter_parse and work (phase 1:
+workers and driver), bpe_codes (phase 2), write_shards (phase 3), accounting (statistics, manifests,
+summary) and output (the output folder, resume and overwrite).
 
 Work is cut into pieces of PIECE_ROWS input pairs; shard k holds the kept pairs of input pairs
 [k * shard_size, (k + 1) * shard_size), one Arrow record batch per piece. Every piece is a pure function of
@@ -32,11 +32,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .convert_bpe import learn_codes, learns_bpe
-from .convert_filter_parse import ParseJob, parser_specs
-from .convert_input import SIDES, check_inputs, count_pairs, is_conllu
-from .convert_output import OutputFolder
-from .convert_report import (
+from ..errors import InputError
+from ..filter import MAX_LINE_CHARS
+from ..options import ENGINES
+from ..parallel import WorkerLost, capped_workers, default_workers, ordered_map
+from ..parse import ParserSpec
+from ..shards import WriterLock
+from .accounting import (
     MIN_TRAIN_PAIRS,
     Progress,
     SplitStats,
@@ -47,15 +49,13 @@ from .convert_report import (
     signature,
     write_split,
 )
-from .convert_shards import ShardPhase, feature_job
-from .convert_work import ParsePhase
-from .errors import InputError
-from .filter import MAX_LINE_CHARS
-from .options import ENGINES
-from .parallel import WorkerLost, capped_workers, default_workers, ordered_map
-from .parse import ParserSpec
+from .bpe_codes import learn_codes, learns_bpe
+from .filter_parse import ParseJob, parser_specs
+from .inputs import SIDES, check_inputs, count_pairs, is_conllu
+from .output import OutputFolder
 from .pipeline import PipelineConfig, SplitConfig
-from .shards import WriterLock
+from .work import ParsePhase
+from .write_shards import ShardPhase, feature_job
 
 __all__ = ["MIN_TRAIN_PAIRS", "ConvertOptions", "Converter", "SplitStats", "format_summary"]
 

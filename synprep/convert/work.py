@@ -21,14 +21,14 @@ from typing import Any, BinaryIO
 import numpy as np
 from tqdm import tqdm
 
-from .bpe_learn import count_words
-from .convert_filter_parse import ParseJob, filter_piece, filter_setup, parse_lines, parse_setup
-from .convert_input import SIDES, input_pieces, piece_prefix
-from .errors import InputError
-from .parse import ParserSpec
+from ..bpe_learn import count_words
+from ..errors import InputError
+from ..parse import ParserSpec
+from ..textio import atomic_write, tsv_field
+from .filter_parse import ParseJob, filter_piece, filter_setup, parse_lines, parse_setup
+from .inputs import SIDES, input_pieces, piece_prefix
 from .parse_cache import ParseCache, Result
 from .pipeline import PipelineConfig, SplitConfig
-from .textio import atomic_write, tsv_field
 from .treestore import ERROR, JOINED, SPARE, TreeStore, entries_array, text_key
 
 OPEN_PIECES = 32  # piece files kept open while repeated lines are copied from them
@@ -202,7 +202,7 @@ class ParsedSentences:
 
 
 class CachedParses:
-    """The parse cache (synprep.parse_cache) seen from phase 1's driver: the lines a piece would parse that the
+    """The parse cache (synprep.convert.parse_cache) seen from phase 1's driver: the lines a piece would parse that the
     cache holds are taken from it, and what the workers parsed is stored (one transaction per piece)."""
 
     def __init__(self, folder: str, max_gb: float) -> None:

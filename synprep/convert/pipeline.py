@@ -15,15 +15,15 @@ import tomllib
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ..errors import InputError
+from ..filter import FilterSettings
+from ..langid import check_iso_639_1
+from ..options import INPUT_FORMATS, NON_PROJECTIVE_POLICIES, PARSER_BACKENDS, ROOT_POLICIES, UDPIPE_PRESETS
+from ..schema import FEATURE_GROUPS
+from ..shards import COMPRESSIONS, DEFAULT_COMPRESSION
+from ..tables import config_from_dict, did_you_mean, option, repeated
+from ..textio import UTF8_BOM, wide_encoding
 from .corpus import detect_format
-from .errors import InputError
-from .filter import FilterSettings
-from .langid import check_iso_639_1
-from .options import INPUT_FORMATS, NON_PROJECTIVE_POLICIES, PARSER_BACKENDS, ROOT_POLICIES, UDPIPE_PRESETS
-from .schema import FEATURE_GROUPS
-from .shards import COMPRESSIONS, DEFAULT_COMPRESSION
-from .tables import config_from_dict, did_you_mean, option, repeated
-from .textio import UTF8_BOM, wide_encoding
 
 SPLITS = ("train", "valid", "test")
 _KEYS = {
@@ -121,8 +121,9 @@ class NormalizeConfig:
 
 @dataclass(frozen=True)
 class ParseConfig:
-    cache: str | None = option(None, help="parse cache folder shared by converts (synprep.parse_cache): sentences "
-                                          "parsed by an earlier convert with the same parser are not parsed again")
+    cache: str | None = option(None, help="parse cache folder shared by converts (synprep.convert.parse_cache): "
+                                          "sentences parsed by an earlier convert with the same parser are not parsed "
+                                          "again")
     cache_max_gb: float = option(20.0, gt=0, help="the cache's entries are kept within this size (the least "
                                                   "recently used deleted first)")
 
@@ -289,7 +290,7 @@ def _bpe_config(table: dict, root: str, given: dict[str, str], path: str) -> Bpe
     bpe = _typed(BpeConfig, table, "bpe", path)
     _check_sides(bpe, path)
     if bpe.codes is not None:
-        from .bpe import read_codes
+        from ..bpe import read_codes
 
         resolved = {}
         for side, value in (bpe.codes.items() if isinstance(bpe.codes, dict) else [("", bpe.codes)]):
@@ -327,7 +328,7 @@ def _check_sides(bpe: BpeConfig, path: str) -> None:
 
 def _normalize_config(table: Any, path: str) -> NormalizeConfig:
     """[normalize] src / tgt: lists of known normalization names (synprep.normalize)."""
-    from .normalize import check_names
+    from ..normalize import check_names
 
     if not isinstance(table, dict):
         raise InputError("[normalize] must be a table with src and/or tgt", path)

@@ -10,11 +10,11 @@ import os
 from collections.abc import Iterator
 from itertools import islice, zip_longest
 
+from ..errors import InputError
+from ..filter import make_identifier
+from ..textio import check_text_file, count_lines, file_sha256
 from .corpus import detect_format, read_side
-from .errors import InputError
-from .filter import make_identifier
 from .pipeline import PipelineConfig, SplitConfig
-from .textio import check_text_file, count_lines, file_sha256
 
 PIECE_ROWS = 1000  # input pairs per unit of work and per Arrow record batch (changing it changes the bytes)
 SIDES = ("src", "tgt")

@@ -1,4 +1,4 @@
-"""`synprep convert`, phase 1 in the workers: filter a piece, parse the lines the driver plans (convert_work).
+"""`synprep convert`, phase 1 in the workers: filter a piece, parse the lines the driver plans (work).
 
 Pure functions of a piece's lines and the configuration (ParseJob), so any worker of any engine gives the same
 result. A tree travels back as its CoNLL-U block without `# sent_id` and store flags (treestore), a broken one
@@ -13,15 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .conllu import chunk_trees, format_sentence, to_tree, tree_to_sentence
+from ..conllu import chunk_trees, format_sentence, to_tree, tree_to_sentence
+from ..errors import InputError
+from ..filter import FilterSettings, check_pairs_detailed, make_identifier
+from ..normalize import normalizer
+from ..parse import ParserSpec
+from ..textio import tsv_field
+from ..trees import Tree
 from .corpus import BadRow, ConlluBlock
-from .errors import InputError
-from .filter import FilterSettings, check_pairs_detailed, make_identifier
-from .normalize import normalizer
-from .parse import ParserSpec
 from .pipeline import ParserConfig, PipelineConfig
-from .textio import tsv_field
-from .trees import Tree
 from .treestore import ERROR, JOINED
 
 
@@ -185,7 +185,7 @@ def parser_spec(parser: ParserConfig | None, side: str, out: str, say: Callable[
         return None
     model = parser.model
     if model is None and parser.train_conllu:  # train a UDPipe model on the fly (sample pipeline)
-        from .parse.train import train_udpipe
+        from ..parse.train import train_udpipe
 
         model = os.path.join(out, "models", f"{side}.udpipe")
         if not os.path.isfile(model):

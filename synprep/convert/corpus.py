@@ -16,9 +16,9 @@ import zlib
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from .errors import InputError
-from .options import INPUT_FORMATS
-from .textio import open_binary, read_line_blocks
+from ..errors import InputError
+from ..options import INPUT_FORMATS
+from ..textio import open_binary, read_line_blocks
 
 FORMATS = INPUT_FORMATS
 _SEG = re.compile(rb"<seg[^>]*>(.*)</seg>", re.IGNORECASE)

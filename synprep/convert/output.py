@@ -14,11 +14,11 @@ import os
 import shutil
 from typing import Any
 
-from .convert_input import input_fingerprints
-from .errors import InputError
+from ..errors import InputError
+from ..shards import LOCK, write_paths
+from ..textio import atomic_write
+from .inputs import input_fingerprints
 from .pipeline import PipelineConfig
-from .shards import LOCK, write_paths
-from .textio import atomic_write
 
 RUN_INFO = "run.json"  # at OUT: written last (workers, engine, timings, the configuration's fingerprint)
 REMOVING = ".removing"  # OUT/.work is renamed to OUT/.work.removing, then removed

@@ -20,17 +20,17 @@ from typing import Any
 import pyarrow as pa
 from tqdm import tqdm
 
-from .bpe import Bpe
-from .conllu import chunk_trees
-from .convert_bpe import SideCodes, SideVocabularies
-from .convert_input import SIDES, piece_prefix
-from .convert_report import SplitStats
-from .featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
+from ..bpe import Bpe
+from ..conllu import chunk_trees
+from ..featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
+from ..schema import MADE_FROM_HEADS, pair_schema
+from ..shards import shard_name, write_shard
+from ..textio import atomic_write
+from ..trees import Tree
+from .accounting import SplitStats
+from .bpe_codes import SideCodes, SideVocabularies
+from .inputs import SIDES, piece_prefix
 from .pipeline import PipelineConfig, SplitConfig
-from .schema import MADE_FROM_HEADS, pair_schema
-from .shards import shard_name, write_shard
-from .textio import atomic_write
-from .trees import Tree
 
 
 @dataclass(frozen=True)

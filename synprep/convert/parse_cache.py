@@ -7,7 +7,7 @@ the driver of a convert opens it (the workers parse what it misses), so it works
 
 Key: the parser (`parser_identity`: backend, the model's content hash, the options that change its output, the
 library's version and FORMAT) and the exact text given to the parser (`treestore.text_key` of the line after
-[normalize]). Value: what a phase-1 worker produces for the sentence (convert_filter_parse: its CoNLL-U block
+[normalize]). Value: what a phase-1 worker produces for the sentence (filter_parse: its CoNLL-U block
 without sent_id and its JOINED flag, or the parser's error message, flagged ERROR), stored compactly: tokens,
 heads and labels, from which the block is rebuilt with the text byte for byte (a block that would not be
 rebuilt exactly is stored whole), deflated. Each entry carries an 8-byte digest of its parser, key and stored
@@ -32,11 +32,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conllu import format_sentence, tree_to_sentence
-from .errors import InputError
-from .parse import ParserSpec
-from .textio import file_sha256
-from .trees import Tree
+from ..conllu import format_sentence, tree_to_sentence
+from ..errors import InputError
+from ..parse import ParserSpec
+from ..textio import file_sha256
+from ..trees import Tree
 from .treestore import ERROR, JOINED
 
 FORMAT = 1  # of an entry's value; part of every parser's identity (bump when what a worker produces changes)
@@ -146,7 +146,7 @@ def _inflate(data: bytes) -> bytes:
 
 
 def _tree_block(text: str, tokens: list[str], heads: list[int], labels: list[str]) -> str:
-    """The block a worker writes for a parsed line (convert_filter_parse: `_parsed_trees`, then `_block`)."""
+    """The block a worker writes for a parsed line (filter_parse: `_parsed_trees`, then `_block`)."""
     return format_sentence(tree_to_sentence(Tree(tokens, heads, labels, None, text.strip())))
 
 

@@ -17,8 +17,8 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .errors import InputError
-from .parallel import WorkerLost
+from ..errors import InputError
+from ..parallel import WorkerLost
 
 TASKS_PER_NODE: Counter = Counter()  # Ray node id -> tasks it ran in this process (to check the spread)
 

@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .bpe import read_vocabulary
-from .bpe_learn import learn_joint_from_counts
-from .errors import InputError
+from ..bpe import read_vocabulary
+from ..bpe_learn import learn_joint_from_counts
+from ..errors import InputError
 
 if TYPE_CHECKING:
     from .pipeline import BpeConfig
@@ -51,7 +51,7 @@ def train_counts(count_files: list[str]) -> list[Counter[str]]:
 
 def _count_files(work: str, train_pieces: list[tuple[int, int]] | None) -> list[str]:
     """The train pieces' .json files (their word counts), in input order."""
-    from .convert_input import piece_prefix
+    from .inputs import piece_prefix
 
     if train_pieces is None:
         raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
@@ -117,7 +117,7 @@ def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[in
                 say: Callable[[str], None], verbose: bool) -> tuple[SideCodes, SideVocabularies]:
     """Each side's codes (the joint file twice when joint; learned now unless given or already learned by
     the run being resumed) and, with a vocabulary threshold, each side's vocabulary."""
-    from .convert_input import SIDES  # here, not at the top: see _learn
+    from .inputs import SIDES  # here, not at the top: see _learn
 
     if bpe.codes or not bpe.symbols:
         return (bpe.side_codes("src"), bpe.side_codes("tgt")), (None, None)
