@@ -12,7 +12,7 @@ from synprep.textio import decode_line, open_binary
 from .checkpoints import load_checkpoint
 from .data import ParallelData
 from .decode import translate_nbest
-from .travel import travelling_recipe
+from .travel import travelling_preparation
 
 Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
 
@@ -42,7 +42,7 @@ class Translator:
                  bpe_codes: str | None = None) -> None:
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
         self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
-        self.recipe: SourcePreparation | None = None
+        self.preparation: SourcePreparation | None = None
         self.device, self.beam, self.alpha, self.max_tokens = device, beam, length_penalty, max_tokens
         self.nbest, self.progress = nbest, progress
         self.positions = self.model.cfg.sizes.max_len - 1  # sub-words a source may have (+ EOS)
@@ -68,11 +68,11 @@ class Translator:
         results: list[Ranked] = [[] for _ in lines]
         if not filled:
             return results
-        if self.recipe is None:
-            self.recipe = travelling_recipe(self.ckpt, self.checkpoint, *self.source_files)
+        if self.preparation is None:
+            self.preparation = travelling_preparation(self.ckpt, self.checkpoint, *self.source_files)
         from synprep.prepare import prepare_source  # parser and BPE: only for raw text
 
-        table = prepare_source([lines[i] for i in filled], self.recipe, max_words=self.positions)
+        table = prepare_source([lines[i] for i in filled], self.preparation, max_words=self.positions)
         if not table.num_rows:
             return results
         # every source feature of the training dataset (distances, labels, ...), made as convert made them

@@ -43,15 +43,15 @@ def write_source_files(out: str, configuration: dict[str, Any], signature: dict[
     if fresh:
         shutil.rmtree(folder, ignore_errors=True)
     try:
-        recipe = source_preparation(configuration, signature, dataset)
+        preparation = source_preparation(configuration, signature, dataset)
     except InputError:
         return
     os.makedirs(folder, exist_ok=True)
-    for path, name in ((recipe.codes, "codes.bpe"), (recipe.vocabulary, "vocab.src")):
+    for path, name in ((preparation.codes, "codes.bpe"), (preparation.vocabulary, "vocab.src")):
         if path and os.path.isfile(path):
             _copy(path, os.path.join(folder, name))
     parser = {key: os.path.abspath(value) if key in ("model", "model_dir") and value and os.path.exists(value)
-              else value for key, value in recipe.parser.items()}
+              else value for key, value in preparation.parser.items()}
     bundled = None
     if bundle:
         model = parser.get("model_dir") or parser.get("model")
@@ -60,7 +60,7 @@ def write_source_files(out: str, configuration: dict[str, Any], signature: dict[
                              "name?): install it where the checkpoint is used instead")
         bundled = "parser-" + os.path.basename(model.rstrip("/"))
         _copy(model, os.path.join(folder, bundled))
-    info = {"parser": parser, "parser_sha256": recipe.parser_sha256, "bundled": bundled,
+    info = {"parser": parser, "parser_sha256": preparation.parser_sha256, "bundled": bundled,
             "bundled_as": "model_dir" if parser.get("model_dir") else "model"}
     atomic_write(os.path.join(folder, SOURCE_INFO), json.dumps(info, indent=2).encode())
 
@@ -73,7 +73,7 @@ def _source_info(folder: str) -> dict[str, Any]:
         return json.load(handle)
 
 
-def travelling_recipe(ckpt: dict[str, Any], checkpoint: str, parser_model: str | None = None,
+def travelling_preparation(ckpt: dict[str, Any], checkpoint: str, parser_model: str | None = None,
                       bpe_codes: str | None = None) -> SourcePreparation:
     """How to prepare raw source lines for `checkpoint`: each file from the flag, else from the run folder's
     source/ (next to the checkpoint), else where the dataset had it; InputError naming a file found nowhere."""
@@ -81,10 +81,10 @@ def travelling_recipe(ckpt: dict[str, Any], checkpoint: str, parser_model: str |
         raise ValueError("this checkpoint has no pipeline configuration: give a split folder")
     pipeline = ckpt["pipeline"]
     dataset = ckpt.get("dataset") or pipeline.get("output", "")  # older checkpoints: the output
-    recipe = source_preparation(pipeline, ckpt.get("signature", {}), dataset)
+    preparation = source_preparation(pipeline, ckpt.get("signature", {}), dataset)
     folder = os.path.join(os.path.dirname(os.path.abspath(checkpoint)), SOURCE_DIR)
     info = _source_info(folder)
-    parser = dict(info.get("parser") or recipe.parser)
+    parser = dict(info.get("parser") or preparation.parser)
     key = info.get("bundled_as", "model_dir" if parser.get("model_dir") else "model")
     if parser_model:
         parser[key] = parser_model
@@ -95,15 +95,15 @@ def travelling_recipe(ckpt: dict[str, Any], checkpoint: str, parser_model: str |
         raise InputError("the source parser model is missing (raw text is parsed with the model the training data "
                          "was parsed with): give --parser-model PATH, or train with --bundle to keep a copy in the "
                          "run folder", model)
-    codes = recipe.codes
-    if recipe.codes:
-        codes = bpe_codes or next((path for path in (os.path.join(folder, "codes.bpe"), recipe.codes)
+    codes = preparation.codes
+    if preparation.codes:
+        codes = bpe_codes or next((path for path in (os.path.join(folder, "codes.bpe"), preparation.codes)
                                    if os.path.isfile(path)), None)
         if codes is None:
             raise InputError(f"the BPE codes are missing (not in {folder}, and the dataset's moved or was deleted): "
                              "give --bpe-codes PATH (the dataset's source codes: codes.bpe, with separate BPE "
-                             "codes.src.bpe)", recipe.codes)
-    vocabulary = recipe.vocabulary
+                             "codes.src.bpe)", preparation.codes)
+    vocabulary = preparation.vocabulary
     if vocabulary and os.path.isfile(os.path.join(folder, "vocab.src")):
         vocabulary = os.path.join(folder, "vocab.src")
-    return dataclasses.replace(recipe, parser=parser, codes=codes, vocabulary=vocabulary)
+    return dataclasses.replace(preparation, parser=parser, codes=codes, vocabulary=vocabulary)

@@ -426,14 +426,14 @@ def test_a_run_folder_translates_raw_text_after_the_dataset_moved(sample, tmp_pa
     assert syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "2", *given).stdout == before.stdout
 
 
-def test_a_travelling_recipe_keeps_the_source_normalization(tmp_path):
+def test_a_travelling_source_preparation_keeps_the_source_normalization(tmp_path):
     """Raw text translated from a run folder is normalized as the training data was ([normalize] src)."""
-    from syntrain.travel import travelling_recipe
+    from syntrain.travel import travelling_preparation
 
     model = tmp_path / "src.udpipe"
     model.write_bytes(b"any file")
     pipeline = {"src_parser": {"backend": "udpipe", "model": "gone.udpipe"}, "normalize": {"src": ["romanian"]},
                 "bpe": {}, "features": {"src": ["parents"]}}
     ckpt = {"pipeline": pipeline, "signature": {}, "dataset": str(tmp_path / "dataset")}
-    recipe = travelling_recipe(ckpt, str(tmp_path / "run" / "best.pt"), parser_model=str(model))
-    assert recipe.normalize == ("romanian",) and recipe.parser["model"] == str(model)
+    preparation = travelling_preparation(ckpt, str(tmp_path / "run" / "best.pt"), parser_model=str(model))
+    assert preparation.normalize == ("romanian",) and preparation.parser["model"] == str(model)
