@@ -1,7 +1,10 @@
 """Training loop: label-smoothed cross-entropy, Adam (0.9, 0.98), inverse-sqrt warm-up, checkpoints, DDP.
 
 One process per device; under `torchrun` (WORLD_SIZE > 1) the model is wrapped in DistributedDataParallel
-(NCCL on CUDA, gloo on CPU) and rank r takes batches r, r + world, ... of the same seeded order.
+(NCCL on CUDA, gloo on CPU) and rank r takes batches r, r + world, ... of the same seeded order. Every rank runs
+the same collectives in the same order; a rank that fails ends the others in one line (`peer_faults`), and a
+collective of the training steps waits at most `STEP_TIMEOUT` for the other ranks: only the waits for rank 0's
+work alone (validation, checkpoint files: `wait_for_rank0`) have a long limit.
 Progress goes to stderr and every logged value to OUT/metrics.jsonl. Checkpoints (OUT/last.pt, OUT/best.pt)
 hold model, optimizer, scheduler, step, epoch position, RNG states, vocabulary, configs and the synprep
 signature of the training shards, so `--resume` continues exactly where the run stopped.
@@ -18,6 +21,7 @@ import os
 import random
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -70,6 +74,10 @@ def format_eta(step: int, first_step: int, elapsed: float, max_steps: int, max_m
         return "?"
     seconds = round(left)
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+STEP_TIMEOUT = datetime.timedelta(minutes=10)  # the collectives of ranks working side by side (the steps)
+RANK0_TIMEOUT = datetime.timedelta(hours=2)  # the others waiting while rank 0 validates or writes checkpoints
 
 
 def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int, stack: contextlib.ExitStack) -> TrainConfig:
@@ -312,6 +320,7 @@ class Run:
     world: int
     device: torch.device
     own_group: bool
+    rank0_group: Any = None  # gloo, RANK0_TIMEOUT: what `wait_for_rank0` waits on (world > 1)
     ckpt: dict | None = None  # the checkpoint resumed from
     resume_path: str = ""  # its file
     vocab: Vocab | None = None
@@ -366,20 +375,25 @@ class Run:
                     self.writer.add_scalar(key, value, values["step"])
 
 
+def processes() -> tuple[int, int]:
+    """(world size, rank) of this process: (1, 0) unless started by torchrun (or with its variables set)."""
+    return int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+
+
 def set_up(cfg: TrainConfig, stack: contextlib.ExitStack) -> Run:
     """Processes and device, the run folder (locked), the checkpoint to resume from (checked against the run's
     configuration), the shards' hashes."""
-    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    world, rank = processes()
     own_group = world > 1 and not dist.is_initialized()
     device = training_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if own_group:
-        # rank 0 validates (decoding) while the others wait in the checkpoint collective: a long timeout
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=datetime.timedelta(hours=2))
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=STEP_TIMEOUT)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    run = Run(_prepare_run_dir(cfg, rank, world, stack), rank, world, device, own_group)
+    rank0_group = dist.new_group(backend="gloo", timeout=RANK0_TIMEOUT) if world > 1 else None
+    run = Run(_prepare_run_dir(cfg, rank, world, stack), rank, world, device, own_group, rank0_group)
     point = resume_point(run.cfg.out) if cfg.resume else None
     if cfg.resume and point is None:
         run.log(f"--resume: no run in {run.cfg.out} yet, starting it")
@@ -399,7 +413,35 @@ def set_up(cfg: TrainConfig, stack: contextlib.ExitStack) -> Run:
     if run.lost and run.lost[1]:  # the best weights are in another file of the run: copied back before anything
         restore_file(run.lost[1], run.best_path)
         run.log(f"syntrain: {run.lost[0]}: re-created from {run.lost[1]}")
+    wait_for_rank0(run)
     return run
+
+
+def wait_for_rank0(run: Run) -> None:
+    """Under DDP, every rank waits here until rank 0 has done its work alone (validation, checkpoint and run
+    files): on a group whose time limit is RANK0_TIMEOUT, so that the step collectives keep STEP_TIMEOUT."""
+    if run.world > 1:
+        dist.barrier(group=run.rank0_group)
+
+
+@contextlib.contextmanager
+def peer_faults(world: int, rank: int) -> Iterator[None]:
+    """Under DDP, a collective that fails because another rank ended (its own error says why) or did not
+    answer within the time limit ends this rank in one line (ValueError) instead of a traceback."""
+    try:
+        yield
+    except RuntimeError as err:  # gloo raises RuntimeError, NCCL torch.distributed.DistError (a subclass)
+        text = str(err)
+        if world == 1 or not (isinstance(err, dist.DistError) or "/gloo/" in text):
+            raise
+        detail = text.split("] ", 1)[-1].split(". This is", 1)[0].splitlines()[0]
+        if "imed out" in detail:
+            reason = "no answer from the other processes in time (one of them stopped or hangs)"
+        elif any(words in detail for words in ("closed by peer", "reset by peer", "Broken pipe")):
+            reason = "another process of the run ended (its error is the cause)"
+        else:
+            reason = "a collective of the processes failed"
+        raise ValueError(f"process {rank} of {world}: {reason}: {detail}") from None
 
 
 def load_data(run: Run) -> None:
@@ -443,8 +485,9 @@ def eval_data(path: str, vocab: Vocab, mcfg: ModelConfig) -> ParallelData:
                         **mcfg.dataset_options())
 
 
-def make_model(run: Run) -> None:
-    """The model (seeded), the attention kernel, the optimizer; the resumed state; DDP; the run header."""
+def make_model(run: Run, ddp: bool = True) -> None:
+    """The model (seeded), the attention kernel, the optimizer; the resumed state; DDP (`ddp`: a collective;
+    False for rank 0's work alone); the run header."""
     cfg, mcfg, device = run.cfg, run.mcfg, run.device
     torch.manual_seed(cfg.seed)
     model = Transformer(mcfg).to(device)
@@ -467,12 +510,13 @@ def make_model(run: Run) -> None:
         run.bad_evals = ckpt.get("bad_evals", 0)
         run.clock = TrainedClock(float(ckpt.get("elapsed_s", 0.0)), float(ckpt.get("valid_s", 0.0)))
         run.best_step = ckpt.get("best_step")
-        _set_rng_state(ckpt["rng"][run.rank] if isinstance(ckpt["rng"], list) else ckpt["rng"])
+        rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
+        _set_rng_state(rng[run.rank % len(rng)])  # a rank the checkpoint's run had not: another's stream
         run.log(f"resumed from {run.resume_path} at step {run.step} ({trained_text(run.clock)} before)")
         for note in run.notes:
             run.log(note)
     run.raw_model = run.model = model
-    if run.world > 1:
+    if run.world > 1 and ddp:
         run.model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None)
     run.autocast = autocast_context(cfg.precision, device)
@@ -514,17 +558,25 @@ def open_metrics(run: Run) -> None:
         except ImportError:
             raise ValueError("--tensorboard needs the tensorboard package (pip install tensorboard)") from None
         run.writer = SummaryWriter(os.path.join(cfg.out, "tensorboard"))
+    wait_for_rank0(run)
 
 
 def save(run: Run, also_best: bool) -> None:
-    """last.pt (and best.pt); a collective under DDP: every rank calls it, rank 0 writes."""
-    cfg, rng = run.cfg, _rng_state()
+    """last.pt (and best.pt); a collective under DDP: every rank calls it, rank 0 writes, the others wait (for
+    rank 0's validation before it too)."""
+    rng = _rng_state()
+    wait_for_rank0(run)
     if run.world > 1:  # every rank's RNG, so each continues its own dropout stream
         gathered: list = [None] * run.world
         dist.all_gather_object(gathered, rng)
         rng = gathered
-    if run.rank != 0:
-        return
+    if run.rank == 0:
+        _write_checkpoints(run, rng, also_best)
+    wait_for_rank0(run)
+
+
+def _write_checkpoints(run: Run, rng: dict | list, also_best: bool) -> None:
+    cfg = run.cfg
     state = {"model": run.raw_model.state_dict(), "optimizer": run.optimizer.state_dict(),
              "scheduler": run.scheduler.state_dict(), "step": run.step, "epoch": run.epoch,
              "position": run.position, "best": run.best, "best_step": run.best_step, "bad_evals": run.bad_evals,
@@ -731,17 +783,20 @@ def close(run: Run) -> None:
         run.writer.close()
     if run.own_group:
         dist.destroy_process_group()
+    elif run.rank0_group is not None:
+        dist.destroy_process_group(run.rank0_group)
 
 
 def train(cfg: TrainConfig) -> Transformer:
     """Run (or resume) training as configured; returns the trained model (unwrapped). A resume of a run that
     has nothing left to do under its budget (counted over the whole run) says so and returns its last model."""
     with contextlib.ExitStack() as stack:
+        stack.enter_context(peer_faults(*processes()))
         run = set_up(cfg, stack)
         if run.ckpt and (reason := finished_reason(run.cfg, run.ckpt)):
-            if run.lost and not run.lost[1]:  # best.pt lost: re-validated before the run says it is complete
+            if run.lost and not run.lost[1]:  # best.pt lost (rank 0 finds it): re-validated before the run ends
                 load_data(run)
-                make_model(run)
+                make_model(run, ddp=False)  # rank 0 alone: no collective
                 revalidate_best(run)
             run.log(f"syntrain: {run.cfg.out} is complete ({reason}): nothing to train. The budget counts over the "
                     "whole run: raise --max-steps or --max-minutes to go on; syntrain eval --checkpoint "
@@ -752,6 +807,7 @@ def train(cfg: TrainConfig) -> Transformer:
         run.fingerprint = data_fingerprint(run.cfg.data)
         make_model(run)
         revalidate_best(run)
+        wait_for_rank0(run)
         open_metrics(run)
         run.clock.restart()
         training_loop(run)

@@ -500,6 +500,68 @@ def test_resume_re_creates_a_lost_best_pt(data, tmp_path):
     assert best["step"] in (2, 4) and best["best_step"] == best["step"]
 
 
+def two_processes(tmp: Path, *argv: object) -> list[tuple[int, str, float]]:
+    """`syntrain ARGV` as ranks 0 and 1 of one gloo run, started with the variables torchrun sets but with no
+    launcher to stop a process whose peer failed (each must end by itself): (exit code, stderr, seconds from
+    the start to its end) per rank; a process still running after TIMEOUT fails the test (both killed)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ranks = []
+    start = time.time()
+    for rank in (0, 1):
+        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": "2",
+               "RANK": str(rank), "LOCAL_RANK": str(rank), "OMP_NUM_THREADS": "1"}
+        with open(tmp / f"rank{rank}.err", "w") as err:
+            ranks.append(subprocess.Popen([*SYNTRAIN, *map(str, argv)], stdout=subprocess.DEVNULL, stderr=err,
+                                          env=env))
+    ended = [0.0, 0.0]
+    while not all(ended) and time.time() < start + TIMEOUT:
+        for rank, process in enumerate(ranks):
+            if not ended[rank] and process.poll() is not None:
+                ended[rank] = time.time() - start
+        time.sleep(0.1)
+    for process in ranks:
+        process.kill()
+        process.wait()
+    assert all(ended), f"a hang: still running after {TIMEOUT} s: ranks {[r for r in (0, 1) if not ended[r]]}"
+    return [(process.returncode, (tmp / f"rank{rank}.err").read_text(), ended[rank])
+            for rank, process in enumerate(ranks)]
+
+
+def test_a_process_that_fails_ends_every_process_of_the_run_in_one_line(data, tmp_path):
+    """Under DDP, rank 0 cannot write a kept checkpoint (its name taken by a folder) while rank 1 waits for it
+    in a collective: rank 0 ends in its one-line error, and rank 1, with no launcher to stop it, ends seconds
+    later in one line saying why: never a traceback, never a wait for the process group's time limit."""
+    run = copy_run(data, tmp_path)
+    (run / "checkpoint_6.pt").mkdir()
+    (rc0, err0, end0), (rc1, err1, end1) = two_processes(tmp_path, "run", "--resume", "--out", run, "--max-steps",
+                                                          "8", "--eval-interval", "2", "--device", "cpu")
+    one_line_error(subprocess.CompletedProcess([], rc0, "", err0), str(run / "checkpoint_6.pt"), "directory")
+    one_line_error(subprocess.CompletedProcess([], rc1, "", err1), "process 1 of 2: another process of the run ended")
+    assert end1 < end0 + 20, (end0, end1)
+    assert steps(run) == [1, 2, 3, 4, 5, 6]
+
+
+def test_resume_of_a_finished_run_re_creates_a_lost_best_pt_under_ddp(data, tmp_path):
+    """A finished run whose best.pt is lost with its weights in no other file, resumed by 2 processes: rank 0
+    re-validates alone (no collective the other rank would not join), re-creates best.pt, both end cleanly."""
+    import torch
+
+    run = copy_run(data, tmp_path)
+    (run / "best.pt").unlink()
+    for kept in run.glob("checkpoint_*.pt"):
+        kept.unlink()
+    last = torch.load(run / "last.pt", weights_only=False)
+    torch.save({**last, "best_step": 2}, run / "last.pt")  # the best is of an earlier step: re-validated
+    (rc0, err0, _), (rc1, err1, _) = two_processes(tmp_path, "run", "--resume", "--out", run, "--device", "cpu")
+    assert rc0 == rc1 == 0, err0[-1500:] + err1[-1500:]
+    assert "re-validated" in err0 and "complete" in err0 and err1 == ""
+    assert torch.load(run / "best.pt", weights_only=False)["best_step"] == 4
+
+
 # ------------------------------------------------------------------------------ checkpoints with NaN weights
 
 

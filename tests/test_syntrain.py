@@ -3,8 +3,12 @@ processes), and a tiny model learning a synthetic corpus (`synprep synth` -> `sy
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
+import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -339,17 +343,46 @@ def test_ddp_gloo_two_processes_keep_replicas_identical(shards, tmp_path):
     assert load_checkpoint(str(tmp_path / "run" / "last.pt"))[2]["step"] == 4
 
 
+def _descendants(pid: int) -> list[int]:
+    """The processes started by `pid` and by those (torchrun starts each worker in a session of its own)."""
+    children: dict[int, list[int]] = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            with open(stat) as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(stat.split("/")[2]))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def test_torchrun_cli_two_processes(shards, tmp_path):
-    """The documented multi-process command (`torchrun ... -m syntrain run`), on the CPU with gloo."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                          "-m", "syntrain", "run", "--data", str(shards / "train"), "--out", str(tmp_path / "run"),
-                          "--max-steps", "3", "--max-tokens", "300", "--warmup", "2", "--log-interval", "1",
-                          "--preset", "tiny", "--pascal-heads", "2", "--device", "cpu"],
-                         capture_output=True, text=True, env=env, cwd=REPO,
-                         timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "2 process(es)" in out.stderr and out.stderr.count("syntrain:") == 1  # rank 0 logs
+    """The documented multi-process command (`torchrun ... -m syntrain run`), on the CPU with gloo. A hang fails
+    with the Python stack of every thread of every process of the run (faulthandler, SIGABRT), none left behind."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                                "-m", "syntrain", "run", "--data", str(shards / "train"), "--out",
+                                str(tmp_path / "run"), "--max-steps", "3", "--max-tokens", "300", "--warmup", "2",
+                                "--log-interval", "1", "--preset", "tiny", "--pascal-heads", "2", "--device", "cpu"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+                               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))  # no core files
+    try:
+        _, err = process.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        pids, err = [*_descendants(process.pid), process.pid], ""
+        for signum in (signal.SIGABRT, signal.SIGKILL):
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signum)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                err = process.communicate(timeout=30)[1]
+                break
+        pytest.fail(f"torchrun hung; the stacks of its processes:\n{err[-30000:]}")
+    assert process.returncode == 0, err[-3000:]
+    assert "2 process(es)" in err and err.count("syntrain:") == 1  # rank 0 logs
     assert load_checkpoint(str(tmp_path / "run" / "last.pt"))[2]["step"] == 3
     assert len(_losses(tmp_path / "run" / "metrics.jsonl")) == 3
 
