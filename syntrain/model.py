@@ -42,9 +42,114 @@ def config_parts() -> dict[str, type]:
 C = TypeVar("C")
 
 
-class ActiveSwitches:
-    """What the switches that are on in a model config ask of the generic code (the `ModelConfig` part that the
-    model, the data layer and the trainer read): hooks, model inputs, data options, losses."""
+class ModelConfig:
+    """The model options: typed parts read and written under flat option names, and what the switches that are
+    on ask of the generic code.
+
+    The parts: `sizes` (ModelSizes, what the generic model reads) and one section per registered switch (its
+    `Config` dataclass: `cfg.section(Pascal)`, or `self.options` inside the switch); recipes' `[model]` keys and
+    checkpoints' `model_config` name their fields flat. What the switches ask (`active_switches`, their attention
+    hooks, batch columns, data options, decoder target, loss weights) is read by the model, the data layer and
+    the trainer.
+
+    Built once per run: from the recipe's values (or a checkpoint's), then, for a new run, `fill` sets the
+    data-derived values (vocab_size, the switches' `prepare`) once, before the model is built; nothing is set
+    after that."""
+
+    sizes: ModelSizes
+
+    def __init__(self, **values: Any) -> None:
+        parts, owner = config_parts(), {}
+        for part, cls in parts.items():
+            owner.update({spec.name: part for spec in fields(cls)})
+        unknown = set(values) - set(owner)
+        if unknown:
+            raise ValueError(f"unknown model option(s): {', '.join(sorted(unknown))}")
+        built = {part: config_from_dict(cls, {k: v for k, v in values.items() if owner[k] == part}, "model")
+                 for part, cls in parts.items()}
+        object.__setattr__(self, "sizes", built.pop("sizes"))
+        object.__setattr__(self, "_sections", built)
+        object.__setattr__(self, "_filled", self.sizes.vocab_size > 0)  # e.g. a checkpoint's: filled already
+
+    @classmethod
+    def from_dict(cls, values: dict) -> ModelConfig:
+        """Build from a dict: unknown keys, values of the wrong type or out of range, and options that do not
+        fit together (every check that needs no data) are a ValueError naming the option."""
+        cfg = cls(**values)
+        cfg.check()
+        return cfg
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        """A new config with some values changed (checked like from_dict)."""
+        return ModelConfig.from_dict({**self.to_dict(), **changes})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"ModelConfig is built once (from_dict); {name} cannot be set afterwards")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ModelConfig) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
+
+    @overload
+    def section(self, switch: type[Switch[C]]) -> C: ...
+
+    @overload
+    def section(self, switch: str) -> Any: ...
+
+    def section(self, switch: type[Switch] | str) -> Any:
+        """The typed options of one registered switch (its `Config` instance), by class or name."""
+        name = switch if isinstance(switch, str) else switch.name
+        try:
+            return self._sections[name]
+        except KeyError:
+            raise KeyError(f"no registered switch {name!r}") from None
+
+    def parts(self) -> dict[str, Any]:
+        """Part name ("sizes", then each switch's name) -> its dataclass instance."""
+        return {"sizes": self.sizes, **self._sections}
+
+    def to_dict(self) -> dict:
+        """Plain values under their flat names (stored in checkpoints)."""
+        return {name: value for part in self.parts().values() for name, value in asdict(part).items()}
+
+    def fill(self, table: Any, manifest: Any, vocab: Any) -> None:
+        """Set what comes from the training split, once, before the model is built: vocab_size (and
+        src_vocab_size), then each switch's `prepare` (only fields declared `option(filled=True)`)."""
+        if self._filled:
+            raise ValueError("ModelConfig.fill: the data-derived values are set once (vocab_size is set already)")
+        object.__setattr__(self, "_filled", True)
+        self._set(self.sizes, {"vocab_size": len(vocab), **({"src_vocab_size": len(vocab.source)}
+                                                             if vocab.source else {})})
+        for switch in registered():
+            if switch.active(self):
+                self._set(self.section(switch), switch.prepare(self, table, manifest, vocab))
+        self.check()
+
+    def _set(self, part: Any, values: dict[str, Any]) -> None:
+        """Data-derived values on one part, each checked against its declaration."""
+        declared = {spec.name: spec for spec in fields(part)}
+        for name, value in values.items():
+            if name not in declared or not declared[name].metadata.get("filled"):
+                raise ValueError(f"{name} is not a data-derived option of {type(part).__name__}")
+            checked = config_from_dict(type(part), {**asdict(part), name: value}, "model")
+            setattr(part, name, getattr(checked, name))
+
+    def check(self) -> None:
+        """ValueError naming the option when the switches do not fit the model or each other."""
+        sizes = self.sizes
+        if sizes.d_model % sizes.n_heads:
+            raise ValueError(f"d_model {sizes.d_model} is not a multiple of n_heads {sizes.n_heads}")
+        for switch in registered():
+            switch.check(self)
+        for stack, layers, kinds in (("encoder", sizes.enc_layers, ("self",)),
+                                     ("decoder", sizes.dec_layers, ("self", "cross"))):
+            for layer in range(layers):
+                for kind in kinds:
+                    check_hooks(self.attention_hooks(stack, layer, kind), sizes.n_heads)
+
+    # What the switches that are on ask of the generic code.
 
     def active_switches(self) -> list[Switch]:
         """The switches that are on, in registration order."""
@@ -85,114 +190,6 @@ class ActiveSwitches:
     def recomputes_prefix(self) -> bool:
         """Decoding re-runs the decoder over the whole prefix at each step (no incremental cache)."""
         return any(switch.recomputes_prefix for switch in self.active_switches())
-
-
-class Sections:
-    """Flat option names over typed sections: `sizes` (ModelSizes, what the generic model reads) and one section
-    per registered switch (its `Config` dataclass: `cfg.section(Pascal)`, or `self.options` inside the switch),
-    read and written under their flat names (recipes' `[model]` keys, checkpoints' `model_config`)."""
-
-    sizes: ModelSizes
-
-    def __init__(self, **values: Any) -> None:
-        parts, owner = config_parts(), {}
-        for part, cls in parts.items():
-            owner.update({spec.name: part for spec in fields(cls)})
-        unknown = set(values) - set(owner)
-        if unknown:
-            raise ValueError(f"unknown model option(s): {', '.join(sorted(unknown))}")
-        built = {part: config_from_dict(cls, {k: v for k, v in values.items() if owner[k] == part}, "model")
-                 for part, cls in parts.items()}
-        object.__setattr__(self, "sizes", built.pop("sizes"))
-        object.__setattr__(self, "_sections", built)
-        object.__setattr__(self, "_filled", self.sizes.vocab_size > 0)  # e.g. a checkpoint's: filled already
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"ModelConfig is built once (from_dict); {name} cannot be set afterwards")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sections) and self.to_dict() == other.to_dict()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
-
-    @overload
-    def section(self, switch: type[Switch[C]]) -> C: ...
-
-    @overload
-    def section(self, switch: str) -> Any: ...
-
-    def section(self, switch: type[Switch] | str) -> Any:
-        """The typed options of one registered switch (its `Config` instance), by class or name."""
-        name = switch if isinstance(switch, str) else switch.name
-        try:
-            return self._sections[name]
-        except KeyError:
-            raise KeyError(f"no registered switch {name!r}") from None
-
-    def parts(self) -> dict[str, Any]:
-        """Part name ("sizes", then each switch's name) -> its dataclass instance."""
-        return {"sizes": self.sizes, **self._sections}
-
-    def to_dict(self) -> dict:
-        """Plain values under their flat names (stored in checkpoints)."""
-        return {name: value for part in self.parts().values() for name, value in asdict(part).items()}
-
-
-class ModelConfig(Sections, ActiveSwitches):
-    """The model options (`Sections`) and what the switches that are on ask of the generic code
-    (`ActiveSwitches`).
-
-    Built once per run: from the recipe's values (or a checkpoint's), then, for a new run, `fill` sets the
-    data-derived values (vocab_size, the switches' `prepare`) once, before the model is built; nothing is set
-    after that."""
-
-    @classmethod
-    def from_dict(cls, values: dict) -> ModelConfig:
-        """Build from a dict: unknown keys, values of the wrong type or out of range, and options that do not
-        fit together (every check that needs no data) are a ValueError naming the option."""
-        cfg = cls(**values)
-        cfg.check()
-        return cfg
-
-    def replace(self, **changes: Any) -> ModelConfig:
-        """A new config with some values changed (checked like from_dict)."""
-        return ModelConfig.from_dict({**self.to_dict(), **changes})
-
-    def fill(self, table: Any, manifest: Any, vocab: Any) -> None:
-        """Set what comes from the training split, once, before the model is built: vocab_size (and
-        src_vocab_size), then each switch's `prepare` (only fields declared `option(filled=True)`)."""
-        if self._filled:
-            raise ValueError("ModelConfig.fill: the data-derived values are set once (vocab_size is set already)")
-        object.__setattr__(self, "_filled", True)
-        self._set(self.sizes, {"vocab_size": len(vocab), **({"src_vocab_size": len(vocab.source)}
-                                                             if vocab.source else {})})
-        for switch in registered():
-            if switch.active(self):
-                self._set(self.section(switch), switch.prepare(self, table, manifest, vocab))
-        self.check()
-
-    def _set(self, part: Any, values: dict[str, Any]) -> None:
-        """Data-derived values on one part, each checked against its declaration."""
-        declared = {spec.name: spec for spec in fields(part)}
-        for name, value in values.items():
-            if name not in declared or not declared[name].metadata.get("filled"):
-                raise ValueError(f"{name} is not a data-derived option of {type(part).__name__}")
-            checked = config_from_dict(type(part), {**asdict(part), name: value}, "model")
-            setattr(part, name, getattr(checked, name))
-
-    def check(self) -> None:
-        """ValueError naming the option when the switches do not fit the model or each other."""
-        sizes = self.sizes
-        if sizes.d_model % sizes.n_heads:
-            raise ValueError(f"d_model {sizes.d_model} is not a multiple of n_heads {sizes.n_heads}")
-        for switch in registered():
-            switch.check(self)
-        for stack, layers, kinds in (("encoder", sizes.enc_layers, ("self",)),
-                                     ("decoder", sizes.dec_layers, ("self", "cross"))):
-            for layer in range(layers):
-                for kind in kinds:
-                    check_hooks(self.attention_hooks(stack, layer, kind), sizes.n_heads)
 
 
 PRESETS: dict[str, dict] = {
@@ -274,80 +271,11 @@ def init_weights(module: nn.Module, d_model: int) -> None:
         nn.init.zeros_(module.weight[PAD_ID])  # PAD_ID = 0 = also a label embedding's "none"
 
 
-class _AttentionKernels:
-    """A `Transformer`'s attention modules and their kernel (attention.py)."""
+class Transformer(nn.Module):
+    """Encoder-decoder; `forward` returns `Outputs` (logits (B, T, V) and what the auxiliary losses need).
 
-    def attention_modules(self: Transformer) -> list[MultiHeadAttention]:
-        """Every attention module of the model."""
-        return [module for module in self.modules() if isinstance(module, MultiHeadAttention)]
-
-    def set_attention_kernel(self: Transformer, kernel: str) -> None:
-        """'auto', 'math' or 'flex' for the layers whose hooks can run on FlexAttention (see attention.py)."""
-        check_kernel(kernel)
-        for attn in self.attention_modules():
-            attn.kernel = kernel
-
-    def kernel_in_use(self: Transformer, device: torch.device) -> str:
-        """The attention kernel of the layers that have a choice (flex or math), for the run header."""
-        layers = [attn for attn in self.attention_modules() if attn.hooks and all(h.flex for h in attn.hooks)]
-        if not layers:
-            return "none (no Pascal heads)"
-        return "flex" if layers[0].uses_flex(device) else "math"
-
-
-class _Decoding:
-    """A `Transformer`'s decoder passes: all positions at once (`decode`), or one step with a cache (`decode_step`)."""
-
-    def decode(self: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-               inputs: Inputs | None = None, records: dict | None = None, **named: torch.Tensor | None
-               ) -> torch.Tensor:
-        """tgt_in (B, T) ids -> logits (B, T, V) of one decoder pass (inputs: e.g. distances, graph)."""
-        return self.output(self.decode_hidden(tgt_in, memory, src_mask, merge_inputs(inputs, named), records))
-
-    def decode_hidden(self: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                      inputs: Inputs | None = None, records: dict | None = None) -> torch.Tensor:
-        """The decoder's normalized output states (B, T, C) (see `decode`)."""
-        inputs = inputs or {}
-        valid = tgt_in != PAD_ID
-        masks = [mask for switch in self.switches if (mask := switch.decoder_self_mask(valid)) is not None]
-        if masks:
-            self_mask, limit = masks[0]
-        else:
-            b, t = tgt_in.shape
-            causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()
-            self_mask = causal[None, None] & valid[:, None, None, :]
-            limit = torch.arange(t, device=tgt_in.device)[None].expand(b, t)
-        x = self._embed(self.tgt_embed, tgt_in)
-        for switch in self.switches:
-            x, inputs = switch.decoder_input(self, x, inputs, limit)
-        for layer in self.decoder:
-            x = layer(x, memory, self_mask, src_mask, inputs=inputs, records=records)
-        return self.dec_norm(x)
-
-    def new_cache(self: Transformer) -> list[dict]:
-        """An empty incremental-decoding cache (per decoder layer: self-attention keys/values so far,
-        cross-attention keys/values of the memory)."""
-        return [{"self": {}, "cross": {}} for _ in self.decoder]
-
-    @staticmethod
-    def reorder_cache(cache: list[dict], rows: torch.Tensor) -> None:
-        """Keep cache rows `rows` (beam search: the hypotheses that continue). Cross-attention entries stay:
-        a sentence's beam rows share one memory."""
-        for layer in cache:
-            layer["self"]["k"], layer["self"]["v"] = layer["self"]["k"][rows], layer["self"]["v"][rows]
-
-    def decode_step(self: Transformer, last: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
-                    cache: list[dict], inputs: Inputs | None = None) -> torch.Tensor:
-        """Incremental decoding: the token ids `last` (B, 1) at target position `step`, earlier positions read
-        from `cache` -> logits (B, V) for the next token. Equals decode()'s last row (tested)."""
-        x = self._embed(self.tgt_embed, last, start=step)
-        for layer, layer_cache in zip(self.decoder, cache):
-            x = layer(x, memory, None, src_mask, layer_cache, inputs)
-        return self.output(self.dec_norm(x))[:, -1]
-
-
-class Transformer(_AttentionKernels, _Decoding, nn.Module):
-    """Encoder-decoder; `forward` returns `Outputs` (logits (B, T, V) and what the auxiliary losses need)."""
+    The decoder runs over all positions at once (`decode`, teacher forcing and decoding that re-reads the
+    prefix) or one step at a time with a cache (`decode_step`, incremental decoding)."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -403,6 +331,32 @@ class Transformer(_AttentionKernels, _Decoding, nn.Module):
             x = layer(x, src_mask, inputs, records)
         return self.enc_norm(x), src_mask
 
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+               inputs: Inputs | None = None, records: dict | None = None, **named: torch.Tensor | None
+               ) -> torch.Tensor:
+        """tgt_in (B, T) ids -> logits (B, T, V) of one decoder pass (inputs: e.g. distances, graph)."""
+        return self.output(self.decode_hidden(tgt_in, memory, src_mask, merge_inputs(inputs, named), records))
+
+    def decode_hidden(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                      inputs: Inputs | None = None, records: dict | None = None) -> torch.Tensor:
+        """The decoder's normalized output states (B, T, C) (see `decode`)."""
+        inputs = inputs or {}
+        valid = tgt_in != PAD_ID
+        masks = [mask for switch in self.switches if (mask := switch.decoder_self_mask(valid)) is not None]
+        if masks:
+            self_mask, limit = masks[0]
+        else:
+            b, t = tgt_in.shape
+            causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()
+            self_mask = causal[None, None] & valid[:, None, None, :]
+            limit = torch.arange(t, device=tgt_in.device)[None].expand(b, t)
+        x = self._embed(self.tgt_embed, tgt_in)
+        for switch in self.switches:
+            x, inputs = switch.decoder_input(self, x, inputs, limit)
+        for layer in self.decoder:
+            x = layer(x, memory, self_mask, src_mask, inputs=inputs, records=records)
+        return self.dec_norm(x)
+
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, inputs: Inputs | None = None,
                 **named: torch.Tensor | None) -> Outputs:
         """Teacher forcing: `Outputs` with the logits (B, T, V) and the records the auxiliary losses read
@@ -422,6 +376,44 @@ class Transformer(_AttentionKernels, _Decoding, nn.Module):
         `ModelConfig.loss_weights`); `inputs`: the model inputs."""
         inputs = merge_inputs(inputs, named)
         return {name: value for switch in self.switches for name, value in switch.losses(outputs, inputs).items()}
+
+    def new_cache(self) -> list[dict]:
+        """An empty incremental-decoding cache (per decoder layer: self-attention keys/values so far,
+        cross-attention keys/values of the memory)."""
+        return [{"self": {}, "cross": {}} for _ in self.decoder]
+
+    @staticmethod
+    def reorder_cache(cache: list[dict], rows: torch.Tensor) -> None:
+        """Keep cache rows `rows` (beam search: the hypotheses that continue). Cross-attention entries stay:
+        a sentence's beam rows share one memory."""
+        for layer in cache:
+            layer["self"]["k"], layer["self"]["v"] = layer["self"]["k"][rows], layer["self"]["v"][rows]
+
+    def decode_step(self, last: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
+                    cache: list[dict], inputs: Inputs | None = None) -> torch.Tensor:
+        """Incremental decoding: the token ids `last` (B, 1) at target position `step`, earlier positions read
+        from `cache` -> logits (B, V) for the next token. Equals decode()'s last row (tested)."""
+        x = self._embed(self.tgt_embed, last, start=step)
+        for layer, layer_cache in zip(self.decoder, cache):
+            x = layer(x, memory, None, src_mask, layer_cache, inputs)
+        return self.output(self.dec_norm(x))[:, -1]
+
+    def attention_modules(self) -> list[MultiHeadAttention]:
+        """Every attention module of the model."""
+        return [module for module in self.modules() if isinstance(module, MultiHeadAttention)]
+
+    def set_attention_kernel(self, kernel: str) -> None:
+        """'auto', 'math' or 'flex' for the layers whose hooks can run on FlexAttention (see attention.py)."""
+        check_kernel(kernel)
+        for attn in self.attention_modules():
+            attn.kernel = kernel
+
+    def kernel_in_use(self, device: torch.device) -> str:
+        """The attention kernel of the layers that have a choice (flex or math), for the run header."""
+        layers = [attn for attn in self.attention_modules() if attn.hooks and all(h.flex for h in attn.hooks)]
+        if not layers:
+            return "none (no Pascal heads)"
+        return "flex" if layers[0].uses_flex(device) else "math"
 
 
 def build_model(preset: str = "tiny", **overrides: object) -> Transformer:
