@@ -17,8 +17,9 @@ from torch import nn
 from synprep.features import forest_subword_depths
 from synprep.tables import option
 
-from ..data import BatchColumn
-from .base import Inputs, Switch, register
+from ..columns import BatchColumn
+from .base import Inputs, Switch
+from .registry import register
 
 DEPTH = BatchColumn("src_depth", "src_depth", "src", "depth", made_from=("src_heads", "src_subword_token"),
                     make=forest_subword_depths)
@@ -33,7 +34,7 @@ class DepthConfig:
 
 
 class DepthEmbeddings(Switch[DepthConfig], name="depth", config=DepthConfig, switched_by=("depth_embedding",),
-                      order=55):
+                      after=("labels",)):
     """Source dependency-depth embeddings added to the source token embeddings."""
 
     example = {"depth_embedding": True, "depth_max": 4}
