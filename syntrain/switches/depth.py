@@ -34,7 +34,7 @@ class DepthConfig:
 
 
 class DepthEmbeddings(Switch[DepthConfig], name="depth", config=DepthConfig, switched_by=("depth_embedding",),
-                      after=("labels",)):
+                      after=("labels",), before=("tree",)):
     """Source dependency-depth embeddings added to the source token embeddings."""
 
     example = {"depth_embedding": True, "depth_max": 4}

@@ -316,7 +316,7 @@ class TreeDecoder(Switch[TreeConfig]):
         return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph)
 
 
-class TreeDecoding(TreeDecoder, name="tree", config=TreeConfig, after=("depth",)):
+class TreeDecoding(TreeDecoder, name="tree", config=TreeConfig, after=("labels",)):
     """Target transitions: Linearized, PARENT heads, gated GCN, BiTran (the decoder side: `TreeDecoder`)."""
 
     example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
