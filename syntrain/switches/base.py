@@ -276,11 +276,11 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     switch's options, where a mechanism needs them: `cfg.section(OtherSwitch)`. Its hooks by stage: `DataHooks`,
     `DecodingHooks`, `ModelHooks`; here: its identity, options and their checks.
 
-    Its place among the switches is declared by name, `after=("pascal",)` / `before=(...)`: the registry orders
-    the switches topologically, registration order breaking ties (`registered`). The order decides in which
-    order the hooks of one attention module run and register their parameters (so parameter initialization
-    draws from the random generator in that order: pinned first-step losses depend on it), the order in which
-    auxiliary losses are summed and the run header lists the switches."""
+    Its place among the switches is declared by name, `after=("pascal",)` / `before=(...)`: the registry keeps
+    the switches in registration order, each moved after those it must follow (`registered`). The order decides
+    in which order the hooks of one attention module run and register their parameters (so parameter
+    initialization draws from the random generator in that order: pinned first-step losses depend on it), the
+    order in which auxiliary losses are summed and the run header lists the switches."""
 
     name: ClassVar[str] = ""
     Config: ClassVar[type] = NoOptions

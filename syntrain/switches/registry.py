@@ -102,8 +102,9 @@ def deferred_order() -> Iterator[None]:
 
 
 def registered() -> list[type[Switch]]:
-    """The registered switches in their declared order (`Switch.after` / `before`; ties: registration order): the
-    order of their hooks in a module, of their parameters, losses and run-header parts."""
+    """The registered switches in their declared order (registration order, each moved after the switches its
+    `after` / `before` say it follows): the order of their hooks in a module, of their parameters, losses and
+    run-header parts."""
     return list(_ORDER) if not _DEFERRED else list(_REGISTRY.values())
 
 
