@@ -330,7 +330,7 @@ def test_collated_features_follow_the_conventions(shards):
     data = ParallelData(str(shards / "train"), vocab, batch_columns=columns,
                         data_options={"source_labels": labels})
     batch = data.collate(data.keep[:16])
-    distances, src_labels, src_head, tgt_head = (batch.inputs[name] for name in columns)
+    distances, src_labels, src_head, tgt_head = (batch.inputs[column.name] for column in columns)
     for b, row in enumerate(data.keep[:16]):
         record = table.slice(int(row), 1).to_pylist()[0]
         owner, n, m = record["src_subword_token"], len(record["src_subwords"]), len(record["tgt_subwords"])

@@ -70,7 +70,7 @@ def register(switch: type[Switch]) -> type[Switch]:
         _declare(switch.columns, switch.name)
         _declare_targets(switch.decoder_targets, switch.name)
         if not _DEFERRED:
-            _ORDER[:] = _ordered()
+            _ORDER[:] = _ordered(checked=[switch])
     except ValueError:
         unregister(switch.name)
         raise
@@ -98,7 +98,7 @@ def deferred_order() -> Iterator[None]:
     finally:
         _DEFERRED -= 1
     if not _DEFERRED:
-        _ORDER[:] = _ordered()
+        _ORDER[:] = _ordered(checked=list(_REGISTRY.values()))
 
 
 def registered() -> list[type[Switch]]:
@@ -108,21 +108,24 @@ def registered() -> list[type[Switch]]:
     return list(_ORDER) if not _DEFERRED else list(_REGISTRY.values())
 
 
-def _ordered() -> list[type[Switch]]:
+def _ordered(checked: list[type[Switch]]) -> list[type[Switch]]:
     """The registered switches in registration order, each moved after the switches it must follow (its `after`,
-    and those placing themselves `before` it): a stable topological order; ValueError (one line) for a place
-    naming no registered switch, or a cycle."""
-    rank = {name: index for index, name in enumerate(_REGISTRY)}
-    preceding: dict[str, set[str]] = {name: set() for name in _REGISTRY}
-    for switch in _REGISTRY.values():
+    and those placing themselves `before` it): a stable topological order; ValueError (one line) for a cycle, or
+    for a place of a `checked` switch naming no registered switch (another's place naming one unregistered since
+    is let go)."""
+    for switch in checked:
         for word, names in (("after", switch.after), ("before", switch.before)):
             unknown = [name for name in names if name not in _REGISTRY]
             if unknown:
                 raise ValueError(f"switch {switch.name!r} is placed {word} {unknown[0]!r}, which is no registered "
                                  f"switch (registered: {', '.join(_REGISTRY)})")
-        preceding[switch.name].update(switch.after)
+    rank = {name: index for index, name in enumerate(_REGISTRY)}
+    preceding: dict[str, set[str]] = {name: set() for name in _REGISTRY}
+    for switch in _REGISTRY.values():
+        preceding[switch.name].update(name for name in switch.after if name in _REGISTRY)
         for name in switch.before:
-            preceding[name].add(switch.name)
+            if name in _REGISTRY:
+                preceding[name].add(switch.name)
     order: list[str] = []
 
     def place(name: str, waiting: list[str]) -> None:
