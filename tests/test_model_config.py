@@ -16,8 +16,8 @@ from syntrain.switches.tree import TreeDecoding
 from .conftest import REPO
 from .data import make_switch_fixtures as fixtures
 
-GENERIC = ["attention", "model", "train", "decode", "translate", "compare", "cli", "data", "checkpoints", "shapes",
-           "runfolder", "travel"]
+GENERIC = ["attention", "model", "train", "decode", "translate", "compare", "cli", "arrow", "columns", "vocab",
+           "batch", "dataset", "checkpoints", "shapes", "runfolder", "travel"]
 
 
 def test_sizes_and_sections_are_typed_parts_under_the_flat_names():

@@ -212,8 +212,8 @@ def test_the_trainer_reads_both_formats_alike(v2_of_the_v1_corpus):
     batches = {}
     for name, root in (("v1", SHARDS_V1), ("v2", v2_of_the_v1_corpus)):
         for target in ("text", "transitions"):
-            data = ParallelData(str(root / "train"), vocabs["v1"], batch_columns=features, decoder_target=target,
-                                data_options={"source_labels": labels})
+            data = ParallelData(str(root / "train"), vocabs["v1"], batch_columns=features,
+                                decoder_target=target_column(target), data_options={"source_labels": labels})
             batches[name, target] = [data.collate(rows) for rows in data.batches(300, seed=3)]
     for target in ("text", "transitions"):
         for a, b in zip(batches["v1", target], batches["v2", target], strict=True):
