@@ -225,7 +225,7 @@ def convert(tmp: Path, pairs: int, workers: int, vocabulary: str, merges: int) -
 
 def held_arrays(split: Path) -> int:
     """Bytes of what the trainer must hold in RAM for this split: int32 ids of both sides, float32 source
-    parents, int64 offsets of both sides (syntrain.data.ParallelData)."""
+    parents, int64 offsets of both sides (syntrain.dataset.ParallelData)."""
     import pyarrow.compute as pc
 
     from synprep.shards import open_split
@@ -238,7 +238,7 @@ def held_arrays(split: Path) -> int:
 
 def baseline_rss() -> int:
     """RSS of a process that has imported what syntrain run imports (torch, pyarrow, the trainer)."""
-    code = "import psutil, syntrain.train, syntrain.data; print(psutil.Process().memory_info().rss)"
+    code = "import psutil, syntrain.train, syntrain.dataset; print(psutil.Process().memory_info().rss)"
     return int(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
 
 

@@ -5,7 +5,7 @@
 
 Rewrites the split's shards with each compression (synprep.shards.write_shard), then times, best of --rounds:
 the checked full read (`open_split(...).table()`: every batch validated), the trainer's columns, and the
-trainer's load (`syntrain.data.ParallelData`: read + vocabulary encoding). Prints bytes and ratios to none.
+trainer's load (`syntrain.dataset.ParallelData`: read + vocabulary encoding). Prints bytes and ratios to none.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 
 from synprep.shards import open_split, read_shard, write_shard
-from syntrain.data import TRAIN_COLUMNS, ParallelData, Vocab
+from syntrain.columns import TRAIN_COLUMNS
+from syntrain.dataset import ParallelData
+from syntrain.vocab import Vocab
 
 BIN = Path(sys.executable).parent
 

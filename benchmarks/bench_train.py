@@ -46,18 +46,15 @@ import torch
 
 from synprep.features import to_transitions, tree_distances
 from synprep.trees import lift_projective
-from syntrain.data import (
-    PAD_ID,
-    Batch,
-    ParallelData,
-    Vocab,
-    read_split,
-)
+from syntrain.batch import Batch
+from syntrain.dataset import ParallelData, read_split
 from syntrain.model import build_model
 from syntrain.shapes import LADDER_TEXT, compile_model, ladder_in_use
+from syntrain.switches import declared, target_column
 from syntrain.switches.labels import label_vocabulary
 from syntrain.switches.tree import arc_label_vocabulary, graph_rows
 from syntrain.train import accumulate_gradients, autocast_context
+from syntrain.vocab import PAD_ID, Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 # switch -> model options (the Multi30k recipes' settings)
@@ -77,8 +74,8 @@ TREE_SWITCHES = {
     "bitran": dict(target="transitions", bidirectional=True),
     "bitran-approx": dict(target="transitions", bidirectional=True, bidirectional_prefixes=4),
 }
-ALL_COLUMNS = {"src_parent_mid": "bench", "distances": "bench", "src_labels": "bench", "src_parent_first": "bench",
-               "tgt_parent_first": "bench"}
+ALL_COLUMNS = {declared(name): "bench" for name in ("src_parent_mid", "distances", "src_labels", "src_parent_first",
+                                                   "tgt_parent_first")}
 # dense bf16 peak TFLOP/s by device name (model FLOPs utilisation when --peak-tflops is not given)
 BF16_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0}
 
@@ -93,7 +90,7 @@ def batches_from(args, tree: bool = False):
     """(vocabulary size, source labels, arc labels, {"text": batches, "transitions": batches}, source)."""
     if os.path.isdir(args.data):
         table = read_split(args.data)[0]
-        vocab = Vocab.build([table], decoder_target="transitions" if tree else "text")
+        vocab = Vocab.build([table], decoder_target=target_column("transitions") if tree else None)
         labels = label_vocabulary(table)
         arcs = arc_label_vocabulary(vocab)
         data = ParallelData(args.data, vocab, 256, batch_columns=ALL_COLUMNS,
@@ -106,7 +103,7 @@ def batches_from(args, tree: bool = False):
         if tree:
             options = build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
                                   **TREE_SWITCHES["gcn"]).cfg.dataset_options()
-            trans = ParallelData(args.data, vocab, 256, batch_columns={**ALL_COLUMNS, "graph": "bench"},
+            trans = ParallelData(args.data, vocab, 256, batch_columns={**ALL_COLUMNS, declared("graph"): "bench"},
                                  skip_null=True, **options)
             trans.data_options["source_labels"] = labels
             trans.ladder = args.ladder

@@ -21,9 +21,10 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from syntrain.data import ParallelData, Vocab, read_split
+from syntrain.dataset import ParallelData, read_split
 from syntrain.model import build_model
 from syntrain.train import TrainConfig, accumulate_gradients, autocast_context, inverse_sqrt
+from syntrain.vocab import Vocab
 
 try:
     from syntrain.train import make_optimizer

@@ -9,8 +9,8 @@ import os
 import torch
 
 from .config import stored_model_config
-from .data import Vocab
 from .model import ModelConfig, Transformer
+from .vocab import Vocab
 
 
 def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:

@@ -223,7 +223,7 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
         raise click.UsageError("--interactive reads raw text, not a split directory")
     from synprep.errors import InputError
 
-    from .data import check_scored_split
+    from .dataset import check_scored_split
 
     try:
         _check_outputs({"-o": output_path}, {"the checkpoint (--checkpoint)": checkpoint,
@@ -318,7 +318,7 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     from synprep.errors import InputError
 
     from .checkpoints import load_checkpoint
-    from .data import ParallelData, check_scored_split, readable_target
+    from .dataset import ParallelData, check_scored_split, readable_target
     from .decode import bleu_tokenizer, score
     from .decode import translate as run_translate
     from .switches import decoded

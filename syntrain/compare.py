@@ -70,7 +70,7 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
         return read_hypotheses(cached, expected)
     from .checkpoints import load_checkpoint
     from .config import signature_differences
-    from .data import ParallelData
+    from .dataset import ParallelData
     from .decode import translate
     from .switches import decoded
 
@@ -257,7 +257,7 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     from synprep.normalize import normalizer
 
     subsets = load_subsets(subsets_dir) if subsets_dir is not None else None  # checked before any decoding
-    from .data import check_scored_split
+    from .dataset import check_scored_split
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     check_scored_split(data_path)

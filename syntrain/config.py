@@ -231,7 +231,7 @@ def check_model_value(name: str, value: Any, label: str) -> Any:
 
 def stored_model_config(ckpt: dict, path: str) -> ModelConfig:
     """The ModelConfig of a checkpoint, checked by the declarations; a bad value is a ValueError naming the file."""
-    from .switches.base import registered
+    from .switches import registered
 
     model_config, stored = _model_config(), dict(ckpt["model_config"])
     for switch in registered():  # options added since: the value the older code had (not the new default)
@@ -530,10 +530,10 @@ def fields_markdown() -> str:
     header = ["| field | allowed values | default | meaning |", "|---|---|---|---|"]
     lines = ["### [data]", "", "Paths relative to the recipe's folder.", "", *header]
     lines += [row(key, "train", name) for key, name in DATA_KEYS.items()]
-    lines += ["", "### [model]", "", "Sizes default to the preset's; `vocab_size`, `src_vocab_size` (a source "
-              "vocabulary of its own: data with BPE per side), `source_labels`, `transition_root` and `arc_labels` "
-              "are set by the trainer from the data.", "", *header,
-              row("preset", "train", "preset")]
+    filled = [f"`{name}`" + (" (a source vocabulary of its own: data with BPE per side)" if name == "src_vocab_size"
+                             else "") for name in trainer_filled()]
+    lines += ["", "### [model]", "", f"Sizes default to the preset's; {', '.join(filled[:-1])} and {filled[-1]} are "
+              "set by the trainer from the data.", "", *header, row("preset", "train", "preset")]
     lines += [row(name, "model", name) for name in model_keys()]
     lines += ["", "### [train]", "", "A relative `out` resolves against the recipe's folder.", "", *header]
     lines += [row(name, "train", name) for name in train_keys()]

@@ -23,9 +23,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .data import BOS_ID, EOS_ID, PAD_ID, ParallelData, Vocab, debpe
+from .dataset import ParallelData
 from .model import Transformer
 from .switches import DecodedOutputs, Inputs, decoded, merge_inputs
+from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab, debpe
 
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:

@@ -25,9 +25,20 @@ from torch import nn
 from synprep.tables import config_from_dict
 
 from .attention import MultiHeadAttention, check_hooks, check_kernel
-from .data import PAD_ID, TEXT
+from .columns import TEXT, BatchColumn
 from .sizes import ModelSizes
-from .switches import AttentionHook, Inputs, Outputs, Switch, merge_inputs, registered, reserve
+from .switches import (
+    AttentionHook,
+    Inputs,
+    Outputs,
+    Switch,
+    declared,
+    merge_inputs,
+    registered,
+    reserve,
+    target_column,
+)
+from .vocab import PAD_ID
 
 # A switch option must not take a core name: [model] keys are one flat namespace (syntrain.config reserves the
 # [train] names the same way).
@@ -163,14 +174,16 @@ class ModelConfig:
         """The syntax switches that are on, in one line (run header, `syntrain env --checkpoint`)."""
         return "; ".join(filter(None, (switch.describe() for switch in self.active_switches()))) or "none (vanilla)"
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
-        """Model inputs the switches need (their `batch_columns`) -> the switch that needs each;
+    def batch_columns(self, training: bool) -> dict[BatchColumn, str]:
+        """The batch columns the switches read (their `batch_columns`, as declared) -> the switch that needs each;
         `training` adds the supervision of the auxiliary losses."""
-        return {name: why for switch in self.active_switches() for name, why in switch.batch_columns(training).items()}
+        return {declared(name): why for switch in self.active_switches()
+                for name, why in switch.batch_columns(training).items()}
 
     def dataset_options(self) -> dict[str, Any]:
-        """ParallelData options the model needs: its decoder target and `data_options`."""
-        return {"decoder_target": self.decoder_target, "data_options": self.data_options()}
+        """ParallelData options the model needs: its decoder target (declared; None: the target sub-words) and
+        `data_options`."""
+        return {"decoder_target": target_column(self.decoder_target), "data_options": self.data_options()}
 
     def data_options(self) -> dict[str, Any]:
         """What the switches' batch columns read of the run (their `data_options`: label vocabularies)."""

@@ -34,16 +34,18 @@ from synprep.shards import open_split
 from synprep.textio import atomic_write
 
 from .attention import flex_available
+from .batch import Batch
 from .checkpoints import checkpoint_vocab, load_checkpoint, load_weights, read_checkpoint, save_checkpoint
 from .config import TrainConfig, inverse_sqrt, stored_model_config
-from .data import PAD_ID, Batch, ParallelData, Vocab, data_columns, prefetch, read_split, separate_bpe
+from .dataset import ParallelData, data_columns, prefetch, read_split
 from .decode import bleu_metric, score, translate
 from .model import PRESETS, ModelConfig, Transformer
 from .runfiles import default_run_dir, existing_run_files, prune_step_checkpoints
 from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
-from .switches import decoded
+from .switches import decoded, target_column
 from .travel import SOURCE_DIR, write_source_files
+from .vocab import PAD_ID, Vocab, separate_bpe
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
@@ -454,7 +456,7 @@ def load_data(run: Run) -> None:
         run.mcfg = stored_model_config(ckpt, run.resume_path)
     else:
         run.mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model})
-    decoder_target = run.mcfg.decoder_target
+    decoder_target = target_column(run.mcfg.decoder_target)
     split = read_split(cfg.data, data_columns(run.mcfg.batch_columns(training=True), decoder_target,
                                               references=False))
     if ckpt:

@@ -10,7 +10,7 @@ from synprep.shards import SourcePreparation
 from synprep.textio import decode_line, open_binary
 
 from .checkpoints import load_checkpoint
-from .data import ParallelData
+from .dataset import ParallelData
 from .decode import translate_nbest
 from .travel import travelling_preparation
 

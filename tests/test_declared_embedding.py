@@ -14,9 +14,11 @@ import torch
 
 from synprep.tables import option
 from synprep.trees import forest_arrays
-from syntrain.data import BatchColumn, ParallelData, Vocab, read_split
+from syntrain.columns import BatchColumn
+from syntrain.dataset import ParallelData, read_split
 from syntrain.switches import register, registered, unregister
 from syntrain.switches.embedding import FeatureEmbedding
+from syntrain.vocab import Vocab
 
 from .data import make_switch_fixtures as fixtures
 
@@ -63,7 +65,7 @@ def test_arity_is_the_number_of_dependents():
 def test_the_column_is_made_from_the_heads(arity):
     table, _ = read_split(str(TRAIN_SPLIT))
     assert "src_arity" not in table.column_names
-    data = ParallelData(str(TRAIN_SPLIT), Vocab.build([table]), batch_columns={"src_arity": "arity embeddings"})
+    data = ParallelData(str(TRAIN_SPLIT), Vocab.build([table]), batch_columns={ARITY: "arity embeddings"})
     rows = list(range(8))
     batch = data.collate(rows)
     for b, row in enumerate(rows):

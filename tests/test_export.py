@@ -18,8 +18,9 @@ from synprep import features as F
 from synprep.export import DBSA_RELEASES, EXPORT_FORMATS, export_split, summary_line
 from synprep.shards import open_split
 from synprep.trees import is_projective
-from syntrain import switches  # noqa: F401 (registers the switches and the batch columns they declare)
-from syntrain.data import ParallelData, Vocab, read_split
+from syntrain.dataset import ParallelData, read_split
+from syntrain.switches import declared
+from syntrain.vocab import Vocab
 
 from .conftest import SHARED, convert_synth
 from .test_fidelity import released_arc_std, released_combined, released_pascal
@@ -364,7 +365,8 @@ def test_trainer_collates_dbsa_heads_stored_or_made_from_the_trees(stored, dbsa_
     table, _ = read_split(path)
     assert ("tgt_dbsa_head" in table.column_names) == stored
     vocab = Vocab.build([table])
-    data = ParallelData(path, vocab, batch_columns={"src_dbsa_head": "DBSA", "tgt_dbsa_head": "DBSA"})
+    columns = {declared(name): "DBSA" for name in ("src_dbsa_head", "tgt_dbsa_head")}
+    data = ParallelData(path, vocab, batch_columns=columns)
     rows = list(range(min(len(data), 12)))
     batch = data.collate(rows)
     src_head, tgt_head = batch.inputs["src_dbsa_head"], batch.inputs["tgt_dbsa_head"]
@@ -386,11 +388,11 @@ def test_older_checkpoints_keep_the_rule_they_were_trained_with():
 
     new = ModelConfig.from_dict({"dbsa_encoder": True, "dbsa_decoder": True, "vocab_size": 8})
     assert new.section("parse_head").dbsa_rule == "next_piece"
-    assert set(new.batch_columns(training=True)) == {"src_dbsa_head", "tgt_dbsa_head"}
+    assert {column.name for column in new.batch_columns(training=True)} == {"src_dbsa_head", "tgt_dbsa_head"}
     stored = new.to_dict()
     del stored["dbsa_rule"]
     old = stored_model_config({"model_config": stored}, "old.pt")
     assert old.section("parse_head").dbsa_rule == "parent_first"
-    assert set(old.batch_columns(training=True)) == {"src_parent_first", "tgt_parent_first"}
+    assert {column.name for column in old.batch_columns(training=True)} == {"src_parent_first", "tgt_parent_first"}
     stored["dbsa_rule"] = "next_piece"
     assert stored_model_config({"model_config": stored}, "new.pt").section("parse_head").dbsa_rule == "next_piece"

@@ -1,62 +1,106 @@
-"""The generic modules of syntrain name no syntax mechanism: no identifier, attribute, keyword, imported module
-or string constant of theirs is the name of a registered switch, of its module or of one of its options (the
-registry is iterated, so a new switch is checked too). What a mechanism needs from the generic code goes through
-the `Switch` hooks (syntrain/switches/base.py); what one needs from the data layer, through the batch columns
-and decoder targets it declares (`BatchColumn`, `TargetColumn` in syntrain/data.py)."""
+"""The generic modules of syntrain name no syntax mechanism (the registry is iterated, so a new switch is checked
+too). A mechanism is named by its vocabulary: a registered switch's name and its module's name (as an imported
+module, an attribute or a string), its option names, and the batch columns and decoder targets it declares (as
+an identifier, attribute, keyword or string; a snake_case one also as a word inside a string). Ordinary
+identifiers that happen to equal a switch's name (a local `bias`, `labels`, `depth`) and the attribute names of
+torch's modules and tensors (`module.bias`) are not mentions; docstrings are prose. What a mechanism needs from
+the generic code goes through the `Switch` hooks (syntrain/switches/base.py); what one needs from the data layer,
+through the batch columns and decoder targets it declares (`BatchColumn`, `TargetColumn` in syntrain/columns.py)."""
 
 from __future__ import annotations
 
 import ast
+import re
+from dataclasses import dataclass
 
 import pytest
 
-from syntrain.switches import option_names, registered
+from synprep.tables import option
+from syntrain.columns import BatchColumn
+from syntrain.switches import Switch, declared, declared_targets, option_names, register, registered, unregister
 
 from .conftest import REPO
 
-GENERIC = ("data", "decode", "train", "compare", "cli", "model", "attention", "config", "translate")
+GENERIC = ("arrow", "columns", "vocab", "batch", "dataset", "decode", "train", "compare", "cli", "model",
+           "attention", "config", "translate")
 # (module, name) -> why it is still there; each one is checked to be still needed (a stale entry fails)
 ALLOWED: dict[tuple[str, str], str] = {}
 
 
-def mechanism_names() -> dict[str, str]:
-    """Name -> the registered switch it belongs to: its name, its module's name, its option names."""
-    names = {}
-    for switch in registered():
-        for name in [switch.name, switch.__module__.rsplit(".", 1)[-1], *option_names(switch)]:
-            names[name] = switch.name
+def torch_attributes() -> set[str]:
+    """Attribute names of torch's tensors and modules (`weight`, `bias`, `training`, ...): not mechanism names."""
+    import torch
+    from torch import nn
+
+    names = set(dir(torch.Tensor)) | set(dir(nn.Module))
+    for module in (nn.Linear(2, 2), nn.LayerNorm(2), nn.Embedding(2, 2), nn.MultiheadAttention(2, 1)):
+        names |= set(dir(module))
     return names
 
 
-def named(source: str) -> list[tuple[int, str]]:
-    """(line, word) of every identifier, attribute, keyword, argument, imported module part and string constant."""
+def mechanism_names() -> dict[str, tuple[str, bool]]:
+    """Name -> (the registered switch it belongs to, whether it is one of its own words: an option, a batch
+    column or decoder target it declares, their shard columns; else its name or its module's name)."""
+    names = {}
+    for switch in registered():
+        for name in [switch.name, switch.__module__.rsplit(".", 1)[-1]]:
+            names[name] = (switch.name, False)
+        words = [*option_names(switch), *(column.name for column in switch.columns),
+                 *(target.name for target in switch.decoder_targets),
+                 *(target.column for target in switch.decoder_targets)]
+        names.update({word: (switch.name, True) for word in words})
+    return names
+
+
+def named(source: str) -> list[tuple[int, str, str]]:
+    """(line, word, kind) of every identifier ("name"), attribute ("attribute"), imported module part ("import")
+    and string constant ("string"; not docstrings) of a module."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
     found = []
-    for node in ast.walk(ast.parse(source)):
-        words: list[str] = []
+    for node in ast.walk(tree):
+        words: list[tuple[str, str]] = []
         if isinstance(node, ast.Name):
-            words = [node.id]
+            words = [(node.id, "name")]
         elif isinstance(node, ast.Attribute):
-            words = [node.attr]
+            words = [(node.attr, "attribute")]
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            words = [node.name]
+            words = [(node.name, "name")]
         elif isinstance(node, ast.arg):
-            words = [node.arg]
+            words = [(node.arg, "name")]
         elif isinstance(node, ast.keyword) and node.arg:
-            words = [node.arg]
+            words = [(node.arg, "name")]
         elif isinstance(node, ast.alias):
-            words = [*node.name.split("."), *([node.asname] if node.asname else [])]
+            words = [(part, "import") for part in node.name.split(".")]
+            words += [(node.asname, "name")] if node.asname else []
         elif isinstance(node, ast.ImportFrom) and node.module:
-            words = node.module.split(".")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            words = [node.value]
-        found += [(getattr(node, "lineno", 0), word) for word in words]
+            words = [(part, "import") for part in node.module.split(".")]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            words = [(node.value, "string")]
+        found += [(getattr(node, "lineno", 0), word, kind) for word, kind in words]
     return found
 
 
-def mentions(module: str, source: str) -> list[str]:
-    names = mechanism_names()
-    return sorted({f"syntrain/{module}.py:{line}: {word!r} (switch {names[word]!r})" for line, word in named(source)
-                   if word in names and (module, word) not in ALLOWED})
+def is_mention(word: str, kind: str, names: dict[str, tuple[str, bool]], torch_names: set[str]) -> str | None:
+    """The mechanism name `word` (of `kind`) mentions, or None."""
+    if kind == "string":
+        if word in names:
+            return word
+        return next((name for name, (_, own) in names.items()  # a snake_case word of its own inside a string
+                     if own and "_" in name and re.search(rf"(?<![\w.]){name}(?!\w)", word)), None)
+    if word not in names or kind == "attribute" and word in torch_names:
+        return None
+    _, own = names[word]
+    return word if own or kind != "name" else None
+
+
+def mentions(module: str, source: str, allowed: dict[tuple[str, str], str] = ALLOWED) -> list[str]:
+    names, torch_names = mechanism_names(), torch_attributes()
+    found = {(line, is_mention(word, kind, names, torch_names)) for line, word, kind in named(source)}
+    return sorted(f"syntrain/{module}.py:{line}: {name!r} (switch {names[name][0]!r})" for line, name in found
+                  if name is not None and (module, name) not in allowed)
 
 
 @pytest.mark.parametrize("module", GENERIC)
@@ -66,20 +110,54 @@ def test_generic_module_names_no_switch(module):
 
 
 def test_every_allowed_name_is_still_needed():
-    names = mechanism_names()
     for module, word in ALLOWED:
         source = (REPO / "syntrain" / f"{module}.py").read_text(encoding="utf-8")
-        assert word in names and any(found == word for _, found in named(source)), (module, word)
+        assert any(f": {word!r} (" in found for found in mentions(module, source, allowed={})), (module, word)
 
 
-@pytest.mark.parametrize("planted", ["cfg.{option}", "getattr(cfg, '{option}')", "f({option}=1)",
-                                     "from .switches.{module} import X", "x = '{name}'"])
+PLANTED = ["cfg.{option}", "getattr(cfg, '{option}')", "f({option}=1)", "from .switches.{module} import X",
+           "import syntrain.switches.{module}", "x = '{name}'", "inputs['{column}']",
+           "raise ValueError(f'{{x}} needs {word} > 0')", "switches.{name}.Config"]
+
+
+@pytest.mark.parametrize("planted", PLANTED)
 def test_a_planted_mention_of_any_switch_is_caught(planted):
     for switch in registered():
         options = option_names(switch)
+        columns = [column.name for column in switch.columns] or [target.name for target in switch.decoder_targets]
         source = planted.format(option=options[0] if options else switch.name, name=switch.name,
-                                module=switch.__module__.rsplit(".", 1)[-1])
+                                module=switch.__module__.rsplit(".", 1)[-1],
+                                column=columns[0] if columns else options[0],
+                                word=next(word for word in [*options, *columns] if "_" in word))
         assert mentions("planted", source), (switch.name, source)
+
+
+@dataclass
+class BiasConfig:
+    bias_gain: float = option(0.0, ge=0, help="a switch whose name is an attribute of torch's modules")
+
+
+class Bias(Switch[BiasConfig], name="bias", config=BiasConfig, switched_by=("bias_gain",)):
+    columns = (BatchColumn("bias_offsets", "src_bias", "src", "bias"),)
+
+
+def test_a_switch_named_like_an_ordinary_identifier_is_allowed_and_still_caught():
+    """A switch named `bias`: `module.bias`, `nn.Linear(..., bias=False)` and a local `bias` in the generic
+    modules are not mentions of it; its option, its batch column, its module and its name as a string are."""
+    register(Bias)
+    try:
+        assert "bias" in mechanism_names() and declared("bias_offsets") is Bias.columns[0]
+        for module in GENERIC:
+            source = (REPO / "syntrain" / f"{module}.py").read_text(encoding="utf-8")
+            assert mentions(module, source) == [], module
+        ordinary = "def f(module, bias=None):\n    bias = module.bias\n    return nn.Linear(2, 2, bias=False), bias\n"
+        assert mentions("planted", ordinary) == []
+        for leak in ["cfg.bias_gain", "inputs['bias_offsets']", "from .switches.test_generic_modules import X",
+                     "section('bias')", "f'{x} needs bias_gain'"]:
+            assert mentions("planted", leak), leak
+    finally:
+        unregister("bias")
+    assert "bias_offsets" not in declared() and "bias" not in {name for name in declared_targets()}
 
 
 def test_a_switch_declares_its_eval_output_and_compare_column(tmp_path):

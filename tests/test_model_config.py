@@ -16,8 +16,8 @@ from syntrain.switches.tree import TreeDecoding
 from .conftest import REPO
 from .data import make_switch_fixtures as fixtures
 
-GENERIC = ["attention", "model", "train", "decode", "translate", "compare", "cli", "data", "checkpoints", "shapes",
-           "runfolder", "travel"]
+GENERIC = ["attention", "model", "train", "decode", "translate", "compare", "cli", "arrow", "columns", "vocab",
+           "batch", "dataset", "checkpoints", "shapes", "runfolder", "travel"]
 
 
 def test_sizes_and_sections_are_typed_parts_under_the_flat_names():
@@ -55,7 +55,7 @@ def test_generic_modules_read_no_switch_option_from_the_config(module):
 
 
 def test_fill_sets_the_data_derived_values_once():
-    from syntrain.data import SPECIALS, Vocab
+    from syntrain.vocab import SPECIALS, Vocab
 
     cfg = ModelConfig.from_dict({**TreeDecoding.example, "label_embedding": 4})
     vocab = Vocab([*SPECIALS, "a", "b", "LEFT-ARC:nsubj", "RIGHT-ARC:obj"])
@@ -77,7 +77,7 @@ def test_fill_refuses_an_option_that_is_not_data_derived():
 
 
 def fixtures_split():
-    from syntrain.data import read_split
+    from syntrain.dataset import read_split
 
     return read_split(str(fixtures.SHARDS / "train"))
 

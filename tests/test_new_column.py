@@ -17,8 +17,9 @@ import torch
 
 from synprep import features as F
 from synprep.shards import open_split
-from syntrain.data import ParallelData, Vocab, read_split
-from syntrain.switches import registered
+from syntrain.dataset import ParallelData, read_split
+from syntrain.switches import declared, registered
+from syntrain.vocab import Vocab
 
 from .conftest import REPO, convert_synth
 from .data import make_switch_fixtures as fixtures
@@ -72,7 +73,7 @@ def test_depth_column_is_stored_or_made_from_the_heads_alike(depth_split):
     function; EOS and pad are -1."""
     for path in (str(depth_split), str(OLD_SHARDS)):
         table, _ = read_split(path)
-        data = ParallelData(path, Vocab.build([table]), batch_columns={"src_depth": "depth embeddings"})
+        data = ParallelData(path, Vocab.build([table]), batch_columns={declared("src_depth"): "depth embeddings"})
         rows = list(range(min(len(data), 12)))
         batch = data.collate(rows)
         for b, row in enumerate(rows):

@@ -195,22 +195,25 @@ def test_format_2_holds_everything_format_1_held(v2_of_the_v1_corpus, split):
 
 
 def test_the_trainer_reads_both_formats_alike(v2_of_the_v1_corpus):
-    from syntrain.data import ParallelData, Vocab, read_split
+    from syntrain.dataset import ParallelData, read_split
+    from syntrain.switches import declared, target_column
     from syntrain.switches.labels import label_vocabulary
+    from syntrain.vocab import Vocab
 
     tables = {name: read_split(str(root / "train"))[0] for name, root in (("v1", SHARDS_V1), ("v2",
                                                                                    v2_of_the_v1_corpus))}
-    vocabs = {name: Vocab.build([table], decoder_target="transitions") for name, table in tables.items()}
+    vocabs = {name: Vocab.build([table], decoder_target=target_column("transitions"))
+              for name, table in tables.items()}
     assert vocabs["v1"].itos == vocabs["v2"].itos
     labels = label_vocabulary(tables["v1"])
     assert labels == label_vocabulary(tables["v2"])
-    features = {"distances": "a", "src_labels": "b", "src_parent_first": "c", "tgt_parent_first": "d",
-                "src_parent_mid": "e"}
+    features = {declared(name): why for name, why in {"distances": "a", "src_labels": "b", "src_parent_first": "c",
+                                                      "tgt_parent_first": "d", "src_parent_mid": "e"}.items()}
     batches = {}
     for name, root in (("v1", SHARDS_V1), ("v2", v2_of_the_v1_corpus)):
         for target in ("text", "transitions"):
-            data = ParallelData(str(root / "train"), vocabs["v1"], batch_columns=features, decoder_target=target,
-                                data_options={"source_labels": labels})
+            data = ParallelData(str(root / "train"), vocabs["v1"], batch_columns=features,
+                                decoder_target=target_column(target), data_options={"source_labels": labels})
             batches[name, target] = [data.collate(rows) for rows in data.batches(300, seed=3)]
     for target in ("text", "transitions"):
         for a, b in zip(batches["v1", target], batches["v2", target], strict=True):
@@ -259,7 +262,7 @@ def test_a_newer_format_is_a_one_line_error_naming_the_version(tmp_path):
 
 
 def reference_batches(lengths, rows, max_tokens):
-    """The row-by-row greedy cut of syntrain.data before it was computed per run of equal lengths."""
+    """The row-by-row greedy cut of syntrain.batch.batch_bounds before it was computed per run of equal lengths."""
     batches, start, longest = [], 0, 0
     for i, row in enumerate(rows):
         longest_with = max(longest, int(lengths[row]))
@@ -274,7 +277,7 @@ def reference_batches(lengths, rows, max_tokens):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_batches_are_cut_as_before(seed):
-    from syntrain.data import batch_bounds
+    from syntrain.batch import batch_bounds
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 3000))
@@ -287,13 +290,14 @@ def test_batches_are_cut_as_before(seed):
 
 
 def test_same_batch_order_for_the_same_seed(v2_of_the_v1_corpus):
-    from syntrain.data import ParallelData, Vocab, read_split
+    from syntrain.dataset import ParallelData, read_split
+    from syntrain.vocab import Vocab
 
     vocab = Vocab.build([read_split(str(v2_of_the_v1_corpus / "train"))[0]])
     data = ParallelData(str(v2_of_the_v1_corpus / "train"), vocab)
     length = np.maximum(data.src_len, data.tgt_len)
     for seed, epoch, max_tokens in ((1, 0, 200), (1, 3, 200), (7, 0, 64), (7, 2, 500)):
-        rng = np.random.default_rng([seed, epoch])  # as syntrain.data.ParallelData.batches shuffles
+        rng = np.random.default_rng([seed, epoch])  # as syntrain.dataset.ParallelData.batches shuffles
         rows = rng.permutation(data.keep)
         rows = rows[np.argsort(length[rows], kind="stable")]
         expected = reference_batches(length, rows, max_tokens)
@@ -317,17 +321,19 @@ def shard_pages_resident(split):
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps (Linux)")
 def test_the_trainer_holds_its_arrays_not_the_shards(v2_of_the_v1_corpus, monkeypatch):
-    import syntrain.data as data_module
-    from syntrain.data import ParallelData, Vocab, read_split
+    import syntrain.arrow as arrow_module
+    from syntrain.dataset import ParallelData, read_split
+    from syntrain.switches import declared, target_column
+    from syntrain.vocab import Vocab
 
     split = v2_of_the_v1_corpus / "train"
-    features = {"distances": "a", "src_labels": "b", "src_parent_first": "c", "tgt_parent_first": "d",
-                "src_parent_mid": "e"}
+    features = {declared(name): why for name, why in {"distances": "a", "src_labels": "b", "src_parent_first": "c",
+                                                      "tgt_parent_first": "d", "src_parent_mid": "e"}.items()}
     made = {}
     for every in (1, 10**6):  # pages given back after each chunk, or only at the end of each column
-        monkeypatch.setattr(data_module, "RELEASE_EVERY", every)
+        monkeypatch.setattr(arrow_module, "RELEASE_EVERY", every)
         table, manifest = read_split(str(split))
-        vocab = Vocab.build([table], decoder_target="transitions")
+        vocab = Vocab.build([table], decoder_target=target_column("transitions"))
         made[every] = ParallelData(str(split), vocab, batch_columns=features, split=(table, manifest),
                                    data_options={"source_labels": ["nsubj", "obj"]})
         assert shard_pages_resident(split) == 0  # every column read was copied out, its pages given back
@@ -389,7 +395,8 @@ def test_counts_merged_from_pieces_learn_subword_nmt_codes_on_real_text(tmp_path
 
 
 def test_pairs_over_max_len_are_counted():
-    from syntrain.data import ParallelData, Vocab, read_split
+    from syntrain.dataset import ParallelData, read_split
+    from syntrain.vocab import Vocab
 
     split = str(SHARDS_V1 / "train")
     vocab = Vocab.build([read_split(split)[0]])

@@ -181,7 +181,8 @@ def test_separate_vocabularies_train_and_are_stored(datasets, trained):
     assert model.src_embed.num_embeddings == len(vocab.source) and model.tgt_embed.num_embeddings == len(vocab)
     assert model.src_embed.weight is not model.tgt_embed.weight  # no shared source/target matrix
     assert model.output.weight is model.tgt_embed.weight  # share_embeddings: target and output
-    from syntrain.data import UNK_ID, ParallelData
+    from syntrain.dataset import ParallelData
+    from syntrain.vocab import UNK_ID
 
     data = ParallelData(str(datasets["separate"] / "train"), vocab)  # source ids from the source vocabulary
     assert not (data.src_ids == UNK_ID).any() and not (data.tgt_ids == UNK_ID).any()
@@ -221,7 +222,7 @@ def test_translate_raw_text_with_the_source_codes_and_eval(datasets, trained, tm
 
 
 def test_joint_dataset_keeps_one_vocabulary(datasets, tmp_path):
-    from syntrain.data import Vocab
+    from syntrain.vocab import Vocab
 
     table = read_split(datasets["joint"] / "train")
     vocab = Vocab.build([table])

@@ -13,12 +13,14 @@ import pytest
 import torch
 
 from synprep.synth import SynthConfig, write_corpus
-from syntrain.data import ParallelData, Vocab, read_split
+from syntrain.dataset import ParallelData, read_split
 from syntrain.model import build_model
 from syntrain.shapes import choose_attention, ladder_in_use, ladder_rungs, padded_length
+from syntrain.switches import target_column
 from syntrain.switches.labels import label_vocabulary
 from syntrain.switches.tree import arc_label_vocabulary
 from syntrain.train import TrainConfig, accumulate_gradients, make_optimizer
+from syntrain.vocab import Vocab
 
 SMALL = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0)
 # switch -> model options; each pads a batch column of its own (parents, distances, labels, heads, graph)
@@ -77,7 +79,7 @@ def shards(tmp_path_factory):
 def corpus(shards):
     """(table, vocabulary with the transition tokens, source labels, arc labels)."""
     table, _ = read_split(shards)
-    vocab = Vocab.build([table], decoder_target="transitions")
+    vocab = Vocab.build([table], decoder_target=target_column("transitions"))
     return table, vocab, label_vocabulary(table), arc_label_vocabulary(vocab)
 
 

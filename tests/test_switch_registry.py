@@ -27,6 +27,45 @@ def test_the_built_in_switches_are_registered_in_their_order():
     assert list(SWITCHES) == ["pascal", "directed", "parse_head", "sync", "labels", "depth", "tree"]
 
 
+def test_switches_are_placed_by_name_registration_order_breaking_ties():
+    """`after` / `before` name other switches; each switch comes in registration order unless it must follow one
+    registered later."""
+    class Last(Switch, name="placed_last"):
+        pass
+
+    class First(Switch, name="placed_first", before=("pascal",)):
+        pass
+
+    class Middle(Switch, name="placed_middle", after=("sync",), before=("labels",)):
+        pass
+
+    try:
+        for switch in (Last, First, Middle):
+            register(switch)
+        assert [switch.name for switch in registered()] == [
+            "placed_first", "pascal", "directed", "parse_head", "sync", "placed_middle", "labels", "depth", "tree",
+            "placed_last"]
+    finally:
+        for name in ("placed_last", "placed_first", "placed_middle"):
+            unregister(name)
+    assert list(SWITCHES) == [switch.name for switch in registered()]
+
+
+@pytest.mark.parametrize("place, error", [
+    ({"after": ("nowhere",)}, "^switch 'misplaced' is placed after 'nowhere', which is no registered switch"),
+    ({"before": ("pascal",), "after": ("tree",)},
+     r"^the places of switches .*misplaced.* \(after / before\) form a cycle$"),
+])
+def test_a_place_naming_no_switch_or_closing_a_cycle_is_refused_at_registration(place, error):
+    class Misplaced(Switch, name="misplaced", **place):
+        pass
+
+    with pytest.raises(ValueError, match=error) as refused:
+        register(Misplaced)
+    assert "\n" not in str(refused.value)
+    assert [switch.name for switch in registered()] == list(SWITCHES)  # nothing left registered
+
+
 @pytest.mark.parametrize("name", sorted(SWITCHES))
 def test_every_switch_has_an_example_that_turns_it_on(name):
     switch = SWITCHES[name]
@@ -95,7 +134,8 @@ from dataclasses import dataclass
 
 from synprep.tables import option
 
-from .base import Switch, register
+from .base import Switch
+from .registry import register
 
 
 @dataclass
@@ -103,7 +143,7 @@ class DepthConfig:
     depth_probe: int = option(0, ge=0, help="a switch found without an import line")
 
 
-class DepthProbe(Switch, name="depth_probe", config=DepthConfig, switched_by=("depth_probe",)):
+class DepthProbe(Switch, name="depth_probe", config=DepthConfig, switched_by=("depth_probe",), after=("tree",)):
     example = {"depth_probe": 1}
 
 

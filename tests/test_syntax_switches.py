@@ -17,11 +17,13 @@ from click.testing import CliRunner
 from synprep.features import subword_distances, tree_distances
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.cli import cli
-from syntrain.data import EOS_ID, PAD_ID, ParallelData, Vocab, read_split
+from syntrain.dataset import ParallelData, read_split
 from syntrain.model import ModelConfig, Transformer, build_model
+from syntrain.switches import declared
 from syntrain.switches.parse_head import dependency_loss
 from syntrain.switches.sync import sync_loss
 from syntrain.train import TrainConfig, accumulate_gradients, load_checkpoint, train
+from syntrain.vocab import EOS_ID, PAD_ID, Vocab
 
 SMALL = dict(vocab_size=40, d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=3, dropout=0.0)
 # switch name -> (model options, (stack, 0-based layer, heads) first touched in forward order)
@@ -323,11 +325,12 @@ def test_collated_features_follow_the_conventions(shards):
     table, _ = read_split(str(shards / "train"))
     vocab = Vocab.build([table])
     labels = sorted({x for row in table.column("src_labels").to_pylist() for x in row})
-    columns = {"distances": "a", "src_labels": "b", "src_parent_first": "c", "tgt_parent_first": "d"}
+    columns = {declared(name): why for name, why in {"distances": "a", "src_labels": "b", "src_parent_first": "c",
+                                                     "tgt_parent_first": "d"}.items()}
     data = ParallelData(str(shards / "train"), vocab, batch_columns=columns,
                         data_options={"source_labels": labels})
     batch = data.collate(data.keep[:16])
-    distances, src_labels, src_head, tgt_head = (batch.inputs[name] for name in columns)
+    distances, src_labels, src_head, tgt_head = (batch.inputs[column.name] for column in columns)
     for b, row in enumerate(data.keep[:16]):
         record = table.slice(int(row), 1).to_pylist()[0]
         owner, n, m = record["src_subword_token"], len(record["src_subwords"]), len(record["tgt_subwords"])

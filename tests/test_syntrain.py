@@ -21,11 +21,13 @@ import torch
 from synprep.shards import source_preparation
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.attention import MultiHeadAttention
-from syntrain.data import EOS_ID, PAD_ID, ParallelData, Vocab, read_split
+from syntrain.dataset import ParallelData, read_split
 from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
+from syntrain.switches import declared
 from syntrain.switches.pascal import NO_PARENT, PascalHeads, parent_prior
 from syntrain.train import TrainConfig, load_checkpoint, train, training_device
+from syntrain.vocab import EOS_ID, PAD_ID, Vocab
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.1, pascal_heads=[2],
@@ -185,7 +187,7 @@ def test_flex_kernel_errors_propagate(monkeypatch):
 def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):
     """Encoder Pascal layers on the flex kernel: the same greedy translations as the math kernel."""
     vocab = Vocab.build([read_split(str(shards / "train"))[0]])
-    data = ParallelData(str(shards / "test"), vocab, batch_columns={"src_parent_mid": "Pascal"})
+    data = ParallelData(str(shards / "test"), vocab, batch_columns={declared("src_parent_mid"): "Pascal"})
     torch.manual_seed(0)
     model = build_model(vocab_size=len(vocab), **{**SMALL, "pascal_heads": [3, 1]}).eval()
     batch = data.collate(data.keep[:12])
@@ -279,7 +281,7 @@ def test_device_choice():
 def test_data_shifts_and_batches(shards):
     table, manifest = read_split(str(shards / "train"))
     vocab = Vocab.build([table])
-    data = ParallelData(str(shards / "train"), vocab, batch_columns={"src_parent_mid": "Pascal"})
+    data = ParallelData(str(shards / "train"), vocab, batch_columns={declared("src_parent_mid"): "Pascal"})
     batches = data.batches(300, seed=1, epoch=0)
     assert sorted(np.concatenate(batches).tolist()) == list(range(len(data)))
     for rows in batches:
@@ -500,7 +502,7 @@ def test_gradient_accumulation_equals_one_big_batch(shards):
     from syntrain.train import accumulate_gradients
 
     vocab = Vocab.build([read_split(str(shards / "train"))[0]])
-    data = ParallelData(str(shards / "train"), vocab, batch_columns={"src_parent_mid": "Pascal"})
+    data = ParallelData(str(shards / "train"), vocab, batch_columns={declared("src_parent_mid"): "Pascal"})
     first, second = data.batches(400, seed=1)[:2]
     model = build_model(vocab_size=len(vocab), **{**SMALL, "dropout": 0.0, "parent_ignore": 0.0})
     cpu, plain = torch.device("cpu"), contextlib.nullcontext()
@@ -523,7 +525,7 @@ def test_beam_of_one_is_greedy(shards, tmp_path):
     train(TrainConfig(data=str(shards / "train"), out=str(tmp_path), model={**SMALL, "dropout": 0.0}, max_tokens=600,
                       max_steps=40, lr=3e-3, warmup=10, log_interval=20, threads=1))
     model, vocab, _ = load_checkpoint(str(tmp_path / "last.pt"))
-    data = ParallelData(str(shards / "test"), vocab, batch_columns={"src_parent_mid": "Pascal"})
+    data = ParallelData(str(shards / "test"), vocab, batch_columns={declared("src_parent_mid"): "Pascal"})
     batch = data.collate(data.keep[:30])
     parent = batch.inputs["src_parent_mid"]
     greedy_ids = [[t for t in ids if t != PAD_ID] for ids in greedy(model, batch.src, src_parent_mid=parent)]
@@ -577,7 +579,7 @@ def test_training_recipes_are_valid(recipe):
 def test_prefetch_makes_the_next_batch_while_the_step_runs():
     """The data of step n + 1 is ready before step n ends (collation overlaps the step), in order; an error
     in `make` surfaces at its item."""
-    from syntrain.data import prefetch
+    from syntrain.dataset import prefetch
 
     made = []
 

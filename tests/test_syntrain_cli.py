@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from syntrain.data import read_split
+from syntrain.dataset import read_split
 from syntrain.train import TrainConfig, format_eta, load_checkpoint, train
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

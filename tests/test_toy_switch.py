@@ -12,10 +12,12 @@ import torch
 from torch import nn
 
 from synprep.tables import option
-from syntrain.data import TEXT, BatchColumn, ParallelData, TargetColumn, Vocab, declared, read_split
+from syntrain.columns import TEXT, BatchColumn, TargetColumn
+from syntrain.dataset import ParallelData, read_split
 from syntrain.model import ModelConfig
-from syntrain.switches import AttentionHook, Outputs, Switch, register, registered, unregister
+from syntrain.switches import AttentionHook, Outputs, Switch, declared, register, registered, target_column, unregister
 from syntrain.train import TrainConfig, load_checkpoint, train
+from syntrain.vocab import Vocab
 
 from .data.make_switch_fixtures import SHARDS
 
@@ -133,9 +135,9 @@ def test_a_decoder_target_declared_here_is_counted_read_and_trained(tags, tmp_pa
     table, _ = read_split(str(SHARDS / "train"))
     assert ModelConfig.from_dict({"tag_target": True}).decoder_target == "tags"
     assert ModelConfig.from_dict({}).decoder_target == TEXT
-    vocab = Vocab.build([table], decoder_target="tags")
+    vocab = Vocab.build([table], decoder_target=target_column("tags"))
     assert {"nsubj", "det", "root"} <= set(vocab.itos) - set(Vocab.build([table]).itos)
-    data = ParallelData(str(SHARDS / "train"), vocab, decoder_target="tags")
+    data = ParallelData(str(SHARDS / "train"), vocab, decoder_target=target_column("tags"))
     for row in (0, len(data) - 1):
         batch = data.collate([row])
         assert vocab.decode(batch.tgt_out[0].tolist()) == table.column("tgt_labels")[row].as_py()

@@ -23,12 +23,14 @@ from synprep.features import TransitionState, from_transitions, to_transitions, 
 from synprep.synth import SynthConfig, write_corpus
 from synprep.trees import is_projective, lift_projective
 from syntrain.cli import cli
-from syntrain.data import BOS_ID, PAD_ID, SPECIALS, ParallelData, Vocab
+from syntrain.dataset import ParallelData
 from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
+from syntrain.switches import target_column
 from syntrain.switches.tree import TreeConstraint, arc_label_vocabulary, graph_rows, parent_mask
 from syntrain.switches.tree_output import tree_rows
 from syntrain.train import accumulate_gradients
+from syntrain.vocab import BOS_ID, PAD_ID, SPECIALS, Vocab
 
 LABELS = ["nsubj", "obj", "det", "amod", "compound:prt"]
 
@@ -343,27 +345,28 @@ def shards(tmp_path_factory):
 
 
 def test_null_transitions_are_skipped_and_counted(shards):
-    from syntrain.data import read_split
+    from syntrain.dataset import read_split
 
     table, _ = read_split(str(shards / "keep" / "train"))
     nulls = table.column("tgt_transitions").null_count
     assert nulls > 0
-    vocab = Vocab.build([table], decoder_target="transitions")
+    vocab = Vocab.build([table], decoder_target=target_column("transitions"))
     assert any(item.startswith("LEFT-ARC:") for item in vocab.itos)
-    data = ParallelData(str(shards / "keep" / "train"), vocab, skip_null=True, decoder_target="transitions")
+    data = ParallelData(str(shards / "keep" / "train"), vocab, skip_null=True,
+                        decoder_target=target_column("transitions"))
     assert data.skipped_null == nulls and len(data) == table.num_rows - nulls
-    kept = ParallelData(str(shards / "keep" / "train"), vocab, decoder_target="transitions")
+    kept = ParallelData(str(shards / "keep" / "train"), vocab, decoder_target=target_column("transitions"))
     assert len(kept) == table.num_rows and len(kept.loss_rows) == table.num_rows - nulls
 
 
 def test_missing_transitions_is_one_line_naming_the_feature(shards, tmp_path):
-    from syntrain.data import read_split
+    from syntrain.dataset import read_split
 
     path = str(shards / "none" / "train")
     vocab = Vocab.build([read_split(path)[0]])
     with pytest.raises(ValueError, match=r"needs tgt_transitions: convert with \[features\] tgt = \[\.\.\., "
                                          r"\"transitions\"\]"):
-        ParallelData(path, vocab, decoder_target="transitions")
+        ParallelData(path, vocab, decoder_target=target_column("transitions"))
     recipe = tmp_path / "r.toml"
     recipe.write_text(f'[data]\ntrain = "{path}"\n[model]\ntarget = "transitions"\n[train]\nmax_steps = 1\n')
     done = subprocess.run([sys.executable, "-m", "syntrain", "run", str(recipe), "--out", str(tmp_path / "run")],
@@ -376,11 +379,11 @@ def test_missing_transitions_is_one_line_naming_the_feature(shards, tmp_path):
 def test_tiny_model_learns_synthetic_transitions_to_exact_trees(shards):
     """Memorize 6 synthetic pairs (PARENT + GCN): greedy decoding then gives exactly the reference
     transitions, i.e. the reference trees."""
-    from syntrain.data import read_split
+    from syntrain.dataset import read_split
 
     path = str(shards / "keep" / "train")
     table, _ = read_split(path)
-    vocab = Vocab.build([table], decoder_target="transitions")
+    vocab = Vocab.build([table], decoder_target=target_column("transitions"))
 
     options = dict(SMALL, arc_labels=arc_label_vocabulary(vocab), d_model=64, d_ff=128, parent_layers=[1],
                    gcn_layers=1)

@@ -1,29 +1,30 @@
-"""The syntax switches: one module per mechanism, each a `Switch` registered in `base` (see base.py for the
-interface and docs/switches-api.md for how to write one). Importing this package imports every module of it, so a
-new module registers itself: nothing else to edit. The switches are ordered by their `order` (then registration):
-a module's hooks attach their parameters, the losses are summed and the run header lists the switches in it."""
+"""The syntax switches: one module per mechanism, each a `Switch` (base.py: the interface) registered in
+`registry` (docs/switches-api.md: how to write one). Importing this package imports every module of it, so a new
+module registers itself: nothing else to edit. The switches are ordered by their declared places (`after=` /
+`before=`, then registration), checked once every module has registered: a module's hooks attach their
+parameters, the losses are summed and the run header lists the switches in that order."""
 
 import importlib
 import pkgutil
 
-from .base import (
-    AttentionHook,
-    DecodedOutputs,
-    Inputs,
-    Outputs,
-    Switch,
-    decoded,
-    merge_inputs,
+from .base import AttentionHook, DecodedOutputs, Inputs, Outputs, Switch, decoded, merge_inputs
+from .registry import (
+    declared,
+    declared_targets,
+    deferred_order,
     option_names,
     register,
     registered,
     reserve,
+    target_column,
     unregister,
 )
 
-for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
-    if _module != "base":
-        importlib.import_module(f".{_module}", __name__)
+with deferred_order():
+    for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
+        if _module not in ("base", "registry"):
+            importlib.import_module(f".{_module}", __name__)
 
-__all__ = ["AttentionHook", "DecodedOutputs", "Inputs", "Outputs", "Switch", "decoded", "merge_inputs",
-           "option_names", "register", "registered", "reserve", "unregister"]
+__all__ = ["AttentionHook", "DecodedOutputs", "Inputs", "Outputs", "Switch", "declared", "declared_targets",
+           "decoded", "merge_inputs", "option_names", "register", "registered", "reserve", "target_column",
+           "unregister"]

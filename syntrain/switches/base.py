@@ -1,16 +1,17 @@
-"""The interface of a syntax switch, and the registry the generic model, config and trainer loop over.
+"""The interface of a syntax switch (its registry, which the generic model, config and trainer loop over, is
+`syntrain.switches.registry`).
 
 A switch is one module: a `Switch` subclass, `class MySwitch(Switch[MyConfig], name=..., config=MyConfig,
 switched_by=(...))`, with its config slice (a dataclass whose fields are declared with `synprep.tables.option`;
 the names are flat `[model]` keys, `switched_by` the ones that turn it on) and the hooks it needs, then one line
-`register(MySwitch)`. Hooks (all optional; the defaults do nothing):
+`register(MySwitch)` (`syntrain.switches.registry`). Hooks (all optional; the defaults do nothing):
 
 - `check(cfg)`: cross-field checks that need no data (ValueError naming the field);
 - `describe()`: its part of the run header's "syntax switches" line;
-- `columns`: the batch columns it declares (`syntrain.data.BatchColumn`: the shard column read, how it is
+- `columns`: the batch columns it declares (`syntrain.columns.BatchColumn`: the shard column read, how it is
   padded and collated; the data layer collates only what switches declare); `batch_columns(training)`: the
   names of those it reads in this run -> who needs them;
-- `decoder_targets`: the decoder targets it declares (`syntrain.data.TargetColumn`: a target shard column the decoder
+- `decoder_targets`: the decoder targets it declares (`syntrain.columns.TargetColumn`: a target shard column the decoder
   produces instead of the target sub-words; the model's target is the one its active switches declare);
 - `data_options()`: what its batch columns read of the run (label vocabularies); `prepare(cfg, table,
   manifest, vocab)`: its data-derived option values, set once (`ModelConfig.fill`) before the model is built;
@@ -39,12 +40,12 @@ dict of the current forward, which `Outputs` carries back to the caller.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import torch
 
-from ..data import BatchColumn, TargetColumn, declare, declare_targets, undeclare
+from ..columns import BatchColumn, TargetColumn
 from ..sizes import ModelSizes
 
 if TYPE_CHECKING:
@@ -273,22 +274,30 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     an instance reads its own options through `self.options` (a `MyConfig`, typed), the model sizes through
     `self.cfg.sizes`; a classmethod hook gets the model config `cfg` and reads `cls.section(cfg)`. Another
     switch's options, where a mechanism needs them: `cfg.section(OtherSwitch)`. Its hooks by stage: `DataHooks`,
-    `DecodingHooks`, `ModelHooks`; here: its identity, options and their checks."""
+    `DecodingHooks`, `ModelHooks`; here: its identity, options and their checks.
+
+    Its place among the switches is declared by name, `after=("pascal",)` / `before=(...)`: the registry keeps
+    the switches in registration order, each moved after those it must follow (`registered`). The order decides
+    in which order the hooks of one attention module run and register their parameters (so parameter
+    initialization draws from the random generator in that order: pinned first-step losses depend on it), the
+    order in which auxiliary losses are summed and the run header lists the switches."""
 
     name: ClassVar[str] = ""
     Config: ClassVar[type] = NoOptions
     switched_by: ClassVar[tuple[str, ...]] = ()  # the options that turn it on (or override `active`)
-    order: ClassVar[int] = 100  # place among the switches (hooks, parameters, losses, run header); ties: registration
+    after: ClassVar[tuple[str, ...]] = ()  # names of the switches it comes after (see the class docstring)
+    before: ClassVar[tuple[str, ...]] = ()  # names of the switches it comes before
     example: ClassVar[dict[str, Any]] = {}  # [model] options that turn it on in a small model (docs, generic tests)
     # values of its options that a checkpoint stored before they existed was trained with (when not the default)
     stored_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
-                          order: int | None = None, **kwargs: Any) -> None:
-        """`class MySwitch(Switch[MyConfig], name=..., config=MyConfig, switched_by=("my_option",))`."""
+                          after: tuple[str, ...] = (), before: tuple[str, ...] = (), **kwargs: Any) -> None:
+        """`class MySwitch(Switch[MyConfig], name=..., config=MyConfig, switched_by=("my_option",),
+        after=("pascal",))`."""
         super().__init_subclass__(**kwargs)
         cls.name, cls.switched_by = name or cls.name, switched_by or cls.switched_by
-        cls.order = cls.order if order is None else order
+        cls.after, cls.before = tuple(after) or cls.after, tuple(before) or cls.before
         if config is not None:
             cls.Config = config
 
@@ -334,71 +343,6 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     def describe(self) -> str:
         """Its part of the "syntax switches" line."""
         return self.name
-
-
-_REGISTRY: dict[str, type[Switch]] = {}
-_RESERVED: dict[str, str] = {}  # option name -> the core config section that declares it
-
-
-def option_names(switch: type[Switch]) -> list[str]:
-    """The `[model]` option names a switch declares (its config slice's fields)."""
-    config = getattr(switch, "Config", None)
-    return [spec.name for spec in fields(config)] if config is not None else []
-
-
-def _clash(switch: type[Switch], name: str) -> str | None:
-    """Who else declares option `name` (a core section or another switch), or None."""
-    if name in _RESERVED:
-        return _RESERVED[name]
-    return next((f"switch {other.name!r}" for other in _REGISTRY.values()
-                 if other is not switch and name in option_names(other)), None)
-
-
-def _check_names(switch: type[Switch]) -> None:
-    """ValueError when one of the switch's options is declared elsewhere: options share one flat namespace (the
-    `[model]` keys, `--set model.X`, checkpoints' model_config), so a clash would silently feed one value to both."""
-    for name in option_names(switch):
-        owner = _clash(switch, name)
-        if owner is not None:
-            raise ValueError(f"switch {switch.name!r}: option {name!r} is already declared by {owner}; "
-                             "give it another name")
-
-
-def reserve(section: str, names: Iterable[str]) -> None:
-    """Option names of a core config section (e.g. the model sizes) that no switch may declare; checked against
-    the switches registered so far and every later registration."""
-    for name in names:
-        _RESERVED.setdefault(name, section)
-    for switch in _REGISTRY.values():
-        _check_names(switch)
-
-
-def register(switch: type[Switch]) -> type[Switch]:
-    """Add a switch (its config fields become `[model]` options); usable as a class decorator. Modules of this
-    package are found and imported by the package itself; a switch defined elsewhere calls this."""
-    if not switch.name or switch.name in _REGISTRY:
-        raise ValueError(f"a switch needs a new name, got {switch.name!r}")
-    _check_names(switch)
-    try:
-        declare(switch.columns, switch.name)
-        declare_targets(switch.decoder_targets, switch.name)
-    except ValueError:
-        undeclare(switch.name)  # a refused switch leaves nothing declared
-        raise
-    _REGISTRY[switch.name] = switch
-    return switch
-
-
-def unregister(name: str) -> None:
-    """Remove a registered switch (tests, examples), with the batch columns and decoder targets it declared."""
-    _REGISTRY.pop(name, None)
-    undeclare(name)
-
-
-def registered() -> list[type[Switch]]:
-    """The registered switches by `order`, then registration (the order of their hooks in a module, of their
-    parameters, losses and run-header parts)."""
-    return sorted(_REGISTRY.values(), key=lambda switch: switch.order)
 
 
 def decoded(switches: Iterable[Switch]) -> list[DecodedOutputs]:

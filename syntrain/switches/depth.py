@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from synprep.features import forest_subword_depths
 from synprep.tables import option
 
-from ..data import BatchColumn
-from .base import register
+from ..columns import BatchColumn
 from .embedding import FeatureEmbedding
+from .registry import register
 
 DEPTH = BatchColumn("src_depth", "src_depth", "src", "depth", made_from=("src_heads", "src_subword_token"),
                     make=forest_subword_depths)
@@ -31,7 +31,7 @@ class DepthConfig:
 
 
 class DepthEmbeddings(FeatureEmbedding[DepthConfig], name="depth", config=DepthConfig,
-                      switched_by=("depth_embedding",), order=55):
+                      switched_by=("depth_embedding",), after=("labels",), before=("tree",)):
     """Source dependency-depth embeddings added to the source token embeddings (parameters: `depth_embed`)."""
 
     example = {"depth_embedding": True, "depth_max": 4}

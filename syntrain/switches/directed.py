@@ -20,8 +20,11 @@ from torch import nn
 from synprep.features import forest_tree_distances, subword_distances
 from synprep.tables import option
 
-from ..data import BatchColumn, ParallelData, flat_numbers
-from .base import AttentionHook, Inputs, ModelOptions, Switch, register
+from ..arrow import flat_numbers
+from ..columns import BatchColumn
+from ..dataset import ParallelData
+from .base import AttentionHook, Inputs, ModelOptions, Switch
+from .registry import register
 
 
 def distance_rows(distances: torch.Tensor, position: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -124,7 +127,7 @@ class DirectedConfig:
 
 
 class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, switched_by=("directed_heads",),
-               order=20):
+               after=("pascal",)):
     """Syntax-directed cross-attention heads, single or double context."""
 
     example = {"directed_heads": [0, 2], "double_context": True}

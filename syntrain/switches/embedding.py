@@ -31,7 +31,7 @@ from typing import Any, ClassVar, TypeVar
 import torch
 from torch import nn
 
-from ..data import BatchColumn
+from ..columns import BatchColumn
 from .base import Inputs, Switch
 
 C = TypeVar("C")  # the declaration's config section

@@ -20,8 +20,12 @@ from torch import nn
 from synprep.features import per_subword
 from synprep.tables import option
 
-from ..data import LABEL_NONE, LABEL_UNKNOWN, BatchColumn, ParallelData, encode_strings, flat_numbers
-from .base import Inputs, ModelOptions, Switch, register
+from ..arrow import encode_strings, flat_numbers
+from ..columns import BatchColumn
+from ..dataset import ParallelData
+from ..vocab import LABEL_NONE, LABEL_UNKNOWN
+from .base import Inputs, ModelOptions, Switch
+from .registry import register
 
 SRC_LABELS = "src_labels"
 
@@ -63,7 +67,7 @@ class LabelConfig:
 
 
 class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, switched_by=("label_embedding",),
-                      order=50):
+                      after=("sync",)):
     """Source dependency-label embeddings in the last dimensions of the source embeddings."""
 
     example = {"label_embedding": 4}

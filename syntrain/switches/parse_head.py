@@ -36,8 +36,9 @@ from torch import nn
 from synprep.features import DBSA_RULES, forest_dbsa_heads
 from synprep.tables import option
 
-from ..data import BatchColumn
-from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch, register
+from ..columns import BatchColumn
+from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch
+from .registry import register
 from .tree import TreeDecoding
 
 
@@ -154,7 +155,7 @@ BOTH_SIDES = "dbsa_encoder and dbsa_decoder"  # the options `on_both_sides` read
 
 
 class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadConfig,
-                 switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer"), order=30):
+                 switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer"), after=("directed",)):
     """DBSA (encoder and/or decoder) and LISA (encoder) parse heads with their dependency losses."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "lisa_layer": 2}

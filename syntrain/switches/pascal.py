@@ -25,8 +25,9 @@ from torch import nn
 from synprep.features import gaussian
 from synprep.tables import option
 
-from ..data import BatchColumn
-from .base import AttentionHook, Inputs, ModelOptions, Switch, register
+from ..columns import BatchColumn
+from .base import AttentionHook, Inputs, ModelOptions, Switch
+from .registry import register
 
 NO_PARENT = -1.0  # the parent of EOS and pad (no scaling)
 # `src_parent_mid` as is (no BOS on the source: no shift); EOS and pad rows: NO_PARENT
@@ -111,7 +112,7 @@ class PascalConfig:
                                   help="probability q of setting a prior row to 1 (training only)")
 
 
-class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_by=("pascal_heads",), order=10):
+class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_by=("pascal_heads",)):
     """Pascal heads in the encoder self-attention."""
 
     example = {"pascal_heads": [2], "parent_ignore": 0.3}

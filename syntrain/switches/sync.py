@@ -17,7 +17,8 @@ from torch import nn
 from synprep.tables import option
 
 from . import parse_head
-from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch, register
+from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch
+from .registry import register
 from .tree import TreeDecoding
 
 CROSS = "sync_cross"  # record name: C (B, T, S)
@@ -62,7 +63,7 @@ def sync_decoder_layer(options: SyncConfig, dec_layers: int) -> int:
     return (options.sync_layer or max(dec_layers - 1, 1)) - 1
 
 
-class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=("sync_lambda",), order=40):
+class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=("sync_lambda",), after=("parse_head",)):
     """The SyncAttn loss over the parse heads and a cross-attention."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "sync_lambda": 0.5}

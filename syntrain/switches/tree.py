@@ -9,7 +9,7 @@ the generated graph above the decoder embeddings; ablations `gcn_labeled`, `gcn_
 `bidirectional_prefixes` = k sampled prefixes per sentence in training).
 
 The generated graph comes as the batch feature "graph", (E, 5) edge rows (batch row, parent, child, label id,
-step) in decoder input positions (`syntrain.data`); a position p sees the edges with step <= limit[p]: p
+step) in decoder input positions (`syntrain.dataset`); a position p sees the edges with step <= limit[p]: p
 itself (one causal pass) or the prefix end (BiTran). `transition_root` and `arc_labels` are derived from the
 training split and its vocabulary. Decoding is constrained to valid trees (`TreeConstraint`); what the outputs
 are beyond their text (the tree measure, the trees as CoNLL-U, the `syntrain compare` column) is in `tree_output`.
@@ -29,8 +29,11 @@ from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, transition_ed
 from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
-from ..data import EOS_ID, LABEL_UNKNOWN, PAD_ID, SPECIALS, TEXT, BatchColumn, ParallelData, TargetColumn, Vocab
-from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch, register
+from ..columns import TEXT, BatchColumn, TargetColumn
+from ..dataset import ParallelData
+from ..vocab import EOS_ID, LABEL_UNKNOWN, PAD_ID, SPECIALS, Vocab
+from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch
+from .registry import register
 from .tree_output import (
     TGT_TRANSITIONS,
     TreeOutputs,
@@ -313,7 +316,7 @@ class TreeDecoder(Switch[TreeConfig]):
         return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph)
 
 
-class TreeDecoding(TreeDecoder, name="tree", config=TreeConfig, order=60):
+class TreeDecoding(TreeDecoder, name="tree", config=TreeConfig, after=("labels",)):
     """Target transitions: Linearized, PARENT heads, gated GCN, BiTran (the decoder side: `TreeDecoder`)."""
 
     example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from synprep.features import LEFT_ARC, RIGHT_ARC, from_transitions
 
-from ..data import debpe
+from ..vocab import debpe
 from .base import DecodedOutputs
 
 TGT_TRANSITIONS = "tgt_transitions"  # the shard column of the target transitions (CONTRACT.md)

@@ -123,7 +123,7 @@ def recipe_losses(names: list[str] | None = None) -> dict:
 def checkpoint_losses(path: str) -> tuple[dict, tuple]:
     """({loss, tokens, aux}: translation and auxiliary losses in eval mode over all validation rows as one
     update, (model, vocabulary, validation data)) of a checkpoint on the fixture's validation split."""
-    from syntrain.data import ParallelData
+    from syntrain.dataset import ParallelData
     from syntrain.train import accumulate_gradients, load_checkpoint
 
     model, vocab, _ = load_checkpoint(path)

@@ -1,0 +1,245 @@
+"""A dataset: one synprep split (Arrow shards, memory-mapped) as token ids of a vocabulary (`syntrain.vocab`),
+cut into token-count batches and collated (`syntrain.batch`), with the references scoring reads.
+
+Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS. The encoder reads
+`subwords + [EOS]` with **no BOS on the source**, so source positions need no shift; the decoder reads
+`[BOS] + subwords` and predicts `subwords + [EOS]` (a target-side batch column starts at input position 1).
+
+Model inputs (`Batch.inputs`): only the batch columns the caller passes (`BatchColumn`s: those the active
+switches read, `ModelConfig.batch_columns`), collated as their modules declare them; this module names none.
+
+Decoder targets: the target sub-words (None, `target = "text"`), or a target column a switch declares, passed
+by the caller (`TargetColumn`, `Switch.decoder_targets`: tree decoding's arc-standard transitions): the decoder
+then reads `[BOS] + column` and predicts `column + [EOS]`; rows whose column is null are skipped in training
+(counted in `skipped_null`) and kept, without a loss, for decoding.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from synprep.errors import InputError
+from synprep.shards import Manifest, open_split
+
+from .arrow import in_memory
+from .batch import Batch, batch_bounds
+from .columns import ID, SRC_SUBWORDS, SRC_TEXT, TGT_SUBWORDS, TGT_TEXT, BatchColumn, TargetColumn
+from .shapes import padded_length
+from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+
+
+def check_scored_split(path: str) -> None:
+    """A split decoded or scored (eval, translate, compare, a run's validation and test): its shards' sha256 as
+    the manifest gives them (a flipped byte is one line, never a wrong id or a crash) and at least one pair."""
+    split = open_split(path)
+    problems = split.verify_hashes()
+    if problems:
+        raise InputError(f"{problems[0]} (synprep validate {path} lists all)")
+    if not split.manifest.rows:
+        raise InputError("the split has 0 pairs: nothing to translate or score (convert it again, or choose "
+                         "another split)", path)
+
+
+def read_split(path: str, columns: Sequence[str] | None = None) -> tuple[pa.Table, Manifest]:
+    """A synprep split folder -> (one table over its checked shards, its manifest). Uncompressed shards are
+    memory-mapped (zero-copy), compressed ones read into RAM. `columns`: only those of them that the split has
+    (only they are validated and decoded; a stream's record batch is still read whole, so the memory-mapped
+    pages of the others are touched too); None: all (`data_columns` names what a `ParallelData` reads)."""
+    split = open_split(path)
+    if not split.manifest.shards:
+        raise InputError("the manifest lists no shards", path)
+    if columns is not None:
+        columns = [c for c in dict.fromkeys(columns) if c in split.columns]
+    return split.table(columns), split.manifest
+
+
+def data_columns(batch_columns: Mapping[BatchColumn, str], decoder_target: TargetColumn | None,
+                 references: bool = True) -> list[str]:
+    """The columns ParallelData reads (when the split has them): the sub-words, the `decoder_target` column and
+    the shard columns of the collated `batch_columns`; with `references`, ids and texts too (scoring; training
+    needs none)."""
+    needed = [SRC_SUBWORDS, TGT_SUBWORDS] + ([decoder_target.column] if decoder_target else [])
+    needed += [c for column in batch_columns for c in column.shard_columns()]
+    return ([ID, SRC_TEXT, TGT_TEXT] if references else []) + list(dict.fromkeys(needed))
+
+
+def readable_target(decoder_target: TargetColumn | None, columns: Sequence[str]) -> TargetColumn | None:
+    """The decoder target a scored split with `columns` is read with: `decoder_target`, or None (the target
+    sub-words) when the split lacks its column (decoding needs no reference targets; a measure that needs them
+    sees None)."""
+    return None if decoder_target is not None and decoder_target.column not in columns else decoder_target
+
+
+Item, Made = TypeVar("Item"), TypeVar("Made")
+
+
+def prefetch(items: Sequence[Item], make: Callable[[Item], Made], ahead: int = 2) -> Iterator[Made]:
+    """`make(item)` for each item, in order, computed on one background thread up to `ahead` items ahead of
+    the consumer (collation of the next batches overlaps the training step; numpy and torch copies release
+    the GIL). An exception in `make` is raised at its item."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="syntrain-prefetch") as pool:
+        pending = deque(pool.submit(make, item) for item in items[:ahead])
+        for i in range(len(items)):
+            made = pending.popleft().result()
+            if i + ahead < len(items):
+                pending.append(pool.submit(make, items[i + ahead]))
+            yield made
+
+
+class ParallelData:
+    """One split as flat id arrays + offsets, copied out of the memory-mapped shards (whose pages are then given
+    back: only the arrays stay in RAM; texts are read from the mapping when scoring), its token-count batches and
+    their collation, and what scoring reads of it (references, the target language, other columns).
+
+    `batch_columns`: the batch columns to collate (`BatchColumn`s declared by the switches) -> who needs each
+    (named in the error when the shards lack its column); `data_options`: what those columns read of the run, by
+    name (the switches' `data_options`: label vocabularies). `decoder_target`: None (the target sub-words), or a
+    declared `TargetColumn`, whose null rows are skipped when `skip_null`, else kept for decoding but left out
+    of `loss_rows`. `split`: the (table, manifest) of `path` when already read (`read_split`); `table` alone:
+    raw text prepared by synprep.prepare. `ladder` (set by the trainer): pad batch lengths to the shape ladder of
+    `syntrain.shapes`, capped at `ladder_limit` when > 0; the padding counts against `max_tokens` in `batches`."""
+
+    def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
+                 configuration: dict | None = None, batch_columns: Mapping[BatchColumn, str] | None = None,
+                 decoder_target: TargetColumn | None = None, data_options: dict[str, Any] | None = None,
+                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None, copy: bool = False) -> None:
+        self.path = path
+        self.batch_columns = dict(batch_columns or {})
+        if table is None:
+            self.table, manifest = split or read_split(path, data_columns(self.batch_columns, decoder_target))
+            if copy:  # references and sources read later (validation, test scoring) are not mapped from shards
+                self.table = in_memory(self.table)
+            self.configuration, self.signature = manifest.configuration, manifest.signature
+        else:  # raw text prepared by synprep.prepare
+            self.table, self.configuration, self.signature = table, configuration or {}, {}
+        self.vocab, self.decoder_target = vocab, decoder_target
+        self.null = self._encode(table is None)
+        self.skipped_null = int(self.null.sum())
+        self.data_options = dict(data_options or {})
+        self.loaded = self._load_columns()
+        self.src_len = np.diff(self.src_off) + 1  # + EOS
+        self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
+        self.keep = np.arange(len(self.src_len))
+        if skip_null:
+            self.keep = self.keep[~self.null]
+        self.skipped_long = 0  # rows with a side over max_len (sub-words + EOS/BOS), left out of training
+        if max_len:
+            before = len(self.keep)
+            self.keep = self.keep[(self.src_len[self.keep] <= max_len) & (self.tgt_len[self.keep] <= max_len)]
+            self.skipped_long = before - len(self.keep)
+        self.loss_rows = self.keep[~self.null[self.keep]]  # rows with a target (validation loss)
+        # shape ladder (syntrain.shapes): pad batch lengths to its rungs (capped at `ladder_limit` when > 0)
+        self.ladder, self.ladder_limit = False, 0
+
+    def _encode(self, has_targets: bool) -> np.ndarray:
+        """Source and target ids (`src_ids`/`src_off`, `tgt_ids`/`tgt_off`); the rows without a target (a null
+        target column) as a mask. Raw text (`has_targets` false) has no targets."""
+        self.src_ids, self.src_off = self.vocab.src.encode_column(self.table.column(SRC_SUBWORDS))
+        null = np.zeros(self.table.num_rows, dtype=bool)
+        declaration = self.decoder_target
+        if declaration is not None and has_targets:
+            if declaration.column not in self.table.column_names:
+                raise ValueError(declaration.missing_error(self.path))
+            column = self.table.column(declaration.column)
+            null = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            self.tgt_ids, self.tgt_off = self.vocab.encode_column(column)
+        else:
+            self.tgt_ids, self.tgt_off = self.vocab.encode_column(self.table.column(TGT_SUBWORDS))
+        return null
+
+    def _load_columns(self) -> dict[str, Any]:
+        """Each requested batch column checked against the split (a one-line error naming who needs it and the
+        feature group to convert with) and loaded once (`BatchColumn.load`), by name."""
+        for column, needed_by in self.batch_columns.items():
+            if column.missing(self.table.column_names):
+                raise ValueError(f"{self.path}: {needed_by} needs {column.column}: convert with "
+                                 f"[features] {column.side} = [..., \"{column.group}\"]")
+        return {column.name: (column, column.load(self)) for column in self.batch_columns}
+
+    # batching and collation
+
+    def __len__(self) -> int:
+        return len(self.keep)
+
+    def longest(self) -> int:
+        """Tokens of the longest kept row (the longer side, with EOS/BOS): the least a batch must hold."""
+        return int(np.maximum(self.src_len, self.tgt_len)[self.keep].max()) if len(self.keep) else 0
+
+    def batches(self, max_tokens: int, seed: int = 0, epoch: int = 0, shuffle: bool = True,
+                rows: np.ndarray | None = None) -> list[np.ndarray]:
+        """Row indices grouped so that rows x longest side <= max_tokens, similar lengths together.
+
+        Shuffle, then stable-sort by length (bucketing with random order inside a length), cut into batches,
+        shuffle the batches; the order depends only on (seed, epoch), so a resumed run sees the same batches.
+        """
+        rng = np.random.default_rng([seed, epoch])
+        rows = self.keep if rows is None else np.asarray(rows)
+        rows = rng.permutation(rows) if shuffle else rows.copy()
+        length = np.maximum(self.src_len, self.tgt_len)
+        rows = rows[np.argsort(length[rows], kind="stable")]
+        lengths = length[rows]
+        if self.ladder and len(rows):  # padding counts against max_tokens (rungs keep the order)
+            rungs, index = np.unique(lengths, return_inverse=True)
+            lengths = np.array([self.padded(int(n)) for n in rungs])[index]
+        batches = np.split(rows, batch_bounds(lengths, max_tokens)) if len(rows) else []
+        if shuffle:
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+        return batches
+
+    def padded(self, longest: int) -> int:
+        """The padded length of a batch side whose longest row has `longest` positions (the ladder's rung when
+        `ladder` is on, else `longest`)."""
+        return padded_length(longest, self.ladder_limit) if self.ladder else longest
+
+    def shape(self, rows: Sequence[int]) -> tuple[int, int, int]:
+        """(rows, source length, target length) of the batch `collate(rows)` makes."""
+        return len(rows), self.padded(int(self.src_len[rows].max())), self.padded(int(self.tgt_len[rows].max()))
+
+    def collate(self, rows: Sequence[int]) -> Batch:
+        """Rows -> padded tensors (right padding, to the shape ladder when `ladder` is on), with the requested
+        batch columns (`BatchColumn.collate`)."""
+        n, s, t = self.shape(rows)
+        src = np.full((n, s), PAD_ID, np.int64)
+        tgt_in = np.full((n, t), PAD_ID, np.int64)
+        tgt_out = np.full((n, t), PAD_ID, np.int64)
+        for b, row in enumerate(rows):
+            a, z = self.src_off[row], self.src_off[row + 1]
+            src[b, : z - a] = self.src_ids[a:z]
+            src[b, z - a] = EOS_ID
+            a, z = self.tgt_off[row], self.tgt_off[row + 1]
+            tgt_in[b, 0] = BOS_ID
+            tgt_in[b, 1 : z - a + 1] = self.tgt_ids[a:z]
+            tgt_out[b, : z - a] = self.tgt_ids[a:z]
+            tgt_out[b, z - a] = EOS_ID
+        inputs = {column.name: torch.from_numpy(column.collate(loaded, rows, s, t))
+                  for column, loaded in self.loaded.values()}
+        supervision = tuple(column.name for column, _ in self.loaded.values() if column.supervision)
+        tokens = int(self.tgt_len[rows].sum())  # target items + one EOS each
+        return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows),
+                     inputs, tokens, supervision)
+
+    # what scoring reads
+
+    @property
+    def tgt_lang(self) -> str:
+        """Target language code from the pipeline configuration ('' if unknown)."""
+        return self.configuration.get("tgt_lang", "")
+
+    def column_values(self, name: str, rows: Sequence[int]) -> list[Any]:
+        """The values of column `name` of the given rows (None where null or not in the shards)."""
+        if name not in self.table.column_names:
+            return [None] * len(rows)
+        column = self.table.column(name)
+        return [column[int(i)].as_py() for i in rows]
+
+    def references(self, rows: Sequence[int]) -> list[str]:
+        """Raw target sentences (`tgt_text`) of the given rows."""
+        texts = self.table.column(TGT_TEXT)
+        return [texts[int(i)].as_py() for i in rows]
