@@ -214,13 +214,16 @@ class Lookup:
     damaged: set[bytes] = field(default_factory=set)
 
 
-class _Database:
-    """The cache's SQLite database opened (created: tables, WAL mode), its totals, and its closing."""
+class ParseCache:
+    """One open parse cache: its SQLite database (created: tables, WAL mode; a connection of this process, its
+    methods callable from any thread), its totals, lookups and records, and its closing."""
 
-    def __init__(self, folder: str, create: bool) -> None:
+    def __init__(self, folder: str, max_gb: float | None = DEFAULT_MAX_GB, create: bool = True) -> None:
         self.folder = folder
         self.path = cache_file(folder)
         self._lock = threading.Lock()
+        self.max_bytes = None if max_gb is None else int(max_gb * 1e9)
+        self._parsers: dict[ParserSpec, int] = {}
         if not create and not os.path.isfile(self.path):
             raise InputError("no parse cache here (made by `synprep convert --parse-cache DIR`)", folder)
         if create:
@@ -257,15 +260,6 @@ class _Database:
     def close(self) -> None:
         with self._lock:
             self.db.close()
-
-
-class ParseCache(_Database):
-    """One open parse cache (a connection of this process; its methods may be called from any thread)."""
-
-    def __init__(self, folder: str, max_gb: float | None = DEFAULT_MAX_GB, create: bool = True) -> None:
-        super().__init__(folder, create)
-        self.max_bytes = None if max_gb is None else int(max_gb * 1e9)
-        self._parsers: dict[ParserSpec, int] = {}
 
     def parser(self, spec: ParserSpec) -> int:
         """The cache's id of a parser (its identity recorded the first time; the model hashed once per process)."""
@@ -339,7 +333,7 @@ class ParseCache(_Database):
 class _Guard:
     """SQLite failing on the cache's file (not a database, damaged, unwritable, disk full): one error naming it."""
 
-    def __init__(self, cache: _Database) -> None:
+    def __init__(self, cache: ParseCache) -> None:
         self.cache = cache
 
     def __enter__(self) -> None:
