@@ -3,21 +3,8 @@ embedding of one number of its, read from a batch column (a tree depth, a number
 
 A declaration is a subclass of `FeatureEmbedding` with its options (a dataclass with the option that turns it
 on and the clamp, an integer option >= 0), the batch column it reads and the name of the clamp; nothing else
-(syntrain/switches/depth.py is one):
-
-    @dataclass
-    class ArityConfig:
-        arity_embedding: bool = option(False, help="add an embedding of each source word's number of dependents")
-        arity_max: int = option(4, ge=1, help="numbers of dependents above this share one embedding")
-
-
-    class ArityEmbeddings(FeatureEmbedding[ArityConfig], name="arity", config=ArityConfig,
-                          switched_by=("arity_embedding",)):
-        column = ARITY  # a BatchColumn of the source side, -1 at EOS and pad
-        clamp = "arity_max"
-
-
-    register(ArityEmbeddings)
+(syntrain/switches/depth.py is one; tests/test_declared_embedding.py declares another, the number of each
+word's dependents, in 15 lines; docs/switches-api.md walks through it).
 
 The model gets `nn.Embedding(clamp + 2, d_model, padding_idx=0)` named `<name>_embed` (the checkpoints' name);
 a sub-word of value v gets row min(v, clamp) + 1 added to its embedding, EOS and pad (-1) row 0, a zero vector.
