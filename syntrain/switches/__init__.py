@@ -9,6 +9,8 @@ import pkgutil
 from .base import (
     AttentionHook,
     DecodedOutputs,
+    HeadInputs,
+    Heads,
     Inputs,
     Outputs,
     Switch,
@@ -25,5 +27,5 @@ for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
     if _module != "base":
         importlib.import_module(f".{_module}", __name__)
 
-__all__ = ["AttentionHook", "DecodedOutputs", "Inputs", "Outputs", "Switch", "decoded", "merge_inputs",
-           "option_names", "register", "registered", "reserve", "unregister"]
+__all__ = ["AttentionHook", "DecodedOutputs", "HeadInputs", "Heads", "Inputs", "Outputs", "Switch", "decoded",
+           "merge_inputs", "option_names", "register", "registered", "reserve", "unregister"]
