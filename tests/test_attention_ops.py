@@ -17,7 +17,7 @@ from syntrain.attention import MultiHeadAttention, check_hooks
 from syntrain.data import ParallelData, Vocab, read_split
 from syntrain.model import ModelConfig, Transformer
 from syntrain.switches import AttentionHook, Heads, Switch, register, unregister
-from syntrain.switches.directed import DISTANCES
+from syntrain.switches.directed import DISTANCES, DirectedHeads
 from syntrain.switches.parse_head import ParseHead
 from syntrain.switches.tree import ParentHead
 from syntrain.train import load_checkpoint
@@ -96,6 +96,38 @@ def test_what_cannot_compose_is_refused_in_one_line():
         check_hooks([Given(Heads.of(5, 1), bias=torch.zeros(1))], 4)
     check_hooks([ParseHead("dot", "a"), ParseHead("released", "b"), ParentHead(),  # records, biases, masks compose
                  Given(Heads.every(), bias=torch.zeros(1)), Given(Heads.front(3), scale=torch.ones(1))], 4)
+
+
+def _directed_case():
+    """Single-context syntax-directed heads (a scale and a mask) on a padded cross-attention."""
+    x, memory = torch.randn(2, 5, 32), torch.randn(2, 6, 32)
+    mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    mask[1, ..., 4:] = False
+    distances = torch.randint(0, 6, (2, 6, 6), dtype=torch.uint8)
+    return [DirectedHeads(2, 2.0, False)], {"memory": memory, "mask": mask, DISTANCES.name: distances}, x
+
+
+def _parent_case():
+    """A PARENT head (a head mask) on a causal self-attention with padding."""
+    x = torch.randn(2, 5, 32)
+    valid = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    mask = torch.ones(5, 5, dtype=torch.bool).tril()[None, None] & valid[:, None, None, :]
+    parents = (torch.rand(2, 5, 5) < 0.4).tril() | torch.eye(5, dtype=torch.bool)
+    return [ParentHead()], {"mask": mask, "parent_mask": parents}, x
+
+
+@pytest.mark.parametrize("case", [_directed_case, _parent_case])
+def test_every_operation_runs_on_the_flex_kernel_like_math(case):
+    torch.manual_seed(0)
+    hooks, inputs, x = case()
+    attn = MultiHeadAttention(32, 4, hooks=hooks).eval()
+    out = {}
+    with torch.no_grad():
+        for kernel in ("math", "flex"):
+            attn.kernel = kernel
+            assert attn.uses_flex(x.device) == (kernel == "flex")
+            out[kernel] = attn(x, **inputs)
+    torch.testing.assert_close(out["flex"], out["math"], atol=1e-5, rtol=1e-5)
 
 
 class DistanceBias(AttentionHook):
