@@ -48,7 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .switches.base import OPS, AttentionHook, HeadInputs, Inputs, merge_inputs
+from .switches.base import OPS, AttentionHook, HeadView, Inputs, merge_inputs
 
 KERNELS = ("auto", "math", "flex")
 EXPLICIT = ("query", "scale", "record")  # operations that need a run's scores computed explicitly (math kernel)
@@ -252,7 +252,7 @@ class MultiHeadAttention(nn.Module):
         b, t, c = x.shape
         q = self._heads(self.query(x))
         k, v = self._keys_values(x, memory, cache)
-        views = [HeadInputs(x, q[:, heads], k[:, heads], v[:, heads], mask, inputs)
+        views = [HeadView(x, q[:, heads], k[:, heads], v[:, heads], mask, inputs)
                  for heads in map(self.layout.select, range(len(self.hooks)))]
         if not self.layout.ops:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self._p_drop())
@@ -305,7 +305,7 @@ class MultiHeadAttention(nn.Module):
         return composed
 
     def _math(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-              views: list[HeadInputs], records: dict | None) -> torch.Tensor:
+              views: list[HeadView], records: dict | None) -> torch.Tensor:
         """The contexts (B, H, T, D) of all heads on the math kernel: each run of heads explicit or fused (module
         docstring); the hooks that record get their heads' log-weights."""
         values = self._values(views)
@@ -332,7 +332,7 @@ class MultiHeadAttention(nn.Module):
                 hook.record(self, torch.cat(weights, dim=1) if len(weights) > 1 else weights[0], records)
         return torch.cat(contexts, dim=1) if len(contexts) > 1 else contexts[0]
 
-    def _values(self, views: list[HeadInputs]) -> list[dict[str, torch.Tensor]]:
+    def _values(self, views: list[HeadView]) -> list[dict[str, torch.Tensor]]:
         """Each hook's operation values in this forward (`AttentionHook.operations`)."""
         return [hook.operations(self, view) if set(hook.ops) - {"record"} else {}
                 for hook, view in zip(self.hooks, views)]
@@ -365,7 +365,7 @@ class MultiHeadAttention(nn.Module):
         return True
 
     def _flex(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-              views: list[HeadInputs]) -> torch.Tensor:
+              views: list[HeadView]) -> torch.Tensor:
         """All heads through the flex kernel, the operations in its score_mod (errors of torch.compile/Triton
         propagate)."""
         parts = []

@@ -32,7 +32,7 @@ class Given(AttentionHook):
         self.heads, self.name, self.values = heads, name, values
         self.ops = (*values, "record") if record else tuple(values)
 
-    def operations(self, attn, a):
+    def operations(self, attn, view):
         return dict(self.values)
 
     def record(self, attn, log_weights, records):
@@ -143,8 +143,8 @@ class DistanceBias(AttentionHook):
     def attach(self, attn: nn.Module) -> None:
         attn.distance_bias = nn.Parameter(torch.zeros(self.max_distance + 1, attn.n_heads))
 
-    def operations(self, attn, a):
-        distances = a.inputs[DISTANCES.name].long().clamp(max=self.max_distance)  # (B, S, S)
+    def operations(self, attn, view):
+        distances = view.inputs[DISTANCES.name].long().clamp(max=self.max_distance)  # (B, S, S)
         return {"bias": attn.distance_bias[distances].permute(0, 3, 1, 2)}  # (B, H, S, S)
 
 

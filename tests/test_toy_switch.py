@@ -36,8 +36,8 @@ class Gate(AttentionHook):
     def record(self, attn, log_weights, records) -> None:
         records["toy"] = log_weights[:, 0]
 
-    def extra(self, attn, a):
-        return self.gain * attn.toy_out(a.x)
+    def extra(self, attn, view):
+        return self.gain * attn.toy_out(view.x)
 
 
 @dataclass

@@ -9,8 +9,8 @@ import pkgutil
 from .base import (
     AttentionHook,
     DecodedOutputs,
-    HeadInputs,
     Heads,
+    HeadView,
     Inputs,
     Outputs,
     Switch,
@@ -27,5 +27,5 @@ for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
     if _module != "base":
         importlib.import_module(f".{_module}", __name__)
 
-__all__ = ["AttentionHook", "DecodedOutputs", "HeadInputs", "Heads", "Inputs", "Outputs", "Switch", "decoded",
+__all__ = ["AttentionHook", "DecodedOutputs", "HeadView", "Heads", "Inputs", "Outputs", "Switch", "decoded",
            "merge_inputs", "option_names", "register", "registered", "reserve", "unregister"]

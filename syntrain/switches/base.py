@@ -126,7 +126,7 @@ class Heads:
 
 
 @dataclass
-class HeadInputs:
+class HeadView:
     """What a hook's operations read in one forward: the layer input x (B, T, C), its heads' queries, keys and
     values q (B, h, T, D), k, v (B, h, S, D) (h: the hook's heads), the layer's mask (True = may attend,
     broadcastable to (B, 1, T, S); None: none) and the model inputs."""
@@ -146,10 +146,10 @@ class HeadInputs:
 class AttentionHook:
     """One switch's part in one attention module: operations on the attention logits of the heads `heads`, which
     syntrain.attention composes in one order with the other hooks' operations on the same heads (its module
-    docstring). `ops` names the operations (of OPS); `operations(attn, a)` gives their values in a forward, for
+    docstring). `ops` names the operations (of OPS); `operations(attn, view)` gives their values in a forward, for
     its h heads (a tensor broadcastable to (B, h, T, S) unless said otherwise):
 
-    - "query": (B, h, T, D), the heads' own query replacing a.q (one hook per head: the parse heads' Q U);
+    - "query": (B, h, T, D), the heads' own query replacing view.q (one hook per head: the parse heads' Q U);
     - "scale": multiplies the scaled scores q.k / sqrt(d) (Pascal's prior);
     - "bias": added to the scores after the scaling (the released DBSA layer's k . b);
     - "mask": boolean, True = may attend, ANDed with the layer's mask (the syntax-directed window);
@@ -157,10 +157,11 @@ class AttentionHook:
     - "record": no value; `record(attn, log_weights, records)` gets the heads' log-weights (B, h, T, S) before
       dropout and keeps what a loss needs in the forward's `records`.
 
-    Besides: `extra(attn, a)`, a term (B, T, C) added to the output projection (None: nothing); `elementwise(attn,
-    a)`, operations computed inside the FlexAttention kernel, each a function of (b, h, q_idx, kv_idx) with h the
-    index among this hook's heads (the others: their tensors indexed). Parameters are registered on the attention
-    module in `attach` (their names are the checkpoints' names). `a` is the forward's `HeadInputs`."""
+    Besides: `extra(attn, view)`, a term (B, T, C) added to the output projection (None: nothing);
+    `elementwise(attn, view)`, operations computed inside the FlexAttention kernel, each a function of (b, h, q_idx,
+    kv_idx) with h the index among this hook's heads (the others: their tensors indexed). Parameters are registered
+    on the attention module in `attach` (their names are the checkpoints' names). `view` is the forward's
+    `HeadView` of the hook's heads."""
 
     heads = Heads.every()
     ops: tuple[str, ...] = ()
@@ -169,18 +170,18 @@ class AttentionHook:
     def attach(self, attn: nn.Module) -> None:
         """Register this hook's parameters on `attn` (after its query/key/value/output projections)."""
 
-    def operations(self, attn: nn.Module, a: HeadInputs) -> dict[str, torch.Tensor]:
+    def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
         """The value of each of `ops` but "record" in this forward (see the class docstring)."""
         return {}
 
     def record(self, attn: nn.Module, log_weights: torch.Tensor, records: dict[str, torch.Tensor]) -> None:
         """Keep what a loss needs from the heads' log-weights (B, h, T, S) ("record")."""
 
-    def extra(self, attn: nn.Module, a: HeadInputs) -> torch.Tensor | None:
+    def extra(self, attn: nn.Module, view: HeadView) -> torch.Tensor | None:
         """A term (B, T, C) added to the output projection, or None."""
         return None
 
-    def elementwise(self, attn: nn.Module, a: HeadInputs) -> dict[str, Callable]:
+    def elementwise(self, attn: nn.Module, view: HeadView) -> dict[str, Callable]:
         """Operations computed elementwise inside the FlexAttention kernel: op -> f(b, h, q_idx, kv_idx)."""
         return {}
 

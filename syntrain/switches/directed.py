@@ -21,7 +21,7 @@ from synprep.features import forest_tree_distances, subword_distances
 from synprep.tables import option
 
 from ..data import BatchColumn, ParallelData, flat_numbers
-from .base import AttentionHook, HeadInputs, Heads, ModelOptions, Switch, register
+from .base import AttentionHook, Heads, HeadView, ModelOptions, Switch, register
 
 
 def distance_rows(distances: torch.Tensor, position: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,24 +73,24 @@ class DirectedHeads(AttentionHook):
         if self.double_context:  # eq. 14: L_cs c_s next to the global heads' output projection
             attn.directed_out = nn.Linear(self.count * attn.head_dim, d_model)
 
-    def operations(self, attn: nn.Module, a: HeadInputs) -> dict[str, torch.Tensor]:
+    def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
         """Scale and window (B, h, T, S): each head's aligned position p in [0, n - 1] (n = source sub-words
         without EOS) reads the interpolated row M[p]."""
-        distances = a.inputs.get(DISTANCES.name)
-        if distances is None or a.mask is None:
+        distances = view.inputs.get(DISTANCES.name)
+        if distances is None or view.mask is None:
             raise ValueError("syntax-directed heads need the source syntax distances and the source mask")
-        n_src = (a.mask.reshape(a.mask.shape[0], -1).sum(-1) - 1).clamp(min=1) - 1  # last sub-word position
-        gate = torch.sigmoid(attn.align_out(torch.tanh(attn.align_hidden(a.x)))).transpose(1, 2)  # (B, h, T)
+        n_src = (view.mask.reshape(view.mask.shape[0], -1).sum(-1) - 1).clamp(min=1) - 1  # last sub-word position
+        gate = torch.sigmoid(attn.align_out(torch.tanh(attn.align_hidden(view.x)))).transpose(1, 2)  # (B, h, T)
         rows, nearest = distance_rows(distances, n_src.to(gate.dtype)[:, None, None] * gate)
         scale, window = syntax_directed_prior(rows, nearest, self.n)
         return {"scale": scale, "mask": window}
 
-    def extra(self, attn: nn.Module, a: HeadInputs) -> torch.Tensor | None:
+    def extra(self, attn: nn.Module, view: HeadView) -> torch.Tensor | None:
         if not self.double_context:
             return None
-        ops = self.operations(attn, a)  # eq. 14: global and syntax-directed contexts
-        context, _ = attn.attend(a.q, a.k, a.v, a.mask & ops["mask"], ops["scale"])
-        return attn.directed_out(context.transpose(1, 2).reshape(*a.x.shape[:2], -1))
+        ops = self.operations(attn, view)  # eq. 14: global and syntax-directed contexts
+        context, _ = attn.attend(view.q, view.k, view.v, view.mask & ops["mask"], ops["scale"])
+        return attn.directed_out(context.transpose(1, 2).reshape(*view.x.shape[:2], -1))
 
 
 class DistanceColumn(BatchColumn):

@@ -37,7 +37,7 @@ from synprep.features import DBSA_RULES, forest_dbsa_heads
 from synprep.tables import option
 
 from ..data import BatchColumn
-from .base import AttentionHook, HeadInputs, Heads, Inputs, ModelOptions, Outputs, Switch, register
+from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Outputs, Switch, register
 from .tree import TreeDecoding
 
 
@@ -106,12 +106,12 @@ class ParseHead(AttentionHook):
             attn.parse_biaffine_weight = nn.Parameter(weight)
             attn.parse_biaffine_bias = nn.Parameter(torch.zeros(attn.head_dim))
 
-    def operations(self, attn: nn.Module, a: HeadInputs) -> dict[str, torch.Tensor]:
+    def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
         if self.scores == "biaffine":
-            return {"query": a.q @ attn.parse_bilinear}
+            return {"query": view.q @ attn.parse_bilinear}
         if self.scores == "released":  # k . b: (B, 1, S) -> (B, 1, 1, S)
-            return {"query": a.q @ attn.parse_biaffine_weight.T,
-                    "bias": (a.k @ attn.parse_biaffine_bias)[:, :, None, :]}
+            return {"query": view.q @ attn.parse_biaffine_weight.T,
+                    "bias": (view.k @ attn.parse_biaffine_bias)[:, :, None, :]}
         return {}
 
     def record(self, attn: nn.Module, log_weights: torch.Tensor, records: dict[str, torch.Tensor]) -> None:

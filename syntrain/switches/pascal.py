@@ -27,7 +27,7 @@ from synprep.features import gaussian, parent_prior
 from synprep.tables import option
 
 from ..data import BatchColumn
-from .base import AttentionHook, HeadInputs, Heads, Inputs, ModelOptions, Switch, register
+from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Switch, register
 
 NO_PARENT = -1.0  # the parent of EOS and pad (no scaling)
 # `src_parent_mid` as is (no BOS on the source: no shift); EOS and pad rows: NO_PARENT
@@ -72,16 +72,16 @@ class PascalHeads(AttentionHook):
             raise ValueError("a layer with Pascal heads needs the source parent positions")
         return parent
 
-    def operations(self, attn: nn.Module, a: HeadInputs) -> dict[str, torch.Tensor]:
-        prior = a.inputs.get("prior")
+    def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
+        prior = view.inputs.get("prior")
         if prior is None:
-            prior = pascal_scale(self._parent(a.inputs), a.n_keys, self.sigma2, self.parent_ignore, attn.training)
+            prior = pascal_scale(self._parent(view.inputs), view.n_keys, self.sigma2, self.parent_ignore, attn.training)
         return {"scale": prior[:, None]}
 
-    def elementwise(self, attn: nn.Module, a: HeadInputs) -> dict[str, Callable]:
-        if "prior" in a.inputs:
+    def elementwise(self, attn: nn.Module, view: HeadView) -> dict[str, Callable]:
+        if "prior" in view.inputs:
             return {}  # a ready prior: its tensor is indexed
-        parent = self._parent(a.inputs)
+        parent = self._parent(view.inputs)
         active, center, sigma2 = prior_rows(parent, self.parent_ignore, attn.training), parent.float(), self.sigma2
 
         def prior(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:

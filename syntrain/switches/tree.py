@@ -30,7 +30,7 @@ from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
 from ..data import EOS_ID, LABEL_UNKNOWN, PAD_ID, SPECIALS, TEXT, BatchColumn, ParallelData, TargetColumn, Vocab
-from .base import AttentionHook, HeadInputs, Heads, Inputs, ModelOptions, Outputs, Switch, register
+from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Outputs, Switch, register
 from .tree_output import (
     TGT_TRANSITIONS,
     TreeOutputs,
@@ -211,8 +211,8 @@ class ParentHead(AttentionHook):
     ops = ("head_mask",)
     name = "PARENT head"
 
-    def operations(self, attn: nn.Module, a: HeadInputs) -> dict[str, torch.Tensor]:
-        parents = a.inputs.get("parent_mask")
+    def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
+        parents = view.inputs.get("parent_mask")
         if parents is None:
             raise ValueError("a PARENT head needs the generated graph (parent_mask)")
         return {"head_mask": parents[:, None]}
