@@ -290,18 +290,18 @@ class MultiHeadAttention(nn.Module):
                  mask: torch.Tensor | None) -> dict[str, torch.Tensor | None]:
         """The composed operations of the heads `run` (module docstring): query, scale, bias, allowed."""
         composed: dict[str, torch.Tensor | None] = {"query": None, "scale": None, "bias": None, "allowed": mask}
-        for i in acting:
-            parts = {op: _part(value, self.layout.indices[i], run) for op, value in values[i].items()}
-            if "head_mask" in parts:
-                composed["allowed"] = parts["head_mask"]
-            for op, combine in (("query", None), ("scale", torch.mul), ("bias", torch.add)):
-                if op in parts:
-                    before = composed[op]
-                    composed[op] = parts[op] if before is None or combine is None else combine(before, parts[op])
-        for i in acting:
-            if "mask" in values[i]:
-                window = _part(values[i]["mask"], self.layout.indices[i], run)
-                composed["allowed"] = window if composed["allowed"] is None else composed["allowed"] & window
+        parts = [{op: _part(value, self.layout.indices[i], run) for op, value in values[i].items()} for i in acting]
+        for part in parts:  # at most one query and one head mask per head (HeadLayout)
+            composed["query"] = part.get("query", composed["query"])
+            composed["allowed"] = part.get("head_mask", composed["allowed"])
+        for part in parts:  # then the scales multiply, the biases add up, the masks narrow
+            scale, bias, allowed = composed["scale"], composed["bias"], composed["allowed"]
+            if "scale" in part:
+                composed["scale"] = part["scale"] if scale is None else scale * part["scale"]
+            if "bias" in part:
+                composed["bias"] = part["bias"] if bias is None else bias + part["bias"]
+            if "mask" in part:
+                composed["allowed"] = part["mask"] if allowed is None else allowed & part["mask"]
         return composed
 
     def _math(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
