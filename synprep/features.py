@@ -399,7 +399,7 @@ def gaussian(diff: Any, sigma2: float = 1.0) -> Any:
     return math.e ** (diff * diff * (-0.5 / sigma2)) * (1.0 / math.sqrt(2 * math.pi * sigma2))
 
 
-def parent_prior(parent_mid: Sequence[float] | np.ndarray, n_keys: int, sigma2: float = 1.0) -> np.ndarray:
-    """Row t: the prior N(j | parent_mid_t, sigma2) at every sub-word position j < n_keys (one sentence)."""
-    centre = np.asarray(parent_mid, dtype=np.float64)[:, None]
-    return gaussian(np.arange(n_keys, dtype=np.float64)[None, :] - centre, sigma2)
+def parent_prior(parent_mid: Any, keys: Any, sigma2: float = 1.0) -> Any:
+    """Pascal's parent prior: prior[..., t, j] = N(keys[j] | parent_mid[..., t], sigma2), from the parent middle
+    positions (..., T) at the key positions (S,) (e.g. 0..S-1); numpy arrays or torch tensors (`gaussian`)."""
+    return gaussian(keys[None, :] - parent_mid[..., None], sigma2)

@@ -210,9 +210,10 @@ def _example(row: Row) -> str:
                      f'</small></h4><div class="text">{escape(view.text)}</div>')
         parts.append(f'<div class="scroll">{tree_svg(tokens, view.heads, view.labels, view.pieces)}</div>')
         stored = record.get("parent_mid") is not None
-        mid = np.asarray(record["parent_mid"]) if stored else F.parent_mid(view.heads, view.owner)
+        mid = np.asarray(record["parent_mid"] if stored else F.parent_mid(view.heads, view.owner), dtype=np.float64)
         names = [f"{i}:{p}" for i, p in enumerate(subwords)]
-        prior = heatmap(parent_prior(mid, len(subwords)), names, names, "Pascal prior N(j | parent_mid_t, 1)",
+        keys = np.arange(len(subwords), dtype=np.float64)
+        prior = heatmap(parent_prior(mid, keys), names, names, "Pascal prior N(j | parent_mid_t, 1)",
                         caption="row t: sub-word t, column j: sub-word j (0-based, as parent_mid)"
                         + ("" if stored else " (parent_mid from heads)"))
         n = len(tokens)

@@ -1,21 +1,37 @@
-"""Multi-head attention: plain heads on the fused kernel, with the syntax switches' hooks (syntrain.switches).
+"""Multi-head attention: plain heads on the fused kernel, and the syntax switches' hooks as operations on the
+attention logits of the heads each names (`AttentionHook` in syntrain.switches.base; docs/switches-api.md).
 
-Head layout of a layer: a hook may claim the *front* heads 0..h-1 (explicit attention, its scores scaled and
-windowed: Pascal, syntax-directed) and one may claim the *last* head (explicit attention of its own query:
-the parse heads); the heads in between are plain (fused `scaled_dot_product_attention`) unless a hook
-needs every head's weights (SyncAttn). A hook may also replace the mask per head (PARENT), add a term to the
-output projection (double-context syntax-directed heads) and record weights for its loss into the forward's
-`records` dict (nothing is kept on the module). The conventions: docs/switches.md, docs/switches-api.md.
+A hook acts on a set of heads (`Heads`: the front n, the last one, every head, or any set) with the operations it
+declares in `ops`. Per head, the operations of every hook acting on it compose in this one order (hooks in their
+order in the module, the switches' order):
 
-Kernels (`kernel`), for a layer whose hooks can all run on FlexAttention (Pascal):
-- "math": explicit scores for the hook's heads (any device, attention dropout supported), fused
-  `scaled_dot_product_attention` for the other heads.
-- "flex": FlexAttention, all heads in one kernel, the hook's `score_mod` inside it (no (B, T, S) prior
-  tensor: for long sequences). Compiled (Triton) on CUDA, once per distinct (B, H, T, S) shape: with dynamic
-  shapes the compiled backward fails on torch 2.11 (AssertionError "all unwrapped values must be FakeTensor"),
-  and after torch's recompile limit a new shape runs the eager reference. Triton needs a head dimension >= 16.
-  On CPU the eager reference (slow, inference only: PyTorch has no FlexAttention backward on CPU).
-  FlexAttention has no attention-weight dropout, so training with it needs `attention_dropout = 0`.
+    q'       = query(q)                              "query": the head's own query (parse heads' Q U)
+    scores   = q' . k / sqrt(d)
+    scores   = scores * scale_1 * scale_2 ...        "scale" (Pascal's prior, syntax-directed Gaussian)
+    scores   = scores + bias_1 + bias_2 ...          "bias" (released DBSA's k . b, a tree-distance bias)
+    allowed  = (head_mask or the layer's mask)       "head_mask" replaces the layer's mask (PARENT)
+               & mask_1 & mask_2 ...                 "mask" narrows it (syntax-directed window)
+    log_weights = log_softmax(scores where allowed, -inf elsewhere)    -> "record" (parse heads, SyncAttn)
+    context  = dropout(exp(log_weights)) @ v
+
+and the module's output = out(contexts) + each hook's `extra` term (double-context syntax-directed heads). A
+tensor an operation gives broadcasts to (B, h, T, S), h = the hook's heads. Everything composes but two hooks
+giving one head its query, or its head mask: `check_hooks` refuses those (and heads a module lacks) when the
+model is configured. Forward keeps no state on the module: "record" writes into the forward's `records` dict.
+
+Kernels (`kernel`):
+- "math": the heads in runs of neighbours acted on by the same hooks. A run no operation touches, or one with only
+  biases and masks, goes through the fused `scaled_dot_product_attention` (neighbouring such runs in one call, a
+  boolean or float attn_mask per head); the others get explicit scores (any device, attention dropout supported).
+- "flex": FlexAttention, all heads in one kernel, its `score_mod` composed from the operations in the order above:
+  a tensor is indexed inside it, or a hook computes the value elementwise (`elementwise`: Pascal's prior, no
+  (B, T, S) tensor: for long sequences); "query" replaces those heads' queries before the kernel. FlexAttention
+  returns no weights, so a layer with "record" runs on "math"; so does one without operations (plain SDPA).
+  Compiled (Triton) on CUDA, once per distinct (B, H, T, S) shape: with dynamic shapes the compiled backward
+  fails on torch 2.11 (AssertionError "all unwrapped values must be FakeTensor"), and after torch's recompile
+  limit a new shape runs the eager reference. Triton needs a head dimension >= 16. On CPU the eager reference
+  (slow, inference only: PyTorch has no FlexAttention backward on CPU). FlexAttention has no attention-weight
+  dropout, so training with it needs `attention_dropout = 0`.
 - "auto" (default): "math". On an H100 the math kernel's Pascal step costs 0.99x (tiny) / 1.02x (base) of a
   vanilla step (benchmarks/bench_train.py), so nothing asks for the compile-per-shape kernel by default.
 """
@@ -26,15 +42,17 @@ import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .switches.base import AttentionHook, Inputs, merge_inputs
+from .switches.base import OPS, AttentionHook, HeadView, Inputs, merge_inputs
 
 KERNELS = ("auto", "math", "flex")
-
+EXPLICIT = ("query", "scale", "record")  # operations that need a run's scores computed explicitly (math kernel)
+ONE_PER_HEAD = {"query": "its query", "head_mask": "its head mask"}  # operations two hooks cannot both give a head
 
 _compiled_flex: Callable | None = None
 FLEX_MIN_HEAD_DIM = 16  # Triton's FlexAttention kernel: "embedding dimension ... must be at least 16"
@@ -71,114 +89,133 @@ def flex_available() -> bool:
     return True
 
 
+class HeadLayout:
+    """Which hooks act on which heads of a module of `n_heads` heads: each hook's head indices (`indices`), and
+    the runs of neighbouring heads acted on by the same hooks (`runs`: (heads, the acting hooks' positions)).
+    ValueError when the hooks cannot compose (module docstring)."""
+
+    def __init__(self, hooks: Sequence[AttentionHook], n_heads: int) -> None:
+        self.hooks = list(hooks)
+        self.indices = [self._heads(hook, n_heads) for hook in self.hooks]
+        for op, what in ONE_PER_HEAD.items():
+            owner: dict[int, str] = {}
+            for hook, heads in zip(self.hooks, self.indices):
+                for head in heads if op in hook.ops else ():
+                    if head in owner:
+                        raise ValueError(f"{owner[head]} and {hook.name} claim the same heads: both give head {head} "
+                                         f"{what} (one hook per head)")
+                    owner[head] = hook.name
+        acting = [tuple(i for i, hook in enumerate(self.hooks) if hook.ops and head in self.indices[i])
+                  for head in range(n_heads)]
+        self.runs: list[tuple[slice, tuple[int, ...]]] = []
+        start = 0
+        for head in range(1, n_heads + 1):
+            if head == n_heads or acting[head] != acting[start]:
+                self.runs.append((slice(start, head), acting[start]))
+                start = head
+        self.ops = {op for hook in self.hooks for op in hook.ops}
+        self.flex = bool(self.ops) and "record" not in self.ops  # FlexAttention can run every operation
+
+    @staticmethod
+    def _heads(hook: AttentionHook, n_heads: int) -> tuple[int, ...]:
+        unknown = set(hook.ops) - set(OPS)
+        if unknown:
+            raise ValueError(f"{hook.name}: unknown attention operations {sorted(unknown)}; choose from {OPS}")
+        try:
+            return hook.heads.indices(n_heads)
+        except ValueError as error:
+            raise ValueError(f"{hook.name}: {error}") from None
+
+    def select(self, i: int) -> slice | list[int]:
+        """Hook i's heads as an index of the head dimension (a slice when they are neighbours)."""
+        heads = self.indices[i]
+        return slice(heads[0], heads[-1] + 1) if heads == tuple(range(heads[0], heads[-1] + 1)) else list(heads)
+
+
 def check_hooks(hooks: Sequence[AttentionHook], n_heads: int) -> None:
-    """ValueError when the hooks of one attention module do not share its heads (one front and one last
-    claim at most, within the heads; a per-head mask only alone)."""
-    names = [hook.name for hook in hooks]
-    front = [hook for hook in hooks if hook.front]
-    last = [hook for hook in hooks if hook.last]
-    if len(front) > 1 or len(last) > 1:
-        raise ValueError(f"{' and '.join(names)} claim the same heads of a layer")
-    heads, parse = sum(hook.front for hook in front), len(last)
-    if heads + parse > n_heads:
-        raise ValueError(f"{heads} front heads + {parse} parse head do not fit in {n_heads} heads")
-    if len(hooks) > 1 and any(type(hook).head_mask is not AttentionHook.head_mask for hook in hooks):
-        raise ValueError(f"{' and '.join(names)}: a head with its own mask shares its layer with no other "
-                         "syntax head")
+    """ValueError when the hooks of one attention module cannot compose (module docstring)."""
+    HeadLayout(hooks, n_heads)
 
 
-class _FlexKernel:
-    """`MultiHeadAttention`'s choice of the FlexAttention kernel, and its forward pass on it."""
-
-    def uses_flex(self: MultiHeadAttention, device: torch.device) -> bool:
-        """Whether a forward pass on `device` (in the current train/eval mode) runs the FlexAttention kernel."""
-        if not self.hooks or self.kernel != "flex" or not all(hook.flex for hook in self.hooks):
-            return False  # auto: math (module docstring)
-        if device.type == "cuda" and self.head_dim < FLEX_MIN_HEAD_DIM:
-            raise ValueError(f"the flex attention kernel needs a head dimension >= {FLEX_MIN_HEAD_DIM} on CUDA "
-                             f"(Triton), this model has {self.head_dim}: use kernel 'math'")
-        if self.training and self.dropout > 0:
-            raise ValueError("the flex attention kernel has no attention dropout: set the model's "
-                             "attention_dropout = 0 or use kernel 'math'")
-        if device.type != "cuda" and torch.is_grad_enabled():
-            raise ValueError("the flex attention kernel runs without gradients off CUDA (PyTorch has no "
-                             "FlexAttention backward on CPU): use torch.no_grad() or kernel 'math'")
-        return True
-
-    def _flex(self: MultiHeadAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-              inputs: Inputs) -> torch.Tensor:
-        """All heads through the flex kernel with the hook's score_mod (errors of torch.compile/Triton propagate)."""
-        b = q.shape[0]
-        if mask is not None and mask.shape[1:3] != (1, 1):
-            raise ValueError("the flex attention kernel takes a key-padding mask of shape (B, 1, 1, S)")
-        key_valid = None if mask is None else mask[:, 0, 0, :].expand(b, k.shape[2])
-        return flex_attention(q, k, v, self.hooks[0].score_mod(self, inputs, key_valid))
+def _part(value: torch.Tensor, heads: tuple[int, ...], run: slice) -> torch.Tensor:
+    """The heads `run` of a hook's operation value over its heads `heads` (a value of one head broadcasts)."""
+    if value.dim() < 4 or value.shape[1] == 1:
+        return value
+    start = heads.index(run.start)
+    return value[:, start : start + run.stop - run.start]
 
 
-class _ExplicitHeads:
-    """`MultiHeadAttention`'s heads on the math kernel: explicit attention for the hooks' heads (scaled, windowed,
-    their own query, their weights recorded), the fused kernel for the plain ones."""
-
-    def attend(self: MultiHeadAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-               scale: torch.Tensor | None = None, window: torch.Tensor | None = None, bias: torch.Tensor | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Explicit attention of some heads: (context, log-weights before dropout); `scale` multiplies the
-        scores before the softmax, `bias` is added to them after, `window` (True = inside) masks like `mask`."""
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
-        if scale is not None:
-            scores = scores * scale.to(scores.dtype)
-        if bias is not None:
-            scores = scores + bias.to(scores.dtype)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        if window is not None:
-            scores = scores.masked_fill(~window, float("-inf"))
-        log_weights = torch.log_softmax(scores.float(), dim=-1)
-        weights = F.dropout(log_weights.exp().to(v.dtype), self.dropout if self.training else 0.0, self.training)
-        return weights @ v, log_weights
-
-    def _heads_attention(self: MultiHeadAttention, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                         mask: torch.Tensor | None, inputs: Inputs, records: dict | None) -> torch.Tensor:
-        """The contexts (B, H, T, D) of all heads: front (the front hook's scale/window), middle (fused unless
-        every head's weights are needed), last (the last hook's query); the hooks record from the weights."""
-        p_drop = self.dropout if self.training else 0.0
-        front, last = (self.front.front if self.front else 0), int(self.last is not None)
-        if not front and not last and not self.all_weights:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
-        contexts, log_weights = [], {}
-        if front:
-            scale, window = self.front.scores(self, x, k.shape[2], mask, inputs)
-            context, log_weights["front"] = self.attend(q[:, :front], k[:, :front], v[:, :front], mask, scale, window)
-            contexts.append(context)
-        middle = slice(front, self.n_heads - last)
-        if middle.stop > middle.start:
-            if self.all_weights:
-                context, log_weights["middle"] = self.attend(q[:, middle], k[:, middle], v[:, middle], mask)
-            else:
-                context = F.scaled_dot_product_attention(q[:, middle], k[:, middle], v[:, middle], attn_mask=mask,
-                                                         dropout_p=p_drop)
-            contexts.append(context)
-        if last:
-            query = self.last.query(self, q[:, -1:])
-            bias = self.last.key_bias(self, k[:, -1:])
-            context, log_weights["last"] = self.attend(query, k[:, -1:], v[:, -1:], mask, bias=bias)
-            contexts.append(context)
-        if records is not None:
-            for hook in self.hooks:
-                hook.record(self, log_weights, records)
-        return torch.cat(contexts, dim=1) if len(contexts) > 1 else contexts[0]
+def _at(value: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor
+        ) -> torch.Tensor:
+    """Element (b, h, q_idx, kv_idx) of a 4-d value inside a FlexAttention score_mod (dimensions of size 1
+    broadcast)."""
+    index = [0 if size == 1 else i for size, i in zip(value.shape, (b, h, q_idx, kv_idx))]
+    return value[index[0], index[1], index[2], index[3]]
 
 
-class MultiHeadAttention(_FlexKernel, _ExplicitHeads, nn.Module):
+def _attn_mask(run: slice, composed: dict[str, torch.Tensor | None], biased: bool, q: torch.Tensor,
+               k: torch.Tensor) -> torch.Tensor:
+    """The SDPA attn_mask (B, h, T, S) of the heads `run`: boolean, or with `biased` their bias, -inf where they
+    may not attend."""
+    size = (q.shape[0], run.stop - run.start, q.shape[2], k.shape[2])
+    allowed = composed["allowed"]
+    allowed = torch.ones(size, dtype=torch.bool, device=q.device) if allowed is None else allowed.expand(size)
+    if not biased:
+        return allowed
+    bias = torch.zeros((), device=q.device) if composed["bias"] is None else composed["bias"]
+    return bias.to(q.dtype).expand(size).masked_fill(~allowed, float("-inf"))
+
+
+@dataclass
+class FlexPart:
+    """One hook's operation in a FlexAttention score_mod: `member` (H,) its heads, `position` (H,) a head's index
+    among them, `value` a 4-d tensor or a function of (b, position, q_idx, kv_idx)."""
+
+    op: str
+    member: torch.Tensor
+    position: torch.Tensor
+    value: torch.Tensor | Callable
+
+    def at(self, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.value, torch.Tensor):
+            return _at(self.value, b, self.position[h], q_idx, kv_idx)
+        return self.value(b, self.position[h], q_idx, kv_idx)
+
+
+def composed_score_mod(parts: Sequence[FlexPart], mask: torch.Tensor | None) -> Callable:
+    """The FlexAttention `score_mod` of the operations `parts` and the layer's `mask` (4-d, True = may attend),
+    in the order of the module docstring."""
+    by_op = {op: [part for part in parts if part.op == op] for op in ("scale", "bias", "head_mask", "mask")}
+
+    def score_mod(score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor,
+                  kv_idx: torch.Tensor) -> torch.Tensor:
+        for part in by_op["scale"]:
+            score = torch.where(part.member[h], score * part.at(b, h, q_idx, kv_idx), score)
+        for part in by_op["bias"]:
+            score = torch.where(part.member[h], score + part.at(b, h, q_idx, kv_idx), score)
+        allowed = None if mask is None else _at(mask, b, h, q_idx, kv_idx)
+        for part in by_op["head_mask"]:
+            own = part.at(b, h, q_idx, kv_idx)
+            allowed = torch.where(part.member[h], own, torch.ones_like(own) if allowed is None else allowed)
+        for part in by_op["mask"]:
+            own = part.at(b, h, q_idx, kv_idx)
+            own = torch.where(part.member[h], own, torch.ones_like(own))
+            allowed = own if allowed is None else allowed & own
+        return score if allowed is None else torch.where(allowed, score, -float("inf"))
+
+    return score_mod
+
+
+class MultiHeadAttention(nn.Module):
     """Self- or cross-attention; `mask` is boolean, True = may attend, broadcastable to (B, H, T, S).
-    `hooks`: the switches' parts in this module (module docstring), their parameters registered here."""
+    `hooks`: the switches' operations in this module (module docstring), their parameters registered here."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, hooks: Sequence[AttentionHook] = (),
                  kernel: str = "auto") -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model {d_model} is not a multiple of n_heads {n_heads}")
-        check_hooks(hooks, n_heads)
+        self.layout = HeadLayout(hooks, n_heads)
         self.n_heads, self.head_dim, self.dropout = n_heads, d_model // n_heads, dropout
         self.kernel = check_kernel(kernel)
         self.query = nn.Linear(d_model, d_model)
@@ -187,9 +224,6 @@ class MultiHeadAttention(_FlexKernel, _ExplicitHeads, nn.Module):
         self.hooks = list(hooks)
         for hook in self.hooks:
             hook.attach(self)
-        self.front = next((hook for hook in self.hooks if hook.front), None)
-        self.last = next((hook for hook in self.hooks if hook.last), None)
-        self.all_weights = any(hook.all_weights for hook in self.hooks)
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
@@ -218,16 +252,137 @@ class MultiHeadAttention(_FlexKernel, _ExplicitHeads, nn.Module):
         b, t, c = x.shape
         q = self._heads(self.query(x))
         k, v = self._keys_values(x, memory, cache)
-        for hook in self.hooks:  # a per-head mask (PARENT)
-            head_mask = hook.head_mask(self, mask, inputs, (b, self.n_heads, t, k.shape[2]))
-            mask = mask if head_mask is None else head_mask
-        if "prior" not in inputs and self.uses_flex(x.device):
-            y = self._flex(q, k, v, mask, inputs)
+        views = [HeadView(x, q[:, heads], k[:, heads], v[:, heads], mask, inputs)
+                 for heads in map(self.layout.select, range(len(self.hooks)))]
+        if not self.layout.ops:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self._p_drop())
+        elif self.uses_flex(x.device):
+            y = self._flex(q, k, v, mask, views)
         else:
-            y = self._heads_attention(x, q, k, v, mask, inputs, records)
+            y = self._math(q, k, v, mask, views, records)
         out = self.out(y.transpose(1, 2).reshape(b, t, c))
-        for hook in self.hooks:
-            extra = hook.extra(self, x, q, k, v, mask, inputs)
+        for hook, view in zip(self.hooks, views):
+            extra = hook.extra(self, view)
             if extra is not None:
                 out = out + extra
         return out
+
+    def _p_drop(self) -> float:
+        return self.dropout if self.training else 0.0
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor | None,
+               scale: torch.Tensor | None = None, bias: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Explicit attention of some heads: (context, log-weights before dropout); `scale` multiplies the
+        scores q.k / sqrt(d), `bias` is added to them after, `allowed` (True = may attend) masks them."""
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+        if scale is not None:
+            scores = scores * scale.to(scores.dtype)
+        if bias is not None:
+            scores = scores + bias.to(scores.dtype)
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        log_weights = torch.log_softmax(scores.float(), dim=-1)
+        weights = F.dropout(log_weights.exp().to(v.dtype), self._p_drop(), self.training)
+        return weights @ v, log_weights
+
+    def _run_ops(self, run: slice, acting: tuple[int, ...], values: list[dict[str, torch.Tensor]],
+                 mask: torch.Tensor | None) -> dict[str, torch.Tensor | None]:
+        """The composed operations of the heads `run` (module docstring): query, scale, bias, allowed."""
+        composed: dict[str, torch.Tensor | None] = {"query": None, "scale": None, "bias": None, "allowed": mask}
+        parts = [{op: _part(value, self.layout.indices[i], run) for op, value in values[i].items()} for i in acting]
+        for part in parts:  # at most one query and one head mask per head (HeadLayout)
+            composed["query"] = part.get("query", composed["query"])
+            composed["allowed"] = part.get("head_mask", composed["allowed"])
+        for part in parts:  # then the scales multiply, the biases add up, the masks narrow
+            scale, bias, allowed = composed["scale"], composed["bias"], composed["allowed"]
+            if "scale" in part:
+                composed["scale"] = part["scale"] if scale is None else scale * part["scale"]
+            if "bias" in part:
+                composed["bias"] = part["bias"] if bias is None else bias + part["bias"]
+            if "mask" in part:
+                composed["allowed"] = part["mask"] if allowed is None else allowed & part["mask"]
+        return composed
+
+    def _math(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+              views: list[HeadView], records: dict | None) -> torch.Tensor:
+        """The contexts (B, H, T, D) of all heads on the math kernel: each run of heads explicit or fused (module
+        docstring); the hooks that record get their heads' log-weights."""
+        values = self._values(views)
+        contexts, fused = [], []
+        log_weights: list[list[torch.Tensor]] = [[] for _ in self.hooks]
+        for run, acting in self.layout.runs:
+            composed = self._run_ops(run, acting, values, mask)
+            if not any(op in EXPLICIT for i in acting for op in self.hooks[i].ops):
+                fused.append((run, composed))
+                continue
+            if fused:
+                contexts.append(self._fused(q, k, v, mask, fused))
+                fused = []
+            query = q[:, run] if composed["query"] is None else composed["query"]
+            context, weights = self.attend(query, k[:, run], v[:, run], composed["allowed"], composed["scale"],
+                                           composed["bias"])
+            contexts.append(context)
+            for i in acting:
+                log_weights[i].append(weights)
+        if fused:
+            contexts.append(self._fused(q, k, v, mask, fused))
+        for hook, weights in zip(self.hooks, log_weights):
+            if records is not None and "record" in hook.ops:
+                hook.record(self, torch.cat(weights, dim=1) if len(weights) > 1 else weights[0], records)
+        return torch.cat(contexts, dim=1) if len(contexts) > 1 else contexts[0]
+
+    def _values(self, views: list[HeadView]) -> list[dict[str, torch.Tensor]]:
+        """Each hook's operation values in this forward (`AttentionHook.operations`)."""
+        return [hook.operations(self, view) if set(hook.ops) - {"record"} else {}
+                for hook, view in zip(self.hooks, views)]
+
+    def _fused(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+               runs: list[tuple[slice, dict[str, torch.Tensor | None]]]) -> torch.Tensor:
+        """Neighbouring runs of heads with at most biases and masks, in one fused SDPA call: the layer's mask
+        when no run has an operation, else a boolean (no bias) or float attn_mask per head."""
+        heads = slice(runs[0][0].start, runs[-1][0].stop)
+        attn_mask = mask
+        if any(composed["bias"] is not None or composed["allowed"] is not mask for _, composed in runs):
+            biased = any(composed["bias"] is not None for _, composed in runs)
+            attn_mask = torch.cat([_attn_mask(run, composed, biased, q, k) for run, composed in runs], dim=1)
+        return F.scaled_dot_product_attention(q[:, heads], k[:, heads], v[:, heads], attn_mask=attn_mask,
+                                              dropout_p=self._p_drop())
+
+    def uses_flex(self, device: torch.device) -> bool:
+        """Whether a forward pass on `device` (in the current train/eval mode) runs the FlexAttention kernel."""
+        if self.kernel != "flex" or not self.layout.flex:
+            return False  # auto: math (module docstring)
+        if device.type == "cuda" and self.head_dim < FLEX_MIN_HEAD_DIM:
+            raise ValueError(f"the flex attention kernel needs a head dimension >= {FLEX_MIN_HEAD_DIM} on CUDA "
+                             f"(Triton), this model has {self.head_dim}: use kernel 'math'")
+        if self.training and self.dropout > 0:
+            raise ValueError("the flex attention kernel has no attention dropout: set the model's "
+                             "attention_dropout = 0 or use kernel 'math'")
+        if device.type != "cuda" and torch.is_grad_enabled():
+            raise ValueError("the flex attention kernel runs without gradients off CUDA (PyTorch has no "
+                             "FlexAttention backward on CPU): use torch.no_grad() or kernel 'math'")
+        return True
+
+    def _flex(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+              views: list[HeadView]) -> torch.Tensor:
+        """All heads through the flex kernel, the operations in its score_mod (errors of torch.compile/Triton
+        propagate)."""
+        parts = []
+        for i, (hook, view) in enumerate(zip(self.hooks, views)):
+            values: dict = hook.elementwise(self, view)
+            if set(hook.ops) - set(values):
+                values = {**hook.operations(self, view), **values}
+            heads = torch.tensor(self.layout.indices[i], device=q.device)
+            if "query" in values:
+                q = q.index_copy(1, heads, values.pop("query").to(q.dtype))
+            member = torch.zeros(self.n_heads, dtype=torch.bool, device=q.device).index_fill(0, heads, True)
+            position = torch.zeros(self.n_heads, dtype=torch.long, device=q.device)
+            position = position.index_copy(0, heads, torch.arange(len(heads), device=q.device))
+            for op, value in values.items():
+                if isinstance(value, torch.Tensor):
+                    value = value.reshape((1,) * (4 - value.dim()) + tuple(value.shape))
+                parts.append(FlexPart(op, member, position, value))
+        if mask is not None:
+            mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+        return flex_attention(q, k, v, composed_score_mod(parts, mask))

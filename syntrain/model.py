@@ -423,7 +423,7 @@ class Transformer(nn.Module):
 
     def kernel_in_use(self, device: torch.device) -> str:
         """The attention kernel of the layers that have a choice (flex or math), for the run header."""
-        layers = [attn for attn in self.attention_modules() if attn.hooks and all(h.flex for h in attn.hooks)]
+        layers = [attn for attn in self.attention_modules() if attn.layout.flex]
         if not layers:
             return "none (no Pascal heads)"
         return "flex" if layers[0].uses_flex(device) else "math"

@@ -25,7 +25,7 @@ from syntrain.dataset import ParallelData, read_split
 from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
 from syntrain.switches import declared
-from syntrain.switches.pascal import NO_PARENT, PascalHeads, parent_prior
+from syntrain.switches.pascal import NO_PARENT, PascalHeads, pascal_scale
 from syntrain.train import TrainConfig, load_checkpoint, train, training_device
 from syntrain.vocab import EOS_ID, PAD_ID, Vocab
 
@@ -78,7 +78,7 @@ def test_pascal_batch_invariance():
 
 def test_parent_prior_is_the_gaussian_and_special_rows_are_one():
     parent = torch.tensor([[2.0, 0.5, NO_PARENT]])
-    prior = parent_prior(parent, 4, sigma2=1.0)
+    prior = pascal_scale(parent, 4, sigma2=1.0)
     j = torch.arange(4.0)
     torch.testing.assert_close(prior[0, 0], torch.exp(-(j - 2) ** 2 / 2) / np.sqrt(2 * np.pi))
     torch.testing.assert_close(prior[0, 1], torch.exp(-(j - 0.5) ** 2 / 2) / np.sqrt(2 * np.pi))
@@ -89,9 +89,9 @@ def test_parent_ignoring_only_in_training_and_at_the_rate():
     torch.manual_seed(0)
     parent = torch.rand(200, 100) * 50
     for q in (0.0, 0.3, 0.7):
-        ones = (parent_prior(parent, 50, ignore_prob=q, training=True) == 1).all(-1).float().mean().item()
+        ones = (pascal_scale(parent, 50, ignore_prob=q, training=True) == 1).all(-1).float().mean().item()
         assert abs(ones - q) < 0.02, (q, ones)
-        assert not (parent_prior(parent, 50, ignore_prob=q, training=False) == 1).all(-1).any()
+        assert not (pascal_scale(parent, 50, ignore_prob=q, training=False) == 1).all(-1).any()
     # through the module: eval mode is deterministic, train mode (q > 0, no dropout) is not
     attn = MultiHeadAttention(16, 4, dropout=0.0, hooks=[PascalHeads(2, parent_ignore=0.5)])
     x, p = torch.randn(3, 8, 16), torch.randint(0, 8, (3, 8)).float()
@@ -178,10 +178,9 @@ def test_flex_kernel_errors_propagate(monkeypatch):
     monkeypatch.setattr(attention, "flex_attention", broken)
     attn, x, mask, parent = _flex_case()
     attn.eval()
-    q, k, v = (attn._heads(z) for z in (attn.query(x), *attn.key_value(x).split(32, dim=-1)))
     attn.kernel = "flex"
-    with pytest.raises(RuntimeError, match="shared memory"):
-        attn._flex(q, k, v, mask, {"src_parent_mid": parent})
+    with torch.no_grad(), pytest.raises(RuntimeError, match="shared memory"):
+        attn(x, mask=mask, src_parent_mid=parent)
 
 
 def test_flex_kernel_in_a_whole_model_decodes_like_math(shards):

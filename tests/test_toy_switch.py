@@ -15,7 +15,17 @@ from synprep.tables import option
 from syntrain.columns import TEXT, BatchColumn, TargetColumn
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import ModelConfig
-from syntrain.switches import AttentionHook, Outputs, Switch, declared, register, registered, target_column, unregister
+from syntrain.switches import (
+    AttentionHook,
+    Heads,
+    Outputs,
+    Switch,
+    declared,
+    register,
+    registered,
+    target_column,
+    unregister,
+)
 from syntrain.train import TrainConfig, load_checkpoint, train
 from syntrain.vocab import Vocab
 
@@ -25,7 +35,8 @@ from .data.make_switch_fixtures import SHARDS
 class Gate(AttentionHook):
     """Adds gain x a projection of the input to the output, and records the last head's attention."""
 
-    last = True
+    heads = Heads.last()
+    ops = ("record",)
     name = "toy gate"
 
     def __init__(self, gain: float) -> None:
@@ -35,10 +46,10 @@ class Gate(AttentionHook):
         attn.toy_out = nn.Linear(attn.n_heads * attn.head_dim, attn.n_heads * attn.head_dim)
 
     def record(self, attn, log_weights, records) -> None:
-        records["toy"] = log_weights["last"][:, 0]
+        records["toy"] = log_weights[:, 0]
 
-    def extra(self, attn, x, q, k, v, mask, features):
-        return self.gain * attn.toy_out(x)
+    def extra(self, attn, view):
+        return self.gain * attn.toy_out(view.x)
 
 
 @dataclass
@@ -102,8 +113,7 @@ def test_the_toy_switch_options_are_checked(toy):
         ModelConfig.from_dict({"toy_gain": 11.0})
     with pytest.raises(ValueError, match="toy_layer 5 is not an encoder layer"):
         ModelConfig.from_dict({"toy_gain": 1.0, "toy_layer": 5})
-    with pytest.raises(ValueError, match="claim the same heads"):  # its last head is DBSA's too
-        ModelConfig.from_dict({"toy_gain": 1.0, "dbsa_encoder": True})
+    ModelConfig.from_dict({"toy_gain": 1.0, "dbsa_encoder": True})  # both record DBSA's last head: they compose
 
 
 def test_unregistered_switch_options_are_unknown():

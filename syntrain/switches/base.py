@@ -15,8 +15,8 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   produces instead of the target sub-words; the model's target is the one its active switches declare);
 - `data_options()`: what its batch columns read of the run (label vocabularies); `prepare(cfg, table,
   manifest, vocab)`: its data-derived option values, set once (`ModelConfig.fill`) before the model is built;
-- `attention_hooks(stack, layer, kind)`: `AttentionHook`s for one attention module (scale / mask / extra
-  projection / recorded weights);
+- `attention_hooks(stack, layer, kind)`: `AttentionHook`s for one attention module (operations on the
+  attention logits of some heads: own query, scale, bias, masks, recorded weights; an output term);
 - `source_modules()` + `embed_source(...)`: extra embedding of the source; `decoder_modules()` +
   `decoder_input(...)`: what runs on the decoder input (graph layers, masks for the attention hooks);
   `decoder_self_mask(...)`: another decoder self-attention mask; `teacher_forcing(...)`: another way to compute
@@ -82,52 +82,109 @@ class Outputs:
     loss_positions: torch.Tensor | None = None
 
 
-class AttentionHook:
-    """One switch's part in one attention module. Head layout: `front` claims heads 0..front-1 (explicit
-    attention with the scale and window of `scores`), `last` claims the last head (explicit attention of
-    `query(q)`); `all_weights` makes every head explicit and hands their log-weights to `record`. Parameters
-    are registered on the attention module in `attach` (their names are the checkpoints' names); `key_bias` adds
-    a per-key term to the last head's scores."""
+OPS = ("query", "scale", "bias", "mask", "head_mask", "record")  # an `AttentionHook`'s operations (`ops`)
 
-    front = 0
-    last = False
-    all_weights = False
-    flex = False  # `score_mod` can run the whole layer on the FlexAttention kernel
+
+@dataclass(frozen=True)
+class Heads:
+    """Which heads of an attention module a hook acts on: `Heads.front(n)` (heads 0..n-1), `Heads.last()`,
+    `Heads.every()` or `Heads.of(i, j, ...)`; `indices(n_heads)` resolves them for a module of `n_heads` heads."""
+
+    kind: str  # "front", "last", "every", "of"
+    members: tuple[int, ...] = ()  # front: (n,); of: the head indices
+
+    @classmethod
+    def front(cls, n: int) -> Heads:
+        return cls("front", (n,))
+
+    @classmethod
+    def last(cls) -> Heads:
+        return cls("last")
+
+    @classmethod
+    def every(cls) -> Heads:
+        return cls("every")
+
+    @classmethod
+    def of(cls, *indices: int) -> Heads:
+        return cls("of", tuple(sorted(set(indices))))
+
+    def indices(self, n_heads: int) -> tuple[int, ...]:
+        """The sorted head indices in a module of `n_heads` heads (ValueError when they are not its heads)."""
+        if self.kind == "last":
+            return (n_heads - 1,)
+        if self.kind == "every":
+            return tuple(range(n_heads))
+        heads = tuple(range(self.members[0])) if self.kind == "front" else self.members
+        if any(not 0 <= head < n_heads for head in heads):
+            raise ValueError(f"{self} do not fit in {n_heads} heads")
+        return heads
+
+    def __str__(self) -> str:
+        if self.kind == "front":
+            return f"the front {self.members[0]} heads"
+        return {"last": "the last head", "every": "every head"}.get(self.kind, f"heads {list(self.members)}")
+
+
+@dataclass
+class HeadView:
+    """What a hook's operations read in one forward: the layer input x (B, T, C), its heads' queries, keys and
+    values q (B, h, T, D), k, v (B, h, S, D) (h: the hook's heads), the layer's mask (True = may attend,
+    broadcastable to (B, 1, T, S); None: none) and the model inputs."""
+
+    x: torch.Tensor
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    mask: torch.Tensor | None
+    inputs: Inputs
+
+    @property
+    def n_keys(self) -> int:
+        return self.k.shape[2]
+
+
+class AttentionHook:
+    """One switch's part in one attention module: operations on the attention logits of the heads `heads`, which
+    syntrain.attention composes in one order with the other hooks' operations on the same heads (its module
+    docstring). `ops` names the operations (of OPS); `operations(attn, view)` gives their values in a forward, for
+    its h heads (a tensor broadcastable to (B, h, T, S) unless said otherwise):
+
+    - "query": (B, h, T, D), the heads' own query replacing view.q (one hook per head: the parse heads' Q U);
+    - "scale": multiplies the scaled scores q.k / sqrt(d) (Pascal's prior);
+    - "bias": added to the scores after the scaling (the released DBSA layer's k . b);
+    - "mask": boolean, True = may attend, ANDed with the layer's mask (the syntax-directed window);
+    - "head_mask": boolean, replaces the layer's mask for these heads (one hook per head: PARENT);
+    - "record": no value; `record(attn, log_weights, records)` gets the heads' log-weights (B, h, T, S) before
+      dropout and keeps what a loss needs in the forward's `records`.
+
+    Besides: `extra(attn, view)`, a term (B, T, C) added to the output projection (None: nothing);
+    `elementwise(attn, view)`, operations computed inside the FlexAttention kernel, each a function of (b, h, q_idx,
+    kv_idx) with h the index among this hook's heads (the others: their tensors indexed). Parameters are registered
+    on the attention module in `attach` (their names are the checkpoints' names). `view` is the forward's
+    `HeadView` of the hook's heads."""
+
+    heads = Heads.every()
+    ops: tuple[str, ...] = ()
     name = "syntax"
 
     def attach(self, attn: nn.Module) -> None:
         """Register this hook's parameters on `attn` (after its query/key/value/output projections)."""
 
-    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, inputs: Inputs
-               ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        """(scale (B, front, T, S) multiplying the front heads' scores, window (True = inside) or None)."""
-        return None, None
+    def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
+        """The value of each of `ops` but "record" in this forward (see the class docstring)."""
+        return {}
 
-    def query(self, attn: nn.Module, q: torch.Tensor) -> torch.Tensor:
-        """The last head's query (B, 1, T, D)."""
-        return q
+    def record(self, attn: nn.Module, log_weights: torch.Tensor, records: dict[str, torch.Tensor]) -> None:
+        """Keep what a loss needs from the heads' log-weights (B, h, T, S) ("record")."""
 
-    def key_bias(self, attn: nn.Module, k: torch.Tensor) -> torch.Tensor | None:
-        """A term (B, 1, 1, S) added to the last head's scaled scores, from its keys k (B, 1, S, D), or None."""
-        return None
-
-    def head_mask(self, attn: nn.Module, mask: torch.Tensor | None, inputs: Inputs, shape: tuple[int, ...]
-                  ) -> torch.Tensor | None:
-        """A per-head mask (B, H, T, S) replacing `mask`, or None."""
-        return None
-
-    def record(self, attn: nn.Module, log_weights: dict[str, torch.Tensor], records: dict[str, torch.Tensor]
-               ) -> None:
-        """Keep what a loss needs from the explicit heads' log-weights ("front", "middle", "last": (B, h, T, S))."""
-
-    def extra(self, attn: nn.Module, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-              mask: torch.Tensor | None, inputs: Inputs) -> torch.Tensor | None:
+    def extra(self, attn: nn.Module, view: HeadView) -> torch.Tensor | None:
         """A term (B, T, C) added to the output projection, or None."""
         return None
 
-    def score_mod(self, attn: nn.Module, inputs: Inputs, key_valid: torch.Tensor | None) -> Callable:
-        """The FlexAttention `score_mod` of the whole layer (only where `flex`)."""
-        raise NotImplementedError
+    def elementwise(self, attn: nn.Module, view: HeadView) -> dict[str, Callable]:
+        """Operations computed elementwise inside the FlexAttention kernel: op -> f(b, h, q_idx, kv_idx)."""
+        return {}
 
 
 C = TypeVar("C")  # a switch's config section (its `Config` dataclass)

@@ -23,7 +23,7 @@ from synprep.tables import option
 from ..arrow import flat_numbers
 from ..columns import BatchColumn
 from ..dataset import ParallelData
-from .base import AttentionHook, Inputs, ModelOptions, Switch
+from .base import AttentionHook, Heads, HeadView, ModelOptions, Switch
 from .registry import register
 
 
@@ -57,41 +57,43 @@ def syntax_directed_prior(rows: torch.Tensor, nearest: torch.Tensor, n: float) -
 
 
 class DirectedHeads(AttentionHook):
-    """`heads` syntax-directed heads of a cross-attention (parameters align_hidden, align_out, directed_out)."""
+    """`count` syntax-directed heads of a cross-attention, the front ones (parameters align_hidden, align_out,
+    directed_out). Single context: a "scale" and a "mask" (the window) on those heads; double context: no
+    operation on the layer's heads, their own attention over the same heads' queries, keys and values added to
+    the output (`extra`)."""
 
     name = "syntax-directed heads"
 
-    def __init__(self, heads: int, n: float, double_context: bool) -> None:
-        self.heads, self.n, self.double_context = heads, n, double_context
-        self.front = 0 if double_context else heads
+    def __init__(self, count: int, n: float, double_context: bool) -> None:
+        self.count, self.n, self.double_context = count, n, double_context
+        self.heads = Heads.front(count)
+        self.ops = () if double_context else ("scale", "mask")
 
     def attach(self, attn: nn.Module) -> None:
         d_model = attn.n_heads * attn.head_dim
         attn.align_hidden = nn.Linear(d_model, d_model)  # eq. 5: p_i = S * sigmoid(v^T tanh(W h_i))
-        attn.align_out = nn.Linear(d_model, self.heads, bias=False)  # one v per syntax-directed head
+        attn.align_out = nn.Linear(d_model, self.count, bias=False)  # one v per syntax-directed head
         if self.double_context:  # eq. 14: L_cs c_s next to the global heads' output projection
-            attn.directed_out = nn.Linear(self.heads * attn.head_dim, d_model)
+            attn.directed_out = nn.Linear(self.count * attn.head_dim, d_model)
 
-    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, inputs: Inputs
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+    def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
         """Scale and window (B, h, T, S): each head's aligned position p in [0, n - 1] (n = source sub-words
         without EOS) reads the interpolated row M[p]."""
-        distances = inputs.get("distances")
-        if distances is None or mask is None:
+        distances = view.inputs.get(DISTANCES.name)
+        if distances is None or view.mask is None:
             raise ValueError("syntax-directed heads need the source syntax distances and the source mask")
-        n_src = (mask.reshape(mask.shape[0], -1).sum(-1) - 1).clamp(min=1) - 1  # last sub-word position
-        gate = torch.sigmoid(attn.align_out(torch.tanh(attn.align_hidden(x)))).transpose(1, 2)  # (B, h, T)
+        n_src = (view.mask.reshape(view.mask.shape[0], -1).sum(-1) - 1).clamp(min=1) - 1  # last sub-word position
+        gate = torch.sigmoid(attn.align_out(torch.tanh(attn.align_hidden(view.x)))).transpose(1, 2)  # (B, h, T)
         rows, nearest = distance_rows(distances, n_src.to(gate.dtype)[:, None, None] * gate)
-        return syntax_directed_prior(rows, nearest, self.n)
+        scale, window = syntax_directed_prior(rows, nearest, self.n)
+        return {"scale": scale, "mask": window}
 
-    def extra(self, attn: nn.Module, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-              mask: torch.Tensor | None, inputs: Inputs) -> torch.Tensor | None:
+    def extra(self, attn: nn.Module, view: HeadView) -> torch.Tensor | None:
         if not self.double_context:
             return None
-        n = self.heads  # eq. 14: global and syntax-directed contexts
-        scale, window = self.scores(attn, x, k.shape[2], mask, inputs)
-        context, _ = attn.attend(q[:, :n], k[:, :n], v[:, :n], mask, scale, window)
-        return attn.directed_out(context.transpose(1, 2).reshape(*x.shape[:2], -1))
+        ops = self.operations(attn, view)  # eq. 14: global and syntax-directed contexts
+        context, _ = attn.attend(view.q, view.k, view.v, view.mask & ops["mask"], ops["scale"])
+        return attn.directed_out(context.transpose(1, 2).reshape(*view.x.shape[:2], -1))
 
 
 class DistanceColumn(BatchColumn):
@@ -114,6 +116,10 @@ class DistanceColumn(BatchColumn):
             n = len(owner)
             out[b, :n, :n] = subword_distances(token_distances[cells[b] : cells[b + 1]], owner)
         return out
+
+
+# the sub-word syntax distances of the source (B, S, S), declared here (other switches may read them too)
+DISTANCES = DistanceColumn("distances", "src_heads", "src", "distances", reads=("src_subword_token",))
 
 
 @dataclass
@@ -141,10 +147,10 @@ class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, s
         kind = "double" if options.double_context else "single"
         return f"syntax-directed heads {options.directed_heads} ({kind} context, n {options.directed_n})"
 
-    columns = (DistanceColumn("distances", "src_heads", "src", "distances", reads=("src_subword_token",)),)
+    columns = (DISTANCES,)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
-        return {"distances": "syntax-directed attention"}
+        return {DISTANCES.name: "syntax-directed attention"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
         heads = self.options.directed_heads

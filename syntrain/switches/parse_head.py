@@ -37,7 +37,7 @@ from synprep.features import DBSA_RULES, forest_dbsa_heads
 from synprep.tables import option
 
 from ..columns import BatchColumn
-from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch
+from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Outputs, Switch
 from .registry import register
 from .tree import TreeDecoding
 
@@ -84,15 +84,16 @@ BIAFFINE = ("paper", "released")  # `dbsa_biaffine`: the paper's eq. 4 or the re
 
 
 class ParseHead(AttentionHook):
-    """The last head of a self-attention as a parse head: "biaffine" (DBSA, `dbsa_biaffine` "paper": query
-    Q U), "released" (DBSA as the authors' released layer: query Q W^T and a per-key bias K b) or "dot"
-    (LISA); its log-weights (B, T, S) are recorded under `key`."""
+    """The last head of a self-attention as a parse head: "biaffine" (DBSA, `dbsa_biaffine` "paper": its query
+    Q U), "released" (DBSA as the authors' released layer: its query Q W^T and a bias K b per key) or "dot"
+    (LISA: plain scores); its log-weights (B, T, S) are recorded under `key`."""
 
-    last = True
+    heads = Heads.last()
     name = "parse head"
 
     def __init__(self, scores: str, key: str) -> None:
         self.scores, self.key = scores, key
+        self.ops = {"biaffine": ("query", "record"), "released": ("query", "bias", "record")}.get(scores, ("record",))
 
     def attach(self, attn: nn.Module) -> None:
         if self.scores == "biaffine":  # DBSA eq. 4: softmax(Q U K^T / sqrt(d_k)); U starts as the identity
@@ -106,19 +107,16 @@ class ParseHead(AttentionHook):
             attn.parse_biaffine_weight = nn.Parameter(weight)
             attn.parse_biaffine_bias = nn.Parameter(torch.zeros(attn.head_dim))
 
-    def query(self, attn: nn.Module, q: torch.Tensor) -> torch.Tensor:
+    def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
         if self.scores == "biaffine":
-            return q @ attn.parse_bilinear
-        return q @ attn.parse_biaffine_weight.T if self.scores == "released" else q
+            return {"query": view.q @ attn.parse_bilinear}
+        if self.scores == "released":  # k . b: (B, 1, S) -> (B, 1, 1, S)
+            return {"query": view.q @ attn.parse_biaffine_weight.T,
+                    "bias": (view.k @ attn.parse_biaffine_bias)[:, :, None, :]}
+        return {}
 
-    def key_bias(self, attn: nn.Module, k: torch.Tensor) -> torch.Tensor | None:
-        if self.scores != "released":
-            return None
-        return (k @ attn.parse_biaffine_bias)[:, :, None, :]  # (B, 1, S) -> (B, 1, 1, S)
-
-    def record(self, attn: nn.Module, log_weights: dict[str, torch.Tensor], records: dict[str, torch.Tensor]
-               ) -> None:
-        records[self.key] = log_weights["last"][:, 0]
+    def record(self, attn: nn.Module, log_weights: torch.Tensor, records: dict[str, torch.Tensor]) -> None:
+        records[self.key] = log_weights[:, 0]
 
 
 @dataclass

@@ -9,8 +9,9 @@ Batches: the prior is built per sentence from that sentence's own parent vector,
 Rows without a parent (the source EOS, pad queries: parent < 0) and rows dropped by parent ignoring get a
 prior of 1 (plain attention). Pad keys are masked after the scaling, as usual.
 
-Kernels (syntrain.attention): "math" computes these heads' scores explicitly; "flex" runs the whole layer on
-FlexAttention with the prior computed inside the kernel by `pascal_score_mod` (no (B, T, S) prior tensor).
+The prior is a "scale" operation on these heads (syntrain.attention): "math" computes their scores explicitly;
+"flex" runs the whole layer on FlexAttention with the prior computed inside the kernel (`PascalHeads.elementwise`:
+no (B, T, S) prior tensor).
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from synprep.features import gaussian
+from synprep.features import gaussian, parent_prior
 from synprep.tables import option
 
 from ..columns import BatchColumn
-from .base import AttentionHook, Inputs, ModelOptions, Switch
+from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Switch
 from .registry import register
 
 NO_PARENT = -1.0  # the parent of EOS and pad (no scaling)
@@ -46,41 +47,25 @@ def prior_rows(parent: torch.Tensor, ignore_prob: float = 0.0, training: bool = 
     return active
 
 
-def parent_prior(parent: torch.Tensor, n_keys: int, sigma2: float = 1.0, ignore_prob: float = 0.0,
+def pascal_scale(parent: torch.Tensor, n_keys: int, sigma2: float = 1.0, ignore_prob: float = 0.0,
                  training: bool = False) -> torch.Tensor:
-    """(B, T) parent positions (< 0: none) -> (B, T, n_keys) prior N(j | p_t, sigma2); inactive rows = 1."""
+    """(B, T) parent positions (< 0: none) -> (B, T, n_keys) the Pascal heads' scale: the parent prior
+    N(j | p_t, sigma2) (`synprep.features.parent_prior`) on the rows of `prior_rows`, 1 on the others."""
     active = prior_rows(parent, ignore_prob, training)
-    keys = torch.arange(n_keys, device=parent.device, dtype=torch.float32)
-    prior = gaussian(keys[None, None, :] - parent.float()[:, :, None], sigma2)
+    prior = parent_prior(parent.float(), torch.arange(n_keys, device=parent.device, dtype=torch.float32), sigma2)
     return torch.where(active[:, :, None], prior, torch.ones_like(prior))
 
 
-def pascal_score_mod(parent: torch.Tensor, active: torch.Tensor, key_valid: torch.Tensor | None, n_pascal: int,
-                     sigma2: float) -> Callable:
-    """FlexAttention `score_mod`: heads h < n_pascal scale score(b, h, t, j) by the prior of `parent_prior`;
-    pad keys (key_valid[b, j] False) get -inf."""
-    center = parent.float()
-
-    def score_mod(score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor,
-                  kv_idx: torch.Tensor) -> torch.Tensor:
-        prior = torch.where(active[b, q_idx], gaussian(kv_idx - center[b, q_idx], sigma2), 1.0)
-        score = torch.where(h < n_pascal, score * prior, score)
-        if key_valid is not None:
-            score = torch.where(key_valid[b, kv_idx], score, -float("inf"))
-        return score
-
-    return score_mod
-
-
 class PascalHeads(AttentionHook):
-    """The front `heads` heads of a self-attention, scaled by the parent prior (input "src_parent_mid" (B, T), or a
-    ready "prior" (B, T, S))."""
+    """The front `heads` heads of a self-attention, their scores scaled by the parent prior (input
+    "src_parent_mid" (B, T), or a ready "prior" (B, T, S)); on FlexAttention the prior is computed inside the
+    kernel (`elementwise`: no (B, T, S) tensor)."""
 
-    flex = True
+    ops = ("scale",)
     name = "Pascal heads"
 
     def __init__(self, heads: int, sigma2: float = 1.0, parent_ignore: float = 0.0) -> None:
-        self.front, self.sigma2, self.parent_ignore = heads, sigma2, parent_ignore
+        self.heads, self.sigma2, self.parent_ignore = Heads.front(heads), sigma2, parent_ignore
 
     def _parent(self, inputs: Inputs) -> torch.Tensor:
         parent = inputs.get("src_parent_mid")
@@ -88,17 +73,22 @@ class PascalHeads(AttentionHook):
             raise ValueError("a layer with Pascal heads needs the source parent positions")
         return parent
 
-    def scores(self, attn: nn.Module, x: torch.Tensor, n_keys: int, mask: torch.Tensor | None, inputs: Inputs
-               ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        prior = inputs.get("prior")
+    def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
+        prior = view.inputs.get("prior")
         if prior is None:
-            prior = parent_prior(self._parent(inputs), n_keys, self.sigma2, self.parent_ignore, attn.training)
-        return prior[:, None], None
+            prior = pascal_scale(self._parent(view.inputs), view.n_keys, self.sigma2, self.parent_ignore, attn.training)
+        return {"scale": prior[:, None]}
 
-    def score_mod(self, attn: nn.Module, inputs: Inputs, key_valid: torch.Tensor | None) -> Callable:
-        parent = self._parent(inputs)
-        active = prior_rows(parent, self.parent_ignore, attn.training)
-        return pascal_score_mod(parent, active, key_valid, self.front, self.sigma2)
+    def elementwise(self, attn: nn.Module, view: HeadView) -> dict[str, Callable]:
+        if "prior" in view.inputs:
+            return {}  # a ready prior: its tensor is indexed
+        parent = self._parent(view.inputs)
+        active, center, sigma2 = prior_rows(parent, self.parent_ignore, attn.training), parent.float(), self.sigma2
+
+        def prior(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+            return torch.where(active[b, q_idx], gaussian(kv_idx - center[b, q_idx], sigma2), 1.0)
+
+        return {"scale": prior}
 
 
 @dataclass

@@ -17,7 +17,7 @@ from torch import nn
 from synprep.tables import option
 
 from . import parse_head
-from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch
+from .base import AttentionHook, Heads, Inputs, ModelOptions, Outputs, Switch
 from .registry import register
 from .tree import TreeDecoding
 
@@ -41,13 +41,12 @@ def sync_loss(encoder: torch.Tensor, decoder: torch.Tensor, cross: torch.Tensor,
 class MeanCrossWeights(AttentionHook):
     """Records a cross-attention's weights averaged over all its heads (C)."""
 
-    all_weights = True
+    heads = Heads.every()
+    ops = ("record",)
     name = "SyncAttn"
 
-    def record(self, attn: nn.Module, log_weights: dict[str, torch.Tensor], records: dict[str, torch.Tensor]
-               ) -> None:
-        parts = [log_weights[part] for part in ("front", "middle", "last") if part in log_weights]
-        records[CROSS] = torch.cat(parts, dim=1).exp().mean(dim=1)
+    def record(self, attn: nn.Module, log_weights: torch.Tensor, records: dict[str, torch.Tensor]) -> None:
+        records[CROSS] = log_weights.exp().mean(dim=1)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from synprep.tables import option
 from ..columns import TEXT, BatchColumn, TargetColumn
 from ..dataset import ParallelData
 from ..vocab import EOS_ID, LABEL_UNKNOWN, PAD_ID, SPECIALS, Vocab
-from .base import AttentionHook, Inputs, ModelOptions, Outputs, Switch
+from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Outputs, Switch
 from .registry import register
 from .tree_output import (
     TGT_TRANSITIONS,
@@ -207,18 +207,18 @@ def parent_mask(graph: torch.Tensor, limit: torch.Tensor) -> torch.Tensor:
 
 
 class ParentHead(AttentionHook):
-    """Head 0 of a decoder self-attention attends to itself and its parents (feature "parent_mask")."""
+    """Head 0 of a decoder self-attention attends to itself and its parents (model input "parent_mask"): a
+    "head_mask", replacing the layer's mask for that head."""
 
+    heads = Heads.of(0)
+    ops = ("head_mask",)
     name = "PARENT head"
 
-    def head_mask(self, attn: nn.Module, mask: torch.Tensor | None, inputs: Inputs, shape: tuple[int, ...]
-                  ) -> torch.Tensor:
-        parents = inputs.get("parent_mask")
+    def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
+        parents = view.inputs.get("parent_mask")
         if parents is None:
             raise ValueError("a PARENT head needs the generated graph (parent_mask)")
-        b, h, t, s = shape
-        others = torch.ones_like(parents)[:, None] if mask is None else mask.expand(b, 1, t, s)
-        return torch.cat([parents[:, None], others.expand(b, h - 1, t, s)], dim=1)
+        return {"head_mask": parents[:, None]}
 
 
 def prefix_passes(model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
