@@ -48,11 +48,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .switches.base import OPS, AttentionHook, HeadView, Inputs, merge_inputs
+from .switches.base import (
+    BIAS,
+    HEAD_MASK,
+    MASK,
+    OPS,
+    QUERY,
+    RECORD,
+    SCALE,
+    AttentionHook,
+    HeadView,
+    Inputs,
+    merge_inputs,
+)
 
 KERNELS = ("auto", "math", "flex")
-EXPLICIT = ("query", "scale", "record")  # operations that need a run's scores computed explicitly (math kernel)
-ONE_PER_HEAD = {"query": "its query", "head_mask": "its head mask"}  # operations two hooks cannot both give a head
+EXPLICIT = (QUERY, SCALE, RECORD)  # operations that need a run's scores computed explicitly (math kernel)
+ONE_PER_HEAD = {QUERY: "its query", HEAD_MASK: "its head mask"}  # operations two hooks cannot both give a head
 
 _compiled_flex: Callable | None = None
 FLEX_MIN_HEAD_DIM = 16  # Triton's FlexAttention kernel: "embedding dimension ... must be at least 16"
@@ -114,7 +126,7 @@ class HeadLayout:
                 self.runs.append((slice(start, head), acting[start]))
                 start = head
         self.ops = {op for hook in self.hooks for op in hook.ops}
-        self.flex = bool(self.ops) and "record" not in self.ops  # FlexAttention can run every operation
+        self.flex = bool(self.ops) and RECORD not in self.ops  # FlexAttention can run every operation
 
     @staticmethod
     def _heads(hook: AttentionHook, n_heads: int) -> tuple[int, ...]:
@@ -162,7 +174,7 @@ def _attn_mask(run: slice, composed: dict[str, torch.Tensor | None], biased: boo
     allowed = torch.ones(size, dtype=torch.bool, device=q.device) if allowed is None else allowed.expand(size)
     if not biased:
         return allowed
-    bias = torch.zeros((), device=q.device) if composed["bias"] is None else composed["bias"]
+    bias = torch.zeros((), device=q.device) if composed[BIAS] is None else composed[BIAS]
     return bias.to(q.dtype).expand(size).masked_fill(~allowed, float("-inf"))
 
 
@@ -185,19 +197,19 @@ class FlexPart:
 def composed_score_mod(parts: Sequence[FlexPart], mask: torch.Tensor | None) -> Callable:
     """The FlexAttention `score_mod` of the operations `parts` and the layer's `mask` (4-d, True = may attend),
     in the order of the module docstring."""
-    by_op = {op: [part for part in parts if part.op == op] for op in ("scale", "bias", "head_mask", "mask")}
+    by_op = {op: [part for part in parts if part.op == op] for op in (SCALE, BIAS, HEAD_MASK, MASK)}
 
     def score_mod(score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor,
                   kv_idx: torch.Tensor) -> torch.Tensor:
-        for part in by_op["scale"]:
+        for part in by_op[SCALE]:
             score = torch.where(part.member[h], score * part.at(b, h, q_idx, kv_idx), score)
-        for part in by_op["bias"]:
+        for part in by_op[BIAS]:
             score = torch.where(part.member[h], score + part.at(b, h, q_idx, kv_idx), score)
         allowed = None if mask is None else _at(mask, b, h, q_idx, kv_idx)
-        for part in by_op["head_mask"]:
+        for part in by_op[HEAD_MASK]:
             own = part.at(b, h, q_idx, kv_idx)
             allowed = torch.where(part.member[h], own, torch.ones_like(own) if allowed is None else allowed)
-        for part in by_op["mask"]:
+        for part in by_op[MASK]:
             own = part.at(b, h, q_idx, kv_idx)
             own = torch.where(part.member[h], own, torch.ones_like(own))
             allowed = own if allowed is None else allowed & own
@@ -289,19 +301,19 @@ class MultiHeadAttention(nn.Module):
     def _run_ops(self, run: slice, acting: tuple[int, ...], values: list[dict[str, torch.Tensor]],
                  mask: torch.Tensor | None) -> dict[str, torch.Tensor | None]:
         """The composed operations of the heads `run` (module docstring): query, scale, bias, allowed."""
-        composed: dict[str, torch.Tensor | None] = {"query": None, "scale": None, "bias": None, "allowed": mask}
+        composed: dict[str, torch.Tensor | None] = {QUERY: None, SCALE: None, BIAS: None, "allowed": mask}
         parts = [{op: _part(value, self.layout.indices[i], run) for op, value in values[i].items()} for i in acting]
         for part in parts:  # at most one query and one head mask per head (HeadLayout)
-            composed["query"] = part.get("query", composed["query"])
-            composed["allowed"] = part.get("head_mask", composed["allowed"])
+            composed[QUERY] = part.get(QUERY, composed[QUERY])
+            composed["allowed"] = part.get(HEAD_MASK, composed["allowed"])
         for part in parts:  # then the scales multiply, the biases add up, the masks narrow
-            scale, bias, allowed = composed["scale"], composed["bias"], composed["allowed"]
-            if "scale" in part:
-                composed["scale"] = part["scale"] if scale is None else scale * part["scale"]
-            if "bias" in part:
-                composed["bias"] = part["bias"] if bias is None else bias + part["bias"]
-            if "mask" in part:
-                composed["allowed"] = part["mask"] if allowed is None else allowed & part["mask"]
+            scale, bias, allowed = composed[SCALE], composed[BIAS], composed["allowed"]
+            if SCALE in part:
+                composed[SCALE] = part[SCALE] if scale is None else scale * part[SCALE]
+            if BIAS in part:
+                composed[BIAS] = part[BIAS] if bias is None else bias + part[BIAS]
+            if MASK in part:
+                composed["allowed"] = part[MASK] if allowed is None else allowed & part[MASK]
         return composed
 
     def _math(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
@@ -319,22 +331,22 @@ class MultiHeadAttention(nn.Module):
             if fused:
                 contexts.append(self._fused(q, k, v, mask, fused))
                 fused = []
-            query = q[:, run] if composed["query"] is None else composed["query"]
-            context, weights = self.attend(query, k[:, run], v[:, run], composed["allowed"], composed["scale"],
-                                           composed["bias"])
+            query = q[:, run] if composed[QUERY] is None else composed[QUERY]
+            context, weights = self.attend(query, k[:, run], v[:, run], composed["allowed"], composed[SCALE],
+                                           composed[BIAS])
             contexts.append(context)
             for i in acting:
                 log_weights[i].append(weights)
         if fused:
             contexts.append(self._fused(q, k, v, mask, fused))
         for hook, weights in zip(self.hooks, log_weights):
-            if records is not None and "record" in hook.ops:
+            if records is not None and RECORD in hook.ops:
                 hook.record(self, torch.cat(weights, dim=1) if len(weights) > 1 else weights[0], records)
         return torch.cat(contexts, dim=1) if len(contexts) > 1 else contexts[0]
 
     def _values(self, views: list[HeadView]) -> list[dict[str, torch.Tensor]]:
         """Each hook's operation values in this forward (`AttentionHook.operations`)."""
-        return [hook.operations(self, view) if set(hook.ops) - {"record"} else {}
+        return [hook.operations(self, view) if set(hook.ops) - {RECORD} else {}
                 for hook, view in zip(self.hooks, views)]
 
     def _fused(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
@@ -343,8 +355,8 @@ class MultiHeadAttention(nn.Module):
         when no run has an operation, else a boolean (no bias) or float attn_mask per head."""
         heads = slice(runs[0][0].start, runs[-1][0].stop)
         attn_mask = mask
-        if any(composed["bias"] is not None or composed["allowed"] is not mask for _, composed in runs):
-            biased = any(composed["bias"] is not None for _, composed in runs)
+        if any(composed[BIAS] is not None or composed["allowed"] is not mask for _, composed in runs):
+            biased = any(composed[BIAS] is not None for _, composed in runs)
             attn_mask = torch.cat([_attn_mask(run, composed, biased, q, k) for run, composed in runs], dim=1)
         return F.scaled_dot_product_attention(q[:, heads], k[:, heads], v[:, heads], attn_mask=attn_mask,
                                               dropout_p=self._p_drop())
@@ -374,8 +386,8 @@ class MultiHeadAttention(nn.Module):
             if set(hook.ops) - set(values):
                 values = {**hook.operations(self, view), **values}
             heads = torch.tensor(self.layout.indices[i], device=q.device)
-            if "query" in values:
-                q = q.index_copy(1, heads, values.pop("query").to(q.dtype))
+            if QUERY in values:
+                q = q.index_copy(1, heads, values.pop(QUERY).to(q.dtype))
             member = torch.zeros(self.n_heads, dtype=torch.bool, device=q.device).index_fill(0, heads, True)
             position = torch.zeros(self.n_heads, dtype=torch.long, device=q.device)
             position = position.index_copy(0, heads, torch.arange(len(heads), device=q.device))

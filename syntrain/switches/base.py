@@ -83,6 +83,7 @@ class Outputs:
 
 
 OPS = ("query", "scale", "bias", "mask", "head_mask", "record")  # an `AttentionHook`'s operations (`ops`)
+QUERY, SCALE, BIAS, MASK, HEAD_MASK, RECORD = OPS
 
 
 @dataclass(frozen=True)
