@@ -274,50 +274,8 @@ class TreeConfig:
         return bool(self.parent_layers or self.gcn_layers)
 
 
-class TreeDecoder(Switch[TreeConfig]):
-    """What tree decoding adds to the decoder (the model hooks of `TreeDecoding`): PARENT heads, the gated GCN
-    over the generated graph, BiTran's bidirectional mask and prefix passes."""
-
-    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        if (stack, kind) == ("decoder", "self") and layer + 1 in self.options.parent_layers:
-            return [ParentHead()]
-        return []
-
-    def decoder_modules(self) -> dict[str, nn.Module]:
-        options = self.options  # label ids: 0 = self, 1 = unseen, 2... arc_labels
-        if not options.gcn_layers:
-            return {}
-        return {"gcn": GatedGCN(self.cfg.sizes.d_model, len(options.arc_labels) + 2, options.gcn_layers,
-                                options.gcn_labeled, options.gcn_gated)}
-
-    def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        if not self.options.bidirectional:
-            return None  # M_bi: every generated token sees every generated token (the non-pad prefix)
-        return valid[:, None, None, :], (valid.sum(1) - 1)[:, None].expand(*valid.shape)
-
-    def decoder_input(self, model: nn.Module, x: torch.Tensor, inputs: Inputs, limit: torch.Tensor
-                      ) -> tuple[torch.Tensor, Inputs]:
-        if not self.options.uses_graph:
-            return x, inputs
-        graph = inputs.get("graph")
-        if graph is None:
-            raise ValueError("PARENT heads and the GCN need the generated graph of the target transitions")
-        if self.options.gcn_layers:
-            x = model.gcn(x, graph, limit)
-        if self.options.parent_layers:
-            inputs = {**inputs, "parent_mask": parent_mask(graph, limit)}
-        return x, inputs
-
-    def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
-                        src_mask: torch.Tensor, inputs: Inputs, records: dict) -> Outputs | None:
-        if not self.options.bidirectional:
-            return None
-        prefixes = self.options.bidirectional_prefixes if model.training else 0
-        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph)
-
-
-class TreeDecoding(TreeDecoder, name="tree", config=TreeConfig, after=("labels",)):
-    """Target transitions: Linearized, PARENT heads, gated GCN, BiTran (the decoder side: `TreeDecoder`)."""
+class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, after=("labels",)):
+    """Target transitions: Linearized, PARENT heads, gated GCN, BiTran."""
 
     example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
 
@@ -375,6 +333,45 @@ class TreeDecoding(TreeDecoder, name="tree", config=TreeConfig, after=("labels",
                 f"encodable under the pipeline's non_projective policy), {len(options.arc_labels)} arc labels, root "
                 f"{options.transition_root}", {"skipped_null_transitions": data.skipped_null,
                                            "arc_labels": len(options.arc_labels)})
+
+    # the decoder side: PARENT heads, the gated GCN over the generated graph, BiTran's mask and prefix passes
+
+    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        if (stack, kind) == ("decoder", "self") and layer + 1 in self.options.parent_layers:
+            return [ParentHead()]
+        return []
+
+    def decoder_modules(self) -> dict[str, nn.Module]:
+        options = self.options  # label ids: 0 = self, 1 = unseen, 2... arc_labels
+        if not options.gcn_layers:
+            return {}
+        return {"gcn": GatedGCN(self.cfg.sizes.d_model, len(options.arc_labels) + 2, options.gcn_layers,
+                                options.gcn_labeled, options.gcn_gated)}
+
+    def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        if not self.options.bidirectional:
+            return None  # M_bi: every generated token sees every generated token (the non-pad prefix)
+        return valid[:, None, None, :], (valid.sum(1) - 1)[:, None].expand(*valid.shape)
+
+    def decoder_input(self, model: nn.Module, x: torch.Tensor, inputs: Inputs, limit: torch.Tensor
+                      ) -> tuple[torch.Tensor, Inputs]:
+        if not self.options.uses_graph:
+            return x, inputs
+        graph = inputs.get("graph")
+        if graph is None:
+            raise ValueError("PARENT heads and the GCN need the generated graph of the target transitions")
+        if self.options.gcn_layers:
+            x = model.gcn(x, graph, limit)
+        if self.options.parent_layers:
+            inputs = {**inputs, "parent_mask": parent_mask(graph, limit)}
+        return x, inputs
+
+    def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
+                        src_mask: torch.Tensor, inputs: Inputs, records: dict) -> Outputs | None:
+        if not self.options.bidirectional:
+            return None
+        prefixes = self.options.bidirectional_prefixes if model.training else 0
+        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph)
 
     columns = (GraphColumn("graph", "", "tgt", "transitions", supervision=True),)  # made from the target ids
 
