@@ -425,7 +425,7 @@ class Transformer(nn.Module):
         """The attention kernel of the layers that have a choice (flex or math), for the run header."""
         layers = [attn for attn in self.attention_modules() if attn.layout.flex]
         if not layers:
-            return "none (no Pascal heads)"
+            return "none (no layer with attention operations)"
         return "flex" if layers[0].uses_flex(device) else "math"
 
 

@@ -161,7 +161,7 @@ def test_attention_kernel_choice():
     attn.train()
     with pytest.raises(ValueError, match="attention dropout"):
         attn.uses_flex(cpu)
-    assert not MultiHeadAttention(32, 4, kernel="flex").uses_flex(cuda)  # no Pascal heads: plain SDPA
+    assert not MultiHeadAttention(32, 4, kernel="flex").uses_flex(cuda)  # no operations: plain SDPA
     with torch.no_grad(), pytest.raises(ValueError, match="head dimension >= 16"):  # Triton's limit
         MultiHeadAttention(32, 4, hooks=[PascalHeads(2)], kernel="flex").uses_flex(cuda)
     with pytest.raises(ValueError, match="unknown attention kernel"):
