@@ -87,10 +87,11 @@ def apart(func: Callable[..., T], *args: Any) -> T:
         process.join()
         raise InputError(f"the process learning BPE ended without its result (exit code {process.exitcode})",
                          ) from None
+    except BaseException:  # Ctrl-C here: stop it too (only then: a process that answered ends by itself, and
+        process.terminate()  # a SIGTERM in its interpreter's shutdown printed a traceback)
+        raise
     finally:
         receive.close()
-        if process.is_alive() and process.exitcode is None:
-            process.terminate()  # Ctrl-C here: stop it too
         process.join()
     if not ok:
         raise value
@@ -105,6 +106,7 @@ def _answer(send: Any, func: Callable, args: tuple) -> None:
         result = (True, func(*args))
     except Exception as err:  # raised again in the driver
         result = (False, err)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the work is done: a late SIGTERM just ends the process
     send.send(result)
     send.close()
 
