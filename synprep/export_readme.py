@@ -47,7 +47,9 @@ def _header(fmt: str, configuration: dict[str, Any], codes: list[str]) -> str:
     return (f"# {fmt} hand-off of dataset `{configuration.get('name', '')}` ({src} -> {tgt})\n\n"
             f"Written by `synprep export` (docs/handoff.md explains every step). Export every split into this "
             f"folder first:\n\n```\nfor s in {splits}; do synprep export OUT/$s -o EXPORT "
-            f"--format {fmt}; done\n```\n\n{bpe}; `<split>.ref.{tgt}`: the raw target sentences (BLEU references).\n"
+            f"--format {fmt}; done\n```\n\nThe commands below name the files after those splits; a split exported with "
+            f"`--name NAME` is written as `NAME.*`: use NAME for it below.\n\n"
+            f"{bpe}; `<split>.ref.{tgt}`: the raw target sentences (BLEU references).\n"
             "Set `E` to this folder (absolute path) in the shell before the commands below.\n\n")
 
 

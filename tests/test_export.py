@@ -198,7 +198,8 @@ def test_export_reads_back_with_the_released_readers(tmp_path):
     assert lifted  # the fixture has non-projective targets
     for fmt in ("pascal", "dbsa", "nematus"):  # the hand-off: references and commands (no codes in this fixture)
         assert _lines(tmp_path / fmt / "train.ref.de") == [r["tgt_text"] for r in rows]
-        assert "Checked against" in (tmp_path / fmt / "README.md").read_text(encoding="utf-8")
+        readme = (tmp_path / fmt / "README.md").read_text(encoding="utf-8")
+        assert "Checked against" in readme and "`--name NAME` is written as `NAME.*`" in readme
     assert summary.missing_codes and "BPE codes not found" in summary_line(summary, "x")  # said, not hidden
 
 
