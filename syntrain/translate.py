@@ -3,6 +3,7 @@ line by line (--interactive), best translation or n-best lists."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
 
@@ -103,13 +104,18 @@ class Translator:
         blank = sum(1 for line in lines if not line.strip())
         return blank, sum(1 for line, ranked in zip(lines, results) if line.strip() and not ranked)
 
-    def interactive(self, lines: Iterable[str], out: TextIO) -> None:
-        """Translate each line as it arrives and flush its output at once (as fairseq-interactive)."""
+    def interactive(self, lines: Iterable[str], out: TextIO, say: Callable[[str], None] | None = None) -> None:
+        """Translate each line as it arrives and flush its output at once (as fairseq-interactive); a line too
+        long for the model is left empty and `say` (default: standard error) tells it at once."""
+        say = say or (lambda message: print(message, file=sys.stderr))
         write, progress = self.writer(out), self.progress
         self.progress = False
         try:
             for lineno, line in enumerate(lines, 1):
-                write(lineno, self.translate_raw([line])[0])
+                ranked = self.translate_raw([line])[0]
+                write(lineno, ranked)
                 out.flush()
+                if line.strip() and not ranked:
+                    say(f"line {lineno}: longer than the model's {self.model.cfg.sizes.max_len} positions: left empty")
         finally:
             self.progress = progress

@@ -141,7 +141,7 @@ def test_translate_stdin_interactive_and_nbest(sample, tmp_path):
                                 "--interactive"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=REPO)
     answers = []
-    for line in lines[:2]:
+    for line in [*lines[:2], "the dog " * 2000]:  # the last: longer than the model's positions
         process.stdin.write(line + "\n")
         process.stdin.flush()
         ready, _, _ = select.select([process.stdout], [], [], 300)
@@ -149,8 +149,10 @@ def test_translate_stdin_interactive_and_nbest(sample, tmp_path):
         answers.append(process.stdout.readline().rstrip("\n"))
     process.stdin.close()
     assert process.wait() == 0
-    assert answers == from_file.stdout.splitlines()[:2]
-    assert "> " not in process.stderr.read()  # no prompt when the input is not a terminal
+    assert answers == [*from_file.stdout.splitlines()[:2], ""]
+    said = process.stderr.read()
+    assert "> " not in said  # no prompt when the input is not a terminal
+    assert re.search(r"^line 3: longer than the model's \d+ positions: left empty$", said, re.M), said
     # n-best: N lines per input line, LINE<TAB>SCORE<TAB>TRANSLATION, best first; the best = the 1-best output
     nbest = syntrain("translate", "--checkpoint", ckpt, "-i", str(raw), "--beam", "2", "--nbest", "2")
     assert nbest.returncode == 0, nbest.stderr
