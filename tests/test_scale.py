@@ -476,28 +476,3 @@ def test_bpe_is_learned_apart_with_its_errors_raised_here(tmp_path):
         apart(_learn, [str(piece)], None, str(tmp_path / "again.bpe"), 10, [], 2, False, "train")
     assert raised.value.path == str(piece)
 
-
-LINGERING = '''import pathlib, threading, time
-
-
-def answer_then_finish(folder):
-    """Answers at once; the process ends only after a thread of its own has written `finished`."""
-    def finish():
-        time.sleep(0.5)
-        pathlib.Path(folder, "finished").write_text("yes")
-    threading.Thread(target=finish).start()
-    return 42
-'''
-
-
-def test_a_process_that_answered_is_left_to_end_by_itself(tmp_path, monkeypatch):
-    """`apart` stops its process only when it gets no answer (Ctrl-C): a process that answered and is still
-    ending is not sent SIGTERM (a signal in its interpreter's shutdown printed a traceback under load)."""
-    from synprep.convert.bpe_codes import apart
-
-    (tmp_path / "lingering.py").write_text(LINGERING)
-    monkeypatch.syspath_prepend(str(tmp_path))  # the spawned process imports the function from there
-    from lingering import answer_then_finish
-
-    assert apart(answer_then_finish, str(tmp_path)) == 42
-    assert (tmp_path / "finished").read_text() == "yes"  # it ran to its end, and apart waited for it
