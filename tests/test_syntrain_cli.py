@@ -48,7 +48,8 @@ def test_existing_run_is_refused_unless_overwrite_or_resume(sample, tmp_path):
     assert first.returncode == 0, first.stderr
     assert _steps(tmp_path / "r") == [1, 3]  # the first and the last step, although log_interval is 100
     assert "step 3 |" in first.stderr and "ETA" in first.stderr
-    assert "precision fp32, attention kernel none (no layer with attention operations)" in first.stderr
+    precision = "bf16" if torch.cuda.is_available() else "fp32"  # auto: bf16 autocast on CUDA
+    assert f"precision {precision}, attention kernel none (no layer with attention operations)" in first.stderr
     before = (tmp_path / "r" / "last.pt").read_bytes()
     again = syntrain(*args)
     assert again.returncode == 2 and (tmp_path / "r" / "last.pt").read_bytes() == before
@@ -370,7 +371,8 @@ def test_interactive_translation_prompts_on_a_terminal(sample):
     os.write(master, b"\x04")  # end of input (Ctrl-D)
     _, err = process.communicate(timeout=120)
     os.close(master)
-    assert process.returncode == 0 and answer.strip()
+    # one answer line per input line; a barely trained model may answer with an empty translation (seen on CUDA)
+    assert process.returncode == 0 and answer.endswith(b"\n"), err
     assert err.startswith(b"> ")  # the prompt for the next line
 
 
