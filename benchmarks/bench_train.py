@@ -251,7 +251,8 @@ def main() -> None:
         models[other] = build_model(args.preset, **options).to(device)
         models[other].load_state_dict(vanilla.state_dict())
         batches[other] = all_batches["other ladder"]
-    optimizers = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98)) for k, m in models.items()}
+    optimizers = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)  # as training
+                  for k, m in models.items()}
     shapes = {tuple(b.src.shape) + (b.tgt_in.shape[1],) for name, kind in batches.items() if name != other
               for b in kind}
     steppers = {name: compile_model(model, device, args.ladder, len(shapes)) if args.compile else model
