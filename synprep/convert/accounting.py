@@ -21,6 +21,7 @@ from ..filter import likely_cause, make_identifier, rejection_warning
 from ..parse import ParserSpec
 from ..progress import progress
 from ..shards import Manifest, load_manifest
+from ..subwords import SUBWORD_NMT
 from ..textio import atomic_write, file_sha256, tsv_field
 from .inputs import PIECE_ROWS, SIDES, piece_prefix
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
@@ -123,12 +124,19 @@ def signature(config: PipelineConfig, specs: dict[str, ParserSpec | None], codes
     langid_signature = identifier.signature() if identifier else None
     filter_settings = config.filter
     joint = config.bpe.joint or not codes[0]
+    if config.bpe.scheme != SUBWORD_NMT:  # the model's digest under its own key; bpe_codes_sha256 stays null
+        scheme = {"bpe_codes_sha256": None, "subword_scheme": config.bpe.scheme,
+                  **({"subword_model_sha256": file_sha256(codes[0])} if joint else  # type: ignore[arg-type]
+                     {f"subword_model_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
+                      for side, path in zip(SIDES, codes, strict=True)})}
+    else:
+        scheme = {"bpe_codes_sha256": file_sha256(codes[0]) if joint and codes[0] else None,
+                  **({} if joint else {f"bpe_codes_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
+                                       for side, path in zip(SIDES, codes, strict=True)})}
     return {
         "synprep": __version__,
         "parsers": {side: spec.signature() if spec else "pre-parsed CoNLL-U" for side, spec in specs.items()},
-        "bpe_codes_sha256": file_sha256(codes[0]) if joint and codes[0] else None,
-        **({} if joint else {f"bpe_codes_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
-                             for side, path in zip(SIDES, codes, strict=True)}),
+        **scheme,
         "filter": {**filter_settings.to_dict(), "langid_signature": langid_signature} if filter_settings else None,
         "features": config.to_dict()["features"],
         **({"normalize": {side: list(config.normalize.side(side)) for side in SIDES}}

@@ -25,6 +25,8 @@ from ..conllu import chunk_trees
 from ..featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
 from ..schema import MADE_FROM_HEADS, pair_schema
 from ..shards import shard_name, write_shard
+from ..subwords import SUBWORD_NMT, Cutter
+from ..subwords.load import load_cutter
 from ..textio import atomic_write
 from ..trees import Tree
 from .accounting import SplitStats
@@ -41,6 +43,7 @@ class FeatureJob:
     codes: tuple[str | None, str | None]  # per side (the same file twice when joint)
     vocabularies: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
     codes_text: tuple[str | None, str | None] = (None, None)  # the codes' text: workers elsewhere need not see OUT
+    scheme: str = SUBWORD_NMT  # how `codes` cut tokens: subword-nmt codes, or a sentencepiece / hf-tokenizer model
 
 
 def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVocabularies, engine: str) -> FeatureJob:
@@ -51,14 +54,16 @@ def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVoca
                     for side in SIDES)  # distances are made from heads where used: not computed here
     codes_text: list[str | None] = [None, None]
     for index, path in enumerate(codes):
-        if path and engine == "ray":
+        if path and engine == "ray" and config.bpe.scheme == SUBWORD_NMT:  # other schemes: read where OUT is
             with open(path, encoding="utf-8") as handle:
                 codes_text[index] = handle.read()
-    return FeatureJob(configs, codes, vocabularies, tuple(codes_text))  # type: ignore[arg-type]
+    return FeatureJob(configs, codes, vocabularies, tuple(codes_text), config.bpe.scheme)  # type: ignore[arg-type]
 
 
-def features_setup(job: FeatureJob) -> tuple[FeatureJob, Bpe | None, Bpe | None]:
-    """A features worker's state: the job and each side's BPE applier, loaded once."""
+def features_setup(job: FeatureJob) -> tuple[FeatureJob, Cutter | None, Cutter | None]:
+    """A features worker's state: the job and each side's BPE applier (or scheme model), loaded once."""
+    if job.scheme != SUBWORD_NMT:
+        return job, *(load_cutter(job.scheme, path) for path in job.codes)  # type: ignore[return-value]
     return job, *(_side_bpe(codes, text, vocabulary)  # type: ignore[return-value]
                   for codes, text, vocabulary in zip(job.codes, job.codes_text, job.vocabularies, strict=True))
 
@@ -95,7 +100,7 @@ def _trees_of(text: str, path: str) -> list[Tree]:
     return chunk_trees(lines, path) if any(lines) else []
 
 
-def features_piece(state: tuple[FeatureJob, Bpe | None, Bpe | None], task: tuple[str, str, str]
+def features_piece(state: tuple[FeatureJob, Cutter | None, Cutter | None], task: tuple[str, str, str]
                     ) -> tuple[pa.RecordBatch | None, dict[str, Any]]:
     """Features of one parsed piece (see `read_piece`) as a record batch (None if it has no rows), and its
     stats."""

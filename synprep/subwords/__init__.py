@@ -1,0 +1,90 @@
+"""Sub-word schemes: how the tokens of a tree are cut into pieces (CONTRACT.md "Sub-word schemes").
+
+One module per scheme behind one small interface (`Cutter`): `subword-nmt` (synprep.bpe, the default),
+`sentencepiece` (synprep.subwords.sentencepiece_scheme) and `hf-tokenizer` (synprep.subwords.hf_tokenizer), loaded by
+`synprep.subwords.load`.
+Every scheme cuts one token at a time, so every piece belongs to exactly one token; the pieces of a token spell
+it (`spells`). The features are then made from the piece -> token map by the same functions for every scheme.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+SUBWORD_NMT, SENTENCEPIECE, HF_TOKENIZER = "subword-nmt", "sentencepiece", "hf-tokenizer"
+SCHEMES = (SUBWORD_NMT, SENTENCEPIECE, HF_TOKENIZER)
+MODEL_TYPES = ("unigram", "bpe")  # sentencepiece models synprep learns
+CUTS = ("token", "raw")  # each token on its own (the default) | the sentence's raw text, piece -> token of its start
+# Where the marker sits: `end` of a piece that continues its token (subword-nmt '@@'), `start` of a token's first
+# piece (SentencePiece and Metaspace/ByteLevel tokenizers '▁', 'Ġ'), `continue`: start of each non-first piece
+# (WordPiece '##'), `none`: no marker (a plain BPE or word-level tokenizer).
+MARKER_KINDS = ("end", "start", "continue", "none")
+_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+class Cutter(Protocol):
+    """A loaded scheme model: cuts one token into pieces."""
+
+    scheme: str
+    marker: str
+    marker_kind: str
+
+    def segment_word(self, word: str) -> str:
+        """The pieces of one token, joined by single spaces (a token is never cut into no piece)."""
+
+    def vocabulary(self) -> list[str]:
+        """The model's pieces in id order (its special pieces included)."""
+
+    def specials(self) -> dict[str, str]:
+        """The model's own special pieces by role: 'unk', 'bos', 'eos', 'pad' (those it has)."""
+
+
+def decode_bytes(pieces: Sequence[str]) -> str:
+    """The pieces joined, each run of byte pieces ('<0xE6>', SentencePiece's byte fallback) read as UTF-8."""
+    out, run = [], bytearray()
+    for piece in pieces:
+        match = _BYTE_PIECE.fullmatch(piece)
+        if match:
+            run.append(int(match.group(1), 16))
+            continue
+        if run:
+            out.append(run.decode("utf-8", errors="replace"))
+            run = bytearray()
+        out.append(piece)
+    if run:
+        out.append(run.decode("utf-8", errors="replace"))
+    return "".join(out)
+
+
+def spells(pieces: Sequence[str], form: str, marker: str, kind: str, unknown: str | None = None) -> bool:
+    """Whether a token's pieces spell its form (the token as cut: inner whitespace '▁', an empty token '▁',
+    under the model's normalization): the markers removed, byte pieces decoded; a piece equal to the model's
+    unknown piece stands for the whole token."""
+    if not pieces:
+        return False
+    if unknown is not None and unknown in pieces:
+        return True
+    if kind == "end":
+        if any(not p.endswith(marker) for p in pieces[:-1]) or pieces[-1].endswith(marker):
+            return False
+        return "".join(p[: -len(marker)] for p in pieces[:-1]) + pieces[-1] == form
+    if kind == "continue":
+        if pieces[0].startswith(marker) or any(not p.startswith(marker) for p in pieces[1:]):
+            return False
+        return pieces[0] + "".join(p[len(marker):] for p in pieces[1:]) == form
+    text = decode_bytes(pieces)
+    return text == form or (kind == "start" and text == marker + form)
+
+
+def pieces_to_tokens(pieces: Sequence[str], marker: str, kind: str) -> list[str]:
+    """Pieces -> the tokens they spell, by the marker (`start`: a piece beginning with it starts a token; byte
+    pieces decoded). The inverse of the cut for scoring decoded hypotheses."""
+    if kind == "end":
+        return re.sub(re.escape(marker) + "( |$)", "", " ".join(pieces)).split()
+    if kind == "continue":
+        return " ".join(pieces).replace(" " + marker, "").split()
+    if kind == "none":
+        return list(pieces)
+    return decode_bytes(pieces).replace(marker, " ").split()

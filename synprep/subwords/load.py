@@ -1,0 +1,53 @@
+"""Loading a sub-word scheme's model: the one place that knows which module serves which scheme."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import InputError
+from ..options import BPE_SEPARATOR
+from . import HF_TOKENIZER, SCHEMES, SENTENCEPIECE, SUBWORD_NMT, Cutter
+
+
+def model_file_name(scheme: str, side: str | None = None) -> str:
+    """The model's file name in a dataset folder (joint: `side` None)."""
+    middle = f".{side}" if side else ""
+    return {SUBWORD_NMT: f"codes{middle}.bpe", SENTENCEPIECE: f"subwords{middle}.model",
+            HF_TOKENIZER: f"tokenizer{middle}.json"}[scheme]
+
+
+def model_path(scheme: str, path: str) -> str:
+    """The model file a pipeline names: an hf-tokenizer folder means its tokenizer.json."""
+    if scheme == HF_TOKENIZER and os.path.isdir(path):
+        path = os.path.join(path, "tokenizer.json")
+    if not os.path.isfile(path):
+        raise InputError(f"no {scheme} model file here", path)
+    return path
+
+
+def load_cutter(scheme: str, path: str, vocabulary: set[str] | None = None) -> Cutter:
+    """A scheme's model loaded from its file (subword-nmt: codes, with an optional vocabulary filter)."""
+    if scheme == SUBWORD_NMT:
+        from ..bpe import Bpe
+
+        return Bpe(path, vocabulary)  # type: ignore[return-value]
+    if scheme == SENTENCEPIECE:
+        from .sentencepiece_scheme import SentencePieceCutter
+
+        return SentencePieceCutter(path)
+    if scheme == HF_TOKENIZER:
+        from .hf_tokenizer import TokenizerCutter
+
+        return TokenizerCutter(path)
+    raise InputError(f"unknown sub-word scheme {scheme!r} (choose from {', '.join(SCHEMES)})")
+
+
+def marker_of(scheme: str, model: str | None) -> tuple[str, str]:
+    """(marker, marker kind) of a scheme's pieces (hf-tokenizer: read from its tokenizer.json)."""
+    if scheme == SUBWORD_NMT:
+        return BPE_SEPARATOR, "end"
+    if scheme == SENTENCEPIECE:
+        return "\u2581", "start"
+    from .hf_tokenizer import tokenizer_marker
+
+    return tokenizer_marker(model)  # type: ignore[arg-type]

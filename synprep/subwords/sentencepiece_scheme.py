@@ -1,0 +1,98 @@
+"""The `sentencepiece` sub-word scheme: a SentencePiece model (unigram or bpe) learned on the parsed train tokens
+or loaded from a `.model` file, applied token by token.
+
+Learning reads the train tokens' counts ('token<TAB>count' lines, SentencePiece's own `tsv` input), so no piece
+is learned across two tokens; the text is not normalized (`identity`), so pieces spell the tokens as parsed.
+A token is cut by `SentencePieceProcessor.encode(token, out_type=str)`: its first piece starts with '▁'; a
+character the model does not know is a piece of its own (its id is the unknown id), or with byte fallback a run
+of byte pieces "<0xE6>". A token that gives no piece (its form is only "▁") is that one piece.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+
+import sentencepiece as spm
+
+from ..errors import InputError
+from . import MODEL_TYPES
+
+MARKER = "\u2581"
+CACHE_WORDS = 100_000
+
+
+def learn(counts: Iterable[Mapping[str, int]], model: str, vocab_size: int, model_type: str = "unigram",
+          character_coverage: float = 1.0, byte_fallback: bool = False) -> None:
+    """A SentencePiece model learned on token counts (several counters: summed) into the file `model`. The same
+    counts give the same model bytes (one thread, tokens in a fixed order); `vocab_size` is a ceiling on small
+    data (SentencePiece's hard_vocab_limit off)."""
+    if model_type not in MODEL_TYPES:
+        raise InputError(f"unknown SentencePiece model type {model_type!r} (choose from {', '.join(MODEL_TYPES)})")
+    total: dict[str, int] = {}
+    for part in counts:
+        for word, count in part.items():
+            total[word] = total.get(word, 0) + count
+    if not total:
+        raise InputError("no train tokens to learn a SentencePiece model from")
+    with tempfile.TemporaryDirectory(prefix="synprep-spm-") as folder:
+        words = os.path.join(folder, "words.tsv")
+        with open(words, "w", encoding="utf-8") as handle:
+            for word, count in sorted(total.items(), key=lambda item: (-item[1], item[0])):
+                if "\t" not in word and "\n" not in word:
+                    handle.write(f"{word}\t{count}\n")
+        prefix = os.path.join(folder, "model")
+        try:
+            spm.SentencePieceTrainer.train(
+                input=words, input_format="tsv", model_prefix=prefix, vocab_size=vocab_size, model_type=model_type,
+                character_coverage=character_coverage, byte_fallback=byte_fallback,
+                normalization_rule_name="identity", hard_vocab_limit=False, num_threads=1, minloglevel=2,
+                max_sentencepiece_length=16, train_extremely_large_corpus=False)
+        except RuntimeError as err:
+            raise InputError(f"SentencePiece could not learn a model: {err}") from None
+        os.replace(prefix + ".model", model)
+
+
+class SentencePieceCutter:
+    """A SentencePiece model cutting tokens (see the module)."""
+
+    scheme = "sentencepiece"
+    marker = MARKER
+    marker_kind = "start"
+
+    def __init__(self, path: str) -> None:
+        try:
+            self.processor = spm.SentencePieceProcessor(model_file=path)
+        except (OSError, RuntimeError) as err:
+            raise InputError(f"not a SentencePiece model: {err}", path) from None
+        self.path = path
+        self._cache: dict[str, str] = {}
+
+    def segment_word(self, word: str) -> str:
+        """The pieces of one token, joined by spaces."""
+        pieces = self._cache.get(word)
+        if pieces is None:
+            pieces = " ".join(self.processor.encode(word, out_type=str)) or word
+            if len(self._cache) >= CACHE_WORDS:
+                self._cache.clear()
+            self._cache[word] = pieces
+        return pieces
+
+    def normalize(self, text: str) -> str:
+        """A token as the model's normalizer sees it (identity for the models synprep learns)."""
+        return self.processor.normalize(text) if text.strip() else text
+
+    def vocabulary(self) -> list[str]:
+        """The model's pieces in id order."""
+        return [self.processor.id_to_piece(i) for i in range(self.processor.get_piece_size())]
+
+    def specials(self) -> dict[str, str]:
+        """The model's special pieces ('<unk>', '<s>', '</s>', and a pad piece where it has one)."""
+        ids = {"unk": self.processor.unk_id(), "bos": self.processor.bos_id(), "eos": self.processor.eos_id(),
+               "pad": self.processor.pad_id()}
+        return {role: self.processor.id_to_piece(i) for role, i in ids.items() if i >= 0}
+
+    def unknown(self, piece: str) -> bool:
+        """Whether a piece is outside the model's vocabulary (the unknown id)."""
+        return self.processor.piece_to_id(piece) == self.processor.unk_id()
