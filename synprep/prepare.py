@@ -19,6 +19,8 @@ from .featurize import FeatureConfig, featurize
 from .normalize import normalizer
 from .parse import ParserSpec
 from .shards import SourcePreparation
+from .subwords import SUBWORD_NMT
+from .subwords.load import load_cutter
 from .textio import file_sha256
 
 
@@ -48,9 +50,12 @@ def prepare_source(lines: Sequence[str], preparation: SourcePreparation, max_wor
     parser = preparation.parser
     if parser.get("backend") in ("udpipe", "spacy-udpipe"):
         _checked_file(parser.get("model"), preparation.parser_sha256, "source parser model")
-    _checked_file(preparation.codes, preparation.codes_sha256, "BPE codes")
+    _checked_file(preparation.codes, preparation.codes_sha256,
+                  "BPE codes" if preparation.scheme == SUBWORD_NMT else f"{preparation.scheme} model")
     segment = None
-    if preparation.codes:
+    if preparation.codes and preparation.scheme != SUBWORD_NMT:
+        segment = load_cutter(preparation.scheme, preparation.codes).segment_word
+    elif preparation.codes:
         vocabulary = None
         if preparation.vocabulary:
             _checked_file(preparation.vocabulary, None, "source BPE vocabulary")

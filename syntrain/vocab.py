@@ -131,3 +131,50 @@ def _counted(tables: list[pa.Table], columns: list[tuple[str, Callable[[str], bo
 def debpe(pieces: Sequence[str]) -> list[str]:
     """BPE pieces -> tokens (subword-nmt's "@@ " continuation marker removed)."""
     return re.sub(r"@@( |$)", "", " ".join(pieces)).split()
+
+
+def pieces_joiner(configuration: dict) -> Callable[[Sequence[str]], list[str]]:
+    """Decoded pieces -> tokens, by the dataset's sub-word scheme (`debpe` for subword-nmt; a sentencepiece or
+    tokenizer piece starting with its marker starts a token: `synprep.subwords.pieces_to_tokens`)."""
+    bpe = configuration.get("bpe") or {}
+    scheme = bpe.get("scheme", "subword-nmt")
+    if scheme == "subword-nmt":
+        return debpe
+    from synprep.subwords import pieces_to_tokens
+    from synprep.subwords.load import marker_of
+
+    model = bpe.get("model")
+    model = model.get("tgt") if isinstance(model, dict) else model
+    try:
+        marker, kind = marker_of(scheme, model)
+    except (OSError, TypeError, ValueError):  # the tokenizer.json is not here: its usual Metaspace marker
+        marker, kind = "\u2581", "start"
+    return lambda pieces: pieces_to_tokens(pieces, marker, kind)
+
+
+def _with_specials(pieces: Iterable[str]) -> Vocab:
+    return Vocab(list(SPECIALS) + [piece for piece in pieces if piece not in SPECIALS])
+
+
+def scheme_vocab(configuration: dict, train_split: str) -> Vocab | None:
+    """The vocabulary of a dataset cut by a sentencepiece / hf-tokenizer model, used as is: the specials, then the
+    model's pieces in id order, its own special pieces (unknown, begin, end, pad) mapped onto ours; per side when
+    the dataset's models are per side. None for subword-nmt (counted from the shards: `Vocab.build`)."""
+    bpe = configuration.get("bpe") or {}
+    scheme = bpe.get("scheme", "subword-nmt")
+    if scheme == "subword-nmt":
+        return None
+    from synprep.subwords.load import load_cutter, model_file_name
+
+    root = os.path.dirname(os.path.abspath(train_split))
+
+    def side(name: str | None) -> Vocab:
+        cutter = load_cutter(scheme, os.path.join(root, model_file_name(scheme, name)))
+        theirs = set(cutter.specials().values())
+        return _with_specials(piece for piece in cutter.vocabulary() if piece not in theirs)
+
+    if bpe.get("joint", True):
+        return side(None)
+    target = side("tgt")
+    target.source = side("src")
+    return target

@@ -89,7 +89,7 @@ class BpeConfig:
     vocab_size: int | None = option(None, ge=8, help="sentencepiece: pieces of the model learned on the train "
                                                      "tokens (default 8000; joint = false: of each side's model)")
     model_type: str = option("unigram", choices=MODEL_TYPES, help="sentencepiece: the model learned")
-    character_coverage: float = option(1.0, gt=0, le=1, help="sentencepiece: share of the train characters the "
+    character_coverage: float = option(1.0, ge=0.98, le=1, help="sentencepiece: share of the train characters the "
                                                               "learned model covers (the rest are unknown)")
     byte_fallback: bool = option(False, help="sentencepiece: a character outside the learned model becomes byte "
                                              "pieces <0xNN> instead of an unknown piece")
