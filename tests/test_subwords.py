@@ -29,7 +29,7 @@ from synprep.subwords.sentencepiece_scheme import MARKER, SentencePieceCutter, l
 from synprep.trees import Tree  # noqa: E402
 from synprep.validate import validate_directory  # noqa: E402
 
-from .conftest import REPO, SAMPLE_DATA, SHARED  # noqa: E402
+from .conftest import REPO, SAMPLE_DATA, SHARED, cli_in_process  # noqa: E402
 from .test_fidelity import released_dbsa, released_pascal  # noqa: E402
 
 SHARED = Path(os.environ.get("SYNPREP_SHARED") or SHARED)
@@ -254,3 +254,32 @@ def test_features_on_pieces_equal_the_reference_on_every_sentence(path, scheme, 
                   == released_pascal(tree.heads, marked, mean=False))
     print(f"\n{path.parent.name} {scheme}: {equal}/{len(trees)} sentences equal, {split} with a split token")
     assert equal == len(trees) and split > len(trees) // 4
+
+
+@pytest.mark.slow
+def test_sample_sentencepiece_pipeline_converts_validates_trains_and_translates_raw_text(tmp_path):
+    """pipelines/sample-sentencepiece.toml end to end: the model in the dataset folder, every token's pieces the
+    model's cut of it, 5 training steps on the model's own vocabulary, raw text cut with the dataset's model."""
+    out = tmp_path / "data"
+    code, err = cli_in_process("synprep", ["convert", REPO / "pipelines" / "sample-sentencepiece.toml",
+                                           "--output", out, "--workers", "1"])
+    assert code == 0, err
+    assert (out / "subwords.model").is_file()
+    for split in ("train", "valid", "test"):
+        report, _ = validate_directory(str(out / split))
+        assert report.ok, report.failures[:3]
+    recipe = (REPO / "pipelines" / "train" / "sample-sentencepiece.toml").read_text(encoding="utf-8")
+    recipe = recipe.replace("../../demo_out/sample-sentencepiece", str(out)).replace(
+        "../../demo_out/run-sentencepiece", str(tmp_path / "run"))
+    (tmp_path / "train.toml").write_text(recipe, encoding="utf-8")
+    code, err = cli_in_process("syntrain", ["run", tmp_path / "train.toml"])
+    assert code == 0, err
+    pieces = SentencePieceCutter(str(out / "subwords.model")).vocabulary()
+    assert f"vocabulary {len(pieces) - 3 + 4}," in err  # the model's pieces, its 3 specials mapped onto the 4 ours
+    assert (tmp_path / "run" / "source" / "subwords.model").read_bytes() == (out / "subwords.model").read_bytes()
+    (tmp_path / "raw.en").write_text("The dog sleeps in the house .\n", encoding="utf-8")
+    code, err = cli_in_process("syntrain", ["translate", "--checkpoint", tmp_path / "run" / "best.pt",
+                                            "-i", tmp_path / "raw.en", "-o", tmp_path / "raw.hyp"])
+    assert code == 0, err
+    hypothesis = (tmp_path / "raw.hyp").read_text(encoding="utf-8")
+    assert hypothesis.strip() and MARKER not in hypothesis  # pieces joined back into words
