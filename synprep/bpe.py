@@ -21,6 +21,7 @@ from subword_nmt import apply_bpe
 
 from .errors import InputError
 from .options import BPE_SEPARATOR
+from .subwords import TokenCutter
 from .textio import atomic_output, decode_line, open_binary
 
 SEPARATOR = BPE_SEPARATOR
@@ -265,8 +266,9 @@ def align_subwords(tokens: Sequence[str], segment_word: Callable[[str], str] | N
     return list(chain.from_iterable(pieces)), owner
 
 
-def apply_file(bpe: Bpe, input_path: str, output_path: str) -> int:
-    """`subword-nmt apply-bpe` over a file ('-' = stdin/stdout); returns the number of lines."""
+def apply_file(bpe: Bpe | TokenCutter, input_path: str, output_path: str) -> int:
+    """`subword-nmt apply-bpe` over a file ('-' = stdin/stdout), or with a sentencepiece / hf-tokenizer cutter each
+    token of each line cut on its own; returns the number of lines."""
     count = 0
     stream = open_binary(input_path)
     with atomic_output(output_path) as out:

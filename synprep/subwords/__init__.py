@@ -41,6 +41,38 @@ class Cutter(Protocol):
         """The model's own special pieces by role: 'unk', 'bos', 'eos', 'pad' (those it has)."""
 
 
+CACHE_WORDS = 100_000  # tokens per cache of a cutter before it starts afresh
+
+
+class TokenCutter:
+    """What the sentencepiece and hf-tokenizer cutters share: a bounded cache of each token's pieces and lines of
+    tokens cut. A subclass gives `scheme`, `marker`, `marker_kind` and `cut` (the library's pieces of a token)."""
+
+    scheme = marker = marker_kind = ""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, str] = {}
+
+    def cut(self, word: str) -> list[str]:
+        raise NotImplementedError
+
+    def segment_word(self, word: str) -> str:
+        """The pieces of one token joined by spaces (a space inside a piece written '▁'); a token the model cuts
+        into no piece (its form is only '▁') is that one piece."""
+        pieces = self._cache.get(word)
+        if pieces is None:
+            pieces = " ".join(piece.replace(" ", "\u2581") for piece in self.cut(word)) or word
+            if len(self._cache) >= CACHE_WORDS:  # bounded: the frequent tokens come back at once
+                self._cache.clear()
+            self._cache[word] = pieces
+        return pieces
+
+    def segment_line(self, line: str) -> str:
+        """A line of space-separated tokens -> their pieces, space-separated (the line end kept)."""
+        text = line.rstrip("\r\n")
+        return " ".join(self.segment_word(word) for word in text.split(" ") if word) + line[len(text):]
+
+
 def decode_bytes(pieces: Sequence[str]) -> str:
     """The pieces joined, each run of byte pieces ('<0xE6>', SentencePiece's byte fallback) read as UTF-8."""
     out, run = [], bytearray()

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from tokenizers import Tokenizer
 
 from ..errors import InputError
+from . import TokenCutter
 
-CACHE_WORDS = 100_000
 _BYTE_LEVEL = "\u0120"  # 'Ġ': ByteLevel's space
 
 
@@ -51,7 +51,7 @@ def tokenizer_marker(path: str) -> tuple[str, str]:
     return "", "none"
 
 
-class TokenizerCutter:
+class TokenizerCutter(TokenCutter):
     """A Hugging Face tokenizer cutting tokens (see the module)."""
 
     scheme = "hf-tokenizer"
@@ -62,9 +62,9 @@ class TokenizerCutter:
             self.tokenizer = Tokenizer.from_file(path)
         except Exception as err:  # tokenizers raises a bare Exception for a file it cannot read
             raise InputError(f"not a tokenizer the tokenizers library reads: {err}", path) from None
+        super().__init__()
         self.path = path
         self.marker, self.marker_kind = tokenizer_marker(path)
-        self._cache: dict[str, str] = {}
         self._unk = self._model_unknown()
 
     def _model_unknown(self) -> str | None:
@@ -74,19 +74,9 @@ class TokenizerCutter:
             unk = self.tokenizer.id_to_token(model["unk_id"])
         return unk
 
-    def pieces(self, word: str) -> list[str]:
+    def cut(self, word: str) -> list[str]:
         """The pieces of one token, as `encode([word], is_pretokenized=True)` gives them (no special tokens)."""
         return self.tokenizer.encode([word], is_pretokenized=True, add_special_tokens=False).tokens
-
-    def segment_word(self, word: str) -> str:
-        """The pieces of one token, joined by spaces (none: the token itself)."""
-        pieces = self._cache.get(word)
-        if pieces is None:
-            pieces = " ".join(piece.replace(" ", "\u2581") for piece in self.pieces(word)) or word
-            if len(self._cache) >= CACHE_WORDS:
-                self._cache.clear()
-            self._cache[word] = pieces
-        return pieces
 
     def normalize(self, text: str) -> str:
         """A token as the tokenizer's normalizer sees it."""

@@ -17,10 +17,9 @@ from collections.abc import Iterable, Mapping
 import sentencepiece as spm
 
 from ..errors import InputError
-from . import MODEL_TYPES
+from . import MODEL_TYPES, TokenCutter
 
 MARKER = "\u2581"
-CACHE_WORDS = 100_000
 
 
 def learn(counts: Iterable[Mapping[str, int]], model: str, vocab_size: int, model_type: str = "unigram",
@@ -54,7 +53,7 @@ def learn(counts: Iterable[Mapping[str, int]], model: str, vocab_size: int, mode
         os.replace(prefix + ".model", model)
 
 
-class SentencePieceCutter:
+class SentencePieceCutter(TokenCutter):
     """A SentencePiece model cutting tokens (see the module)."""
 
     scheme = "sentencepiece"
@@ -66,18 +65,12 @@ class SentencePieceCutter:
             self.processor = spm.SentencePieceProcessor(model_file=path)
         except (OSError, RuntimeError) as err:
             raise InputError(f"not a SentencePiece model: {err}", path) from None
+        super().__init__()
         self.path = path
-        self._cache: dict[str, str] = {}
 
-    def segment_word(self, word: str) -> str:
-        """The pieces of one token, joined by spaces."""
-        pieces = self._cache.get(word)
-        if pieces is None:
-            pieces = " ".join(self.processor.encode(word, out_type=str)) or word
-            if len(self._cache) >= CACHE_WORDS:
-                self._cache.clear()
-            self._cache[word] = pieces
-        return pieces
+    def cut(self, word: str) -> list[str]:
+        """SentencePiece's pieces of one token."""
+        return self.processor.encode(word, out_type=str)
 
     def normalize(self, text: str) -> str:
         """A token as the model's normalizer sees it (identity for the models synprep learns)."""
@@ -96,3 +89,12 @@ class SentencePieceCutter:
     def unknown(self, piece: str) -> bool:
         """Whether a piece is outside the model's vocabulary (the unknown id)."""
         return self.processor.piece_to_id(piece) == self.processor.unk_id()
+
+
+def learn_files(inputs: list[str], model: str, vocab_size: int, model_type: str = "unigram",
+                character_coverage: float = 1.0, byte_fallback: bool = False) -> None:
+    """`synprep bpe learn --scheme sentencepiece`: a model learned on the tokens of tokenized text files (one
+    sentence a line, tokens split at spaces; joint: the files of both languages), as convert learns it."""
+    from ..bpe_learn import word_counts
+
+    learn([word_counts(path) for path in inputs], model, vocab_size, model_type, character_coverage, byte_fallback)
