@@ -8,7 +8,8 @@ in one run on one machine, each timed `--repeat` times (the best kept):
   command line or API on the same tokens: `subword-nmt learn-joint-bpe-and-vocab` (its command line) for BPE,
   `SentencePieceTrainer.train` on the token text for SentencePiece (pip's sentencepiece has no spm_train).
 - apply: each token cut on its own (`synprep bpe apply [--scheme]`'s code) against the library cutting the
-  same lines: `subword-nmt apply-bpe`, `SentencePieceProcessor.encode(lines)`, `Tokenizer.encode_batch(lines)`
+  same lines: `synprep bpe apply` against `subword-nmt apply-bpe` (both commands),
+  `SentencePieceProcessor.encode(lines)`, `Tokenizer.encode_batch(lines)`
   (the tokenizer: the SentencePiece model's pieces in a Metaspace Unigram tokenizer.json).
 - features: `featurize` with every per-piece feature on all sentences, as convert's phase 3 runs it, with each
   scheme's cutter: per sentence, and the ratio to subword-nmt (target: sentencepiece <= 1.0x).
@@ -32,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SHARED = Path(os.environ.get("SYNPREP_SHARED", ROOT.parent / "shared"))
+BIN = Path(sys.executable).parent  # the synprep and subword-nmt commands of this environment
 EWT = SHARED / "data" / "ud" / "UD_English-EWT"
 
 
@@ -115,11 +117,11 @@ def main() -> None:
 
         print("\n== learn (s)")
         ours = best(lambda: learn_joint_from_counts([counts], codes, args.size), args.repeat)
-        cli = [sys.executable, "-m", "subword_nmt.subword_nmt", "learn-joint-bpe-and-vocab", "-i", text, "-o",
+        cli = [str(BIN / "subword-nmt"), "learn-joint-bpe-and-vocab", "-i", text, "-o",
                os.path.join(folder, "ref.bpe"), "-s", str(args.size), "--write-vocabulary", os.path.join(folder, "v")]
         theirs = best(lambda: subprocess.run(cli, check=True, capture_output=True), args.repeat)
-        print(f"subword-nmt    synprep {ours:7.2f}   subword-nmt learn-joint-bpe-and-vocab {theirs:7.2f}   "
-              f"ratio {ours / theirs:5.2f}x")
+        print(f"subword-nmt    synprep (from counts) {ours:7.2f}   subword-nmt learn-joint-bpe-and-vocab {theirs:7.2f}"
+              f"   ratio {ours / theirs:5.2f}x")
         ours = best(lambda: learn([counts], model, args.size), args.repeat)
 
         def library_learn() -> None:
@@ -134,8 +136,9 @@ def main() -> None:
         print("\n== apply: every token of the treebank (s)")
         bpe, sp, hf = Bpe(codes), SentencePieceCutter(model), TokenizerCutter(tokenizer)
         out = os.path.join(folder, "out")
-        ours = best(lambda: apply_file(Bpe(codes), text, out), args.repeat)
-        cli = [sys.executable, "-m", "subword_nmt.subword_nmt", "apply-bpe", "-c", codes, "-i", text, "-o", out]
+        ours = best(lambda: subprocess.run([str(BIN / "synprep"), "bpe", "apply", "-c", codes, "-i", text, "-o", out],
+                                           check=True, capture_output=True), args.repeat)
+        cli = [str(BIN / "subword-nmt"), "apply-bpe", "-c", codes, "-i", text, "-o", out]
         theirs = best(lambda: subprocess.run(cli, check=True, capture_output=True), args.repeat)
         print(f"subword-nmt    synprep bpe apply {ours:6.2f}   subword-nmt apply-bpe {theirs:6.2f}   "
               f"ratio {ours / theirs:5.2f}x")

@@ -283,3 +283,25 @@ def test_sample_sentencepiece_pipeline_converts_validates_trains_and_translates_
     assert code == 0, err
     hypothesis = (tmp_path / "raw.hyp").read_text(encoding="utf-8")
     assert hypothesis.strip() and MARKER not in hypothesis  # pieces joined back into words
+
+
+def test_a_multiword_token_is_cut_as_its_surface_token(sp_models, tmp_path):
+    """A multiword token (French `du` = `de` + `le`) is one surface token of the tree (CONTRACT.md "Tokens and
+    trees"): its pieces spell `du`, under every scheme and under the raw-text cut."""
+    conllu = tmp_path / "mwt.conllu"
+    conllu.write_text("# text = Il parle du chat\n1\tIl\til\tPRON\t_\t_\t2\tnsubj\t_\t_\n"
+                      "2\tparle\tparler\tVERB\t_\t_\t0\troot\t_\t_\n3-4\tdu\t_\t_\t_\t_\t_\t_\t_\t_\n"
+                      "3\tde\tde\tADP\t_\t_\t5\tcase\t_\t_\n4\tle\tle\tDET\t_\t_\t5\tdet\t_\t_\n"
+                      "5\tchat\tchat\tNOUN\t_\t_\t2\tobl\t_\t_\n\n", encoding="utf-8")
+    tree = to_tree(next(iter(read_conllu(str(conllu)))), str(conllu))
+    assert tree.tokens == ["Il", "parle", "du", "chat"]
+    cutter = SentencePieceCutter(sp_models["unigram"])
+    record = featurize([tree], FeatureConfig(("parents",)), cutter.segment_word).record(0)
+    owner = list(record["subword_token"])
+    for index, token in enumerate(tree.tokens):
+        pieces = [p for p, o in zip(record["subwords"], owner) if o == index]
+        assert pieces == cutter.segment_word(token).split(" ") and spells(pieces, token, MARKER, "start")
+    tokenizer = TokenizerCutter(build_tokenizer(tmp_path / "tokenizer.json"))
+    raw = raw_cut(tokenizer, tree.text, tree.tokens)
+    assert raw is not None and "".join(raw[2]).replace(MARKER, "") == "du"
+    assert raw_cut(tokenizer, tree.text, ["Il", "parle", "de", "le", "chat"]) is None  # words the text lacks
