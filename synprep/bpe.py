@@ -253,6 +253,8 @@ def split_tokens(tokens: Sequence[str], segment_word: Callable[[str], str] | Non
     codes = getattr(segment_word, "__self__", None)
     if isinstance(codes, Bpe) and segment_word == codes.segment_word:  # cached tuples: no split per token
         return list(map(codes._pieces.__getitem__, tokens))
+    if isinstance(codes, TokenCutter) and segment_word == codes.segment_word:  # a sentencepiece / tokenizer model
+        return codes.pieces_of(tokens)  # type: ignore[return-value]
     return list(map(str.split, map(segment_word, tokens), repeat(" ")))
 
 

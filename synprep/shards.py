@@ -481,6 +481,7 @@ class SourcePreparation:
     policies: dict[str, Any]
     normalize: tuple[str, ...] = ()  # [normalize] src: applied to each line before parsing
     scheme: str = SUBWORD_NMT  # how `codes` cut tokens: subword-nmt codes, or a sentencepiece / hf-tokenizer model
+    cut: str = "token"  # raw: the line's text cut at once (hf-tokenizer, [bpe] cut = "raw")
 
 
 def dataset_resolver(dataset_root: str) -> Callable[[str | None], str | None]:
@@ -525,7 +526,8 @@ def source_preparation(configuration: dict[str, Any], signature: dict[str, Any],
                         os.path.join(dataset_root, "vocab.src") if threshold else None, threshold,
                         tuple(features.get("src", ())), {k: v for k, v in features.items() if k not in SIDES},
                         tuple((configuration.get("normalize") or {}).get("src", ())),
-                        configuration.get("bpe", {}).get("scheme", SUBWORD_NMT))
+                        configuration.get("bpe", {}).get("scheme", SUBWORD_NMT),
+                        configuration.get("bpe", {}).get("cut", "token"))
 
 
 def side_codes(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str, side: str,

@@ -112,7 +112,10 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
         return
     pieces = F.token_pieces(subwords, owner, n)
     surface = align_subwords(tokens)[0]  # tokens as the sub-word stage sees them (inner whitespace -> '▁')
-    if cutter is not None:
+    if cutter is not None and policy.get("subword_cut") == "raw":
+        yield from _check_raw_pieces(cutter, record.get("text"), tokens, pieces)
+        surface = []
+    elif cutter is not None:
         yield from _check_model_pieces(cutter, surface, pieces)
         surface = []
     for index, (token, parts) in enumerate(zip(surface, pieces)):
@@ -145,6 +148,17 @@ def _check_model_pieces(cutter: Cutter, surface: list[str], pieces: list[list[st
             yield "subwords", f"token {index + 1} {token!r}: pieces {parts} are not the model's cut of it"
         elif not spells(parts, cutter.normalize(token), cutter.marker, cutter.marker_kind, unknown):
             yield "subwords", f"token {index + 1} {token!r}: pieces {parts} do not spell it"
+
+
+def _check_raw_pieces(cutter: Cutter, text: str | None, tokens: list[str], pieces: list[list[str]]
+                      ) -> Iterator[tuple[str, str]]:
+    """[bpe] cut = "raw": the pieces are the tokenizer's cut of the row's text, each given to the token of its
+    first character."""
+    from .subwords.hf_tokenizer import raw_cut
+
+    expected = raw_cut(cutter, text or " ".join(tokens), tokens)  # type: ignore[arg-type]
+    if expected != pieces:
+        yield "subwords", f"pieces {_short(pieces)} are not the tokenizer's cut of the text {_short(expected)}"
 
 
 def _check_transitions(record: dict[str, Any], heads: list[int], labels: list[str] | None,
@@ -295,7 +309,9 @@ def validate_directory(directory: str, max_failures: int = 1000, workers: int = 
     policy = manifest.policies
     models = _scheme_models(directory, manifest, fail)
     if models:
-        policy = {**policy, "subword_scheme": manifest.configuration["bpe"]["scheme"], "subword_models": models}
+        bpe = manifest.configuration["bpe"]
+        policy = {**policy, "subword_scheme": bpe["scheme"], "subword_models": models,
+                  "subword_cut": bpe.get("cut", "token")}
     groups = {side: manifest.features(side) for side in SIDES}
     schema = manifest.schema()
     input_lines = manifest.input_lines

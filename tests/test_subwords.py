@@ -154,12 +154,13 @@ def _pipeline(tmp_path: Path, bpe: str, features: str = 'src = ["parents", "dbsa
 
 
 @pytest.mark.slow
-def test_convert_with_a_tokenizer_stores_the_model_and_validates(tmp_path, tiny_udpipe):
+@pytest.mark.parametrize("cut", ["token", "raw"])
+def test_convert_with_a_tokenizer_stores_the_model_and_validates(tmp_path, tiny_udpipe, cut):
     tokenizer = build_tokenizer(tmp_path / "tokenizer.json")
     folder = tmp_path / "tok"
     folder.mkdir()
     shutil.copy(tokenizer, folder / "tokenizer.json")
-    path = _pipeline(tmp_path, f'scheme = "hf-tokenizer"\nmodel = "{folder}"')
+    path = _pipeline(tmp_path, f'scheme = "hf-tokenizer"\nmodel = "{folder}"\ncut = "{cut}"')
     text = path.read_text().replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"').replace(
         'train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"')
     path.write_text(text)
@@ -169,8 +170,17 @@ def test_convert_with_a_tokenizer_stores_the_model_and_validates(tmp_path, tiny_
     manifest = json.loads((out / "train" / "manifest.json").read_text())
     assert manifest["configuration"]["bpe"]["scheme"] == "hf-tokenizer"
     assert manifest["signature"]["subword_scheme"] == "hf-tokenizer"
+    assert manifest["configuration"]["bpe"].get("cut", "token") == cut
+    assert ("unaligned_pieces" in manifest["rejected_reasons"]) == (cut == "raw")
     report, _ = validate_directory(str(out / "train"))
     assert report.ok, report.failures[:3]
+    if cut == "raw":  # the stored pieces are the raw-text cut: each piece with the token of its first character
+        from synprep.shards import open_split
+
+        row = open_split(str(out / "train")).table().slice(0, 1).to_pylist()[0]
+        owner = row["src_subword_token"]
+        expected = raw_cut(TokenizerCutter(tokenizer), row["src_text"], row["src_tokens"])
+        assert [[p for p, o in zip(row["src_subwords"], owner) if o == i] for i in range(len(expected))] == expected
     # a stored piece changed: validate names it
     (out / "tokenizer.json").write_bytes((out / "tokenizer.json").read_bytes().replace(b'"<unk>"', b'"<unk2>"', 1))
     report, _ = validate_directory(str(out / "train"))

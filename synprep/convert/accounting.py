@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from .. import __version__
 from ..errors import InputError
+from ..featurize import UNALIGNED
 from ..filter import REASONS as FILTER_REASONS
 from ..filter import likely_cause, make_identifier, rejection_warning
 from ..parse import ParserSpec
@@ -152,10 +153,16 @@ def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: Spl
     folder = os.path.join(out, split.name)
     atomic_write(os.path.join(folder, "rejected.tsv"), rejected_text(rejected_lines))
     Manifest(split.name, config.to_dict(), signature, stats.input_pairs, stats.rows,
-             dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS), shards, stats.joined_lines,
+             dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS) + _cut_reasons(config), shards,
+             stats.joined_lines,
              PIECE_ROWS, config.shard_size, config.compression,
              sentences={side: {key: c[key] for key in SENTENCE_COUNTS if key in c}
                         for side, c in stats.sentences.items()}).write(folder)
+
+
+def _cut_reasons(config: PipelineConfig) -> list[str]:
+    """The rejection the raw-text cut adds ([bpe] cut = "raw"); none otherwise (the manifests as before)."""
+    return [UNALIGNED] if config.bpe.cut == "raw" else []
 
 
 def finished_stats(config: PipelineConfig, out: str) -> dict[str, SplitStats]:

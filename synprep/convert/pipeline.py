@@ -21,7 +21,7 @@ from ..langid import check_iso_639_1
 from ..options import INPUT_FORMATS, NON_PROJECTIVE_POLICIES, PARSER_BACKENDS, ROOT_POLICIES, UDPIPE_PRESETS
 from ..schema import FEATURE_GROUPS
 from ..shards import COMPRESSIONS, DEFAULT_COMPRESSION
-from ..subwords import HF_TOKENIZER, MODEL_TYPES, SCHEMES, SUBWORD_NMT
+from ..subwords import CUTS, HF_TOKENIZER, MODEL_TYPES, SCHEMES, SUBWORD_NMT
 from ..tables import config_from_dict, did_you_mean, option, repeated
 from ..textio import UTF8_BOM, wide_encoding
 from .corpus import detect_format
@@ -36,7 +36,7 @@ _KEYS = {
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
     "bpe": {"enabled", "joint", "symbols", "src_symbols", "tgt_symbols", "codes", "min_frequency",
             "vocabulary_threshold", "scheme", "model", "vocab_size", "model_type", "character_coverage",
-            "byte_fallback"},
+            "byte_fallback", "cut"},
     "features": {"src", "tgt", "root", "non_projective", "strip_subtypes"},
     "normalize": {"src", "tgt"},
     "parse": {"cache", "cache_max_gb"},
@@ -93,6 +93,10 @@ class BpeConfig:
                                                               "learned model covers (the rest are unknown)")
     byte_fallback: bool = option(False, help="sentencepiece: a character outside the learned model becomes byte "
                                              "pieces <0xNN> instead of an unknown piece")
+    cut: str = option("token", choices=CUTS, help="hf-tokenizer: token (each token cut on its own) or raw (the "
+                                                  "sentence's text cut at once, each piece given to the token of its "
+                                                  "first character; a sentence where a token gets no piece is "
+                                                  "rejected as unaligned_pieces)")
 
     def side_codes(self, side: str) -> str | None:
         """The given codes file of one side (the joint file for both sides when joint), or None."""
@@ -114,7 +118,7 @@ class BpeConfig:
 
 
 SEPARATE_BPE_KEYS = ("joint", "src_symbols", "tgt_symbols")  # absent from a joint run's manifest and fingerprint
-SCHEME_KEYS = ("scheme", "model", "vocab_size", "model_type", "character_coverage", "byte_fallback")
+SCHEME_KEYS = ("scheme", "model", "vocab_size", "model_type", "character_coverage", "byte_fallback", "cut")
 SUBWORD_NMT_KEYS = ("symbols", "codes", "min_frequency", "vocabulary_threshold", "src_symbols", "tgt_symbols")
 DEFAULT_VOCAB_SIZE = 8000
 
@@ -130,6 +134,8 @@ def _bpe_dict(data: dict[str, Any]) -> dict[str, Any]:
                                                        "byte_fallback"))}
     if data.get("joint", True):
         data = {key: value for key, value in data.items() if key not in SEPARATE_BPE_KEYS}
+    if data.get("cut") == "token":  # the default cut: recorded only when raw
+        del data["cut"]
     return data
 
 
@@ -364,6 +370,8 @@ def _scheme_config(table: dict, root: str, given: dict[str, str], path: str) -> 
         raise InputError("[bpe] scheme = \"hf-tokenizer\" needs model = a local tokenizer.json (or its folder)", path)
     table["symbols"] = None
     bpe = _typed(BpeConfig, table, "bpe", path)
+    if bpe.cut == "raw" and scheme != HF_TOKENIZER:
+        raise InputError("[bpe] cut = \"raw\" is for scheme = \"hf-tokenizer\" (its offsets place the pieces)", path)
     if isinstance(bpe.model, dict) == bpe.joint and bpe.model is not None:
         raise InputError("[bpe] model: one file when joint, a table {src = FILE, tgt = FILE} with joint = false", path)
     if isinstance(bpe.model, dict) and (sorted(bpe.model) != ["src", "tgt"]

@@ -8,6 +8,7 @@ once they are stored: a resumed run skips it).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -44,6 +45,7 @@ class FeatureJob:
     vocabularies: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
     codes_text: tuple[str | None, str | None] = (None, None)  # the codes' text: workers elsewhere need not see OUT
     scheme: str = SUBWORD_NMT  # how `codes` cut tokens: subword-nmt codes, or a sentencepiece / hf-tokenizer model
+    cut: str = "token"  # raw: the sentence's text cut at once (hf-tokenizer)
 
 
 def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVocabularies, engine: str) -> FeatureJob:
@@ -57,7 +59,8 @@ def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVoca
         if path and engine == "ray" and config.bpe.scheme == SUBWORD_NMT:  # other schemes: read where OUT is
             with open(path, encoding="utf-8") as handle:
                 codes_text[index] = handle.read()
-    return FeatureJob(configs, codes, vocabularies, tuple(codes_text), config.bpe.scheme)  # type: ignore[arg-type]
+    return FeatureJob(configs, codes, vocabularies, tuple(codes_text), config.bpe.scheme,  # type: ignore[arg-type]
+                      config.bpe.cut)
 
 
 def features_setup(job: FeatureJob) -> tuple[FeatureJob, Cutter | None, Cutter | None]:
@@ -100,6 +103,13 @@ def _trees_of(text: str, path: str) -> list[Tree]:
     return chunk_trees(lines, path) if any(lines) else []
 
 
+def _raw_cut(cutter: Cutter | None) -> Callable[[str, list[str]], list[list[str]] | None]:
+    """[bpe] cut = "raw": the sentence's text cut at once by the tokenizer (imported only then)."""
+    from ..subwords.hf_tokenizer import raw_cut
+
+    return functools.partial(raw_cut, cutter)
+
+
 def features_piece(state: tuple[FeatureJob, Cutter | None, Cutter | None], task: tuple[str, str, str]
                     ) -> tuple[pa.RecordBatch | None, dict[str, Any]]:
     """Features of one parsed piece (see `read_piece`) as a record batch (None if it has no rows), and its
@@ -110,7 +120,7 @@ def features_piece(state: tuple[FeatureJob, Cutter | None, Cutter | None], task:
     prefix, *texts = task
     trees = [_trees_of(text, f"{prefix}.{side}.conllu") for side, text in zip(SIDES, texts, strict=True)]
     columns: list[FeatureColumns] = [
-        featurize(side_trees, config, bpe.segment_word if bpe else None)
+        featurize(side_trees, config, bpe.segment_word if bpe else None, _raw_cut(bpe) if job.cut == "raw" else None)
         for side_trees, config, bpe in zip(trees, job.features, (src_bpe, tgt_bpe))]
     dropped = {**columns[1].dropped, **columns[0].dropped}  # the source side's reason first
     if dropped:  # keep the rows that both sides kept

@@ -45,32 +45,40 @@ CACHE_WORDS = 100_000  # tokens per cache of a cutter before it starts afresh
 
 
 class TokenCutter:
-    """What the sentencepiece and hf-tokenizer cutters share: a bounded cache of each token's pieces and lines of
-    tokens cut. A subclass gives `scheme`, `marker`, `marker_kind` and `cut` (the library's pieces of a token)."""
+    """What the sentencepiece and hf-tokenizer cutters share: a bounded cache of each token's pieces, filled for
+    many tokens at once (one library call for the tokens not yet cut), and lines of tokens cut. A subclass gives
+    `scheme`, `marker`, `marker_kind` and `cut_many` (the library's pieces of each token)."""
 
     scheme = marker = marker_kind = ""
 
     def __init__(self) -> None:
-        self._cache: dict[str, str] = {}
+        self._pieces: dict[str, tuple[str, ...]] = {}
 
-    def cut(self, word: str) -> list[str]:
+    def cut_many(self, words: list[str]) -> list[list[str]]:
         raise NotImplementedError
 
+    def pieces_of(self, words: Sequence[str]) -> list[tuple[str, ...]]:
+        """The pieces of each token (a space inside a piece written '▁'; a token the model cuts into no piece,
+        its form being only '▁', is that one piece). Do not modify the tuples: they are the cache's."""
+        cache = self._pieces
+        missing = list(dict.fromkeys(word for word in words if word not in cache))
+        if missing:
+            if len(cache) + len(missing) > CACHE_WORDS:  # bounded: the frequent tokens come back at once
+                cache.clear()
+                missing = list(dict.fromkeys(words))
+            for word, pieces in zip(missing, self.cut_many(missing), strict=True):
+                cache[word] = tuple(piece.replace(" ", "\u2581") for piece in pieces) or (word,)
+        return [cache[word] for word in words]
+
     def segment_word(self, word: str) -> str:
-        """The pieces of one token joined by spaces (a space inside a piece written '▁'); a token the model cuts
-        into no piece (its form is only '▁') is that one piece."""
-        pieces = self._cache.get(word)
-        if pieces is None:
-            pieces = " ".join(piece.replace(" ", "\u2581") for piece in self.cut(word)) or word
-            if len(self._cache) >= CACHE_WORDS:  # bounded: the frequent tokens come back at once
-                self._cache.clear()
-            self._cache[word] = pieces
-        return pieces
+        """The pieces of one token joined by spaces (see `pieces_of`)."""
+        return " ".join(self.pieces_of([word])[0])
 
     def segment_line(self, line: str) -> str:
         """A line of space-separated tokens -> their pieces, space-separated (the line end kept)."""
         text = line.rstrip("\r\n")
-        return " ".join(self.segment_word(word) for word in text.split(" ") if word) + line[len(text):]
+        words = [word for word in text.split(" ") if word]
+        return " ".join(" ".join(pieces) for pieces in self.pieces_of(words)) + line[len(text):]
 
 
 def decode_bytes(pieces: Sequence[str]) -> str:

@@ -74,9 +74,12 @@ class TokenizerCutter(TokenCutter):
             unk = self.tokenizer.id_to_token(model["unk_id"])
         return unk
 
-    def cut(self, word: str) -> list[str]:
-        """The pieces of one token, as `encode([word], is_pretokenized=True)` gives them (no special tokens)."""
-        return self.tokenizer.encode([word], is_pretokenized=True, add_special_tokens=False).tokens
+    def cut_many(self, words: list[str]) -> list[list[str]]:
+        """The pieces of each token, as `encode([word], is_pretokenized=True)` gives them (no special tokens; one
+        `encode_batch` call for all)."""
+        encodings = self.tokenizer.encode_batch([[word] for word in words], is_pretokenized=True,
+                                                add_special_tokens=False)
+        return [encoding.tokens for encoding in encodings]
 
     def normalize(self, text: str) -> str:
         """A token as the tokenizer's normalizer sees it."""

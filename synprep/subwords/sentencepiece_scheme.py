@@ -68,9 +68,9 @@ class SentencePieceCutter(TokenCutter):
         super().__init__()
         self.path = path
 
-    def cut(self, word: str) -> list[str]:
-        """SentencePiece's pieces of one token."""
-        return self.processor.encode(word, out_type=str)
+    def cut_many(self, words: list[str]) -> list[list[str]]:
+        """SentencePiece's pieces of each token (one `encode` call for all)."""
+        return self.processor.encode(words, out_type=str)
 
     def normalize(self, text: str) -> str:
         """A token as the model's normalizer sees it (identity for the models synprep learns)."""
