@@ -133,22 +133,29 @@ def debpe(pieces: Sequence[str]) -> list[str]:
     return re.sub(r"@@( |$)", "", " ".join(pieces)).split()
 
 
-def pieces_joiner(configuration: dict) -> Callable[[Sequence[str]], list[str]]:
+def pieces_joiner(configuration: dict, split: str | None = None) -> Callable[[Sequence[str]], list[str]]:
     """Decoded pieces -> tokens, by the dataset's sub-word scheme (`debpe` for subword-nmt; a sentencepiece or
-    tokenizer piece starting with its marker starts a token: `synprep.subwords.pieces_to_tokens`)."""
+    tokenizer piece starting with its marker starts a token: `synprep.subwords.pieces_to_tokens`). An
+    hf-tokenizer's marker is read from the dataset's tokenizer.json (beside `split`, a split folder) or the file
+    the configuration names; found in neither: Metaspace's '▁'."""
     bpe = configuration.get("bpe") or {}
     scheme = bpe.get("scheme", "subword-nmt")
     if scheme == "subword-nmt":
         return debpe
     from synprep.subwords import pieces_to_tokens
-    from synprep.subwords.load import marker_of
+    from synprep.subwords.load import marker_of, model_file_name
 
     model = bpe.get("model")
-    model = model.get("tgt") if isinstance(model, dict) else model
-    try:
-        marker, kind = marker_of(scheme, model)
-    except (OSError, TypeError, ValueError):  # the tokenizer.json is not here: its usual Metaspace marker
-        marker, kind = "\u2581", "start"
+    candidates = [model.get("tgt") if isinstance(model, dict) else model]
+    if split and os.path.isdir(split):
+        joint = bpe.get("joint", True)
+        candidates.insert(0, os.path.join(os.path.dirname(os.path.abspath(split)),
+                                          model_file_name(scheme, None if joint else "tgt")))
+    marker, kind = "\u2581", "start"
+    for path in candidates:
+        if scheme != "hf-tokenizer" or (path and os.path.isfile(path)):
+            marker, kind = marker_of(scheme, path)
+            break
     return lambda pieces: pieces_to_tokens(pieces, marker, kind)
 
 

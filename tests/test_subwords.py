@@ -315,3 +315,15 @@ def test_a_multiword_token_is_cut_as_its_surface_token(sp_models, tmp_path):
     raw = raw_cut(tokenizer, tree.text, tree.tokens)
     assert raw is not None and "".join(raw[2]).replace(MARKER, "") == "du"
     assert raw_cut(tokenizer, tree.text, ["Il", "parle", "de", "le", "chat"]) is None  # words the text lacks
+
+
+def test_hypothesis_pieces_join_by_the_scheme_marker(tmp_path):
+    """syntrain joins decoded pieces into tokens by the dataset's scheme (before detokenizing and scoring)."""
+    from syntrain.vocab import pieces_joiner
+
+    sentencepiece = pieces_joiner({"bpe": {"scheme": "sentencepiece"}})
+    assert sentencepiece(["▁the", "▁hou", "se", "▁", "."]) == ["the", "house", "."]
+    wordpiece = pieces_joiner({"bpe": {"scheme": "hf-tokenizer",
+                                       "model": build_tokenizer(tmp_path / "wp.json", "wordpiece")}})
+    assert wordpiece(["the", "hou", "##se", "."]) == ["the", "house", "."]
+    assert pieces_joiner({"bpe": {"symbols": 300}})(["hou@@", "se", "."]) == ["house", "."]
