@@ -78,9 +78,10 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
     separate codes per side (pipeline [bpe] joint = false) by running it once per side on that side's files.
     With --scheme sentencepiece: a SentencePiece model on the files' tokens instead."""
     if scheme == "sentencepiece":
-        from .subwords.sentencepiece_scheme import learn_files
+        from .subwords.load import scheme_module
 
-        learn_files(list(inputs), output, vocab_size, model_type, character_coverage, byte_fallback)
+        scheme_module(scheme).learn_files(list(inputs), output, vocab_size, model_type, character_coverage,
+                                          byte_fallback)
         click.echo(f"wrote {output} (a SentencePiece {model_type} model, {vocab_size} pieces max)", err=True)
         return
     from .bpe_learn import learn_joint

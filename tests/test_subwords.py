@@ -327,3 +327,17 @@ def test_hypothesis_pieces_join_by_the_scheme_marker(tmp_path):
                                        "model": build_tokenizer(tmp_path / "wp.json", "wordpiece")}})
     assert wordpiece(["the", "hou", "##se", "."]) == ["the", "house", "."]
     assert pieces_joiner({"bpe": {"symbols": 300}})(["hou@@", "se", "."]) == ["house", "."]
+
+
+def test_a_missing_library_is_a_one_line_error(monkeypatch, tmp_path):
+    """The libraries are the optional extra `subwords`: without one, the scheme says what to install."""
+    import sys
+
+    from synprep.subwords.load import scheme_module
+
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "synprep.subwords.sentencepiece_scheme", raising=False)
+    with pytest.raises(InputError, match=r"pip install 'synprep\[subwords\]'"):
+        scheme_module("sentencepiece")
+    with pytest.raises(InputError, match="needs the sentencepiece package"):
+        load_cutter("sentencepiece", str(tmp_path / "m.model"))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..bpe import read_vocabulary
 from ..bpe_learn import learn_joint_from_counts
 from ..errors import InputError
-from ..subwords import SUBWORD_NMT
+from ..subwords import SENTENCEPIECE, SUBWORD_NMT
 
 if TYPE_CHECKING:
     from .pipeline import BpeConfig
@@ -158,11 +158,11 @@ def _learn_model(count_files: list[str], side: int | None, model: str, vocab_siz
                  character_coverage: float, byte_fallback: bool) -> None:
     """A SentencePiece model learned on the train tokens of both sides (`side` None) or of one side. Run by
     `apart`, as `_learn`."""
-    from ..subwords.sentencepiece_scheme import learn
+    from ..subwords.load import scheme_module
 
     per_side = train_counts(count_files)
-    learn(per_side if side is None else [per_side[side]], model + ".tmp", vocab_size, model_type,
-          character_coverage, byte_fallback)
+    scheme_module(SENTENCEPIECE).learn(per_side if side is None else [per_side[side]], model + ".tmp", vocab_size,
+                                       model_type, character_coverage, byte_fallback)
     os.replace(model + ".tmp", model)
 
 

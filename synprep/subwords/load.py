@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+from types import ModuleType
 
 from ..errors import InputError
 from ..options import BPE_SEPARATOR
@@ -25,6 +27,20 @@ def model_path(scheme: str, path: str) -> str:
     return path
 
 
+def scheme_module(scheme: str) -> ModuleType:
+    """The module of a sentencepiece / hf-tokenizer scheme; a missing library is a one-line error saying what to
+    install (they are the optional extra `subwords`)."""
+    name, package = {SENTENCEPIECE: ("sentencepiece_scheme", "sentencepiece"),
+                     HF_TOKENIZER: ("hf_tokenizer", "tokenizers")}[scheme]
+    try:
+        return importlib.import_module(f"{__package__}.{name}")
+    except ImportError as err:
+        if err.name != package:
+            raise
+        raise InputError(f"the {scheme} scheme needs the {package} package: pip install 'synprep[subwords]'"
+                         ) from None
+
+
 def load_cutter(scheme: str, path: str, vocabulary: set[str] | None = None) -> Cutter:
     """A scheme's model loaded from its file (subword-nmt: codes, with an optional vocabulary filter)."""
     if scheme == SUBWORD_NMT:
@@ -32,13 +48,9 @@ def load_cutter(scheme: str, path: str, vocabulary: set[str] | None = None) -> C
 
         return Bpe(path, vocabulary)  # type: ignore[return-value]
     if scheme == SENTENCEPIECE:
-        from .sentencepiece_scheme import SentencePieceCutter
-
-        return SentencePieceCutter(path)
+        return scheme_module(scheme).SentencePieceCutter(path)
     if scheme == HF_TOKENIZER:
-        from .hf_tokenizer import TokenizerCutter
-
-        return TokenizerCutter(path)
+        return scheme_module(scheme).TokenizerCutter(path)
     raise InputError(f"unknown sub-word scheme {scheme!r} (choose from {', '.join(SCHEMES)})")
 
 
@@ -48,6 +60,4 @@ def marker_of(scheme: str, model: str | None) -> tuple[str, str]:
         return BPE_SEPARATOR, "end"
     if scheme == SENTENCEPIECE:
         return "\u2581", "start"
-    from .hf_tokenizer import tokenizer_marker
-
-    return tokenizer_marker(model)  # type: ignore[arg-type]
+    return scheme_module(HF_TOKENIZER).tokenizer_marker(model)
