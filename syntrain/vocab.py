@@ -182,6 +182,6 @@ def scheme_vocab(configuration: dict, train_split: str) -> Vocab | None:
 
     if bpe.get("joint", True):
         return side(None)
-    target = side("tgt")
-    target.source = side("src")
-    return target
+    vocab = side("tgt")  # the target side's, holding the source side's own
+    vocab.source = side("src")
+    return vocab
