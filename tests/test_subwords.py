@@ -341,3 +341,30 @@ def test_a_missing_library_is_a_one_line_error(monkeypatch, tmp_path):
         scheme_module("sentencepiece")
     with pytest.raises(InputError, match="needs the sentencepiece package"):
         load_cutter("sentencepiece", str(tmp_path / "m.model"))
+
+
+def test_command_line_learn_apply_align_per_scheme(tmp_path):
+    """`synprep bpe learn/apply --scheme` and `synprep align --scheme --model`: the model convert would learn,
+    each token cut by the library, the features on those pieces."""
+    tokens = tmp_path / "tokens.en"
+    tokens.write_text("".join(" ".join(t) + "\n" for t in SAMPLE_TOKENS), encoding="utf-8")
+    model = tmp_path / "m.model"
+    code, err = cli_in_process("synprep", ["bpe", "learn", "--scheme", "sentencepiece", "-i", tokens, "-o", model,
+                                           "--vocab-size", 400])
+    assert code == 0, err
+    same = tmp_path / "same.model"
+    learn([_counts(SAMPLE_TOKENS)], str(same), 400)
+    assert model.read_bytes() == same.read_bytes()  # the model convert learns from the same tokens
+    processor = spm.SentencePieceProcessor(model_file=str(model))
+    code, err = cli_in_process("synprep", ["bpe", "apply", "--scheme", "sentencepiece", "--model", model,
+                                           "-i", tokens, "-o", tmp_path / "pieces"])
+    assert code == 0, err
+    lines = (tmp_path / "pieces").read_text(encoding="utf-8").splitlines()
+    assert lines == [" ".join(p for token in t for p in processor.encode(token, out_type=str)) for t in SAMPLE_TOKENS]
+    code, err = cli_in_process("synprep", ["align", "--conllu", SAMPLE_DATA / "en.conllu", "--scheme",
+                                           "sentencepiece", "--model", model, "--format", "text", "-o",
+                                           tmp_path / "aligned", "--workers", 2])
+    assert code == 0, err
+    assert (tmp_path / "aligned").read_text(encoding="utf-8").splitlines() == lines
+    code, err = cli_in_process("synprep", ["bpe", "apply", "--scheme", "hf-tokenizer", "-i", tokens])
+    assert code == 2 and "takes --model" in err

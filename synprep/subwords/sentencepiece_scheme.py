@@ -10,13 +10,13 @@ of byte pieces "<0xE6>". A token that gives no piece (its form is only "▁") is
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 from collections.abc import Iterable, Mapping
 
 import sentencepiece as spm
 
 from ..errors import InputError
+from ..textio import atomic_write
 from . import MODEL_TYPES, TokenCutter
 
 MARKER = "\u2581"
@@ -25,8 +25,8 @@ MARKER = "\u2581"
 def learn(counts: Iterable[Mapping[str, int]], model: str, vocab_size: int, model_type: str = "unigram",
           character_coverage: float = 1.0, byte_fallback: bool = False) -> None:
     """A SentencePiece model learned on token counts (several counters: summed) into the file `model`. The same
-    counts give the same model bytes (one thread, tokens in a fixed order); `vocab_size` is a ceiling on small
-    data (SentencePiece's hard_vocab_limit off)."""
+    counts give the same model bytes (one thread, tokens in a fixed order, no file path recorded); `vocab_size` is
+    a ceiling on small data (SentencePiece's hard_vocab_limit off)."""
     if model_type not in MODEL_TYPES:
         raise InputError(f"unknown SentencePiece model type {model_type!r} (choose from {', '.join(MODEL_TYPES)})")
     total: dict[str, int] = {}
@@ -35,22 +35,17 @@ def learn(counts: Iterable[Mapping[str, int]], model: str, vocab_size: int, mode
             total[word] = total.get(word, 0) + count
     if not total:
         raise InputError("no train tokens to learn a SentencePiece model from")
-    with tempfile.TemporaryDirectory(prefix="synprep-spm-") as folder:
-        words = os.path.join(folder, "words.tsv")
-        with open(words, "w", encoding="utf-8") as handle:
-            for word, count in sorted(total.items(), key=lambda item: (-item[1], item[0])):
-                if "\t" not in word and "\n" not in word:
-                    handle.write(f"{word}\t{count}\n")
-        prefix = os.path.join(folder, "model")
-        try:
-            spm.SentencePieceTrainer.train(
-                input=words, input_format="tsv", model_prefix=prefix, vocab_size=vocab_size, model_type=model_type,
-                character_coverage=character_coverage, byte_fallback=byte_fallback,
-                normalization_rule_name="identity", hard_vocab_limit=False, num_threads=1, minloglevel=2,
-                max_sentencepiece_length=16, train_extremely_large_corpus=False)
-        except RuntimeError as err:
-            raise InputError(f"SentencePiece could not learn a model: {err}") from None
-        os.replace(prefix + ".model", model)
+    lines = (f"{word}\t{count}" for word, count in sorted(total.items(), key=lambda item: (-item[1], item[0]))
+             if "\t" not in word and "\n" not in word)
+    written = io.BytesIO()  # no input file: the model records no temporary path, so the same counts give its bytes
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=lines, input_format="tsv", model_writer=written, vocab_size=vocab_size,
+            model_type=model_type, character_coverage=character_coverage, byte_fallback=byte_fallback,
+            normalization_rule_name="identity", hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    except RuntimeError as err:
+        raise InputError(f"SentencePiece could not learn a model: {err}") from None
+    atomic_write(model, written.getvalue())
 
 
 class SentencePieceCutter(TokenCutter):
