@@ -13,6 +13,10 @@ in one run on one machine, each timed `--repeat` times (the best kept):
   (the tokenizer: the SentencePiece model's pieces in a Metaspace Unigram tokenizer.json).
 - features: `featurize` with every per-piece feature on all sentences, as convert's phase 3 runs it, with each
   scheme's cutter: per sentence, and the ratio to subword-nmt (target: sentencepiece <= 1.0x).
+- convert: `synprep convert` of the first `--convert-pairs` Multi30k pairs (pipelines/multi30k-en-de.toml and
+  multi30k-en-de-sentencepiece.toml, transitions left out of both; the shared UDPipe models), parsed once into a
+  parse cache first, so that the two timed converts differ only in their sub-words: wall time per pair and the
+  stages' seconds (learning, sub-words + features), sentencepiece against subword-nmt (target: <= 1.0x).
 - raw cut: with tokenizers learned on the treebank's raw `# text` lines (Metaspace unigram, and WordPiece
   behind a Whitespace pre-tokenizer, as pretrained tokenizers are), how many test sentences and tokens the
   raw-text cut (`hf_tokenizer.raw_cut`) gives other pieces than the token-by-token cut.
@@ -84,12 +88,53 @@ def raw_tokenizers(texts: list[str], size: int, folder: str) -> dict[str, str]:
     return paths
 
 
+def convert_pipeline(name: str, pairs: int, folder: str) -> str:
+    """A copy of a Multi30k pipeline: absolute paths, the first `pairs` train pairs, a shared parse cache, no
+    transitions (sentencepiece pieces cannot carry them)."""
+    text = (ROOT / "pipelines" / name).read_text(encoding="utf-8")
+    text = text.replace('data_root = "../../shared"', f'data_root = "{SHARED}"')
+    text = text.replace('filter = true\n', f'filter = true\nmax_pairs = {pairs}\n', 1)
+    text = text.replace('model = "models/', f'model = "{SHARED}/models/')
+    text = text.replace('tgt = ["parents", "transitions", "labels"]', 'tgt = ["parents", "labels"]')
+    text += f'\n[parse]\ncache = "{folder}/parse-cache"\n'
+    path = os.path.join(folder, name)
+    Path(path).write_text(text, encoding="utf-8")
+    return path
+
+
+def convert_section(pairs: int, folder: str) -> None:
+    import json
+
+    print(f"\n== convert: Multi30k, first {pairs} train pairs + valid + test, 2 workers, parses from a warm cache")
+    runs = {}
+    for label, name in (("warm-up", "multi30k-en-de.toml"), ("subword-nmt", "multi30k-en-de.toml"),
+                        ("sentencepiece", "multi30k-en-de-sentencepiece.toml")):
+        out = os.path.join(folder, "convert-" + label)
+        command = [str(BIN / "synprep"), "convert", convert_pipeline(name, pairs, folder), "--output", out,
+                   "--workers", "2", "--overwrite"]
+        started = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        wall = time.perf_counter() - started
+        with open(os.path.join(out, "run.json"), encoding="utf-8") as handle:
+            seconds = json.load(handle)["seconds"]
+        rows = sum(json.loads(Path(out, split, "manifest.json").read_text())["input_lines"]
+                   for split in ("train", "valid", "test"))
+        runs[label] = (wall, rows, sum(s.get("learn_bpe", 0) for s in seconds.values()),
+                       sum(s.get("bpe+features", 0) for s in seconds.values()))
+    base = runs["subword-nmt"]
+    for label in ("subword-nmt", "sentencepiece"):
+        wall, rows, learning, features = runs[label]
+        print(f"{label:14} wall {wall:6.1f} s = {wall / rows * 1e3:6.2f} ms/pair ({wall / base[0]:4.2f}x)   learn "
+              f"{learning:5.2f} s   sub-words+features {features:5.2f} s ({features / base[3]:4.2f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--treebank", default=None, help="CoNLL-U to learn on and cut (default: EWT train)")
     parser.add_argument("--test", default=None, help="CoNLL-U for the raw-cut count (default: EWT test)")
     parser.add_argument("--size", type=int, default=8000, help="merges / pieces of each learned model")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--convert-pairs", type=int, default=2000, help="Multi30k pairs converted (0: skip)")
     args = parser.parse_args()
 
     import sentencepiece as spm
@@ -165,6 +210,9 @@ def main() -> None:
             pieces = sum(len(cutter.segment_word(token).split(" ")) for t in trees for token in t.tokens)
             print(f"{name:14} {seconds / len(trees) * 1e6:7.1f} us/sentence   {pieces / sum(counts.values()):.3f} "
                   f"pieces/token   ratio to subword-nmt {seconds / base:5.2f}x")
+
+        if args.convert_pairs and (SHARED / "data" / "parallel" / "multi30k").is_dir():
+            convert_section(args.convert_pairs, folder)
 
         print("\n== raw-text cut against token by token (tokenizers learned on raw text)")
         test_trees, test_texts = load(test)

@@ -171,7 +171,7 @@ def scheme_models(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[
     """Each side's sentencepiece / hf-tokenizer model in the output folder (the joint file twice when joint): the
     given model copied there, or a SentencePiece model learned on the train tokens (kept when the run being
     resumed learned it already)."""
-    from ..subwords.load import model_file_name
+    from ..subwords.load import model_file_name, model_path
     from .inputs import SIDES
 
     names = [model_file_name(bpe.scheme)] * 2 if bpe.joint else [model_file_name(bpe.scheme, s) for s in SIDES]
@@ -181,7 +181,7 @@ def scheme_models(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[
             continue
         given = bpe.side_model(side)
         if given:
-            shutil.copyfile(given, paths[index] + ".tmp")
+            shutil.copyfile(model_path(bpe.scheme, given), paths[index] + ".tmp")
             os.replace(paths[index] + ".tmp", paths[index])
             continue
         which = "both sides'" if bpe.joint else f"the {side}"

@@ -383,8 +383,8 @@ def _scheme_config(table: dict, root: str, given: dict[str, str], path: str) -> 
     resolved = {}
     for side, value in (bpe.model.items() if isinstance(bpe.model, dict) else [("", bpe.model)]):
         try:
-            resolved[side] = model_path(scheme, _resolve(value, root, given))
-            load_cutter(scheme, resolved[side])  # missing or damaged: an error now, not after the input is read
+            resolved[side] = _resolve(value, root, given)  # as written in manifests (a folder stays a folder)
+            load_cutter(scheme, model_path(scheme, resolved[side]))  # missing or damaged: an error now
         except InputError as err:
             raise InputError(f"[bpe] model{'.' + side if side else ''}: {err.message}", err.path, err.line) from None
     return replace(bpe, model=resolved.get("") or {side: resolved[side] for side in ("src", "tgt")})
