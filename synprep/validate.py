@@ -23,7 +23,7 @@ from .errors import InputError
 from .parallel import ordered_map
 from .schema import SUBWORD_FEATURES
 from .shards import SIDES, Manifest, Split, batch_rows, load_manifest, read_shard
-from .subwords import SUBWORD_NMT, Cutter, spells
+from .subwords import SUBWORD_NMT, TokenCutter, spells
 from .subwords.load import load_cutter, model_file_name
 from .textio import file_sha256
 from .trees import find_cycle, is_projective, lift_projective
@@ -76,7 +76,7 @@ def _differs(stored: Any, expected: np.ndarray) -> bool:
 
 
 def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str, Any],
-               cutter: Cutter | None = None) -> Iterator[tuple[str, str]]:
+               cutter: TokenCutter | None = None) -> Iterator[tuple[str, str]]:
     """(field, message) for every broken invariant of one side of a row (unprefixed field names); `cutter`: the
     side's sentencepiece / hf-tokenizer model (None: subword-nmt pieces, checked by their '@@' marks)."""
     tokens, heads = record.get("tokens"), record.get("heads")
@@ -112,12 +112,12 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
         return
     pieces = F.token_pieces(subwords, owner, n)
     surface = align_subwords(tokens)[0]  # tokens as the sub-word stage sees them (inner whitespace -> '▁')
-    if cutter is not None and policy.get("subword_cut") == "raw":
-        yield from _check_raw_pieces(cutter, record.get("text"), tokens, pieces)
-        surface = []
-    elif cutter is not None:
-        yield from _check_model_pieces(cutter, surface, pieces)
-        surface = []
+    if policy.get("subword_scheme", SUBWORD_NMT) != SUBWORD_NMT:  # no '@@' marks: checked against the model
+        if cutter is not None and policy.get("subword_cut") == "raw":
+            yield from _check_raw_pieces(cutter, record.get("text"), tokens, pieces)
+        elif cutter is not None:
+            yield from _check_model_pieces(cutter, surface, pieces)
+        surface = []  # (a missing model is one failure of the split, not one per row)
     for index, (token, parts) in enumerate(zip(surface, pieces)):
         joined = "".join(p[: -len(SEPARATOR)] if p.endswith(SEPARATOR) else p for p in parts)
         if joined != token or any(not p.endswith(SEPARATOR) for p in parts[:-1]) or parts[-1].endswith(SEPARATOR):
@@ -140,9 +140,9 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
         yield from _check_transitions(record, heads, labels, pieces, projective, policy)
 
 
-def _check_model_pieces(cutter: Cutter, surface: list[str], pieces: list[list[str]]) -> Iterator[tuple[str, str]]:
+def _check_model_pieces(cutter: TokenCutter, surface: list[str], pieces: list[list[str]]) -> Iterator[tuple[str, str]]:
     """A sentencepiece / hf-tokenizer side: each token's pieces are the model's own cut of it and spell it."""
-    unknown = getattr(cutter, "unknown_piece", None)
+    unknown = cutter.unknown_piece
     for index, (token, parts) in enumerate(zip(surface, pieces)):
         if parts != cutter.segment_word(token).split(" "):
             yield "subwords", f"token {index + 1} {token!r}: pieces {parts} are not the model's cut of it"
@@ -150,7 +150,7 @@ def _check_model_pieces(cutter: Cutter, surface: list[str], pieces: list[list[st
             yield "subwords", f"token {index + 1} {token!r}: pieces {parts} do not spell it"
 
 
-def _check_raw_pieces(cutter: Cutter, text: str | None, tokens: list[str], pieces: list[list[str]]
+def _check_raw_pieces(cutter: TokenCutter, text: str | None, tokens: list[str], pieces: list[list[str]]
                       ) -> Iterator[tuple[str, str]]:
     """[bpe] cut = "raw": the pieces are the tokenizer's cut of the row's text, each given to the token of its
     first character."""
@@ -277,18 +277,15 @@ def shard_tasks(directory: str, names: list[str], workers: int) -> list[tuple[st
 
 def _scheme_models(directory: str, manifest: Manifest, fail: Callable[..., None]) -> dict[str, str] | None:
     """Each side's sentencepiece / hf-tokenizer model in the dataset folder (the split folder's parent), its
-    digest checked against the signature; None for subword-nmt pieces (a dataset made before other schemes)."""
-    bpe = manifest.configuration.get("bpe") or {}
-    scheme = bpe.get("scheme", SUBWORD_NMT)
-    if scheme == SUBWORD_NMT:
-        return None
+    digest checked against the signature; None when one is missing (a failure)."""
+    bpe = manifest.configuration["bpe"]
     root = os.path.dirname(os.path.abspath(directory))
     joint = bpe.get("joint", True)
-    models = {side: os.path.join(root, model_file_name(scheme, None if joint else side)) for side in SIDES}
+    models = {side: os.path.join(root, model_file_name(bpe["scheme"], None if joint else side)) for side in SIDES}
     for side, path in models.items():
         key = "subword_model_sha256" if joint else f"subword_model_sha256_{side}"
         if not os.path.isfile(path):
-            fail(os.path.basename(path), None, "subword_model", f"the dataset's {scheme} model is missing")
+            fail(os.path.basename(path), None, "subword_model", f"the dataset's {bpe['scheme']} model is missing")
             return None
         if file_sha256(path) != manifest.signature.get(key):
             fail(os.path.basename(path), None, "subword_model", f"sha256 differs from the signature's {key}")
@@ -307,11 +304,10 @@ def validate_directory(directory: str, max_failures: int = 1000, workers: int = 
             report.failures.append(Failure(file, row, name, message))
 
     policy = manifest.policies
-    models = _scheme_models(directory, manifest, fail)
-    if models:
-        bpe = manifest.configuration["bpe"]
-        policy = {**policy, "subword_scheme": bpe["scheme"], "subword_models": models,
-                  "subword_cut": bpe.get("cut", "token")}
+    bpe = manifest.configuration.get("bpe") or {}
+    if bpe.get("scheme", SUBWORD_NMT) != SUBWORD_NMT:
+        policy = {**policy, "subword_scheme": bpe["scheme"], "subword_cut": bpe.get("cut", "token"),
+                  "subword_models": _scheme_models(directory, manifest, fail)}
     groups = {side: manifest.features(side) for side in SIDES}
     schema = manifest.schema()
     input_lines = manifest.input_lines

@@ -57,7 +57,13 @@ def build_tokenizer(path: Path, model: str = "unigram") -> str:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     texts = [" ".join(tokens) for tokens in SAMPLE_TOKENS]
-    if model == "wordpiece":
+    if model == "bytelevel":  # GPT-2 / RoBERTa / BART style: pieces in the byte alphabet, 'Ġ' starts a token
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        texts = texts + ["Grüße aus Köln"]
+    elif model == "wordpiece":
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         tok.pre_tokenizer = pre_tokenizers.Whitespace()
         trainer = trainers.WordPieceTrainer(vocab_size=150, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
@@ -111,20 +117,21 @@ def test_sentencepiece_edge_cases(sp_models):
     assert pieces_to_tokens(fallback.segment_word("日本").split(" ") + ["▁a"], MARKER, "start") == ["日本", "a"]
 
 
-@pytest.mark.parametrize("kind", ["unigram", "wordpiece"])
+@pytest.mark.parametrize("kind", ["unigram", "wordpiece", "bytelevel"])
 def test_tokenizer_pieces_are_the_library_cut_of_each_token(tmp_path, kind):
     from tokenizers import Tokenizer
 
     path = build_tokenizer(tmp_path / "tokenizer.json", kind)
     cutter = TokenizerCutter(path)
     reference = Tokenizer.from_file(path)
-    assert (cutter.marker, cutter.marker_kind) == (("\u2581", "start") if kind == "unigram" else ("##", "continue"))
-    for tokens in SAMPLE_TOKENS:
+    assert (cutter.marker, cutter.marker_kind) == {"unigram": ("\u2581", "start"), "wordpiece": ("##", "continue"),
+                                                   "bytelevel": ("\u0120", "start")}[kind]
+    for tokens in SAMPLE_TOKENS + [["Grüße", "10\u2581000", "aus"]]:  # a token's form: inner space as '▁'
         for token in tokens:
             pieces = cutter.segment_word(token).split(" ")
             assert pieces == reference.encode([token], is_pretokenized=True, add_special_tokens=False).tokens
             assert spells(pieces, cutter.normalize(token), cutter.marker, cutter.marker_kind, cutter.unknown_piece)
-    assert TokenizerCutter(path).segment_word("\u2581") in ("\u2581", cutter.segment_word("\u2581"))  # no empty cut
+    assert cutter.segment_word("\u2581").split(" ") != [""]  # the form of an empty token: never no piece
 
 
 def test_raw_cut_gives_each_piece_to_the_token_of_its_first_character(tmp_path):
@@ -278,6 +285,10 @@ def test_sample_sentencepiece_pipeline_converts_validates_trains_and_translates_
     for split in ("train", "valid", "test"):
         report, _ = validate_directory(str(out / split))
         assert report.ok, report.failures[:3]
+    (out / "subwords.model").rename(tmp_path / "away.model")  # the model missing: one failure, not one per row
+    report, _ = validate_directory(str(out / "train"))
+    assert report.failure_count == 1 and report.failures[0].field == "subword_model"
+    (tmp_path / "away.model").rename(out / "subwords.model")
     recipe = (REPO / "pipelines" / "train" / "sample-sentencepiece.toml").read_text(encoding="utf-8")
     recipe = recipe.replace("../../demo_out/sample-sentencepiece", str(out)).replace(
         "../../demo_out/run-sentencepiece", str(tmp_path / "run"))

@@ -26,7 +26,7 @@ from ..conllu import chunk_trees
 from ..featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
 from ..schema import MADE_FROM_HEADS, pair_schema
 from ..shards import shard_name, write_shard
-from ..subwords import SUBWORD_NMT, Cutter
+from ..subwords import SUBWORD_NMT, TokenCutter
 from ..subwords.load import load_cutter
 from ..textio import atomic_write
 from ..trees import Tree
@@ -63,7 +63,10 @@ def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVoca
                       config.bpe.cut)
 
 
-def features_setup(job: FeatureJob) -> tuple[FeatureJob, Cutter | None, Cutter | None]:
+Cutters = tuple["FeatureJob", Bpe | TokenCutter | None, Bpe | TokenCutter | None]  # a features worker's state
+
+
+def features_setup(job: FeatureJob) -> Cutters:
     """A features worker's state: the job and each side's BPE applier (or scheme model), loaded once."""
     if job.scheme != SUBWORD_NMT:
         return job, *(load_cutter(job.scheme, path) for path in job.codes)  # type: ignore[return-value]
@@ -103,14 +106,14 @@ def _trees_of(text: str, path: str) -> list[Tree]:
     return chunk_trees(lines, path) if any(lines) else []
 
 
-def _raw_cut(cutter: Cutter | None) -> Callable[[str, list[str]], list[list[str]] | None]:
+def _raw_cut(cutter: Bpe | TokenCutter | None) -> Callable[[str, list[str]], list[list[str]] | None]:
     """[bpe] cut = "raw": the sentence's text cut at once by the tokenizer (imported only then)."""
     from ..subwords.hf_tokenizer import raw_cut
 
     return functools.partial(raw_cut, cutter)
 
 
-def features_piece(state: tuple[FeatureJob, Cutter | None, Cutter | None], task: tuple[str, str, str]
+def features_piece(state: Cutters, task: tuple[str, str, str]
                     ) -> tuple[pa.RecordBatch | None, dict[str, Any]]:
     """Features of one parsed piece (see `read_piece`) as a record batch (None if it has no rows), and its
     stats."""

@@ -1,8 +1,9 @@
 """Sub-word schemes: how the tokens of a tree are cut into pieces (CONTRACT.md "Sub-word schemes").
 
-One module per scheme behind one small interface (`Cutter`): `subword-nmt` (synprep.bpe, the default),
-`sentencepiece` (synprep.subwords.sentencepiece_scheme) and `hf-tokenizer` (synprep.subwords.hf_tokenizer), loaded by
-`synprep.subwords.load`.
+One module per scheme behind one small interface (`segment_word`: a token -> its pieces joined by spaces, which
+`synprep.featurize` cuts with): `subword-nmt` (synprep.bpe, the default), and `TokenCutter`'s two kinds,
+`sentencepiece` (synprep.subwords.sentencepiece_scheme) and `hf-tokenizer` (synprep.subwords.hf_tokenizer), which
+also give their marker, vocabulary and special pieces; `synprep.subwords.load` loads any of them.
 Every scheme cuts one token at a time, so every piece belongs to exactly one token; the pieces of a token spell
 it (`spells`). The features are then made from the piece -> token map by the same functions for every scheme.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Protocol
 
 SUBWORD_NMT, SENTENCEPIECE, HF_TOKENIZER = "subword-nmt", "sentencepiece", "hf-tokenizer"
 SCHEMES = (SUBWORD_NMT, SENTENCEPIECE, HF_TOKENIZER)
@@ -20,25 +20,7 @@ CUTS = ("token", "raw")  # each token on its own (the default) | the sentence's 
 # Where the marker sits: `end` of a piece that continues its token (subword-nmt '@@'), `start` of a token's first
 # piece (SentencePiece and Metaspace/ByteLevel tokenizers '▁', 'Ġ'), `continue`: start of each non-first piece
 # (WordPiece '##'), `none`: no marker (a plain BPE or word-level tokenizer).
-MARKER_KINDS = ("end", "start", "continue", "none")
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
-
-
-class Cutter(Protocol):
-    """A loaded scheme model: cuts one token into pieces."""
-
-    scheme: str
-    marker: str
-    marker_kind: str
-
-    def segment_word(self, word: str) -> str:
-        """The pieces of one token, joined by single spaces (a token is never cut into no piece)."""
-
-    def vocabulary(self) -> list[str]:
-        """The model's pieces in id order (its special pieces included)."""
-
-    def specials(self) -> dict[str, str]:
-        """The model's own special pieces by role: 'unk', 'bos', 'eos', 'pad' (those it has)."""
 
 
 CACHE_WORDS = 100_000  # tokens per cache of a cutter before it starts afresh
@@ -50,11 +32,26 @@ class TokenCutter:
     `scheme`, `marker`, `marker_kind` and `cut_many` (the library's pieces of each token)."""
 
     scheme = marker = marker_kind = ""
+    path = ""  # the model file
+    unknown_piece: str | None = None  # the piece that stands for a whole unknown token (WordPiece's [UNK])
 
     def __init__(self) -> None:
         self._pieces: dict[str, tuple[str, ...]] = {}
 
     def cut_many(self, words: list[str]) -> list[list[str]]:
+        """The library's pieces of each token."""
+        raise NotImplementedError
+
+    def normalize(self, text: str) -> str:
+        """A token as the model's normalizer writes it (what its pieces spell)."""
+        raise NotImplementedError
+
+    def vocabulary(self) -> list[str]:
+        """The model's pieces in id order (its special pieces included)."""
+        raise NotImplementedError
+
+    def specials(self) -> dict[str, str]:
+        """The model's own special pieces by role: 'unk', 'bos', 'eos', 'pad' (those it has)."""
         raise NotImplementedError
 
     def pieces_of(self, words: Sequence[str]) -> list[tuple[str, ...]]:

@@ -65,7 +65,9 @@ class TokenizerCutter(TokenCutter):
         super().__init__()
         self.path = path
         self.marker, self.marker_kind = tokenizer_marker(path)
-        self._unk = self._model_unknown()
+        self.unknown_piece = self._model_unknown()
+        self._byte_level = any(part.get("type") == "ByteLevel"
+                               for part in _components(_read(path).get("pre_tokenizer")))
 
     def _model_unknown(self) -> str | None:
         model = _read(self.path).get("model") or {}
@@ -82,9 +84,13 @@ class TokenizerCutter(TokenCutter):
         return [encoding.tokens for encoding in encodings]
 
     def normalize(self, text: str) -> str:
-        """A token as the tokenizer's normalizer sees it."""
+        """A token as the tokenizer's normalizer writes it; behind a ByteLevel pre-tokenizer, in its byte alphabet
+        (`é` -> `Ã©`, with its `Ġ` when it adds one), as its pieces spell it."""
         normalizer = self.tokenizer.normalizer
-        return normalizer.normalize_str(text) if normalizer is not None else text
+        text = normalizer.normalize_str(text) if normalizer is not None else text
+        if self._byte_level:
+            text = "".join(part for part, _ in self.tokenizer.pre_tokenizer.pre_tokenize_str(text))
+        return text
 
     def vocabulary(self) -> list[str]:
         """The tokenizer's pieces in id order (added tokens included)."""
@@ -94,18 +100,10 @@ class TokenizerCutter(TokenCutter):
     def specials(self) -> dict[str, str]:
         """The tokenizer's special pieces by role, as the usual names spell them."""
         vocab = self.tokenizer.get_vocab(with_added_tokens=True)
-        roles = {"unk": (self._unk, "<unk>", "[UNK]"), "bos": ("<s>", "[CLS]", "<|endoftext|>"),
+        roles = {"unk": (self.unknown_piece, "<unk>", "[UNK]"), "bos": ("<s>", "[CLS]", "<|endoftext|>"),
                  "eos": ("</s>", "[SEP]", "<|endoftext|>"), "pad": ("<pad>", "[PAD]")}
         return {role: next(name for name in names if name in vocab) for role, names in roles.items()
                 if any(name in vocab for name in names if name)}
-
-    def unknown(self, piece: str) -> bool:
-        """Whether a piece is the tokenizer's unknown piece or outside its vocabulary."""
-        return piece == self._unk or self.tokenizer.token_to_id(piece) is None
-
-    @property
-    def unknown_piece(self) -> str | None:
-        return self._unk
 
 
 def token_spans(text: str, tokens: Sequence[str]) -> list[tuple[int, int]] | None:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..options import BPE_SEPARATOR
-from . import HF_TOKENIZER, SCHEMES, SENTENCEPIECE, SUBWORD_NMT, Cutter
+from . import HF_TOKENIZER, SCHEMES, SENTENCEPIECE, SUBWORD_NMT, TokenCutter
+
+if TYPE_CHECKING:
+    from ..bpe import Bpe
 
 
 def model_file_name(scheme: str, side: str | None = None) -> str:
@@ -41,12 +45,12 @@ def scheme_module(scheme: str) -> ModuleType:
                          ) from None
 
 
-def load_cutter(scheme: str, path: str, vocabulary: set[str] | None = None) -> Cutter:
+def load_cutter(scheme: str, path: str, vocabulary: set[str] | None = None) -> Bpe | TokenCutter:
     """A scheme's model loaded from its file (subword-nmt: codes, with an optional vocabulary filter)."""
     if scheme == SUBWORD_NMT:
         from ..bpe import Bpe
 
-        return Bpe(path, vocabulary)  # type: ignore[return-value]
+        return Bpe(path, vocabulary)
     if scheme == SENTENCEPIECE:
         return scheme_module(scheme).SentencePieceCutter(path)
     if scheme == HF_TOKENIZER:
