@@ -80,3 +80,12 @@ class SentencePieceCutter(TokenCutter):
         ids = {"unk": self.processor.unk_id(), "bos": self.processor.bos_id(), "eos": self.processor.eos_id(),
                "pad": self.processor.pad_id()}
         return {role: self.processor.id_to_piece(i) for role, i in ids.items() if i >= 0}
+
+
+def learn_files(inputs: list[str], model: str, vocab_size: int, model_type: str = "unigram",
+                character_coverage: float = 1.0, byte_fallback: bool = False) -> None:
+    """`synprep bpe learn --scheme sentencepiece`: a model learned on the tokens of tokenized text files (one
+    sentence a line, tokens split at spaces; joint: the files of both languages), as convert learns it."""
+    from ..bpe_learn import word_counts
+
+    learn([word_counts(path) for path in inputs], model, vocab_size, model_type, character_coverage, byte_fallback)
