@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from .dataset import ParallelData
 from .model import Transformer
 from .switches import DecodedOutputs, Inputs, decoded, merge_inputs
-from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab, debpe
+from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab, pieces_joiner
 
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
@@ -208,6 +208,7 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     out: list[list[tuple[float, str]]] = [[] for _ in rows]
     best: list[list[str]] = [[] for _ in rows]
     detok, texts = detokenizer(data.tgt_lang), decoded(model.switches)
+    debpe = pieces_joiner(data.configuration, data.path)
     label = progress if isinstance(progress, str) else "translating"
     bar = counter(label, len(rows), "sent", shown=None if progress else False)
     fits = rows[data.src_len[rows] <= model.cfg.sizes.max_len] if len(rows) else rows

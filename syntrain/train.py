@@ -45,7 +45,7 @@ from .runfolder import check_resume, data_fingerprint, finished_reason, resume_p
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 from .switches import decoded, target_column
 from .travel import SOURCE_DIR, write_source_files
-from .vocab import PAD_ID, Vocab, separate_bpe
+from .vocab import PAD_ID, Vocab, scheme_vocab, separate_bpe
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
@@ -463,7 +463,8 @@ def load_data(run: Run) -> None:
         run.vocab = checkpoint_vocab(ckpt, run.mcfg, run.resume_path)
     else:  # one vocabulary per side when the dataset's BPE is per side
         joint = not separate_bpe(split[1].configuration)
-        run.vocab = Vocab.build([split[0]], decoder_target=decoder_target, joint=joint)
+        run.vocab = ((decoder_target is None and scheme_vocab(split[1].configuration, cfg.data))
+                     or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint))
         run.mcfg.fill(*split, run.vocab)
     run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, batch_columns=run.mcfg.batch_columns(training=True),
                                   skip_null=True, split=split, **run.mcfg.dataset_options())

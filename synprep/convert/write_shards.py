@@ -8,6 +8,7 @@ once they are stored: a resumed run skips it).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -25,6 +26,8 @@ from ..conllu import chunk_trees
 from ..featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
 from ..schema import MADE_FROM_HEADS, pair_schema
 from ..shards import shard_name, write_shard
+from ..subwords import SUBWORD_NMT, TokenCutter
+from ..subwords.load import load_cutter
 from ..textio import atomic_write
 from ..trees import Tree
 from .accounting import SplitStats
@@ -41,6 +44,8 @@ class FeatureJob:
     codes: tuple[str | None, str | None]  # per side (the same file twice when joint)
     vocabularies: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
     codes_text: tuple[str | None, str | None] = (None, None)  # the codes' text: workers elsewhere need not see OUT
+    scheme: str = SUBWORD_NMT  # how `codes` cut tokens: subword-nmt codes, or a sentencepiece / hf-tokenizer model
+    cut: str = "token"  # raw: the sentence's text cut at once (hf-tokenizer)
 
 
 def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVocabularies, engine: str) -> FeatureJob:
@@ -51,14 +56,20 @@ def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVoca
                     for side in SIDES)  # distances are made from heads where used: not computed here
     codes_text: list[str | None] = [None, None]
     for index, path in enumerate(codes):
-        if path and engine == "ray":
+        if path and engine == "ray" and config.bpe.scheme == SUBWORD_NMT:  # other schemes: read where OUT is
             with open(path, encoding="utf-8") as handle:
                 codes_text[index] = handle.read()
-    return FeatureJob(configs, codes, vocabularies, tuple(codes_text))  # type: ignore[arg-type]
+    return FeatureJob(configs, codes, vocabularies, tuple(codes_text), config.bpe.scheme,  # type: ignore[arg-type]
+                      config.bpe.cut)
 
 
-def features_setup(job: FeatureJob) -> tuple[FeatureJob, Bpe | None, Bpe | None]:
-    """A features worker's state: the job and each side's BPE applier, loaded once."""
+Cutters = tuple["FeatureJob", Bpe | TokenCutter | None, Bpe | TokenCutter | None]  # a features worker's state
+
+
+def features_setup(job: FeatureJob) -> Cutters:
+    """A features worker's state: the job and each side's BPE applier (or scheme model), loaded once."""
+    if job.scheme != SUBWORD_NMT:
+        return job, *(load_cutter(job.scheme, path) for path in job.codes)  # type: ignore[return-value]
     return job, *(_side_bpe(codes, text, vocabulary)  # type: ignore[return-value]
                   for codes, text, vocabulary in zip(job.codes, job.codes_text, job.vocabularies, strict=True))
 
@@ -95,7 +106,14 @@ def _trees_of(text: str, path: str) -> list[Tree]:
     return chunk_trees(lines, path) if any(lines) else []
 
 
-def features_piece(state: tuple[FeatureJob, Bpe | None, Bpe | None], task: tuple[str, str, str]
+def _raw_cut(cutter: Bpe | TokenCutter | None) -> Callable[[str, list[str]], list[list[str]] | None]:
+    """[bpe] cut = "raw": the sentence's text cut at once by the tokenizer (imported only then)."""
+    from ..subwords.hf_tokenizer import raw_cut
+
+    return functools.partial(raw_cut, cutter)
+
+
+def features_piece(state: Cutters, task: tuple[str, str, str]
                     ) -> tuple[pa.RecordBatch | None, dict[str, Any]]:
     """Features of one parsed piece (see `read_piece`) as a record batch (None if it has no rows), and its
     stats."""
@@ -105,7 +123,7 @@ def features_piece(state: tuple[FeatureJob, Bpe | None, Bpe | None], task: tuple
     prefix, *texts = task
     trees = [_trees_of(text, f"{prefix}.{side}.conllu") for side, text in zip(SIDES, texts, strict=True)]
     columns: list[FeatureColumns] = [
-        featurize(side_trees, config, bpe.segment_word if bpe else None)
+        featurize(side_trees, config, bpe.segment_word if bpe else None, _raw_cut(bpe) if job.cut == "raw" else None)
         for side_trees, config, bpe in zip(trees, job.features, (src_bpe, tgt_bpe))]
     dropped = {**columns[1].dropped, **columns[0].dropped}  # the source side's reason first
     if dropped:  # keep the rows that both sides kept
