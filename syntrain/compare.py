@@ -25,8 +25,12 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from synprep.textio import atomic_write
+
+if TYPE_CHECKING:
+    from .model import Transformer
 
 HYPOTHESES = "test.hyp"
 HYPOTHESES_KEY = "test.hyp.json"  # what RUN/test.hyp was decoded from: checkpoint, split, decoding settings
@@ -58,21 +62,25 @@ def read_hypotheses(path: str, expected: int | None = None) -> list[str]:
     return hyps
 
 
-def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, device: str,
-                   expected: int | None = None, written: list[str] | None = None) -> list[str]:
-    """Detokenized translations of the split by RUN/best.pt, cached in RUN/test.hyp; a run with only test.hyp
-    (no checkpoint) is read as it is. The files written are added to `written`."""
+def run_hypotheses(run: str, data_path: str, device: str, expected: int | None = None,
+                   written: list[str] | None = None, **given: float | None) -> list[str]:
+    """Detokenized translations of the split by RUN/best.pt with the run's decoding settings (its final test's:
+    `decode.run_settings`; `given`: beam, length_penalty, max_tokens, threads that replace them), cached in
+    RUN/test.hyp: the run's final test writes them there, and they are reused while the key recorded beside them
+    (`decoding_key`) is this call's; else decoded (progress on stderr). A run with only test.hyp (no
+    checkpoint) is read as it is. The files written are added to `written`."""
     checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
     if not os.path.isfile(checkpoint):
         return read_hypotheses(cached, expected)
-    key = decoding_key(checkpoint, data_path, beam, length_penalty)
+    from .checkpoints import load_checkpoint, read_checkpoint
+    from .config import signature_differences, stored_train_config
+    from .decode import decode_split, run_settings
+
+    settings = run_settings(stored_train_config(read_checkpoint(checkpoint), checkpoint), **given)
+    key = decoding_key(checkpoint, data_path, settings.key(device))
     if os.path.isfile(cached) and _stored_key(run) == key:
         return read_hypotheses(cached, expected)
-    from .checkpoints import load_checkpoint
-    from .config import signature_differences
     from .dataset import ParallelData
-    from .decode import translate
-    from .switches import decoded
 
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
     data = ParallelData(data_path, vocab, batch_columns=model.cfg.batch_columns(training=False),
@@ -82,24 +90,34 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
         print(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
               "(synprep signatures differ)", file=sys.stderr)
     pieces: list[list[str]] = []
-    hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces,
-                     progress=f"compare {run}: translating")
-    for outputs in decoded(model.switches):
-        for name, lines in outputs.run_files(pieces).items():
-            _write_lines(os.path.join(run, name), lines, written)
-    _write_lines(cached, hyps, written)
-    _write_lines(os.path.join(run, HYPOTHESES_KEY), [json.dumps(key, indent=1)], written)
+    hyps = decode_split(model, data, vocab, settings, device=device, pieces=pieces,
+                        progress=f"compare {run}: translating")
+    write_hypotheses(run, model, hyps, pieces, key, written)
     return hyps
 
 
-def decoding_key(checkpoint: str, data_path: str, beam: int, length_penalty: float) -> dict:
+def write_hypotheses(run: str, model: Transformer, hyps: list[str], pieces: list[list[str]], key: dict,
+                     written: list[str] | None = None) -> None:
+    """RUN/test.hyp, the switches' run files (`DecodedOutputs.run_files`) and RUN/test.hyp.json (`key`, last: a
+    key is only beside complete hypotheses); the paths are added to `written`."""
+    from .switches import decoded
+
+    for outputs in decoded(model.switches):
+        for name, lines in outputs.run_files(pieces).items():
+            _write_lines(os.path.join(run, name), lines, written)
+    _write_lines(os.path.join(run, HYPOTHESES), hyps, written)
+    _write_lines(os.path.join(run, HYPOTHESES_KEY), [json.dumps(key, indent=1)], written)
+
+
+def decoding_key(checkpoint: str, data_path: str, settings: dict) -> dict:
     """What a run's cached hypotheses depend on: the checkpoint (size and modification time), the split (its
-    path and shard hashes) and the decoding settings. A cache with another key is decoded again."""
+    path and shard hashes) and the decoding settings (`DecodeSettings.key`). A cache with another key is decoded
+    again."""
     from .runfolder import data_fingerprint
 
     info = os.stat(checkpoint)
-    return {"checkpoint": [info.st_size, info.st_mtime_ns], "data": os.path.abspath(data_path),
-            "data_fingerprint": data_fingerprint(data_path), "beam": beam, "length_penalty": length_penalty}
+    return {"checkpoint": [info.st_size, info.st_mtime_ns], "data": os.path.realpath(data_path),
+            "data_fingerprint": data_fingerprint(data_path), **settings}
 
 
 def _stored_key(run: str) -> dict | None:
@@ -243,9 +261,10 @@ def normalization_note(data_path: str, normalize_refs: Sequence[str] = ()) -> st
     return f"  references normalized: {'; '.join(parts)}" if parts else ""
 
 
-def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: float = 0.6,
+def compare(runs: Sequence[str], data_path: str, beam: int | None = None, length_penalty: float | None = None,
             samples: int = 1000, subsets_dir: str | None = None, written: list[str] | None = None,
-            tokenize: str = "auto", normalize_refs: Sequence[str] = (), results: dict | None = None) -> str:
+            tokenize: str = "auto", normalize_refs: Sequence[str] = (), results: dict | None = None,
+            max_tokens: int | None = None, threads: int | None = None) -> str:
     """The Markdown table (runs[0] = the baseline); with `subsets_dir` (synprep challenge's output) also the
     table over the whole split and every subset (`subset_table`). The files written into run folders are added to
     `written`. BLEU's tokenizer: `tokenize`, or with 'auto' the one for the split's target language. The
@@ -264,8 +283,9 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     split_ids, references = reference_texts(data_path)
     normalize = normalizer(normalize_refs)
     references = [normalize(ref) for ref in references]
-    systems = [(os.path.basename(os.path.normpath(run)), run_hypotheses(run, data_path, beam, length_penalty,
-                                                                         device, len(references), written))
+    given = {"beam": beam, "length_penalty": length_penalty, "max_tokens": max_tokens, "threads": threads}
+    systems = [(os.path.basename(os.path.normpath(run)), run_hypotheses(run, data_path, device, len(references),
+                                                                         written, **given))
                for run in runs]
     from synprep.shards import load_manifest
 

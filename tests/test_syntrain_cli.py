@@ -353,6 +353,39 @@ def test_compare_subcommand_writes_only_what_it_says(sample, tmp_path):
     assert missing.returncode == 2 and "no best.pt or test.hyp in" in missing.stderr
 
 
+def test_one_checkpoint_gives_one_set_of_hypotheses(sample, tmp_path):
+    """The run's final test, `syntrain eval` and `syntrain compare` (decoding again, and reusing the final test's
+    hypotheses) give byte-identical hypotheses with their default settings: each decodes with the run's own beam,
+    length penalty, batches (max_tokens) and threads."""
+    import shutil
+
+    shards, run = sample / "shards", tmp_path / "run"
+    trained = syntrain(*_run_args(sample, run, "--max-steps", "40", "--max-tokens", "60", "--lr", "3e-3",
+                                  "--test", str(shards / "train"), "--eval-interval", "20"))
+    assert trained.returncode == 0, trained.stderr
+    final = (run / "test.hyp").read_bytes()
+    assert len(final.splitlines()) == len(read_split(str(shards / "train"), ["id"])[0]["id"])
+    assert json.loads((run / "test.hyp.json").read_text())["max_tokens"] == 60
+    evaluated = syntrain("eval", "--checkpoint", str(run / "best.pt"), "--data", str(shards / "train"),
+                         "-o", str(tmp_path / "eval.hyp"))
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "eval: beam 4, length penalty 0.6, max_tokens 60, 1 thread(s) on cpu" in evaluated.stderr
+    assert (tmp_path / "eval.hyp").read_bytes() == final
+    fresh = tmp_path / "fresh"
+    shutil.copytree(run, fresh, ignore=shutil.ignore_patterns("test.hyp*"))
+    env = {**os.environ, "SYNPREP_PROGRESS_SECONDS": "0"}
+    decoded = syntrain("compare", "--data", str(shards / "train"), "--samples", "10", str(fresh), env=env)
+    assert decoded.returncode == 0, decoded.stderr
+    assert f"compare {fresh}: translating" in decoded.stderr
+    assert (fresh / "test.hyp").read_bytes() == final
+    reused = syntrain("compare", "--data", str(shards / "train"), "--samples", "10", str(run), env=env)
+    assert reused.returncode == 0 and "translating" not in reused.stderr, reused.stderr
+    assert (run / "test.hyp").read_bytes() == final
+    other = syntrain("compare", "--data", str(shards / "train"), "--samples", "10", "--threads", "2", str(run),
+                     env=env)  # other settings: decoded again
+    assert other.returncode == 0 and f"compare {run}: translating" in other.stderr, other.stderr
+
+
 def test_interactive_translation_prompts_on_a_terminal(sample):
     import pty
 
