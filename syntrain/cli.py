@@ -317,7 +317,8 @@ class EvalCommand(click.Command):
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Also write the scores as one JSON object: BLEU, chrF, their signatures, the switches' measures, "
-              "and what was scored (checkpoint, split, pairs, beam, length penalty, reference normalizers).")
+              "and what was scored (checkpoint, split, pairs, beam, length penalty, max_tokens, threads, device, "
+              "reference normalizers).")
 @click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")

@@ -771,7 +771,8 @@ def score_test_split(run: Run) -> None:
         result = evaluate(model_best, run.test_data, run.vocab, cfg, run.device, cfg.test_beam,
                           progress="test: translating", hyps=hyps, pieces=pieces)
     except KeyboardInterrupt:
-        command = ["syntrain", "eval", "--checkpoint", run.best_path, "--data", cfg.test]
+        command = ["syntrain", "eval", "--checkpoint", run.best_path, "--data", cfg.test, "--beam",
+                   str(cfg.test_beam), "--length-penalty", f"{cfg.length_penalty:g}"]
         if cfg.bleu_tokenize != "auto":
             command += ["--bleu-tokenize", cfg.bleu_tokenize]
         raise Interrupted(f"interrupted while scoring the test split; training is done and {run.best_path} is "
