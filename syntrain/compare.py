@@ -367,6 +367,36 @@ def system_table(groups: Sequence[Sequence[int]], systems: Sequence[tuple[str, l
     return lines
 
 
+def run_table(runs: Sequence[str], data_path: str, systems: Sequence[tuple[str, list[str]]], scored: list[dict],
+              described: Sequence[dict], keys: Sequence[dict | None]) -> list[str]:
+    """Markdown lines of the runs' table: per run its switches, seed, steps, trained minutes, scores, p values
+    (`(flagged)` beside a flag) and flags (`systems.degeneracy`, unequal budgets), and the switches' columns;
+    each run's values and flags are added to its `scored` dict."""
+    from .switches import registered
+    from .systems import degeneracy
+
+    for (_, hyps), result, run, facts, key in zip(systems, scored, runs, described, keys):
+        result.update(run=run, **{name: facts[name] for name in ("switches", "seed", "steps", "trained_steps",
+                                                                 "minutes")},
+                      system_key=facts["system"], decoding=None if key is None else {k: key[k] for k in DECODING},
+                      flags=degeneracy(hyps, result["bleu"]) + _budget_flag(facts, described))
+    extra = [switch for switch in registered() if switch.Decoded.compare_header]  # the switches' columns
+    lines = ["| run | switches | seed | steps | minutes | BLEU | p (BLEU) | chrF | p (chrF) | flags |"
+             + "".join(f" {switch.Decoded.compare_header} |" for switch in extra), "|---" * (10 + len(extra)) + "|"]
+    baseline_flagged = bool(scored[0]["flags"])
+    for i, (result, run) in enumerate(zip(scored, runs)):
+        flagged = baseline_flagged or bool(result["flags"])
+        p_bleu, p_chrf = (_p_cell(result, "bleu", i, flagged), _p_cell(result, "chrf", i, flagged))
+        result["p_flagged"] = flagged and i > 0 and not result["identical"]
+        steps = f"{result['trained_steps']}" + ("" if result["steps"] == result["trained_steps"] else
+                                                  f" (best.pt: {result['steps']})")
+        lines.append(f"| {result['system']} | {result['switches']} | {result['seed']} | {steps} | "
+                     f"{result['minutes']} | {result['bleu']:.2f} | {p_bleu} | {result['chrf']:.2f} | {p_chrf} | "
+                     f"{'; '.join(result['flags']) or '-'} |"
+                     + "".join(f" {cell} |" for cell in _extra_cells(extra, run, data_path)))
+    return lines
+
+
 def compare(runs: Sequence[str], data_path: str, beam: int | None = None, length_penalty: float | None = None,
             samples: int = 1000, subsets_dir: str | None = None, written: list[str] | None = None,
             tokenize: str = "auto", normalize_refs: Sequence[str] = (), results: dict | None = None,
@@ -396,33 +426,14 @@ def compare(runs: Sequence[str], data_path: str, beam: int | None = None, length
     from synprep.shards import load_manifest
 
     from .decode import bleu_tokenizer, settings_text
-    from .switches import registered
-    from .systems import BLEU_FLOOR, degeneracy, group_runs
+    from .systems import BLEU_FLOOR, group_runs
 
     tokenize = bleu_tokenizer(load_manifest(data_path).configuration.get("tgt_lang", ""), tokenize)
     signatures, scored = system_cells(systems, references, samples, tokenize)
     described = [describe(run, written) for run in runs]
     keys = [_stored_key(run) if os.path.isfile(os.path.join(run, "best.pt")) else None for run in runs]
     notes = comparison_flags(runs, described, keys)
-    for (_, hyps), result, run, facts, key in zip(systems, scored, runs, described, keys):
-        result.update(run=run, **{name: facts[name] for name in ("switches", "seed", "steps", "trained_steps",
-                                                                 "minutes")},
-                      system_key=facts["system"], decoding=None if key is None else {k: key[k] for k in DECODING},
-                      flags=degeneracy(hyps, result["bleu"]) + _budget_flag(facts, described))
-    extra = [switch for switch in registered() if switch.Decoded.compare_header]  # the switches' columns
-    lines = ["| run | switches | seed | steps | minutes | BLEU | p (BLEU) | chrF | p (chrF) | flags |"
-             + "".join(f" {switch.Decoded.compare_header} |" for switch in extra), "|---" * (10 + len(extra)) + "|"]
-    baseline_flagged = bool(scored[0]["flags"])
-    for i, (result, run) in enumerate(zip(scored, runs)):
-        flagged = baseline_flagged or bool(result["flags"])
-        p_bleu, p_chrf = (_p_cell(result, "bleu", i, flagged), _p_cell(result, "chrf", i, flagged))
-        result["p_flagged"] = flagged and i > 0 and not result["identical"]
-        steps = f"{result['trained_steps']}" + ("" if result["steps"] == result["trained_steps"] else
-                                                  f" (best.pt: {result['steps']})")
-        lines.append(f"| {result['system']} | {result['switches']} | {result['seed']} | {steps} | "
-                     f"{result['minutes']} | {result['bleu']:.2f} | {p_bleu} | {result['chrf']:.2f} | {p_chrf} | "
-                     f"{'; '.join(result['flags']) or '-'} |"
-                     + "".join(f" {cell} |" for cell in _extra_cells(extra, run, data_path)))
+    lines = run_table(runs, data_path, systems, scored, described, keys)
     lines.append("")
     settings = "; ".join(sorted({settings_text(key) for key in keys if key})) or "as the hypothesis files were made"
     lines.append(f"Test: {data_path} ({len(references)} sentences), decoded with {settings}; "
@@ -433,12 +444,12 @@ def compare(runs: Sequence[str], data_path: str, beam: int | None = None, length
                  f"budget, which it does not make comparable). Degenerate: BLEU below {BLEU_FLOOR:g}, or empty, "
                  "repeated or one same output on many lines (docs/syntrain.md).")
     lines += [f"Warning: {note}" for note in notes]
+    note = normalization_note(data_path, normalize_refs)
+    lines += [f"{metric}: `{signature}`{note}" for metric, signature in signatures.items()]
     groups = group_runs([facts["system"] for facts in described])
     grouped: list[dict] = []
     if any(len(group) > 1 for group in groups):
         lines += ["", *system_table(groups, systems, scored, references, samples, tokenize, grouped)]
-    note = normalization_note(data_path, normalize_refs)
-    lines += [f"{metric}: `{signature}`{note}" for metric, signature in signatures.items()]
     subset_rows: list[dict] = []
     if subsets is not None:
         names = [name for name, _ in systems]
