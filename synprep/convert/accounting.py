@@ -28,8 +28,10 @@ from .inputs import PIECE_ROWS, SIDES, piece_prefix
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
 
 CONVERT_REASONS = ("invalid_tree", "non_projective", "bad_row")  # convert's own (bad_row: a TSV row, read)
-# a parsed side's counts in the manifest (the cache's only with a parse cache: they do not change the shards)
-SENTENCE_COUNTS = ("distinct", "repeated", "cache_hits", "cache_misses", "cache_damaged")
+# a parsed side's counts in the manifest; the parse cache's (only with a cache: they do not change the shards, and
+# a warm cache's differ from a cold one's) go to OUT/run.json's `parse_cache`, with the run's other statistics
+SENTENCE_COUNTS = ("distinct", "repeated")
+CACHE_COUNTS = ("cache_hits", "cache_misses", "cache_damaged")
 MIN_TRAIN_PAIRS = 10  # fewer train pairs kept, most rejected: the run stops after the filter (as with none kept)
 
 
@@ -165,14 +167,25 @@ def _cut_reasons(config: PipelineConfig) -> list[str]:
     return [UNALIGNED] if config.bpe.cut == "raw" else []
 
 
-def finished_stats(config: PipelineConfig, out: str) -> dict[str, SplitStats]:
-    """The statistics of a finished run, from its manifests (`--resume` of a finished output)."""
+def cache_counts(stats: dict[str, SplitStats]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per split and parsed side the parse cache's counts (CACHE_COUNTS; {} without a cache): run.json's
+    `parse_cache`."""
+    counted = {name: {side: {key: c[key] for key in CACHE_COUNTS if key in c}
+                      for side, c in s.sentences.items() if any(key in c for key in CACHE_COUNTS)}
+               for name, s in stats.items()}
+    return {name: sides for name, sides in counted.items() if sides}
+
+
+def finished_stats(config: PipelineConfig, out: str, cached: dict | None = None) -> dict[str, SplitStats]:
+    """The statistics of a finished run, from its manifests (`--resume` of a finished output) and `cached`
+    (run.json's `parse_cache`)."""
     stats: dict[str, SplitStats] = {}
     for split in config.splits:
         manifest = load_manifest(os.path.join(out, split.name))
+        sentences = {side: Counter({**c, **(cached or {}).get(split.name, {}).get(side, {})})
+                     for side, c in manifest.sentences.items()}
         stats[split.name] = SplitStats(manifest.input_lines, manifest.rows, Counter(manifest.rejected),
-                                       manifest.joined_lines,
-                                       {side: Counter(c) for side, c in manifest.sentences.items()})
+                                       manifest.joined_lines, sentences)
     return stats
 
 

@@ -42,6 +42,7 @@ from .accounting import (
     MIN_TRAIN_PAIRS,
     Progress,
     SplitStats,
+    cache_counts,
     check_kept,
     finished_stats,
     format_summary,
@@ -124,7 +125,7 @@ class Converter:
             self.folder.prepare(self.options.resume, self.options.overwrite)
             prepared = True
             if self.options.resume and self.folder.finished():
-                return finished_stats(self.config, self.out)
+                return finished_stats(self.config, self.out, self.folder.run_info().get("parse_cache"))
             return self._run()
         except InputError as err:  # bad input found while working: leave no half-made folder that blocks the
             if fresh and prepared and not isinstance(err, WorkerLost):  # corrected run (a lost worker: --resume)
@@ -153,8 +154,10 @@ class Converter:
             stats.seconds["phase3_wall"] = time.perf_counter() - started
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
             write_split(self.config, self.out, split, stats, written, signed, rejected_lines.pop(split.name))
+        cached = cache_counts(self.stats)
         self.folder.finish({"workers": self.workers, "engine": self.options.engine,
-                            "seconds": {name: dict(s.seconds) for name, s in self.stats.items()}},
+                            "seconds": {name: dict(s.seconds) for name, s in self.stats.items()},
+                            **({"parse_cache": cached} if cached else {})},
                            self.options.keep_work)
         return self.stats
 
