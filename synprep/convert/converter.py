@@ -160,20 +160,21 @@ class Converter:
 
     def _parse(self, ordered: list[SplitConfig], specs: dict[str, ParserSpec | None]
                ) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
-        """Phase 1 for every split, each checked right after its filter; its pieces and rejected.tsv lines."""
+        """Phase 1 for all splits, each checked as its last piece is written; its pieces and rejected.tsv lines."""
         counts = [count_pairs(split) for split in ordered]  # the bar's total: ETA and percentage
         phase = ParsePhase(self.config, self.work, self.map, self.options.dedupe, self.options.parse_cache)
-        pieces, rejected_lines = {}, {}
+        rejected_lines = {}
+
+        def finished(split: SplitConfig, pieces: list[tuple[int, int]], seconds: float) -> None:
+            stats = self.stats[split.name] = SplitStats()
+            stats.seconds["phase1_wall"] = seconds
+            rejected_lines[split.name] = read_piece_records(self.work, split, pieces, stats, phase.reused,
+                                                            self.piece_pairs)
+            check_kept(self.config, self.out, split, stats, rejected_lines[split.name], bar)
+
         # closed on the way out (Ctrl-C too): a bar left open is drawn again when collected, after the last word
         with self.progress.bar("filter+parse", None if None in counts else sum(counts)) as bar:  # type: ignore[arg-type]
-            for split in ordered:
-                started = time.perf_counter()
-                pieces[split.name] = phase.run(split, _parse_job(self.config, split, specs), bar)
-                stats = self.stats[split.name] = SplitStats()
-                stats.seconds["phase1_wall"] = time.perf_counter() - started
-                rejected_lines[split.name] = read_piece_records(self.work, split, pieces[split.name], stats,
-                                                                phase.reused, self.piece_pairs)
-                check_kept(self.config, self.out, split, stats, rejected_lines[split.name], bar)
+            pieces = phase.run([(split, _parse_job(self.config, split, specs)) for split in ordered], bar, finished)
         return pieces, rejected_lines
 
 
