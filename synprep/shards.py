@@ -185,6 +185,7 @@ class Manifest:
     compression: str = "none"
     schema_version: int = SCHEMA_VERSION
     sentences: dict[str, dict[str, int]] = field(default_factory=dict)  # per parsed side: distinct, repeated
+    reused: dict[str, Any] = field(default_factory=dict)  # per stage, what the stage caches gave (none: no key)
 
     def features(self, side: str) -> tuple[str, ...]:
         """The feature groups of one side (`src` or `tgt`), in canonical order."""
@@ -207,6 +208,8 @@ class Manifest:
                 "joined_lines": self.joined_lines, "piece_rows": self.piece_rows, "shard_size": self.shard_size,
                 "compression": self.compression, "sentences": self.sentences, "shards": self.shards,
                 "schema": self.schema().to_string(show_field_metadata=False)}
+        if self.reused:  # a convert with stage caches: what each stage reused (run statistics)
+            data["reused"] = self.reused
         return json.dumps(data, indent=2, ensure_ascii=False)
 
     def write(self, folder: str) -> None:

@@ -139,7 +139,7 @@ def signature(config: PipelineConfig, specs: dict[str, ParserSpec | None], codes
 
 
 def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: SplitStats, shards: list[dict[str, Any]],
-                signature: dict[str, Any], rejected_lines: list[str]) -> None:
+                signature: dict[str, Any], rejected_lines: list[str], reused: dict[str, Any] | None = None) -> None:
     """A split's rejected.tsv and manifest.json (written last: the split is complete)."""
     folder = os.path.join(out, split.name)
     atomic_write(os.path.join(folder, "rejected.tsv"), rejected_text(rejected_lines))
@@ -147,7 +147,7 @@ def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: Spl
              dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS), shards, stats.joined_lines,
              PIECE_ROWS, config.shard_size, config.compression,
              sentences={side: {key: c[key] for key in SENTENCE_COUNTS if key in c}
-                        for side, c in stats.sentences.items()}).write(folder)
+                        for side, c in stats.sentences.items()}, reused=reused or {}).write(folder)
 
 
 def finished_stats(config: PipelineConfig, out: str) -> dict[str, SplitStats]:

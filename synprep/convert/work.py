@@ -38,6 +38,7 @@ from .filter_parse import (
 from .inputs import SIDES, input_pieces, piece_prefix
 from .parse_cache import ParseCache, Result
 from .pipeline import PipelineConfig, SplitConfig
+from .stage_cache import StageCache
 from .treestore import ERROR, JOINED, SPARE, TreeStore, entries_array, text_key
 
 OPEN_PIECES = 32  # piece files kept open while repeated lines are copied from them
@@ -67,12 +68,12 @@ class ParsePhase:
     """Phase 1 for all splits (train first), sharing one store of parsed sentences and the workers."""
 
     def __init__(self, config: PipelineConfig, work: str, mapper: Callable, dedupe: bool,
-                 cache: str | None = None) -> None:
+                 cache: str | None = None, stages: StageCache | None = None) -> None:
         self.config = config
+        self.stages = stages  # the filter's stage cache (None: the filter runs on every piece)
         self.work = work
         self.map = mapper
         self.sentences = ParsedSentences(work, dedupe)
-        cache = cache or config.parse.cache  # --parse-cache, else [parse] cache
         parsed = config.src_parser is not None or config.tgt_parser is not None
         self.cached = CachedParses(cache, config.parse.cache_max_gb) if cache and parsed else None
         self.reused: set[tuple[str, int, int]] = set()  # pieces a --resume found done: their timings are not ours
@@ -113,9 +114,13 @@ class ParsePhase:
                         yield k, task
                 ended[k] = True
 
+        def run_filter(pieces: Iterator[tuple[int, tuple]]) -> Iterator[dict[str, Any]]:
+            return self.map(filter_split_piece, pieces, filter_setups, (tuple(job for _, job in jobs),), any(parsers))
+
         def plans() -> Iterator[tuple[list[str], list[str]]]:
-            for filtered in self.map(filter_split_piece, tasks(), filter_setups, (tuple(job for _, job in jobs),),
-                                     any(parsers)):
+            results = run_filter(tasks()) if self.stages is None else self.stages.filtered(
+                ((jobs[k][0].name, jobs[k][1], task[1], (k, task)) for k, task in tasks()), run_filter)
+            for filtered in results:
                 item = waiting.popleft()
                 item.filtered = filtered
                 job = jobs[item.split][1]
