@@ -17,6 +17,9 @@ sentence again and replaces it). A database SQLite cannot read is one error nami
 Size: a convert keeps the entries within `max_gb`, deleting the least recently used (an entry's `used` time,
 refreshed at most hourly when a convert hits it) down to 90% of the limit; freed pages are reused, so the file
 stops growing. `synprep cache` shows, checks and prunes a cache (`cache_info`, `verify_cache`, `prune_cache`).
+
+The same database holds the stage caches of convert (synprep.convert.stage_cache): their producers are stages
+instead of parsers (`producer`), their values deflated bytes (`get`, `put`), with the same digests and limit.
 """
 
 from __future__ import annotations
