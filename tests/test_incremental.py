@@ -72,8 +72,9 @@ def _pipeline(folder: Path, models, changed: frozenset[str], cache: Path | None)
 
 
 def _outputs(out: Path) -> tuple[dict, dict, dict]:
-    """Shards; codes and vocabularies; manifests without the run statistics of caches."""
-    files = {p.name: p.read_bytes() for p in sorted(out.glob("*")) if p.name.startswith(("codes", "vocab"))}
+    """Shards; codes, vocabularies and rejected.tsv files; manifests without the run statistics of caches."""
+    files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.glob("*")) + sorted(out.glob("*/rejected.tsv"))
+             if p.name.startswith(("codes", "vocab", "rejected"))}
     manifests = {}
     for path in sorted(out.glob("*/manifest.json")):
         data = json.loads(path.read_text())
