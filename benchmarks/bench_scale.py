@@ -395,7 +395,8 @@ def print_rates(results: dict, rates: dict, ray: dict | None) -> None:
     seconds; UDPipe's rate (sentences per second per core); Ray's wall time against the local engine's."""
     pairs = max(results)
     c = results[pairs]["convert"]
-    print(f"stage rates at N {pairs} ({c['rows']} rows kept; pre-parsed input: `parse` is reading the CoNLL-U):")
+    print(f"stage rates at N {pairs} ({c['rows']} rows kept; pre-parsed input: the filter's time includes "
+          "reading the CoNLL-U):")
     for stage, seconds in c["stages"].items():
         if seconds:
             print(f"  {stage:<14} {seconds:9.1f} worker s  {pairs / seconds:10.0f} pairs/s per core")
