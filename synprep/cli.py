@@ -349,13 +349,14 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
 
 @cli.group()
 def cache() -> None:
-    """The parse cache that converts share (`synprep convert --parse-cache DIR`, `[parse] cache`)."""
+    """The parse cache that converts share (`synprep convert --parse-cache DIR`, `[parse] cache`), with the stage
+    caches beside the parses (filter, bpe, features)."""
 
 
 @cache.command("info")
 @click.argument("folder")
 def cache_info(folder: str) -> None:
-    """Entries, size and parsers of a parse cache."""
+    """Entries, size, parsers and stages of a parse cache."""
     from .convert.parse_cache import cache_info, format_info
 
     click.echo(format_info(cache_info(folder)))
@@ -380,7 +381,8 @@ def cache_verify(folder: str, repair: bool) -> None:
 @click.option("--max-gb", type=click.FloatRange(min=0), default=None,
               help="Delete the least recently used entries until the cache holds at most this much.")
 @click.option("--parser", "parser_id", default=None, help="Delete every entry of this parser (its id or digest "
-                                                           "prefix, from `synprep cache info`).")
+                                                           "prefix, from `synprep cache info`) or stage (filter, "
+                                                           "bpe, features).")
 def cache_prune(folder: str, max_gb: float | None, parser_id: str | None) -> None:
     """Make a parse cache smaller (the file shrinks: VACUUM)."""
     from .convert.parse_cache import format_prune, prune_cache

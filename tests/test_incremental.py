@@ -149,3 +149,22 @@ def test_no_cache_and_stage_entries_in_cache_commands(tiny_udpipe, tmp_path):
     pruned = _convert(_pipeline(tmp_path / "pruned", tiny_udpipe, frozenset(), cache), "--workers", "1")
     reused = json.loads((pruned / "train" / "manifest.json").read_text())["reused"]
     assert reused["features"]["reused"] == 0 and reused["bpe"] == "reused" and _outputs(pruned) == _outputs(first)
+
+
+def test_two_converts_at_once_share_the_stage_caches(tiny_udpipe, tmp_path):
+    """Two cold converts on one cache at once (both store every stage), then a third that reuses everything: the
+    same outputs, a cache that verifies."""
+    cache = tmp_path / "cache"
+    paths = [_pipeline(tmp_path / f"at-once-{i}", tiny_udpipe, frozenset(), cache) for i in range(2)]
+    running = [subprocess.Popen([str(BIN / "synprep"), "convert", str(path), "--workers", "1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for path in paths]
+    for process in running:
+        _, err = process.communicate(timeout=600)
+        assert process.returncode == 0, err
+    first, second = (_outputs(path.parent / "out") for path in paths)
+    assert first == second
+    third = _convert(_pipeline(tmp_path / "third", tiny_udpipe, frozenset(), cache), "--workers", "2")
+    reused = json.loads((third / "train" / "manifest.json").read_text())["reused"]
+    assert reused["bpe"] == "reused" and reused["features"]["computed"] == 0 and _outputs(third) == first
+    verify = subprocess.run([str(BIN / "synprep"), "cache", "verify", str(cache)], capture_output=True, text=True)
+    assert verify.returncode == 0 and "integrity ok" in verify.stdout and ", 0 damaged" in verify.stdout
