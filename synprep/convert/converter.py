@@ -22,7 +22,9 @@ token-level CoNLL-U; phase 3 reads it with the column-wise reader and featurizes
   phase 2  learn joint BPE on train        -> OUT/codes.bpe (skipped with given codes); with [bpe] joint =
                                              false, each side's codes on its own words -> OUT/codes.{src,tgt}.bpe
   phase 3  features of each piece -> shard -> OUT/<split>/part-KKKKK.arrow, then OUT/<split>/manifest.json
-Every file is written under a temporary name and renamed when complete.
+Every file is written under a temporary name and renamed when complete. With a parse cache, the stage caches
+beside it (stage_cache) give the filter's decisions, the codes and the features of whatever an earlier convert
+made from the same inputs: only the stages whose inputs changed run.
 """
 
 from __future__ import annotations
