@@ -367,9 +367,11 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
 @click.option("--parse-cache", default=None, metavar="DIR",
               help="Parse cache folder shared by converts (overrides [parse] cache): sentences an earlier convert "
                    "parsed with the same parser are not parsed again (same shards).")
+@click.option("--no-cache", is_flag=True,
+              help="Use no cache in this convert: neither the parse cache nor the stage caches beside it.")
 def convert(pipeline_file: str, output: str | None, shard_size: int | None, workers: int, engine: str,
             ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool,
-            dedupe: bool, parse_cache: str | None) -> None:
+            dedupe: bool, parse_cache: str | None, no_cache: bool) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
     from .convert.converter import Converter, ConvertOptions, format_summary
     from .convert.pipeline import load_pipeline
@@ -379,7 +381,8 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
         raise InputError(f"--shard-size must be a positive number of pairs, got {shard_size}")
     config = load_pipeline(pipeline_file, output, shard_size, compression)
     converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address,
-                                                 keep_work=keep_work, dedupe=dedupe, parse_cache=parse_cache))
+                                                 keep_work=keep_work, dedupe=dedupe, parse_cache=parse_cache,
+                                                 cache=not no_cache))
     again = shlex.join(["synprep", *(arg for arg in sys.argv[1:] if arg not in ("--overwrite", "--resume"))])
     try:
         stats = converter.run()
@@ -392,13 +395,14 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
 
 @cli.group()
 def cache() -> None:
-    """The parse cache that converts share (`synprep convert --parse-cache DIR`, `[parse] cache`)."""
+    """The parse cache that converts share (`synprep convert --parse-cache DIR`, `[parse] cache`), with the stage
+    caches beside the parses (filter, bpe, features)."""
 
 
 @cache.command("info")
 @click.argument("folder")
 def cache_info(folder: str) -> None:
-    """Entries, size and parsers of a parse cache."""
+    """Entries, size, parsers and stages of a parse cache."""
     from .convert.parse_cache import cache_info, format_info
 
     click.echo(format_info(cache_info(folder)))
@@ -423,7 +427,8 @@ def cache_verify(folder: str, repair: bool) -> None:
 @click.option("--max-gb", type=click.FloatRange(min=0), default=None,
               help="Delete the least recently used entries until the cache holds at most this much.")
 @click.option("--parser", "parser_id", default=None, help="Delete every entry of this parser (its id or digest "
-                                                           "prefix, from `synprep cache info`).")
+                                                           "prefix, from `synprep cache info`) or stage (filter, "
+                                                           "bpe, features).")
 def cache_prune(folder: str, max_gb: float | None, parser_id: str | None) -> None:
     """Make a parse cache smaller (the file shrinks: VACUUM)."""
     from .convert.parse_cache import format_prune, prune_cache

@@ -39,7 +39,7 @@ _KEYS = {
             "byte_fallback", "cut"},
     "features": {"src", "tgt", "root", "non_projective", "strip_subtypes"},
     "normalize": {"src", "tgt"},
-    "parse": {"cache", "cache_max_gb"},
+    "parse": {"cache", "cache_max_gb", "cache_stages"},
 }
 
 
@@ -166,6 +166,9 @@ class ParseConfig:
                                           "again")
     cache_max_gb: float = option(20.0, gt=0, help="the cache's entries are kept within this size (the least "
                                                   "recently used deleted first)")
+    cache_stages: bool = option(True, help="also keep the filter's decisions, the BPE codes and the features of "
+                                           "each piece in the cache (synprep.convert.stage_cache): a convert "
+                                           "recomputes only the stages whose inputs changed")
 
 
 @dataclass(frozen=True)

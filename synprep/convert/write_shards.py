@@ -34,6 +34,7 @@ from .accounting import SplitStats
 from .bpe_codes import SideCodes, SideVocabularies
 from .inputs import SIDES, piece_prefix
 from .pipeline import PipelineConfig, SplitConfig
+from .stage_cache import StageCache
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,9 @@ class ShardPhase:
     """Phase 3 for one split at a time: the shards not yet written, from the pieces of phase 1."""
 
     def __init__(self, config: PipelineConfig, out: str, work: str, mapper: Callable,
-                 piece_pairs: dict[tuple[str, int, int], int]) -> None:
+                 piece_pairs: dict[tuple[str, int, int], int], stages: StageCache | None = None) -> None:
         self.config = config
+        self.stages = stages  # the features' stage cache (None: every piece is featurized)
         self.out = out
         self.work = work
         self.map = mapper
@@ -161,8 +163,12 @@ class ShardPhase:
         shards_info = []
         todo = [(shard, piece) for shard, piece in pieces
                 if not os.path.isfile(os.path.join(folder, shard_name(shard)))]
-        results = self.map(features_piece, (read_piece(piece_prefix(work, s, p)) for s, p in todo),
-                           features_setup, (job,))
+        tasks = (read_piece(piece_prefix(work, s, p)) for s, p in todo)
+
+        def run(tasks: Iterator[tuple[str, str, str]]) -> Iterator[tuple[pa.RecordBatch | None, dict[str, Any]]]:
+            return self.map(features_piece, tasks, features_setup, (job,))
+
+        results = run(tasks) if self.stages is None else self.stages.features(split.name, job, tasks, run)
         for shard in sorted(by_shard):
             path = os.path.join(folder, shard_name(shard))
             stats_path = os.path.join(work, f"shard-{shard:05d}.json")
