@@ -160,7 +160,7 @@ def test_two_converts_at_once_share_the_stage_caches(tiny_udpipe, tmp_path):
     first, second = (_outputs(path.parent / "out") for path in paths)
     assert first == second
     third = _convert(_pipeline(tmp_path / "third", tiny_udpipe, frozenset(), cache), "--workers", "2")
-    reused = json.loads((third / "train" / "manifest.json").read_text())["reused"]
+    reused = json.loads((third / "run.json").read_text())["reused"]["train"]
     assert reused["bpe"] == "reused" and reused["features"]["computed"] == 0 and _outputs(third) == first
     verify = subprocess.run([str(BIN / "synprep"), "cache", "verify", str(cache)], capture_output=True, text=True)
     assert verify.returncode == 0 and "integrity ok" in verify.stdout and ", 0 damaged" in verify.stdout
