@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..textio import atomic_write, path_sha256
+from .base import JOIN_LABEL
 from .evaluate import Scores
 
 RECORD_SUFFIX = ".scores.json"
@@ -157,7 +158,9 @@ class TreeShapes:
         if self.labels and self.arcs:
             label, count = self.labels.most_common(1)[0]
             if count > LABEL_SHARE * self.arcs:
-                found.append(f"`{label}` on {100 * count / self.arcs:.0f}% of arcs")
+                found.append(f"`{label}` on {100 * count / self.arcs:.0f}% of arcs"
+                             + (" (the parser split the lines into sentences, joined by it)"
+                                if label == JOIN_LABEL else ""))
         for name, count in (("flat (every word on one head)", self.flat), ("chains", self.chain)):
             if self.long and count > SHAPE_SHARE * self.long:
                 found.append(f"{100 * count / self.long:.0f}% of the sentences of {SHAPE_WORDS}+ words {name}")
