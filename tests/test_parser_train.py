@@ -140,6 +140,18 @@ def test_spacy_eta_honours_max_minutes(tmp_path):
     assert all(60 * int(m.group(1)) + int(m.group(2)) <= 6 for m in etas)  # 0.1 minutes
 
 
+def test_spacy_bar_says_the_eta_within_max_minutes(tmp_path, capfd):
+    """On a terminal (a bar), the bar's own ETA counts towards max_steps: the budget's ETA is shown beside it."""
+    pytest.importorskip("spacy")
+    from synprep.parse.train_spacy import train_spacy
+
+    train_spacy(EN, str(tmp_path / "s"), "tiny", lang="en", quiet=True, max_minutes=0.05, progress_shown=True,
+                overrides={"training.max_steps": 1000000, "training.eval_frequency": 100000})
+    said = [int(m.group(1)) * 60 + int(m.group(2))
+            for m in re.finditer(r"ETA (\d+)m(\d\d)s \(--max-minutes\)", capfd.readouterr().err)]
+    assert said and all(eta <= 3 for eta in said)
+
+
 def test_spacy_bad_override_is_one_line(tmp_path):
     pytest.importorskip("spacy")
     done = synprep("parser", "train", "--backend", "spacy", "--conllu", EN, "-o", str(tmp_path / "s"),

@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from ..conllu import FEATS, read_conllu, to_tree
 from ..errors import InputError
-from ..progress import progress
+from ..progress import ProgressLines, clock, progress
 from ..tables import did_you_mean
 from .quality import interim_line
 
@@ -76,6 +76,7 @@ class _Deadline(Exception):
 
 
 _COUNTERS: list[Any] = []  # the progress of the training running in this process (spaCy builds its callback by name)
+_ESTIMATES: list[Callable[[], float | None]] = []  # its ETA (within --max-minutes)
 
 
 def _before_update_callback(seconds: float) -> Any:  # noqa: ANN401 (a spaCy `before_update` callable)
@@ -87,6 +88,8 @@ def _before_update_callback(seconds: float) -> Any:  # noqa: ANN401 (a spaCy `be
         step = int(args.get("step") or 0)
         for counter in _COUNTERS:
             counter.update(step - counter.n)
+            if seconds and not isinstance(counter, ProgressLines) and step % 10 == 0:  # a bar: its ETA is one rate
+                counter.set_postfix_str(f"ETA {clock(_ESTIMATES[-1]() or 0.0)} (--max-minutes)", refresh=False)
         if end is not None and time.monotonic() > end:
             raise _Deadline(f"time budget reached at step {step}")
 
@@ -250,8 +253,9 @@ def fit_spacy(work: str, output_dir: str, quiet: bool = False, max_minutes: floa
     config.to_disk(config_path)
     steps = int(config["training"].get("max_steps") or 0) or None  # an upper bound: patience may stop it sooner
     paths = {"paths.train": os.path.join(work, "train.spacy"), "paths.dev": os.path.join(work, "dev.spacy")}
+    _ESTIMATES.append(_estimate(steps, max_minutes))
     _COUNTERS.append(progress("parser train: spacy", steps, "steps", shown=progress_shown,
-                              estimate=_estimate(steps, max_minutes)))
+                              estimate=_ESTIMATES[-1]))
     printed = io.StringIO()  # spaCy's messages (stdout): shown when it fails, or as they come with quiet=False
     with contextlib.redirect_stdout(printed) if quiet else contextlib.nullcontext():
         try:
@@ -264,6 +268,7 @@ def fit_spacy(work: str, output_dir: str, quiet: bool = False, max_minutes: floa
                                                         " (see its messages above)")) from None
         finally:
             _COUNTERS.pop().close()
+            _ESTIMATES.pop()
     best = os.path.join(work, "model-best")
     if not os.path.isdir(best):
         best = os.path.join(work, "model-last")
