@@ -20,9 +20,11 @@ from synprep.export import export_split, summary_line
 from synprep.shards import open_split
 
 from .test_export import (
+    HANDOFF_TREEBANKS,
     OLD_SHARDS,
     _lines,
     _rewrite,
+    _treebank_split,
     check_dependency,
     dbsa_rule_master,
     fairseq_dictionary,
@@ -88,6 +90,34 @@ def test_dbsa_master_gives_target_supervision_without_dependency_with_input(tmp_
         text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text(encoding="utf-8")
         assert "drops every target sentence" in text and "664571d" in text
         assert "--dependency-with-input` (from `664571d`; master: `task.dependency_with_input=true`) shifts" not in text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HANDOFF_TREEBANKS, reason="../shared/data/ud not present")
+@pytest.mark.parametrize("treebank", HANDOFF_TREEBANKS, ids=lambda p: p.parent.name)
+def test_dbsa_target_supervision_of_whole_treebanks(treebank, tmp_path):
+    """Every target sentence of a gold test treebank: kept by master's default, dropped by master's
+    `dependency_with_input`, read as syntrain's rows by 664571d's; Pascal's generate batch reads every parent."""
+    split = _treebank_split(tmp_path / "data", treebank)
+    rows = open_split(str(split)).table().to_pylist()
+    for release in ("current", "2020"):
+        export_split(str(split), str(tmp_path / release), ["dbsa", "pascal"], dbsa_release=release)
+    kept = {"default": 0, "with input": 0, "664571d": 0}
+    for row, text, dep, old in zip(rows, _lines(tmp_path / "current" / "dbsa" / "train.de"),
+                                   _lines(tmp_path / "current" / "dbsa" / "train.dep.de"),
+                                   _lines(tmp_path / "2020" / "dbsa" / "train.dep.de"), strict=True):
+        heads = dbsa_rule_master(row["tgt_heads"], text.split())
+        kept["default"] += master_target_pairs(dep, len(heads), False) == [(i, h) for i, h in enumerate(heads)
+                                                                           if h <= i]
+        kept["with input"] += master_target_pairs(dep, len(heads), True) is not None
+        kept["664571d"] += with_input_664571d(old, len(heads)) == [(i + 1, h + 1) for i, h in enumerate(heads)
+                                                                   if h <= i]
+    readme = (tmp_path / "current" / "pascal" / "README.md").read_text(encoding="utf-8")
+    batch_size = int(re.search(r"generate\.py .*--batch-size (\d+)", readme).group(1))
+    right, total = read_right_in_batches(tmp_path / "current" / "pascal", batch_size)
+    print(f"\n{treebank.parent.name}: {len(rows)} target sentences; {kept}; Pascal generate batch {batch_size}: "
+          f"{right}/{total} read right, at 128: {read_right_in_batches(tmp_path / 'current' / 'pascal', 128)[0]}")
+    assert kept == {"default": len(rows), "with input": 0, "664571d": len(rows)} and right == total == len(rows)
 
 
 def test_dbsa_2020_readme_exports_every_split_for_2020_and_a_folder_holds_one_release(tmp_path):
