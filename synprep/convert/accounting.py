@@ -107,7 +107,8 @@ def tree_check(out: str, split: SplitConfig, shards: list[dict[str, Any]], specs
             if rows >= SHAPE_ROWS:
                 break
             path = os.path.join(out, split.name, shard["file"])
-            names = pa.ipc.open_stream(pa.memory_map(path)).schema.names
+            with pa.memory_map(path) as source:
+                names = pa.ipc.open_stream(source).schema.names
             columns = [name for name in (f"{side}_heads", f"{side}_labels") if name in names]
             if f"{side}_heads" not in columns:
                 break
