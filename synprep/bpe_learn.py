@@ -354,7 +354,7 @@ def _learn_into(per_input: list[Counter[str]], joint: Counter[str], paths: list[
                 out.write(f"{piece} {freq}\n")
 
 
-def _word_counts(path: str) -> Counter[str]:
+def word_counts(path: str) -> Counter[str]:
     """subword-nmt's get_vocabulary (word frequencies), reading with our UTF-8 checks."""
     counts: Counter[str] = Counter()
     with open_binary(path) as stream:
@@ -371,5 +371,5 @@ def learn_joint(inputs: list[str], codes_path: str, symbols: int, vocab_paths: l
     stderr (its progress bar, `no pair has frequency >= 2. Stopping`) is shown only if `verbose` or on failure."""
     if symbols <= 0:
         raise InputError(f"--symbols must be positive, got {symbols}")
-    learn_joint_from_counts([_word_counts(path) for path in inputs], codes_path, symbols, vocab_paths,
+    learn_joint_from_counts([word_counts(path) for path in inputs], codes_path, symbols, vocab_paths,
                             min_frequency, total_symbols, verbose, ",".join(inputs))

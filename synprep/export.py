@@ -37,6 +37,8 @@ from . import features as F
 from .errors import InputError
 from .export_readme import readme
 from .shards import Manifest, dataset_resolver, open_split, side_codes
+from .subwords import SUBWORD_NMT
+from .subwords.load import model_file_name
 from .textio import atomic_copy, atomic_output, atomic_write, file_sha256
 from .trees import is_projective, lift_projective
 
@@ -250,7 +252,7 @@ def _write_extras(out: str, formats: Sequence[str], name: str, src: str, tgt: st
                 summary.codes.append(os.path.join(folder, target))
         if fmt == "pascal":
             atomic_write(os.path.join(folder, "tags", f"dict.{src}.txt"), pascal_tags_dictionary().encode())
-        record = read_record(folder)
+        record = folder_record(folder)
         record.setdefault("splits", {})[name] = {"rows": summary.written[fmt]}
         if fmt == "dbsa":
             record["dbsa_release"] = dbsa_release
@@ -265,7 +267,7 @@ def _write_extras(out: str, formats: Sequence[str], name: str, src: str, tgt: st
         atomic_write(os.path.join(folder, "README.md"), text.encode("utf-8"))
 
 
-def read_record(folder: str) -> dict[str, Any]:
+def folder_record(folder: str) -> dict[str, Any]:
     """The format folder's `export.json` (what was exported into it), empty when there is none yet."""
     path = os.path.join(folder, RECORD)
     if not os.path.isfile(path):
@@ -280,7 +282,7 @@ def read_record(folder: str) -> dict[str, Any]:
 def check_release(folder: str, release: str) -> None:
     """Refuse to export DBSA files of `release` into a folder that holds splits of the other release: one trainer
     reads every split of a folder, and reads one release's heads only."""
-    recorded = read_record(folder).get("dbsa_release")
+    recorded = folder_record(folder).get("dbsa_release")
     if recorded is not None and recorded != release:
         raise InputError(f"this folder holds splits exported for DBSA release {recorded!r}, not {release!r}: "
                          f"export every split of one trainer with one --dbsa-release, into another folder (-o)",
@@ -307,13 +309,14 @@ def _cover_labels(folder: str, tgt: str, splits: dict[str, dict[str, Any]]) -> d
 
 
 def _codes(manifest: Manifest, dataset_root: str) -> dict[str, str]:
-    """Export file name -> the codes file that made the sub-words (joint: codes.bpe; per side: one per side);
-    empty when the dataset had no BPE."""
+    """Export file name -> the codes file that made the sub-words (joint: codes.bpe; per side: one per side; a
+    sentencepiece / hf-tokenizer dataset: its model, subwords.model or tokenizer.json); empty without BPE."""
     config, resolve = manifest.configuration, dataset_resolver(dataset_root)
     sides = {side: side_codes(config, manifest.signature, dataset_root, side, resolve)[0] for side in ("src", "tgt")}
+    scheme = config.get("bpe", {}).get("scheme", SUBWORD_NMT)  # sentencepiece, hf-tokenizer: the model's file
     if config.get("bpe", {}).get("joint", True):
-        return {"codes.bpe": sides["src"]} if sides["src"] else {}
-    return {f"codes.{side}.bpe": path for side, path in sides.items() if path}
+        return {model_file_name(scheme): sides["src"]} if sides["src"] else {}
+    return {model_file_name(scheme, side): path for side, path in sides.items() if path}
 
 
 def _copy(source: str, target: str) -> None:
