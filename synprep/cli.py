@@ -245,7 +245,7 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
                  verbose: bool) -> None:
     """Train a parser (UDPipe 1 tokenizer+tagger+parser, a spaCy tagger+parser, or stanza tokenizer+tagger+parser)
     from CoNLL-U."""
-    from .parse.evaluate import evaluate_model
+    from .parse.quality import score_and_record
     from .parse.train import check_backend_options, check_treebank, train_udpipe
     from .textio import rereadable
 
@@ -280,9 +280,12 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
                                    progress=sys.stderr)
             spec = {"backend": "udpipe", "model": output}
         click.echo(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s", err=True)
-        if held:
-            for scores in evaluate_model(spec, held):
-                click.echo(f"held-out {heldout}: {scores.format()}", err=True)
+        model_path = os.path.join(output, str(spec["lang"])) if backend == "stanza" else output
+        scores, warning = score_and_record(spec, model_path, preset, held, seconds, heldout)
+        for score in scores:
+            click.echo(f"held-out {heldout}: {score.format()}", err=True)
+        if warning:
+            click.echo(f"synprep: {warning}", err=True)
 
 
 @parser.command("eval")

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -47,6 +47,7 @@ DBSA_RELEASES = ("current", "2020")  # de9uch1/dbsa: master b0cdef6 (0-based hea
 LEFT, RIGHT, ACTION_END = "L", "R", "@@|"  # the released transition spelling (parsing/corpus.py, ConllSent)
 PASCAL_POSITIONS = 1024  # fairseq's default --max-source-positions: the tags dictionary covers every parent below
 NEMATUS_SPECIALS = ("<EOS>", "<GO>", "<UNK>")  # build_dictionary.py's first three entries (0, 1, 2)
+RECORD = "export.json"  # per format folder: the DBSA release and, per exported split, what its README needs
 
 
 def released_transition(item: str) -> str:
@@ -97,11 +98,30 @@ def nematus_vocabulary(counts: Counter[str]) -> str:
     vocabulary = {name: i for i, name in enumerate(NEMATUS_SPECIALS)}
     for token, _ in sorted(counts.items(), key=lambda item: -item[1]):  # stable: ties keep first-seen order
         vocabulary.setdefault(token, len(vocabulary))
-    arcs = [token for token in vocabulary if token.startswith((LEFT, RIGHT)) and token.endswith(ACTION_END)]
-    for token in arcs:
-        for direction in (LEFT, RIGHT):
-            vocabulary.setdefault(direction + token[1:], len(vocabulary))
+    with_arcs(vocabulary, arc_labels(vocabulary))
+    return _vocabulary_text(vocabulary)
+
+
+def _vocabulary_text(vocabulary: dict[str, int]) -> str:
     return json.dumps(vocabulary, indent=2, ensure_ascii=False) + "\n"
+
+
+def arc_labels(tokens: Iterable[str]) -> list[str]:
+    """The labels of the arc tokens (`L<label>@@|`, `R<label>@@|`) among `tokens`, in first-seen order."""
+    arcs = (token for token in tokens if token.startswith((LEFT, RIGHT)) and token.endswith(ACTION_END))
+    return list(dict.fromkeys(token[1:-len(ACTION_END)] for token in arcs))
+
+
+def with_arcs(vocabulary: dict[str, int], labels: Iterable[str]) -> list[str]:
+    """Add both arc tokens of each label to a nematus vocabulary (new ones at its end); the labels it lacked."""
+    lacked = []
+    for label in labels:
+        for direction in (LEFT, RIGHT):
+            token = direction + label + ACTION_END
+            if token not in vocabulary:
+                vocabulary[token] = len(vocabulary)
+                lacked.append(label)
+    return list(dict.fromkeys(lacked))
 
 
 @dataclass
@@ -113,6 +133,8 @@ class ExportSummary:
     skipped: dict[str, int] = field(default_factory=dict)  # rows left out per format (trees not encodable)
     codes: list[str] = field(default_factory=list)  # the BPE codes copied into each format folder
     missing_codes: list[str] = field(default_factory=list)  # codes the manifest names but this machine lacks
+    longest: int = 0  # nematus: the most tokens of a written row, source or transitions
+    added_labels: dict[str, list[str]] = field(default_factory=dict)  # nematus vocabulary file -> labels added
 
 
 def _columns(formats: Sequence[str]) -> list[str]:
@@ -171,6 +193,8 @@ def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, n
     written under a temporary name and renamed when complete; an error leaves no partial file behind."""
     formats = list(formats)
     check_formats(formats, dbsa_release)
+    if "dbsa" in formats:
+        check_release(os.path.join(out, "dbsa"), dbsa_release)
     rows, manifest, dataset_root = _rows(path, _columns(formats))
     config = manifest.configuration
     src, tgt = config.get("src_lang") or "src", config.get("tgt_lang") or "tgt"
@@ -205,8 +229,10 @@ def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, n
                 for key, line in lines.items():
                     handles[fmt][key].write(line + "\n")
                 if fmt == "nematus":
-                    vocabularies["src"].update(lines["src"].split())
-                    vocabularies["tgt"].update(lines["tgt"].split())
+                    source, target = lines["src"].split(), lines["tgt"].split()
+                    vocabularies["src"].update(source)
+                    vocabularies["tgt"].update(target)
+                    summary.longest = max(summary.longest, len(source), len(target))
                 summary.written[fmt] += 1
     _write_extras(out, formats, name, src, tgt, manifest, dataset_root, dbsa_release, vocabularies, summary)
     return summary
@@ -226,11 +252,60 @@ def _write_extras(out: str, formats: Sequence[str], name: str, src: str, tgt: st
                 summary.codes.append(os.path.join(folder, target))
         if fmt == "pascal":
             atomic_write(os.path.join(folder, "tags", f"dict.{src}.txt"), pascal_tags_dictionary().encode())
+        record = folder_record(folder)
+        record.setdefault("splits", {})[name] = {"rows": summary.written[fmt]}
+        if fmt == "dbsa":
+            record["dbsa_release"] = dbsa_release
         if fmt == "nematus":
             for side, relative in (("src", f"{name}.{src}.json"), ("tgt", f"{name}.trns1.{tgt}.json")):
                 atomic_write(os.path.join(folder, relative), nematus_vocabulary(vocabularies[side]).encode("utf-8"))
-        text = readme(fmt, manifest.configuration, sorted(codes), dbsa_release)
+            record["splits"][name].update(longest=summary.longest, labels=arc_labels(vocabularies["tgt"]))
+            summary.added_labels = _cover_labels(folder, tgt, record["splits"])
+        atomic_write(os.path.join(folder, RECORD), (json.dumps(record, indent=1) + "\n").encode("utf-8"))
+        maxlen = max((split.get("longest", 0) for split in record["splits"].values()), default=0)
+        text = readme(fmt, manifest.configuration, sorted(codes), dbsa_release, maxlen)
         atomic_write(os.path.join(folder, "README.md"), text.encode("utf-8"))
+
+
+def folder_record(folder: str) -> dict[str, Any]:
+    """The format folder's `export.json` (what was exported into it), empty when there is none yet."""
+    path = os.path.join(folder, RECORD)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as err:
+        raise InputError(f"cannot read the export record ({err}); export into an empty folder", path) from None
+
+
+def check_release(folder: str, release: str) -> None:
+    """Refuse to export DBSA files of `release` into a folder that holds splits of the other release: one trainer
+    reads every split of a folder, and reads one release's heads only."""
+    recorded = folder_record(folder).get("dbsa_release")
+    if recorded is not None and recorded != release:
+        raise InputError(f"this folder holds splits exported for DBSA release {recorded!r}, not {release!r}: "
+                         f"export every split of one trainer with one --dbsa-release, into another folder (-o)",
+                         folder)
+
+
+def _cover_labels(folder: str, tgt: str, splits: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """Give every exported split's nematus target vocabulary both arcs of every label of every split in the
+    folder (a valid label missing from the train vocabulary stops the released trainer at validation). The
+    vocabulary files changed -> the labels they lacked."""
+    labels = list(dict.fromkeys(label for split in splits.values() for label in split.get("labels", [])))
+    added = {}
+    for split in splits:
+        path = os.path.join(folder, f"{split}.trns1.{tgt}.json")
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            vocabulary = json.load(handle)
+        lacked = with_arcs(vocabulary, labels)
+        if lacked:
+            atomic_write(path, _vocabulary_text(vocabulary).encode("utf-8"))
+            added[os.path.basename(path)] = lacked
+    return added
 
 
 def _codes(manifest: Manifest, dataset_root: str) -> dict[str, str]:
@@ -263,4 +338,6 @@ def summary_line(summary: ExportSummary, out: str) -> str:
                                  else "") for fmt, n in summary.written.items()]
     codes = (f"; BPE codes not found, not in the hand-off: {', '.join(summary.missing_codes)}"
              if summary.missing_codes else "")
-    return f"exported {summary.rows} rows to {out}: " + ", ".join(parts) + codes
+    labels = "".join(f"; {path} given the arcs of {len(lacked)} label(s) of other splits it lacked "
+                     f"({', '.join(lacked)})" for path, lacked in summary.added_labels.items())
+    return f"exported {summary.rows} rows to {out}: " + ", ".join(parts) + codes + labels

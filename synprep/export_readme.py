@@ -37,10 +37,11 @@ def _score(src: str, tgt: str, test: str, hypotheses: str) -> str:
             f"sacrebleu $E/{test}.ref.{tgt} -i $E/hyp.{test}.{tgt} -m bleu chrf{tokenize}\n")
 
 
-def _header(fmt: str, configuration: dict[str, Any], codes: list[str]) -> str:
+def _header(fmt: str, configuration: dict[str, Any], codes: list[str], release: str) -> str:
     src, tgt = configuration.get("src_lang") or "src", configuration.get("tgt_lang") or "tgt"
     splits = " ".join(dict.fromkeys(split_names(configuration)))
     joint = configuration.get("bpe", {}).get("joint", True)
+    release_option = " --dbsa-release 2020" if fmt == "dbsa" and release == "2020" else ""
     scheme = configuration.get("bpe", {}).get("scheme", "subword-nmt")
     what = "BPE codes" if scheme == "subword-nmt" else f"{scheme} model (it cut each token on its own)"
     bpe = (f"no {what} (the dataset had none, or it was not found when exporting)" if not codes else
@@ -49,16 +50,18 @@ def _header(fmt: str, configuration: dict[str, Any], codes: list[str]) -> str:
     return (f"# {fmt} hand-off of dataset `{configuration.get('name', '')}` ({src} -> {tgt})\n\n"
             f"Written by `synprep export` (docs/handoff.md explains every step). Export every split into this "
             f"folder first:\n\n```\nfor s in {splits}; do synprep export OUT/$s -o EXPORT "
-            f"--format {fmt}; done\n```\n\nThe commands below name the files after those splits; a split exported with "
-            f"`--name NAME` is written as `NAME.*`: use NAME for it below.\n\n"
+            f"--format {fmt}{release_option}; done\n```\n\nThe commands below name the files after those splits; "
+            f"a split exported with `--name NAME` is written as `NAME.*`: use NAME for it below.\n\n"
             f"{bpe}; `<split>.ref.{tgt}`: the raw target sentences (BLEU references).\n"
             "Set `E` to this folder (absolute path) in the shell before the commands below.\n\n")
 
 
-def readme(fmt: str, configuration: dict[str, Any], codes: list[str], dbsa_release: str = "current") -> str:
-    """The README.md of one format folder."""
+def readme(fmt: str, configuration: dict[str, Any], codes: list[str], dbsa_release: str = "current",
+           maxlen: int = 0) -> str:
+    """The README.md of one format folder; `maxlen`: the most tokens of an exported nematus row (source or
+    transitions), its trainer's `--maxlen`."""
     body = {"pascal": _pascal, "dbsa": _dbsa, "nematus": _nematus}[fmt]
-    return _header(fmt, configuration, codes) + body(configuration, dbsa_release)
+    return _header(fmt, configuration, codes, dbsa_release) + body(configuration, dbsa_release, maxlen)
 
 
 def _remove_pieces(configuration: dict[str, Any], flag: str) -> str:
@@ -75,7 +78,7 @@ def _remove_pieces(configuration: dict[str, Any], flag: str) -> str:
     return ""
 
 
-def _pascal(configuration: dict[str, Any], _release: str) -> str:
+def _pascal(configuration: dict[str, Any], _release: str, _maxlen: int) -> str:
     src, tgt = configuration.get("src_lang") or "src", configuration.get("tgt_lang") or "tgt"
     train, valid, test = split_names(configuration)
     joint = configuration.get("bpe", {}).get("joint", True)
@@ -95,7 +98,7 @@ def _pascal(configuration: dict[str, Any], _release: str) -> str:
             "--weight-decay 0.0 --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --max-tokens 2048 "
             "--max-update 100000 --save-dir $E/checkpoints\n"
             "python generate.py $E/data-bin --tags-data $E/tags-bin --gen-subset test --task tags_translation "
-            "--path $E/checkpoints/checkpoint_last.pt --batch-size 128 "
+            "--path $E/checkpoints/checkpoint_last.pt --batch-size 1 "
             f"{_remove_pieces(configuration, '--remove-bpe')}--beam 4 --lenpen 0.6 "
             f"> $E/generate.{test}.txt\n"
             f"grep '^H-' $E/generate.{test}.txt | sed 's/^H-//' | sort -n -k1 | cut -f3 > $E/hyp.{test}.tok\n"
@@ -103,10 +106,11 @@ def _pascal(configuration: dict[str, Any], _release: str) -> str:
             "`tags/dict.<src>.txt` holds every parent position (0.0, 0.5, ...) below 1,024 sub-words, so that no "
             "valid or test tag is `<unk>` (the encoder reads `<unk>` as the last position). The released trainer "
             "pads the tags on the right but the source on the left: in a batch, every sentence but the longest "
-            "reads its parents shifted by its padding (docs/fidelity.md).\n")
+            "reads its parents shifted by its padding (docs/fidelity.md): `generate.py` therefore translates one "
+            "sentence at a time (`--batch-size 1`); training keeps the released batches.\n")
 
 
-def _dbsa(configuration: dict[str, Any], release: str) -> str:
+def _dbsa(configuration: dict[str, Any], release: str, _maxlen: int) -> str:
     src, tgt = configuration.get("src_lang") or "src", configuration.get("tgt_lang") or "tgt"
     train, valid, test = split_names(configuration)
     joint = configuration.get("bpe", {}).get("joint", True)
@@ -134,7 +138,8 @@ def _dbsa(configuration: dict[str, Any], release: str) -> str:
         generate = f"{_remove_pieces(configuration, '--post-process')}--beam 5"
         note = (f"Checked against {COMMITS['dbsa-current']}: heads 0-based, read as `[i, int(x)]`. "
                 "Run from the dbsa clone (`pip install ./`). For the 2020 release export with "
-                "`--dbsa-release 2020`.\n\n")
+                "`--dbsa-release 2020`, into another folder. Leave `task.dependency_with_input` unset: at "
+                "`b0cdef6` it drops every target sentence (no target loss; docs/handoff.md).\n\n")
     return (note + "```\n" + prepare + train_cmd
             + "fairseq-generate $E/data-bin --gen-subset test --user-dir dbsa/ --task translation_dep "
             f"--path $E/checkpoints/checkpoint_last.pt --max-len-a 1 --max-len-b 50 {generate} --nbest 1 "
@@ -143,11 +148,15 @@ def _dbsa(configuration: dict[str, Any], release: str) -> str:
             + _score(src, tgt, test, f"$E/hyp.{test}.tok") + "```\n")
 
 
-def _nematus(configuration: dict[str, Any], _release: str) -> str:
+def _nematus(configuration: dict[str, Any], _release: str, maxlen: int) -> str:
     src, tgt = configuration.get("src_lang") or "src", configuration.get("tgt_lang") or "tgt"
     train, valid, test = split_names(configuration)
     labels = (f"$(grep -oE '\"[LR][^\"]*@@[|]\"' $E/{train}.trns1.{tgt}.json | cut -c3- | sort -u | wc -l)")
-    return (f"Checked against {COMMITS['nematus']}. Run from the nematus clone (TensorFlow 1.x).\n"
+    maxlen_option = f"--maxlen {maxlen} " if maxlen else ""
+    return (f"Checked against {COMMITS['nematus']}. Run from the nematus clone (TensorFlow 1.x) in an "
+            "environment that also has `django`, `conllu` and `numpy<1.24` (its reader imports django and "
+            "conllu; its GCN code uses `np.bool`, gone from numpy 1.24): "
+            "`pip install django conllu 'numpy<1.24'`.\n"
             f"`{train}.{src}.json`, `{train}.trns1.{tgt}.json`: the training vocabularies as "
             "`data/build_dictionary.py` writes them (the arc tokens `L<label>@@|`, `R<label>@@|` included); "
             "`<split>.ids`: the input lines of the kept rows (trees that cannot be encoded are left out); "
@@ -157,7 +166,7 @@ def _nematus(configuration: dict[str, Any], _release: str) -> str:
             f"--target_dataset $E/{train}.trns1.{tgt} --dictionaries $E/{train}.{src}.json "
             f"$E/{train}.trns1.{tgt}.json --valid_source_dataset $E/{valid}.{src} "
             f"--valid_target_dataset $E/{valid}.trns1.{tgt} --valid_remove_parse "
-            f"--target_graph --parent_head --target_labels_num {labels} --target_gcn_layers 2 "
+            f"--target_graph --parent_head --target_labels_num {labels} --target_gcn_layers 2 {maxlen_option}"
             "--embedding_size 256 --transformer_enc_depth 4 --transformer_dec_depth 4 "
             "--transformer_num_heads 8 --batch_size 128 --learning_rate 1e-4 --warmup_steps 4000 "
             "--adam_beta1 0.9 --adam_beta2 0.999 --adam_epsilon 1e-8 --finish_after 90000 "
@@ -167,4 +176,9 @@ def _nematus(configuration: dict[str, Any], _release: str) -> str:
             f"> $E/hyp.{test}.tok\n" + _score(src, tgt, test, f"$E/hyp.{test}.tok") + "```\n\n"
             "`--target_graph` reads the transitions (`convert_text_to_graph`); `--parent_head` gives one "
             "attention head the parents (drop it for the GCN-only variant; `--no_gcn_gating` removes the gates). "
-            "The hyper-parameters are the paper's (appendix B, medium models).\n")
+            "The hyper-parameters are the paper's (appendix B, medium models). "
+            + (f"`--maxlen {maxlen}`: the most tokens of an exported row (source, or target transitions), over "
+               "the splits exported here; the trainer skips longer training and validation rows (default 100). "
+               if maxlen else "")
+            + "Every split's target vocabulary holds both arcs of the labels of every split exported here (the "
+            "reader stops on an arc whose label the vocabulary lacks); `synprep export` says which it added.\n")

@@ -21,7 +21,7 @@ from .parse import ParserSpec
 from .shards import SourcePreparation
 from .subwords import SUBWORD_NMT
 from .subwords.load import load_cutter
-from .textio import file_sha256
+from .textio import file_sha256, path_sha256
 
 
 @functools.lru_cache(maxsize=2)
@@ -68,6 +68,10 @@ def prepare_source(lines: Sequence[str], preparation: SourcePreparation, max_wor
         segment = Bpe(preparation.codes, vocabulary).segment_word
     spec = ParserSpec(parser["backend"], parser.get("model"), parser.get("model_dir"), parser.get("lang"),
                       bool(parser.get("pretokenized", False)))
+    folder = spec.model_path()
+    if preparation.parser_sha256 and os.path.isdir(folder) and path_sha256(folder) != preparation.parser_sha256:
+        raise InputError("not the source parser model of the dataset (sha256 of its files differs from its "
+                         "signature)", folder)
     apply = normalizer(preparation.normalize)
     texts = [apply(line.rstrip("\n")) for line in lines]
     trees = [to_tree(item.sentence, "<parser output>") for item in _loaded(spec).parse(texts)]

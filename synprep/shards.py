@@ -187,6 +187,7 @@ class Manifest:
     compression: str = "none"
     schema_version: int = SCHEMA_VERSION
     sentences: dict[str, dict[str, int]] = field(default_factory=dict)  # per parsed side: distinct, repeated
+    parsers: dict[str, dict[str, Any]] = field(default_factory=dict)  # per parsed side: held-out scores, warnings
 
     def features(self, side: str) -> tuple[str, ...]:
         """The feature groups of one side (`src` or `tgt`), in canonical order."""
@@ -207,7 +208,8 @@ class Manifest:
                 "signature": self.signature, "input_lines": self.input_lines, "rows": self.rows,
                 "rejected": dict(sorted(self.rejected.items())), "rejected_reasons": list(self.rejected_reasons),
                 "joined_lines": self.joined_lines, "piece_rows": self.piece_rows, "shard_size": self.shard_size,
-                "compression": self.compression, "sentences": self.sentences, "shards": self.shards,
+                "compression": self.compression, "sentences": self.sentences,
+                **({"parsers": self.parsers} if self.parsers else {}), "shards": self.shards,
                 "schema": self.schema().to_string(show_field_metadata=False)}
         return json.dumps(data, indent=2, ensure_ascii=False)
 

@@ -260,6 +260,21 @@ def file_sha256(path: str) -> str:
     return digest.hexdigest()
 
 
+def path_sha256(path: str) -> str:
+    """Hex sha256 of a file's bytes, or of a folder's files: each file's name relative to the folder and its
+    sha256, in sorted order (stable across machines and copies; a parser model may be either)."""
+    if os.path.isfile(path):
+        return file_sha256(path)
+    digest = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(path)):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(folder, name)
+            digest.update(os.path.relpath(full, path).encode("utf-8", "surrogateescape") + b"\0")
+            digest.update(file_sha256(full).encode() + b"\0")
+    return digest.hexdigest()
+
+
 def count_lines(path: str) -> int | None:
     """Line count of an uncompressed regular file (a fast newline count; a last line without '\\n' counts),
     None for stdin and compressed files (counting those would read them twice)."""

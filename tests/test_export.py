@@ -325,7 +325,7 @@ def test_export_writes_whole_files_or_none(tmp_path):
         export_split(str(broken), str(tmp_path / "o"), ["pascal", "nematus"])
     left = sorted(p.relative_to(tmp_path / "o").as_posix() for p in (tmp_path / "o").rglob("*") if p.is_file())
     assert left == sorted(["pascal/train.en", "pascal/train.de", "pascal/tags/train.en", "pascal/train.ref.de",
-                           "pascal/tags/dict.en.txt", "pascal/README.md"])
+                           "pascal/tags/dict.en.txt", "pascal/README.md", "pascal/export.json"])
     assert (tmp_path / "o" / "pascal" / "train.en").read_bytes() == before
 
 

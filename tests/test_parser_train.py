@@ -1,6 +1,7 @@
 """synprep parser train: progress, held-out scores, presets and option pass-through, treebank checks, spaCy."""
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 
 from synprep.errors import InputError
 from synprep.parse.train import PRESETS, check_treebank, component_options, planned_rounds
+from synprep.textio import file_sha256, path_sha256
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DATA = REPO / "sample_data"
@@ -31,7 +33,7 @@ def test_progress_and_heldout_scores(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     total = planned_rounds(component_options("tiny"))
-    progress = [line for line in lines if line.startswith("parser train: ")]
+    progress = [line for line in lines if line.startswith("parser train: ") and " held-out " not in line]
     assert len(progress) == total  # one line per epoch/iteration at interval 0
     assert re.fullmatch(rf"parser train: tokenizer 1/{total} epochs\+iterations \(\d+%\), [\d.]+ epochs\+iterations/s, "
                         r"\d+m\d\ds elapsed, ETA \d+m\d\ds", progress[0]), progress[0]
@@ -41,6 +43,14 @@ def test_progress_and_heldout_scores(tmp_path):
     assert len(held) == 2 and "gold tokenization" in held[0] and "raw text" in held[1]
     uas = float(re.search(r"UAS +([\d.]+)", held[0]).group(1))
     assert 0 < uas < 100
+    # the trainer's own held-out scores at each parser iteration, then the recorded final ones
+    iterations = int(re.search(r"iterations=(\d+)", PRESETS["tiny"]["parser"]).group(1))
+    interim = [line for line in lines if line.startswith("parser train: held-out UAS ")]
+    assert [re.fullmatch(r"parser train: held-out UAS [\d.]+ LAS [\d.]+ at parser iteration (\d+)/(\d+)",
+                         line).groups() for line in interim] == [(str(k), str(iterations))
+                                                                 for k in range(1, iterations + 1)]
+    record = json.loads((tmp_path / "m.udpipe.scores.json").read_text())
+    assert record["scores"]["gold"]["uas"] == uas and record["sha256"] == file_sha256(str(tmp_path / "m.udpipe"))
 
 
 def test_option_pass_through_leaves_out_the_tokenizer(tmp_path):
@@ -102,6 +112,11 @@ def test_spacy_trained_from_conllu_parses_and_scores(tmp_path):
     assert (out / "meta.json").exists() and (out / "parser").is_dir()
     held = [line for line in done.stderr.splitlines() if line.startswith("held-out ")]
     assert len(held) == 2 and "UAS" in held[0]
+    interim = [line for line in done.stderr.splitlines() if line.startswith("parser train: held-out UAS ")]
+    assert [line.rsplit(" ", 1)[1] for line in interim] == ["0", "10", "20", "30"]  # eval_frequency 10 (tiny)
+    record = json.loads((tmp_path / "spacy_en.scores.json").read_text())  # a folder: its files' digest
+    assert record["sha256"] == path_sha256(str(out)) and record["scores"]["gold"]["uas"] == float(
+        re.search(r"UAS +([\d.]+)", held[0]).group(1))
     text = tmp_path / "in.txt"
     text.write_text("The dog barked .\nShe smiled and waved .\n", encoding="utf-8")
     parse = synprep("parse", "--backend", "spacy", "--model", str(out), "-i", str(text), "-o", str(tmp_path / "o"),
@@ -109,6 +124,32 @@ def test_spacy_trained_from_conllu_parses_and_scores(tmp_path):
     assert parse.returncode == 0, parse.stderr
     evaluated = synprep("parser", "eval", "--model", str(out), "--conllu", EN, "--mode", "gold")
     assert evaluated.returncode == 0 and evaluated.stdout.startswith("gold tokenization"), evaluated.stderr
+
+
+def test_spacy_eta_honours_max_minutes(tmp_path):
+    """With steps planned for hours, the ETA of every progress line stays within the time budget (it counted
+    towards max_steps and said hours where minutes were left)."""
+    pytest.importorskip("spacy")
+    done = synprep("parser", "train", "--backend", "spacy", "--conllu", EN, "-o", str(tmp_path / "s"),
+                   "--preset", "tiny", "--lang", "en", "--max-minutes", "0.1", "--set", "training.max_steps=1000000",
+                   "--set", "training.eval_frequency=100000", env={"SYNPREP_PROGRESS_SECONDS": "0"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    etas = [re.search(r"ETA (\d+)m(\d\d)s", line) for line in done.stderr.splitlines()
+            if line.startswith("parser train: spacy ")]
+    assert len(etas) > 5 and all(etas)
+    assert all(60 * int(m.group(1)) + int(m.group(2)) <= 6 for m in etas)  # 0.1 minutes
+
+
+def test_spacy_bar_says_the_eta_within_max_minutes(tmp_path, capfd):
+    """On a terminal (a bar), the bar's own ETA counts towards max_steps: the budget's ETA is shown beside it."""
+    pytest.importorskip("spacy")
+    from synprep.parse.train_spacy import train_spacy
+
+    train_spacy(EN, str(tmp_path / "s"), "tiny", lang="en", quiet=True, max_minutes=0.05, progress_shown=True,
+                overrides={"training.max_steps": 1000000, "training.eval_frequency": 100000})
+    said = [int(m.group(1)) * 60 + int(m.group(2))
+            for m in re.finditer(r"ETA (\d+)m(\d\d)s \(--max-minutes\)", capfd.readouterr().err)]
+    assert said and all(eta <= 3 for eta in said)
 
 
 def test_spacy_bad_override_is_one_line(tmp_path):
@@ -215,6 +256,11 @@ def test_stanza_trained_from_conllu_parses_through_the_cli(tiny_stanza_trained, 
     held = [line for line in lines if line.startswith("held-out ")]
     assert len(held) == 2 and "gold tokenization" in held[0] and "raw text" in held[1]
     assert 0 < float(re.search(r"UAS +([\d.]+)", held[0]).group(1)) <= 100
+    interim = [line for line in lines if line.startswith("parser train: held-out LAS ")]  # stanza's dev LAS
+    assert interim and interim[-1].endswith(" at depparse step 30/30")
+    record = json.loads((Path(model) / "en.scores.json").read_text())
+    assert record["sha256"] == path_sha256(str(Path(model) / "en")) and record["scores"]["gold"]["uas"] == float(
+        re.search(r"UAS +([\d.]+)", held[0]).group(1))
     source = tmp_path / "in.txt"
     source.write_text("The dog chased a cat .\n\nMy sister lives in Paris .\n", encoding="utf-8")
     for extra in ([], ["--pretokenized"]):

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,11 +21,12 @@ from ..featurize import UNALIGNED
 from ..filter import REASONS as FILTER_REASONS
 from ..filter import likely_cause, make_identifier, rejection_warning
 from ..parse import ParserSpec
+from ..parse.quality import TreeShapes, parser_report, report_line, shape_warning
 from ..progress import progress
-from ..shards import Manifest, load_manifest
+from ..shards import Manifest, load_manifest, read_shard
 from ..subwords import SUBWORD_NMT
 from ..textio import atomic_write, file_sha256, tsv_field
-from .inputs import PIECE_ROWS, SIDES, piece_prefix
+from .inputs import PIECE_ROWS, SIDES, is_conllu, piece_prefix
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
 
 CONVERT_REASONS = ("invalid_tree", "non_projective", "bad_row")  # convert's own (bad_row: a TSV row, read)
@@ -43,6 +45,7 @@ class SplitStats:
     joined_lines: int = 0  # lines the parser split into several sentences (joined into one tree)
     sentences: dict[str, Counter] = field(default_factory=dict)  # per parsed side: distinct, repeated
     seconds: Counter = field(default_factory=Counter)  # per stage
+    parsers: dict[str, dict[str, Any]] = field(default_factory=dict)  # per parsed side: scores, warnings
 
 
 class Progress:
@@ -65,6 +68,67 @@ class Progress:
         """One line for a stage without a bar of its own."""
         if self.shown:
             tqdm.write(line, file=sys.stderr)
+
+    @staticmethod
+    def tell(line: str) -> None:
+        """One line on stderr whatever the progress setting (parser scores, warnings)."""
+        tqdm.write(line, file=sys.stderr)
+
+
+SHAPE_ROWS = 20_000  # rows of a split whose trees are checked (the first shards')
+
+
+def _description(spec: ParserSpec) -> str:
+    return f"{spec.backend} {os.path.basename(os.path.normpath(spec.model_path())) or spec.model or ''}".strip()
+
+
+def parser_quality(specs: dict[str, ParserSpec | None], tell: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+    """Each parsing side's recorded held-out scores (`synprep.parse.quality`; in the summary), a warning told
+    below the floor; the manifest's entry per side."""
+    judged = {}
+    for side, spec in specs.items():
+        if spec is None:
+            continue
+        warning, entry = parser_report(side, _description(spec), spec.model_path())
+        if warning:
+            tell(f"synprep: {warning}")
+        judged[side] = entry
+    return judged
+
+
+def tree_check(out: str, split: SplitConfig, shards: list[dict[str, Any]], specs: dict[str, ParserSpec | None],
+               judged: dict[str, dict[str, Any]], tell: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+    """The trees a parser made for this split (its first SHAPE_ROWS rows) checked for degenerate shapes
+    (`TreeShapes`); a warning told and added to the side's manifest entry."""
+    entries = {}
+    for side, files in zip(SIDES, (split.src, split.tgt), strict=True):
+        spec = specs.get(side)
+        if spec is None or is_conllu(split, files):
+            continue
+        entry = {**judged[side], "warnings": list(judged[side].get("warnings", []))}
+        shapes, rows = TreeShapes(), 0
+        for shard in shards:
+            if rows >= SHAPE_ROWS:
+                break
+            path = os.path.join(out, split.name, shard["file"])
+            with pa.memory_map(path) as source:
+                names = pa.ipc.open_stream(source).schema.names
+            columns = [name for name in (f"{side}_heads", f"{side}_labels") if name in names]
+            if f"{side}_heads" not in columns:
+                break
+            table = read_shard(path, columns=columns)
+            labels = table.column(f"{side}_labels").to_pylist() if len(columns) == 2 else None
+            for i, heads in enumerate(table.column(f"{side}_heads").to_pylist()):
+                shapes.add(heads, labels[i] if labels else None)
+            rows += table.num_rows
+        warning = shape_warning(side, split.name, _description(spec), shapes)
+        if warning:
+            tell(f"synprep: {warning}")
+            entry["warnings"].append(warning)
+        if not entry["warnings"]:
+            del entry["warnings"]
+        entries[side] = entry
+    return entries
 
 
 def read_piece_records(work: str, split: SplitConfig, pieces: list[tuple[int, int]], stats: SplitStats,
@@ -159,7 +223,7 @@ def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: Spl
              stats.joined_lines,
              PIECE_ROWS, config.shard_size, config.compression,
              sentences={side: {key: c[key] for key in SENTENCE_COUNTS if key in c}
-                        for side, c in stats.sentences.items()}).write(folder)
+                        for side, c in stats.sentences.items()}, parsers=stats.parsers).write(folder)
 
 
 def _cut_reasons(config: PipelineConfig) -> list[str]:
@@ -185,7 +249,7 @@ def finished_stats(config: PipelineConfig, out: str, cached: dict | None = None)
         sentences = {side: Counter({**c, **(cached or {}).get(split.name, {}).get(side, {})})
                      for side, c in manifest.sentences.items()}
         stats[split.name] = SplitStats(manifest.input_lines, manifest.rows, Counter(manifest.rejected),
-                                       manifest.joined_lines, sentences)
+                                       manifest.joined_lines, sentences, parsers=manifest.parsers)
     return stats
 
 
@@ -211,6 +275,11 @@ def format_summary(config: PipelineConfig, stats: dict[str, SplitStats]) -> str:
     total = sum(stage.values()) or 1.0
     timed = ", ".join(f"{k} {v:.1f}s ({100 * v / total:.0f}%)" for k, v in stage.items() if v)
     lines.append("worker time per stage: " + (timed or "none (everything was done by an earlier run)"))
+    parsers: dict[str, dict[str, Any]] = {}
+    for s in stats.values():
+        for side, entry in s.parsers.items():
+            parsers.setdefault(side, entry)
+    lines += [report_line(side, entry) for side, entry in sorted(parsers.items(), key=lambda item: item[0] != "src")]
     cached = Counter()
     for s in stats.values():
         for counts in s.sentences.values():

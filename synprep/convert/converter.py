@@ -49,8 +49,10 @@ from .accounting import (
     check_kept,
     finished_stats,
     format_summary,
+    parser_quality,
     read_piece_records,
     signature,
+    tree_check,
     write_split,
 )
 from .bpe_codes import SideCodes, SideVocabularies, learn_codes, learns_bpe
@@ -149,6 +151,7 @@ class Converter:
 
     def _run(self) -> dict[str, SplitStats]:
         specs = parser_specs(self.config, self.out, self.progress.say)
+        judged = parser_quality(specs, self.progress.tell)
         ordered = sorted(self.config.splits, key=lambda s: s.name != "train")  # train first: BPE learns on it
         pieces, rejected_lines = self._parse(ordered, specs)
         started = time.perf_counter()
@@ -164,6 +167,7 @@ class Converter:
             with self.progress.bar(f"features+shards {split.name}", stats.input_pairs, later) as bar:
                 written = shards.run(split, job, pieces[split.name], stats, bar)
             stats.seconds["phase3_wall"] = time.perf_counter() - started
+            stats.parsers = tree_check(self.out, split, written, specs, judged, self.progress.tell)
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
             write_split(self.config, self.out, split, stats, written, signed, rejected_lines.pop(split.name))
         cached = cache_counts(self.stats)

@@ -38,7 +38,7 @@ from typing import Any
 from ..conllu import format_sentence, tree_to_sentence
 from ..errors import InputError
 from ..parse import ParserSpec
-from ..textio import file_sha256
+from ..textio import file_sha256, path_sha256
 from ..trees import Tree
 from .treestore import ERROR, JOINED
 
@@ -91,20 +91,6 @@ def _library_version(backend: str) -> str:
     return ", ".join(found)
 
 
-def _content_hash(path: str) -> str:
-    """sha256 of a model file, or of a model folder's files (relative names and contents, sorted)."""
-    if os.path.isfile(path):
-        return file_sha256(path)
-    digest = hashlib.sha256()
-    for folder, dirs, files in sorted(os.walk(path)):
-        dirs.sort()
-        for name in sorted(files):
-            full = os.path.join(folder, name)
-            digest.update(os.path.relpath(full, path).encode("utf-8", "surrogateescape") + b"\0")
-            digest.update(file_sha256(full).encode() + b"\0")
-    return digest.hexdigest()
-
-
 def parser_identity(spec: ParserSpec) -> dict[str, Any]:
     """Everything that decides a parser's output for a line: the backend, its library's version, the model's
     content hash (stanza: the language's folder; an installed spaCy package: its name and version) and the
@@ -113,12 +99,12 @@ def parser_identity(spec: ParserSpec) -> dict[str, Any]:
         assert spec.model_dir and spec.lang
         folder = os.path.join(spec.model_dir, spec.lang)
         model = {"name": os.path.basename(os.path.normpath(spec.model_dir)),
-                 "sha256": _content_hash(folder if os.path.isdir(folder) else spec.model_dir)}
+                 "sha256": path_sha256(folder if os.path.isdir(folder) else spec.model_dir)}
         resources = os.path.join(spec.model_dir, "resources.json")
         if os.path.isfile(resources):
             model["resources_sha256"] = file_sha256(resources)
     elif spec.model and os.path.exists(spec.model):
-        model = {"name": os.path.basename(os.path.normpath(spec.model)), "sha256": _content_hash(spec.model)}
+        model = {"name": os.path.basename(os.path.normpath(spec.model)), "sha256": path_sha256(spec.model)}
     else:  # an installed spaCy package
         from importlib.metadata import PackageNotFoundError, version
 

@@ -39,15 +39,27 @@ class ParserSpec:
             if not getattr(self, name):
                 raise InputError(f"--{name.replace('_', '-')} is required with --backend {self.backend}")
 
-    def signature(self) -> dict[str, object]:
-        """What identifies this parser in a dataset's signature (without loading it): backend, model name,
-        sha256 of a model file (None for a folder or an installed spaCy package), pretokenized."""
+    def model_path(self) -> str:
+        """The model's file or folder (stanza: the language's folder of the model folder when there is one;
+        "" for none); an installed spaCy package's name is no path."""
         import os
 
-        from ..textio import file_sha256
+        if self.backend == "stanza":
+            folder = os.path.join(self.model_dir or "", self.lang or "")
+            return folder if self.model_dir and self.lang and os.path.isdir(folder) else self.model_dir or ""
+        return self.model or ""
+
+    def signature(self) -> dict[str, object]:
+        """What identifies this parser in a dataset's signature (without loading it): backend, model name,
+        sha256 of the model (`path_sha256`: a file, or a folder's files; None for an installed spaCy package),
+        pretokenized."""
+        import os
+
+        from ..textio import path_sha256
 
         target = (self.model_dir if self.backend == "stanza" else self.model) or ""
-        digest = file_sha256(target) if os.path.isfile(target) else None
+        path = self.model_path()
+        digest = path_sha256(path) if path and os.path.exists(path) else None
         return {"backend": self.backend, "model": os.path.basename(os.path.normpath(target)) if target else "",
                 "sha256": digest, "pretokenized": self.pretokenized}
 

@@ -22,10 +22,13 @@ import tempfile
 import time
 from typing import IO, Any
 
+from tqdm import tqdm
+
 from ..conllu import MISC, read_conllu, read_trees
 from ..errors import InputError
 from ..progress import ProgressLines, clock, progress
 from ..textio import read_lines
+from .quality import interim_line
 
 PRESETS: dict[str, dict[str, str]] = {
     "tiny": {
@@ -123,6 +126,7 @@ def check_treebank(path: str, allow_no_spaceafter: bool = False) -> str | None:
 
 
 ROUND = re.compile(r"^(Epoch|Iteration) \d+[:,]")
+HELDOUT = re.compile(r"heldout UAS ([\d.]+)%, LAS ([\d.]+)%")  # UDPipe's parser, each iteration with held-out data
 PHASES = (("Training tokenizer", "tokenizer"), ("Training tagger", "tagger"), ("Parser ", "parser"))
 # Seconds of one round (epoch/iteration) of a component relative to a tokenizer epoch, per preset, measured here:
 # `tiny` on sample_data/en.conllu (3 s per tokenizer epoch, 0.3 s per tagger, 1.5 s per parser iteration), `small`
@@ -207,6 +211,10 @@ class Progress:
         if ROUND.match(text):
             self.done[self.phase] += 1
             self.counter.update(1)
+            scored = HELDOUT.search(text) if self.phase == "parser" else None
+            if scored:
+                where = f"parser iteration {self.done['parser']}/{self.rounds.get('parser', 0)}"
+                tqdm.write(interim_line(where, float(scored.group(2)), float(scored.group(1))), file=self.stream)
             eta = self.eta()
             if not isinstance(self.counter, ProgressLines) and eta is not None:  # a bar's own ETA is one rate
                 self.counter.set_postfix_str(f"ETA {clock(eta)} (by component)")

@@ -20,14 +20,19 @@ import io
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Any
+
+from tqdm import tqdm
 
 from ..conllu import FEATS, read_conllu, to_tree
 from ..errors import InputError
-from ..progress import progress
+from ..progress import ProgressLines, clock, progress
 from ..tables import did_you_mean
+from .quality import interim_line
 
 SPACY_PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"training.max_steps": 30, "training.eval_frequency": 10, "training.patience": 0,
@@ -71,6 +76,7 @@ class _Deadline(Exception):
 
 
 _COUNTERS: list[Any] = []  # the progress of the training running in this process (spaCy builds its callback by name)
+_ESTIMATES: list[Callable[[], float | None]] = []  # its ETA (within --max-minutes)
 
 
 def _before_update_callback(seconds: float) -> Any:  # noqa: ANN401 (a spaCy `before_update` callable)
@@ -82,6 +88,8 @@ def _before_update_callback(seconds: float) -> Any:  # noqa: ANN401 (a spaCy `be
         step = int(args.get("step") or 0)
         for counter in _COUNTERS:
             counter.update(step - counter.n)
+            if seconds and not isinstance(counter, ProgressLines) and step % 10 == 0:  # a bar: its ETA is one rate
+                counter.set_postfix_str(f"ETA {clock(_ESTIMATES[-1]() or 0.0)} (--max-minutes)", refresh=False)
         if end is not None and time.monotonic() > end:
             raise _Deadline(f"time budget reached at step {step}")
 
@@ -113,7 +121,8 @@ def train_spacy(conllu_path: str, output_dir: str, preset: str = "default", held
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="synprep_spacy_") as work:
         prepare_spacy(conllu_path, work, preset, heldout_path, lang, overrides)
-        fit_spacy(work, output_dir, quiet=quiet, max_minutes=max_minutes, progress_shown=progress_shown)
+        fit_spacy(work, output_dir, quiet=quiet, max_minutes=max_minutes, progress_shown=progress_shown,
+                  heldout=heldout_path is not None)
     return time.perf_counter() - start
 
 
@@ -189,24 +198,64 @@ def config_problem(err: Exception, overrides: dict[str, Any]) -> str:
     return f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:200]}"
 
 
+def _estimate(steps: int | None, max_minutes: float | None) -> Callable[[], float | None]:
+    """The ETA of the progress lines: the steps left at the rate so far, but never past the time budget."""
+    began = time.monotonic()
+    end = began + 60 * max_minutes if max_minutes else None
+
+    def estimate() -> float | None:
+        now, done = time.monotonic(), _COUNTERS[-1].n if _COUNTERS else 0
+        left = (now - began) / done * max(steps - done, 0) if steps and done else None
+        if end is not None:
+            left = min(max(end - now, 0.0), left if left is not None else float("inf"))
+        return left
+
+    return estimate
+
+
+def _scores_logger(console: Any, heldout: bool = True) -> Any:  # noqa: ANN401 (spaCy loggers)
+    """The configuration's own logger `console` (spaCy's table on stdout), and a line on stderr with the held-out
+    UAS and LAS each time spaCy scores its dev set (every `training.eval_frequency` steps)."""
+
+    def setup(nlp: Any, stdout: IO[str] = sys.stdout, stderr: IO[str] = sys.stderr) -> Any:  # noqa: ANN401
+        log_step, finalize = console(nlp, stdout, stderr)
+
+        def step(info: dict[str, Any] | None) -> None:
+            log_step(info)
+            scores = (info or {}).get("other_scores") or {}
+            if "dep_las" in scores and "dep_uas" in scores:
+                tqdm.write(interim_line(f"spacy step {info['step']}", 100 * float(scores["dep_las"] or 0),
+                                        100 * float(scores["dep_uas"] or 0), heldout), file=sys.stderr)
+
+        return step, finalize
+
+    return setup
+
+
 def fit_spacy(work: str, output_dir: str, quiet: bool = False, max_minutes: float | None = None,
-              progress_shown: bool | None = None) -> None:
+              progress_shown: bool | None = None, heldout: bool = True) -> None:
     """Train from a folder made by `prepare_spacy`; copy the best model to `output_dir`. Progress (steps, up to
-    `max_steps`) on stderr as `synprep.progress` shows it (`progress_shown`: None, a bar on a terminal, else
-    lines at the interval; False: none)."""
+    `max_steps`; the ETA never past `max_minutes`) on stderr as `synprep.progress` shows it (`progress_shown`:
+    None, a bar on a terminal, else lines at the interval; False: none), and the dev set's UAS and LAS each
+    time spaCy scores it (`heldout` False: the dev set is the training treebank, said so)."""
     from spacy import registry
     from spacy.cli.train import train
     from spacy.util import load_config
 
     registry.callbacks.register("synprep_before_update.v1", func=_before_update_callback)
+    registry.loggers.register("synprep_scores_logger.v1", func=_scores_logger)
     config_path = os.path.join(work, "config.cfg")
     config = load_config(config_path, interpolate=False)
     config["training"]["before_update"] = {"@callbacks": "synprep_before_update.v1",
                                            "seconds": 60 * max_minutes if max_minutes else 0}
+    config["training"]["logger"] = {"@loggers": "synprep_scores_logger.v1", "heldout": heldout,
+                                    "console": config["training"]["logger"]}  # the template's, resolved by spaCy
     config.to_disk(config_path)
     steps = int(config["training"].get("max_steps") or 0) or None  # an upper bound: patience may stop it sooner
     paths = {"paths.train": os.path.join(work, "train.spacy"), "paths.dev": os.path.join(work, "dev.spacy")}
-    _COUNTERS.append(progress("parser train: spacy", steps, "steps", shown=progress_shown))
+    _ESTIMATES.append(_estimate(steps, max_minutes))
+    _COUNTERS.append(progress("parser train: spacy", steps, "steps", shown=progress_shown,
+                              estimate=_ESTIMATES[-1]))
     printed = io.StringIO()  # spaCy's messages (stdout): shown when it fails, or as they come with quiet=False
     with contextlib.redirect_stdout(printed) if quiet else contextlib.nullcontext():
         try:
@@ -219,6 +268,7 @@ def fit_spacy(work: str, output_dir: str, quiet: bool = False, max_minutes: floa
                                                         " (see its messages above)")) from None
         finally:
             _COUNTERS.pop().close()
+            _ESTIMATES.pop()
     best = os.path.join(work, "model-best")
     if not os.path.isdir(best):
         best = os.path.join(work, "model-last")

@@ -35,10 +35,13 @@ import time
 from collections.abc import Iterator
 from typing import IO, Any
 
+from tqdm import tqdm
+
 from ..conllu import read_trees
 from ..errors import InputError
 from ..progress import progress
 from ..textio import read_lines
+from .quality import interim_line
 
 PROCESSORS = ("tokenize", "pos", "depparse")
 STEPS_OPTION = {"tokenize": "steps", "pos": "max_steps", "depparse": "max_steps"}
@@ -62,6 +65,7 @@ STANZA_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 }
 STANZA_DEFAULT_STEPS = {"tokenize": 50000, "pos": 50000, "depparse": 50000}
 STEP_LINE = re.compile(r"(?:Finished STEP|^Step)\s+(\d+)/\s*(\d+)")
+DEV_LINE = re.compile(r"^step (\d+): train_loss = [-\d.e+]+, dev_score = ([\d.]+)")  # depparse: LAS, 0-1
 
 
 def _stanza_module(processor: str) -> Any:  # noqa: ANN401 (a stanza training module)
@@ -113,9 +117,10 @@ class StanzaProgress:
     """Progress over the three components from stanza's step lines, through `synprep.progress` (a bar on a
     terminal, else a plain line at the progress interval); `verbose` also copies every log line."""
 
-    def __init__(self, steps: dict[str, int], stream: IO[str], verbose: bool = False, bar: bool | None = None
-                 ) -> None:
+    def __init__(self, steps: dict[str, int], stream: IO[str], verbose: bool = False, bar: bool | None = None,
+                 heldout: bool = True) -> None:
         self.steps, self.stream, self.verbose, self.use_bar = steps, stream, verbose, bar
+        self.heldout = heldout  # False: stanza scores the training treebank (no --heldout)
         self.total = max(sum(steps.values()), 1)
         self.offset, self.done, self.phase = 0, 0, next(iter(steps), PROCESSORS[0])
         self.counter: Any = None
@@ -144,6 +149,10 @@ class StanzaProgress:
         match = STEP_LINE.search(text)
         if match:
             self._advance(self.offset + int(match.group(1)))
+        scored = DEV_LINE.search(text) if self.phase == "depparse" else None
+        if scored:
+            where = f"depparse step {scored.group(1)}/{self.steps.get('depparse', 0)}"
+            tqdm.write(interim_line(where, 100 * float(scored.group(2)), heldout=self.heldout), file=self.stream)
 
     def close(self) -> None:
         if self.counter is not None:
@@ -245,7 +254,8 @@ def train_stanza(conllu_path: str, output_dir: str, preset: str = "default", hel
     chosen = stanza_settings(preset, overrides)
     os.makedirs(os.path.join(output_dir, lang), exist_ok=True)  # an output that cannot be written fails now
     start = time.perf_counter()
-    tracker = StanzaProgress(planned_steps(chosen), progress) if progress is not None else None
+    tracker = (StanzaProgress(planned_steps(chosen), progress, heldout=heldout_path is not None)
+               if progress is not None else None)
     # the work folder is the system's temporary one: a killed run leaves nothing beside the output
     with tempfile.TemporaryDirectory(prefix="synprep_stanza_") as work:
         train = _plain_copy(conllu_path, os.path.join(work, "train.conllu"))

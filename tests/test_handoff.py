@@ -1,0 +1,224 @@
+"""The hand-off commands and files read as the released trainers read them, where a reader could silently lose
+supervision: DBSA master's target pairs as its collate and criterion keep them, one DBSA release per export
+folder, nematus' label lookup and length limit, Pascal's parents in a generate batch. Each reader re-implements
+the released rule, citing file and line (the releases' commits: synprep.export_readme.COMMITS)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from synprep.errors import InputError
+from synprep.export import export_split, summary_line
+from synprep.shards import open_split
+
+from .test_export import (
+    HANDOFF_TREEBANKS,
+    OLD_SHARDS,
+    _lines,
+    _rewrite,
+    _treebank_split,
+    check_dependency,
+    dbsa_rule_master,
+    fairseq_dictionary,
+    tags_numbers,
+)
+
+
+def master_target_pairs(dep_line: str, pieces: int, dependency_with_input: bool) -> list[tuple[int, int]] | None:
+    """de9uch1/dbsa master b0cdef6 on one target sentence (targets are padded on the right: its place in a batch
+    changes nothing): `tasks/translation_dep.py` l.170-178 loads `[[i, int(x)]]`;
+    `data/language_pair_dataset_with_dependency.py` `__getitem__` l.328-331 adds 1 to both under
+    `dependency_with_input`; `collate` l.205-217 keeps the sentence when `check_dependency(dependency, tgt_len)`
+    (l.70-79, on the `__getitem__` pairs; tgt_len counts `</s>`) and adds its offsets, +1 again under
+    `dependency_with_input` (l.209-210); the criterion (`criterions/label_smoothed_cross_entropy_with_dependency.py`
+    l.127-128) keeps the pairs whose column is at or before the row. The supervised (decoder row, column) pairs
+    of the decoder self-attention, or None when the sentence is dropped."""
+    pairs = [[i, int(x)] for i, x in enumerate(dep_line.split())]
+    if dependency_with_input:
+        pairs = [[i + 1, h + 1] for i, h in pairs]
+    if not check_dependency(pairs, pieces + 1):
+        return None
+    shift = 1 if dependency_with_input else 0
+    return [(i + shift, h + shift) for i, h in pairs if i + shift >= h + shift]
+
+
+def with_input_664571d(dep_line: str, pieces: int) -> list[tuple[int, int]] | None:
+    """de9uch1/dbsa 664571d (the 2020 format, 1-based) with `--dependency-with-input`: `tasks/translation_dep.py`
+    l.145 loads `[i, int(x) - 1]`; `__getitem__` l.285-287 adds 1 to both; `collate` l.189-193 keeps the pairs
+    with column <= row when `check_dependency(dependency, tgt_len + 1)` (l.64-70). As master_target_pairs."""
+    pairs = [[i + 1, int(x) - 1 + 1] for i, x in enumerate(dep_line.split())]
+    if not check_dependency(pairs, pieces + 2):
+        return None
+    return [(i, h) for i, h in pairs if i >= h]
+
+
+def test_dbsa_master_gives_target_supervision_without_dependency_with_input(tmp_path):
+    """Master's default (`task.dependency_with_input` unset, as `dbsa/configs/transformer_dep.yaml`) keeps every
+    target sentence and supervises the pairs whose head is at or before the piece: decoder row i (input: piece
+    i - 1, predicting piece i) towards column head(i) (input: piece head(i) - 1). `dependency_with_input=true`
+    drops every target sentence: no target loss at all. The 2020 format read by `664571d` with
+    `--dependency-with-input` supervises syntrain's rows (row i + 1, input piece i, towards column head(i) + 1)."""
+    export_split(str(OLD_SHARDS), str(tmp_path), ["dbsa"])
+    rows = open_split(str(OLD_SHARDS)).table().to_pylist()
+    kept = {False: 0, True: 0}
+    supervised = 0
+    for row, text, dep in zip(rows, _lines(tmp_path / "dbsa" / "train.de"), _lines(tmp_path / "dbsa" / "train.dep.de"),
+                              strict=True):
+        pieces = text.split()
+        heads = dbsa_rule_master(row["tgt_heads"], pieces)
+        for setting in (False, True):
+            pairs = master_target_pairs(dep, len(pieces), setting)
+            kept[setting] += pairs is not None
+            if pairs is not None and not setting:
+                assert pairs == [(i, h) for i, h in enumerate(heads) if h <= i]
+                supervised += len(pairs)
+    assert kept == {False: len(rows), True: 0} and supervised > len(rows)
+    export_split(str(OLD_SHARDS), str(tmp_path / "2020"), ["dbsa"], dbsa_release="2020")
+    for row, text, dep in zip(rows, _lines(tmp_path / "2020" / "dbsa" / "train.de"),
+                              _lines(tmp_path / "2020" / "dbsa" / "train.dep.de"), strict=True):
+        heads = dbsa_rule_master(row["tgt_heads"], text.split())  # syntrain's rows: BOS shift, as syntrain collates
+        assert with_input_664571d(dep, len(heads)) == [(i + 1, h + 1) for i, h in enumerate(heads) if h <= i]
+    for page in ("handoff.md", "fidelity.md"):  # the pages say which setting supervises the target
+        text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text(encoding="utf-8")
+        assert "drops every target sentence" in text and "664571d" in text
+        assert "--dependency-with-input` (from `664571d`; master: `task.dependency_with_input=true`) shifts" not in text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HANDOFF_TREEBANKS, reason="../shared/data/ud not present")
+@pytest.mark.parametrize("treebank", HANDOFF_TREEBANKS, ids=lambda p: p.parent.name)
+def test_dbsa_target_supervision_of_whole_treebanks(treebank, tmp_path):
+    """Every target sentence of a gold test treebank: kept by master's default, dropped by master's
+    `dependency_with_input`, read as syntrain's rows by 664571d's; Pascal's generate batch reads every parent."""
+    split = _treebank_split(tmp_path / "data", treebank)
+    rows = open_split(str(split)).table().to_pylist()
+    for release in ("current", "2020"):
+        export_split(str(split), str(tmp_path / release), ["dbsa", "pascal"], dbsa_release=release)
+    kept = {"default": 0, "with input": 0, "664571d": 0}
+    for row, text, dep, old in zip(rows, _lines(tmp_path / "current" / "dbsa" / "train.de"),
+                                   _lines(tmp_path / "current" / "dbsa" / "train.dep.de"),
+                                   _lines(tmp_path / "2020" / "dbsa" / "train.dep.de"), strict=True):
+        heads = dbsa_rule_master(row["tgt_heads"], text.split())
+        kept["default"] += master_target_pairs(dep, len(heads), False) == [(i, h) for i, h in enumerate(heads)
+                                                                           if h <= i]
+        kept["with input"] += master_target_pairs(dep, len(heads), True) is not None
+        kept["664571d"] += with_input_664571d(old, len(heads)) == [(i + 1, h + 1) for i, h in enumerate(heads)
+                                                                   if h <= i]
+    readme = (tmp_path / "current" / "pascal" / "README.md").read_text(encoding="utf-8")
+    batch_size = int(re.search(r"generate\.py .*--batch-size (\d+)", readme).group(1))
+    right, total = read_right_in_batches(tmp_path / "current" / "pascal", batch_size)
+    print(f"\n{treebank.parent.name}: {len(rows)} target sentences; {kept}; Pascal generate batch {batch_size}: "
+          f"{right}/{total} read right, at 128: {read_right_in_batches(tmp_path / 'current' / 'pascal', 128)[0]}")
+    assert kept == {"default": len(rows), "with input": 0, "664571d": len(rows)} and right == total == len(rows)
+
+
+def test_dbsa_2020_readme_exports_every_split_for_2020_and_a_folder_holds_one_release(tmp_path):
+    export_split(str(OLD_SHARDS), str(tmp_path / "old"), ["dbsa"], dbsa_release="2020")
+    readme = (tmp_path / "old" / "dbsa" / "README.md").read_text(encoding="utf-8")
+    loop = next(line for line in readme.splitlines() if line.startswith("for s in"))
+    assert "--format dbsa --dbsa-release 2020;" in loop
+    export_split(str(OLD_SHARDS), str(tmp_path / "new"), ["dbsa"])
+    loop = next(line for line in (tmp_path / "new" / "dbsa" / "README.md").read_text().splitlines()
+                if line.startswith("for s in"))
+    assert "--dbsa-release" not in loop
+    before = {p.name: p.read_bytes() for p in (tmp_path / "old" / "dbsa").iterdir()}
+    with pytest.raises(InputError, match="DBSA release '2020', not 'current'"):
+        export_split(str(OLD_SHARDS), str(tmp_path / "old"), ["dbsa"], name="valid")
+    done = subprocess.run([sys.executable, "-m", "synprep.cli", "export", str(OLD_SHARDS), "-o", str(tmp_path / "old"),
+                           "--format", "dbsa", "--name", "valid"], capture_output=True, text=True)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "--dbsa-release" in done.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "old" / "dbsa").iterdir()} == before  # nothing written
+    export_split(str(OLD_SHARDS), str(tmp_path / "old"), ["dbsa"], name="valid", dbsa_release="2020")  # same: fine
+    export_split(str(OLD_SHARDS), str(tmp_path / "old"), ["pascal"], name="valid")  # other formats: no release
+
+
+def released_labels(vocabulary: dict[str, int]) -> dict[str, int]:
+    """borgr/nematus f629db7 `nematus/util.py` `parse_transitions` l.44-57 (non-split actions): every key holding
+    `@@|` -> the index of its label `key[1:-3]`; `data_iterator.py` `convert_text_to_graph` l.429-436 looks each arc
+    token up there (`labels_dict[token]`, a KeyError when absent)."""
+    actions = [key for key in vocabulary if "@@|" in key]
+    labels = {key[1:-3]: i for i, key in enumerate(actions)}
+    labels = {label: i for i, label in enumerate(sorted(labels, key=labels.get))}
+    return {key: labels[key[1:-3]] for key in actions}
+
+
+def _with_new_label(tmp_path: Path) -> Path:
+    """The fixture split with one target arc relabelled to a label no other row has."""
+    split = tmp_path / "renamed"
+    shutil.copytree(OLD_SHARDS, split)
+    table = open_split(str(OLD_SHARDS)).table()
+    labels = table.column("tgt_labels").to_pylist()
+    labels[0] = ["nsubj:pass" if label == "nsubj" else label for label in labels[0]]
+    assert "nsubj:pass" in labels[0]
+    field = table.schema.field("tgt_labels")
+    _rewrite(split, table.set_column(table.schema.get_field_index("tgt_labels"), field, pa.array(labels, field.type)))
+    return split
+
+
+@pytest.mark.parametrize("valid_first", [False, True])
+def test_nematus_vocabulary_covers_every_split_and_maxlen_keeps_every_row(valid_first, tmp_path):
+    """A label of valid that train never has: the train vocabulary gets its arcs (the reader's lookup finds every
+    arc of both splits), whichever split is exported first, and the export says so; the README's `--maxlen` keeps
+    every exported row (data_iterator.py l.225 skips a row with more tokens than it on either side) and is the
+    longest; its extra packages are named."""
+    valid, out = _with_new_label(tmp_path), tmp_path / "export"
+    exports = [(str(OLD_SHARDS), "train"), (str(valid), "valid")]
+    said = [summary_line(export_split(path, str(out), ["nematus"], name=name), str(out))
+            for path, name in (exports[::-1] if valid_first else exports)]
+    folder = out / "nematus"
+    labels = released_labels(json.loads((folder / "train.trns1.de.json").read_text(encoding="utf-8")))
+    arcs = [t for name in ("train", "valid") for line in _lines(folder / f"{name}.trns1.de") for t in line.split()
+            if t.endswith("@@|")]
+    assert "Lnsubj:pass@@|" in arcs or "Rnsubj:pass@@|" in arcs
+    assert all(token in labels for token in arcs)
+    assert "train.trns1.de.json given the arcs of 1 label(s) of other splits it lacked (nsubj:pass)" in said[-1]
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    maxlen = int(re.search(r"--maxlen (\d+) ", readme).group(1))
+    lengths = [len(line.split()) for name in ("train", "valid") for suffix in ("en", "trns1.de")
+               for line in _lines(folder / f"{name}.{suffix}")]
+    assert max(lengths) == maxlen > 100  # the trainer's default (100) would drop rows of this fixture
+    assert all(word in readme for word in ("django", "conllu", "'numpy<1.24'"))
+
+
+def read_right_in_batches(folder: Path, batch_size: int) -> tuple[int, int]:
+    """e-bug/pascal 251a9ca's fork as `generate.py` batches the test set: `ordered_indices`
+    (`fairseq/fairseq/data/tags_language_pair_dataset.py` l.240-249: by target, then source length), batches of
+    `batch_size`; `collate` l.35 pads the source on the left, l.63 the tags on the right (`left_pad_target`);
+    `models/pascal_transformer.py` l.250-251 maps each tag index to `float(symbol)`, any other to the row's
+    last position. A sentence is read right when each token's centre is its parent's position in the padded row.
+    (sentences read right, sentences)."""
+    dictionary = fairseq_dictionary(folder / "tags" / "dict.en.txt")
+    numbers = tags_numbers(dictionary)
+    sources = [line.split() for line in _lines(folder / "train.en")]
+    targets = [line.split() for line in _lines(folder / "train.de")]
+    tags = [line.split() for line in _lines(folder / "tags" / "train.en")]
+    order = sorted(range(len(sources)), key=lambda k: len(targets[k]))
+    order = sorted(order, key=lambda k: len(sources[k]))
+    right = 0
+    for start in range(0, len(order), batch_size):
+        batch = order[start:start + batch_size]
+        width = max(len(sources[k]) for k in batch) + 1  # </s>
+        for k in batch:
+            pad = width - len(sources[k]) - 1
+            row = [dictionary[t] for t in tags[k]] + [2] + [1] * (width - len(tags[k]) - 1)  # </s>, then <pad>
+            read = [numbers.get(row[pad + t], float(width - 1)) for t in range(len(sources[k]))]
+            right += read == [pad + float(t) for t in tags[k]]
+    return right, len(sources)
+
+
+def test_pascal_generate_command_reads_every_parent_right(tmp_path):
+    export_split(str(OLD_SHARDS), str(tmp_path), ["pascal"])
+    readme = (tmp_path / "pascal" / "README.md").read_text(encoding="utf-8")
+    generate = next(line for line in readme.splitlines() if line.startswith("python generate.py"))
+    batch_size = int(re.search(r"--batch-size (\d+)", generate).group(1))
+    right, total = read_right_in_batches(tmp_path / "pascal", batch_size)
+    assert right == total
+    assert read_right_in_batches(tmp_path / "pascal", 128)[0] < total / 2  # the check can fail
