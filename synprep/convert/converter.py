@@ -50,6 +50,7 @@ from .accounting import (
     write_split,
 )
 from .bpe_codes import learn_codes, learns_bpe
+from .dataset_card import write_dataset_card, write_hf_links
 from .filter_parse import ParseJob, parser_specs
 from .inputs import SIDES, check_inputs, count_pairs, is_conllu
 from .output import OutputFolder
@@ -153,6 +154,9 @@ class Converter:
             stats.seconds["phase3_wall"] = time.perf_counter() - started
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
             write_split(self.config, self.out, split, stats, written, signed, rejected_lines.pop(split.name))
+        names = [split.name for split in self.config.splits]
+        write_hf_links(self.out, names)
+        write_dataset_card(self.out, names)
         self.folder.finish({"workers": self.workers, "engine": self.options.engine,
                             "seconds": {name: dict(s.seconds) for name, s in self.stats.items()}},
                            self.options.keep_work)
