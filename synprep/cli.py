@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from . import __version__, options
+from .clihelp import add_examples
 from .errors import InputError, Interrupted, run_cli
 
 
@@ -100,7 +101,8 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
 @click.option("--conllu", required=True, help="Input CoNLL-U ('-' = stdin; .gz/.xz accepted).")
 @click.option("--bpe-codes", default=None, help="Joint BPE codes; without them sub-words = tokens.")
 @click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
-@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None)
+@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None,
+              help="With --vocabulary: split pieces seen fewer times in it (as for bpe apply).")
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
               help="Comma-separated feature groups: the per-sub-word groups declared in synprep/schema.py "
                    "(parents, dbsa, depth, ...), distances, transitions, labels; a wrong name lists them all.")
@@ -140,7 +142,8 @@ def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice(options.PARSER_BACKENDS), required=True)
+@click.option("--backend", type=click.Choice(options.PARSER_BACKENDS), required=True,
+              help="Parser library (docs/synprep.md: models and extras of each).")
 @click.option("--model", default=None, help="UDPipe model file (udpipe, spacy-udpipe) or spaCy pipeline name/path.")
 @click.option("--model-dir", default=None, help="stanza: local model folder (nothing is downloaded).")
 @click.option("--lang", default=None, help="Language code (stanza, spacy-udpipe).")
@@ -172,7 +175,8 @@ def parser() -> None:
 
 
 @parser.command("train")
-@click.option("--backend", type=click.Choice(["udpipe", "spacy", "stanza"]), default="udpipe", show_default=True)
+@click.option("--backend", type=click.Choice(["udpipe", "spacy", "stanza"]), default="udpipe", show_default=True,
+              help="Parser library to train a model for (udpipe: one model file; spacy, stanza: a folder).")
 @click.option("--conllu", required=True, help="Training treebank (CoNLL-U; .gz/.xz accepted).")
 @click.option("--heldout", default=None, help="Held-out CoNLL-U: scored at the end (UPOS/UAS/LAS); spaCy, stanza "
                                               "and UDPipe's default options also use it for early stopping.")
@@ -308,7 +312,8 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
 @click.option("--output", default=None, help="Output folder (overrides the pipeline's `output`).")
 @click.option("--shard-size", type=int, default=None, help="Input pairs per shard (overrides `shard_size`).")
 @click.option("--workers", type=int, default=0, help="Processes (default 0 = all cores); same shards.")
-@click.option("--engine", type=click.Choice(options.ENGINES), default="local", show_default=True)
+@click.option("--engine", type=click.Choice(options.ENGINES), default="local", show_default=True,
+              help="local: worker processes on this machine; ray: a Ray cluster (docs/scale.md).")
 @click.option("--ray-address", default=None, help="Existing Ray cluster (default: start a local one).")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run into the same output folder.")
 @click.option("--overwrite", is_flag=True, help="Delete an existing output folder made by convert first.")
@@ -443,7 +448,8 @@ def inspect_command(path: str, show: int, html_path: str | None, examples: int, 
 @cli.command()
 @click.argument("split_path", metavar="DATASET_SPLIT")
 @click.option("-o", "--output", required=True, help="Folder for summary.json and one .ids/.tsv per subset.")
-@click.option("--side", type=click.Choice(["src", "tgt", "both"]), default="both", show_default=True)
+@click.option("--side", type=click.Choice(["src", "tgt", "both"]), default="both", show_default=True,
+              help="Which side's trees to search for the phenomena.")
 @click.option("--phenomena", default=None,
               help="Comma-separated rule names (default: all; built in: particle,reflexive,stranding).")
 @click.option("--rules", "rules_path", default=None, help="TOML file of extra [[rule]] tables (docs/synprep.md).")
@@ -499,6 +505,27 @@ def export(split_path: str, output: str, formats: str, name: str | None, dbsa_re
     except ValueError as err:
         raise click.BadParameter(f"{err}, got {formats!r}", param_hint="--format") from None
     click.echo(summary_line(export_split(split_path, output, chosen, name, dbsa_release), output), err=True)
+
+
+EXAMPLES = {
+    "bpe learn": "synprep bpe learn --symbols 16000 -i train.tok.en -i train.tok.de -o codes.bpe --vocab-prefix vocab",
+    "bpe apply": "synprep bpe apply --codes codes.bpe < tokens.txt > tokens.bpe",
+    "align": "synprep align --conllu train.de.conllu --bpe-codes codes.bpe --format pascal -o train.de.pascal",
+    "parse": "synprep parse --backend udpipe --model english-ewt.udpipe -i train.en -o train.en.conllu",
+    "parser train": "synprep parser train --conllu treebank.conllu --heldout dev.conllu -o my.udpipe",
+    "parser eval": "synprep parser eval --model my.udpipe --conllu test.conllu",
+    "filter": "synprep filter --src train.en --tgt train.de --src-lang en --tgt-lang de -o filtered/",
+    "convert": "synprep convert pipelines/sample.toml --output out/sample",
+    "cache info": "synprep cache info parse-cache/",
+    "cache verify": "synprep cache verify parse-cache/ --repair",
+    "cache prune": "synprep cache prune parse-cache/ --max-gb 5",
+    "synth": "synprep synth --pairs 300 --seed 1 -o synth/",
+    "inspect": "synprep inspect out/sample/train --show 3",
+    "challenge": "synprep challenge out/sample/test -o challenge/",
+    "validate": "synprep validate out/sample/train",
+    "export": "synprep export out/sample/train -o export/ --format pascal,dbsa",
+}
+add_examples(cli, "synprep", EXAMPLES)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from synprep.clihelp import add_examples
 from synprep.options import NORMALIZERS
 
 from . import __version__
@@ -189,7 +190,8 @@ def _device() -> str:
 
 
 @cli.command()
-@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The checkpoint to decode with (a run's best.pt, last.pt or an average).")
 @click.option("-i", "--input", "input_path", default="-", show_default=True,
               help="Raw source text (one sentence a line, '-' = stdin: parsed and BPE'd with the run's parser model "
               "and codes) or a split directory written by synprep convert.")
@@ -200,8 +202,10 @@ def _device() -> str:
 @click.option("--nbest", type=click.IntRange(min=1), default=None,
               help="Write the N best translations per input line: LINE<TAB>SCORE<TAB>TRANSLATION (N <= --beam).")
 @click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
-@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
-@click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=4096, show_default=True)
+@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True,
+              help="Beam search's length penalty (alpha; 0: none).")
+@click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=4096, show_default=True,
+              help="Tokens per batch (sentences x longest source): lower it if memory runs out.")
 @click.option("--parser-model", default=None, help="Raw text: the source parser model, where neither the run "
               "folder (source/, --bundle) nor the path it was trained with has it (docs/syntrain.md).")
 @click.option("--bpe-codes", default=None, help="Raw text: the BPE codes, where neither the run folder (source/) "
@@ -293,11 +297,15 @@ class EvalCommand(click.Command):
 
 
 @cli.command(name="eval", cls=EvalCommand)
-@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The checkpoint to decode with (a run's best.pt, last.pt or an average).")
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False),
+              help="The split folder (synprep convert output) to translate and score.")
 @click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
-@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
-@click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=4096, show_default=True)
+@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True,
+              help="Beam search's length penalty (alpha; 0: none).")
+@click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=4096, show_default=True,
+              help="Tokens per batch (sentences x longest source): lower it if memory runs out.")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Also write the scores as one JSON object: BLEU, chrF, their signatures, the switches' measures, "
@@ -460,7 +468,8 @@ def open_columns(path: str) -> list[str]:
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")
 @click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
-@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
+@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True,
+              help="Beam search's length penalty (alpha; 0: none).")
 @click.option("--samples", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Paired-bootstrap resamples.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the tables here (JSON).")
@@ -557,6 +566,17 @@ def env(checkpoint: str | None) -> None:
         except ValueError as e:
             raise click.ClickException(str(e)) from e
         click.echo(f"{checkpoint}: {model.cfg.describe_switches()}")
+
+
+EXAMPLES = {
+    "run": "syntrain run --data out/sample/train --valid out/sample/valid --preset cpu --max-steps 200 --out runs/x",
+    "translate": "syntrain translate --checkpoint runs/x/best.pt -i new.en -o new.de",
+    "eval": "syntrain eval --checkpoint runs/x/best.pt --data out/sample/test -o hyp.de",
+    "compare": "syntrain compare --data out/sample/test runs/vanilla runs/pascal",
+    "average": "syntrain average runs/x/checkpoint_*.pt -o runs/x/average.pt",
+    "env": "syntrain env --checkpoint runs/x/best.pt",
+}
+add_examples(cli, "syntrain", EXAMPLES)
 
 
 def main() -> None:
