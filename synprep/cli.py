@@ -27,15 +27,6 @@ def bpe() -> None:
     """Joint BPE with subword-nmt (learn codes, apply them)."""
 
 
-def _vocab_names(prefix: str, inputs: tuple[str, ...]) -> list[str]:
-    """vocab prefix + the input's language suffix (train.tok.en -> PREFIX.en), unique per input."""
-    suffixes = [os.path.basename(p).rsplit(".", 1)[-1] if "." in os.path.basename(p) else str(i)
-                for i, p in enumerate(inputs)]
-    if len(set(suffixes)) != len(suffixes):
-        suffixes = [str(i) for i in range(len(inputs))]
-    return [f"{prefix}.{s}" for s in suffixes]
-
-
 def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     """A click callback running `synprep.bpe.<check>` on the value: its error names the option."""
 
@@ -66,10 +57,10 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
               min_frequency: int, verbose: bool) -> None:
     """Learn BPE codes (subword-nmt learn-joint-bpe-and-vocab): joint codes from both languages' files, or
     separate codes per side (pipeline [bpe] joint = false) by running it once per side on that side's files."""
-    from .bpe_learn import learn_joint
+    from .api import learn_bpe
 
-    vocab_paths = _vocab_names(vocab_prefix, inputs) if vocab_prefix else None
-    learn_joint(list(inputs), output, symbols, vocab_paths, min_frequency, verbose=verbose)
+    vocab_paths = learn_bpe(inputs, output, symbols, vocab_prefix=vocab_prefix, min_frequency=min_frequency,
+                            verbose=verbose)
     written = ", ".join(vocab_paths) if vocab_paths else "no vocabularies"
     click.echo(f"wrote {output} ({symbols} merges max) and {written}", err=True)
 
@@ -89,12 +80,12 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
 def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
               vocabulary_threshold: int | None, merges: int, separator: str, glossaries: tuple[str, ...]) -> None:
     """Apply BPE codes: byte-identical to `subword-nmt apply-bpe`, faster."""
-    from .bpe import Bpe, apply_file, read_vocabulary
+    from .api import apply_bpe
 
-    vocab = read_vocabulary(vocabulary, vocabulary_threshold) if vocabulary else None
     if vocabulary_threshold is not None and vocabulary is None:
         raise click.UsageError("--vocabulary-threshold needs --vocabulary")
-    apply_file(Bpe(codes, vocab, merges, separator, list(glossaries) or None), input_path, output)
+    apply_bpe(codes, input_path, output, vocabulary=vocabulary, vocabulary_threshold=vocabulary_threshold,
+              merges=merges, separator=separator, glossaries=glossaries)
 
 
 @cli.command()
@@ -158,11 +149,10 @@ def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary
 def parse(backend: str, model: str | None, model_dir: str | None, lang: str | None, input_path: str, output: str,
           pretokenized: bool, workers: int, batch_size: int, max_chars: int) -> None:
     """Parse text into CoNLL-U: exactly one sentence per input line, in order."""
-    from .parse import ParserSpec
-    from .parse.runner import parse_file
+    from .api import parse as parse_text
 
-    spec = ParserSpec(backend, model, model_dir, lang, pretokenized)
-    summary = parse_file(spec, input_path, output, workers or None, batch_size, max_chars=max_chars)
+    summary = parse_text(input_path, output, backend, model=model, model_dir=model_dir, lang=lang,
+                         pretokenized=pretokenized, workers=workers, batch_size=batch_size, max_chars=max_chars)
     click.echo(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
                f"joined from several sentences, {summary.skipped} longer than {max_chars} characters) with {backend} "
                f"on {summary.workers} worker(s) in {summary.seconds:.1f}s ({summary.rate:.3g} sentences/s per worker "
@@ -330,23 +320,20 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
             ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool,
             dedupe: bool, parse_cache: str | None) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
-    from .convert.converter import Converter, ConvertOptions, format_summary
-    from .convert.pipeline import load_pipeline
+    from .api import convert as convert_pipeline
     from .parallel import WorkerLost
 
-    if shard_size is not None and shard_size < 1:
-        raise InputError(f"--shard-size must be a positive number of pairs, got {shard_size}")
-    config = load_pipeline(pipeline_file, output, shard_size, compression)
-    converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address,
-                                                 keep_work=keep_work, dedupe=dedupe, parse_cache=parse_cache))
     again = shlex.join(["synprep", *(arg for arg in sys.argv[1:] if arg not in ("--overwrite", "--resume"))])
     try:
-        stats = converter.run()
+        result = convert_pipeline(pipeline_file, output, workers=workers, shard_size=shard_size, engine=engine,
+                                  ray_address=ray_address, resume=resume, overwrite=overwrite,
+                                  compression=compression, keep_work=keep_work, dedupe=dedupe,
+                                  parse_cache=parse_cache)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; the finished pieces are kept: continue with {again} --resume") from None
     except WorkerLost as err:
         raise InputError(f"{err}; the finished pieces are kept: continue with {again} --resume") from None
-    click.echo(format_summary(config, stats))
+    click.echo(result.summary)
 
 
 @cli.group()

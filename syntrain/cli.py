@@ -26,8 +26,8 @@ TRAIN_FLAGS = (  # the [train] fields that are `syntrain run` flags, in --help o
     "data", "valid", "test", "out", "preset", "max_steps", "max_minutes", "max_tokens", "accum_steps", "lr", "warmup",
     "label_smoothing", "clip_norm", "eval_interval", "eval_sentences", "eval_beam", "test_beam", "length_penalty",
     "bleu_tokenize", "log_interval", "seed", "threads", "attention", "device", "precision", "max_len", "keep_last",
-    "patience", "best_metric", "tensorboard", "verify_shards", "shape_ladder", "compile", "name", "resume",
-    "overwrite", "bundle")
+    "patience", "best_metric", "tensorboard", "wandb_project", "verify_shards", "shape_ladder", "compile", "name",
+    "resume", "overwrite", "bundle")
 MODEL_FLAGS_AFTER = "preset"
 
 
@@ -134,12 +134,6 @@ class RunCommand(click.Command):
         return params[:at] + [DeclaredOption(("model", name)) for name in model_flags()] + params[at:]
 
 
-def _note(message: str) -> None:
-    """A warning or status line on stderr (once under torchrun: rank 0)."""
-    if os.environ.get("RANK", "0") == "0":
-        click.echo(message, err=True)
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="syntrain")
 def cli() -> None:
@@ -156,37 +150,19 @@ def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
     """Train a model from a TOML recipe and/or flags (flags win; docs/recipe-fields.md). Every value is checked
     before anything is read or written; the run folder gets config.toml (the resolved configuration) and
     train.log. An earlier run in OUT is refused unless --resume (which needs only --out RUN) or --overwrite."""
-    from .config import ConfigError, check_run, resolve_run
-    from .runfolder import logged_run, resume_point, run_folder_lock
+    from .api import train
 
     model_values = {name: options.pop(name, None) for name in model_flags()}  # absent: none was given
-    with logged_run() as log, contextlib.ExitStack() as stack:
-        try:
-            cfg, notes, model_label = resolve_run(config, options, model_values, sets)
-            if cfg.out and os.environ.get("RANK", "0") == "0":
-                stack.enter_context(run_folder_lock(cfg.out))  # before the folder is looked at: one writer
-            point = resume_point(cfg.out) if cfg.resume else None
-            if point is not None:
-                origin = "" if os.path.basename(point[0]) == "last.pt" else \
-                    f" (from {os.path.basename(point[0])}: last.pt is missing or damaged)"
-                _note(f"syntrain: resuming {cfg.out} at step {int(point[1]['step'])}{origin}")
-            notes += check_run(cfg, model_label)
-        except (ConfigError, ValueError) as err:
-            raise click.ClickException(str(err)) from None
-        for note in notes:
-            log.hold(note)  # printed when the run starts, after the checks that need the data
-        from .train import train
-
-        try:
-            train(cfg)
-        except (ValueError, OSError) as err:
-            raise click.ClickException(str(err)) from err
+    try:
+        train(config, sets=sets, model=model_values, **options)
+    except (ValueError, OSError) as err:  # ConfigError is a ValueError
+        raise click.ClickException(str(err)) from None
 
 
 def _device() -> str:
-    import torch
+    from .translate import default_device
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return default_device()
 
 
 @cli.command()
@@ -325,9 +301,9 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
     from synprep.challenge import load_subsets
     from synprep.errors import InputError
 
+    from .api import score_hypotheses, scored_split
     from .checkpoints import load_checkpoint
-    from .dataset import ParallelData, check_scored_split, readable_target
-    from .decode import bleu_tokenizer, score
+    from .decode import bleu_tokenizer
     from .decode import translate as run_translate
     from .switches import decoded
 
@@ -340,10 +316,7 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         _check_folders(list(paths.values()))
         _check_outputs(paths, {"the checkpoint (--checkpoint)": checkpoint, "the split (--data)": data_path,
                                 "the challenge sets (--subsets)": subsets_dir})
-        check_scored_split(data_path)
-        options = model.cfg.dataset_options()
-        options["decoder_target"] = readable_target(options["decoder_target"], open_columns(data_path))
-        data = ParallelData(data_path, vocab, batch_columns=model.cfg.batch_columns(training=False), **options)
+        data = scored_split(model, vocab, data_path)
     except (ValueError, FileNotFoundError, InputError) as e:
         raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
@@ -357,12 +330,8 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         atomic_write(output_path, "".join(h + "\n" for h in hyps).encode("utf-8"))
     for name, (path, writer) in writers.items():
         atomic_write(path, writer.file_text(name, pieces, data.keep).encode("utf-8"))
-    from synprep.normalize import normalizer
-
-    normalize = normalizer(normalize_refs)
-    references = [normalize(ref) for ref in data.references(data.keep)]
     try:
-        result = score(hyps, references, data.tgt_lang, bleu_tokenize)
+        result, references = score_hypotheses(hyps, data, normalize_refs, bleu_tokenize)
     except ValueError as err:
         raise click.ClickException(str(err)) from None
     from .compare import normalization_note, subset_table
@@ -452,12 +421,6 @@ def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]
             writers[name] = (path, writer)
     return writers
 
-
-def open_columns(path: str) -> list[str]:
-    """The column names of a split folder."""
-    from synprep.shards import open_split
-
-    return list(open_split(path).columns)
 
 
 @cli.command(name="compare")
@@ -549,7 +512,9 @@ def env(checkpoint: str | None) -> None:
 
     cuda = torch.cuda.is_available()
     name = f"cuda ({torch.cuda.get_device_name()})" if cuda else "cpu"
-    precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
+    from .train import resolve_precision
+
+    precision = resolve_precision("auto", torch.device("cuda" if cuda else "cpu"))
     flex = "available" if flex_available() else "not in this torch"
     click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
                f"Pascal attention kernel math (flex on request: {flex})")

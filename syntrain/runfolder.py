@@ -158,8 +158,8 @@ RESUMABLE = ("model", "optimizer", "scheduler", "step", "epoch", "position", "rn
 # [model] table, the preset and the training data must be the run's
 SESSION_KEYS = ("max_steps", "max_minutes", "eval_interval", "eval_sentences", "eval_beam", "test_beam",
                 "length_penalty", "log_interval", "threads", "device", "attention", "precision", "keep_last",
-                "patience", "best_metric", "tensorboard", "verify_shards", "shape_ladder", "compile", "name", "out",
-                "resume", "overwrite", "valid", "test", "data", "bundle", "bleu_tokenize")
+                "patience", "best_metric", "tensorboard", "wandb_project", "verify_shards", "shape_ladder", "compile",
+                "name", "out", "resume", "overwrite", "valid", "test", "data", "bundle", "bleu_tokenize")
 
 
 _HELD: set[str] = set()  # run folders this process holds the lock of (the command line, then the trainer)

@@ -7,6 +7,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
 
+import torch
+
 from synprep.shards import SourcePreparation
 from synprep.textio import decode_line, open_binary
 
@@ -35,12 +37,19 @@ def may_fit(line: str, positions: int, longest: int) -> bool:
     return len(words) <= positions and sum(map(len, words)) <= positions * longest
 
 
+def default_device() -> str:
+    """cuda where torch sees a GPU, else cpu."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 class Translator:
     """A checkpoint loaded once, with its decoding settings (nbest = 0: the best translation only)."""
 
-    def __init__(self, checkpoint: str, device: str, beam: int = 4, length_penalty: float = 0.6,
+    def __init__(self, checkpoint: str, device: str | None = None, beam: int = 4, length_penalty: float = 0.6,
                  max_tokens: int = 4096, nbest: int = 0, progress: bool = True, parser_model: str | None = None,
                  bpe_codes: str | None = None) -> None:
+        if device is None:  # cuda where there is one
+            device = default_device()
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
         self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
         self.preparation: SourcePreparation | None = None
@@ -61,6 +70,10 @@ class Translator:
     def translate_split(self, path: str) -> list[Ranked]:
         """Every kept row of a split, in row order."""
         return self._decode(self.split(path))
+
+    def translate(self, lines: list[str]) -> list[str]:
+        """Raw sentences -> the best translation of each ("" for a blank line or one too long for the model)."""
+        return [ranked[0][1] if ranked else "" for ranked in self.translate_raw(lines)]
 
     def translate_raw(self, lines: list[str]) -> list[Ranked]:
         """Raw sentences -> one ranked list per line; a blank line or one longer than the model's positions gets

@@ -46,7 +46,7 @@ def test_dataset_card_names_languages_sizes_pipeline_and_loading(sample_out):
     signature = manifests(sample_out)["train"]["signature"]
     assert signature["parsers"]["src"]["sha256"][:16] in card and "udpipe" in card
     assert signature["bpe_codes_sha256"][:16] in card and "300 merges" in card
-    for reader in ("datasets.load_dataset", "load_hf_dataset", "pa.ipc.open_stream", "pl.read_ipc_stream",
+    for reader in ("datasets.load_dataset", "synprep.load_dataset", "pa.ipc.open_stream", "pl.read_ipc_stream",
                    "syntrain run --data OUT/train --valid OUT/valid", "synprep export OUT/train"):
         assert reader in card, reader
 

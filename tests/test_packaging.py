@@ -68,8 +68,10 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path):
         done = subprocess.run([str(fresh / "bin" / program), "--help"], capture_output=True, text=True, env=env,
                               cwd=tmp_path)
         assert done.returncode == 0 and "Usage:" in done.stdout, done.stderr
-    done = subprocess.run([str(python), "-c", "import synprep, syntrain; print(synprep.__file__, syntrain.__file__)"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
+    api = ("import synprep, syntrain; assert callable(synprep.convert) and callable(synprep.load_dataset); "
+           "assert callable(syntrain.train) and syntrain.Translator and syntrain.evaluate; "
+           "print(synprep.__file__, syntrain.__file__)")
+    done = subprocess.run([str(python), "-c", api], capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
     assert all(path.startswith(fresh_site) for path in done.stdout.split()), done.stdout
 
 

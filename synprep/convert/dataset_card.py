@@ -103,8 +103,8 @@ def card_text(out: str, splits: list[str]) -> str:
         "import datasets                                    # Hugging Face datasets: train / validation / test",
         'splits = datasets.load_dataset("arrow", data_dir="OUT")',
         "",
-        "from synprep.shards import load_hf_dataset        # one split, its manifest and shards checked",
-        f'dataset = load_hf_dataset("OUT/{split}")',
+        "import synprep                                     # one split, its shards checked (docs/python-api.md)",
+        f'dataset = synprep.load_dataset("OUT/{split}")',
         "",
         "import pyarrow as pa, glob                         # plain pyarrow",
         f'table = pa.concat_tables(pa.ipc.open_stream(pa.memory_map(p)).read_all() for p in '
