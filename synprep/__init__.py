@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .logs import default_handler
+
 __version__ = "0.1.0"
+default_handler("synprep")  # messages: logging.getLogger("synprep") (synprep/logs.py)
 
 _API = ("convert", "load_dataset", "parse", "learn_bpe", "apply_bpe", "load_bpe", "ConvertResult")
 __all__ = ["__version__", "InputError", *_API]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shlex
 import sys
@@ -12,14 +13,19 @@ from typing import Any
 import click
 
 from . import __version__, options
-from .clihelp import add_examples
+from .clihelp import add_examples, verbosity_options
 from .errors import InputError, Interrupted, run_cli
+from .logs import set_verbosity
+
+log = logging.getLogger("synprep.cli")  # (not __name__: `python -m synprep.cli` runs it as __main__)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="synprep")
-def cli() -> None:
+@verbosity_options
+def cli(verbose: int, quiet: int) -> None:
     """Dependency trees aligned with BPE sub-words for syntax-aware NMT."""
+    set_verbosity(verbose, quiet)
 
 
 @cli.group()
@@ -62,7 +68,7 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
     vocab_paths = learn_bpe(inputs, output, symbols, vocab_prefix=vocab_prefix, min_frequency=min_frequency,
                             verbose=verbose)
     written = ", ".join(vocab_paths) if vocab_paths else "no vocabularies"
-    click.echo(f"wrote {output} ({symbols} merges max) and {written}", err=True)
+    log.info(f"wrote {output} ({symbols} merges max) and {written}")
 
 
 @bpe.command("apply")
@@ -128,8 +134,8 @@ def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary
 
     summary = align_file(conllu, output, config, segmenter, fmt, workers or default_workers())
     dropped = sum(summary.rejected.values()) if summary.rejected else 0
-    click.echo(f"aligned {summary.sentences} sentences: {summary.written} written, "
-               f"{summary.non_projective} non-projective kept, {dropped} dropped (non-projective)", err=True)
+    log.info(f"aligned {summary.sentences} sentences: {summary.written} written, "
+               f"{summary.non_projective} non-projective kept, {dropped} dropped (non-projective)")
 
 
 @cli.command()
@@ -153,10 +159,10 @@ def parse(backend: str, model: str | None, model_dir: str | None, lang: str | No
 
     summary = parse_text(input_path, output, backend, model=model, model_dir=model_dir, lang=lang,
                          pretokenized=pretokenized, workers=workers, batch_size=batch_size, max_chars=max_chars)
-    click.echo(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
+    log.info(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
                f"joined from several sentences, {summary.skipped} longer than {max_chars} characters) with {backend} "
                f"on {summary.workers} worker(s) in {summary.seconds:.1f}s ({summary.rate:.3g} sentences/s per worker "
-               "while parsing)", err=True)
+               "while parsing)")
 
 
 @cli.group()
@@ -204,7 +210,7 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
         treebank, held = (stack.enter_context(rereadable(path)) for path in (conllu, heldout))
         warning = check_treebank(treebank, allow_no_spaceafter)
         if warning:
-            click.echo(warning, err=True)
+            log.warning(warning)
         if backend == "stanza":
             from .parse.train_spacy import guess_lang, parse_overrides
             from .parse.train_stanza import stanza_settings, train_stanza
@@ -227,10 +233,10 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
             seconds = train_udpipe(treebank, output, preset, held, quiet=not verbose, options=chosen,
                                    progress=sys.stderr)
             spec = {"backend": "udpipe", "model": output}
-        click.echo(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s", err=True)
+        log.info(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s")
         if held:
             for scores in evaluate_model(spec, held):
-                click.echo(f"held-out {heldout}: {scores.format()}", err=True)
+                log.info(f"held-out {heldout}: {scores.format()}")
 
 
 @parser.command("eval")
@@ -252,8 +258,8 @@ def parser_eval(backend: str | None, model: str | None, model_dir: str | None, l
     for scores in evaluate_model(spec, conllu, MODES if mode == "both" else (mode,)):
         click.echo(scores.format())
         if scores.mismatched:
-            click.echo(f"  {len(scores.mismatched)} sentences with other characters than the gold text "
-                       f"(not aligned), e.g. {scores.mismatched[0]}", err=True)
+            log.info(f"  {len(scores.mismatched)} sentences with other characters than the gold text "
+                       f"(not aligned), e.g. {scores.mismatched[0]}")
 
 
 @cli.command("filter")
@@ -403,8 +409,7 @@ def synth(pairs: int, seed: int, output: str, max_depth: int, non_projective_rat
     summary = write_corpus(output, pairs, seed, SynthConfig(max_depth, non_projective_rate, lengths=lengths,
                                                                 vocabulary=vocabulary),
                            bpe_symbols)
-    click.echo(summary.format() + f" to {output}; next: synprep convert {os.path.join(output, 'pipeline.toml')}",
-               err=True)
+    log.info(summary.format() + f" to {output}; next: synprep convert {os.path.join(output, 'pipeline.toml')}")
 
 
 @cli.command("inspect")
@@ -429,7 +434,7 @@ def inspect_command(path: str, show: int, html_path: str | None, examples: int, 
         from .report import write_html
 
         write_html(html_path, stats, pick_examples(dataset, examples, max_tokens=24))
-        click.echo(f"wrote {html_path}", err=True)
+        log.info(f"wrote {html_path}")
 
 
 @cli.command()
@@ -449,8 +454,8 @@ def challenge(split_path: str, output: str, side: str, phenomena: str | None, ru
     rules = select_rules(names, extra)
     sides = ("src", "tgt") if side == "both" else (side,)
     summary = write_challenge(split_path, output, sides, rules)
-    click.echo(format_summary(summary), err=True)
-    click.echo(f"wrote {os.path.join(output, 'summary.json')}", err=True)
+    log.info(format_summary(summary))
+    log.info(f"wrote {os.path.join(output, 'summary.json')}")
 
 
 @cli.command()
@@ -491,7 +496,7 @@ def export(split_path: str, output: str, formats: str, name: str | None, dbsa_re
         check_formats(chosen, dbsa_release)
     except ValueError as err:
         raise click.BadParameter(f"{err}, got {formats!r}", param_hint="--format") from None
-    click.echo(summary_line(export_split(split_path, output, chosen, name, dbsa_release), output), err=True)
+    log.info(summary_line(export_split(split_path, output, chosen, name, dbsa_release), output))
 
 
 EXAMPLES = {

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 
@@ -14,6 +15,13 @@ def leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[
             yield from leaf_commands(command, (*prefix, name))
         else:
             yield (*prefix, name), command
+
+
+def verbosity_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """-v / -q of a command line's group: more (-v: debug) or fewer (-q: warnings and errors) messages on
+    stderr (synprep.logs); data on stdout is the same."""
+    function = click.option("-q", "--quiet", count=True, help="Fewer messages: warnings and errors only.")(function)
+    return click.option("-v", "--verbose", count=True, help="More messages (debug).")(function)
 
 
 def add_examples(group: click.Group, prog: str, examples: dict[str, str]) -> None:

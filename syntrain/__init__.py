@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from synprep.logs import default_handler
+
 __version__ = "0.1.0"
+default_handler("syntrain")  # messages: logging.getLogger("syntrain") (synprep/logs.py)
 
 __all__ = ["__version__", "train", "Translator", "evaluate"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -13,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from synprep.clihelp import add_examples
+from synprep.clihelp import add_examples, verbosity_options
+from synprep.logs import set_verbosity
 from synprep.options import NORMALIZERS
 
 from . import __version__
@@ -134,10 +136,15 @@ class RunCommand(click.Command):
         return params[:at] + [DeclaredOption(("model", name)) for name in model_flags()] + params[at:]
 
 
+log = logging.getLogger("syntrain.cli")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="syntrain")
-def cli() -> None:
+@verbosity_options
+def cli(verbose: int, quiet: int) -> None:
     """Transformer trainer over synprep shards, with Pascal (parent-scaled self-attention) heads."""
+    set_verbosity(verbose, quiet)
 
 
 @cli.command(cls=RunCommand)
@@ -224,16 +231,16 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
             elif interactive:
                 lines = iter_lines(input_path)
                 terminal = input_path == "-" and sys.stdin.isatty()
-                translator.interactive(_prompted(lines) if terminal else lines, out, lambda m: click.echo(m, err=True))
+                translator.interactive(_prompted(lines) if terminal else lines, out, log.info)
             else:
                 lines = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)
                 blank, too_long = translator.translate_lines(lines, out)
                 if blank:
-                    click.echo(f"{input_path}: {blank} blank line(s) left blank in the output", err=True)
+                    log.warning(f"{input_path}: {blank} blank line(s) left blank in the output")
                 if too_long:
                     positions = translator.model.cfg.sizes.max_len
-                    click.echo(f"{input_path}: {too_long} line(s) longer than the model's {positions} positions left "
-                               "empty in the output", err=True)
+                    log.warning(f"{input_path}: {too_long} line(s) longer than the model's {positions} positions left "
+                               "empty in the output")
     except (ValueError, InputError) as e:
         raise click.ClickException(str(e)) from e
 
@@ -243,8 +250,8 @@ def _warn_signature(ckpt: dict, data: object) -> None:
 
     differ = signature_differences(ckpt.get("signature", {}), data.signature)
     if differ:
-        click.echo(f"warning: the shards were not made with the {' and '.join(differ)} of the training data "
-                   "(synprep signatures differ)", err=True)
+        log.warning(f"warning: the shards were not made with the {' and '.join(differ)} of the training data "
+                   "(synprep signatures differ)")
 
 
 def _prompted(lines: Iterator[str]) -> Iterator[str]:
@@ -474,8 +481,7 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
     click.echo(table)
     if json_path:
         _write_json(json_path, {"runs": list(runs), **results, "table": table})
-    click.echo(f"compare wrote {', '.join(written)}" if written else "compare wrote nothing into the run folders",
-               err=True)
+    log.info(f"compare wrote {', '.join(written)}" if written else "compare wrote nothing into the run folders")
 
 
 @cli.command()
@@ -497,7 +503,7 @@ def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None
     except (ValueError, InputError) as e:
         raise click.ClickException(str(e)) from e
     save_checkpoint(averaged, output_path)
-    click.echo(f"wrote {output_path}: the mean of {len(checkpoints)} checkpoint(s)", err=True)
+    log.info(f"wrote {output_path}: the mean of {len(checkpoints)} checkpoint(s)")
 
 
 @cli.command()

@@ -22,11 +22,14 @@ outputs' transitions in RUN/test.trans (one line per pair) and its `trees` colum
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
 
 from synprep.textio import atomic_write
+
+log = logging.getLogger(__name__)
 
 HYPOTHESES = "test.hyp"
 HYPOTHESES_KEY = "test.hyp.json"  # what RUN/test.hyp was decoded from: checkpoint, split, decoding settings
@@ -79,8 +82,8 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
                         data_options=model.cfg.data_options())
     differ = signature_differences(ckpt.get("signature", {}), data.signature)
     if differ:
-        print(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
-              "(synprep signatures differ)", file=sys.stderr)
+        log.warning(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
+              "(synprep signatures differ)")
     pieces: list[list[str]] = []
     hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces,
                      progress=f"compare {run}: translating")

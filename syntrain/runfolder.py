@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import shlex
 import sys
@@ -72,8 +73,8 @@ class RunLog(io.TextIOBase):
         self.file.writelines(self.pending)
         self.file.flush()
         self.pending = []
-        for line in self.held:
-            self.write(line + "\n")
+        for line in self.held:  # through logging: on this stderr (the handler's), so in the file too
+            logging.getLogger(__name__).warning(line)
         self.held = []
 
     def close(self) -> None:

@@ -16,10 +16,10 @@ import contextlib
 import datetime
 import functools
 import json
+import logging
 import math
 import os
 import random
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -49,6 +49,8 @@ from .switches import decoded, target_column
 from .trackers import Trackers
 from .travel import SOURCE_DIR, write_source_files
 from .vocab import PAD_ID, Vocab, separate_bpe
+
+log = logging.getLogger(__name__)
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 AUTOCAST_TYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -127,7 +129,7 @@ def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int, stack: contextlib.
 
 def _log(message: str, rank: int) -> None:
     if rank == 0:
-        print(message, file=sys.stderr, flush=True)
+        log.info(message)
 
 
 def _rng_state() -> dict:
@@ -868,7 +870,7 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
         in_model = _model_fields()
         model_values.update({name: fields.pop(name) for name in others if name in in_model})
     world, rank = processes()
-    with logged_run() as log, contextlib.ExitStack() as stack:
+    with logged_run() as run_log, contextlib.ExitStack() as stack:
         cfg, notes, model_label = resolve_run(recipe, fields, model_values, tuple(sets))
         if world == 1:
             cfg = named_run(cfg)  # torchrun: rank 0 names it and tells the others (train)
@@ -878,10 +880,10 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
         if point is not None and rank == 0:
             origin = "" if os.path.basename(point[0]) == "last.pt" else \
                 f" (from {os.path.basename(point[0])}: last.pt is missing or damaged)"
-            print(f"syntrain: resuming {cfg.out} at step {int(point[1]['step'])}{origin}", file=sys.stderr)
+            log.info(f"syntrain: resuming {cfg.out} at step {int(point[1]['step'])}{origin}")
         notes += check_run(cfg, model_label)
         for note in notes:
-            log.hold(note)  # printed when the run starts, after the checks that need the data
+            run_log.hold(note)  # printed when the run starts, after the checks that need the data
         train(cfg)
     return cfg.out
 

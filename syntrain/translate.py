@@ -3,7 +3,7 @@ line by line (--interactive), best translation or n-best lists."""
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
 
@@ -16,6 +16,8 @@ from .checkpoints import load_checkpoint
 from .dataset import ParallelData
 from .decode import translate_nbest
 from .travel import travelling_preparation
+
+log = logging.getLogger(__name__)
 
 Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
 
@@ -120,7 +122,7 @@ class Translator:
     def interactive(self, lines: Iterable[str], out: TextIO, say: Callable[[str], None] | None = None) -> None:
         """Translate each line as it arrives and flush its output at once (as fairseq-interactive); a line too
         long for the model is left empty and `say` (default: standard error) tells it at once."""
-        say = say or (lambda message: print(message, file=sys.stderr))
+        say = say or log.info
         write, progress = self.writer(out), self.progress
         self.progress = False
         try:

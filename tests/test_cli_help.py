@@ -51,3 +51,10 @@ def test_help_ends_with_one_example(prog, path, command):
 def test_python_dash_m_synprep():
     done = subprocess.run([sys.executable, "-m", "synprep", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "Usage:" in done.stdout and "convert" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("group", [synprep_cli, syntrain_cli], ids=["synprep", "syntrain"])
+def test_group_options_have_help(group):
+    ctx = click.Context(group, info_name=group.name)
+    records = [param.get_help_record(ctx) for param in group.params if isinstance(param, click.Option)]
+    assert {"-v, --verbose", "-q, --quiet"} <= {opts for opts, _ in records} and all(text for _, text in records)
