@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -86,7 +87,12 @@ def test_wandb_offline_logs_the_same_scalars_and_the_configuration(shards, tmp_p
     assert not os.path.exists(os.path.join(run, "tensorboard"))
     (offline,) = [entry.path for entry in os.scandir(os.path.join(run, "wandb")) if entry.name.startswith("offline-")]
     (log,) = [os.path.join(offline, name) for name in os.listdir(offline) if name.endswith(".wandb")]
+    deadline = time.monotonic() + 120  # W&B's own process writes the file: complete once it holds the exit record
     found = wandb_records(log)
+    while not any(record.WhichOneof("record_type") == "exit" for record in found):
+        assert time.monotonic() < deadline, "the W&B run file has no exit record"
+        time.sleep(0.5)
+        found = wandb_records(log)
     history = {}
     for record in found:
         if record.WhichOneof("record_type") == "history":
