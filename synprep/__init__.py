@@ -1,3 +1,34 @@
-"""synprep: dependency trees aligned with BPE sub-words for syntax-aware NMT."""
+"""synprep: dependency trees aligned with BPE sub-words for syntax-aware NMT.
+
+The Python API (docs/python-api.md) is imported on first use, so `import synprep` stays light:
+`synprep.convert`, `synprep.load_dataset`, `synprep.parse`, `synprep.learn_bpe`, `synprep.apply_bpe`,
+`synprep.load_bpe`, `synprep.ConvertResult`, `synprep.InputError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .logs import default_handler
 
 __version__ = "0.1.0"
+default_handler("synprep")  # messages: logging.getLogger("synprep") (synprep/logs.py)
+
+_API = ("convert", "load_dataset", "parse", "learn_bpe", "apply_bpe", "load_bpe", "ConvertResult")
+__all__ = ["__version__", "InputError", *_API]
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 (the API's functions and classes, imported on first use)
+    if name in ("convert", "parse"):  # callable packages: synprep.convert(...) is synprep.api.convert(...)
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    if name == "InputError":
+        from .errors import InputError
+
+        return InputError
+    raise AttributeError(f"module 'synprep' has no attribute {name!r}")

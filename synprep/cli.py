@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shlex
 import sys
@@ -12,27 +13,24 @@ from typing import Any
 import click
 
 from . import __version__, options
+from .clihelp import add_examples, verbosity_options
 from .errors import InputError, Interrupted, run_cli
+from .logs import set_verbosity
+
+log = logging.getLogger("synprep.cli")  # (not __name__: `python -m synprep.cli` runs it as __main__)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="synprep")
-def cli() -> None:
+@verbosity_options
+def cli(verbose: int, quiet: int) -> None:
     """Dependency trees aligned with BPE sub-words for syntax-aware NMT."""
+    set_verbosity(verbose, quiet)
 
 
 @cli.group()
 def bpe() -> None:
     """Joint BPE with subword-nmt (learn codes, apply them)."""
-
-
-def _vocab_names(prefix: str, inputs: tuple[str, ...]) -> list[str]:
-    """vocab prefix + the input's language suffix (train.tok.en -> PREFIX.en), unique per input."""
-    suffixes = [os.path.basename(p).rsplit(".", 1)[-1] if "." in os.path.basename(p) else str(i)
-                for i, p in enumerate(inputs)]
-    if len(set(suffixes)) != len(suffixes):
-        suffixes = [str(i) for i in range(len(inputs))]
-    return [f"{prefix}.{s}" for s in suffixes]
 
 
 def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
@@ -82,14 +80,14 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
 
         scheme_module(scheme).learn_files(list(inputs), output, vocab_size, model_type, character_coverage,
                                           byte_fallback)
-        click.echo(f"wrote {output} (a SentencePiece {model_type} model, {vocab_size} pieces max)", err=True)
+        log.info(f"wrote {output} (a SentencePiece {model_type} model, {vocab_size} pieces max)")
         return
-    from .bpe_learn import learn_joint
+    from .api import learn_bpe
 
-    vocab_paths = _vocab_names(vocab_prefix, inputs) if vocab_prefix else None
-    learn_joint(list(inputs), output, symbols, vocab_paths, min_frequency, verbose=verbose)
+    vocab_paths = learn_bpe(inputs, output, symbols, vocab_prefix=vocab_prefix, min_frequency=min_frequency,
+                            verbose=verbose)
     written = ", ".join(vocab_paths) if vocab_paths else "no vocabularies"
-    click.echo(f"wrote {output} ({symbols} merges max) and {written}", err=True)
+    log.info(f"wrote {output} ({symbols} merges max) and {written}")
 
 
 @bpe.command("apply")
@@ -113,7 +111,8 @@ def bpe_apply(codes: str | None, scheme: str, model: str | None, input_path: str
               glossaries: tuple[str, ...]) -> None:
     """Apply BPE codes: byte-identical to `subword-nmt apply-bpe`, faster. With --scheme sentencepiece or
     hf-tokenizer: each space-separated token cut on its own by --model (as convert cuts them)."""
-    from .bpe import Bpe, apply_file, read_vocabulary
+    from .api import apply_bpe
+    from .bpe import apply_file
 
     if scheme != "subword-nmt":
         apply_file(_cutter(scheme, model, codes), input_path, output)
@@ -121,10 +120,10 @@ def bpe_apply(codes: str | None, scheme: str, model: str | None, input_path: str
     if codes is None:
         raise click.UsageError("give --codes (subword-nmt), or --scheme with --model")
 
-    vocab = read_vocabulary(vocabulary, vocabulary_threshold) if vocabulary else None
     if vocabulary_threshold is not None and vocabulary is None:
         raise click.UsageError("--vocabulary-threshold needs --vocabulary")
-    apply_file(Bpe(codes, vocab, merges, separator, list(glossaries) or None), input_path, output)
+    apply_bpe(codes, input_path, output, vocabulary=vocabulary, vocabulary_threshold=vocabulary_threshold,
+              merges=merges, separator=separator, glossaries=glossaries)
 
 
 def _cutter(scheme: str, model: str | None, codes: str | None):  # noqa: ANN202 (a subwords.TokenCutter)
@@ -144,7 +143,8 @@ def _cutter(scheme: str, model: str | None, codes: str | None):  # noqa: ANN202 
 @click.option("--model", default=None, help="sentencepiece: a .model file; hf-tokenizer: a tokenizer.json or its "
                                             "folder.")
 @click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
-@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None)
+@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None,
+              help="With --vocabulary: split pieces seen fewer times in it (as for bpe apply).")
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
               help="Comma-separated feature groups: the per-sub-word groups declared in synprep/schema.py "
                    "(parents, dbsa, depth, ...), distances, transitions, labels; a wrong name lists them all.")
@@ -181,12 +181,13 @@ def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vo
 
     summary = align_file(conllu, output, config, segmenter, fmt, workers or default_workers())
     dropped = sum(summary.rejected.values()) if summary.rejected else 0
-    click.echo(f"aligned {summary.sentences} sentences: {summary.written} written, "
-               f"{summary.non_projective} non-projective kept, {dropped} dropped (non-projective)", err=True)
+    log.info(f"aligned {summary.sentences} sentences: {summary.written} written, "
+               f"{summary.non_projective} non-projective kept, {dropped} dropped (non-projective)")
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice(options.PARSER_BACKENDS), required=True)
+@click.option("--backend", type=click.Choice(options.PARSER_BACKENDS), required=True,
+              help="Parser library (docs/synprep.md: models and extras of each).")
 @click.option("--model", default=None, help="UDPipe model file (udpipe, spacy-udpipe) or spaCy pipeline name/path.")
 @click.option("--model-dir", default=None, help="stanza: local model folder (nothing is downloaded).")
 @click.option("--lang", default=None, help="Language code (stanza, spacy-udpipe).")
@@ -201,15 +202,14 @@ def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vo
 def parse(backend: str, model: str | None, model_dir: str | None, lang: str | None, input_path: str, output: str,
           pretokenized: bool, workers: int, batch_size: int, max_chars: int) -> None:
     """Parse text into CoNLL-U: exactly one sentence per input line, in order."""
-    from .parse import ParserSpec
-    from .parse.runner import parse_file
+    from .api import parse as parse_text
 
-    spec = ParserSpec(backend, model, model_dir, lang, pretokenized)
-    summary = parse_file(spec, input_path, output, workers or None, batch_size, max_chars=max_chars)
-    click.echo(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
+    summary = parse_text(input_path, output, backend, model=model, model_dir=model_dir, lang=lang,
+                         pretokenized=pretokenized, workers=workers, batch_size=batch_size, max_chars=max_chars)
+    log.info(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
                f"joined from several sentences, {summary.skipped} longer than {max_chars} characters) with {backend} "
                f"on {summary.workers} worker(s) in {summary.seconds:.1f}s ({summary.rate:.3g} sentences/s per worker "
-               "while parsing)", err=True)
+               "while parsing)")
 
 
 @cli.group()
@@ -218,7 +218,8 @@ def parser() -> None:
 
 
 @parser.command("train")
-@click.option("--backend", type=click.Choice(["udpipe", "spacy", "stanza"]), default="udpipe", show_default=True)
+@click.option("--backend", type=click.Choice(["udpipe", "spacy", "stanza"]), default="udpipe", show_default=True,
+              help="Parser library to train a model for (udpipe: one model file; spacy, stanza: a folder).")
 @click.option("--conllu", required=True, help="Training treebank (CoNLL-U; .gz/.xz accepted).")
 @click.option("--heldout", default=None, help="Held-out CoNLL-U: scored at the end (UPOS/UAS/LAS); spaCy, stanza "
                                               "and UDPipe's default options also use it for early stopping.")
@@ -256,7 +257,7 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
         treebank, held = (stack.enter_context(rereadable(path)) for path in (conllu, heldout))
         warning = check_treebank(treebank, allow_no_spaceafter)
         if warning:
-            click.echo(warning, err=True)
+            log.warning(warning)
         if backend == "stanza":
             from .parse.train_spacy import guess_lang, parse_overrides
             from .parse.train_stanza import stanza_settings, train_stanza
@@ -279,13 +280,13 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
             seconds = train_udpipe(treebank, output, preset, held, quiet=not verbose, options=chosen,
                                    progress=sys.stderr)
             spec = {"backend": "udpipe", "model": output}
-        click.echo(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s", err=True)
+        log.info(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s")
         model_path = os.path.join(output, str(spec["lang"])) if backend == "stanza" else output
         scores, warning = score_and_record(spec, model_path, preset, held, seconds, heldout)
         for score in scores:
-            click.echo(f"held-out {heldout}: {score.format()}", err=True)
+            log.info(f"held-out {heldout}: {score.format()}")
         if warning:
-            click.echo(f"synprep: {warning}", err=True)
+            log.warning(f"synprep: {warning}")
 
 
 @parser.command("eval")
@@ -307,8 +308,8 @@ def parser_eval(backend: str | None, model: str | None, model_dir: str | None, l
     for scores in evaluate_model(spec, conllu, MODES if mode == "both" else (mode,)):
         click.echo(scores.format())
         if scores.mismatched:
-            click.echo(f"  {len(scores.mismatched)} sentences with other characters than the gold text "
-                       f"(not aligned), e.g. {scores.mismatched[0]}", err=True)
+            log.info(f"  {len(scores.mismatched)} sentences with other characters than the gold text "
+                       f"(not aligned), e.g. {scores.mismatched[0]}")
 
 
 @cli.command("filter")
@@ -357,7 +358,8 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
 @click.option("--output", default=None, help="Output folder (overrides the pipeline's `output`).")
 @click.option("--shard-size", type=int, default=None, help="Input pairs per shard (overrides `shard_size`).")
 @click.option("--workers", type=int, default=0, help="Processes (default 0 = all cores); same shards.")
-@click.option("--engine", type=click.Choice(options.ENGINES), default="local", show_default=True)
+@click.option("--engine", type=click.Choice(options.ENGINES), default="local", show_default=True,
+              help="local: worker processes on this machine; ray: a Ray cluster (docs/scale.md).")
 @click.option("--ray-address", default=None, help="Existing Ray cluster (default: start a local one).")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run into the same output folder.")
 @click.option("--overwrite", is_flag=True, help="Delete an existing output folder made by convert first.")
@@ -376,24 +378,20 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
             ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool,
             dedupe: bool, parse_cache: str | None, no_cache: bool) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
-    from .convert.converter import Converter, ConvertOptions, format_summary
-    from .convert.pipeline import load_pipeline
+    from .api import convert as convert_pipeline
     from .parallel import WorkerLost
 
-    if shard_size is not None and shard_size < 1:
-        raise InputError(f"--shard-size must be a positive number of pairs, got {shard_size}")
-    config = load_pipeline(pipeline_file, output, shard_size, compression)
-    converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address,
-                                                 keep_work=keep_work, dedupe=dedupe, parse_cache=parse_cache,
-                                                 cache=not no_cache))
     again = shlex.join(["synprep", *(arg for arg in sys.argv[1:] if arg not in ("--overwrite", "--resume"))])
     try:
-        stats = converter.run()
+        result = convert_pipeline(pipeline_file, output, workers=workers, shard_size=shard_size, engine=engine,
+                                  ray_address=ray_address, resume=resume, overwrite=overwrite,
+                                  compression=compression, keep_work=keep_work, dedupe=dedupe,
+                                  parse_cache=parse_cache, cache=not no_cache)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; the finished pieces are kept: continue with {again} --resume") from None
     except WorkerLost as err:
         raise InputError(f"{err}; the finished pieces are kept: continue with {again} --resume") from None
-    click.echo(format_summary(config, stats))
+    click.echo(result.summary)
 
 
 @cli.group()
@@ -465,8 +463,7 @@ def synth(pairs: int, seed: int, output: str, max_depth: int, non_projective_rat
     summary = write_corpus(output, pairs, seed, SynthConfig(max_depth, non_projective_rate, lengths=lengths,
                                                                 vocabulary=vocabulary),
                            bpe_symbols)
-    click.echo(summary.format() + f" to {output}; next: synprep convert {os.path.join(output, 'pipeline.toml')}",
-               err=True)
+    log.info(summary.format() + f" to {output}; next: synprep convert {os.path.join(output, 'pipeline.toml')}")
 
 
 @cli.command("inspect")
@@ -491,13 +488,14 @@ def inspect_command(path: str, show: int, html_path: str | None, examples: int, 
         from .report import write_html
 
         write_html(html_path, stats, pick_examples(dataset, examples, max_tokens=24))
-        click.echo(f"wrote {html_path}", err=True)
+        log.info(f"wrote {html_path}")
 
 
 @cli.command()
 @click.argument("split_path", metavar="DATASET_SPLIT")
 @click.option("-o", "--output", required=True, help="Folder for summary.json and one .ids/.tsv per subset.")
-@click.option("--side", type=click.Choice(["src", "tgt", "both"]), default="both", show_default=True)
+@click.option("--side", type=click.Choice(["src", "tgt", "both"]), default="both", show_default=True,
+              help="Which side's trees to search for the phenomena.")
 @click.option("--phenomena", default=None,
               help="Comma-separated rule names (default: all; built in: particle,reflexive,stranding).")
 @click.option("--rules", "rules_path", default=None, help="TOML file of extra [[rule]] tables (docs/synprep.md).")
@@ -510,8 +508,8 @@ def challenge(split_path: str, output: str, side: str, phenomena: str | None, ru
     rules = select_rules(names, extra)
     sides = ("src", "tgt") if side == "both" else (side,)
     summary = write_challenge(split_path, output, sides, rules)
-    click.echo(format_summary(summary), err=True)
-    click.echo(f"wrote {os.path.join(output, 'summary.json')}", err=True)
+    log.info(format_summary(summary))
+    log.info(f"wrote {os.path.join(output, 'summary.json')}")
 
 
 @cli.command()
@@ -552,7 +550,28 @@ def export(split_path: str, output: str, formats: str, name: str | None, dbsa_re
         check_formats(chosen, dbsa_release)
     except ValueError as err:
         raise click.BadParameter(f"{err}, got {formats!r}", param_hint="--format") from None
-    click.echo(summary_line(export_split(split_path, output, chosen, name, dbsa_release), output), err=True)
+    log.info(summary_line(export_split(split_path, output, chosen, name, dbsa_release), output))
+
+
+EXAMPLES = {
+    "bpe learn": "synprep bpe learn --symbols 16000 -i train.tok.en -i train.tok.de -o codes.bpe --vocab-prefix vocab",
+    "bpe apply": "synprep bpe apply --codes codes.bpe < tokens.txt > tokens.bpe",
+    "align": "synprep align --conllu train.de.conllu --bpe-codes codes.bpe --format pascal -o train.de.pascal",
+    "parse": "synprep parse --backend udpipe --model english-ewt.udpipe -i train.en -o train.en.conllu",
+    "parser train": "synprep parser train --conllu treebank.conllu --heldout dev.conllu -o my.udpipe",
+    "parser eval": "synprep parser eval --model my.udpipe --conllu test.conllu",
+    "filter": "synprep filter --src train.en --tgt train.de --src-lang en --tgt-lang de -o filtered/",
+    "convert": "synprep convert pipelines/sample.toml --output out/sample",
+    "cache info": "synprep cache info parse-cache/",
+    "cache verify": "synprep cache verify parse-cache/ --repair",
+    "cache prune": "synprep cache prune parse-cache/ --max-gb 5",
+    "synth": "synprep synth --pairs 300 --seed 1 -o synth/",
+    "inspect": "synprep inspect out/sample/train --show 3",
+    "challenge": "synprep challenge out/sample/test -o challenge/",
+    "validate": "synprep validate out/sample/train",
+    "export": "synprep export out/sample/train -o export/ --format pascal,dbsa",
+}
+add_examples(cli, "synprep", EXAMPLES)
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ pairs, `filter_files` for two files. The settings are a frozen dataclass with `t
 
 from __future__ import annotations
 
+import logging
 import lzma
 import os
 import shutil
@@ -40,6 +41,8 @@ from .options import DEFAULT_LANGID, MAX_LINE_CHARS
 from .parallel import default_workers, ordered_map
 from .tables import repeated
 from .textio import check_text_file, count_lines, open_binary, tsv_field
+
+log = logging.getLogger(__name__)
 
 REASONS = ("invalid_utf8", "empty", "line_too_long", "identical", "too_short", "too_long", "ratio", "src_lang",
            "tgt_lang")
@@ -443,5 +446,5 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
     os.rmdir(tmp_dir)
     message = summary.warning()
     if message:
-        (warn or (lambda text: print(f"synprep filter: {text}", file=sys.stderr)))(message)
+        (warn or (lambda text: log.warning(f"synprep filter: {text}")))(message)
     return summary

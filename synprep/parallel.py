@@ -13,6 +13,7 @@ left running, or holding a lock, after the driver is killed.
 from __future__ import annotations
 
 import itertools
+import logging
 import multiprocessing
 import os
 import signal
@@ -25,6 +26,8 @@ from typing import Any, TypeVar
 
 from .errors import InputError
 from .processes import die_with_parent
+
+log = logging.getLogger(__name__)
 
 Task = TypeVar("Task")
 Result = TypeVar("Result")
@@ -50,8 +53,8 @@ def capped_workers(requested: int, note: bool = True) -> int:
     if requested <= limit:
         return requested
     if note:
-        print(f"note: --workers {requested} lowered to {limit} ({WORKERS_PER_CORE} per core of the "
-              f"{default_workers()} this process may use)", file=sys.stderr)
+        log.info(f"note: --workers {requested} lowered to {limit} ({WORKERS_PER_CORE} per core of the "
+              f"{default_workers()} this process may use)")
     return limit
 
 

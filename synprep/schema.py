@@ -20,6 +20,7 @@ from .tables import repeated
 
 SCHEMA_VERSION = 2  # of convert shards; manifest.json's schema_version (CONTRACT.md "Shard encoding")
 READABLE_VERSIONS = (1, 2)  # 1: strings stored as strings, src/tgt_distances stored token x token
+FORMAT_VERSION_KEY = "synprep.format_version"  # the key of a convert shard's schema metadata naming its format
 
 
 @dataclass(frozen=True)
@@ -140,10 +141,12 @@ def align_schema(features: Sequence[str]) -> pa.Schema:
 
 def pair_schema(src_features: Sequence[str], tgt_features: Sequence[str], version: int = SCHEMA_VERSION
                 ) -> pa.Schema:
-    """Schema of a convert shard of format `version`: id, src_text, tgt_text, src_* and tgt_* features."""
+    """Schema of a convert shard of format `version`: id, src_text, tgt_text, src_* and tgt_* features; its
+    metadata names the format (`synprep.format_version`; readers compare schemas without metadata)."""
     return pa.schema([_field("id", pa.int64(), "id", nullable=False), _field("src_text", pa.string(), "text"),
                       _field("tgt_text", pa.string(), "text")]
-                     + feature_fields(src_features, "src_", version) + feature_fields(tgt_features, "tgt_", version))
+                     + feature_fields(src_features, "src_", version) + feature_fields(tgt_features, "tgt_", version),
+                     metadata={FORMAT_VERSION_KEY: str(version)})
 
 
 # Arrow arrays are built from numpy buffers (pa.Array.from_buffers): pa.array() on Python lists or numpy

@@ -1,3 +1,32 @@
-"""syntrain: a lightweight Transformer trainer over synprep Arrow shards."""
+"""syntrain: a lightweight Transformer trainer over synprep Arrow shards.
+
+The Python API (docs/python-api.md) is imported on first use, so `import syntrain` does not import torch:
+`syntrain.train`, `syntrain.Translator`, `syntrain.evaluate`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synprep.logs import default_handler
 
 __version__ = "0.1.0"
+default_handler("syntrain")  # messages: logging.getLogger("syntrain") (synprep/logs.py)
+
+__all__ = ["__version__", "train", "Translator", "evaluate"]
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 (the API's functions and classes, imported on first use)
+    if name == "train":  # a callable module: syntrain.train(...) is syntrain.train.run(...)
+        import importlib
+
+        return importlib.import_module(".train", __name__)
+    if name == "evaluate":
+        from .api import evaluate
+
+        return evaluate
+    if name == "Translator":
+        from .translate import Translator
+
+        return Translator
+    raise AttributeError(f"module 'syntrain' has no attribute {name!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -13,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from synprep.clihelp import add_examples, verbosity_options
+from synprep.logs import set_verbosity
 from synprep.options import NORMALIZERS
 
 from . import __version__
@@ -25,8 +28,8 @@ TRAIN_FLAGS = (  # the [train] fields that are `syntrain run` flags, in --help o
     "data", "valid", "test", "out", "preset", "max_steps", "max_minutes", "max_tokens", "accum_steps", "lr", "warmup",
     "label_smoothing", "clip_norm", "eval_interval", "eval_sentences", "eval_beam", "test_beam", "length_penalty",
     "bleu_tokenize", "log_interval", "seed", "threads", "attention", "device", "precision", "max_len", "keep_last",
-    "patience", "best_metric", "tensorboard", "verify_shards", "shape_ladder", "compile", "name", "resume",
-    "overwrite", "bundle")
+    "patience", "best_metric", "tensorboard", "wandb_project", "verify_shards", "shape_ladder", "compile", "name",
+    "resume", "overwrite", "bundle")
 MODEL_FLAGS_AFTER = "preset"
 
 
@@ -151,16 +154,15 @@ def decoding_options(function: Any) -> Any:
     return function
 
 
-def _note(message: str) -> None:
-    """A warning or status line on stderr (once under torchrun: rank 0)."""
-    if os.environ.get("RANK", "0") == "0":
-        click.echo(message, err=True)
+log = logging.getLogger("syntrain.cli")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="syntrain")
-def cli() -> None:
+@verbosity_options
+def cli(verbose: int, quiet: int) -> None:
     """Transformer trainer over synprep shards, with Pascal (parent-scaled self-attention) heads."""
+    set_verbosity(verbose, quiet)
 
 
 @cli.command(cls=RunCommand)
@@ -173,41 +175,24 @@ def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
     """Train a model from a TOML recipe and/or flags (flags win; docs/recipe-fields.md). Every value is checked
     before anything is read or written; the run folder gets config.toml (the resolved configuration) and
     train.log. An earlier run in OUT is refused unless --resume (which needs only --out RUN) or --overwrite."""
-    from .config import ConfigError, check_run, resolve_run
-    from .runfolder import logged_run, resume_point, run_folder_lock
+    from .api import train
 
     model_values = {name: options.pop(name, None) for name in model_flags()}  # absent: none was given
-    with logged_run() as log, contextlib.ExitStack() as stack:
-        try:
-            cfg, notes, model_label = resolve_run(config, options, model_values, sets)
-            if cfg.out and os.environ.get("RANK", "0") == "0":
-                stack.enter_context(run_folder_lock(cfg.out))  # before the folder is looked at: one writer
-            point = resume_point(cfg.out) if cfg.resume else None
-            if point is not None:
-                origin = "" if os.path.basename(point[0]) == "last.pt" else \
-                    f" (from {os.path.basename(point[0])}: last.pt is missing or damaged)"
-                _note(f"syntrain: resuming {cfg.out} at step {int(point[1]['step'])}{origin}")
-            notes += check_run(cfg, model_label)
-        except (ConfigError, ValueError) as err:
-            raise click.ClickException(str(err)) from None
-        for note in notes:
-            log.hold(note)  # printed when the run starts, after the checks that need the data
-        from .train import train
-
-        try:
-            train(cfg)
-        except (ValueError, OSError) as err:
-            raise click.ClickException(str(err)) from err
+    try:
+        train(config, sets=sets, model=model_values, **options)
+    except (ValueError, OSError) as err:  # ConfigError is a ValueError
+        raise click.ClickException(str(err)) from None
 
 
 def _device() -> str:
-    import torch
+    from .translate import default_device
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return default_device()
 
 
 @cli.command()
-@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The checkpoint to decode with (a run's best.pt, last.pt or an average).")
 @click.option("-i", "--input", "input_path", default="-", show_default=True,
               help="Raw source text (one sentence a line, '-' = stdin: parsed and BPE'd with the run's parser model "
               "and codes) or a split directory written by synprep convert.")
@@ -262,16 +247,16 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
             elif interactive:
                 lines = iter_lines(input_path)
                 terminal = input_path == "-" and sys.stdin.isatty()
-                translator.interactive(_prompted(lines) if terminal else lines, out, lambda m: click.echo(m, err=True))
+                translator.interactive(_prompted(lines) if terminal else lines, out, log.info)
             else:
                 lines = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)
                 blank, too_long = translator.translate_lines(lines, out)
                 if blank:
-                    click.echo(f"{input_path}: {blank} blank line(s) left blank in the output", err=True)
+                    log.warning(f"{input_path}: {blank} blank line(s) left blank in the output")
                 if too_long:
                     positions = translator.model.cfg.sizes.max_len
-                    click.echo(f"{input_path}: {too_long} line(s) longer than the model's {positions} positions left "
-                               "empty in the output", err=True)
+                    log.warning(f"{input_path}: {too_long} line(s) longer than the model's {positions} positions left "
+                               "empty in the output")
     except (ValueError, InputError) as e:
         raise click.ClickException(str(e)) from e
 
@@ -281,8 +266,8 @@ def _warn_signature(ckpt: dict, data: object) -> None:
 
     differ = signature_differences(ckpt.get("signature", {}), data.signature)
     if differ:
-        click.echo(f"warning: the shards were not made with the {' and '.join(differ)} of the training data "
-                   "(synprep signatures differ)", err=True)
+        log.warning(f"warning: the shards were not made with the {' and '.join(differ)} of the training data "
+                   "(synprep signatures differ)")
 
 
 def _prompted(lines: Iterator[str]) -> Iterator[str]:
@@ -311,8 +296,10 @@ class EvalCommand(click.Command):
 
 
 @cli.command(name="eval", cls=EvalCommand)
-@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The checkpoint to decode with (a run's best.pt, last.pt or an average).")
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False),
+              help="The split folder (synprep convert output) to translate and score.")
 @decoding_options
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
@@ -334,10 +321,10 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     from synprep.challenge import load_subsets
     from synprep.errors import InputError
 
+    from .api import score_hypotheses, scored_split
     from .checkpoints import load_checkpoint
     from .config import stored_train_config
-    from .dataset import ParallelData, check_scored_split, readable_target
-    from .decode import bleu_tokenizer, decode_split, run_settings, score, settings_text
+    from .decode import bleu_tokenizer, decode_split, run_settings, settings_text
     from .switches import decoded
 
     device = _device()
@@ -349,10 +336,7 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
         _check_folders(list(paths.values()))
         _check_outputs(paths, {"the checkpoint (--checkpoint)": checkpoint, "the split (--data)": data_path,
                                 "the challenge sets (--subsets)": subsets_dir})
-        check_scored_split(data_path)
-        options = model.cfg.dataset_options()
-        options["decoder_target"] = readable_target(options["decoder_target"], open_columns(data_path))
-        data = ParallelData(data_path, vocab, batch_columns=model.cfg.batch_columns(training=False), **options)
+        data = scored_split(model, vocab, data_path)
         settings = run_settings(stored_train_config(ckpt, checkpoint), beam, length_penalty, max_tokens, threads)
     except (ValueError, FileNotFoundError, InputError) as e:
         raise click.ClickException(str(e)) from e
@@ -367,12 +351,8 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
         atomic_write(output_path, "".join(h + "\n" for h in hyps).encode("utf-8"))
     for name, (path, writer) in writers.items():
         atomic_write(path, writer.file_text(name, pieces, data.keep).encode("utf-8"))
-    from synprep.normalize import normalizer
-
-    normalize = normalizer(normalize_refs)
-    references = [normalize(ref) for ref in data.references(data.keep)]
     try:
-        result = score(hyps, references, data.tgt_lang, bleu_tokenize)
+        result, references = score_hypotheses(hyps, data, normalize_refs, bleu_tokenize)
     except ValueError as err:
         raise click.ClickException(str(err)) from None
     from .compare import normalization_note, subset_table
@@ -463,12 +443,6 @@ def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]
     return writers
 
 
-def open_columns(path: str) -> list[str]:
-    """The column names of a split folder."""
-    from synprep.shards import open_split
-
-    return list(open_split(path).columns)
-
 
 @cli.command(name="compare")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
@@ -520,8 +494,7 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
     click.echo(table)
     if json_path:
         _write_json(json_path, {"runs": list(runs), **results, "table": table})
-    click.echo(f"compare wrote {', '.join(written)}" if written else "compare wrote nothing into the run folders",
-               err=True)
+    log.info(f"compare wrote {', '.join(written)}" if written else "compare wrote nothing into the run folders")
 
 
 @cli.command()
@@ -543,7 +516,7 @@ def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None
     except (ValueError, InputError) as e:
         raise click.ClickException(str(e)) from e
     save_checkpoint(averaged, output_path)
-    click.echo(f"wrote {output_path}: the mean of {len(checkpoints)} checkpoint(s)", err=True)
+    log.info(f"wrote {output_path}: the mean of {len(checkpoints)} checkpoint(s)")
 
 
 @cli.command()
@@ -558,7 +531,9 @@ def env(checkpoint: str | None) -> None:
 
     cuda = torch.cuda.is_available()
     name = f"cuda ({torch.cuda.get_device_name()})" if cuda else "cpu"
-    precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
+    from .train import resolve_precision
+
+    precision = resolve_precision("auto", torch.device("cuda" if cuda else "cpu"))
     flex = "available" if flex_available() else "not in this torch"
     click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
                f"Pascal attention kernel math (flex on request: {flex})")
@@ -575,6 +550,17 @@ def env(checkpoint: str | None) -> None:
         except ValueError as e:
             raise click.ClickException(str(e)) from e
         click.echo(f"{checkpoint}: {model.cfg.describe_switches()}")
+
+
+EXAMPLES = {
+    "run": "syntrain run --data out/sample/train --valid out/sample/valid --preset cpu --max-steps 200 --out runs/x",
+    "translate": "syntrain translate --checkpoint runs/x/best.pt -i new.en -o new.de",
+    "eval": "syntrain eval --checkpoint runs/x/best.pt --data out/sample/test -o hyp.de",
+    "compare": "syntrain compare --data out/sample/test runs/vanilla runs/pascal",
+    "average": "syntrain average runs/x/checkpoint_*.pt -o runs/x/average.pt",
+    "env": "syntrain env --checkpoint runs/x/best.pt",
+}
+add_examples(cli, "syntrain", EXAMPLES)
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ outputs' transitions in RUN/test.trans (one line per pair) and its `trees` colum
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ from synprep.textio import atomic_write
 
 if TYPE_CHECKING:
     from .model import Transformer
+
+log = logging.getLogger(__name__)
 
 HYPOTHESES = "test.hyp"
 HYPOTHESES_KEY = "test.hyp.json"  # what RUN/test.hyp was decoded from: checkpoint, split, decoding settings
@@ -89,8 +92,8 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
                         data_options=model.cfg.data_options())
     differ = signature_differences(ckpt.get("signature", {}), data.signature)
     if differ:
-        print(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
-              "(synprep signatures differ)", file=sys.stderr)
+        log.warning(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
+              "(synprep signatures differ)")
     pieces: list[list[str]] = []
     hyps = decode_split(model, data, vocab, settings, device=device, pieces=pieces,
                         progress=f"compare {run}: translating")

@@ -82,8 +82,8 @@ class TrainConfig:
     device: str = option("auto", choices=("auto", "cuda", "cpu"), help="auto: CUDA when available, else CPU")
     attention: str = option("auto", choices=("auto", "math", "flex"), help="kernel of the Pascal heads: auto (= "
                             "math), math, flex (FlexAttention: CUDA training, compiled per shape)")
-    precision: str = option("auto", choices=("auto", "fp32", "bf16"), help="auto: bf16 autocast on CUDA with bf16 "
-                            "support, else fp32")
+    precision: str = option("auto", choices=("auto", "fp32", "bf16", "fp16"), help="auto: bf16 autocast on CUDA "
+                            "with bf16 support, fp16 (autocast with loss scaling) on other CUDA GPUs, else fp32")
     resume: bool = option(False, help="continue the run in the run folder from its last.pt (or newest complete "
                           "checkpoint); the data, model and optimization settings must be the run's")
     bundle: bool = option(False, help="also copy the source parser model into OUT/source/ (with the BPE codes "
@@ -92,8 +92,11 @@ class TrainConfig:
                             "and best.pt)")
     patience: int = option(0, ge=0, help="stop after this many validations without improvement (0: never)")
     best_metric: str = option("bleu", choices=("bleu", "loss"), help="validation metric for best.pt and patience")
-    tensorboard: bool = option(False, help="also log every metric to OUT/tensorboard (needs the tensorboard "
-                               "package)")
+    tensorboard: bool = option(True, help="also log every metric to OUT/tensorboard where the tensorboard package "
+                               "is installed (--no-tensorboard: not)")
+    wandb_project: str = option("", help="also log every metric and the configuration to this Weights & Biases "
+                                "project ('': none; needs wandb: pip install 'synprep[wandb]'; WANDB_MODE=offline "
+                                "logs without network)")
     verify_shards: bool = option(True, help="compare every shard's sha256 with its manifest before training")
     shape_ladder: str = option("auto", choices=("auto", "on", "off"), help="pad batch lengths to the shape ladder "
                                "(multiples of 8 up to 64, then of 64): auto = on CUDA and with compile, off for the "
@@ -438,11 +441,10 @@ def check_run(cfg: TrainConfig, model_label: str) -> list[str]:
                 empty_split(path, {"data": "training", "valid": "validation", "test": "test"}[split])
             except InputError as err:
                 raise ConfigError(str(err)) from None
-    if cfg.tensorboard:
-        import importlib.util
+    from .trackers import tensorboard_installed, wandb_installed
 
-        if importlib.util.find_spec("tensorboard") is None:
-            raise ConfigError("--tensorboard needs the tensorboard package (pip install tensorboard)")
+    if cfg.wandb_project and not wandb_installed():
+        raise ConfigError("--wandb-project needs the wandb package (pip install 'synprep[wandb]')")
     if cfg.attention == "flex" and cfg.device == "cpu":
         raise ConfigError("attention = 'flex' trains on CUDA only (PyTorch has no FlexAttention backward on CPU); "
                           "use 'auto' or 'math'")
@@ -451,6 +453,8 @@ def check_run(cfg: TrainConfig, model_label: str) -> list[str]:
         raise ConfigError(f"{cfg.out}: holds an earlier run ({', '.join(earlier)}); --resume continues it, "
                           "--overwrite deletes it, or choose another --out")
     notes = [note] if (note := warmup_note(cfg)) else []
+    if cfg.tensorboard and not tensorboard_installed():
+        notes.append("note: the tensorboard package is not installed: no OUT/tensorboard (pip install tensorboard)")
     for split in ("valid", "test"):
         differ = signature_differences(signatures["data"], signatures[split]) if split in signatures else []
         if differ:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import shlex
 import sys
@@ -72,8 +73,8 @@ class RunLog(io.TextIOBase):
         self.file.writelines(self.pending)
         self.file.flush()
         self.pending = []
-        for line in self.held:
-            self.write(line + "\n")
+        for line in self.held:  # through logging: on this stderr (the handler's), so in the file too
+            logging.getLogger(__name__).warning(line)
         self.held = []
 
     def close(self) -> None:
@@ -158,8 +159,8 @@ RESUMABLE = ("model", "optimizer", "scheduler", "step", "epoch", "position", "rn
 # [model] table, the preset and the training data must be the run's
 SESSION_KEYS = ("max_steps", "max_minutes", "eval_interval", "eval_sentences", "eval_beam", "test_beam",
                 "length_penalty", "log_interval", "threads", "device", "attention", "precision", "keep_last",
-                "patience", "best_metric", "tensorboard", "verify_shards", "shape_ladder", "compile", "name", "out",
-                "resume", "overwrite", "valid", "test", "data", "bundle", "bleu_tokenize")
+                "patience", "best_metric", "tensorboard", "wandb_project", "verify_shards", "shape_ladder", "compile",
+                "name", "out", "resume", "overwrite", "valid", "test", "data", "bundle", "bleu_tokenize")
 
 
 _HELD: set[str] = set()  # run folders this process holds the lock of (the command line, then the trainer)

@@ -16,13 +16,14 @@ import contextlib
 import datetime
 import functools
 import json
+import logging
 import math
 import os
 import random
-import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from synprep.callables import make_callable
 from synprep.shards import open_split
 from synprep.textio import atomic_write
 
@@ -44,24 +46,39 @@ from .runfiles import default_run_dir, existing_run_files, prune_step_checkpoint
 from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 from .switches import decoded, target_column
+from .trackers import Trackers
 from .travel import SOURCE_DIR, write_source_files
 from .vocab import PAD_ID, Vocab, scheme_vocab, separate_bpe
 
+log = logging.getLogger(__name__)
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+AUTOCAST_TYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """`precision` (auto, fp32, bf16) -> what runs on `device`: fp32 or bf16."""
-    if precision not in ("auto", "fp32", "bf16"):
-        raise ValueError(f"unknown precision {precision!r}; choose from auto, fp32, bf16")
+    """`precision` (auto, fp32, bf16, fp16) -> what runs on `device`: auto is bf16 on a CUDA GPU that supports
+    it, fp16 (mixed precision with loss scaling) on another CUDA GPU (V100, T4), else fp32."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
     if precision == "auto":
-        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+        if device.type != "cuda":
+            return "fp32"
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return precision
 
 
 def autocast_context(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
-    """bf16 autocast or nothing, for `precision` (auto, fp32, bf16) on `device`."""
-    if resolve_precision(precision, device) == "fp32":
+    """bf16 or fp16 autocast, or nothing, for `precision` (auto, fp32, bf16, fp16) on `device`."""
+    resolved = resolve_precision(precision, device)
+    if resolved == "fp32":
         return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=torch.bfloat16)
+    return torch.autocast(device.type, dtype=AUTOCAST_TYPES[resolved])
+
+
+def grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler:
+    """The loss scaler of a run: enabled for fp16 (whose small gradients would underflow), a no-op otherwise."""
+    return torch.amp.GradScaler(device.type, enabled=resolve_precision(precision, device) == "fp16")
 
 
 def format_eta(step: int, first_step: int, elapsed: float, max_steps: int, max_minutes: float = 0.0,
@@ -82,13 +99,21 @@ STEP_TIMEOUT = datetime.timedelta(minutes=10)  # the collectives of ranks workin
 RANK0_TIMEOUT = datetime.timedelta(hours=2)  # the others waiting while rank 0 validates or writes checkpoints
 
 
+def named_run(cfg: TrainConfig) -> TrainConfig:
+    """`cfg` with its run folder named where none is given: runs/<name, or the data's folder>-<YYYYmmdd-HHMMSS>."""
+    if cfg.out:
+        return cfg
+    return replace(cfg, out=default_run_dir(cfg.name or os.path.basename(os.path.dirname(os.path.abspath(cfg.data)))
+                                            or "run"))
+
+
 def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int, stack: contextlib.ExitStack) -> TrainConfig:
     """Name the run folder when none is given; take its writer lock (rank 0, for the whole run); refuse an
     earlier run there unless resuming or overwriting."""
     if cfg.resume and cfg.overwrite:
         raise ValueError("--resume and --overwrite exclude each other")
     if not cfg.out:
-        name = [default_run_dir(cfg.name or os.path.basename(os.path.dirname(os.path.abspath(cfg.data))) or "run")]
+        name = [named_run(cfg).out]
         if world > 1:  # one name for all ranks
             dist.broadcast_object_list(name, src=0)
         cfg = replace(cfg, out=name[0])
@@ -104,7 +129,7 @@ def _prepare_run_dir(cfg: TrainConfig, rank: int, world: int, stack: contextlib.
 
 def _log(message: str, rank: int) -> None:
     if rank == 0:
-        print(message, file=sys.stderr, flush=True)
+        log.info(message)
 
 
 def _rng_state() -> dict:
@@ -124,11 +149,13 @@ def _set_rng_state(state: dict) -> None:
 
 def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: torch.device,
                          autocast: contextlib.AbstractContextManager, label_smoothing: float,
-                         aux_totals: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, int]:
+                         aux_totals: dict[str, torch.Tensor] | None = None,
+                         scaler: torch.amp.GradScaler | None = None) -> tuple[torch.Tensor, int]:
     """Forward and backward over `batches` (one optimizer update): the gradients of the label-smoothed loss
     plus lambda x each auxiliary syntax loss, summed over the batches / their target tokens, as for one batch
     holding them all. Returns (the mean translation loss as a 0-d tensor, target tokens); `aux_totals` gets
-    each auxiliary loss (unweighted, per target token) added. Under DDP, gradients sync on the last batch only."""
+    each auxiliary loss (unweighted, per target token) added. Under DDP, gradients sync on the last batch only.
+    `scaler` (fp16): the gradients are of the scaled objective, unscaled by the optimizer step."""
     tokens = sum(batch.tokens() for batch in batches)  # counted on the CPU: no device sync
     total = torch.zeros((), device=device)
     raw = getattr(model, "module", model)
@@ -153,7 +180,7 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
                 objective = objective + weights[name] * value / tokens
                 if aux_totals is not None:
                     aux_totals[name] = aux_totals.get(name, 0.0) + value.detach() / tokens
-            objective.backward()
+            (scaler.scale(objective) if scaler is not None else objective).backward()
         total += loss.detach()
     return total, tokens
 
@@ -339,6 +366,7 @@ class Run:
     optimizer: torch.optim.Optimizer | None = None
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
     autocast: contextlib.AbstractContextManager | None = None
+    scaler: torch.amp.GradScaler | None = None  # fp16's loss scaling (disabled for the other precisions)
     step: int = 0
     epoch: int = 0
     position: int = 0
@@ -376,9 +404,7 @@ class Run:
 
                 raise InputError(f"cannot write: {err.strerror or err}", self.metrics_file.name) from None
         if self.writer:
-            for key, value in values.items():
-                if isinstance(value, (int, float)) and key not in ("step", "epoch"):
-                    self.writer.add_scalar(key, value, values["step"])
+            self.writer.log(values)
 
 
 def processes() -> tuple[int, int]:
@@ -527,6 +553,9 @@ def make_model(run: Run, ddp: bool = True) -> None:
         run.model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None)
     run.autocast = autocast_context(cfg.precision, device)
+    run.scaler = grad_scaler(cfg.precision, device)
+    if run.ckpt and run.ckpt.get("scaler") and run.scaler.is_enabled():
+        run.scaler.load_state_dict(run.ckpt["scaler"])
     n_params = sum(p.numel() for p in model.parameters())
     precision = resolve_precision(cfg.precision, device)
     sizes = f"target {len(run.vocab)}, source {len(run.vocab.source)}" if run.vocab.source else len(run.vocab)
@@ -559,12 +588,9 @@ def open_metrics(run: Run) -> None:
     run.metrics_file = open(metrics_path, "a", encoding="utf-8") if run.rank == 0 else None
     if run.metrics_file and header and not run.ckpt:
         run.metrics_file.write(json.dumps({"step": 0, **header}) + "\n")
-    if cfg.tensorboard and run.rank == 0:
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            raise ValueError("--tensorboard needs the tensorboard package (pip install tensorboard)") from None
-        run.writer = SummaryWriter(os.path.join(cfg.out, "tensorboard"))
+    if run.rank == 0:
+        run.writer = Trackers(cfg.out, cfg.tensorboard, cfg.wandb_project, cfg.name or os.path.basename(cfg.out),
+                              resumed=bool(run.ckpt))
     wait_for_rank0(run)
 
 
@@ -587,7 +613,8 @@ def _write_checkpoints(run: Run, rng: dict | list, also_best: bool) -> None:
     state = {"model": run.raw_model.state_dict(), "optimizer": run.optimizer.state_dict(),
              "scheduler": run.scheduler.state_dict(), "step": run.step, "epoch": run.epoch,
              "position": run.position, "best": run.best, "best_step": run.best_step, "bad_evals": run.bad_evals,
-             "rng": rng,
+             "rng": rng, "precision": resolve_precision(cfg.precision, run.device),
+             "scaler": run.scaler.state_dict() if run.scaler is not None and run.scaler.is_enabled() else None,
              **run.vocab.checkpoint_fields(), "model_config": run.mcfg.to_dict(), "train_config": asdict(cfg),
              "signature": run.train_data.signature, "pipeline": run.train_data.configuration,
              "dataset": os.path.dirname(os.path.abspath(cfg.data)), "data_fingerprint": run.fingerprint,
@@ -691,10 +718,13 @@ class Window:
 def optimizer_step(run: Run, group: list[Batch], window: Window) -> None:
     """One update over the batches of `group`."""
     aux: dict[str, torch.Tensor] = {}
-    loss, tokens = accumulate_gradients(run.model, group, run.device, run.autocast, run.cfg.label_smoothing, aux)
+    loss, tokens = accumulate_gradients(run.model, group, run.device, run.autocast, run.cfg.label_smoothing, aux,
+                                        run.scaler)
+    run.scaler.unscale_(run.optimizer)  # fp16: the true gradients before clipping (a no-op otherwise)
     if run.cfg.clip_norm:
         torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.cfg.clip_norm)
-    run.optimizer.step()
+    run.scaler.step(run.optimizer)  # fp16: skipped when a gradient overflowed (the scale is lowered)
+    run.scaler.update()
     run.scheduler.step()
     run.optimizer.zero_grad(set_to_none=True)
     run.step, run.position = run.step + 1, run.position + len(group)
@@ -828,3 +858,45 @@ def train(cfg: TrainConfig) -> Transformer:
         score_test_split(run)
         close(run)
         return run.raw_model
+
+
+def _model_fields() -> set[str]:
+    from .model import config_parts
+
+    return {spec.name for part in config_parts().values() for spec in dataclass_fields(part)}
+
+
+def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str, Any] | None = None,
+          **fields: Any) -> str:  # noqa: ANN401 (TOML values)
+    """`syntrain run`: train (or resume) from a TOML recipe and/or fields (recipe < `sets` ("model.d_model=512")
+    < `fields`; docs/recipe-fields.md), every value checked before anything is read or written. Fields of
+    [model] may be given by name too (`pascal_heads=2`) or in `model`. Returns the run folder (`out`, or the
+    folder named runs/<name>-<time>), which holds best.pt, last.pt, config.toml, train.log and metrics.jsonl."""
+    from .config import check_run, resolve_run
+    from .runfolder import logged_run
+
+    model_values = dict(model or {})
+    others = [name for name in fields if name not in {spec.name for spec in dataclass_fields(TrainConfig)}]
+    if others:  # [model] fields by name (reading their declarations imports torch)
+        in_model = _model_fields()
+        model_values.update({name: fields.pop(name) for name in others if name in in_model})
+    world, rank = processes()
+    with logged_run() as run_log, contextlib.ExitStack() as stack:
+        cfg, notes, model_label = resolve_run(recipe, fields, model_values, tuple(sets))
+        if world == 1:
+            cfg = named_run(cfg)  # torchrun: rank 0 names it and tells the others (train)
+        if cfg.out and rank == 0:
+            stack.enter_context(run_folder_lock(cfg.out))  # before the folder is looked at: one writer
+        point = resume_point(cfg.out) if cfg.resume else None
+        if point is not None and rank == 0:
+            origin = "" if os.path.basename(point[0]) == "last.pt" else \
+                f" (from {os.path.basename(point[0])}: last.pt is missing or damaged)"
+            log.info(f"syntrain: resuming {cfg.out} at step {int(point[1]['step'])}{origin}")
+        notes += check_run(cfg, model_label)
+        for note in notes:
+            run_log.hold(note)  # printed when the run starts, after the checks that need the data
+        train(cfg)
+    return cfg.out
+
+
+make_callable(__name__, run)  # syntrain.train(...) is syntrain.train.run(...) (docs/python-api.md)

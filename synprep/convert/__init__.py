@@ -17,3 +17,52 @@
 Importing the package imports none of its modules: a spawned process (the BPE learner, a worker) loads only
 the module its function lives in and what that imports.
 """
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..callables import make_callable
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from .accounting import SplitStats
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    """What `convert` wrote: the dataset folder, each split's folder, the counts per split and the summary
+    table `synprep convert` prints."""
+
+    output: str
+    splits: dict[str, str]
+    stats: dict[str, SplitStats]
+    summary: str
+
+
+def convert(pipeline: str, output: str | None = None, *, workers: int = 0, shard_size: int | None = None,
+            engine: str = "local", ray_address: str | None = None, resume: bool = False, overwrite: bool = False,
+            compression: str | None = None, keep_work: bool = False, dedupe: bool = True,
+            parse_cache: str | None = None, cache: bool = True, progress: bool | None = None) -> ConvertResult:
+    """`synprep convert PIPELINE`: filter, parse, BPE, features, Arrow shards (docs/synprep.md). `output`
+    overrides the pipeline's; `workers` 0: all cores; `cache` False: neither the parse cache nor the stage
+    caches (`--no-cache`); `progress` None: bars when stderr is a terminal."""
+    from .accounting import format_summary
+    from .converter import Converter, ConvertOptions
+    from .pipeline import load_pipeline
+
+    if shard_size is not None and shard_size < 1:
+        raise InputError(f"--shard-size must be a positive number of pairs, got {shard_size}")
+    config = load_pipeline(pipeline, output, shard_size, compression)
+    converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address, progress=progress,
+                                                 keep_work=keep_work, dedupe=dedupe, parse_cache=parse_cache,
+                                                 cache=cache))
+    stats = converter.run()
+    return ConvertResult(config.output, {name: os.path.join(config.output, name) for name in stats}, stats,
+                         format_summary(config, stats))
+
+
+make_callable(__name__, convert)  # synprep.convert(...) is synprep.convert.convert(...) (docs/python-api.md)
+

@@ -5,6 +5,7 @@ kept too few pairs, rejected.tsv, the manifest and its signature, and the summar
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections import Counter
@@ -28,6 +29,8 @@ from ..subwords import SUBWORD_NMT
 from ..textio import atomic_write, file_sha256, tsv_field
 from .inputs import PIECE_ROWS, SIDES, is_conllu, piece_prefix
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
+
+log = logging.getLogger(__name__)
 
 CONVERT_REASONS = ("invalid_tree", "non_projective", "bad_row")  # convert's own (bad_row: a TSV row, read)
 # a parsed side's counts in the manifest; the parse cache's (only with a cache: they do not change the shards, and
@@ -179,8 +182,7 @@ def check_kept(config: PipelineConfig, out: str, split: SplitConfig, stats: Spli
     message = rejection_warning(stats.input_pairs, stats.rejected) if filtered else None
     if message:
         bar.clear()
-        print(f"synprep convert: split {split.name!r}: {message} (OUT/{split.name}/rejected.tsv lists them)",
-              file=sys.stderr, flush=True)
+        log.warning(f"synprep convert: split {split.name!r}: {message} (OUT/{split.name}/rejected.tsv lists them)")
         bar.refresh()
 
 

@@ -56,6 +56,7 @@ from .accounting import (
     write_split,
 )
 from .bpe_codes import SideCodes, SideVocabularies, learn_codes, learns_bpe
+from .dataset_card import write_dataset_card, write_hf_links
 from .filter_parse import ParseJob, parser_specs
 from .inputs import SIDES, check_inputs, count_pairs, is_conllu, piece_prefix
 from .output import OutputFolder
@@ -170,6 +171,9 @@ class Converter:
             stats.parsers = tree_check(self.out, split, written, specs, judged, self.progress.tell)
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
             write_split(self.config, self.out, split, stats, written, signed, rejected_lines.pop(split.name))
+        names = [split.name for split in self.config.splits]
+        write_hf_links(self.out, names)
+        write_dataset_card(self.out, names)
         cached = cache_counts(self.stats)
         self.folder.finish({"workers": self.workers, "engine": self.options.engine,
                             "seconds": {name: dict(s.seconds) for name, s in self.stats.items()},

@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Sequence
 from importlib import metadata
 
+from ..errors import InputError
 from .base import UNDETERMINED, LanguageIdentifier
 from .langdetect_sampling import BatchSampler, Sampler, profile_table
 
@@ -39,7 +40,10 @@ class LangdetectIdentifier(LanguageIdentifier):
 
     def __init__(self, languages: Sequence[str] | None = None) -> None:
         super().__init__(languages)
-        from langdetect.detector_factory import DetectorFactory
+        try:
+            from langdetect.detector_factory import DetectorFactory
+        except ImportError:
+            raise InputError("langdetect is not installed: pip install 'synprep[langdetect]'") from None
 
         profiles = sorted(os.listdir(_profile_dir()))  # sorted: profile order is part of the result's identity
         self._supported = tuple(sorted({_iso(p) for p in profiles}))

@@ -7,14 +7,19 @@ only matters when its backend is used.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ..callables import make_callable
 from ..errors import InputError
-from ..options import PARSER_BACKENDS
+from ..options import MAX_LINE_CHARS, PARSER_BACKENDS
 from .base import JOIN_LABEL, ParsedLine, Parser
 
 BACKENDS = PARSER_BACKENDS
 
-__all__ = ["BACKENDS", "JOIN_LABEL", "ParsedLine", "Parser", "ParserSpec"]
+if TYPE_CHECKING:
+    from .runner import ParseSummary
+
+__all__ = ["BACKENDS", "JOIN_LABEL", "ParsedLine", "Parser", "ParserSpec", "parse"]
 
 
 @dataclass(frozen=True)
@@ -81,3 +86,18 @@ class ParserSpec:
         from .spacy import SpacyParser
 
         return SpacyParser(self.model, self.pretokenized)
+
+
+def parse(input: str, output: str, backend: str, *, model: str | None = None, model_dir: str | None = None,
+          lang: str | None = None, pretokenized: bool = False, workers: int = 0, batch_size: int = 64,
+          max_chars: int = MAX_LINE_CHARS) -> ParseSummary:
+    """`synprep parse`: one sentence per input line -> CoNLL-U (`-` = stdin/stdout), in order."""
+    from .runner import parse_file
+
+    if backend not in PARSER_BACKENDS:
+        raise InputError(f"unknown parser backend {backend!r} (choose from {', '.join(PARSER_BACKENDS)})")
+    spec = ParserSpec(backend, model, model_dir, lang, pretokenized)
+    return parse_file(spec, input, output, workers or None, batch_size, max_chars=max_chars)
+
+
+make_callable(__name__, parse)  # synprep.parse(...) is synprep.parse.parse(...) (docs/python-api.md)

@@ -23,7 +23,7 @@ class SpacyUDPipeParser(Parser):
         try:
             import spacy_udpipe
         except ImportError:
-            raise InputError("spacy-udpipe is not installed: pip install 'synprep[spacy]'") from None
+            raise InputError("spacy-udpipe is not installed: pip install 'synprep[spacy-udpipe]'") from None
         load_udpipe_model(model_path)  # a clear error before spacy-udpipe fails on a None model
         self.model_path = model_path
         self._nlp = spacy_udpipe.load_from_path(lang=lang, path=model_path)

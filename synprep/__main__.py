@@ -1,0 +1,5 @@
+"""`python -m synprep ...`: the `synprep` command line."""
+
+from .cli import main
+
+main()

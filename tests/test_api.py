@@ -1,0 +1,74 @@
+"""The Python API (docs/python-api.md, whose blocks tests/test_readme.py runs): light imports, `__all__`, the
+callable module names, and the command line's checks and messages."""
+
+import subprocess
+import sys
+
+import pytest
+
+import synprep
+import syntrain
+from syntrain.config import ConfigError
+
+from .conftest import REPO
+
+
+def test_imports_stay_light():
+    code = ("import sys, synprep, syntrain; heavy = [m for m in ('torch', 'pyarrow', 'datasets', 'click') "
+            "if m in sys.modules]; print(heavy)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("package", [synprep, syntrain])
+def test_all_names_resolve(package):
+    names = [name for name in package.__all__ if name != "__version__"]
+    assert names and all(callable(getattr(package, name)) for name in names)
+
+
+def test_modules_named_like_functions_stay_callable():
+    import synprep.convert.converter  # noqa: F401 (the package becomes synprep's attribute)
+    import synprep.parse.runner  # noqa: F401
+    import syntrain.train  # noqa: F401
+
+    assert callable(synprep.convert) and callable(synprep.parse) and callable(syntrain.train)
+    assert synprep.convert.__call__.__doc__.startswith("`synprep convert PIPELINE`")
+    assert syntrain.train.train is not syntrain.train.run  # the module's own functions are still there
+
+
+def cli_error(program, *args):
+    done = subprocess.run([sys.executable, "-m", program, *args], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2
+    return done.stderr.strip()
+
+
+def test_convert_raises_what_the_command_prints(tmp_path):
+    with pytest.raises(synprep.InputError) as raised:
+        synprep.convert(str(REPO / "pipelines" / "sample.toml"), output=str(tmp_path / "o"), shard_size=0)
+    printed = cli_error("synprep", "convert", "pipelines/sample.toml", "--output", str(tmp_path / "o"),
+                        "--shard-size", "0")
+    assert printed == f"synprep: error: {raised.value}"
+
+
+def test_parse_and_bpe_raise_what_the_commands_print(tmp_path):
+    missing = str(tmp_path / "none.udpipe")
+    with pytest.raises(synprep.InputError) as raised:
+        synprep.parse("-", "-", "udpipe", model=missing)
+    assert cli_error("synprep", "parse", "--backend", "udpipe", "--model", missing) == f"synprep: error: {raised.value}"
+    with pytest.raises(synprep.InputError, match="separator"):
+        synprep.load_bpe(str(REPO / "tests" / "data" / "none.bpe"), separator="a b")
+
+
+def test_train_raises_what_the_command_prints(tmp_path):
+    missing = str(tmp_path / "no-split")
+    with pytest.raises(ValueError) as raised:
+        syntrain.train(data=missing, out=str(tmp_path / "run"))
+    printed = cli_error("syntrain", "run", "--data", missing, "--out", str(tmp_path / "run"))
+    assert printed == f"syntrain: error: {' '.join(str(raised.value).split())}"
+    with pytest.raises(ConfigError, match="pascal_heads"):
+        syntrain.train(data=missing, pascal_heads="two")  # a [model] field by name, checked as in a recipe
+
+
+def test_load_dataset_refuses_a_folder_without_splits(tmp_path):
+    with pytest.raises(synprep.InputError, match="neither a split folder"):
+        synprep.load_dataset(str(tmp_path))
