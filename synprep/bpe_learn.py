@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
 from .bpe import Bpe, iter_subword_nmt_lines
-from .errors import InputError
+from .errors import InputError, WriteError
 from .textio import open_binary
 
 
@@ -303,7 +303,7 @@ def learn_joint_from_counts(per_input: list[Counter[str]], codes_path: str, symb
         for tmp, path in zip(temporary, [codes_path, *(vocab_paths or [])], strict=True):
             os.replace(tmp, path)
     except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", err.filename or codes_path) from None
+        raise WriteError(f"cannot write: {err.strerror or err}", err.filename or codes_path) from None
     finally:
         for tmp in temporary:
             if os.path.exists(tmp):

@@ -325,9 +325,9 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
             ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool,
             dedupe: bool, parse_cache: str | None) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
-    from .convert.converter import Converter, ConvertOptions, format_summary
+    from .convert.converter import Converter, ConvertOptions, WorkKept, format_summary
     from .convert.pipeline import load_pipeline
-    from .parallel import WorkerLost
+    from .processes import Terminated
 
     if shard_size is not None and shard_size < 1:
         raise InputError(f"--shard-size must be a positive number of pairs, got {shard_size}")
@@ -337,9 +337,11 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
     again = shlex.join(["synprep", *(arg for arg in sys.argv[1:] if arg not in ("--overwrite", "--resume"))])
     try:
         stats = converter.run()
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; the finished pieces are kept: continue with {again} --resume") from None
-    except WorkerLost as err:
+    except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGHUP
+        why = f"stopped by {err}" if isinstance(err, Terminated) else "interrupted"
+        raise Interrupted(f"{why}; the finished pieces are kept: continue with {again} --resume",
+                          getattr(err, "exit_code", 130)) from None
+    except WorkKept as err:
         raise InputError(f"{err}; the finished pieces are kept: continue with {again} --resume") from None
     click.echo(format_summary(config, stats))
 
@@ -503,7 +505,7 @@ def export(split_path: str, output: str, formats: str, name: str | None, dbsa_re
 
 def main() -> None:
     """Entry point: user errors become one line `synprep: error: ...` and exit code 2."""
-    run_cli(cli, "synprep")
+    run_cli(cli, "synprep", ending_signals=True)
 
 
 if __name__ == "__main__":

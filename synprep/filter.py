@@ -33,7 +33,7 @@ from itertools import islice, zip_longest
 
 from tqdm import tqdm
 
-from .errors import InputError
+from .errors import InputError, WriteError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
 from .languages import SEGMENTATIONS, count_tokens
 from .options import DEFAULT_LANGID, MAX_LINE_CHARS
@@ -438,7 +438,7 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
             if os.path.isdir(path) and not os.listdir(path):
                 os.rmdir(path)
         if isinstance(err, OSError) and err.filename is None and not isinstance(err, BrokenPipeError):
-            raise InputError(f"cannot write: {err.strerror or err}", out_dir) from None  # a full disk, named
+            raise WriteError(f"cannot write: {err.strerror or err}", out_dir) from None  # a full disk, named
         raise
     os.rmdir(tmp_dir)
     message = summary.warning()

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterator
 from typing import IO, BinaryIO
 
-from .errors import InputError
+from .errors import InputError, WriteError
 
 UTF8_BOM = b"\xef\xbb\xbf"
 _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32-LE"), (b"\x00\x00\xfe\xff", "UTF-32-BE"),  # UTF-32 first: its LE
@@ -210,7 +210,7 @@ def _naming(path: str) -> Iterator[None]:
     except OSError as err:
         if isinstance(err, BrokenPipeError) or err.filename not in (None, path):  # another file's error
             raise
-        raise InputError(f"cannot write: {err.strerror or err}", "<stdout>" if path == "-" else path) from None
+        raise WriteError(f"cannot write: {err.strerror or err}", "<stdout>" if path == "-" else path) from None
 
 
 @contextlib.contextmanager
@@ -247,7 +247,7 @@ def atomic_output(path: str, text: bool = True) -> Iterator[IO]:
         if os.path.exists(written):
             os.remove(written)
         if isinstance(err, OSError) and not isinstance(err, BrokenPipeError):  # disk full, permission denied
-            raise InputError(f"cannot write: {err.strerror or err}", path) from None
+            raise WriteError(f"cannot write: {err.strerror or err}", path) from None
         raise
 
 
@@ -344,7 +344,7 @@ def atomic_copy(source: str, path: str, what: str = "cannot write") -> None:
     except OSError as err:
         if os.path.exists(tmp):
             os.remove(tmp)
-        raise InputError(f"{what}: {err.strerror or err}", source if err.filename == source else path) from None
+        raise WriteError(f"{what}: {err.strerror or err}", source if err.filename == source else path) from None
 
 
 def atomic_write(path: str, data: bytes) -> None:
@@ -365,5 +365,5 @@ def atomic_write(path: str, data: bytes) -> None:
         if os.path.exists(tmp):
             os.remove(tmp)
         if isinstance(err, OSError):  # disk full, permission denied: one line naming the file
-            raise InputError(f"cannot write: {err.strerror or err}", path) from None
+            raise WriteError(f"cannot write: {err.strerror or err}", path) from None
         raise
