@@ -114,7 +114,8 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
               show_default=True, help="drop: skip the sentence; lift: pseudo-projective; keep: transitions null.")
 @click.option("--strip-subtypes", is_flag=True, help="compound:prt -> compound in labels and transitions.")
 @click.option("-o", "--output", default="-", show_default=True, help="Output file ('-' = stdout).")
-@click.option("--workers", type=int, default=0, help="Processes (default 0 = all cores); the output is the same.")
+@click.option("--workers", type=click.IntRange(min=0), default=0,
+              help="Processes (default 0 = all cores); the output is the same.")
 def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary_threshold: int | None,
           feature_spec: str, fmt: str, root: str, non_projective: str, strip_subtypes: bool, output: str,
           workers: int) -> None:
@@ -307,7 +308,8 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
 @click.argument("pipeline_file")
 @click.option("--output", default=None, help="Output folder (overrides the pipeline's `output`).")
 @click.option("--shard-size", type=int, default=None, help="Input pairs per shard (overrides `shard_size`).")
-@click.option("--workers", type=int, default=0, help="Processes (default 0 = all cores); same shards.")
+@click.option("--workers", type=click.IntRange(min=0), default=0,
+              help="Processes (default 0 = all cores); same shards.")
 @click.option("--engine", type=click.Choice(options.ENGINES), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="Existing Ray cluster (default: start a local one).")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run into the same output folder.")

@@ -51,6 +51,20 @@ def fail(prog: str, message: str) -> None:
     sys.exit(2)
 
 
+def _fill_closed_descriptors() -> None:
+    """A closed standard descriptor (`<&-`, `>&-`, `2>&-`) is opened on /dev/null: otherwise the next file opened
+    would get its number, and whatever writes to descriptor 1 or 2 (a library's C code) would write into it.
+    Python's sys.stdin/sys.stdout stay None: reading or writing '-' is then one line (textio.standard_stream)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:  # a lower one was closed too and got it first: filled in order, so not expected
+                os.dup2(opened, fd)
+                os.close(opened)
+
+
 def run_cli(cli: object, prog: str, ending_signals: bool = False) -> None:
     """Run a click group so that every user error is `PROG: error: ...` (exit 2): click's usage errors (with a
     hint to the command's --help instead of click's `Error:` block), InputError, and ValueError/OSError raised as
@@ -60,6 +74,7 @@ def run_cli(cli: object, prog: str, ending_signals: bool = False) -> None:
 
     from .processes import Terminated, signals_interrupt
 
+    _fill_closed_descriptors()
     try:
         if ending_signals:
             with signals_interrupt():

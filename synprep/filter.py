@@ -39,7 +39,7 @@ from .languages import SEGMENTATIONS, count_tokens
 from .options import DEFAULT_LANGID, MAX_LINE_CHARS
 from .parallel import default_workers, ordered_map
 from .tables import repeated
-from .textio import check_text_file, count_lines, open_binary, tsv_field
+from .textio import check_text_file, count_lines, is_standard, open_binary, tsv_field
 
 REASONS = ("invalid_utf8", "empty", "line_too_long", "identical", "too_short", "too_long", "ratio", "src_lang",
            "tgt_lang")
@@ -325,7 +325,7 @@ def _read_pairs(src_path: str, tgt_path: str) -> Iterator[tuple[bytes, bytes]]:
         raise InputError(f"cannot read input: {err}", f"{src_path} or {tgt_path}") from None
     finally:
         for stream in (src_stream, tgt_stream):
-            if stream is not sys.stdin.buffer:
+            if not is_standard(stream):
                 stream.close()
 
 

@@ -243,7 +243,7 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
                     write(lineno, ranked)
             elif interactive:
                 lines = iter_lines(input_path)
-                terminal = input_path == "-" and sys.stdin.isatty()
+                terminal = input_path == "-" and sys.stdin is not None and sys.stdin.isatty()
                 translator.interactive(_prompted(lines) if terminal else lines, out, lambda m: click.echo(m, err=True))
             else:
                 lines = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)

@@ -12,7 +12,7 @@ from synprep.textio import decode_line, open_binary
 
 from .checkpoints import load_checkpoint
 from .dataset import ParallelData
-from .decode import translate_nbest
+from .decode import check_beam, translate_nbest
 from .travel import travelling_preparation
 
 Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
@@ -42,6 +42,7 @@ class Translator:
                  max_tokens: int = 4096, nbest: int = 0, progress: bool = True, parser_model: str | None = None,
                  bpe_codes: str | None = None) -> None:
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
+        check_beam(beam, self.model.cfg.sizes.vocab_size)  # before any input is read
         self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
         self.preparation: SourcePreparation | None = None
         self.device, self.beam, self.alpha, self.max_tokens = device, beam, length_penalty, max_tokens
