@@ -19,6 +19,7 @@ from .bpe import Bpe
 from .conllu import chunk_trees, read_conllu_chunks
 from .featurize import FeatureConfig, featurize
 from .options import ALIGN_FORMATS
+from .outputs import check_outputs
 from .parallel import ordered_map
 from .schema import align_schema, parse_features, record_to_json, uint8_lists_json
 from .textio import atomic_output
@@ -137,6 +138,8 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
     With workers > 1, chunks of sentences are featurized in parallel; the output is identical."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")
+    check_outputs({"-o": output_path}, {"the CoNLL-U input (--conllu)": conllu_path,
+                                        "the BPE codes (--bpe-codes)": bpe.codes_path if bpe else None})
     needed = {"pascal": "parents", "transitions": "transitions"}.get(fmt)
     if needed and needed not in config.features:
         config = replace(config, features=parse_features(config.features + (needed,)))

@@ -21,6 +21,7 @@ from subword_nmt import apply_bpe
 
 from .errors import InputError
 from .options import BPE_SEPARATOR
+from .outputs import check_outputs
 from .textio import atomic_output, decode_line, open_binary
 
 SEPARATOR = BPE_SEPARATOR
@@ -267,6 +268,7 @@ def align_subwords(tokens: Sequence[str], segment_word: Callable[[str], str] | N
 
 def apply_file(bpe: Bpe, input_path: str, output_path: str) -> int:
     """`subword-nmt apply-bpe` over a file ('-' = stdin/stdout); returns the number of lines."""
+    check_outputs({"-o": output_path}, {"the input (-i)": input_path, "the BPE codes (--codes)": bpe.codes_path})
     count = 0
     stream = open_binary(input_path)
     with atomic_output(output_path) as out:

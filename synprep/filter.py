@@ -37,6 +37,7 @@ from .errors import InputError, WriteError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
 from .languages import SEGMENTATIONS, count_tokens
 from .options import DEFAULT_LANGID, MAX_LINE_CHARS
+from .outputs import check_outputs
 from .parallel import default_workers, ordered_map
 from .tables import repeated
 from .textio import check_text_file, count_lines, is_standard, open_binary, tsv_field
@@ -394,6 +395,7 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
                          "rename an input", src_path)
     for path in (src_path, tgt_path):
         check_text_file(path)  # missing, UTF-16/UTF-32: one error before any work
+    check_outputs({"-o": out_dir}, {"the source (--src)": src_path, "the target (--tgt)": tgt_path})
     check_output_dir(out_dir, overwrite)
     counts = count_lines(src_path), count_lines(tgt_path)
     if None not in counts and counts[0] != counts[1]:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from ..errors import InputError, WriteError
 from ..filter import MAX_LINE_CHARS
 from ..options import ENGINES
+from ..outputs import check_outputs
 from ..parallel import WorkerLost, capped_workers, default_workers, ordered_map
 from ..parse import ParserSpec
 from ..shards import WriterLock
@@ -132,6 +133,9 @@ class Converter:
         check_inputs(self.config)
         if os.path.exists(self.out) and not os.path.isdir(self.out):
             raise InputError("the output must be a folder, and this is a file", self.out)
+        check_outputs({"--output": self.out}, {f"the {split.name} split's input": path
+                                               for split in self.config.splits for path in (*split.src, *split.tgt)},
+                      dataset=True)
         existed = os.path.isdir(self.out)
         lock = WriterLock(self.out)
         lock.acquire()  # one writer at a time (a second convert or --resume on the same folder is refused)

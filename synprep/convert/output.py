@@ -16,6 +16,7 @@ import shutil
 from typing import Any
 
 from ..errors import InputError
+from ..outputs import run_files
 from ..shards import LOCK, write_paths
 from ..textio import atomic_write
 from .inputs import input_fingerprints
@@ -45,19 +46,6 @@ def _check_same_run(config: PipelineConfig, marker: str) -> None:
         if path in recorded and list(recorded[path]) != value:
             raise InputError("--resume: this input changed since the interrupted run (other size or content): "
                              "restore it, or start again with --overwrite", path)
-
-
-RUN_MARKS = ("metrics.jsonl", "train.log")  # with checkpoints (*.pt): what a `syntrain run` folder holds
-
-
-def run_files(folder: str) -> list[str]:
-    """The files marking a training run (`syntrain run --out`) in `folder`: checkpoints (*.pt), its metrics and
-    log; empty for a dataset's own folders."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    return sorted(name for name in names if name.endswith(".pt") or name in RUN_MARKS)
 
 
 def refuse_run_folders(out: str) -> None:
