@@ -136,6 +136,10 @@ class Converter:
         check_outputs({"--output": self.out}, {f"the {split.name} split's input": path
                                                for split in self.config.splits for path in (*split.src, *split.tgt)},
                       dataset=True)
+        if self.options.engine == "ray" and self.options.ray_address:  # bounded, before any folder is made
+            from .ray_engine import check_reachable
+
+            check_reachable(self.options.ray_address)
         existed = os.path.isdir(self.out)
         lock = WriterLock(self.out)
         lock.acquire()  # one writer at a time (a second convert or --resume on the same folder is refused)
