@@ -23,8 +23,8 @@ generated README.md with the commands (`synprep.export_readme`).
   source (to translate a test set whole; `{name}.ref.{tgt}` holds every row's reference).
 
 An export is whole or absent: every format is written into a temporary folder beside the output folder, then
-renamed into place (the output folder itself when it did not exist; else each format folder, replacing an earlier
-export's), so a failure (a full disk, a row that cannot be written) leaves the output folder as it was.
+renamed into place (the output folder itself when it did not exist; else file by file, beside the other splits'
+exports), so a failure (a full disk, a row that cannot be written) leaves the output folder as it was.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, n
     try:
         _write_formats(staging, formats, files, rows, makers, vocabularies, summary)
         _write_extras(staging, formats, name, src, tgt, manifest, dataset_root, dbsa_release, vocabularies, summary)
-        _move_in(staging, out, formats)
+        _move_in(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     summary.codes = [os.path.join(out, os.path.relpath(path, staging)) for path in summary.codes]
@@ -218,19 +218,17 @@ def _staging_folder(out: str) -> str:
     return staging
 
 
-def _move_in(staging: str, out: str, formats: Sequence[str]) -> None:
-    """The finished export into place: the whole folder when `out` does not exist (or is empty), else each format
-    folder in turn, an earlier export's folder of that format renamed away first."""
+def _move_in(staging: str, out: str) -> None:
+    """The finished export into place: the whole folder when `out` does not exist (or is empty), else file by file
+    (renames: nothing is left to write), beside other splits' exports, replacing an earlier export's files."""
     if not os.path.isdir(out) or not os.listdir(out):
         os.replace(staging, out)
         return
-    for fmt in formats:
-        target = os.path.join(out, fmt)
-        old = f"{target}.old-{os.getpid()}"
-        if os.path.exists(target):
-            os.replace(target, old)
-        os.replace(os.path.join(staging, fmt), target)
-        shutil.rmtree(old, ignore_errors=True)
+    for folder, _, names in os.walk(staging):
+        target = os.path.join(out, os.path.relpath(folder, staging))
+        os.makedirs(target, exist_ok=True)
+        for name in names:
+            os.replace(os.path.join(folder, name), os.path.join(target, name))
 
 
 def _write_formats(out: str, formats: list[str], files: dict[str, dict[str, str]], rows: Iterator[dict[str, Any]],

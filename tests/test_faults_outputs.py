@@ -102,3 +102,6 @@ def test_an_export_is_whole_or_absent(dataset, tmp_path):
     assert done.returncode == 0, done.stderr
     assert {"pascal/README.md", "nematus/README.md", "pascal/train.en"} <= _files(out)
     assert list(tmp_path.iterdir()) == [out]  # no temporary folder left beside it
+    again = run(SYNPREP, "export", dataset / "data" / "test", "-o", out, "--format", "pascal", cwd=dataset)
+    assert again.returncode == 0, again.stderr  # another split into the same folder: beside the first
+    assert {"pascal/train.en", "pascal/test.en", "nematus/train.en"} <= _files(out)

@@ -54,7 +54,7 @@ from .accounting import (
 from .bpe_codes import learn_codes, learns_bpe
 from .filter_parse import ParseJob, parser_specs
 from .inputs import SIDES, check_inputs, count_pairs, is_conllu
-from .output import OutputFolder
+from .output import OutputFolder, refuse_run_folders
 from .pipeline import PipelineConfig, SplitConfig
 from .work import ParsePhase
 from .write_shards import ShardPhase, feature_job
@@ -133,6 +133,7 @@ class Converter:
         check_inputs(self.config)
         if os.path.exists(self.out) and not os.path.isdir(self.out):
             raise InputError("the output must be a folder, and this is a file", self.out)
+        refuse_run_folders(self.out)  # a run in the folder or a split folder of it, named with its files
         check_outputs({"--output": self.out}, {f"the {split.name} split's input": path
                                                for split in self.config.splits for path in (*split.src, *split.tgt)},
                       dataset=True)
