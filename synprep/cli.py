@@ -13,6 +13,7 @@ import click
 
 from . import __version__, options
 from .errors import InputError, Interrupted, run_cli
+from .outputs import check_outputs
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -207,6 +208,7 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
     check_backend_options(backend, {"--tokenizer-options": tokenizer_options, "--tagger-options": tagger_options,
                                     "--parser-options": parser_options, "--set": settings, "--lang": lang,
                                     "--max-minutes": max_minutes})
+    check_outputs({"-o": output}, {"the treebank (--conllu)": conllu, "the held-out treebank (--heldout)": heldout})
     with contextlib.ExitStack() as stack:  # a named pipe or <(command) is copied once: each input is read twice
         treebank, held = (stack.enter_context(rereadable(path)) for path in (conllu, heldout))
         warning = check_treebank(treebank, allow_no_spaceafter)

@@ -75,6 +75,9 @@ CASES = {  # name: (argv, what the line names)
                                                 "lies inside the synprep split folder"),
     "challenge -o into a split": (["challenge", "data/test", "-o", "data/test/ch"],
                                   "lies inside the synprep split folder"),
+    "synth -o into a dataset": (["synth", "--pairs", "10", "-o", "data/more"], "lies inside the synprep dataset"),
+    "parser train -o = --conllu": (["parser", "train", "--backend", "udpipe", "--conllu", "syn/test.src.conllu", "-o",
+                                    "syn/test.src.conllu", "--preset", "tiny"], "would overwrite the treebank"),
 }
 
 
