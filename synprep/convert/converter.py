@@ -154,7 +154,11 @@ class Converter:
             return self._run()
         except Exception as err:
             if self._keeps_work(err):
-                raise WorkKept(str(err)) from None
+                if isinstance(err, OSError):  # a full disk in a library's own write (pyarrow, numpy)
+                    raise WorkKept(f"{err.filename or self.out}: {err.strerror or err}") from None
+                if isinstance(err, InputError):
+                    raise WorkKept(str(err)) from None
+                raise  # not ours: its traceback, the work kept
             # bad input, or a failure before any work: leave no half-made folder that blocks the corrected run
             if fresh and (prepared or not existed):
                 self.folder.discard(existed)
