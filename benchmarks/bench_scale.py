@@ -4,6 +4,7 @@
     python benchmarks/bench_scale.py --quick         # N = 3k and 10k (CI-sized)
     python benchmarks/bench_scale.py --large         # N = 30k, 300k and 1M
     python benchmarks/bench_scale.py --sizes 30000,4500000 --workers 16   # any sizes (WMT16: 4.5M pairs)
+    python benchmarks/bench_scale.py --sizes 100000 --no-train --ray      # + per-stage rates, Ray's overhead
 
 For each N: `synprep synth --lengths wmt --vocabulary zipf` (mean ~25 tokens, tail to 100; Zipfian words whose
 distinct count grows as real text's: `--vocabulary lexicon` for the ~100-word lists), then `synprep convert` of
@@ -16,7 +17,11 @@ per pair and what is left in the output folder; then `syntrain run` (tiny model,
 peak RSS, steps/s, and the arrays the trainer must hold (ids, offsets, parents). UDPipe's parse rate is
 measured once on a sample (the shared models when present, else a tiny model trained on sample_data;
 `--no-parse-rate` skips it) to extrapolate the parse stage, which the pre-parsed path skips. Last, the distinct
-source words in 10k/50k/70k synthetic pairs against pooled real English of the shared data.
+source words in 10k/50k/70k synthetic pairs against pooled real English of the shared data. At the end, the
+rate of every stage at the largest N (input pairs per second per core of worker time, the serial stages per
+second of wall time) and each phase's peak memory, from which docs/scale.md plans WMT14/WMT17; `--ray` converts
+the largest N once more with `--engine ray` (a local Ray, the same workers) and prints its wall time against the
+local engine's (Ray's overhead).
 
 Baseline: the smallest N of the same run. Targets: convert time per pair at the largest N within 1.2x of the
 smallest; convert peak RSS of the process tree <= 1.5 GiB with 2 workers at 1M pairs and its growth <= 1.2x
@@ -195,7 +200,7 @@ def real_types() -> dict[int, int] | None:
     return distinct_words(" ".join(tokens.findall(line)) for line in lines)
 
 
-def convert(tmp: Path, pairs: int, workers: int, vocabulary: str, merges: int) -> dict:
+def convert(tmp: Path, pairs: int, workers: int, vocabulary: str, merges: int, engine: str = "local") -> dict:
     data = tmp / f"synth{pairs}"
     started = time.perf_counter()
     subprocess.run([str(BIN / "synprep"), "synth", "--pairs", str(pairs), "--seed", "1", "--lengths", "wmt",
@@ -206,7 +211,7 @@ def convert(tmp: Path, pairs: int, workers: int, vocabulary: str, merges: int) -
         types = distinct_words(handle)
     out = tmp / f"out{pairs}"
     result = measured([str(BIN / "synprep"), "convert", str(data / "pipeline.toml"), "--output", str(out),
-                       "--workers", str(workers)], phases=CONVERT_PHASES)
+                       "--workers", str(workers), "--engine", engine], phases=CONVERT_PHASES)
     stages = json.loads((out / "run.json").read_text())["seconds"]
     worker: dict[str, float] = {}
     for split in stages.values():
@@ -304,6 +309,7 @@ def main() -> None:
     parser.add_argument("--no-parse-rate", action="store_true", help="skip the UDPipe rate measurement")
     parser.add_argument("--no-train", action="store_true", help="convert only (no syntrain run)")
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--ray", action="store_true", help="convert the largest N again with --engine ray")
     args = parser.parse_args()
     merges = args.merges or (16000 if args.vocabulary == "zipf" else 300)
     sizes = ([int(s) for s in args.sizes.split(",")] if args.sizes else [3000, 10000] if args.quick
@@ -322,10 +328,15 @@ def main() -> None:
         real = real_types()
         summary(results, rates, baseline, args.workers)
         print_phases(results, real)
+        ray = None
+        if args.ray:
+            ray = convert(tmp, max(sizes), args.workers, args.vocabulary, merges, engine="ray")
+            shutil.rmtree(ray.pop("out"))
+        print_rates(results, rates, ray)
         if args.json:
             Path(args.json).write_text(json.dumps({"sizes": {str(k): v for k, v in results.items()},
                                                    "parse": rates, "baseline_rss": baseline, "real_types": real,
-                                                   "vocabulary": args.vocabulary, "merges": merges,
+                                                   "vocabulary": args.vocabulary, "merges": merges, "ray": ray,
                                                    "workers": args.workers}, indent=2))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -376,6 +387,31 @@ def print_phases(results: dict, real: dict[int, int] | None) -> None:
             print(f"distinct source words in {marks} pairs: synthetic {synthetic[marks]}"
                   + (f", real {real[marks]} ({synthetic[marks] / real[marks]:.2f}x)" if real and marks in real
                      else ""))
+
+
+def print_rates(results: dict, rates: dict, ray: dict | None) -> None:
+    """At the largest N: each stage's rate (pairs per second per core of its worker time; learn_bpe and the
+    write of the shards are serial: per second of one process), each phase's peak RSS (tree, driver) and wall
+    seconds; UDPipe's rate (sentences per second per core); Ray's wall time against the local engine's."""
+    pairs = max(results)
+    c = results[pairs]["convert"]
+    print(f"stage rates at N {pairs} ({c['rows']} rows kept; pre-parsed input: the filter's time includes "
+          "reading the CoNLL-U):")
+    for stage, seconds in c["stages"].items():
+        if seconds:
+            print(f"  {stage:<14} {seconds:9.1f} worker s  {pairs / seconds:10.0f} pairs/s per core")
+    for name, _ in CONVERT_PHASES:
+        phase = c["phases"].get(name)
+        if phase:
+            print(f"  phase {name:<16} peak RSS tree {phase['tree'] / MiB:6.0f} MiB, driver "
+                  f"{phase['driver'] / MiB:5.0f} MiB, largest process {phase['largest'] / MiB:5.0f} MiB, "
+                  f"{phase.get('seconds', float('nan')):7.1f} s wall")
+    for name, rate in rates["rates"].items():
+        print(f"  UDPipe parse ({name}): {rate['sentences_per_s']:.0f} sentences/s per core "
+              f"({rate['tokens']:.1f} tokens/sentence)")
+    if ray is not None:
+        print(f"  --engine ray (local Ray): wall {ray['seconds']:.1f} s against {c['seconds']:.1f} s local "
+              f"({ray['seconds'] / c['seconds']:.2f}x), peak RSS of the tree {ray['peak'] / MiB:.0f} MiB")
 
 
 def summary(results: dict, rates: dict, baseline: int, workers: int) -> None:

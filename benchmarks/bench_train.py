@@ -28,8 +28,9 @@ Shapes and the GPU (docs/syntrain.md, "Shapes and compilation"): batches are pad
 (static shapes; round 1 then includes the compilation of the shapes the warm-up did not see: the best round
 counts). The last lines are the speed section: distinct batch shapes, host time per step (CPU time of the
 thread that runs the steps; on CUDA also the GPU's kernel time per step, from one profiled pass of vanilla's
-batches), and on CUDA vanilla's model FLOPs utilisation (MFU: matmul FLOPs of the batches before ladder
-padding / time / peak; the peak from --peak-tflops, else a known bf16 peak for the device's name).
+batches), and on CUDA the model FLOPs utilisation of every model (MFU column; vanilla's also in the last line: matmul
+FLOPs of the batches before ladder padding / time / peak; the peak from --peak-tflops, else a known bf16 peak for
+the device's name). Target on an H100/H200: base vanilla >= 35% of 989 TFLOP/s.
 `--ladder-compare`: vanilla on the same batches (the same rows) padded without and with the ladder, alternating
 rounds, and the ratio of target tokens/s (what the ladder's padding costs or buys on this device).
 """
@@ -250,7 +251,8 @@ def main() -> None:
         models[other] = build_model(args.preset, **options).to(device)
         models[other].load_state_dict(vanilla.state_dict())
         batches[other] = all_batches["other ladder"]
-    optimizers = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98)) for k, m in models.items()}
+    optimizers = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)  # as training
+                  for k, m in models.items()}
     shapes = {tuple(b.src.shape) + (b.tgt_in.shape[1],) for name, kind in batches.items() if name != other
               for b in kind}
     steppers = {name: compile_model(model, device, args.ladder, len(shapes)) if args.compile else model
@@ -275,6 +277,7 @@ def main() -> None:
     print(f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}), precision "
           f"{args.precision}, Pascal kernel {kernel}, attention dropout {vanilla.cfg.sizes.attn_dropout}")
     base = best["vanilla"][0] / len(batches["vanilla"])
+    peak = peak_tflops(args, device)
     for name, (seconds, tokens, pairs) in best.items():
         ratio = seconds / len(batches[name]) / base
         target = {"pascal": 1.10, "linearized": 1.3, "parent": 1.3, "gcn": 1.3}.get(name, 1.15)
@@ -284,8 +287,12 @@ def main() -> None:
             verdict = f"  x{ratio:.3f} vs vanilla (no target: O(T) decoder passes per step)"
         if name == other:
             verdict = "  (other batches: see the shape ladder line)"
+        mfu = ""
+        if peak:  # the model FLOPs of this model's own batches (tree decoding: the transitions)
+            flops = sum(training_flops(models[name].cfg.sizes, unpadded_shape(b)) for b in batches[name])
+            mfu = f"  MFU {100 * flops / seconds / 1e12 / peak:5.1f}%"
         print(f"{name:16s} {1000 * seconds / len(batches[name]):8.1f} ms/step  {tokens / seconds:9.0f} target "
-              f"tokens/s {pairs / seconds:7.1f} pairs/s{verdict}")
+              f"tokens/s {pairs / seconds:7.1f} pairs/s{mfu}{verdict}")
     if args.ladder_compare:
         on, off = ("vanilla", other) if args.ladder else (other, "vanilla")
         speed = {name: best[name][1] / best[name][0] for name in (on, off)}
@@ -310,8 +317,7 @@ def speed_section(args, device, vanilla, stepper, optimizer, batches, autocast, 
     else:
         print(f"host: vanilla {cpu:.1f} ms/step CPU time of the stepping thread, wall {wall:.1f} ms/step (on the "
               "CPU this thread also computes: launch overhead is not separable)")
-    peak = args.peak_tflops or next((value for name, value in BF16_PEAK_TFLOPS.items()
-                                     if device.type == "cuda" and name in torch.cuda.get_device_name()), 0.0)
+    peak = peak_tflops(args, device)
     if not peak:
         print("MFU: measured on CUDA (model FLOPs / time / the GPU's peak; --peak-tflops P on an unknown GPU)")
         return
@@ -319,6 +325,12 @@ def speed_section(args, device, vanilla, stepper, optimizer, batches, autocast, 
     achieved = flops / seconds / 1e12
     print(f"MFU: vanilla {achieved:.1f} TFLOP/s = {100 * achieved / peak:.1f}% of {peak:g} (matmul FLOPs of the "
           "batches before ladder padding, backward = 2 x forward)")
+
+
+def peak_tflops(args, device: torch.device) -> float:
+    """The dense bf16 peak that MFU is measured against: --peak-tflops, else the device's known peak (0: none)."""
+    return args.peak_tflops or next((value for name, value in BF16_PEAK_TFLOPS.items()
+                                     if device.type == "cuda" and name in torch.cuda.get_device_name()), 0.0)
 
 
 def training_flops(cfg, shape: tuple[int, int, int]) -> float:  # cfg: the model's ModelSizes

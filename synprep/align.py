@@ -15,13 +15,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from .bpe import Bpe
+from .bpe import Bpe, subword_file
 from .conllu import chunk_trees, read_conllu_chunks
 from .featurize import FeatureConfig, featurize
 from .options import ALIGN_FORMATS
 from .outputs import check_outputs
 from .parallel import ordered_map
 from .schema import align_schema, parse_features, record_to_json, uint8_lists_json
+from .subwords import SUBWORD_NMT, TokenCutter
+from .subwords.load import load_cutter
 from .textio import atomic_output
 
 FORMATS = ALIGN_FORMATS
@@ -51,22 +53,25 @@ class _AlignJob:
     codes_path: str | None
     vocabulary: frozenset[str] | None
     bpe_options: tuple = ()  # Bpe(...) merges, separator, glossaries
+    scheme: str = SUBWORD_NMT  # another: `codes_path` is its sentencepiece / hf-tokenizer model
 
 
 # The caller's loaded codes, for workers forked from this process (spawned ones load their own).
-_PARENT_BPE: dict[_AlignJob, Bpe] = {}
+_PARENT_BPE: dict[_AlignJob, Bpe | TokenCutter] = {}
 
 
-def _load(job: _AlignJob) -> tuple[_AlignJob, Bpe | None]:
+def _load(job: _AlignJob) -> tuple[_AlignJob, Bpe | TokenCutter | None]:
     bpe = _PARENT_BPE.get(job)
-    if bpe is None and job.codes_path:
+    if bpe is None and job.codes_path and job.scheme != SUBWORD_NMT:
+        bpe = load_cutter(job.scheme, job.codes_path)  # type: ignore[assignment]
+    elif bpe is None and job.codes_path:
         merges, separator, glossaries = job.bpe_options
         bpe = Bpe(job.codes_path, set(job.vocabulary) if job.vocabulary else None, merges, separator,
                   list(glossaries) if glossaries else None)
     return job, bpe
 
 
-def _align_chunk(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str], int, int]
+def _align_chunk(state: tuple[_AlignJob, Bpe | TokenCutter | None], chunk: tuple[list[str], int, int]
                  ) -> tuple[pa.RecordBatch | bytes | None, AlignSummary]:
     """Parse, validate and featurize one chunk of sentences; serialize it in the output format."""
     collecting = gc.isenabled()
@@ -78,7 +83,7 @@ def _align_chunk(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str], in
             gc.enable()
 
 
-def _align_chunk_now(state: tuple[_AlignJob, Bpe | None], chunk: tuple[list[str], int, int]
+def _align_chunk_now(state: tuple[_AlignJob, Bpe | TokenCutter | None], chunk: tuple[list[str], int, int]
                      ) -> tuple[pa.RecordBatch | bytes | None, AlignSummary]:
     job, bpe = state
     lines, first_line, first_index = chunk
@@ -130,22 +135,26 @@ def _progress_bar(progress: bool | None) -> Any:
     return tqdm(unit=" sent", file=sys.stderr)
 
 
-def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: Bpe | None = None,
+def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: Bpe | TokenCutter | None = None,
                fmt: str = "jsonl", workers: int = 1, progress: bool | None = None,
                sentences_per_chunk: int = 256) -> AlignSummary:
     """`synprep align`: write one record per sentence in `fmt` (see FORMATS) to `output_path`.
 
+    `bpe`: subword-nmt codes, or a sentencepiece / hf-tokenizer cutter (`synprep.subwords.load.load_cutter`).
     With workers > 1, chunks of sentences are featurized in parallel; the output is identical."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")
     check_outputs({"-o": output_path}, {"the CoNLL-U input (--conllu)": conllu_path,
-                                        "the BPE codes (--bpe-codes)": bpe.codes_path if bpe else None})
+                                        "the sub-word model (--bpe-codes)": subword_file(bpe)})
     needed = {"pascal": "parents", "transitions": "transitions"}.get(fmt)
     if needed and needed not in config.features:
         config = replace(config, features=parse_features(config.features + (needed,)))
-    vocabulary = frozenset(bpe.vocabulary) if bpe is not None and bpe.vocabulary else None
-    job = _AlignJob(conllu_path, config, fmt, bpe.codes_path if bpe else None, vocabulary,
-                    bpe.options if bpe else ())
+    if isinstance(bpe, TokenCutter):
+        job = _AlignJob(conllu_path, config, fmt, bpe.path, None, (), bpe.scheme)
+    else:
+        vocabulary = frozenset(bpe.vocabulary) if bpe is not None and bpe.vocabulary else None
+        job = _AlignJob(conllu_path, config, fmt, bpe.codes_path if bpe else None, vocabulary,
+                        bpe.options if bpe else ())
     chunks = read_conllu_chunks(conllu_path, sentences_per_chunk)
     if workers <= 1 and bpe is not None:  # reuse the caller's loaded codes
         results: Iterator = (_align_chunk((job, bpe), chunk) for chunk in chunks)

@@ -355,7 +355,7 @@ def _learn_into(per_input: list[Counter[str]], joint: Counter[str], paths: list[
                 out.write(f"{piece} {freq}\n")
 
 
-def _word_counts(path: str) -> Counter[str]:
+def word_counts(path: str) -> Counter[str]:
     """subword-nmt's get_vocabulary (word frequencies), reading with our UTF-8 checks."""
     counts: Counter[str] = Counter()
     with open_binary(path) as stream:
@@ -374,5 +374,5 @@ def learn_joint(inputs: list[str], codes_path: str, symbols: int, vocab_paths: l
         raise InputError(f"--symbols must be positive, got {symbols}")
     check_outputs({"-o": codes_path, **{f"the vocabulary {path}": path for path in vocab_paths or []}},
                   {f"the input {path}": path for path in inputs})
-    learn_joint_from_counts([_word_counts(path) for path in inputs], codes_path, symbols, vocab_paths,
+    learn_joint_from_counts([word_counts(path) for path in inputs], codes_path, symbols, vocab_paths,
                             min_frequency, total_symbols, verbose, ",".join(inputs))

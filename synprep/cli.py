@@ -62,10 +62,29 @@ def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], A
 @click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
               help="Stop when no pair is this frequent.")
 @click.option("-v", "--verbose", is_flag=True, help="Show subword-nmt's own progress and messages.")
+@click.option("--scheme", type=click.Choice(["subword-nmt", "sentencepiece"]), default="subword-nmt",
+              show_default=True, help="sentencepiece: learn a SentencePiece model on the files' tokens (-o: the "
+                                      ".model file), as convert's [bpe] scheme = \"sentencepiece\" does.")
+@click.option("--vocab-size", type=click.IntRange(min=8), default=8000, show_default=True,
+              help="sentencepiece: pieces of the model.")
+@click.option("--model-type", type=click.Choice(["unigram", "bpe"]), default="unigram", show_default=True,
+              help="sentencepiece: the model learned.")
+@click.option("--character-coverage", type=click.FloatRange(0.98, 1.0), default=1.0, show_default=True,
+              help="sentencepiece: share of the characters the model covers.")
+@click.option("--byte-fallback", is_flag=True, help="sentencepiece: unknown characters become byte pieces.")
 def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: str | None,
-              min_frequency: int, verbose: bool) -> None:
+              min_frequency: int, verbose: bool, scheme: str, vocab_size: int, model_type: str,
+              character_coverage: float, byte_fallback: bool) -> None:
     """Learn BPE codes (subword-nmt learn-joint-bpe-and-vocab): joint codes from both languages' files, or
-    separate codes per side (pipeline [bpe] joint = false) by running it once per side on that side's files."""
+    separate codes per side (pipeline [bpe] joint = false) by running it once per side on that side's files.
+    With --scheme sentencepiece: a SentencePiece model on the files' tokens instead."""
+    if scheme == "sentencepiece":
+        from .subwords.load import scheme_module
+
+        scheme_module(scheme).learn_files(list(inputs), output, vocab_size, model_type, character_coverage,
+                                          byte_fallback)
+        click.echo(f"wrote {output} (a SentencePiece {model_type} model, {vocab_size} pieces max)", err=True)
+        return
     from .bpe_learn import learn_joint
 
     vocab_paths = _vocab_names(vocab_prefix, inputs) if vocab_prefix else None
@@ -75,7 +94,11 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
 
 
 @bpe.command("apply")
-@click.option("-c", "--codes", required=True, help="BPE codes file.")
+@click.option("-c", "--codes", default=None, help="BPE codes file (subword-nmt).")
+@click.option("--scheme", type=click.Choice(["subword-nmt", "sentencepiece", "hf-tokenizer"]), default="subword-nmt",
+              show_default=True, help="sentencepiece / hf-tokenizer: cut each token of the input with --model.")
+@click.option("--model", default=None, help="sentencepiece: a .model file; hf-tokenizer: a tokenizer.json or its "
+                                            "folder.")
 @click.option("-i", "--input", "input_path", default="-", show_default=True, help="Input text ('-' = stdin).")
 @click.option("-o", "--output", default="-", show_default=True, help="Output ('-' = stdout).")
 @click.option("--vocabulary", default=None, help="Vocabulary file: revert merges that produce rare pieces.")
@@ -86,10 +109,18 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
               help="Marks a piece that continues (non-empty, no whitespace).")
 @click.option("--glossaries", multiple=True, callback=_checked_by("check_glossaries"),
               help="Words/regexes never split (repeatable).")
-def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
-              vocabulary_threshold: int | None, merges: int, separator: str, glossaries: tuple[str, ...]) -> None:
-    """Apply BPE codes: byte-identical to `subword-nmt apply-bpe`, faster."""
+def bpe_apply(codes: str | None, scheme: str, model: str | None, input_path: str, output: str,
+              vocabulary: str | None, vocabulary_threshold: int | None, merges: int, separator: str,
+              glossaries: tuple[str, ...]) -> None:
+    """Apply BPE codes: byte-identical to `subword-nmt apply-bpe`, faster. With --scheme sentencepiece or
+    hf-tokenizer: each space-separated token cut on its own by --model (as convert cuts them)."""
     from .bpe import Bpe, apply_file, read_vocabulary
+
+    if scheme != "subword-nmt":
+        apply_file(_cutter(scheme, model, codes), input_path, output)
+        return
+    if codes is None:
+        raise click.UsageError("give --codes (subword-nmt), or --scheme with --model")
 
     vocab = read_vocabulary(vocabulary, vocabulary_threshold) if vocabulary else None
     if vocabulary_threshold is not None and vocabulary is None:
@@ -97,9 +128,22 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
     apply_file(Bpe(codes, vocab, merges, separator, list(glossaries) or None), input_path, output)
 
 
+def _cutter(scheme: str, model: str | None, codes: str | None):  # noqa: ANN202 (a subwords.TokenCutter)
+    """The sentencepiece / hf-tokenizer model of --scheme/--model (usage errors: no model, BPE codes too)."""
+    from .subwords.load import load_cutter, model_path
+
+    if model is None or codes is not None:
+        raise click.UsageError(f"--scheme {scheme} takes --model (a {scheme} model), not BPE codes")
+    return load_cutter(scheme, model_path(scheme, model))
+
+
 @cli.command()
 @click.option("--conllu", required=True, help="Input CoNLL-U ('-' = stdin; .gz/.xz accepted).")
 @click.option("--bpe-codes", default=None, help="Joint BPE codes; without them sub-words = tokens.")
+@click.option("--scheme", type=click.Choice(["subword-nmt", "sentencepiece", "hf-tokenizer"]), default="subword-nmt",
+              show_default=True, help="sentencepiece / hf-tokenizer: cut each token with --model instead of BPE.")
+@click.option("--model", default=None, help="sentencepiece: a .model file; hf-tokenizer: a tokenizer.json or its "
+                                            "folder.")
 @click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
 @click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None)
 @click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
@@ -117,9 +161,9 @@ def bpe_apply(codes: str, input_path: str, output: str, vocabulary: str | None,
 @click.option("-o", "--output", default="-", show_default=True, help="Output file ('-' = stdout).")
 @click.option("--workers", type=click.IntRange(min=0), default=0,
               help="Processes (default 0 = all cores); the output is the same.")
-def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary_threshold: int | None,
-          feature_spec: str, fmt: str, root: str, non_projective: str, strip_subtypes: bool, output: str,
-          workers: int) -> None:
+def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vocabulary: str | None,
+          vocabulary_threshold: int | None, feature_spec: str, fmt: str, root: str, non_projective: str,
+          strip_subtypes: bool, output: str, workers: int) -> None:
     """Trees (+ BPE) -> one record per sentence with the contract's features."""
     from .align import align_file
     from .bpe import Bpe, read_vocabulary
@@ -132,6 +176,8 @@ def align(conllu: str, bpe_codes: str | None, vocabulary: str | None, vocabulary
         raise click.BadParameter(str(err), param_hint="--features") from None
     vocab = read_vocabulary(vocabulary, vocabulary_threshold) if vocabulary else None
     segmenter = Bpe(bpe_codes, vocab) if bpe_codes else None
+    if scheme != "subword-nmt":
+        segmenter = _cutter(scheme, model, bpe_codes)
     config = FeatureConfig(features, root, non_projective, strip_subtypes)
     from .parallel import default_workers
 
@@ -325,9 +371,11 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
 @click.option("--parse-cache", default=None, metavar="DIR",
               help="Parse cache folder shared by converts (overrides [parse] cache): sentences an earlier convert "
                    "parsed with the same parser are not parsed again (same shards).")
+@click.option("--no-cache", is_flag=True,
+              help="Use no cache in this convert: neither the parse cache nor the stage caches beside it.")
 def convert(pipeline_file: str, output: str | None, shard_size: int | None, workers: int, engine: str,
             ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool,
-            dedupe: bool, parse_cache: str | None) -> None:
+            dedupe: bool, parse_cache: str | None, no_cache: bool) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
     from .convert.converter import Converter, ConvertOptions, WorkKept, format_summary
     from .convert.pipeline import load_pipeline
@@ -337,7 +385,8 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
         raise InputError(f"--shard-size must be a positive number of pairs, got {shard_size}")
     config = load_pipeline(pipeline_file, output, shard_size, compression)
     converter = Converter(config, ConvertOptions(workers, engine, resume, overwrite, ray_address,
-                                                 keep_work=keep_work, dedupe=dedupe, parse_cache=parse_cache))
+                                                 keep_work=keep_work, dedupe=dedupe, parse_cache=parse_cache,
+                                                 cache=not no_cache))
     again = shlex.join(["synprep", *(arg for arg in sys.argv[1:] if arg not in ("--overwrite", "--resume"))])
     try:
         stats = converter.run()
@@ -352,13 +401,14 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
 
 @cli.group()
 def cache() -> None:
-    """The parse cache that converts share (`synprep convert --parse-cache DIR`, `[parse] cache`)."""
+    """The parse cache that converts share (`synprep convert --parse-cache DIR`, `[parse] cache`), with the stage
+    caches beside the parses (filter, bpe, features)."""
 
 
 @cache.command("info")
 @click.argument("folder")
 def cache_info(folder: str) -> None:
-    """Entries, size and parsers of a parse cache."""
+    """Entries, size, parsers and stages of a parse cache."""
     from .convert.parse_cache import cache_info, format_info
 
     click.echo(format_info(cache_info(folder)))
@@ -383,7 +433,8 @@ def cache_verify(folder: str, repair: bool) -> None:
 @click.option("--max-gb", type=click.FloatRange(min=0), default=None,
               help="Delete the least recently used entries until the cache holds at most this much.")
 @click.option("--parser", "parser_id", default=None, help="Delete every entry of this parser (its id or digest "
-                                                           "prefix, from `synprep cache info`).")
+                                                           "prefix, from `synprep cache info`) or stage (filter, "
+                                                           "bpe, features).")
 def cache_prune(folder: str, max_gb: float | None, parser_id: str | None) -> None:
     """Make a parse cache smaller (the file shrinks: VACUUM)."""
     from .convert.parse_cache import format_prune, prune_cache

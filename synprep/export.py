@@ -43,6 +43,8 @@ from .errors import InputError, WriteError
 from .export_readme import readme
 from .outputs import check_name, check_outputs
 from .shards import Manifest, dataset_resolver, open_split, side_codes
+from .subwords import SUBWORD_NMT
+from .subwords.load import model_file_name
 from .textio import atomic_copy, atomic_output, atomic_write
 from .trees import is_projective, lift_projective
 
@@ -280,13 +282,14 @@ def _write_extras(out: str, formats: Sequence[str], name: str, src: str, tgt: st
 
 
 def _codes(manifest: Manifest, dataset_root: str) -> dict[str, str]:
-    """Export file name -> the codes file that made the sub-words (joint: codes.bpe; per side: one per side);
-    empty when the dataset had no BPE."""
+    """Export file name -> the codes file that made the sub-words (joint: codes.bpe; per side: one per side; a
+    sentencepiece / hf-tokenizer dataset: its model, subwords.model or tokenizer.json); empty without BPE."""
     config, resolve = manifest.configuration, dataset_resolver(dataset_root)
     sides = {side: side_codes(config, manifest.signature, dataset_root, side, resolve)[0] for side in ("src", "tgt")}
+    scheme = config.get("bpe", {}).get("scheme", SUBWORD_NMT)  # sentencepiece, hf-tokenizer: the model's file
     if config.get("bpe", {}).get("joint", True):
-        return {"codes.bpe": sides["src"]} if sides["src"] else {}
-    return {f"codes.{side}.bpe": path for side, path in sides.items() if path}
+        return {model_file_name(scheme): sides["src"]} if sides["src"] else {}
+    return {model_file_name(scheme, side): path for side, path in sides.items() if path}
 
 
 def _nematus(row: dict[str, Any], lift: bool) -> dict[str, str] | None:

@@ -41,9 +41,11 @@ def _header(fmt: str, configuration: dict[str, Any], codes: list[str]) -> str:
     src, tgt = configuration.get("src_lang") or "src", configuration.get("tgt_lang") or "tgt"
     splits = " ".join(dict.fromkeys(split_names(configuration)))
     joint = configuration.get("bpe", {}).get("joint", True)
-    bpe = ("no BPE codes (the dataset had no BPE, or its codes were not found when exporting)" if not codes else
-           f"`{codes[0]}`: the joint BPE codes" if joint else
-           f"`{'`, `'.join(codes)}`: the BPE codes of each side")
+    scheme = configuration.get("bpe", {}).get("scheme", "subword-nmt")
+    what = "BPE codes" if scheme == "subword-nmt" else f"{scheme} model (it cut each token on its own)"
+    bpe = (f"no {what} (the dataset had none, or it was not found when exporting)" if not codes else
+           f"`{codes[0]}`: the joint {what}" if joint else
+           f"`{'`, `'.join(codes)}`: the {what} of each side")
     return (f"# {fmt} hand-off of dataset `{configuration.get('name', '')}` ({src} -> {tgt})\n\n"
             f"Written by `synprep export` (docs/handoff.md explains every step). Export every split into this "
             f"folder first:\n\n```\nfor s in {splits}; do synprep export OUT/$s -o EXPORT "
@@ -57,6 +59,20 @@ def readme(fmt: str, configuration: dict[str, Any], codes: list[str], dbsa_relea
     """The README.md of one format folder."""
     body = {"pascal": _pascal, "dbsa": _dbsa, "nematus": _nematus}[fmt]
     return _header(fmt, configuration, codes) + body(configuration, dbsa_release)
+
+
+def _remove_pieces(configuration: dict[str, Any], flag: str) -> str:
+    """fairseq's option that joins the hypotheses' pieces back into tokens: `--remove-bpe` (`@@ `), or for a
+    SentencePiece dataset fairseq's sentencepiece BPE with the exported model (a tokenizer.json: `▁` removed
+    by the `sed` of the scoring line)."""
+    scheme = (configuration.get("bpe") or {}).get("scheme", "subword-nmt")
+    if scheme == "subword-nmt":
+        return flag + " "
+    if scheme == "sentencepiece":
+        joint = configuration.get("bpe", {}).get("joint", True)
+        model = "$E/subwords.model" if joint else "$E/subwords.tgt.model"
+        return f"--bpe sentencepiece --sentencepiece-model {model} {flag} sentencepiece "
+    return ""
 
 
 def _pascal(configuration: dict[str, Any], _release: str) -> str:
@@ -79,7 +95,8 @@ def _pascal(configuration: dict[str, Any], _release: str) -> str:
             "--weight-decay 0.0 --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --max-tokens 2048 "
             "--max-update 100000 --save-dir $E/checkpoints\n"
             "python generate.py $E/data-bin --tags-data $E/tags-bin --gen-subset test --task tags_translation "
-            "--path $E/checkpoints/checkpoint_last.pt --batch-size 128 --remove-bpe --beam 4 --lenpen 0.6 "
+            "--path $E/checkpoints/checkpoint_last.pt --batch-size 128 "
+            f"{_remove_pieces(configuration, '--remove-bpe')}--beam 4 --lenpen 0.6 "
             f"> $E/generate.{test}.txt\n"
             f"grep '^H-' $E/generate.{test}.txt | sed 's/^H-//' | sort -n -k1 | cut -f3 > $E/hyp.{test}.tok\n"
             + _score(src, tgt, test, f"$E/hyp.{test}.tok") + "```\n\n"
@@ -107,14 +124,14 @@ def _dbsa(configuration: dict[str, Any], release: str) -> str:
                      "--label-smoothing 0.1 --save-dir $E/checkpoints --max-update 100000 --load-dependency "
                      "--criterion label_smoothed_cross_entropy_with_dependency --source-dependency-lambda 0.5 "
                      "--target-dependency-lambda 0.5 --dependency-layer 2\n")
-        generate = "--remove-bpe --beam 4"
+        generate = f"{_remove_pieces(configuration, '--remove-bpe')}--beam 4"
         note = (f"Checked against {COMMITS['dbsa-2020']}: heads 1-based, read as `int(x) - 1`. Install that "
                 "commit (`git checkout 0e9dd5c && pip install ./`: its pyproject installs de9uch1/fairseq, branch "
                 "`return_self_attn`).\n\n")
     else:
         train_cmd = ("fairseq-hydra-train --config-dir dbsa/configs/ --config-name transformer_dep "
                      "common.user_dir=dbsa/ task.data=$E/data-bin checkpoint.save_dir=$E/checkpoints\n")
-        generate = "--post-process --beam 5"
+        generate = f"{_remove_pieces(configuration, '--post-process')}--beam 5"
         note = (f"Checked against {COMMITS['dbsa-current']}: heads 0-based, read as `[i, int(x)]`. "
                 "Run from the dbsa clone (`pip install ./`). For the 2020 release export with "
                 "`--dbsa-release 2020`.\n\n")

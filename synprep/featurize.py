@@ -161,25 +161,39 @@ def pair_batch(ids: Sequence[int], src_text: Sequence[str | None], tgt_text: Seq
                                       schema=schema)
 
 
+UNALIGNED = "unaligned_pieces"  # the raw-text cut left a token without a piece of its own ([bpe] cut = "raw")
+
+
 def featurize(trees: Sequence[Tree], config: FeatureConfig,
-              segment_word: Callable[[str], str] | None = None) -> FeatureColumns:
+              segment_word: Callable[[str], str] | None = None,
+              cut_sentence: Callable[[str, Sequence[str]], list[list[str]] | None] | None = None) -> FeatureColumns:
     """All requested fields of several sentences at once (see FeatureColumns). Sentences that the
-    policies exclude (non-projective policy `drop`) are left out, with their reason in `dropped`."""
+    policies exclude (non-projective policy `drop`) are left out, with their reason in `dropped`.
+    `cut_sentence` (text, tokens) -> each token's pieces, instead of `segment_word` token by token (the raw-text
+    cut, `synprep.subwords.hf_tokenizer.raw_cut`); a sentence it cannot cut (None) is left out as `UNALIGNED`."""
     sizes = np.fromiter(map(len, trees), dtype=np.int64, count=len(trees))
     heads = np.fromiter(chain.from_iterable(tree.heads for tree in trees), dtype=np.int64, count=int(sizes.sum()))
     projective = forest_projective(heads, sizes).tolist()
     kept = list(range(len(trees)))
     dropped: dict[int, str] = {}
+    cut = ([cut_sentence(tree.text or " ".join(tree.tokens), tree.tokens) for tree in trees]
+           if cut_sentence is not None else None)
+    if cut is not None and None in cut:
+        dropped = {i: UNALIGNED for i in kept if cut[i] is None}
     if config.non_projective == "drop" and not all(projective):
-        dropped = {i: "non_projective" for i in kept if not projective[i]}
-        kept = [i for i in kept if projective[i]]
+        dropped.update({i: "non_projective" for i in kept if not projective[i] and i not in dropped})
+    if dropped:
+        kept = [i for i in kept if i not in dropped]
         trees = [trees[i] for i in kept]
-        projective = [True] * len(kept)
+        projective = [projective[i] for i in kept]
         sizes = sizes[kept]
         heads = np.fromiter(chain.from_iterable(tree.heads for tree in trees), dtype=np.int64,
                             count=int(sizes.sum()))
     tokens = list(chain.from_iterable(tree.tokens for tree in trees))
-    pieces = split_tokens(tokens, segment_word)
+    if cut is not None:
+        pieces: list[Sequence[str]] = [token_pieces for i in kept for token_pieces in cut[i]]  # type: ignore[union-attr]
+    else:
+        pieces = split_tokens(tokens, segment_word)
     counts = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
     owner = np.repeat(np.arange(len(tokens)), counts)  # global token of each sub-word
     token_offset = np.cumsum(sizes) - sizes

@@ -338,7 +338,7 @@ def _chunks(pairs: Iterator[tuple[bytes, bytes]], size: int) -> Iterator[list[tu
 def _filter_task(langid: LanguageIdentifier | None, task: tuple[FilterSettings, list[tuple[bytes, bytes]]]
                  ) -> list[tuple[str | None, str]]:
     settings, chunk = task
-    return [check_pair_detailed(src, tgt, settings, langid) for src, tgt in chunk]
+    return check_pairs_detailed(chunk, settings, langid)  # as convert's filter: the chunk's languages in one batch
 
 
 def _results(chunks: Iterator[list[tuple[bytes, bytes]]], settings: FilterSettings, workers: int,

@@ -19,6 +19,8 @@ from .featurize import FeatureConfig, featurize
 from .normalize import normalizer
 from .parse import ParserSpec
 from .shards import SourcePreparation
+from .subwords import SUBWORD_NMT
+from .subwords.load import load_cutter
 from .textio import file_sha256
 
 
@@ -48,9 +50,17 @@ def prepare_source(lines: Sequence[str], preparation: SourcePreparation, max_wor
     parser = preparation.parser
     if parser.get("backend") in ("udpipe", "spacy-udpipe"):
         _checked_file(parser.get("model"), preparation.parser_sha256, "source parser model")
-    _checked_file(preparation.codes, preparation.codes_sha256, "BPE codes")
-    segment = None
-    if preparation.codes:
+    _checked_file(preparation.codes, preparation.codes_sha256,
+                  "BPE codes" if preparation.scheme == SUBWORD_NMT else f"{preparation.scheme} model")
+    segment, cut_sentence = None, None
+    if preparation.codes and preparation.scheme != SUBWORD_NMT:
+        cutter = load_cutter(preparation.scheme, preparation.codes)
+        segment = cutter.segment_word
+        if preparation.cut == "raw":  # the tokenizer cuts the line's text, as convert cut the training data
+            from .subwords.hf_tokenizer import raw_cut
+
+            cut_sentence = functools.partial(raw_cut, cutter)
+    elif preparation.codes:
         vocabulary = None
         if preparation.vocabulary:
             _checked_file(preparation.vocabulary, None, "source BPE vocabulary")
@@ -69,7 +79,9 @@ def prepare_source(lines: Sequence[str], preparation: SourcePreparation, max_wor
         policies["non_projective"] = "keep"
     config = FeatureConfig(preparation.features, policies.get("root", "drop"), policies.get("non_projective", "keep"),
                            bool(policies.get("strip_subtypes", False)))
-    columns = featurize(trees, config, segment)
+    columns = featurize(trees, config, segment, cut_sentence)
+    if len(columns.kept) < len(trees):  # the raw-text cut left a token without a piece: no row for that line
+        ids, texts = [ids[i] for i in columns.kept], [texts[i] for i in columns.kept]
     src_fields = S.feature_fields(preparation.features, "src_", S.SCHEMA_VERSION)  # as convert stores them
     n = len(texts)
     arrays = [S.plain_array(ids, pa.int64()), S.plain_array(texts, pa.string()),

@@ -10,7 +10,7 @@ increasing and below the number of input lines.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,9 @@ from .errors import InputError
 from .parallel import ordered_map
 from .schema import SUBWORD_FEATURES
 from .shards import SIDES, Manifest, Split, batch_rows, load_manifest, read_shard
+from .subwords import SUBWORD_NMT, TokenCutter, spells
+from .subwords.load import load_cutter, model_file_name
+from .textio import file_sha256
 from .trees import find_cycle, is_projective, lift_projective
 
 
@@ -72,8 +75,10 @@ def _differs(stored: Any, expected: np.ndarray) -> bool:
     return array.shape != expected.shape or not np.array_equal(array, expected)
 
 
-def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(field, message) for every broken invariant of one side of a row (unprefixed field names)."""
+def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str, Any],
+               cutter: TokenCutter | None = None) -> Iterator[tuple[str, str]]:
+    """(field, message) for every broken invariant of one side of a row (unprefixed field names); `cutter`: the
+    side's sentencepiece / hf-tokenizer model (None: subword-nmt pieces, checked by their '@@' marks)."""
     tokens, heads = record.get("tokens"), record.get("heads")
     if tokens is None or heads is None:
         yield "tokens" if tokens is None else "heads", "missing (null)"
@@ -107,6 +112,12 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
         return
     pieces = F.token_pieces(subwords, owner, n)
     surface = align_subwords(tokens)[0]  # tokens as the sub-word stage sees them (inner whitespace -> '▁')
+    if policy.get("subword_scheme", SUBWORD_NMT) != SUBWORD_NMT:  # no '@@' marks: checked against the model
+        if cutter is not None and policy.get("subword_cut") == "raw":
+            yield from _check_raw_pieces(cutter, record.get("text"), tokens, pieces)
+        elif cutter is not None:
+            yield from _check_model_pieces(cutter, surface, pieces)
+        surface = []  # (a missing model is one failure of the split, not one per row)
     for index, (token, parts) in enumerate(zip(surface, pieces)):
         joined = "".join(p[: -len(SEPARATOR)] if p.endswith(SEPARATOR) else p for p in parts)
         if joined != token or any(not p.endswith(SEPARATOR) for p in parts[:-1]) or parts[-1].endswith(SEPARATOR):
@@ -127,6 +138,27 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
             yield "distances", f"stored {_short(record.get('distances'))} != recomputed {_short(expected)}"
     if "transitions" in groups:
         yield from _check_transitions(record, heads, labels, pieces, projective, policy)
+
+
+def _check_model_pieces(cutter: TokenCutter, surface: list[str], pieces: list[list[str]]) -> Iterator[tuple[str, str]]:
+    """A sentencepiece / hf-tokenizer side: each token's pieces are the model's own cut of it and spell it."""
+    unknown = cutter.unknown_piece
+    for index, (token, parts) in enumerate(zip(surface, pieces)):
+        if parts != cutter.segment_word(token).split(" "):
+            yield "subwords", f"token {index + 1} {token!r}: pieces {parts} are not the model's cut of it"
+        elif not spells(parts, cutter.normalize(token), cutter.marker, cutter.marker_kind, unknown):
+            yield "subwords", f"token {index + 1} {token!r}: pieces {parts} do not spell it"
+
+
+def _check_raw_pieces(cutter: TokenCutter, text: str | None, tokens: list[str], pieces: list[list[str]]
+                      ) -> Iterator[tuple[str, str]]:
+    """[bpe] cut = "raw": the pieces are the tokenizer's cut of the row's text, each given to the token of its
+    first character."""
+    from .subwords.hf_tokenizer import raw_cut
+
+    expected = raw_cut(cutter, text or " ".join(tokens), tokens)  # type: ignore[arg-type]
+    if expected != pieces:
+        yield "subwords", f"pieces {_short(pieces)} are not the tokenizer's cut of the text {_short(expected)}"
 
 
 def _check_transitions(record: dict[str, Any], heads: list[int], labels: list[str] | None,
@@ -181,13 +213,15 @@ class ShardResult:
 
 def _shard_setup(schema: pa.Schema, groups: dict[str, tuple[str, ...]], policy: dict[str, Any],
                  input_lines: int | None, max_failures: int) -> tuple:
-    return schema, groups, policy, input_lines, max_failures
+    models = policy.get("subword_models")
+    cutters = {side: load_cutter(policy["subword_scheme"], models[side]) if models else None for side in SIDES}
+    return schema, groups, policy, input_lines, max_failures, cutters
 
 
 def check_shard(state: tuple, task: tuple[str, str, int, int | None]) -> ShardResult:
     """Every row of some record batches of one shard file (`task` = (name, path, first batch, end batch or None:
     the last)); ids checked within them."""
-    schema, groups, policy, input_lines, max_failures = state
+    schema, groups, policy, input_lines, max_failures, cutters = state
     name, path, start, stop = task
     result = ShardResult()
 
@@ -212,7 +246,7 @@ def check_shard(state: tuple, task: tuple[str, str, int, int | None]) -> ShardRe
                     fail(row.id, "id", f"outside 0..{input_lines - 1}")
                 previous = result.last_id = row.id
                 for side in SIDES:
-                    for field_name, message in check_side(row.sides[side], groups[side], policy):
+                    for field_name, message in check_side(row.sides[side], groups[side], policy, cutters[side]):
                         fail(row.id, f"{side}_{field_name}", message)
     except (pa.ArrowInvalid, OSError, InputError) as err:
         fail(None, "file", f"unreadable Arrow stream: {getattr(err, 'message', err)}")
@@ -241,6 +275,23 @@ def shard_tasks(directory: str, names: list[str], workers: int) -> list[tuple[st
                          if count else [(name, path, 0, None)])]
 
 
+def _scheme_models(directory: str, manifest: Manifest, fail: Callable[..., None]) -> dict[str, str] | None:
+    """Each side's sentencepiece / hf-tokenizer model in the dataset folder (the split folder's parent), its
+    digest checked against the signature; None when one is missing (a failure)."""
+    bpe = manifest.configuration["bpe"]
+    root = os.path.dirname(os.path.abspath(directory))
+    joint = bpe.get("joint", True)
+    models = {side: os.path.join(root, model_file_name(bpe["scheme"], None if joint else side)) for side in SIDES}
+    for side, path in models.items():
+        key = "subword_model_sha256" if joint else f"subword_model_sha256_{side}"
+        if not os.path.isfile(path):
+            fail(os.path.basename(path), None, "subword_model", f"the dataset's {bpe['scheme']} model is missing")
+            return None
+        if file_sha256(path) != manifest.signature.get(key):
+            fail(os.path.basename(path), None, "subword_model", f"sha256 differs from the signature's {key}")
+    return models
+
+
 def validate_directory(directory: str, max_failures: int = 1000, workers: int = 1) -> tuple[Report, Manifest]:
     """Check a shard directory (`workers` processes, one range of record batches each at a time: `shard_tasks`);
     returns the report (at most `max_failures` kept) and the manifest."""
@@ -253,6 +304,10 @@ def validate_directory(directory: str, max_failures: int = 1000, workers: int = 
             report.failures.append(Failure(file, row, name, message))
 
     policy = manifest.policies
+    bpe = manifest.configuration.get("bpe") or {}
+    if bpe.get("scheme", SUBWORD_NMT) != SUBWORD_NMT:
+        policy = {**policy, "subword_scheme": bpe["scheme"], "subword_cut": bpe.get("cut", "token"),
+                  "subword_models": _scheme_models(directory, manifest, fail)}
     groups = {side: manifest.features(side) for side in SIDES}
     schema = manifest.schema()
     input_lines = manifest.input_lines

@@ -134,6 +134,24 @@ class RunCommand(click.Command):
         return params[:at] + [DeclaredOption(("model", name)) for name in model_flags()] + params[at:]
 
 
+def decoding_options(function: Any) -> Any:
+    """--beam, --length-penalty, --max-tokens and --threads of a decoding command: by default the run's own (its
+    final test's: `decode.run_settings`), so that one checkpoint gives one set of hypotheses."""
+    options = [
+        click.option("--beam", type=DeclaredType("train", "test_beam"), default=None,
+                     help="1 = greedy.  [default: the run's test_beam]"),
+        click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=None,
+                     help="Beam search's length penalty (alpha).  [default: the run's]"),
+        click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=None,
+                     help="Tokens per batch (batch shapes can change outputs).  [default: the run's]"),
+        click.option("--threads", type=DeclaredType("train", "threads"), default=None,
+                     help="torch CPU threads, 0 = torch's default (other counts can change outputs).  "
+                     "[default: the run's]")]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
 def _note(message: str) -> None:
     """A warning or status line on stderr (once under torchrun: rank 0)."""
     if os.environ.get("RANK", "0") == "0":
@@ -200,22 +218,21 @@ def _device() -> str:
               "terminal: a '> ' prompt on stderr before each line).")
 @click.option("--nbest", type=click.IntRange(min=1), default=None,
               help="Write the N best translations per input line: LINE<TAB>SCORE<TAB>TRANSLATION (N <= --beam).")
-@click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
-@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
-@click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=4096, show_default=True)
+@decoding_options
 @click.option("--parser-model", default=None, help="Raw text: the source parser model, where neither the run "
               "folder (source/, --bundle) nor the path it was trained with has it (docs/syntrain.md).")
 @click.option("--bpe-codes", default=None, help="Raw text: the BPE codes, where neither the run folder (source/) "
               "nor the dataset has them.")
-def translate(checkpoint: str, input_path: str, output_path: str, interactive: bool, nbest: int | None, beam: int,
-              length_penalty: float, max_tokens: int, parser_model: str | None, bpe_codes: str | None) -> None:
+def translate(checkpoint: str, input_path: str, output_path: str, interactive: bool, nbest: int | None,
+              beam: int | None, length_penalty: float | None, max_tokens: int | None, threads: int | None,
+              parser_model: str | None, bpe_codes: str | None) -> None:
     """Translate raw text or the source side of shards; one detokenized line per input (N with --nbest), in
     order."""
     from synprep.textio import atomic_output, read_lines
 
     from .translate import Translator, iter_lines
 
-    if nbest and nbest > beam:
+    if nbest and beam is not None and nbest > beam:
         raise click.UsageError(f"--nbest {nbest} needs --beam >= {nbest}")
     is_split = input_path != "-" and os.path.isdir(input_path)
     if input_path != "-" and not os.path.exists(input_path):
@@ -233,8 +250,9 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
                                             "the BPE codes (--bpe-codes)": bpe_codes}, runs=True)
         if is_split:
             check_scored_split(input_path)  # before the model is loaded or anything written
-        translator = Translator(checkpoint, _device(), beam, length_penalty, max_tokens, nbest or 0,
-                                parser_model=parser_model, bpe_codes=bpe_codes)
+        translator = Translator(checkpoint, _device(), nbest=nbest or 0, parser_model=parser_model,
+                                bpe_codes=bpe_codes, beam=beam, length_penalty=length_penalty, max_tokens=max_tokens,
+                                threads=threads)
         with atomic_output(output_path) as out:  # no partial file after an error
             if is_split:
                 _warn_signature(translator.ckpt, translator.split(input_path))
@@ -296,13 +314,12 @@ class EvalCommand(click.Command):
 @cli.command(name="eval", cls=EvalCommand)
 @click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
-@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
-@click.option("--max-tokens", type=DeclaredType("train", "max_tokens"), default=4096, show_default=True)
+@decoding_options
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Also write the scores as one JSON object: BLEU, chrF, their signatures, the switches' measures, "
-              "and what was scored (checkpoint, split, pairs, beam, length penalty, reference normalizers).")
+              "and what was scored (checkpoint, split, pairs, beam, length penalty, max_tokens, threads, device, "
+              "reference normalizers).")
 @click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")
@@ -310,18 +327,18 @@ class EvalCommand(click.Command):
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
 @click.option("--normalize-refs", multiple=True, type=click.Choice(NORMALIZERS),
               help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
-def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max_tokens: int,
-          output_path: str | None, json_path: str | None, subsets_dir: str | None, bleu_tokenize: str,
-          normalize_refs: tuple[str, ...], **output_paths: str | None) -> None:
+def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: float | None, max_tokens: int | None,
+          threads: int | None, output_path: str | None, json_path: str | None, subsets_dir: str | None,
+          bleu_tokenize: str, normalize_refs: tuple[str, ...], **output_paths: str | None) -> None:
     """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
     subsets), and the measures of the model's switches (tree decoding: the tree measure, docs/tree-decoding.md)."""
     from synprep.challenge import load_subsets
     from synprep.errors import InputError
 
     from .checkpoints import load_checkpoint
+    from .config import stored_train_config
     from .dataset import ParallelData, check_scored_split, readable_target
-    from .decode import bleu_tokenizer, score
-    from .decode import translate as run_translate
+    from .decode import bleu_tokenizer, decode_split, run_settings, score, settings_text
     from .switches import decoded
 
     device = _device()
@@ -337,13 +354,14 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
         options = model.cfg.dataset_options()
         options["decoder_target"] = readable_target(options["decoder_target"], open_columns(data_path))
         data = ParallelData(data_path, vocab, batch_columns=model.cfg.batch_columns(training=False), **options)
+        settings = run_settings(stored_train_config(ckpt, checkpoint), beam, length_penalty, max_tokens, threads)
     except (ValueError, FileNotFoundError, InputError) as e:
         raise click.ClickException(str(e)) from e
     _warn_signature(ckpt, data)
     subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
     pieces: list[list[str]] = []
-    hyps = run_translate(model, data, vocab, beam, length_penalty, max_tokens, device=device,
-                         progress="eval: translating", pieces=pieces)
+    hyps = decode_split(model, data, vocab, settings, device=device, progress="eval: translating", pieces=pieces)
+    click.echo(f"eval: {settings_text(settings.key(device))}", err=True)
     from synprep.textio import atomic_write  # whole files or none; a write error is one line naming the file
 
     if output_path:
@@ -377,7 +395,7 @@ def eval_(checkpoint: str, data_path: str, beam: int, length_penalty: float, max
             click.echo(text)
     if json_path:
         scored = {"checkpoint": os.path.abspath(checkpoint), "data": os.path.abspath(data_path), "pairs": len(hyps),
-                  "beam": beam, "length_penalty": length_penalty, "normalize_refs": list(normalize_refs)}
+                  **settings.key(device), "normalize_refs": list(normalize_refs)}
         _write_json(json_path, {**result, **scored})
 
 
@@ -429,8 +447,7 @@ def open_columns(path: str) -> list[str]:
 @click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")
-@click.option("--beam", type=DeclaredType("train", "test_beam"), default=4, show_default=True, help="1 = greedy.")
-@click.option("--length-penalty", type=DeclaredType("train", "length_penalty"), default=0.6, show_default=True)
+@decoding_options
 @click.option("--samples", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Paired-bootstrap resamples.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the tables here (JSON).")
@@ -438,8 +455,9 @@ def open_columns(path: str) -> list[str]:
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
 @click.option("--normalize-refs", multiple=True, type=click.Choice(NORMALIZERS),
               help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
-def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | None, beam: int, length_penalty: float,
-                    samples: int, json_path: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...]) -> None:
+def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | None, beam: int | None,
+                    length_penalty: float | None, max_tokens: int | None, threads: int | None, samples: int,
+                    json_path: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...]) -> None:
     """Results table of runs on one test split: BLEU and chrF with sacrebleu signatures and a paired bootstrap of
     each run against the first (the baseline). A run is a folder with best.pt or test.hyp (hypotheses, one line
     per pair of the split). Into a run folder with best.pt it writes only RUN/test.hyp (its decoding, reused while
@@ -466,7 +484,7 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
                                               "the split (--data)": data_path,
                                               "the challenge sets (--subsets)": subsets_dir}, runs=True)
         table = compare(runs, data_path, beam, length_penalty, samples, subsets_dir, written, bleu_tokenize,
-                        normalize_refs, results)
+                        normalize_refs, results, max_tokens, threads)
     except (ValueError, InputError) as err:
         raise click.ClickException(str(err)) from None
     click.echo(table)

@@ -25,8 +25,12 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from synprep.textio import atomic_write
+
+if TYPE_CHECKING:
+    from .model import Transformer
 
 HYPOTHESES = "test.hyp"
 HYPOTHESES_KEY = "test.hyp.json"  # what RUN/test.hyp was decoded from: checkpoint, split, decoding settings
@@ -58,21 +62,27 @@ def read_hypotheses(path: str, expected: int | None = None) -> list[str]:
     return hyps
 
 
-def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, device: str,
-                   expected: int | None = None, written: list[str] | None = None) -> list[str]:
-    """Detokenized translations of the split by RUN/best.pt, cached in RUN/test.hyp; a run with only test.hyp
-    (no checkpoint) is read as it is. The files written are added to `written`."""
+def run_hypotheses(run: str, data_path: str, device: str, expected: int | None = None,
+                   written: list[str] | None = None, **given: float | None) -> list[str]:
+    """Detokenized translations of the split by RUN/best.pt with the run's decoding settings (its final test's:
+    `decode.run_settings`; `given`: beam, length_penalty, max_tokens, threads that replace them), cached in
+    RUN/test.hyp: the run's final test writes them there, and they are reused while the key recorded beside them
+    (`decoding_key`) is this call's; else decoded (progress on stderr). A run with only test.hyp (no
+    checkpoint) is read as it is. The files written are added to `written`."""
     checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
     if not os.path.isfile(checkpoint):
         return read_hypotheses(cached, expected)
-    key = decoding_key(checkpoint, data_path, beam, length_penalty)
+    from .checkpoints import load_checkpoint, read_checkpoint
+    from .config import signature_differences, stored_train_config
+    from .decode import decode_split, run_settings, settings_text
+
+    settings = run_settings(stored_train_config(read_checkpoint(checkpoint), checkpoint), **given)
+    key = decoding_key(checkpoint, data_path, settings.key(device))
     if os.path.isfile(cached) and _stored_key(run) == key:
+        print(f"compare {run}: {cached} reused (the same checkpoint, split and decoding settings: "
+              f"{settings_text(key)})", file=sys.stderr)
         return read_hypotheses(cached, expected)
-    from .checkpoints import load_checkpoint
-    from .config import signature_differences
     from .dataset import ParallelData
-    from .decode import translate
-    from .switches import decoded
 
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
     data = ParallelData(data_path, vocab, batch_columns=model.cfg.batch_columns(training=False),
@@ -82,24 +92,34 @@ def run_hypotheses(run: str, data_path: str, beam: int, length_penalty: float, d
         print(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
               "(synprep signatures differ)", file=sys.stderr)
     pieces: list[list[str]] = []
-    hyps = translate(model, data, vocab, beam, length_penalty, device=device, pieces=pieces,
-                     progress=f"compare {run}: translating")
-    for outputs in decoded(model.switches):
-        for name, lines in outputs.run_files(pieces).items():
-            _write_lines(os.path.join(run, name), lines, written)
-    _write_lines(cached, hyps, written)
-    _write_lines(os.path.join(run, HYPOTHESES_KEY), [json.dumps(key, indent=1)], written)
+    hyps = decode_split(model, data, vocab, settings, device=device, pieces=pieces,
+                        progress=f"compare {run}: translating")
+    write_hypotheses(run, model, hyps, pieces, key, written)
     return hyps
 
 
-def decoding_key(checkpoint: str, data_path: str, beam: int, length_penalty: float) -> dict:
+def write_hypotheses(run: str, model: Transformer, hyps: list[str], pieces: list[list[str]], key: dict,
+                     written: list[str] | None = None) -> None:
+    """RUN/test.hyp, the switches' run files (`DecodedOutputs.run_files`) and RUN/test.hyp.json (`key`, last: a
+    key is only beside complete hypotheses); the paths are added to `written`."""
+    from .switches import decoded
+
+    for outputs in decoded(model.switches):
+        for name, lines in outputs.run_files(pieces).items():
+            _write_lines(os.path.join(run, name), lines, written)
+    _write_lines(os.path.join(run, HYPOTHESES), hyps, written)
+    _write_lines(os.path.join(run, HYPOTHESES_KEY), [json.dumps(key, indent=1)], written)
+
+
+def decoding_key(checkpoint: str, data_path: str, settings: dict) -> dict:
     """What a run's cached hypotheses depend on: the checkpoint (size and modification time), the split (its
-    path and shard hashes) and the decoding settings. A cache with another key is decoded again."""
+    path and shard hashes) and the decoding settings (`DecodeSettings.key`). A cache with another key is decoded
+    again."""
     from .runfolder import data_fingerprint
 
     info = os.stat(checkpoint)
-    return {"checkpoint": [info.st_size, info.st_mtime_ns], "data": os.path.abspath(data_path),
-            "data_fingerprint": data_fingerprint(data_path), "beam": beam, "length_penalty": length_penalty}
+    return {"checkpoint": [info.st_size, info.st_mtime_ns], "data": os.path.realpath(data_path),
+            "data_fingerprint": data_fingerprint(data_path), **settings}
 
 
 def _stored_key(run: str) -> dict | None:
@@ -131,19 +151,24 @@ def read_description(run: str) -> dict:
     return described
 
 
-def describe(run: str, written: list[str] | None = None) -> tuple[str, object, object]:
-    """(syntax switches, seed, training steps) of a run: from best.pt when there is one (also written to
-    RUN/describe.json, added to `written`), else from RUN/describe.json, else '?'."""
+def describe(run: str, written: list[str] | None = None) -> dict:
+    """A run's switches, seed, training steps, trained minutes (`elapsed_s`: what max_minutes counts) and system
+    (`systems.system_key`): from best.pt when there is one (also written to RUN/describe.json, added to
+    `written`), else from RUN/describe.json; '?' (the system: the run's own name) for what neither has."""
     checkpoint, path = os.path.join(run, "best.pt"), os.path.join(run, DESCRIPTION)
     if os.path.isfile(checkpoint):
         from .checkpoints import read_checkpoint
         from .config import stored_model_config, stored_train_config
         from .switches import decoded
+        from .systems import system_key
 
         ckpt = read_checkpoint(checkpoint)
         cfg = stored_model_config(ckpt, checkpoint)
-        described = {"switches": cfg.describe_switches(), "seed": stored_train_config(ckpt, checkpoint).seed,
-                     "steps": ckpt.get("step", "?")}
+        train_config = stored_train_config(ckpt, checkpoint)
+        trained_steps, seconds = trained(run, ckpt)
+        described = {"switches": cfg.describe_switches(), "seed": train_config.seed, "steps": ckpt.get("step", "?"),
+                     "trained_steps": trained_steps, "minutes": round(seconds / 60, 1),
+                     "system": system_key(cfg.to_dict(), dict(ckpt.get("train_config", {})))}
         for outputs in decoded(cfg.active_switches()):
             described.update(outputs.describe_run())
         atomic_write(path, (json.dumps(described, indent=1) + "\n").encode("utf-8"))
@@ -151,7 +176,25 @@ def describe(run: str, written: list[str] | None = None) -> tuple[str, object, o
             written.append(path)
     else:
         described = read_description(run)
-    return described.get("switches", "?"), described.get("seed", "?"), described.get("steps", "?")
+    return {"switches": "?", "seed": "?", "steps": "?", "minutes": "?", **described,
+            "trained_steps": described.get("trained_steps", described.get("steps", "?")),
+            "system": described.get("system") or f"run {os.path.abspath(run)}"}
+
+
+def trained(run: str, ckpt: dict) -> tuple[int, float]:
+    """(steps, trained seconds) of the whole run: the last step and `elapsed_s` in RUN/metrics.jsonl (best.pt may
+    be from an earlier step), else best.pt's."""
+    steps, seconds = int(ckpt.get("step", 0)), float(ckpt.get("elapsed_s", 0.0))
+    try:
+        with open(os.path.join(run, "metrics.jsonl"), encoding="utf-8") as f:
+            for line in f:
+                record = json.loads(line)
+                if isinstance(record, dict) and isinstance(record.get("step"), int):
+                    steps = max(steps, record["step"])
+                    seconds = max(seconds, float(record.get("elapsed_s", 0.0)))
+    except (OSError, ValueError, TypeError):
+        pass  # a damaged or absent log: best.pt's values
+    return steps, seconds
 
 
 def _extra_cells(switches: list, run: str, data_path: str) -> list[str]:
@@ -167,12 +210,14 @@ def _fmt(value: float) -> str:
 
 def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[str], split_ids: Sequence[int],
                  subsets: Sequence[tuple[str, Sequence[int]]], samples: int = 1000, tokenize: str = "13a",
-                 rows_out: list[dict] | None = None, normalized: str = "") -> list[str]:
+                 rows_out: list[dict] | None = None, normalized: str = "", flagged: Sequence[bool] = ()
+                 ) -> list[str]:
     """Markdown lines: one row for the whole split (`all`) and one per subset (name, pair ids), BLEU and chrF
     of every system; with two or more systems, each later one's cell carries its paired-bootstrap p value
     against the first (sacrebleu's PairedTest, `samples` resamples), or "identical" where its hypotheses on the
     subset are the baseline's. An empty subset is a row of 0 pairs. `tokenize`: sacrebleu's BLEU tokenizer;
-    `rows_out` gets one dict per subset row (`system_cells`); `normalized`: the references' normalization note
+    `rows_out` gets one dict per subset row (`system_cells`); `flagged` (per system): its p values read
+    `(p 0.006, flagged)` (compare's degeneracy and budget flags); `normalized`: the references' normalization note
     (`normalization_note`) added to the signature lines."""
 
     from synprep.challenge import subset_rows
@@ -189,7 +234,7 @@ def subset_table(systems: Sequence[tuple[str, list[str]]], references: Sequence[
         picked = [(sys_name, [hyps[r] for r in rows]) for sys_name, hyps in systems]
         signatures, results = system_cells(picked, refs, samples, tokenize)
         cells = [_fmt(result[m]) + ("" if i == 0 else " (identical)" if result["identical"] else
-                                    f" (p {result['p_' + m]:.3f})")
+                                    f" (p {result['p_' + m]:.3f}{', flagged' if any(flagged[i:i + 1]) else ''})")
                  for i, result in enumerate(results) for m in ("bleu", "chrf")]
         if rows_out is not None:
             rows_out.append({"subset": name, "pairs": len(rows), "systems": results})
@@ -243,9 +288,119 @@ def normalization_note(data_path: str, normalize_refs: Sequence[str] = ()) -> st
     return f"  references normalized: {'; '.join(parts)}" if parts else ""
 
 
-def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: float = 0.6,
+DECODING = ("beam", "length_penalty", "max_tokens", "threads", "device")  # a hypothesis key's decoding settings
+
+
+def _steps(described: Sequence[dict]) -> list[int]:
+    return [facts["trained_steps"] for facts in described if isinstance(facts["trained_steps"], int)]
+
+
+def _budget_flag(facts: dict, described: Sequence[dict]) -> list[str]:
+    """A run that trained fewer steps than another of the comparison: flagged (its scores are not comparable)."""
+    steps, own = _steps(described), facts["trained_steps"]
+    if isinstance(own, int) and steps and own < max(steps):
+        return [f"unequal budget: {own} steps trained, another run {max(steps)}"]
+    return []
+
+
+def comparison_flags(runs: Sequence[str], described: Sequence[dict], keys: Sequence[dict | None]) -> list[str]:
+    """What makes the runs' scores hard to compare, in words: unequal steps, other decoding settings."""
+    flags = []
+    if len(set(_steps(described))) > 1:
+        counted = ", ".join(f"{os.path.basename(os.path.normpath(run))} {facts['trained_steps']}"
+                            for run, facts in zip(runs, described))
+        flags.append(f"unequal budgets: the runs trained different numbers of steps ({counted}); under one time "
+                     "budget a slower system trains fewer steps: compare runs of equal steps, or say so")
+    decodings = {(key["beam"], key["length_penalty"]) for key in keys if key}
+    if len(decodings) > 1:
+        flags.append("the runs were decoded with different beams or length penalties (their own final tests' "
+                     "settings): give --beam and --length-penalty to decode them alike")
+    return flags
+
+
+def _p_cell(result: dict, metric: str, position: int, flagged: bool) -> str:
+    if position == 0:
+        return "baseline"
+    if result["identical"]:
+        return "identical"
+    return f"{result['p_' + metric]:.3f}" + (" (flagged)" if flagged else "")
+
+
+def system_table(groups: Sequence[Sequence[int]], systems: Sequence[tuple[str, list[str]]], scored: Sequence[dict],
+                 references: Sequence[str], samples: int, tokenize: str, grouped: list[dict]) -> list[str]:
+    """Markdown lines of the systems (runs of one system key, `groups` of positions): runs, seeds, steps, mean
+    and spread of BLEU and chrF, and the p value of `systems.seed_bootstrap` against the first system; each
+    system's values are added to `grouped`."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    from .systems import seed_bootstrap
+
+    runs_hyps = [[systems[i][1] for i in group] for group in groups]
+    tested = {name: seed_bootstrap(metric, runs_hyps, references, samples)
+              for name, metric in (("bleu", BLEU(tokenize=tokenize)), ("chrf", CHRF()))}
+    flagged_first = any(scored[i]["flags"] for i in groups[0])
+    lines = ["| system | runs | seeds | steps | BLEU mean ± sd | p (BLEU) | chrF mean ± sd | p (chrF) | flags |",
+             "|---" * 9 + "|"]
+    for g, group in enumerate(groups):
+        flags = [f"{scored[i]['system']}: {flag}" for i in group for flag in scored[i]["flags"]]
+        flagged = bool(flags) or flagged_first
+        row = {"system": scored[group[0]]["system_key"], "switches": scored[group[0]]["switches"],
+               "runs": [scored[i]["run"] for i in group], "seeds": [scored[i]["seed"] for i in group],
+               "steps": [scored[i]["trained_steps"] for i in group], "flags": flags, "p_flagged": flagged and g > 0}
+        cells = []
+        for name in ("bleu", "chrf"):
+            result = tested[name][g]
+            row.update({f"{name}_mean": round(result["mean"], 2), f"{name}_spread": None if result["spread"] is None
+                        else round(result["spread"], 2), f"p_{name}": result["p"]})
+            deviation = "-" if result["spread"] is None else f"{result['spread']:.2f}"
+            p = "baseline" if g == 0 else "identical" if result["p"] is None else \
+                f"{result['p']:.3f}" + (" (flagged)" if flagged else "")
+            cells += [f"{result['mean']:.2f} ± {deviation}", p]
+        grouped.append(row)
+        names = ", ".join(scored[i]["system"] for i in group)
+        lines.append(f"| {row['switches']} | {names} | {', '.join(map(str, row['seeds']))} | "
+                     f"{', '.join(map(str, row['steps']))} | " + " | ".join(cells) + f" | {'; '.join(flags) or '-'} |")
+    lines += ["", f"Systems: the runs of one configuration (model and training settings; seeds, budgets and machines "
+              f"aside). p (systems): a bootstrap over the test sentences and each system's runs (seeds), {samples} "
+              "resamples, against the first system: it counts seed variance as well as test-set resampling "
+              "(docs/syntrain.md). sd: the spread of the runs' scores (sample standard deviation)."]
+    return lines
+
+
+def run_table(runs: Sequence[str], data_path: str, systems: Sequence[tuple[str, list[str]]], scored: list[dict],
+              described: Sequence[dict], keys: Sequence[dict | None]) -> list[str]:
+    """Markdown lines of the runs' table: per run its switches, seed, steps, trained minutes, scores, p values
+    (`(flagged)` beside a flag) and flags (`systems.degeneracy`, unequal budgets), and the switches' columns;
+    each run's values and flags are added to its `scored` dict."""
+    from .switches import registered
+    from .systems import degeneracy
+
+    for (_, hyps), result, run, facts, key in zip(systems, scored, runs, described, keys):
+        result.update(run=run, **{name: facts[name] for name in ("switches", "seed", "steps", "trained_steps",
+                                                                 "minutes")},
+                      system_key=facts["system"], decoding=None if key is None else {k: key[k] for k in DECODING},
+                      flags=degeneracy(hyps, result["bleu"]) + _budget_flag(facts, described))
+    extra = [switch for switch in registered() if switch.Decoded.compare_header]  # the switches' columns
+    lines = ["| run | switches | seed | steps | minutes | BLEU | p (BLEU) | chrF | p (chrF) | flags |"
+             + "".join(f" {switch.Decoded.compare_header} |" for switch in extra), "|---" * (10 + len(extra)) + "|"]
+    baseline_flagged = bool(scored[0]["flags"])
+    for i, (result, run) in enumerate(zip(scored, runs)):
+        flagged = baseline_flagged or bool(result["flags"])
+        p_bleu, p_chrf = (_p_cell(result, "bleu", i, flagged), _p_cell(result, "chrf", i, flagged))
+        result["p_flagged"] = flagged and i > 0 and not result["identical"]
+        steps = f"{result['trained_steps']}" + ("" if result["steps"] == result["trained_steps"] else
+                                                  f" (best.pt: {result['steps']})")
+        lines.append(f"| {result['system']} | {result['switches']} | {result['seed']} | {steps} | "
+                     f"{result['minutes']} | {result['bleu']:.2f} | {p_bleu} | {result['chrf']:.2f} | {p_chrf} | "
+                     f"{'; '.join(result['flags']) or '-'} |"
+                     + "".join(f" {cell} |" for cell in _extra_cells(extra, run, data_path)))
+    return lines
+
+
+def compare(runs: Sequence[str], data_path: str, beam: int | None = None, length_penalty: float | None = None,
             samples: int = 1000, subsets_dir: str | None = None, written: list[str] | None = None,
-            tokenize: str = "auto", normalize_refs: Sequence[str] = (), results: dict | None = None) -> str:
+            tokenize: str = "auto", normalize_refs: Sequence[str] = (), results: dict | None = None,
+            max_tokens: int | None = None, threads: int | None = None) -> str:
     """The Markdown table (runs[0] = the baseline); with `subsets_dir` (synprep challenge's output) also the
     table over the whole split and every subset (`subset_table`). The files written into run folders are added to
     `written`. BLEU's tokenizer: `tokenize`, or with 'auto' the one for the split's target language. The
@@ -264,46 +419,50 @@ def compare(runs: Sequence[str], data_path: str, beam: int = 4, length_penalty: 
     split_ids, references = reference_texts(data_path)
     normalize = normalizer(normalize_refs)
     references = [normalize(ref) for ref in references]
-    systems = [(os.path.basename(os.path.normpath(run)), run_hypotheses(run, data_path, beam, length_penalty,
-                                                                         device, len(references), written))
+    given = {"beam": beam, "length_penalty": length_penalty, "max_tokens": max_tokens, "threads": threads}
+    systems = [(os.path.basename(os.path.normpath(run)), run_hypotheses(run, data_path, device, len(references),
+                                                                         written, **given))
                for run in runs]
     from synprep.shards import load_manifest
 
-    from .decode import bleu_tokenizer
-    from .switches import registered
+    from .decode import bleu_tokenizer, settings_text
+    from .systems import BLEU_FLOOR, group_runs
 
     tokenize = bleu_tokenizer(load_manifest(data_path).configuration.get("tgt_lang", ""), tokenize)
     signatures, scored = system_cells(systems, references, samples, tokenize)
-    extra = [switch for switch in registered() if switch.Decoded.compare_header]  # the switches' columns
-    lines = ["| run | switches | seed | steps | BLEU | p (BLEU) | chrF | p (chrF) |"
-             + "".join(f" {switch.Decoded.compare_header} |" for switch in extra), "|---" * (8 + len(extra)) + "|"]
-    for i, (result, run) in enumerate(zip(scored, runs)):
-        switches, seed, steps = describe(run, written)
-        result.update(run=run, switches=switches, seed=seed, steps=steps)
-        p_bleu, p_chrf = ("baseline", "baseline") if i == 0 else ("identical", "identical") if result["identical"] \
-            else (f"{result['p_bleu']:.3f}", f"{result['p_chrf']:.3f}")
-        lines.append(f"| {result['system']} | {switches} | {seed} | {steps} | {result['bleu']:.2f} | {p_bleu} | "
-                     f"{result['chrf']:.2f} | {p_chrf} |"
-                     + "".join(f" {cell} |" for cell in _extra_cells(extra, run, data_path)))
+    described = [describe(run, written) for run in runs]
+    keys = [_stored_key(run) if os.path.isfile(os.path.join(run, "best.pt")) else None for run in runs]
+    notes = comparison_flags(runs, described, keys)
+    lines = run_table(runs, data_path, systems, scored, described, keys)
     lines.append("")
-    lines.append(f"Test: {data_path} ({len(references)} sentences), beam {beam}, length penalty {length_penalty}; "
-                 f"paired bootstrap against {systems[0][0]}, {samples} resamples (p: the share of resamples whose "
+    settings = "; ".join(sorted({settings_text(key) for key in keys if key})) or "as the hypothesis files were made"
+    lines.append(f"Test: {data_path} ({len(references)} sentences), decoded with {settings}; "
+                 f"paired bootstrap of each run against {systems[0][0]} (test-set resampling of one run each), "
+                 f"{samples} resamples (p: the share of resamples whose "
                  "difference from the baseline's score, centred, exceeds the observed one; identical: the same "
-                 "hypotheses as the baseline, no p value).")
+                 "hypotheses as the baseline, no p value; flagged: a p value beside a degenerate output or an unequal "
+                 f"budget, which it does not make comparable). Degenerate: BLEU below {BLEU_FLOOR:g}, or empty, "
+                 "repeated or one same output on many lines (docs/syntrain.md).")
+    lines += [f"Warning: {note}" for note in notes]
     note = normalization_note(data_path, normalize_refs)
     lines += [f"{metric}: `{signature}`{note}" for metric, signature in signatures.items()]
+    groups = group_runs([facts["system"] for facts in described])
+    grouped: list[dict] = []
+    if any(len(group) > 1 for group in groups):
+        lines += ["", *system_table(groups, systems, scored, references, samples, tokenize, grouped)]
     subset_rows: list[dict] = []
     if subsets is not None:
         names = [name for name, _ in systems]
         if len(set(names)) != len(names):  # PairedTest names the systems: keep them apart
             systems = [(f"{name} ({i + 1})", hyps) for i, (name, hyps) in enumerate(systems)]
         lines += ["", f"Challenge subsets: {subsets_dir} (synprep challenge)", ""]
-        lines += subset_table(systems, references, split_ids, subsets, samples, tokenize, subset_rows, note)
+        lines += subset_table(systems, references, split_ids, subsets, samples, tokenize, subset_rows, note,
+                              [result["p_flagged"] for result in scored])
     if results is not None:
         results.update(data=os.path.abspath(data_path), pairs=len(references), beam=beam,
                        length_penalty=length_penalty, samples=samples, normalize_refs=list(normalize_refs),
                        signatures={m: str(signature) for m, signature in signatures.items()}, systems=scored,
-                       subsets=subset_rows)
+                       subsets=subset_rows, groups=grouped, flags=notes)
     return "\n".join(lines)
 
 

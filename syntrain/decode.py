@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ import torch.nn.functional as F
 from .dataset import ParallelData
 from .model import Transformer
 from .switches import DecodedOutputs, Inputs, decoded, merge_inputs
-from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab, debpe
+from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab, pieces_joiner
 
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
@@ -217,6 +218,7 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     out: list[list[tuple[float, str]]] = [[] for _ in rows]
     best: list[list[str]] = [[] for _ in rows]
     detok, texts = detokenizer(data.tgt_lang), decoded(model.switches)
+    debpe = pieces_joiner(data.configuration, data.path)
     label = progress if isinstance(progress, str) else "translating"
     bar = counter(label, len(rows), "sent", shown=None if progress else False)
     fits = rows[data.src_len[rows] <= model.cfg.sizes.max_len] if len(rows) else rows
@@ -236,6 +238,55 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     if pieces is not None:
         pieces[:] = best
     return out
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """What a split's hypotheses depend on besides the checkpoint and the split: the beam (1 = greedy), the
+    length penalty (alpha), the batches (`max_tokens`: a sentence's output may end at a length set by the longest
+    source of its batch, and other batch shapes round differently) and the torch CPU threads (0: torch's default;
+    other thread counts sum in another order). The run's final test, `syntrain eval`, `syntrain compare` and
+    `syntrain translate` decode with these, by default the run's own (`run_settings`)."""
+
+    beam: int = 4
+    length_penalty: float = 0.6
+    max_tokens: int = 4096
+    threads: int = 0
+
+    def key(self, device: str | torch.device = "cpu") -> dict:
+        """The settings as recorded beside hypotheses: threads as torch uses them here, and the device."""
+        threads = self.threads or torch.get_num_threads()
+        return {**asdict(self), "threads": threads, "device": torch.device(device).type}
+
+    def apply(self) -> None:
+        """Set torch's CPU threads (when `threads` is not 0)."""
+        if self.threads:
+            torch.set_num_threads(self.threads)
+
+
+def run_settings(train_config: Any, beam: int | None = None, length_penalty: float | None = None,
+                 max_tokens: int | None = None, threads: int | None = None) -> DecodeSettings:
+    """The decoding settings of a run's final test (its [train] `test_beam`, `length_penalty`, `max_tokens`,
+    `threads`), each replaced by the value given (not None)."""
+    own = DecodeSettings(train_config.test_beam, train_config.length_penalty, train_config.max_tokens,
+                         train_config.threads)
+    given = {"beam": beam, "length_penalty": length_penalty, "max_tokens": max_tokens, "threads": threads}
+    return replace(own, **{name: value for name, value in given.items() if value is not None})
+
+
+def settings_text(key: dict) -> str:
+    """Decoding settings (`DecodeSettings.key`) in words, for a log line."""
+    return (f"beam {key['beam']}, length penalty {key['length_penalty']:g}, max_tokens {key['max_tokens']}, "
+            f"{key['threads']} thread(s) on {key['device']}")
+
+
+def decode_split(model: Transformer, data: ParallelData, vocab: Vocab, settings: DecodeSettings,
+                 rows: Sequence[int] | None = None, device: str | torch.device = "cpu", progress: bool | str = False,
+                 pieces: list[list[str]] | None = None) -> list[str]:
+    """`translate` with `settings` (threads set first): the one way a split is decoded for its scores."""
+    settings.apply()
+    return translate(model, data, vocab, settings.beam, settings.length_penalty, settings.max_tokens, rows, device,
+                     progress, pieces)
 
 
 def bleu_tokenizer(lang: str, tokenize: str = "auto") -> str:

@@ -38,14 +38,14 @@ from .batch import Batch
 from .checkpoints import checkpoint_vocab, load_checkpoint, load_weights, read_checkpoint, save_checkpoint
 from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .dataset import ParallelData, data_columns, prefetch, read_split
-from .decode import bleu_metric, score, translate
+from .decode import DecodeSettings, bleu_metric, decode_split, run_settings, score
 from .model import PRESETS, ModelConfig, Transformer
 from .runfiles import default_run_dir, existing_run_files, prune_step_checkpoints
 from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 from .switches import decoded, target_column
 from .travel import SOURCE_DIR, write_source_files
-from .vocab import PAD_ID, Vocab, separate_bpe
+from .vocab import PAD_ID, Vocab, scheme_vocab, separate_bpe
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
@@ -218,9 +218,11 @@ def scores_text(model: Transformer, result: dict) -> str:
 
 
 def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,
-             beam: int, sentences: int = 0, progress: bool | str = False) -> dict:
-    """Validation loss (label-smoothed, per target token) and BLEU/chrF of `sentences` decoded rows; `progress`:
-    the decoding's progress (`decode.translate`)."""
+             beam: int, sentences: int = 0, progress: bool | str = False, hyps: list[str] | None = None,
+             pieces: list[list[str]] | None = None) -> dict:
+    """Validation loss (label-smoothed, per target token) and BLEU/chrF of `sentences` decoded rows (with the
+    run's `max_tokens`, `length_penalty` and `threads`: `decode.decode_split`); `progress`: the decoding's progress
+    (`decode.translate`); `hyps` and `pieces` (lists) get the hypotheses and their pieces."""
     model.eval()
     total, tokens = 0.0, 0
     with torch.no_grad():
@@ -231,11 +233,13 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
                                      label_smoothing=cfg.label_smoothing, reduction="sum").item()
             tokens += batch.tokens()
     rows = data.keep[:sentences] if sentences else data.keep
-    pieces: list[list[str]] = []
-    hyps = translate(model, data, vocab, beam, cfg.length_penalty, cfg.max_tokens, rows, device, progress,
-                     pieces=pieces)
+    pieces = [] if pieces is None else pieces
+    settings = DecodeSettings(beam, cfg.length_penalty, cfg.max_tokens, cfg.threads)
+    decoded_hyps = decode_split(model, data, vocab, settings, rows, device, progress, pieces)
+    if hyps is not None:
+        hyps[:] = decoded_hyps
     metrics = {"loss": round(total / max(tokens, 1), 4),
-               **score(hyps, data.references(rows), data.tgt_lang, cfg.bleu_tokenize)}
+               **score(decoded_hyps, data.references(rows), data.tgt_lang, cfg.bleu_tokenize)}
     for outputs in decoded(model.switches):  # measures of the outputs beyond their text
         metrics.update(outputs.scores(pieces, data, rows))
     model.train()
@@ -463,7 +467,8 @@ def load_data(run: Run) -> None:
         run.vocab = checkpoint_vocab(ckpt, run.mcfg, run.resume_path)
     else:  # one vocabulary per side when the dataset's BPE is per side
         joint = not separate_bpe(split[1].configuration)
-        run.vocab = Vocab.build([split[0]], decoder_target=decoder_target, joint=joint)
+        run.vocab = ((decoder_target is None and scheme_vocab(split[1].configuration, cfg.data))
+                     or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint))
         run.mcfg.fill(*split, run.vocab)
     run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, batch_columns=run.mcfg.batch_columns(training=True),
                                   skip_null=True, split=split, **run.mcfg.dataset_options())
@@ -762,8 +767,10 @@ def score_test_split(run: Run) -> None:
         return
     try:
         model_best, _, _ = load_checkpoint(run.best_path, run.device, run.mcfg)  # this run's config, built once
+        hyps: list[str] = []
+        pieces: list[list[str]] = []
         result = evaluate(model_best, run.test_data, run.vocab, cfg, run.device, cfg.test_beam,
-                          progress="test: translating")
+                          progress="test: translating", hyps=hyps, pieces=pieces)
     except KeyboardInterrupt:
         command = ["syntrain", "eval", "--checkpoint", run.best_path, "--data", cfg.test, "--beam",
                    str(cfg.test_beam), "--length-penalty", f"{cfg.length_penalty:g}"]
@@ -775,6 +782,10 @@ def score_test_split(run: Run) -> None:
             f"{scores_text(model_best, result)}"
             f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}")
     run.record({"step": run.step, "test": cfg.test, **{f"test_{k}": v for k, v in result.items()}})
+    from .compare import decoding_key, write_hypotheses  # compare reuses them while its key is this one
+
+    write_hypotheses(cfg.out, model_best, hyps, pieces,
+                     decoding_key(run.best_path, cfg.test, run_settings(cfg).key(run.device)))
 
 
 def close(run: Run) -> None:

@@ -11,8 +11,9 @@ from synprep.shards import SourcePreparation
 from synprep.textio import decode_line, open_binary
 
 from .checkpoints import load_checkpoint
+from .config import stored_train_config
 from .dataset import ParallelData
-from .decode import check_beam, translate_nbest
+from .decode import check_beam, run_settings, translate_nbest
 from .travel import travelling_preparation
 
 Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
@@ -38,14 +39,20 @@ def may_fit(line: str, positions: int, longest: int) -> bool:
 class Translator:
     """A checkpoint loaded once, with its decoding settings (nbest = 0: the best translation only)."""
 
-    def __init__(self, checkpoint: str, device: str, beam: int = 4, length_penalty: float = 0.6,
-                 max_tokens: int = 4096, nbest: int = 0, progress: bool = True, parser_model: str | None = None,
-                 bpe_codes: str | None = None) -> None:
+    def __init__(self, checkpoint: str, device: str, beam: int | None = None, length_penalty: float | None = None,
+                 max_tokens: int | None = None, nbest: int = 0, progress: bool = True, parser_model: str | None = None,
+                 bpe_codes: str | None = None, threads: int | None = None) -> None:
+        """Decoding settings left None are the run's (`decode.run_settings`); `threads` is set at once."""
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
         check_beam(beam, self.model.cfg.sizes.vocab_size)  # before any input is read
         self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
         self.preparation: SourcePreparation | None = None
-        self.device, self.beam, self.alpha, self.max_tokens = device, beam, length_penalty, max_tokens
+        settings = run_settings(stored_train_config(self.ckpt, checkpoint), beam, length_penalty, max_tokens, threads)
+        if nbest > settings.beam:
+            raise ValueError(f"--nbest {nbest} needs --beam >= {nbest} (the run's beam is {settings.beam})")
+        settings.apply()
+        self.device, self.beam, self.alpha, self.max_tokens = device, settings.beam, settings.length_penalty, \
+            settings.max_tokens
         self.nbest, self.progress = nbest, progress
         self.positions = self.model.cfg.sizes.max_len - 1  # sub-words a source may have (+ EOS)
         self.longest = max((len(piece.removesuffix("@@")) for piece in self.vocab.src.itos), default=1)

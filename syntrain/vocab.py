@@ -131,3 +131,57 @@ def _counted(tables: list[pa.Table], columns: list[tuple[str, Callable[[str], bo
 def debpe(pieces: Sequence[str]) -> list[str]:
     """BPE pieces -> tokens (subword-nmt's "@@ " continuation marker removed)."""
     return re.sub(r"@@( |$)", "", " ".join(pieces)).split()
+
+
+def pieces_joiner(configuration: dict, split: str | None = None) -> Callable[[Sequence[str]], list[str]]:
+    """Decoded pieces -> tokens, by the dataset's sub-word scheme (`debpe` for subword-nmt; a sentencepiece or
+    tokenizer piece starting with its marker starts a token: `synprep.subwords.pieces_to_tokens`). An
+    hf-tokenizer's marker is read from the dataset's tokenizer.json (beside `split`, a split folder) or the file
+    the configuration names; found in neither: Metaspace's '▁'."""
+    bpe = configuration.get("bpe") or {}
+    scheme = bpe.get("scheme", "subword-nmt")
+    if scheme == "subword-nmt":
+        return debpe
+    from synprep.subwords import pieces_to_tokens
+    from synprep.subwords.load import marker_of, model_file_name
+
+    model = bpe.get("model")
+    candidates = [model.get("tgt") if isinstance(model, dict) else model]
+    if split and os.path.isdir(split):
+        joint = bpe.get("joint", True)
+        candidates.insert(0, os.path.join(os.path.dirname(os.path.abspath(split)),
+                                          model_file_name(scheme, None if joint else "tgt")))
+    marker, kind = "\u2581", "start"
+    for path in candidates:
+        if scheme != "hf-tokenizer" or (path and os.path.isfile(path)):
+            marker, kind = marker_of(scheme, path)
+            break
+    return lambda pieces: pieces_to_tokens(pieces, marker, kind)
+
+
+def _with_specials(pieces: Iterable[str]) -> Vocab:
+    return Vocab(list(SPECIALS) + [piece for piece in pieces if piece not in SPECIALS])
+
+
+def scheme_vocab(configuration: dict, train_split: str) -> Vocab | None:
+    """The vocabulary of a dataset cut by a sentencepiece / hf-tokenizer model, used as is: the specials, then the
+    model's pieces in id order, its own special pieces (unknown, begin, end, pad) mapped onto ours; per side when
+    the dataset's models are per side. None for subword-nmt (counted from the shards: `Vocab.build`)."""
+    bpe = configuration.get("bpe") or {}
+    scheme = bpe.get("scheme", "subword-nmt")
+    if scheme == "subword-nmt":
+        return None
+    from synprep.subwords.load import load_cutter, model_file_name
+
+    root = os.path.dirname(os.path.abspath(train_split))
+
+    def side(name: str | None) -> Vocab:
+        cutter = load_cutter(scheme, os.path.join(root, model_file_name(scheme, name)))
+        theirs = set(cutter.specials().values())
+        return _with_specials(piece for piece in cutter.vocabulary() if piece not in theirs)
+
+    if bpe.get("joint", True):
+        return side(None)
+    vocab = side("tgt")  # the target side's, holding the source side's own
+    vocab.source = side("src")
+    return vocab

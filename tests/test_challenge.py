@@ -376,7 +376,7 @@ def test_eval_and_compare_by_subset(split, tmp_path):
                module="syntrain.compare")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert "| perfect | ? | ? | ? | 100.00 | baseline |" in done.stdout
+    assert "| perfect | ? | ? | ? | ? | 100.00 | baseline |" in done.stdout
     assert any(line.startswith("| damaged | pascal heads [1] | 7 | 99 |") for line in lines)
     table = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
              for line in lines[lines.index("Challenge subsets: " + str(challenge) + " (synprep challenge)"):]
@@ -403,7 +403,8 @@ def test_eval_and_compare_by_subset(split, tmp_path):
                module="syntrain.compare")
     assert done.returncode == 0, done.stderr
     described = json.loads((model_run / "describe.json").read_text())
-    assert set(described) == {"switches", "seed", "steps"} and (described["seed"], described["steps"]) == (1, 3)
+    assert set(described) == {"switches", "seed", "steps", "trained_steps", "minutes", "system"}
+    assert (described["seed"], described["steps"], described["trained_steps"]) == (1, 3, 3)
     assert (model_run / "test.hyp").read_text(encoding="utf-8").splitlines() == hyps  # the same decoding as eval
     # a hypothesis file of another length is an error naming it
     (damaged / "test.hyp").write_text("one line\n", encoding="utf-8")
@@ -432,9 +433,9 @@ def test_compare_marks_identical_runs_in_every_table_and_in_json(split, tmp_path
     assert done.returncode == 0, done.stderr
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in done.stdout.splitlines()
             if line.startswith("| ") and "---" not in line}
-    assert rows["base"][4:7:2] == ["baseline", "baseline"] and rows["same"][4:7:2] == ["identical", "identical"]
-    assert all(0 < float(p) <= 1 for p in rows["other"][4:7:2])
-    assert rows["same"][3] == rows["base"][3] and rows["other"][3] != rows["base"][3]
+    assert rows["base"][5:8:2] == ["baseline", "baseline"] and rows["same"][5:8:2] == ["identical", "identical"]
+    assert all(0 < float(p.removesuffix(" (flagged)")) <= 1 for p in rows["other"][5:8:2])
+    assert rows["same"][4] == rows["base"][4] and rows["other"][4] != rows["base"][4]
     results = json.loads(out.read_text(encoding="utf-8"))
     base, same, other = results["systems"]
     assert (same["identical"], same["p_bleu"], same["p_chrf"]) == (True, None, None) and same["bleu"] == base["bleu"]

@@ -28,7 +28,8 @@ def test_damaged_entries_parsed_again_same_shards(parse_cache_runs, tmp_path, ti
     cache = tmp_path / "cache"
     shutil.copytree(parse_cache_runs / "cache", cache)
     db = sqlite3.connect(cache / "parses.sqlite")
-    rows = db.execute("SELECT parser, key, value FROM entries ORDER BY key LIMIT 3").fetchall()
+    rows = db.execute("SELECT parser, key, value FROM entries WHERE parser IN (SELECT id FROM parsers WHERE "
+                      "description NOT LIKE '%\"stage\"%') ORDER BY key LIMIT 3").fetchall()  # parses, not stages
     flipped = bytes([rows[0][2][0], rows[0][2][1]]) + bytes(b ^ 1 for b in rows[0][2][2:])
     db.execute("UPDATE entries SET value = ? WHERE parser = ? AND key = ?", (flipped, rows[0][0], rows[0][1]))
     db.execute("UPDATE entries SET value = ? WHERE parser = ? AND key = ?", (rows[2][2], rows[1][0], rows[1][1]))

@@ -303,3 +303,31 @@ def test_cli_default_identifier_is_py3langid(tmp_path):
     assert slow.returncode == 0 and "1 pairs: 0 kept" in slow.stdout
     assert (tmp_path / "langdetect" / "rejected.tsv").read_text().startswith("0\tsrc_lang\tdetected da")
     assert FilterSettings("en", "de").langid == "py3langid" == make_identifier(FilterSettings("en", "de")).name
+
+
+def test_filter_command_batches_the_detector_like_convert(tmp_path, monkeypatch):
+    """`synprep filter` hands each chunk's sides to the language identifier in one batch, as convert's filter does,
+    and rejects exactly the pairs convert rejects, with the same details."""
+    from synprep.convert.filter_parse import ParseJob, filter_setups, filter_split_piece
+    from synprep.langid.langdetect_backend import LangdetectIdentifier
+
+    from .conftest import SAMPLE_DATA
+
+    src = (SAMPLE_DATA / "parallel" / "train.en").read_bytes().splitlines()
+    tgt = (SAMPLE_DATA / "parallel" / "train.de").read_bytes().splitlines()
+    settings = FilterSettings("en", "de", langid="langdetect", langid_languages=("en", "de", "fr"))
+    batches: list[int] = []
+    original = LangdetectIdentifier.detect_scored_many
+
+    def counted(self, texts):  # noqa: ANN001, ANN202
+        batches.append(len(texts))
+        return original(self, texts)
+
+    monkeypatch.setattr(LangdetectIdentifier, "detect_scored_many", counted)
+    filter_files(str(SAMPLE_DATA / "parallel" / "train.en"), str(SAMPLE_DATA / "parallel" / "train.de"),
+                 str(tmp_path / "out"), settings, workers=1)
+    assert len(batches) == 2 and batches[0] > 40  # one batch per side for the chunk, not one call per pair
+    job = ParseJob(settings, (None, None), False, settings.max_chars)
+    convert = filter_split_piece(filter_setups((job,)), (0, (0, (src, tgt))))["rejected"]
+    rejected = [line.split("\t")[:3] for line in (tmp_path / "out" / "rejected.tsv").read_text().splitlines()]
+    assert rejected == [[str(r[0]), r[1], r[2]] for r in convert] and any(r[1] == "src_lang" for r in rejected)

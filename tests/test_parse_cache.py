@@ -41,16 +41,22 @@ def test_warm_cache_same_shards_nothing_parsed(parse_cache_runs, tiny_udpipe, tm
     result = convert(warm, "--workers", "1", "--parse-cache", cache)
     reference = parse_cache_runs / "plain" / "out"
     assert shard_bytes(tmp_path / "warm" / "out") == shard_bytes(reference) and len(shard_bytes(reference)) >= 4
-    cold, hot, plain = (sentences(path) for path in (parse_cache_runs / "cold" / "out", tmp_path / "warm" / "out",
-                                                     reference))
+    convert(pipeline(tmp_path / "cold", tiny_udpipe, cache=str(tmp_path / "new-cache")), "--workers", "1")
+    outs = (tmp_path / "cold" / "out", tmp_path / "warm" / "out", reference)
+    for split in ("train", "test"):  # same input and configuration: the same manifest, cache or not
+        manifests = [(out / split / "manifest.json").read_bytes() for out in outs]
+        assert manifests[0] == manifests[1] == manifests[2], split
+    plain = sentences(reference)
+    cold, hot = (json.loads((out / "run.json").read_text())["parse_cache"] for out in outs[:2])
+    assert "parse_cache" not in json.loads((reference / "run.json").read_text())
     for split in plain:
         for side, counts in plain[split].items():
-            assert "cache_hits" not in counts  # no cache: the manifest is as before
-            assert cold[split][side] == {**counts, "cache_hits": 0, "cache_misses": counts["distinct"],
-                                         "cache_damaged": 0}
-            assert hot[split][side] == {**counts, "cache_hits": counts["distinct"], "cache_misses": 0,
-                                        "cache_damaged": 0}
+            assert set(counts) == {"distinct", "repeated"}
+            assert cold[split][side] == {"cache_hits": 0, "cache_misses": counts["distinct"], "cache_damaged": 0}
+            assert hot[split][side] == {"cache_hits": counts["distinct"], "cache_misses": 0, "cache_damaged": 0}
     assert "parse cache: " in result.stdout and " 0 parsed and stored" in result.stdout
+    resumed = convert(warm, "--workers", "1", "--parse-cache", cache, "--resume")  # a finished run: its summary
+    assert " 0 parsed and stored" in resumed.stdout, resumed.stdout
     run = json.loads((tmp_path / "warm" / "out" / "run.json").read_text())
     assert run["seconds"]["train"].get("parse", 0) < 0.05  # no worker parsed a line (the parse stage's overhead)
     # one entry per distinct sentence of each side over the splits, under one parser per side

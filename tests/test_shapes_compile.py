@@ -234,6 +234,8 @@ COMPILE_CASES = {
     "text_switches": dict(pascal_heads=[2], directed_heads=[0, 2], dbsa_encoder=True, dbsa_decoder=True,
                           sync_lambda=0.5, label_embedding=4),
     "tree": dict(target="transitions", parent_layers=[1], gcn_layers=1),
+    # dropout and parent ignoring on: inductor's fallback_random draws the random numbers as eager does
+    "dropout": dict(dropout=0.1, attention_dropout=0.1, pascal_heads=[2], parent_ignore=0.3),
 }
 COMPILE_STEPS = 3
 LOSS_TOLERANCE = 1e-4  # relative, per logged loss: the compiled kernels sum in another order (fp32)
@@ -254,20 +256,23 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
     from syntrain.decode import translate
     from syntrain.train import load_checkpoint, train
 
-    model = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0, **COMPILE_CASES[case])
+    model = {**dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0), **COMPILE_CASES[case]}
     common = dict(data=shards, model=model, max_tokens=100_000, max_steps=COMPILE_STEPS, lr=3e-3, warmup=2,
                   log_interval=1, eval_interval=1000, threads=2, seed=5, shape_ladder="on", verify_shards=False)
     from torch._dynamo.utils import counters
 
     for name, compiled in (("eager", False), ("compiled", True)):
         frames = counters["stats"]["unique_graphs"]
-        train(TrainConfig(out=str(tmp_path / name), compile=compiled, **common))
+        with torch._inductor.config.patch(fallback_random=True):
+            train(TrainConfig(out=str(tmp_path / name), compile=compiled, **common))
         assert (counters["stats"]["unique_graphs"] > frames) == compiled  # compiled: graphs were made
     eager, compiled = _losses(tmp_path / "eager" / "metrics.jsonl"), _losses(tmp_path / "compiled" / "metrics.jsonl")
     assert len(eager) == COMPILE_STEPS and [r.keys() for r in eager] == [r.keys() for r in compiled]
     for step, (a, b) in enumerate(zip(eager, compiled), 1):
         for key in a:
             assert b[key] == pytest.approx(a[key], rel=LOSS_TOLERANCE, abs=1e-4), (case, step, key)
+    if case == "dropout":  # the losses drew the same dropout masks; decoding is checked on the dropout-free cases
+        return  # (a barely trained model's greedy output flips on bf16 rounding on CUDA)
     outputs = []
     for name in ("eager", "compiled"):
         trained, vocab, _ = load_checkpoint(str(tmp_path / name / "last.pt"))

@@ -48,7 +48,8 @@ def test_existing_run_is_refused_unless_overwrite_or_resume(sample, tmp_path):
     assert first.returncode == 0, first.stderr
     assert _steps(tmp_path / "r") == [1, 3]  # the first and the last step, although log_interval is 100
     assert "step 3 |" in first.stderr and "ETA" in first.stderr
-    assert "precision fp32, attention kernel none (no layer with attention operations)" in first.stderr
+    precision = "bf16" if torch.cuda.is_available() else "fp32"  # auto: bf16 autocast on CUDA
+    assert f"precision {precision}, attention kernel none (no layer with attention operations)" in first.stderr
     before = (tmp_path / "r" / "last.pt").read_bytes()
     again = syntrain(*args)
     assert again.returncode == 2 and (tmp_path / "r" / "last.pt").read_bytes() == before
@@ -353,6 +354,87 @@ def test_compare_subcommand_writes_only_what_it_says(sample, tmp_path):
     assert missing.returncode == 2 and "no best.pt or test.hyp in" in missing.stderr
 
 
+def test_one_checkpoint_gives_one_set_of_hypotheses(sample, tmp_path):
+    """The run's final test, `syntrain eval` and `syntrain compare` (decoding again, and reusing the final test's
+    hypotheses) give byte-identical hypotheses with their default settings: each decodes with the run's own beam,
+    length penalty, batches (max_tokens) and threads."""
+    import shutil
+
+    shards, run = sample / "shards", tmp_path / "run"
+    trained = syntrain(*_run_args(sample, run, "--max-steps", "40", "--max-tokens", "60", "--lr", "3e-3",
+                                  "--test", str(shards / "train"), "--eval-interval", "20"))
+    assert trained.returncode == 0, trained.stderr
+    final = (run / "test.hyp").read_bytes()
+    assert len(final.splitlines()) == len(read_split(str(shards / "train"), ["id"])[0]["id"])
+    assert json.loads((run / "test.hyp.json").read_text())["max_tokens"] == 60
+    evaluated = syntrain("eval", "--checkpoint", str(run / "best.pt"), "--data", str(shards / "train"),
+                         "-o", str(tmp_path / "eval.hyp"))
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "eval: beam 4, length penalty 0.6, max_tokens 60, 1 thread(s) on cpu" in evaluated.stderr
+    assert (tmp_path / "eval.hyp").read_bytes() == final
+    fresh = tmp_path / "fresh"
+    shutil.copytree(run, fresh, ignore=shutil.ignore_patterns("test.hyp*"))
+    env = {**os.environ, "SYNPREP_PROGRESS_SECONDS": "0"}
+    decoded = syntrain("compare", "--data", str(shards / "train"), "--samples", "10", str(fresh), env=env)
+    assert decoded.returncode == 0, decoded.stderr
+    assert f"compare {fresh}: translating" in decoded.stderr
+    assert (fresh / "test.hyp").read_bytes() == final
+    reused = syntrain("compare", "--data", str(shards / "train"), "--samples", "10", str(run), env=env)
+    assert reused.returncode == 0 and "translating" not in reused.stderr, reused.stderr
+    assert f"compare {run}: {run / 'test.hyp'} reused" in reused.stderr
+    assert (run / "test.hyp").read_bytes() == final
+    other = syntrain("compare", "--data", str(shards / "train"), "--samples", "10", "--threads", "2", str(run),
+                     env=env)  # other settings: decoded again
+    assert other.returncode == 0 and f"compare {run}: translating" in other.stderr, other.stderr
+
+
+def _hypothesis_run(folder, lines: list[str], **described) -> str:
+    folder.mkdir()
+    (folder / "test.hyp").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    (folder / "describe.json").write_text(json.dumps(described), encoding="utf-8")
+    return str(folder)
+
+
+def test_compare_flags_degenerate_systems_and_unequal_budgets_and_groups_seeds(sample, tmp_path):
+    """Runs brought as hypotheses (describe.json: switches, seed, steps, system): a degenerate run ("a a a a")
+    is flagged in the table and in --json, and no p value beside it stands bare; unequal budgets are said; the
+    seeds of a system are grouped (mean, spread) and its p value, which resamples the seeds too, is larger than
+    the one-run paired bootstrap's when the seeds disagree."""
+    split = sample / "shards" / "train"
+    refs = read_split(str(split), ["tgt_text"])[0]["tgt_text"].to_pylist()
+    shuffled = refs[1:] + refs[:1]  # fluent text, wrong sentences
+    half = [ref if i % 2 else other for i, (ref, other) in enumerate(zip(refs, shuffled))]
+    fifth = [other if i % 5 else ref for i, (ref, other) in enumerate(zip(refs, shuffled))]
+    runs = [_hypothesis_run(tmp_path / "base1", half, switches="none", seed=1, steps=100, system="base"),
+            _hypothesis_run(tmp_path / "base2", half, switches="none", seed=2, steps=100, system="base"),
+            _hypothesis_run(tmp_path / "new1", refs, switches="pascal", seed=1, steps=100, system="new"),
+            _hypothesis_run(tmp_path / "new2", fifth, switches="pascal", seed=2, steps=100, system="new"),
+            _hypothesis_run(tmp_path / "broken", ["a a a a a"] * len(refs), switches="x", seed=1, steps=80,
+                            system="broken")]
+    out = tmp_path / "results.json"
+    result = syntrain("compare", "--data", str(split), "--samples", "200", "--json", str(out), *runs)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split(" | ")[0].strip("| "): line for line in result.stdout.splitlines() if line.startswith("| ")}
+    assert "repeated words on 100% of lines" in rows["broken"] and "below the floor 1" in rows["broken"]
+    assert "one output line on 100% of lines" in rows["broken"]
+    assert "unequal budget: 80 steps trained, another run 100" in rows["broken"]
+    assert re.search(r"\| \d\.\d{3} \(flagged\) \|", rows["broken"]), rows["broken"]
+    assert "(flagged)" not in rows["new1"] and rows["base1"].count("baseline") == 2
+    assert "Warning: unequal budgets: the runs trained different numbers of steps" in result.stdout
+    results = json.loads(out.read_text())
+    flags = {system["run"]: system["flags"] for system in results["systems"]}
+    assert flags[runs[0]] == flags[runs[2]] == [] and len(flags[runs[4]]) == 4
+    assert [system["p_flagged"] for system in results["systems"]] == [False, False, False, False, True]
+    groups = {tuple(group["runs"]): group for group in results["groups"]}
+    assert list(groups) == [tuple(runs[:2]), tuple(runs[2:4]), (runs[4],)]
+    base, new, broken = groups.values()
+    assert base["bleu_spread"] == 0 and new["bleu_spread"] > 10 and broken["bleu_spread"] is None
+    paired = {system["run"]: system for system in results["systems"]}[runs[2]]["p_bleu"]
+    assert paired < 0.05 < new["p_bleu"]  # new1 alone is better than base1; the seeds of new disagree
+    assert broken["p_flagged"] and not new["p_flagged"] and base["p_bleu"] is None
+    assert "| pascal | new1, new2 | 1, 2 | 100, 100 |" in result.stdout
+
+
 def test_interactive_translation_prompts_on_a_terminal(sample):
     import pty
 
@@ -370,7 +452,8 @@ def test_interactive_translation_prompts_on_a_terminal(sample):
     os.write(master, b"\x04")  # end of input (Ctrl-D)
     _, err = process.communicate(timeout=120)
     os.close(master)
-    assert process.returncode == 0 and answer.strip()
+    # one answer line per input line; a barely trained model may answer with an empty translation (seen on CUDA)
+    assert process.returncode == 0 and answer.endswith(b"\n"), err
     assert err.startswith(b"> ")  # the prompt for the next line
 
 

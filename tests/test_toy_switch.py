@@ -104,7 +104,7 @@ def test_a_switch_defined_here_trains_checkpoints_and_loads(toy, tmp_path):
     weight = trained.encoder[1].attn.toy_out.weight
     model_back, _, ckpt = load_checkpoint(str(tmp_path / "run" / "last.pt"))
     assert ckpt["model_config"]["toy_gain"] == 0.5
-    assert torch.equal(model_back.encoder[1].attn.toy_out.weight, weight.detach())
+    assert torch.equal(model_back.encoder[1].attn.toy_out.weight, weight.detach().cpu())  # loaded on the CPU
     assert not hasattr(model_back.encoder[0].attn, "toy_out")
 
 

@@ -8,6 +8,7 @@
   work.py          phase 1 in the driver: which lines each piece parses, the work folder's pieces
   treestore.py     where the tree of each distinct sentence lies (each is parsed once)
   parse_cache.py   the parse cache that converts share (`synprep cache`)
+  stage_cache.py   the stage caches beside it: filter decisions, BPE codes, features, by their inputs' fingerprint
   bpe_codes.py     phase 2: BPE codes learned on the train words, in a process of its own
   write_shards.py  phase 3: the features of each piece -> one Arrow shard per shard of input
   accounting.py    statistics, progress, rejected.tsv, manifests and the summary

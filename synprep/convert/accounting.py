@@ -16,18 +16,22 @@ from tqdm import tqdm
 
 from .. import __version__
 from ..errors import InputError
+from ..featurize import UNALIGNED
 from ..filter import REASONS as FILTER_REASONS
 from ..filter import likely_cause, make_identifier, rejection_warning
 from ..parse import ParserSpec
 from ..progress import progress
 from ..shards import Manifest, load_manifest
+from ..subwords import SUBWORD_NMT
 from ..textio import atomic_write, file_sha256, tsv_field
 from .inputs import PIECE_ROWS, SIDES, piece_prefix
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
 
 CONVERT_REASONS = ("invalid_tree", "non_projective", "bad_row")  # convert's own (bad_row: a TSV row, read)
-# a parsed side's counts in the manifest (the cache's only with a parse cache: they do not change the shards)
-SENTENCE_COUNTS = ("distinct", "repeated", "cache_hits", "cache_misses", "cache_damaged")
+# a parsed side's counts in the manifest; the parse cache's (only with a cache: they do not change the shards, and
+# a warm cache's differ from a cold one's) go to OUT/run.json's `parse_cache`, with the run's other statistics
+SENTENCE_COUNTS = ("distinct", "repeated")
+CACHE_COUNTS = ("cache_hits", "cache_misses", "cache_damaged")
 MIN_TRAIN_PAIRS = 10  # fewer train pairs kept, most rejected: the run stops after the filter (as with none kept)
 
 
@@ -128,12 +132,19 @@ def signature(config: PipelineConfig, specs: dict[str, ParserSpec | None], codes
     langid_signature = identifier.signature() if identifier else None
     filter_settings = config.filter
     joint = config.bpe.joint or not codes[0]
+    if config.bpe.scheme != SUBWORD_NMT:  # the model's digest under its own key; bpe_codes_sha256 stays null
+        scheme = {"bpe_codes_sha256": None, "subword_scheme": config.bpe.scheme,
+                  **({"subword_model_sha256": file_sha256(codes[0])} if joint else  # type: ignore[arg-type]
+                     {f"subword_model_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
+                      for side, path in zip(SIDES, codes, strict=True)})}
+    else:
+        scheme = {"bpe_codes_sha256": file_sha256(codes[0]) if joint and codes[0] else None,
+                  **({} if joint else {f"bpe_codes_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
+                                       for side, path in zip(SIDES, codes, strict=True)})}
     return {
         "synprep": __version__,
         "parsers": {side: spec.signature() if spec else "pre-parsed CoNLL-U" for side, spec in specs.items()},
-        "bpe_codes_sha256": file_sha256(codes[0]) if joint and codes[0] else None,
-        **({} if joint else {f"bpe_codes_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
-                             for side, path in zip(SIDES, codes, strict=True)}),
+        **scheme,
         "filter": {**filter_settings.to_dict(), "langid_signature": langid_signature} if filter_settings else None,
         "features": config.to_dict()["features"],
         **({"normalize": {side: list(config.normalize.side(side)) for side in SIDES}}
@@ -149,20 +160,37 @@ def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: Spl
     folder = os.path.join(out, split.name)
     atomic_write(os.path.join(folder, "rejected.tsv"), rejected_text(rejected_lines))
     Manifest(split.name, config.to_dict(), signature, stats.input_pairs, stats.rows,
-             dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS), shards, stats.joined_lines,
+             dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS) + _cut_reasons(config), shards,
+             stats.joined_lines,
              PIECE_ROWS, config.shard_size, config.compression,
              sentences={side: {key: c[key] for key in SENTENCE_COUNTS if key in c}
                         for side, c in stats.sentences.items()}).write(folder)
 
 
-def finished_stats(config: PipelineConfig, out: str) -> dict[str, SplitStats]:
-    """The statistics of a finished run, from its manifests (`--resume` of a finished output)."""
+def _cut_reasons(config: PipelineConfig) -> list[str]:
+    """The rejection the raw-text cut adds ([bpe] cut = "raw"); none otherwise (the manifests as before)."""
+    return [UNALIGNED] if config.bpe.cut == "raw" else []
+
+
+def cache_counts(stats: dict[str, SplitStats]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per split and parsed side the parse cache's counts (CACHE_COUNTS; {} without a cache): run.json's
+    `parse_cache`."""
+    counted = {name: {side: {key: c[key] for key in CACHE_COUNTS if key in c}
+                      for side, c in s.sentences.items() if any(key in c for key in CACHE_COUNTS)}
+               for name, s in stats.items()}
+    return {name: sides for name, sides in counted.items() if sides}
+
+
+def finished_stats(config: PipelineConfig, out: str, cached: dict | None = None) -> dict[str, SplitStats]:
+    """The statistics of a finished run, from its manifests (`--resume` of a finished output) and `cached`
+    (run.json's `parse_cache`)."""
     stats: dict[str, SplitStats] = {}
     for split in config.splits:
         manifest = load_manifest(os.path.join(out, split.name))
+        sentences = {side: Counter({**c, **(cached or {}).get(split.name, {}).get(side, {})})
+                     for side, c in manifest.sentences.items()}
         stats[split.name] = SplitStats(manifest.input_lines, manifest.rows, Counter(manifest.rejected),
-                                       manifest.joined_lines,
-                                       {side: Counter(c) for side, c in manifest.sentences.items()})
+                                       manifest.joined_lines, sentences)
     return stats
 
 

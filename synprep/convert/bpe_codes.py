@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 from collections import Counter
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..bpe import read_vocabulary
 from ..bpe_learn import learn_joint_from_counts
 from ..errors import InputError
+from ..subwords import SENTENCEPIECE, SUBWORD_NMT
 
 if TYPE_CHECKING:
     from .pipeline import BpeConfig
@@ -30,7 +32,9 @@ T = TypeVar("T")
 
 
 def learns_bpe(bpe: BpeConfig) -> bool:
-    """Whether the convert learns codes (so phase 1 counts the train words)."""
+    """Whether the convert learns codes or a SentencePiece model (so phase 1 counts the train words)."""
+    if bpe.scheme != SUBWORD_NMT:
+        return bpe.model is None
     return not bpe.codes and bool(bpe.symbols)
 
 
@@ -54,7 +58,7 @@ def _count_files(work: str, train_pieces: list[tuple[int, int]] | None) -> list[
     from .inputs import piece_prefix
 
     if train_pieces is None:
-        raise InputError("[bpe] symbols: learning codes needs a train split (or give [bpe] codes)")
+        raise InputError("[bpe] learning codes or a model needs a train split (or give [bpe] codes or model)")
     return [piece_prefix(work, shard, piece) + ".json" for shard, piece in train_pieces]
 
 
@@ -121,6 +125,8 @@ def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[in
     the run being resumed) and, with a vocabulary threshold, each side's vocabulary."""
     from .inputs import SIDES  # here, not at the top: see _learn
 
+    if bpe.scheme != SUBWORD_NMT:
+        return scheme_models(bpe, out, work, train_pieces, say), (None, None)
     if bpe.codes or not bpe.symbols:
         return (bpe.side_codes("src"), bpe.side_codes("tgt")), (None, None)
     where = os.path.join(work, "train")
@@ -146,3 +152,40 @@ def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[in
         return side_codes, (None, None)
     src, tgt = (frozenset(read_vocabulary(path, bpe.vocabulary_threshold)) for path in vocab_paths)
     return side_codes, (src, tgt)
+
+
+def _learn_model(count_files: list[str], side: int | None, model: str, vocab_size: int, model_type: str,
+                 character_coverage: float, byte_fallback: bool) -> None:
+    """A SentencePiece model learned on the train tokens of both sides (`side` None) or of one side. Run by
+    `apart`, as `_learn`."""
+    from ..subwords.load import scheme_module
+
+    per_side = train_counts(count_files)
+    scheme_module(SENTENCEPIECE).learn(per_side if side is None else [per_side[side]], model + ".tmp", vocab_size,
+                                       model_type, character_coverage, byte_fallback)
+    os.replace(model + ".tmp", model)
+
+
+def scheme_models(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[int, int]] | None,
+                  say: Callable[[str], None]) -> SideCodes:
+    """Each side's sentencepiece / hf-tokenizer model in the output folder (the joint file twice when joint): the
+    given model copied there, or a SentencePiece model learned on the train tokens (kept when the run being
+    resumed learned it already)."""
+    from ..subwords.load import model_file_name, model_path
+    from .inputs import SIDES
+
+    names = [model_file_name(bpe.scheme)] * 2 if bpe.joint else [model_file_name(bpe.scheme, s) for s in SIDES]
+    paths = [os.path.join(out, name) for name in names]
+    for index, side in enumerate(SIDES):
+        if os.path.isfile(paths[index]):
+            continue
+        given = bpe.side_model(side)
+        if given:
+            shutil.copyfile(model_path(bpe.scheme, given), paths[index] + ".tmp")
+            os.replace(paths[index] + ".tmp", paths[index])
+            continue
+        which = "both sides'" if bpe.joint else f"the {side}"
+        say(f"learn a SentencePiece {bpe.model_type} model: {bpe.vocab_size} pieces on {which} train tokens")
+        apart(_learn_model, _count_files(os.path.join(work, "train"), train_pieces), None if bpe.joint else index,
+              paths[index], bpe.vocab_size, bpe.model_type, bpe.character_coverage, bpe.byte_fallback)
+    return paths[0], paths[1]

@@ -22,7 +22,9 @@ token-level CoNLL-U; phase 3 reads it with the column-wise reader and featurizes
   phase 2  learn joint BPE on train        -> OUT/codes.bpe (skipped with given codes); with [bpe] joint =
                                              false, each side's codes on its own words -> OUT/codes.{src,tgt}.bpe
   phase 3  features of each piece -> shard -> OUT/<split>/part-KKKKK.arrow, then OUT/<split>/manifest.json
-Every file is written under a temporary name and renamed when complete.
+Every file is written under a temporary name and renamed when complete. With a parse cache, the stage caches
+beside it (stage_cache) give the filter's decisions, the codes and the features of whatever an earlier convert
+made from the same inputs: only the stages whose inputs changed run.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import glob
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
+from typing import Any
 
 from ..errors import InputError, WriteError
 from ..filter import MAX_LINE_CHARS
@@ -44,6 +47,7 @@ from .accounting import (
     MIN_TRAIN_PAIRS,
     Progress,
     SplitStats,
+    cache_counts,
     check_kept,
     finished_stats,
     format_summary,
@@ -51,11 +55,12 @@ from .accounting import (
     signature,
     write_split,
 )
-from .bpe_codes import learn_codes, learns_bpe
+from .bpe_codes import SideCodes, SideVocabularies, learn_codes, learns_bpe
 from .filter_parse import ParseJob, parser_specs
-from .inputs import SIDES, check_inputs, count_pairs, is_conllu
+from .inputs import SIDES, check_inputs, count_pairs, is_conllu, piece_prefix
 from .output import OutputFolder, refuse_run_folders
 from .pipeline import PipelineConfig, SplitConfig
+from .stage_cache import StageCache
 from .work import ParsePhase
 from .write_shards import ShardPhase, feature_job
 
@@ -92,6 +97,7 @@ class ConvertOptions:
     keep_work: bool = False  # keep OUT/.work (parsed CoNLL-U, tokens) after a finished run
     dedupe: bool = True  # parse each distinct side text once (False: parse every row; same shards, slower)
     parse_cache: str | None = None  # the parse cache folder (overrides the pipeline's [parse] cache)
+    cache: bool = True  # False: no parse cache and no stage caches (--no-cache)
 
     def check(self) -> None:
         if self.engine not in ENGINES:
@@ -122,6 +128,9 @@ class Converter:
         self.progress = Progress(options.progress)
         self.map = _make_mapper(options.engine, self.workers, options.ray_address)
         self.stats: dict[str, SplitStats] = {}
+        folder = (options.parse_cache or config.parse.cache) if options.cache else None
+        self.cache = folder  # the parse cache's folder (None: no cache)
+        self.stages: StageCache | None = None  # opened by run when the cache keeps the stages
         self.piece_pairs: dict[tuple[str, int, int], int] = {}  # input pairs per (split, shard, piece)
         self.parsed = False  # phase 1 finished for every split
 
@@ -150,7 +159,9 @@ class Converter:
             self.folder.prepare(self.options.resume, self.options.overwrite)
             prepared = True
             if self.options.resume and self.folder.finished():
-                return finished_stats(self.config, self.out)
+                return finished_stats(self.config, self.out, self.folder.run_info().get("parse_cache"))
+            if self.cache and self.config.parse.cache_stages:
+                self.stages = StageCache(self.cache, self.config.parse.cache_max_gb)
             return self._run()
         except Exception as err:
             if self._keeps_work(err):
@@ -164,6 +175,9 @@ class Converter:
                 self.folder.discard(existed)
             raise
         finally:
+            if self.stages is not None:
+                self.stages.close()
+                self.stages = None
             lock.release()
 
     def _keeps_work(self, err: Exception) -> bool:
@@ -184,12 +198,11 @@ class Converter:
         pieces, rejected_lines = self._parse(ordered, specs)
         self.parsed = True  # from here on, a failure keeps the work folder
         started = time.perf_counter()
-        codes, vocabularies = learn_codes(self.config.bpe, self.out, self.work, pieces.get("train"),
-                                          self.progress.say, self.progress.shown)
+        codes, vocabularies = self._codes(pieces.get("train"))
         bpe_seconds = time.perf_counter() - started
         job = feature_job(self.config, codes, vocabularies, self.options.engine)
         signed = signature(self.config, specs, codes)
-        shards = ShardPhase(self.config, self.out, self.work, self.map, self.piece_pairs)
+        shards = ShardPhase(self.config, self.out, self.work, self.map, self.piece_pairs, self.stages)
         for i, split in enumerate(ordered):
             stats = self.stats[split.name]
             started = time.perf_counter()
@@ -199,28 +212,50 @@ class Converter:
             stats.seconds["phase3_wall"] = time.perf_counter() - started
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
             write_split(self.config, self.out, split, stats, written, signed, rejected_lines.pop(split.name))
+        cached = cache_counts(self.stats)
         self.folder.finish({"workers": self.workers, "engine": self.options.engine,
-                            "seconds": {name: dict(s.seconds) for name, s in self.stats.items()}},
+                            "seconds": {name: dict(s.seconds) for name, s in self.stats.items()},
+                            **({"parse_cache": cached} if cached else {}),
+                            **({"reused": {split.name: self.stages.reused(split.name) for split in ordered}}
+                               if self.stages is not None else {})},
                            self.options.keep_work)
         return self.stats
 
+    def _codes(self, train: list[tuple[int, int]] | None) -> tuple[SideCodes, SideVocabularies]:
+        """Phase 2 (`learn_codes`), through the BPE stage cache when there is one and codes are learned."""
+        def learn() -> tuple[SideCodes, SideVocabularies]:
+            return learn_codes(self.config.bpe, self.out, self.work, train, self.progress.say, self.progress.shown)
+
+        if self.stages is None or train is None or not learns_bpe(self.config.bpe):
+            return learn()
+        count_files = [piece_prefix(os.path.join(self.work, "train"), *piece) + ".json" for piece in train]
+        return self.stages.codes(_subword_settings(self.config), count_files, self.out, learn)
+
     def _parse(self, ordered: list[SplitConfig], specs: dict[str, ParserSpec | None]
                ) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
-        """Phase 1 for every split, each checked right after its filter; its pieces and rejected.tsv lines."""
+        """Phase 1 for all splits, each checked as its last piece is written; its pieces and rejected.tsv lines."""
         counts = [count_pairs(split) for split in ordered]  # the bar's total: ETA and percentage
-        phase = ParsePhase(self.config, self.work, self.map, self.options.dedupe, self.options.parse_cache)
-        pieces, rejected_lines = {}, {}
+        phase = ParsePhase(self.config, self.work, self.map, self.options.dedupe, self.cache, self.stages)
+        rejected_lines = {}
+
+        def finished(split: SplitConfig, pieces: list[tuple[int, int]], seconds: float) -> None:
+            stats = self.stats[split.name] = SplitStats()
+            stats.seconds["phase1_wall"] = seconds
+            rejected_lines[split.name] = read_piece_records(self.work, split, pieces, stats, phase.reused,
+                                                            self.piece_pairs)
+            check_kept(self.config, self.out, split, stats, rejected_lines[split.name], bar)
+
         # closed on the way out (Ctrl-C too): a bar left open is drawn again when collected, after the last word
         with self.progress.bar("filter+parse", None if None in counts else sum(counts)) as bar:  # type: ignore[arg-type]
-            for split in ordered:
-                started = time.perf_counter()
-                pieces[split.name] = phase.run(split, _parse_job(self.config, split, specs), bar)
-                stats = self.stats[split.name] = SplitStats()
-                stats.seconds["phase1_wall"] = time.perf_counter() - started
-                rejected_lines[split.name] = read_piece_records(self.work, split, pieces[split.name], stats,
-                                                                phase.reused, self.piece_pairs)
-                check_kept(self.config, self.out, split, stats, rejected_lines[split.name], bar)
+            pieces = phase.run([(split, _parse_job(self.config, split, specs)) for split in ordered], bar, finished)
         return pieces, rejected_lines
+
+
+def _subword_settings(config: PipelineConfig) -> dict[str, Any]:
+    """The pipeline's sub-word section(s) as read (every key, whatever scheme): what the BPE stage is made from,
+    besides the train words."""
+    return {f.name: asdict(value) if is_dataclass(value) else value  # type: ignore[arg-type]
+            for f in fields(config) if f.name in ("bpe", "subword") for value in [getattr(config, f.name)]}
 
 
 def _parse_job(config: PipelineConfig, split: SplitConfig, specs: dict[str, ParserSpec | None]) -> ParseJob:

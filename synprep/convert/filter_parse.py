@@ -36,14 +36,41 @@ class ParseJob:
     normalize: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # [normalize] per side, before filter and parse
 
 
-def filter_setup(job: ParseJob) -> tuple[ParseJob, Any]:
-    """A filter worker's state: the job and its language identifier."""
-    return job, make_identifier(job.filter) if job.filter else None
+def filter_setups(jobs: tuple[ParseJob, ...]) -> tuple[tuple[ParseJob, Any], ...]:
+    """A filter worker's state for every split (one pool filters the pieces of all splits): per split, its job
+    and language identifier (one identifier per distinct filter setting)."""
+    identifiers: dict[FilterSettings, Any] = {}
+    for job in jobs:
+        if job.filter is not None and job.filter not in identifiers:
+            identifiers[job.filter] = make_identifier(job.filter)
+    return tuple((job, identifiers[job.filter] if job.filter is not None else None) for job in jobs)
+
+
+def filter_split_piece(states: tuple[tuple[ParseJob, Any], ...], task: tuple[int, tuple]) -> dict[str, Any]:
+    """`filter_piece` for a piece of the split numbered `task[0]` (its state in `filter_setups`)."""
+    split, piece = task
+    return filter_piece(states[split], piece)
 
 
 def parse_setup(job: ParseJob) -> tuple[Any, Any]:
     """A parse worker's state: each side's parser (None: pre-parsed), loaded once."""
     return tuple(spec.load() if spec else None for spec in job.parsers)  # type: ignore[return-value]
+
+
+def all_parsers(jobs: list[ParseJob]) -> tuple[ParserSpec | None, ParserSpec | None]:
+    """Each side's parser over the splits' jobs (a side pre-parsed in one split has nothing to parse there)."""
+    return tuple(next((job.parsers[s] for job in jobs if job.parsers[s] is not None), None)  # type: ignore
+                 for s in range(2))
+
+
+def probe_parsers(parsers: tuple[ParserSpec | None, ...]) -> None:
+    """Before the first line is parsed: a UDPipe model that cannot be loaded is one error now (loaded in a forked
+    child, see `check_udpipe_model`; the workers then load it once each)."""
+    from ..parse.udpipe import check_udpipe_model
+
+    for spec in parsers:
+        if spec is not None and spec.backend in ("udpipe", "spacy-udpipe"):
+            check_udpipe_model(spec.model)  # type: ignore[arg-type]
 
 
 def _preparsed_trees(blocks: list[ConlluBlock]) -> list[Tree | str]:
@@ -179,8 +206,9 @@ def parse_lines(parsers: tuple[Any, Any], task: tuple[list[str], list[str]]) -> 
 
 
 def parser_spec(parser: ParserConfig | None, side: str, out: str, say: Callable[[str], None]) -> ParserSpec | None:
-    """A side's parser, checked now (UDPipe models loaded once here; with `train_conllu` and no model, one is
-    trained into OUT/models/ first); None for a pre-parsed side."""
+    """A side's parser, checked now (its options, a UDPipe model's file; the model is loaded only when a line is
+    parsed, `probe_parsers`; with `train_conllu` and no model, one is trained into OUT/models/ first); None for a
+    pre-parsed side."""
     if parser is None:
         return None
     model = parser.model
@@ -195,8 +223,10 @@ def parser_spec(parser: ParserConfig | None, side: str, out: str, say: Callable[
             os.replace(tmp, model)
     spec = ParserSpec(parser.backend, model, parser.model_dir, parser.lang, parser.pretokenized)
     spec.check()
-    if spec.backend in ("udpipe", "spacy-udpipe"):  # cheap to load: fail now, in one line, if unusable
-        spec.load()
+    if spec.backend in ("udpipe", "spacy-udpipe"):  # a missing file: one line now (loaded when something is parsed)
+        from ..parse.udpipe import check_udpipe_model
+
+        check_udpipe_model(model, probe=False)  # type: ignore[arg-type]
     return spec  # stanza / spaCy load in the workers (no torch state before fork); errors come back
 
 

@@ -153,6 +153,15 @@ class OutputFolder:
         atomic_write(marker, json.dumps(record, indent=2, sort_keys=True).encode())
         write_paths(self.out, self.config.data_root, self.config.file or None)
 
+    def run_info(self) -> dict[str, Any]:
+        """OUT/run.json of a finished run ({} when absent or unreadable: it holds statistics only)."""
+        try:
+            with open(os.path.join(self.out, RUN_INFO), encoding="utf-8") as f:
+                info = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return info if isinstance(info, dict) else {}
+
     def finish(self, run_info: dict[str, Any], keep_work: bool) -> None:
         """run.json (the fingerprint first), then the work folder goes unless kept (renamed first, so an
         interrupted removal never looks resumable)."""

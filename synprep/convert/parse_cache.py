@@ -17,6 +17,9 @@ sentence again and replaces it). A database SQLite cannot read is one error nami
 Size: a convert keeps the entries within `max_gb`, deleting the least recently used (an entry's `used` time,
 refreshed at most hourly when a convert hits it) down to 90% of the limit; freed pages are reused, so the file
 stops growing. `synprep cache` shows, checks and prunes a cache (`cache_info`, `verify_cache`, `prune_cache`).
+
+The same database holds the stage caches of convert (synprep.convert.stage_cache): their producers are stages
+instead of parsers (`producer`), their values deflated bytes (`get`, `put`), with the same digests and limit.
 """
 
 from __future__ import annotations
@@ -283,14 +286,47 @@ class ParseCache:
     def parser(self, spec: ParserSpec) -> int:
         """The cache's id of a parser (its identity recorded the first time; the model hashed once per process)."""
         if spec not in self._parsers:
-            description = json.dumps(parser_identity(spec), sort_keys=True)
-            digest = hashlib.sha256(description.encode()).hexdigest()
-            with self._guard(), self._lock:
-                self.db.execute("INSERT OR IGNORE INTO parsers(digest, description) VALUES (?, ?)",
-                                (digest, description))
-                self._parsers[spec] = self.db.execute("SELECT id FROM parsers WHERE digest = ?",
-                                                      (digest,)).fetchone()[0]
+            self._parsers[spec] = self.producer(parser_identity(spec))
         return self._parsers[spec]
+
+    def producer(self, identity: dict[str, Any]) -> int:
+        """The cache's id of what makes a set of entries (a parser, or a stage of convert: `stage_cache`), from
+        its identity (recorded the first time)."""
+        description = json.dumps(identity, sort_keys=True)
+        digest = hashlib.sha256(description.encode()).hexdigest()
+        with self._guard(), self._lock:
+            self.db.execute("INSERT OR IGNORE INTO parsers(digest, description) VALUES (?, ?)", (digest, description))
+            return self.db.execute("SELECT id FROM parsers WHERE digest = ?", (digest,)).fetchone()[0]
+
+    def get(self, producer: int, key: bytes) -> bytes | None:
+        """A stage's value stored under `key` (inflated), None when missing or damaged (its digest does not match,
+        it does not inflate: the stage is computed again and the entry replaced); a hit refreshes its use time."""
+        with self._guard(), self._lock:
+            row = self.db.execute("SELECT value, digest, used FROM entries WHERE parser = ? AND key = ?",
+                                  (producer, key)).fetchone()
+            if row is None:
+                return None
+            value, digest, used = bytes(row[0]), row[1], row[2]
+            if entry_digest(producer, key, value) != digest:
+                return None
+            try:
+                data = zlib.decompress(value)
+            except zlib.error:
+                return None
+            now = int(time.time())
+            if used < now - TOUCH_SECONDS:
+                self.db.execute("UPDATE entries SET used = ? WHERE parser = ? AND key = ?", (now, producer, key))
+        return data
+
+    def put(self, producer: int, key: bytes, data: bytes) -> None:
+        """Store a stage's value (deflated) under `key`, replacing what was there; then keep the size limit."""
+        value = zlib.compress(data, 1)
+        with self._guard(), self._lock:
+            self.db.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?) ON CONFLICT (parser, key) DO UPDATE SET "
+                            "value = excluded.value, digest = excluded.digest, used = excluded.used",
+                            (producer, key, value, entry_digest(producer, key, value), int(time.time())))
+            if self.max_bytes is not None and self.size()[1] > self.max_bytes:
+                self._evict(int(0.9 * self.max_bytes))
 
     def lookup(self, parser: int, texts: dict[bytes, str]) -> Lookup:
         """The stored results of these keys (key -> the line given to the parser) that decode and match their
@@ -408,14 +444,18 @@ def verify_cache(folder: str, repair: bool = False) -> dict[str, Any]:
         with cache._guard():
             problems = [row[0] for row in cache.db.execute("PRAGMA integrity_check")]
             problems = [] if problems == ["ok"] else problems
+            stages = {pid for pid, (_, description) in _parser_digests(cache).items() if "stage" in description}
             for parser, key, value, digest in cache.db.execute("SELECT parser, key, value, digest FROM entries"):
                 checked += 1
                 value_bytes += len(value)
                 try:
                     if entry_digest(parser, bytes(key), bytes(value)) != digest:
                         raise ValueError("digest")
-                    decode_result("", bytes(value))
-                except ValueError:
+                    if parser in stages:
+                        zlib.decompress(bytes(value))
+                    else:
+                        decode_result("", bytes(value))
+                except (ValueError, zlib.error):
                     damaged.append((parser, bytes(key)))
             totals = cache.db.execute("SELECT entries, value_bytes FROM totals").fetchone()
             wrong_totals = totals != (checked, value_bytes)  # what the size limit counts (kept by triggers)
@@ -432,8 +472,9 @@ def verify_cache(folder: str, repair: bool = False) -> dict[str, Any]:
 
 
 def prune_cache(folder: str, max_gb: float | None = None, parser: str | None = None) -> dict[str, Any]:
-    """Delete every entry of a parser (`parser`: its id or a prefix of its digest, as `cache_info` shows) and/or
-    the least recently used entries down to `max_gb`; then VACUUM, so that the file shrinks."""
+    """Delete every entry of a parser or stage (`parser`: its id or a prefix of its digest, as `cache_info` shows,
+    or a stage's name: every entry of that stage) and/or the least recently used entries down to `max_gb`; then
+    VACUUM, so that the file shrinks."""
     if max_gb is not None and not (math.isfinite(max_gb) and max_gb >= 0):
         raise InputError(f"--max-gb must be a finite number of GB, at least 0, got {max_gb}")
     cache = _open_existing(folder)
@@ -441,12 +482,15 @@ def prune_cache(folder: str, max_gb: float | None = None, parser: str | None = N
     try:
         with cache._guard():
             if parser is not None:
-                matches = [pid for pid, (digest, _) in _parser_digests(cache).items()
-                           if parser == str(pid) or digest.startswith(parser)]
-                if len(matches) != 1:
+                found = _parser_digests(cache).items()
+                matches = [pid for pid, (_, description) in found if description.get("stage") == parser] or \
+                    [pid for pid, (digest, _) in found if parser == str(pid) or digest.startswith(parser)]
+                if len(matches) != 1 and not any(description.get("stage") == parser for _, (_, description) in found):
                     raise InputError(f"--parser {parser!r} matches {len(matches)} parsers of the cache (give its id "
-                                     "or more of its digest: see `synprep cache info`)", cache.path)
-                deleted += cache.db.execute("DELETE FROM entries WHERE parser = ?", (matches[0],)).rowcount
+                                     "or more of its digest, or a stage's name: see `synprep cache info`)",
+                                     cache.path)
+                for match in matches:
+                    deleted += cache.db.execute("DELETE FROM entries WHERE parser = ?", (match,)).rowcount
             if max_gb is not None:
                 deleted += cache._evict(int(max_gb * 1e9))
             before = os.path.getsize(cache.path)
@@ -469,8 +513,13 @@ def format_info(info: dict[str, Any]) -> str:
     lines = [f"{info['path']}: {info['entries']} entries, {_size(info['data_bytes'])} in use, "
              f"{_size(info['file_bytes'])} on disk"]
     for parser in info["parsers"]:
-        model = parser["model"]
         last = time.strftime("%Y-%m-%d %H:%M", time.gmtime(parser["last_used"])) if parser["last_used"] else "-"
+        if "stage" in parser:  # a stage of convert (stage_cache)
+            lines.append(f"  stage {parser['id']} ({parser['digest'][:12]}): {parser['stage']} "
+                         f"[synprep {parser['synprep']}]: {parser['entries']} entries, "
+                         f"{_size(parser['value_bytes'])} of values, last used {last} UTC")
+            continue
+        model = parser["model"]
         lines.append(f"  parser {parser['id']} ({parser['digest'][:12]}): {parser['backend']} "
                      f"{model.get('name', '')} sha256 {str(model.get('sha256', model.get('package')))[:12]} "
                      f"{json.dumps(parser['options'], sort_keys=True)} [{parser['library']}]: {parser['entries']} "

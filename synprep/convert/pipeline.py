@@ -21,6 +21,7 @@ from ..langid import check_iso_639_1
 from ..options import INPUT_FORMATS, NON_PROJECTIVE_POLICIES, PARSER_BACKENDS, ROOT_POLICIES, UDPIPE_PRESETS
 from ..schema import FEATURE_GROUPS
 from ..shards import COMPRESSIONS, DEFAULT_COMPRESSION
+from ..subwords import CUTS, HF_TOKENIZER, MODEL_TYPES, SCHEMES, SUBWORD_NMT
 from ..tables import config_from_dict, did_you_mean, option, repeated
 from ..textio import UTF8_BOM, wide_encoding
 from .corpus import detect_format
@@ -34,10 +35,11 @@ _KEYS = {
                "segmentation"},
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
     "bpe": {"enabled", "joint", "symbols", "src_symbols", "tgt_symbols", "codes", "min_frequency",
-            "vocabulary_threshold"},
+            "vocabulary_threshold", "scheme", "model", "vocab_size", "model_type", "character_coverage",
+            "byte_fallback", "cut"},
     "features": {"src", "tgt", "root", "non_projective", "strip_subtypes"},
     "normalize": {"src", "tgt"},
-    "parse": {"cache", "cache_max_gb"},
+    "parse": {"cache", "cache_max_gb", "cache_stages"},
 }
 
 
@@ -79,6 +81,22 @@ class BpeConfig:
     joint: bool = option(True, help="one set of codes learned on both sides; false: separate codes per side")
     src_symbols: int | None = option(None, ge=1, help="joint = false: merges of the source codes (default: symbols)")
     tgt_symbols: int | None = option(None, ge=1, help="joint = false: merges of the target codes (default: symbols)")
+    scheme: str = option(SUBWORD_NMT, choices=SCHEMES, help="how tokens are cut into pieces: subword-nmt (BPE codes), "
+                                                           "sentencepiece, hf-tokenizer (a local tokenizer.json)")
+    model: str | dict | None = option(None, help="sentencepiece / hf-tokenizer: use this model (a .model file; a "
+                                                  "tokenizer.json or its folder) instead of learning one: one file "
+                                                  "(joint) or a table {src = FILE, tgt = FILE} (joint = false)")
+    vocab_size: int | None = option(None, ge=8, help="sentencepiece: pieces of the model learned on the train "
+                                                     "tokens (default 8000; joint = false: of each side's model)")
+    model_type: str = option("unigram", choices=MODEL_TYPES, help="sentencepiece: the model learned")
+    character_coverage: float = option(1.0, ge=0.98, le=1, help="sentencepiece: share of the train characters the "
+                                                              "learned model covers (the rest are unknown)")
+    byte_fallback: bool = option(False, help="sentencepiece: a character outside the learned model becomes byte "
+                                             "pieces <0xNN> instead of an unknown piece")
+    cut: str = option("token", choices=CUTS, help="hf-tokenizer: token (each token cut on its own) or raw (the "
+                                                  "sentence's text cut at once, each piece given to the token of its "
+                                                  "first character; a sentence where a token gets no piece is "
+                                                  "rejected as unaligned_pieces)")
 
     def side_codes(self, side: str) -> str | None:
         """The given codes file of one side (the joint file for both sides when joint), or None."""
@@ -89,13 +107,35 @@ class BpeConfig:
         return (self.src_symbols if side == "src" else self.tgt_symbols) or self.symbols
 
 
+    def side_model(self, side: str) -> str | None:
+        """The given model file of one side (sentencepiece / hf-tokenizer), or None (learned)."""
+        return self.model.get(side) if isinstance(self.model, dict) else self.model
+
+    def scheme_settings(self) -> dict[str, Any]:
+        """Everything that decides the pieces (the scheme, its model or what it is learned with): the [bpe] part
+        of manifests and fingerprints."""
+        return _bpe_dict(asdict(self))
+
+
 SEPARATE_BPE_KEYS = ("joint", "src_symbols", "tgt_symbols")  # absent from a joint run's manifest and fingerprint
+SCHEME_KEYS = ("scheme", "model", "vocab_size", "model_type", "character_coverage", "byte_fallback", "cut")
+SUBWORD_NMT_KEYS = ("symbols", "codes", "min_frequency", "vocabulary_threshold", "src_symbols", "tgt_symbols")
+DEFAULT_VOCAB_SIZE = 8000
 
 
 def _bpe_dict(data: dict[str, Any]) -> dict[str, Any]:
-    """The [bpe] part of a manifest: a joint configuration is recorded as before separate BPE existed."""
+    """The [bpe] part of a manifest: a joint subword-nmt configuration is recorded as before separate BPE and
+    other schemes existed; another scheme's, with its own keys only."""
+    if data.get("scheme", SUBWORD_NMT) == SUBWORD_NMT:
+        data = {key: value for key, value in data.items() if key not in SCHEME_KEYS}
+    else:
+        data = {key: value for key, value in data.items() if key not in SUBWORD_NMT_KEYS
+                and not (data.get("model") and key in ("vocab_size", "model_type", "character_coverage",
+                                                       "byte_fallback"))}
     if data.get("joint", True):
         data = {key: value for key, value in data.items() if key not in SEPARATE_BPE_KEYS}
+    if data.get("cut") == "token":  # the default cut: recorded only when raw
+        del data["cut"]
     return data
 
 
@@ -126,6 +166,9 @@ class ParseConfig:
                                           "again")
     cache_max_gb: float = option(20.0, gt=0, help="the cache's entries are kept within this size (the least "
                                                   "recently used deleted first)")
+    cache_stages: bool = option(True, help="also keep the filter's decisions, the BPE codes and the features of "
+                                           "each piece in the cache (synprep.convert.stage_cache): a convert "
+                                           "recomputes only the stages whose inputs changed")
 
 
 @dataclass(frozen=True)
@@ -276,6 +319,12 @@ def _bpe_config(table: dict, root: str, given: dict[str, str], path: str) -> Bpe
     """[bpe]: learn codes (symbols) or use given ones (codes, checked now, before any work) or none (enabled =
     false), jointly or per side (joint = false); the keys that do not fit the choice are errors, not ignored."""
     table = dict(table)
+    if table.get("scheme", SUBWORD_NMT) != SUBWORD_NMT:
+        return _scheme_config(table, root, given, path)
+    extra = sorted(set(table) & set(SCHEME_KEYS) - {"scheme"})
+    if extra:
+        raise InputError(f"[bpe] {', '.join(extra)}: for scheme = \"sentencepiece\" or \"hf-tokenizer\" (subword-nmt "
+                         "learns codes from symbols or uses codes)", path)
     if table.get("enabled", True) is False:
         extra = sorted(set(table) - {"enabled"})
         if extra:
@@ -303,6 +352,45 @@ def _bpe_config(table: dict, root: str, given: dict[str, str], path: str) -> Bpe
         bpe = BpeConfig(None, resolved.get("") or {side: resolved[side] for side in ("src", "tgt")},
                         joint=bpe.joint)
     return bpe
+
+
+def _scheme_config(table: dict, root: str, given: dict[str, str], path: str) -> BpeConfig:
+    """[bpe] with scheme = sentencepiece or hf-tokenizer: a model given (checked now: it loads) or, for
+    sentencepiece, learned on the train tokens (vocab_size, model_type, character_coverage, byte_fallback)."""
+    from ..subwords.load import load_cutter, model_path
+
+    scheme = table["scheme"]
+    extra = sorted(set(table) & {"enabled", *SUBWORD_NMT_KEYS})
+    if extra:
+        raise InputError(f"[bpe] {', '.join(extra)}: for scheme = \"subword-nmt\" ({scheme} takes model, or "
+                         "vocab_size to learn one)", path)
+    if "model" in table:
+        learning = sorted(set(table) & {"vocab_size", "model_type", "character_coverage", "byte_fallback"})
+        if learning:
+            raise InputError(f"[bpe] {', '.join(learning)} is for learning a model: give vocab_size (learn one) or "
+                             "model (use it), not both", path)
+    elif scheme == HF_TOKENIZER:
+        raise InputError("[bpe] scheme = \"hf-tokenizer\" needs model = a local tokenizer.json (or its folder)", path)
+    table["symbols"] = None
+    bpe = _typed(BpeConfig, table, "bpe", path)
+    if bpe.cut == "raw" and scheme != HF_TOKENIZER:
+        raise InputError("[bpe] cut = \"raw\" is for scheme = \"hf-tokenizer\" (its offsets place the pieces)", path)
+    if isinstance(bpe.model, dict) == bpe.joint and bpe.model is not None:
+        raise InputError("[bpe] model: one file when joint, a table {src = FILE, tgt = FILE} with joint = false", path)
+    if isinstance(bpe.model, dict) and (sorted(bpe.model) != ["src", "tgt"]
+                                        or not all(isinstance(v, str) for v in bpe.model.values())):
+        raise InputError(f"[bpe] model must name one file for each side: {{src = \"FILE\", tgt = \"FILE\"}}, got "
+                         f"{bpe.model!r}", path)
+    if bpe.model is None:
+        return replace(bpe, vocab_size=bpe.vocab_size or DEFAULT_VOCAB_SIZE)
+    resolved = {}
+    for side, value in (bpe.model.items() if isinstance(bpe.model, dict) else [("", bpe.model)]):
+        try:
+            resolved[side] = _resolve(value, root, given)  # as written in manifests (a folder stays a folder)
+            load_cutter(scheme, model_path(scheme, resolved[side]))  # missing or damaged: an error now
+        except InputError as err:
+            raise InputError(f"[bpe] model{'.' + side if side else ''}: {err.message}", err.path, err.line) from None
+    return replace(bpe, model=resolved.get("") or {side: resolved[side] for side in ("src", "tgt")})
 
 
 def _check_sides(bpe: BpeConfig, path: str) -> None:
@@ -367,6 +455,9 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     _check_keys(bpe_table, _KEYS["bpe"], "bpe", path)
     bpe = _bpe_config(bpe_table, root, given, path)
     features = _features_config(data.get("features", {}), path)
+    if bpe.scheme != SUBWORD_NMT and "transitions" in features.src + features.tgt:
+        raise InputError(f"[features] transitions needs [bpe] scheme = \"subword-nmt\": a transition sequence tells "
+                         f"where a token ends by the '@@' mark of its pieces, which {bpe.scheme} pieces lack", path)
     normalize = _normalize_config(data.get("normalize", {}), path)
     parse = _parse_config(data.get("parse", {}), here, path)
     settings = _filter_settings(data.get("filter", {}), head, path)

@@ -10,6 +10,7 @@ The .json, written last, marks the piece done: a resumed run reads the finished 
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import time
@@ -25,10 +26,19 @@ from ..bpe_learn import count_words
 from ..errors import InputError
 from ..parse import ParserSpec
 from ..textio import atomic_write, tsv_field
-from .filter_parse import ParseJob, filter_piece, filter_setup, parse_lines, parse_setup
+from .filter_parse import (
+    ParseJob,
+    all_parsers,
+    filter_setups,
+    filter_split_piece,
+    parse_lines,
+    parse_setup,
+    probe_parsers,
+)
 from .inputs import SIDES, input_pieces, piece_prefix
 from .parse_cache import ParseCache, Result
 from .pipeline import PipelineConfig, SplitConfig
+from .stage_cache import StageCache
 from .treestore import ERROR, JOINED, SPARE, TreeStore, entries_array, text_key
 
 OPEN_PIECES = 32  # piece files kept open while repeated lines are copied from them
@@ -44,6 +54,7 @@ class Piece:
     index: int  # in the convert's list of pieces (all splits): store locations name pieces by it
     first_id: int
     items: tuple[list, list]
+    split: int = 0  # the split's number in phase 1's list
     filtered: dict[str, Any] = field(default_factory=dict)
     plan: list[list[tuple[bytes, bool, bool]] | None] = field(default_factory=lambda: [None, None])
     # per parsed side, per kept row: (key, first in this convert, parsed by this piece)
@@ -54,69 +65,110 @@ class Piece:
 
 
 class ParsePhase:
-    """Phase 1 for the splits in turn (train first), sharing one store of parsed sentences."""
+    """Phase 1 for all splits (train first), sharing one store of parsed sentences and the workers."""
 
     def __init__(self, config: PipelineConfig, work: str, mapper: Callable, dedupe: bool,
-                 cache: str | None = None) -> None:
+                 cache: str | None = None, stages: StageCache | None = None) -> None:
         self.config = config
+        self.stages = stages  # the filter's stage cache (None: the filter runs on every piece)
         self.work = work
         self.map = mapper
         self.sentences = ParsedSentences(work, dedupe)
-        cache = cache or config.parse.cache  # --parse-cache, else [parse] cache
         parsed = config.src_parser is not None or config.tgt_parser is not None
         self.cached = CachedParses(cache, config.parse.cache_max_gb) if cache and parsed else None
         self.reused: set[tuple[str, int, int]] = set()  # pieces a --resume found done: their timings are not ours
 
-    def run(self, split: SplitConfig, job: ParseJob, bar: tqdm) -> list[tuple[int, int]]:
+    def run(self, jobs: list[tuple[SplitConfig, ParseJob]], bar: tqdm,
+            finished: Callable[[SplitConfig, list[tuple[int, int]], float], None]) -> dict[str, list[tuple[int, int]]]:
         """Filter each piece (workers), plan which lines to parse (here, in input order: a side's text parsed by an
         earlier row of this convert is not parsed again), parse (workers), then write each piece with the trees of
-        the repeated lines copied from the piece that parsed them. Returns the split's (shard, piece) list."""
-        work = os.path.join(self.work, split.name)
-        os.makedirs(work, exist_ok=True)
-        pieces: list[tuple[int, int]] = []
+        the repeated lines copied from the piece that parsed them. The splits' pieces go through one filter pool
+        and one parse pool in turn (no worker waits for a small split to end); the parse pool starts, and the
+        parsers load, only when a piece has a line to parse (none with every line in the parse cache).
+        `finished(split, pieces, seconds)` is called as each split's last piece is written, in order. Returns each
+        split's (shard, piece) list."""
+        pieces: dict[str, list[tuple[int, int]]] = {split.name: [] for split, _ in jobs}
         waiting: deque[Piece] = deque()  # filtered in flight
         planned: deque[Piece] = deque()  # parsed in flight
+        outstanding = [0] * len(jobs)  # pieces read and not yet written, per split
+        read: list[float] = []  # when each split's reading began (its length: the splits begun)
+        ended = [False] * len(jobs)  # every piece of the split read
+        done: list[int] = []  # the splits reported finished
 
-        def tasks() -> Iterator[tuple]:
-            for shard, piece, task in input_pieces(split, self.config):
-                pieces.append((shard, piece))
-                prefix = piece_prefix(work, shard, piece)
-                index = self.sentences.files.add(prefix)
-                if os.path.isfile(prefix + ".json"):
-                    bar.update(len(task[1][0]))
-                    self.reused.add((split.name, shard, piece))
-                    self.sentences.load(prefix, job)
-                else:
-                    waiting.append(Piece(prefix, index, *task))
-                    yield task
+        def tasks() -> Iterator[tuple[int, tuple]]:
+            for k, (split, job) in enumerate(jobs):
+                read.append(time.perf_counter())
+                work = os.path.join(self.work, split.name)
+                os.makedirs(work, exist_ok=True)
+                for shard, piece, task in input_pieces(split, self.config):
+                    pieces[split.name].append((shard, piece))
+                    prefix = piece_prefix(work, shard, piece)
+                    index = self.sentences.files.add(prefix)
+                    if os.path.isfile(prefix + ".json"):
+                        bar.update(len(task[1][0]))
+                        self.reused.add((split.name, shard, piece))
+                        self.sentences.load(prefix, job)
+                    else:
+                        waiting.append(Piece(prefix, index, *task, split=k))
+                        outstanding[k] += 1
+                        yield k, task
+                ended[k] = True
+
+        def run_filter(pieces: Iterator[tuple[int, tuple]]) -> Iterator[dict[str, Any]]:
+            return self.map(filter_split_piece, pieces, filter_setups, (tuple(job for _, job in jobs),), any(parsers))
 
         def plans() -> Iterator[tuple[list[str], list[str]]]:
-            for filtered in self.map(filter_piece, tasks(), filter_setup, (job,), any(job.parsers)):
+            results = run_filter(tasks()) if self.stages is None else self.stages.filtered(
+                ((jobs[k][0].name, jobs[k][1], task[1], (k, task)) for k, task in tasks()), run_filter)
+            for filtered in results:
                 item = waiting.popleft()
                 item.filtered = filtered
+                job = jobs[item.split][1]
                 lines = self.sentences.plan(item, job)
                 if self.cached is not None:  # lines an earlier convert parsed are taken from the parse cache
                     lines = self.cached.take(item, job, lines)
                 planned.append(item)
                 yield lines
 
+        def report() -> None:  # the splits whose last piece is written, in order
+            while len(done) < len(jobs) and ended[len(done)] and not outstanding[len(done)]:
+                split = jobs[len(done)][0]
+                finished(split, pieces[split.name], time.perf_counter() - read[len(done)])
+                done.append(len(done))
+
+        parsers = all_parsers([job for _, job in jobs])
         if self.cached is not None:
-            self.cached.open()  # per split: checked before any piece
-        results: Iterator[dict[str, Any]] = (
-            self.map(parse_lines, plans(), parse_setup, (job,)) if any(job.parsers)
-            else ({"sides": [[], []], "seconds": {}} for _ in plans()))
+            self.cached.open()  # checked before any piece
         try:
-            for parsed in results:
+            for parsed in self._parsed(plans(), parsers):
                 item = planned.popleft()
+                job = jobs[item.split][1]
                 if self.cached is not None:
                     self.cached.store(item, job, parsed)
                 write_piece(item, job, parsed, self.sentences)
                 bar.update(item.filtered["input_pairs"])
+                outstanding[item.split] -= 1
+                report()
+            for k in range(len(jobs)):  # splits with no piece to work on (all done by an earlier run)
+                ended[k] = True
+            report()
         finally:
             self.sentences.close()
             if self.cached is not None:
                 self.cached.close()
         return pieces
+
+    def _parsed(self, plans: Iterator[tuple[list[str], list[str]]], parsers: tuple[ParserSpec | None, ...]
+                ) -> Iterator[dict[str, Any]]:
+        """Each piece's parse results, in order: nothing parsed (no pool started, no parser loaded) until the
+        first piece with a line to parse; from there on every piece goes through the parse pool."""
+        for lines in plans:
+            if any(lines):
+                probe_parsers(parsers)
+                job = ParseJob(None, parsers, False, 0)  # type: ignore[arg-type]
+                yield from self.map(parse_lines, itertools.chain([lines], plans), parse_setup, (job,))
+                return
+            yield {"sides": [[], []], "seconds": {}}
 
 
 class ParsedSentences:

@@ -8,6 +8,7 @@ once they are stored: a resumed run skips it).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -25,12 +26,15 @@ from ..conllu import chunk_trees
 from ..featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
 from ..schema import MADE_FROM_HEADS, pair_schema
 from ..shards import shard_name, write_shard
+from ..subwords import SUBWORD_NMT, TokenCutter
+from ..subwords.load import load_cutter
 from ..textio import atomic_write
 from ..trees import Tree
 from .accounting import SplitStats
 from .bpe_codes import SideCodes, SideVocabularies
 from .inputs import SIDES, piece_prefix
 from .pipeline import PipelineConfig, SplitConfig
+from .stage_cache import StageCache
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class FeatureJob:
     codes: tuple[str | None, str | None]  # per side (the same file twice when joint)
     vocabularies: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
     codes_text: tuple[str | None, str | None] = (None, None)  # the codes' text: workers elsewhere need not see OUT
+    scheme: str = SUBWORD_NMT  # how `codes` cut tokens: subword-nmt codes, or a sentencepiece / hf-tokenizer model
+    cut: str = "token"  # raw: the sentence's text cut at once (hf-tokenizer)
 
 
 def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVocabularies, engine: str) -> FeatureJob:
@@ -51,14 +57,20 @@ def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVoca
                     for side in SIDES)  # distances are made from heads where used: not computed here
     codes_text: list[str | None] = [None, None]
     for index, path in enumerate(codes):
-        if path and engine == "ray":
+        if path and engine == "ray" and config.bpe.scheme == SUBWORD_NMT:  # other schemes: read where OUT is
             with open(path, encoding="utf-8") as handle:
                 codes_text[index] = handle.read()
-    return FeatureJob(configs, codes, vocabularies, tuple(codes_text))  # type: ignore[arg-type]
+    return FeatureJob(configs, codes, vocabularies, tuple(codes_text), config.bpe.scheme,  # type: ignore[arg-type]
+                      config.bpe.cut)
 
 
-def features_setup(job: FeatureJob) -> tuple[FeatureJob, Bpe | None, Bpe | None]:
-    """A features worker's state: the job and each side's BPE applier, loaded once."""
+Cutters = tuple["FeatureJob", Bpe | TokenCutter | None, Bpe | TokenCutter | None]  # a features worker's state
+
+
+def features_setup(job: FeatureJob) -> Cutters:
+    """A features worker's state: the job and each side's BPE applier (or scheme model), loaded once."""
+    if job.scheme != SUBWORD_NMT:
+        return job, *(load_cutter(job.scheme, path) for path in job.codes)  # type: ignore[return-value]
     return job, *(_side_bpe(codes, text, vocabulary)  # type: ignore[return-value]
                   for codes, text, vocabulary in zip(job.codes, job.codes_text, job.vocabularies, strict=True))
 
@@ -95,7 +107,14 @@ def _trees_of(text: str, path: str) -> list[Tree]:
     return chunk_trees(lines, path) if any(lines) else []
 
 
-def features_piece(state: tuple[FeatureJob, Bpe | None, Bpe | None], task: tuple[str, str, str]
+def _raw_cut(cutter: Bpe | TokenCutter | None) -> Callable[[str, list[str]], list[list[str]] | None]:
+    """[bpe] cut = "raw": the sentence's text cut at once by the tokenizer (imported only then)."""
+    from ..subwords.hf_tokenizer import raw_cut
+
+    return functools.partial(raw_cut, cutter)
+
+
+def features_piece(state: Cutters, task: tuple[str, str, str]
                     ) -> tuple[pa.RecordBatch | None, dict[str, Any]]:
     """Features of one parsed piece (see `read_piece`) as a record batch (None if it has no rows), and its
     stats."""
@@ -105,7 +124,7 @@ def features_piece(state: tuple[FeatureJob, Bpe | None, Bpe | None], task: tuple
     prefix, *texts = task
     trees = [_trees_of(text, f"{prefix}.{side}.conllu") for side, text in zip(SIDES, texts, strict=True)]
     columns: list[FeatureColumns] = [
-        featurize(side_trees, config, bpe.segment_word if bpe else None)
+        featurize(side_trees, config, bpe.segment_word if bpe else None, _raw_cut(bpe) if job.cut == "raw" else None)
         for side_trees, config, bpe in zip(trees, job.features, (src_bpe, tgt_bpe))]
     dropped = {**columns[1].dropped, **columns[0].dropped}  # the source side's reason first
     if dropped:  # keep the rows that both sides kept
@@ -124,8 +143,9 @@ class ShardPhase:
     """Phase 3 for one split at a time: the shards not yet written, from the pieces of phase 1."""
 
     def __init__(self, config: PipelineConfig, out: str, work: str, mapper: Callable,
-                 piece_pairs: dict[tuple[str, int, int], int]) -> None:
+                 piece_pairs: dict[tuple[str, int, int], int], stages: StageCache | None = None) -> None:
         self.config = config
+        self.stages = stages  # the features' stage cache (None: every piece is featurized)
         self.out = out
         self.work = work
         self.map = mapper
@@ -143,8 +163,12 @@ class ShardPhase:
         shards_info = []
         todo = [(shard, piece) for shard, piece in pieces
                 if not os.path.isfile(os.path.join(folder, shard_name(shard)))]
-        results = self.map(features_piece, (read_piece(piece_prefix(work, s, p)) for s, p in todo),
-                           features_setup, (job,))
+        tasks = (read_piece(piece_prefix(work, s, p)) for s, p in todo)
+
+        def run(tasks: Iterator[tuple[str, str, str]]) -> Iterator[tuple[pa.RecordBatch | None, dict[str, Any]]]:
+            return self.map(features_piece, tasks, features_setup, (job,))
+
+        results = run(tasks) if self.stages is None else self.stages.features(split.name, job, tasks, run)
         for shard in sorted(by_shard):
             path = os.path.join(folder, shard_name(shard))
             stats_path = os.path.join(work, f"shard-{shard:05d}.json")

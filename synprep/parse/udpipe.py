@@ -19,13 +19,16 @@ MODELS_HINT = ("UDPipe 1 models are released at the LINDAT repository "
 _PROBED: set[tuple[str, int, int]] = set()  # model files a child process loaded safely (inherited by forks)
 
 
-def check_udpipe_model(path: str) -> None:
+def check_udpipe_model(path: str, probe: bool = True) -> None:
     """Load the model once in a forked child: an unusable file is a one-line InputError, and on some damaged
     files UDPipe's C++ code throws an exception nothing catches and aborts the whole process (a pool would
-    restart its dying workers forever). The caller itself loads nothing (workers load the model once)."""
+    restart its dying workers forever). The caller itself loads nothing (workers load the model once).
+    `probe=False`: only check that the file exists (no load; the probe comes when something is parsed)."""
     regular_file(path, "the UDPipe model")
     if not os.path.isfile(path):
         raise InputError(f"no such UDPipe model file; {MODELS_HINT}", path)
+    if not probe:
+        return
     stat = os.stat(path)
     key = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
     if key in _PROBED or not hasattr(os, "fork"):

@@ -1,0 +1,127 @@
+"""Sub-word schemes: how the tokens of a tree are cut into pieces (CONTRACT.md "Sub-word schemes").
+
+One module per scheme behind one small interface (`segment_word`: a token -> its pieces joined by spaces, which
+`synprep.featurize` cuts with): `subword-nmt` (synprep.bpe, the default), and `TokenCutter`'s two kinds,
+`sentencepiece` (synprep.subwords.sentencepiece_scheme) and `hf-tokenizer` (synprep.subwords.hf_tokenizer), which
+also give their marker, vocabulary and special pieces; `synprep.subwords.load` loads any of them.
+Every scheme cuts one token at a time, so every piece belongs to exactly one token; the pieces of a token spell
+it (`spells`). The features are then made from the piece -> token map by the same functions for every scheme.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+SUBWORD_NMT, SENTENCEPIECE, HF_TOKENIZER = "subword-nmt", "sentencepiece", "hf-tokenizer"
+SCHEMES = (SUBWORD_NMT, SENTENCEPIECE, HF_TOKENIZER)
+MODEL_TYPES = ("unigram", "bpe")  # sentencepiece models synprep learns
+CUTS = ("token", "raw")  # each token on its own (the default) | the sentence's raw text, piece -> token of its start
+# Where the marker sits: `end` of a piece that continues its token (subword-nmt '@@'), `start` of a token's first
+# piece (SentencePiece and Metaspace/ByteLevel tokenizers '▁', 'Ġ'), `continue`: start of each non-first piece
+# (WordPiece '##'), `none`: no marker (a plain BPE or word-level tokenizer).
+_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+CACHE_WORDS = 100_000  # tokens per cache of a cutter before it starts afresh
+
+
+class TokenCutter:
+    """What the sentencepiece and hf-tokenizer cutters share: a bounded cache of each token's pieces, filled for
+    many tokens at once (one library call for the tokens not yet cut), and lines of tokens cut. A subclass gives
+    `scheme`, `marker`, `marker_kind` and `cut_many` (the library's pieces of each token)."""
+
+    scheme = marker = marker_kind = ""
+    path = ""  # the model file
+    unknown_piece: str | None = None  # the piece that stands for a whole unknown token (WordPiece's [UNK])
+
+    def __init__(self) -> None:
+        self._pieces: dict[str, tuple[str, ...]] = {}
+
+    def cut_many(self, words: list[str]) -> list[list[str]]:
+        """The library's pieces of each token."""
+        raise NotImplementedError
+
+    def normalize(self, text: str) -> str:
+        """A token as the model's normalizer writes it (what its pieces spell)."""
+        raise NotImplementedError
+
+    def vocabulary(self) -> list[str]:
+        """The model's pieces in id order (its special pieces included)."""
+        raise NotImplementedError
+
+    def specials(self) -> dict[str, str]:
+        """The model's own special pieces by role: 'unk', 'bos', 'eos', 'pad' (those it has)."""
+        raise NotImplementedError
+
+    def pieces_of(self, words: Sequence[str]) -> list[tuple[str, ...]]:
+        """The pieces of each token (a space inside a piece written '▁'; a token the model cuts into no piece,
+        its form being only '▁', is that one piece). Do not modify the tuples: they are the cache's."""
+        cache = self._pieces
+        missing = list(dict.fromkeys(word for word in words if word not in cache))
+        if missing:
+            if len(cache) + len(missing) > CACHE_WORDS:  # bounded: the frequent tokens come back at once
+                cache.clear()
+                missing = list(dict.fromkeys(words))
+            for word, pieces in zip(missing, self.cut_many(missing), strict=True):
+                cache[word] = tuple(piece.replace(" ", "\u2581") for piece in pieces) or (word,)
+        return [cache[word] for word in words]
+
+    def segment_word(self, word: str) -> str:
+        """The pieces of one token joined by spaces (see `pieces_of`)."""
+        return " ".join(self.pieces_of([word])[0])
+
+    def segment_line(self, line: str) -> str:
+        """A line of space-separated tokens -> their pieces, space-separated (the line end kept)."""
+        text = line.rstrip("\r\n")
+        words = [word for word in text.split(" ") if word]
+        return " ".join(" ".join(pieces) for pieces in self.pieces_of(words)) + line[len(text):]
+
+
+def decode_bytes(pieces: Sequence[str]) -> str:
+    """The pieces joined, each run of byte pieces ('<0xE6>', SentencePiece's byte fallback) read as UTF-8."""
+    out, run = [], bytearray()
+    for piece in pieces:
+        match = _BYTE_PIECE.fullmatch(piece)
+        if match:
+            run.append(int(match.group(1), 16))
+            continue
+        if run:
+            out.append(run.decode("utf-8", errors="replace"))
+            run = bytearray()
+        out.append(piece)
+    if run:
+        out.append(run.decode("utf-8", errors="replace"))
+    return "".join(out)
+
+
+def spells(pieces: Sequence[str], form: str, marker: str, kind: str, unknown: str | None = None) -> bool:
+    """Whether a token's pieces spell its form (the token as cut: inner whitespace '▁', an empty token '▁',
+    under the model's normalization): the markers removed, byte pieces decoded; a piece equal to the model's
+    unknown piece stands for the whole token."""
+    if not pieces:
+        return False
+    if unknown is not None and unknown in pieces:
+        return True
+    if kind == "end":
+        if any(not p.endswith(marker) for p in pieces[:-1]) or pieces[-1].endswith(marker):
+            return False
+        return "".join(p[: -len(marker)] for p in pieces[:-1]) + pieces[-1] == form
+    if kind == "continue":
+        if pieces[0].startswith(marker) or any(not p.startswith(marker) for p in pieces[1:]):
+            return False
+        return pieces[0] + "".join(p[len(marker):] for p in pieces[1:]) == form
+    text = decode_bytes(pieces)
+    return text == form or (kind == "start" and text == marker + form)
+
+
+def pieces_to_tokens(pieces: Sequence[str], marker: str, kind: str) -> list[str]:
+    """Pieces -> the tokens they spell, by the marker (`start`: a piece beginning with it starts a token; byte
+    pieces decoded). The inverse of the cut for scoring decoded hypotheses."""
+    if kind == "end":
+        return re.sub(re.escape(marker) + "( |$)", "", " ".join(pieces)).split()
+    if kind == "continue":
+        return " ".join(pieces).replace(" " + marker, "").split()
+    if kind == "none":
+        return list(pieces)
+    return decode_bytes(pieces).replace(marker, " ").split()

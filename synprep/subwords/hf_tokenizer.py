@@ -1,0 +1,153 @@
+"""The `hf-tokenizer` sub-word scheme: a Hugging Face tokenizer (a local `tokenizer.json`, or a tokenizer folder
+holding one: a pretrained model's own tokenizer, nothing downloaded), applied token by token as
+`is_split_into_words` does, so no piece crosses a token.
+
+`raw_cut` is the other way: the sentence's raw text cut at once, each piece given to the token its first
+character belongs to; `compare_cuts` says how often the two differ (docs/synprep.md gives figures).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Sequence
+
+from tokenizers import Tokenizer
+
+from ..errors import InputError
+from . import TokenCutter
+
+_BYTE_LEVEL = "\u0120"  # 'Ġ': ByteLevel's space
+
+
+def _read(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"not a tokenizer.json file: {err}", path) from None
+
+
+def _components(part: dict | None) -> list[dict]:
+    """A pre-tokenizer or decoder and, for a Sequence, its members."""
+    if not part:
+        return []
+    return [part] + [member for item in part.get("pretokenizers", part.get("decoders", [])) or []
+                     for member in _components(item)]
+
+
+def tokenizer_marker(path: str) -> tuple[str, str]:
+    """(marker, kind) of a tokenizer.json's pieces: Metaspace '▁' or ByteLevel 'Ġ' (start of a token's first
+    piece), WordPiece '##' (start of each continuing piece), else no marker."""
+    data = _read(path)
+    model = data.get("model") or {}
+    if model.get("type") == "WordPiece":
+        return model.get("continuing_subword_prefix") or "##", "continue"
+    for part in _components(data.get("pre_tokenizer")) + _components(data.get("decoder")):
+        if part.get("type") == "Metaspace":
+            return part.get("replacement", "\u2581"), "start"
+        if part.get("type") == "ByteLevel" and part.get("add_prefix_space", False):
+            return _BYTE_LEVEL, "start"
+    return "", "none"
+
+
+class TokenizerCutter(TokenCutter):
+    """A Hugging Face tokenizer cutting tokens (see the module)."""
+
+    scheme = "hf-tokenizer"
+
+    def __init__(self, path: str) -> None:
+        _read(path)
+        try:
+            self.tokenizer = Tokenizer.from_file(path)
+        except Exception as err:  # tokenizers raises a bare Exception for a file it cannot read
+            raise InputError(f"not a tokenizer the tokenizers library reads: {err}", path) from None
+        super().__init__()
+        self.path = path
+        self.marker, self.marker_kind = tokenizer_marker(path)
+        self.unknown_piece = self._model_unknown()
+        self._byte_level = any(part.get("type") == "ByteLevel"
+                               for part in _components(_read(path).get("pre_tokenizer")))
+
+    def _model_unknown(self) -> str | None:
+        model = _read(self.path).get("model") or {}
+        unk = model.get("unk_token")
+        if unk is None and model.get("unk_id") is not None:
+            unk = self.tokenizer.id_to_token(model["unk_id"])
+        return unk
+
+    def cut_many(self, words: list[str]) -> list[list[str]]:
+        """The pieces of each token, as `encode([word], is_pretokenized=True)` gives them (no special tokens; one
+        `encode_batch` call for all)."""
+        encodings = self.tokenizer.encode_batch([[word] for word in words], is_pretokenized=True,
+                                                add_special_tokens=False)
+        return [encoding.tokens for encoding in encodings]
+
+    def normalize(self, text: str) -> str:
+        """A token as the tokenizer's normalizer writes it; behind a ByteLevel pre-tokenizer, in its byte alphabet
+        (`é` -> `Ã©`, with its `Ġ` when it adds one), as its pieces spell it."""
+        normalizer = self.tokenizer.normalizer
+        text = normalizer.normalize_str(text) if normalizer is not None else text
+        if self._byte_level:
+            text = "".join(part for part, _ in self.tokenizer.pre_tokenizer.pre_tokenize_str(text))
+        return text
+
+    def vocabulary(self) -> list[str]:
+        """The tokenizer's pieces in id order (added tokens included)."""
+        vocab = self.tokenizer.get_vocab(with_added_tokens=True)
+        return [piece for piece, _ in sorted(vocab.items(), key=lambda item: item[1])]
+
+    def specials(self) -> dict[str, str]:
+        """The tokenizer's special pieces by role, as the usual names spell them."""
+        vocab = self.tokenizer.get_vocab(with_added_tokens=True)
+        roles = {"unk": (self.unknown_piece, "<unk>", "[UNK]"), "bos": ("<s>", "[CLS]", "<|endoftext|>"),
+                 "eos": ("</s>", "[SEP]", "<|endoftext|>"), "pad": ("<pad>", "[PAD]")}
+        return {role: next(name for name in names if name in vocab) for role, names in roles.items()
+                if any(name in vocab for name in names if name)}
+
+
+def token_spans(text: str, tokens: Sequence[str]) -> list[tuple[int, int]] | None:
+    """Each token's (start, end) in `text`, found left to right; None when a token is not spelled there (a
+    multiword token's words, a token the parser changed)."""
+    spans, at = [], 0
+    for token in tokens:
+        start = text.find(token, at) if token else -1
+        if start < 0 or text[at:start].strip():
+            return None
+        spans.append((start, start + len(token)))
+        at = start + len(token)
+    return spans
+
+
+def raw_cut(cutter: TokenizerCutter, text: str, tokens: Sequence[str]) -> list[list[str]] | None:
+    """The pieces of each token when the raw `text` is cut at once: a piece belongs to the token its first
+    character belongs to (a piece starting in the space before a token, to that token). None when the tokens
+    cannot be found in the text or a token gets no piece of its own."""
+    spans = token_spans(text, tokens)
+    if spans is None:
+        return None
+    encoding = cutter.tokenizer.encode(text, add_special_tokens=False)
+    ends = [end for _, end in spans]
+    out: list[list[str]] = [[] for _ in tokens]
+    for piece, (start, _) in zip(encoding.tokens, encoding.offsets):
+        out[min(bisect.bisect_right(ends, start), len(tokens) - 1)].append(piece)
+    return out if all(out) else None
+
+
+def compare_cuts(cutter: TokenizerCutter, sentences: Sequence[tuple[str, Sequence[str]]]) -> dict[str, int]:
+    """How often the raw-text cut differs from the token-by-token cut, over (text, tokens) sentences: counts of
+    sentences, of those that differ, of those the raw cut cannot align, and of tokens that differ."""
+    counts = {"sentences": 0, "differ": 0, "unaligned": 0, "tokens": 0, "tokens_differ": 0}
+    for text, tokens in sentences:
+        counts["sentences"] += 1
+        counts["tokens"] += len(tokens)
+        raw = raw_cut(cutter, text, tokens)
+        if raw is None:
+            counts["unaligned"] += 1
+            counts["differ"] += 1
+            continue
+        by_token = [cutter.segment_word(token).split(" ") for token in tokens]
+        differing = sum(a != b for a, b in zip(raw, by_token))
+        counts["tokens_differ"] += differing
+        counts["differ"] += bool(differing)
+    return counts
