@@ -84,7 +84,6 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5 + length) / 6) ** alpha
 
 
-@torch.no_grad()
 def check_beam(beam: int, vocab_size: int) -> None:
     """ValueError when a beam is larger than the model's target vocabulary (more hypotheses than the first step
     can make: memory and time spent on nothing)."""
@@ -93,6 +92,7 @@ def check_beam(beam: int, vocab_size: int) -> None:
                          f"give at most {vocab_size}")
 
 
+@torch.no_grad()
 def beam_search(model: Transformer, src: torch.Tensor, inputs: Inputs | None = None, beam: int = 4,
                 alpha: float = 0.6, vocab: Vocab | None = None, **named: torch.Tensor | None) -> list[list[int]]:
     """Batched beam search; returns the best hypothesis per sentence by length-normalized log-probability."""

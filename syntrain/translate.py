@@ -44,10 +44,10 @@ class Translator:
                  bpe_codes: str | None = None, threads: int | None = None) -> None:
         """Decoding settings left None are the run's (`decode.run_settings`); `threads` is set at once."""
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
-        check_beam(beam, self.model.cfg.sizes.vocab_size)  # before any input is read
         self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
         self.preparation: SourcePreparation | None = None
         settings = run_settings(stored_train_config(self.ckpt, checkpoint), beam, length_penalty, max_tokens, threads)
+        check_beam(settings.beam, self.model.cfg.sizes.vocab_size)  # before any input is read
         if nbest > settings.beam:
             raise ValueError(f"--nbest {nbest} needs --beam >= {nbest} (the run's beam is {settings.beam})")
         settings.apply()
