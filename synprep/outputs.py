@@ -18,6 +18,7 @@ import glob
 import os
 
 from .errors import InputError
+from .options import MANIFEST, PATHS
 
 RUN_MARKS = ("metrics.jsonl", "train.log")  # with checkpoints (*.pt): what a `syntrain run` folder holds
 
@@ -35,8 +36,6 @@ def run_files(folder: str) -> list[str]:
 def dataset_folder(path: str) -> tuple[str, str] | None:
     """(folder, 'split' or 'dataset') when `path` is or lies inside a synprep split folder (a manifest.json or
     shards) or dataset folder (convert's OUT: its paths.json or .work/), else None."""
-    from .shards import MANIFEST, PATHS
-
     path = os.path.abspath(path)
     while True:
         if os.path.isfile(os.path.join(path, MANIFEST)) or glob.glob(os.path.join(glob.escape(path), "part-*.arrow")):
