@@ -2,6 +2,7 @@
 
 An output is refused, in one line naming it, when it
 - is one of the command's inputs, or a file of an input folder (it would be replaced by what is made from it);
+- is a folder that holds one of the inputs (its files would be replaced or deleted);
 - is given twice (two options naming one file: the second would overwrite the first);
 - is or lies inside a synprep dataset or split folder (`synprep convert` owns them: `validate` would not see the
   stranger, `convert --overwrite` would delete it) or a training run's folder (`syntrain run` owns it; syntrain's
