@@ -15,10 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from .bpe import Bpe
+from .bpe import Bpe, subword_file
 from .conllu import chunk_trees, read_conllu_chunks
 from .featurize import FeatureConfig, featurize
 from .options import ALIGN_FORMATS
+from .outputs import check_outputs
 from .parallel import ordered_map
 from .schema import align_schema, parse_features, record_to_json, uint8_lists_json
 from .subwords import SUBWORD_NMT, TokenCutter
@@ -143,6 +144,8 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
     With workers > 1, chunks of sentences are featurized in parallel; the output is identical."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")
+    check_outputs({"-o": output_path}, {"the CoNLL-U input (--conllu)": conllu_path,
+                                        "the sub-word model (--bpe-codes)": subword_file(bpe)})
     needed = {"pascal": "parents", "transitions": "transitions"}.get(fmt)
     if needed and needed not in config.features:
         config = replace(config, features=parse_features(config.features + (needed,)))

@@ -21,6 +21,7 @@ from subword_nmt import apply_bpe
 
 from .errors import InputError
 from .options import BPE_SEPARATOR
+from .outputs import check_outputs
 from .subwords import TokenCutter
 from .textio import atomic_output, decode_line, open_binary
 
@@ -268,9 +269,17 @@ def align_subwords(tokens: Sequence[str], segment_word: Callable[[str], str] | N
     return list(chain.from_iterable(pieces)), owner
 
 
+def subword_file(bpe: Bpe | TokenCutter | None) -> str | None:
+    """The file a segmenter was loaded from: BPE codes, or a sentencepiece / hf-tokenizer model."""
+    if bpe is None:
+        return None
+    return bpe.path if isinstance(bpe, TokenCutter) else bpe.codes_path
+
+
 def apply_file(bpe: Bpe | TokenCutter, input_path: str, output_path: str) -> int:
     """`subword-nmt apply-bpe` over a file ('-' = stdin/stdout), or with a sentencepiece / hf-tokenizer cutter each
     token of each line cut on its own; returns the number of lines."""
+    check_outputs({"-o": output_path}, {"the input (-i)": input_path, "the BPE codes (--codes)": subword_file(bpe)})
     count = 0
     stream = open_binary(input_path)
     with atomic_output(output_path) as out:

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
 from .bpe import Bpe, iter_subword_nmt_lines
-from .errors import InputError
+from .errors import InputError, WriteError
+from .outputs import check_outputs
 from .textio import open_binary
 
 
@@ -303,7 +304,7 @@ def learn_joint_from_counts(per_input: list[Counter[str]], codes_path: str, symb
         for tmp, path in zip(temporary, [codes_path, *(vocab_paths or [])], strict=True):
             os.replace(tmp, path)
     except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", err.filename or codes_path) from None
+        raise WriteError(f"cannot write: {err.strerror or err}", err.filename or codes_path) from None
     finally:
         for tmp in temporary:
             if os.path.exists(tmp):
@@ -371,5 +372,7 @@ def learn_joint(inputs: list[str], codes_path: str, symbols: int, vocab_paths: l
     stderr (its progress bar, `no pair has frequency >= 2. Stopping`) is shown only if `verbose` or on failure."""
     if symbols <= 0:
         raise InputError(f"--symbols must be positive, got {symbols}")
+    check_outputs({"-o": codes_path, **{f"the vocabulary {path}": path for path in vocab_paths or []}},
+                  {f"the input {path}": path for path in inputs})
     learn_joint_from_counts([word_counts(path) for path in inputs], codes_path, symbols, vocab_paths,
                             min_frequency, total_symbols, verbose, ",".join(inputs))

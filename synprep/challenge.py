@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
+from .outputs import check_outputs
 from .textio import atomic_write
 
 if TYPE_CHECKING:
@@ -304,6 +305,7 @@ def write_challenge(path: str, out_dir: str, sides: Sequence[str] = ("src", "tgt
     """Scan a split and write DIR (module docstring); returns the summary written to DIR/summary.json."""
     from .shards import open_split
 
+    check_outputs({"-o": out_dir}, {"the split": path})
     split = open_split(path)
     subsets = scan_split(split, sides, rules)
     os.makedirs(out_dir, exist_ok=True)

@@ -16,6 +16,7 @@ from . import __version__, options
 from .clihelp import add_examples, verbosity_options
 from .errors import InputError, Interrupted, run_cli
 from .logs import set_verbosity
+from .outputs import check_outputs
 
 log = logging.getLogger("synprep.cli")  # (not __name__: `python -m synprep.cli` runs it as __main__)
 
@@ -158,7 +159,8 @@ def _cutter(scheme: str, model: str | None, codes: str | None):  # noqa: ANN202 
               show_default=True, help="drop: skip the sentence; lift: pseudo-projective; keep: transitions null.")
 @click.option("--strip-subtypes", is_flag=True, help="compound:prt -> compound in labels and transitions.")
 @click.option("-o", "--output", default="-", show_default=True, help="Output file ('-' = stdout).")
-@click.option("--workers", type=int, default=0, help="Processes (default 0 = all cores); the output is the same.")
+@click.option("--workers", type=click.IntRange(min=0), default=0,
+              help="Processes (default 0 = all cores); the output is the same.")
 def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vocabulary: str | None,
           vocabulary_threshold: int | None, feature_spec: str, fmt: str, root: str, non_projective: str,
           strip_subtypes: bool, output: str, workers: int) -> None:
@@ -253,6 +255,7 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
     check_backend_options(backend, {"--tokenizer-options": tokenizer_options, "--tagger-options": tagger_options,
                                     "--parser-options": parser_options, "--set": settings, "--lang": lang,
                                     "--max-minutes": max_minutes})
+    check_outputs({"-o": output}, {"the treebank (--conllu)": conllu, "the held-out treebank (--heldout)": heldout})
     with contextlib.ExitStack() as stack:  # a named pipe or <(command) is copied once: each input is read twice
         treebank, held = (stack.enter_context(rereadable(path)) for path in (conllu, heldout))
         warning = check_treebank(treebank, allow_no_spaceafter)
@@ -357,7 +360,8 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
 @click.argument("pipeline_file")
 @click.option("--output", default=None, help="Output folder (overrides the pipeline's `output`).")
 @click.option("--shard-size", type=int, default=None, help="Input pairs per shard (overrides `shard_size`).")
-@click.option("--workers", type=int, default=0, help="Processes (default 0 = all cores); same shards.")
+@click.option("--workers", type=click.IntRange(min=0), default=0,
+              help="Processes (default 0 = all cores); same shards.")
 @click.option("--engine", type=click.Choice(options.ENGINES), default="local", show_default=True,
               help="local: worker processes on this machine; ray: a Ray cluster (docs/scale.md).")
 @click.option("--ray-address", default=None, help="Existing Ray cluster (default: start a local one).")
@@ -379,7 +383,8 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
             dedupe: bool, parse_cache: str | None, no_cache: bool) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
     from .api import convert as convert_pipeline
-    from .parallel import WorkerLost
+    from .convert.converter import WorkKept
+    from .processes import Terminated
 
     again = shlex.join(["synprep", *(arg for arg in sys.argv[1:] if arg not in ("--overwrite", "--resume"))])
     try:
@@ -387,9 +392,11 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
                                   ray_address=ray_address, resume=resume, overwrite=overwrite,
                                   compression=compression, keep_work=keep_work, dedupe=dedupe,
                                   parse_cache=parse_cache, cache=not no_cache)
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; the finished pieces are kept: continue with {again} --resume") from None
-    except WorkerLost as err:
+    except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGHUP
+        why = f"stopped by {err}" if isinstance(err, Terminated) else "interrupted"
+        raise Interrupted(f"{why}; the finished pieces are kept: continue with {again} --resume",
+                          getattr(err, "exit_code", 130)) from None
+    except WorkKept as err:
         raise InputError(f"{err}; the finished pieces are kept: continue with {again} --resume") from None
     click.echo(result.summary)
 
@@ -576,7 +583,7 @@ add_examples(cli, "synprep", EXAMPLES)
 
 def main() -> None:
     """Entry point: user errors become one line `synprep: error: ...` and exit code 2."""
-    run_cli(cli, "synprep")
+    run_cli(cli, "synprep", ending_signals=True)
 
 
 if __name__ == "__main__":

@@ -21,12 +21,17 @@ generated README.md with the commands (`synprep.export_readme`).
   the kept rows' `id` (input line numbers); `{name}.{src}.json` and `{name}.trns1.{tgt}.json`, the vocabularies as
   the released `data/build_dictionary.py` writes them (arc tokens included); `{name}.all.{src}` every row's
   source (to translate a test set whole; `{name}.ref.{tgt}` holds every row's reference).
+
+An export is whole or absent: every format is written into a temporary folder beside the output folder, then
+renamed into place (the output folder itself when it did not exist; else file by file, beside the other splits'
+exports), so a failure (a full disk, a row that cannot be written) leaves the output folder as it was.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
@@ -34,12 +39,13 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from . import features as F
-from .errors import InputError
+from .errors import InputError, WriteError
 from .export_readme import readme
+from .outputs import check_name, check_outputs
 from .shards import Manifest, dataset_resolver, open_split, side_codes
 from .subwords import SUBWORD_NMT
 from .subwords.load import model_file_name
-from .textio import atomic_copy, atomic_output, atomic_write, file_sha256
+from .textio import atomic_copy, atomic_output, atomic_write
 from .trees import is_projective, lift_projective
 
 EXPORT_FORMATS = ("pascal", "dbsa", "nematus")
@@ -189,10 +195,14 @@ def _files(formats: Sequence[str], name: str, src: str, tgt: str) -> dict[str, d
 
 def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, name: str | None = None,
                  dbsa_release: str = "current") -> ExportSummary:
-    """Write the split at `path` under `out/<format>/` in each of `formats` (module docstring). Every file is
-    written under a temporary name and renamed when complete; an error leaves no partial file behind."""
+    """Write the split at `path` under `out/<format>/` in each of `formats` (module docstring): whole or not at
+    all (written in a temporary folder, renamed into place when complete). `out` and `name` follow the rule of
+    synprep.outputs (not in a dataset, split or run folder; a plain file name)."""
     formats = list(formats)
     check_formats(formats, dbsa_release)
+    check_outputs({"-o": out}, {"the split": path})
+    if name is not None:
+        check_name(name, "--name")
     if "dbsa" in formats:
         check_release(os.path.join(out, "dbsa"), dbsa_release)
     rows, manifest, dataset_root = _rows(path, _columns(formats))
@@ -211,6 +221,46 @@ def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, n
     }
     summary = ExportSummary(written=dict.fromkeys(formats, 0), skipped=dict.fromkeys(formats, 0))
     vocabularies: dict[str, Counter[str]] = {"src": Counter(), "tgt": Counter()}
+    staging = _staging_folder(out)
+    try:
+        _write_formats(staging, formats, files, rows, makers, vocabularies, summary)
+        _write_extras(staging, formats, name, src, tgt, manifest, dataset_root, dbsa_release, vocabularies, summary)
+        _move_in(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    summary.codes = [os.path.join(out, os.path.relpath(path, staging)) for path in summary.codes]
+    return summary
+
+
+def _staging_folder(out: str) -> str:
+    """A new temporary folder beside `out` (on its file system: renamed into place when complete)."""
+    out = os.path.abspath(out)
+    staging = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)  # a leftover of an earlier process with this pid
+    try:
+        os.makedirs(staging)
+    except OSError as err:
+        raise WriteError(f"cannot write: {err.strerror or err}", os.path.dirname(out)) from None
+    return staging
+
+
+def _move_in(staging: str, out: str) -> None:
+    """The finished export into place: the whole folder when `out` does not exist (or is empty), else file by file
+    (renames: nothing is left to write), beside other splits' exports, replacing an earlier export's files."""
+    if not os.path.isdir(out) or not os.listdir(out):
+        os.replace(staging, out)
+        return
+    for folder, _, names in os.walk(staging):
+        target = os.path.join(out, os.path.relpath(folder, staging))
+        os.makedirs(target, exist_ok=True)
+        for name in names:
+            os.replace(os.path.join(folder, name), os.path.join(target, name))
+
+
+def _write_formats(out: str, formats: list[str], files: dict[str, dict[str, str]], rows: Iterator[dict[str, Any]],
+                   makers: dict[str, Callable[[dict[str, Any]], dict[str, str] | None]],
+                   vocabularies: dict[str, Counter[str]], summary: ExportSummary) -> None:
+    """Every row in every format under `out/<format>/`."""
     with ExitStack() as stack:
         handles: dict[str, dict[str, IO]] = {
             fmt: {key: stack.enter_context(atomic_output(os.path.join(out, fmt, relative)))
@@ -234,8 +284,6 @@ def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, n
                     vocabularies["tgt"].update(target)
                     summary.longest = max(summary.longest, len(source), len(target))
                 summary.written[fmt] += 1
-    _write_extras(out, formats, name, src, tgt, manifest, dataset_root, dbsa_release, vocabularies, summary)
-    return summary
 
 
 def _write_extras(out: str, formats: Sequence[str], name: str, src: str, tgt: str, manifest: Manifest,
@@ -248,7 +296,7 @@ def _write_extras(out: str, formats: Sequence[str], name: str, src: str, tgt: st
         folder = os.path.join(out, fmt)
         for target, source in codes.items():
             if os.path.isfile(source):
-                _copy(source, os.path.join(folder, target))
+                atomic_copy(source, os.path.join(folder, target), "cannot copy the BPE codes")
                 summary.codes.append(os.path.join(folder, target))
         if fmt == "pascal":
             atomic_write(os.path.join(folder, "tags", f"dict.{src}.txt"), pascal_tags_dictionary().encode())
@@ -317,12 +365,6 @@ def _codes(manifest: Manifest, dataset_root: str) -> dict[str, str]:
     if config.get("bpe", {}).get("joint", True):
         return {model_file_name(scheme): sides["src"]} if sides["src"] else {}
     return {model_file_name(scheme, side): path for side, path in sides.items() if path}
-
-
-def _copy(source: str, target: str) -> None:
-    """Copy one file atomically, unchanged when the copy already holds it."""
-    if not (os.path.isfile(target) and file_sha256(target) == file_sha256(source)):
-        atomic_copy(source, target, "cannot copy the BPE codes")
 
 
 def _nematus(row: dict[str, Any], lift: bool) -> dict[str, str] | None:

@@ -34,13 +34,14 @@ from itertools import islice, zip_longest
 
 from tqdm import tqdm
 
-from .errors import InputError
+from .errors import InputError, WriteError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
 from .languages import SEGMENTATIONS, count_tokens
 from .options import DEFAULT_LANGID, MAX_LINE_CHARS
+from .outputs import check_outputs
 from .parallel import default_workers, ordered_map
 from .tables import repeated
-from .textio import check_text_file, count_lines, open_binary, tsv_field
+from .textio import check_text_file, count_lines, is_standard, open_binary, tsv_field
 
 log = logging.getLogger(__name__)
 
@@ -328,7 +329,7 @@ def _read_pairs(src_path: str, tgt_path: str) -> Iterator[tuple[bytes, bytes]]:
         raise InputError(f"cannot read input: {err}", f"{src_path} or {tgt_path}") from None
     finally:
         for stream in (src_stream, tgt_stream):
-            if stream is not sys.stdin.buffer:
+            if not is_standard(stream):
                 stream.close()
 
 
@@ -397,6 +398,7 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
                          "rename an input", src_path)
     for path in (src_path, tgt_path):
         check_text_file(path)  # missing, UTF-16/UTF-32: one error before any work
+    check_outputs({"-o": out_dir}, {"the source (--src)": src_path, "the target (--tgt)": tgt_path})
     check_output_dir(out_dir, overwrite)
     counts = count_lines(src_path), count_lines(tgt_path)
     if None not in counts and counts[0] != counts[1]:
@@ -441,7 +443,7 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
             if os.path.isdir(path) and not os.listdir(path):
                 os.rmdir(path)
         if isinstance(err, OSError) and err.filename is None and not isinstance(err, BrokenPipeError):
-            raise InputError(f"cannot write: {err.strerror or err}", out_dir) from None  # a full disk, named
+            raise WriteError(f"cannot write: {err.strerror or err}", out_dir) from None  # a full disk, named
         raise
     os.rmdir(tmp_dir)
     message = summary.warning()

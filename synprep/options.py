@@ -18,3 +18,5 @@ BLEU_TOKENIZERS = ("auto", "13a", "intl", "zh", "ja-mecab", "ko-mecab", "char", 
                    "spm")  # syntrain: sacrebleu's; auto: from the target language (synprep.languages.bleu_tokenize)
 ENGINES = ("local", "ray")  # synprep convert --engine
 COMPRESSIONS = ("none", "lz4", "zstd")  # shard compression
+MANIFEST = "manifest.json"  # in a split folder: its configuration, signature, accounting and shards
+PATHS = "paths.json"  # at the dataset root: this machine's absolute paths (never inside a split folder)

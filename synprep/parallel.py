@@ -25,7 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from .errors import InputError
-from .processes import die_with_parent
+from .processes import ENDING_SIGNALS, die_with_parent, release_signals, signals_held
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,9 @@ def _init_worker(setup: Callable[..., Any], setup_args: tuple, parent: int) -> N
     # Ctrl-C reaches every process of the terminal's group: the parent stops the pool, the workers say nothing
     # (no `Process ForkPoolWorker-N:` traceback).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in ENDING_SIGNALS:  # the driver's handlers (SIGTERM/SIGHUP -> one line) are not the workers'
+        signal.signal(signum, signal.SIG_DFL)
+    release_signals()  # held while the driver forked this process
     # An exception here would break the pool (every task lost, no message of ours): keep it for the first task.
     try:
         _WORKER["state"], _WORKER["error"] = setup(*setup_args), None
@@ -117,9 +120,12 @@ def ordered_map(func: Callable[[Any, Task], Result], tasks: Iterable[Task], work
     try:
         pending: deque = deque()
         for task in tasks:
-            pending.append(pool.submit(_run_task, func, task))
-            if len(processes) < workers:  # spawn starts them as tasks come
-                processes = list((getattr(pool, "_processes", None) or {}).values())
+            if len(processes) < workers:  # submit may fork a worker: signals wait until it is made
+                with signals_held():
+                    pending.append(pool.submit(_run_task, func, task))
+                processes = list((getattr(pool, "_processes", None) or {}).values())  # spawn starts them as tasks come
+            else:
+                pending.append(pool.submit(_run_task, func, task))
             if len(pending) >= workers * in_flight_per_worker:
                 yield pending.popleft().result()
         while pending:

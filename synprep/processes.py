@@ -6,10 +6,12 @@ Linux reads /proc; elsewhere the answers are "unknown" (None, empty) and callers
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import sys
+from collections.abc import Iterator
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -76,3 +78,62 @@ def die_with_parent(parent: int) -> None:
         return
     if os.getppid() != parent:  # the parent died before the call: the kernel would never tell this process
         os._exit(1)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP received: handled like Ctrl-C (work is stopped, what is finished kept), its exit code
+    128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.exit_code = 128 + signum
+
+
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP in this process raise `Terminated` (the command ends in one line, as
+    after Ctrl-C); a forked child that inherited the handler ends by the signal as it would by default."""
+    owner = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Terminated(signum)
+
+    try:
+        previous = {signum: signal.signal(signum, handler) for signum in ENDING_SIGNALS}
+    except ValueError:  # not the main thread: signals stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Within the block SIGINT, SIGTERM and SIGHUP wait, and come at its end: a handler that runs while this
+    process forks runs in Python's at-fork callbacks, which drop the exception it raises (Ctrl-C or SIGTERM
+    would be lost). A child forked here starts with them held: it calls `release_signals`."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, *ENDING_SIGNALS})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def release_signals() -> None:
+    """In a child forked within `signals_held`: its signals come again."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, *ENDING_SIGNALS})

@@ -33,16 +33,14 @@ from typing import Any
 import pyarrow as pa
 
 from .errors import InputError
-from .options import COMPRESSIONS
+from .options import COMPRESSIONS, MANIFEST, PATHS
 from .processes import holders, is_running, process_start
 from .schema import FEATURE_GROUPS, READABLE_VERSIONS, SCHEMA_VERSION, pair_schema
 from .subwords import SUBWORD_NMT
 from .subwords.load import model_file_name
 from .textio import atomic_write, regular_file
 
-MANIFEST = "manifest.json"
 LOCK = ".lock"  # at the dataset root: held by the one process writing the dataset
-PATHS = "paths.json"  # at the dataset root: this machine's absolute paths (never inside a split folder)
 SIDES = ("src", "tgt")
 DEFAULT_COMPRESSION = "none"  # zero-copy memory mapping for the trainer and HF datasets (docs/synprep.md "Compression")
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from .conllu import ConlluSentence, format_sentence
 from .errors import InputError
+from .outputs import check_outputs
 from .trees import is_projective
 
 SPLIT_SHARES = (("train", 0.90), ("valid", 0.05), ("test", 0.05))
@@ -392,6 +393,7 @@ def write_corpus(output: str, pairs: int, seed: int, config: SynthConfig = Synth
     """
     if pairs < 1:
         raise InputError(f"--pairs must be >= 1, got {pairs}")
+    check_outputs({"-o": output}, {})
     os.makedirs(output, exist_ok=True)
     rng = random.Random(seed)
     grammar = Grammar(config, rng)

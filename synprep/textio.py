@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterator
 from typing import IO, BinaryIO
 
-from .errors import InputError
+from .errors import InputError, WriteError
 
 UTF8_BOM = b"\xef\xbb\xbf"
 _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32-LE"), (b"\x00\x00\xfe\xff", "UTF-32-BE"),  # UTF-32 first: its LE
@@ -75,11 +75,26 @@ def _check_text_start(stream: BinaryIO, path: str) -> None:
         stream.read(len(UTF8_BOM))
 
 
+def standard_stream(reading: bool) -> BinaryIO:
+    """Standard input's (`reading`) or output's binary stream; a closed one (`<&-`, `>&-`: Python has none) is one
+    line naming it."""
+    stream = sys.stdin if reading else sys.stdout
+    if stream is None:
+        raise InputError(f"standard {'input' if reading else 'output'} is closed: give a file instead of '-'",
+                         "<stdin>" if reading else "<stdout>")
+    return stream.buffer
+
+
+def is_standard(stream: object) -> bool:
+    """Whether `stream` is standard input's or output's binary stream (never closed by its reader)."""
+    return any(stream is getattr(std, "buffer", False) for std in (sys.stdin, sys.stdout))
+
+
 def open_binary(path: str, mode: str = "rb") -> BinaryIO:
     """Open `path` (or stdin/stdout for '-') as a binary stream, transparently (de)compressing. For reading, the
     stream starts after a UTF-8 byte order mark, and UTF-16/UTF-32 text is an InputError naming the encoding."""
     if path == "-":
-        stream = sys.stdin.buffer if "r" in mode else sys.stdout.buffer
+        stream = standard_stream("r" in mode)
         if "r" in mode:
             _check_text_start(stream, "<stdin>")
         return stream
@@ -125,7 +140,7 @@ def rereadable(path: str | None) -> Iterator[str | None]:
     try:
         no_endless_device(path)
         with contextlib.ExitStack() as stack:
-            source = sys.stdin.buffer if path == "-" else stack.enter_context(open(path, "rb"))
+            source = standard_stream(True) if path == "-" else stack.enter_context(open(path, "rb"))
             with open(copy, "wb") as target:
                 shutil.copyfileobj(source, target, 1 << 20)
         yield copy
@@ -188,7 +203,7 @@ def read_line_blocks(path: str) -> Iterator[list[str]]:
     except (OSError, EOFError, lzma.LZMAError) as err:
         raise InputError(f"cannot read compressed input: {err}", path) from None
     finally:
-        if stream is not sys.stdin.buffer:
+        if not is_standard(stream):
             stream.close()
 
 
@@ -210,7 +225,7 @@ def _naming(path: str) -> Iterator[None]:
     except OSError as err:
         if isinstance(err, BrokenPipeError) or err.filename not in (None, path):  # another file's error
             raise
-        raise InputError(f"cannot write: {err.strerror or err}", "<stdout>" if path == "-" else path) from None
+        raise WriteError(f"cannot write: {err.strerror or err}", "<stdout>" if path == "-" else path) from None
 
 
 @contextlib.contextmanager
@@ -247,7 +262,7 @@ def atomic_output(path: str, text: bool = True) -> Iterator[IO]:
         if os.path.exists(written):
             os.remove(written)
         if isinstance(err, OSError) and not isinstance(err, BrokenPipeError):  # disk full, permission denied
-            raise InputError(f"cannot write: {err.strerror or err}", path) from None
+            raise WriteError(f"cannot write: {err.strerror or err}", path) from None
         raise
 
 
@@ -359,7 +374,7 @@ def atomic_copy(source: str, path: str, what: str = "cannot write") -> None:
     except OSError as err:
         if os.path.exists(tmp):
             os.remove(tmp)
-        raise InputError(f"{what}: {err.strerror or err}", source if err.filename == source else path) from None
+        raise WriteError(f"{what}: {err.strerror or err}", source if err.filename == source else path) from None
 
 
 def atomic_write(path: str, data: bytes) -> None:
@@ -380,5 +395,5 @@ def atomic_write(path: str, data: bytes) -> None:
         if os.path.exists(tmp):
             os.remove(tmp)
         if isinstance(err, OSError):  # disk full, permission denied: one line naming the file
-            raise InputError(f"cannot write: {err.strerror or err}", path) from None
+            raise WriteError(f"cannot write: {err.strerror or err}", path) from None
         raise

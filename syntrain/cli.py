@@ -3,7 +3,6 @@ train.py and decode.py."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -17,6 +16,7 @@ import click
 from synprep.clihelp import add_examples, verbosity_options
 from synprep.logs import set_verbosity
 from synprep.options import NORMALIZERS
+from synprep.outputs import check_outputs
 
 from . import __version__
 from .config import load_run_config  # noqa: F401 (its home was here: `from syntrain.cli import load_run_config`)
@@ -228,10 +228,10 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
     from .dataset import check_scored_split
 
     try:
-        _check_outputs({"-o": output_path}, {"the checkpoint (--checkpoint)": checkpoint,
-                                             f"the {'split' if is_split else 'input'} (-i)": input_path,
-                                             "the parser model (--parser-model)": parser_model,
-                                             "the BPE codes (--bpe-codes)": bpe_codes})
+        check_outputs({"-o": output_path}, {"the checkpoint (--checkpoint)": checkpoint,
+                                            f"the {'split' if is_split else 'input'} (-i)": input_path,
+                                            "the parser model (--parser-model)": parser_model,
+                                            "the BPE codes (--bpe-codes)": bpe_codes}, runs=True)
         if is_split:
             check_scored_split(input_path)  # before the model is loaded or anything written
         translator = Translator(checkpoint, _device(), nbest=nbest or 0, parser_model=parser_model,
@@ -246,7 +246,7 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
                     write(lineno, ranked)
             elif interactive:
                 lines = iter_lines(input_path)
-                terminal = input_path == "-" and sys.stdin.isatty()
+                terminal = input_path == "-" and sys.stdin is not None and sys.stdin.isatty()
                 translator.interactive(_prompted(lines) if terminal else lines, out, log.info)
             else:
                 lines = list(read_lines(input_path))  # one line = one sentence (only '\n' ends a line)
@@ -334,8 +334,8 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
         writers = _output_writers(outputs, output_paths)
         paths = {"-o": output_path, "--json": json_path, **{f"--{name}": path for name, (path, _) in writers.items()}}
         _check_folders(list(paths.values()))
-        _check_outputs(paths, {"the checkpoint (--checkpoint)": checkpoint, "the split (--data)": data_path,
-                                "the challenge sets (--subsets)": subsets_dir})
+        check_outputs(paths, {"the checkpoint (--checkpoint)": checkpoint, "the split (--data)": data_path,
+                              "the challenge sets (--subsets)": subsets_dir}, runs=True)
         data = scored_split(model, vocab, data_path)
         settings = run_settings(stored_train_config(ckpt, checkpoint), beam, length_penalty, max_tokens, threads)
     except (ValueError, FileNotFoundError, InputError) as e:
@@ -384,37 +384,6 @@ def _check_folders(paths: list[str | None]) -> None:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise ValueError(f"{path}: the folder {folder} does not exist")
-
-
-def _check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
-    """ValueError, before any work, when two outputs are one file (the second would overwrite the first) or an
-    output is one of the command's inputs (a checkpoint, a file of a split folder, the text read). `outputs`:
-    option -> path; `inputs`: what it is, in words -> path (a folder stands for every file in it). '-' (stdout)
-    and devices such as /dev/null may repeat."""
-    from synprep.textio import replaceable
-
-    def same(a: str, b: str) -> bool:
-        if os.path.realpath(a) == os.path.realpath(b):
-            return True
-        with contextlib.suppress(OSError):
-            return os.path.samefile(a, b)  # hard links
-        return False
-
-    seen: list[tuple[str, str]] = []
-    for option, path in outputs.items():
-        if not path or path == "-" or not replaceable(path):
-            continue
-        for other_option, other in seen:
-            if same(path, other):
-                raise ValueError(f"{path}: given to both {other_option} and {option} (the second file would "
-                                 "overwrite the first): give each output its own path")
-        for label, given in filter(lambda item: item[1] and item[1] != "-", inputs.items()):
-            folder = os.path.isdir(given)
-            files = [os.path.join(given, name) for name in os.listdir(given)] if folder else [given]
-            if any(same(path, name) for name in files):
-                raise ValueError(f"{path}: {option} would overwrite {'a file of ' if folder else ''}{label}: "
-                                 "write it elsewhere")
-        seen.append((option, path))
 
 
 def _write_json(path: str, values: dict[str, Any]) -> None:
@@ -484,9 +453,9 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
         own = {f"the {name} compare writes into {run}": os.path.join(run, name) for run in runs
                for name in (HYPOTHESES, HYPOTHESES_KEY, DESCRIPTION)}
         _check_folders([json_path])
-        _check_outputs({"--json": json_path}, {**{f"the run {run}": run for run in runs}, **own,
-                                               "the split (--data)": data_path,
-                                               "the challenge sets (--subsets)": subsets_dir})
+        check_outputs({"--json": json_path}, {**{f"the run {run}": run for run in runs}, **own,
+                                              "the split (--data)": data_path,
+                                              "the challenge sets (--subsets)": subsets_dir}, runs=True)
         table = compare(runs, data_path, beam, length_penalty, samples, subsets_dir, written, bleu_tokenize,
                         normalize_refs, results, max_tokens, threads)
     except (ValueError, InputError) as err:
@@ -511,7 +480,8 @@ def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None
 
     try:
         _check_folders([output_path])
-        _check_outputs({"-o": output_path}, {f"the checkpoint {path} it averages": path for path in checkpoints})
+        check_outputs({"-o": output_path}, {f"the checkpoint {path} it averages": path for path in checkpoints},
+                      runs=True)
         averaged = average_checkpoints(list(checkpoints), force)
     except (ValueError, InputError) as e:
         raise click.ClickException(str(e)) from e

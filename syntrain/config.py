@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .model import ModelConfig
 
 PRESET_NAMES = ("cpu", "tiny", "base")  # syntrain.model.PRESETS (not imported here: that imports torch)
+MAX_BEAM = 256  # the largest beam (eval_beam, test_beam, --beam); a beam is also at most the target vocabulary
 SECTIONS = ("data", "model", "train", "synprep")  # [synprep]: the data's signature in a run's config.toml (read-only)
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
 NOT_IN_TRAIN = ("data", "valid", "test", "preset", "model", "resume")  # [data], [model] preset, or a flag only
@@ -71,8 +72,8 @@ class TrainConfig:
                               "accum_steps x max_tokens x processes")
     eval_interval: int = option(1000, ge=1, help="steps between validations (loss + BLEU) and checkpoints")
     eval_sentences: int = option(0, ge=0, help="validation sentences decoded for BLEU (0: all)")
-    eval_beam: int = option(1, ge=1, help="beam of the validation decoding (1: greedy)")
-    test_beam: int = option(4, ge=1, help="beam of the final test decoding")
+    eval_beam: int = option(1, ge=1, le=MAX_BEAM, help="beam of the validation decoding (1: greedy)")
+    test_beam: int = option(4, ge=1, le=MAX_BEAM, help="beam of the final test decoding")
     length_penalty: float = option(0.6, ge=0, help="length penalty (alpha) of beam search")
     bleu_tokenize: str = option("auto", choices=BLEU_TOKENIZERS, help="sacrebleu tokenizer of validation and test "
                                 "BLEU; auto: from the data's target language (ja-mecab for ja, zh for zh, else 13a)")
@@ -412,6 +413,9 @@ def check_model(cfg: TrainConfig, label: str) -> None:
 
     try:
         mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": 8})  # runs every check
+        idle = mcfg.idle_options(cfg.model)
+        if idle:
+            raise ValueError(idle[0])
         with torch.device("meta"):
             Transformer(mcfg)
     except (ValueError, RuntimeError) as err:

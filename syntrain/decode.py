@@ -84,6 +84,14 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5 + length) / 6) ** alpha
 
 
+def check_beam(beam: int, vocab_size: int) -> None:
+    """ValueError when a beam is larger than the model's target vocabulary (more hypotheses than the first step
+    can make: memory and time spent on nothing)."""
+    if beam > vocab_size:
+        raise ValueError(f"--beam {beam} is larger than the model's target vocabulary ({vocab_size} pieces): "
+                         f"give at most {vocab_size}")
+
+
 @torch.no_grad()
 def beam_search(model: Transformer, src: torch.Tensor, inputs: Inputs | None = None, beam: int = 4,
                 alpha: float = 0.6, vocab: Vocab | None = None, **named: torch.Tensor | None) -> list[list[int]]:
@@ -101,6 +109,7 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, inputs: Inputs | No
     a switch's decoding constraint (`vocab` needed) limits the tokens chosen."""
     if not 1 <= nbest <= beam:
         raise ValueError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
+    check_beam(beam, model.cfg.sizes.vocab_size)
     n, k = src.shape[0], beam
     inputs = merge_inputs(inputs, named)
     memory, src_mask = model.encode(src, inputs)

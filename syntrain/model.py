@@ -160,6 +160,21 @@ class ModelConfig:
                 for kind in kinds:
                     check_hooks(self.attention_hooks(stack, layer, kind), sizes.n_heads)
 
+    def idle_options(self, given: dict[str, Any]) -> list[str]:
+        """The options in `given` (a recipe's [model] keys) set to other than their default on a switch that is
+        off: they would do nothing (`parent_ignore` without `pascal_heads`). One line per option."""
+        idle = []
+        for switch in registered():
+            if switch.active(self) or not switch.switched_by:
+                continue
+            defaults = switch.Config()
+            for spec in fields(switch.Config):
+                if spec.name in given and spec.name not in switch.switched_by \
+                        and getattr(self.section(switch), spec.name) != getattr(defaults, spec.name):
+                    idle.append(f"{spec.name} = {given[spec.name]!r} does nothing without "
+                                f"{' or '.join(switch.switched_by)} (the {switch.name} switch is off)")
+        return idle
+
     # What the switches that are on ask of the generic code.
 
     def active_switches(self) -> list[Switch]:

@@ -193,37 +193,17 @@ def run_folder_lock(out: str) -> Iterator[None]:
             os.rmdir(out)
 
 
-def dataset_folder(out: str) -> tuple[str, str] | None:
-    """(folder, 'split' or 'dataset') when `out` is or lies inside a synprep split folder (a manifest.json or
-    shards) or dataset folder (convert's OUT: its paths.json or .work/), else None."""
-    import glob
-
-    from synprep.shards import MANIFEST, PATHS
-
-    path = os.path.abspath(out)
-    while True:
-        if os.path.isfile(os.path.join(path, MANIFEST)) or glob.glob(os.path.join(glob.escape(path), "part-*.arrow")):
-            return path, "split"
-        if os.path.isfile(os.path.join(path, PATHS)) or os.path.isdir(os.path.join(path, ".work")):
-            return path, "dataset"
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
-
-
 def refuse_dataset_folder(out: str) -> None:
     """A ValueError when the run folder `out` would be a synprep dataset or split folder or lie inside one:
     `synprep convert --overwrite` of the dataset deletes the folder, checkpoints and all, and the run's files
-    would sit among the shards."""
-    found = dataset_folder(out)
-    if found:
-        folder, kind = found
-        where = f"is a synprep {kind} folder" if os.path.abspath(out) == folder else \
-            f"lies inside the synprep {kind} folder {folder}"
-        raise ValueError(f"--out {out} {where}: a run folder is not a dataset's (synprep convert --overwrite "
-                         "would delete the run's checkpoints): give a folder of its own, e.g. runs/NAME")
+    would sit among the shards (the rule of synprep.outputs)."""
+    from synprep.errors import InputError
+    from synprep.outputs import check_outputs
 
+    try:
+        check_outputs({"--out": out}, {}, runs=True)
+    except InputError as err:
+        raise ValueError(str(err)) from None
 
 def _readable_state(path: str) -> dict | None:
     """A checkpoint's dict when it is complete enough to resume from (tensors memory-mapped, not loaded)."""

@@ -15,7 +15,7 @@ from synprep.textio import decode_line, open_binary
 from .checkpoints import load_checkpoint
 from .config import stored_train_config
 from .dataset import ParallelData
-from .decode import run_settings, translate_nbest
+from .decode import check_beam, run_settings, translate_nbest
 from .travel import travelling_preparation
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,7 @@ class Translator:
         self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
         self.preparation: SourcePreparation | None = None
         settings = run_settings(stored_train_config(self.ckpt, checkpoint), beam, length_penalty, max_tokens, threads)
+        check_beam(settings.beam, self.model.cfg.sizes.vocab_size)  # before any input is read
         if nbest > settings.beam:
             raise ValueError(f"--nbest {nbest} needs --beam >= {nbest} (the run's beam is {settings.beam})")
         settings.apply()

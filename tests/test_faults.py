@@ -623,6 +623,50 @@ INPUT_CASES = [
 CASES += INPUT_CASES
 
 
+# ------------------------------------------------- numeric bounds, options that do nothing, closed streams
+
+
+def _translate(*extra: str, shell: str = "") -> Callable[[dict, Path], tuple[list[str], bytes | None]]:
+    def prepare(data, tmp):
+        _write(tmp / "in.txt", "the dog barks .\n")
+        argv = [*SYNTRAIN, "translate", "--checkpoint", str(data["checkpoint"]), *extra]
+        if shell:  # a closed standard stream: `<&-`, `>&-`
+            return ["sh", "-c", " ".join(f"'{a}'" for a in argv) + " " + shell], None
+        return [*argv, "-i", "in.txt", "-o", "out.txt"], None
+    return prepare
+
+
+def convert_option(*extra: str, edit: dict[str, str] | None = None
+                   ) -> Callable[[dict, Path], tuple[list[str], bytes | None]]:
+    def prepare(data, tmp):
+        return [SYNPREP, "convert", str(_pipeline(data, tmp, edit)), "--output", "out", *extra], None
+    return prepare
+
+
+def empty_valid_split(data, tmp):
+    pipeline = _pipeline(data, tmp)
+    for side in ("src", "tgt"):
+        _write(pipeline.parent / f"valid.{side}.conllu", "")
+    return [SYNPREP, "convert", str(pipeline), "--output", "out"], None
+
+
+BOUND_CASES = [
+    Case("translate --beam 20000 (over the documented cap)", "bad values", _translate("--beam", "20000"),
+         names="--beam must be <= 256", absent=("out.txt",)),
+    Case("translate with standard input closed", "bad values", _translate(shell="<&-"),
+         names="<stdin>: standard input is closed"),
+    Case("translate with standard output closed", "bad values", _translate("-i", "in.txt", shell=">&-"),
+         names="<stdout>: standard output is closed"),
+    Case("convert --parse-cache '' (an unset variable)", "bad values", convert_option("--parse-cache", ""),
+         names="--parse-cache must name a folder", absent=("out",)),
+    Case("convert --ray-address without --engine ray", "bad values",
+         convert_option("--ray-address", "127.0.0.1:1"), names="--ray-address is for --engine ray", absent=("out",)),
+    Case("convert: empty valid files (a split of 0 pairs)", "bad values", empty_valid_split,
+         names="split 'valid': its input holds no pairs", absent=("out",)),
+]
+CASES += BOUND_CASES
+
+
 def make_data(root: Path) -> dict:
     """The shared inputs: a synthetic corpus, its converted shards and BPE codes, a UDPipe model, a checkpoint."""
     from synprep.parse.train import train_udpipe
@@ -814,3 +858,17 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+
+def test_a_beam_over_the_target_vocabulary_is_refused_before_decoding(data):
+    """Before: a beam was never bounded (`--beam 20000` on one line: no output in 5 minutes, 1.1 GB and growing);
+    under the cap, a beam is at most the target vocabulary (the API's check, which `translate`, `eval` and
+    `compare` share)."""
+    from syntrain.decode import check_beam
+    from syntrain.translate import Translator
+
+    size = Translator(str(data["checkpoint"]), "cpu", beam=1).model.cfg.sizes.vocab_size
+    with pytest.raises(ValueError, match=f"--beam {size + 1} is larger than the model's target vocabulary"):
+        Translator(str(data["checkpoint"]), "cpu", beam=size + 1)
+    check_beam(size, size)

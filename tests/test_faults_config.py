@@ -101,6 +101,14 @@ CASES = [
     # the same declarations check a checkpoint's stored configuration
     Case("translate: a checkpoint storing d_ff = -5", "corruption", _stored_config,
          names="bad.pt: stored model configuration: model d_ff must be >= 1"),
+    # accepted before, doing nothing: an option of a switch that is off (a vanilla model was trained)
+    Case("run: [model] parent_ignore = 0.5 without pascal_heads", "bad values",
+         _recipe("[model]\nparent_ignore = 0.5\n"), names="parent_ignore = 0.5 does nothing without pascal_heads",
+         absent=RUN),
+    Case("run --parent-ignore 0.5 without Pascal heads", "bad values", _flags("--parent-ignore", "0.5"),
+         names="parent_ignore = 0.5 does nothing without pascal_heads", absent=RUN),
+    Case("run: [train] test_beam = 100000 (over the documented cap)", "bad values",
+         _recipe("[train]\ntest_beam = 100000\n"), names="[train] test_beam must be <= 256", absent=RUN),
 ]
 
 

@@ -5,10 +5,13 @@ whole."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from synprep.convert.parse_cache import ParseCache, verify_cache
 from synprep.convert.treestore import text_key
@@ -118,3 +121,43 @@ def test_kill_inside_a_write_leaves_the_cache_whole(tmp_path):
     _writer_entries(cache, 30, 10)  # and the cache takes writes again
     assert cache.size()[0] == 40
     cache.close()
+
+
+def test_info_and_verify_read_a_cache_on_a_read_only_mount(parse_cache_runs, tmp_path):
+    """Before: both refused it ("is the folder writable"): the read-only commands opened the database as a
+    writer. A read-only bind mount of a copy (root only: mount)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a read-only folder")
+    cache = tmp_path / "cache"
+    shutil.copytree(parse_cache_runs / "cache", cache)
+    subprocess.run(["mount", "--bind", "-o", "ro", str(cache), str(cache)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(cache)], check=True)
+        assert not os.access(cache, os.W_OK) or _write_refused(cache)
+        info = synprep("cache", "info", cache)
+        assert info.returncode == 0 and " entries, " in info.stdout, info.stderr
+        checked = synprep("cache", "verify", cache)
+        assert checked.returncode == 0 and "integrity ok" in checked.stdout, checked.stderr
+        repaired = synprep("cache", "verify", "--repair", cache)  # a writer: one line naming the cache
+        assert repaired.returncode == 2 and repaired.stderr.count("\n") == 1, repaired.stderr
+        assert str(cache / "parses.sqlite") in repaired.stderr and "Traceback" not in repaired.stderr
+    finally:
+        subprocess.run(["umount", str(cache)], check=True)
+
+
+def _write_refused(folder: Path) -> bool:
+    try:
+        (folder / "probe").write_text("x")
+    except OSError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_prune_max_gb_must_be_finite(parse_cache_runs, tmp_path, value):
+    """Before: nan and inf were a ValueError / OverflowError traceback."""
+    cache = tmp_path / "cache"
+    shutil.copytree(parse_cache_runs / "cache", cache)
+    result = synprep("cache", "prune", cache, "--max-gb", value)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1 and "--max-gb" in result.stderr, result.stderr

@@ -720,3 +720,24 @@ def test_convert_resume_refuses_inputs_changed_since_the_interrupted_run(data, t
     shutil.copy(data["root"] / "synth2" / "train.tgt.conllu", folder / "train.tgt.conllu")
     one_line_error(call(*SYNPREP, "convert", folder / "pipeline.toml", "--output", out, "--resume"),
                    "train.src.conllu", "changed since the interrupted run")
+
+
+@pytest.mark.parametrize("command", ["translate -o", "eval -o", "eval --json", "average -o"])
+def test_a_syntrain_output_inside_a_dataset_or_split_is_refused_before_work(data, tmp_path, command):
+    """The one rule of synprep.outputs in syntrain too: before, an output could be written among the shards
+    (`validate` still said OK, `convert --overwrite` deleted it); a run folder stays a place for syntrain's own
+    products (`average -o RUN/avg.pt`)."""
+    run = copy_run(data, tmp_path)
+    dataset = tmp_path / "data"
+    shutil.copytree(data["shards"], dataset)
+    target = {"translate -o": dataset / "test" / "hyp.txt", "eval -o": dataset / "hyp.txt",
+              "eval --json": dataset / "test" / "scores.json", "average -o": dataset / "avg.pt"}[command]
+    args = {"translate -o": ["translate", "--checkpoint", run / "best.pt", "-i", dataset / "test", "-o", target],
+            "eval -o": ["eval", "--checkpoint", run / "best.pt", "--data", dataset / "test", "-o", target],
+            "eval --json": ["eval", "--checkpoint", run / "best.pt", "--data", dataset / "test", "--json", target],
+            "average -o": ["average", run / "checkpoint_2.pt", run / "best.pt", "-o", target]}[command]
+    one_line_error(syntrain(*args), str(target), "lies inside the synprep")
+    assert not target.exists()
+    if command == "average -o":
+        kept = syntrain("average", run / "checkpoint_2.pt", run / "best.pt", "-o", run / "avg.pt")
+        assert kept.returncode == 0 and (run / "avg.pt").is_file(), kept.stderr

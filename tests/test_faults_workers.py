@@ -171,3 +171,42 @@ def test_a_process_that_answered_is_left_to_end_by_itself(tmp_path, monkeypatch)
 
     assert apart(answer_then_finish, str(tmp_path)) == 42
     assert (tmp_path / "finished").read_text() == "yes"  # it ran to its end, and apart waited for it
+
+
+def _ray_convert(tmp_path: Path, seconds: str | None) -> subprocess.Popen:
+    """`convert --engine ray --ray-address 127.0.0.1:1` (nothing listens there) on a small synthetic corpus."""
+    pytest.importorskip("ray")
+    subprocess.run([str(BIN / "synprep"), "synth", "--pairs", "100", "-o", str(tmp_path / "syn")], check=True,
+                   capture_output=True)
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": str(tmp_path)}
+    if seconds is not None:
+        env["SYNPREP_RAY_CONNECT_SECONDS"] = seconds
+    return subprocess.Popen([str(BIN / "synprep"), "convert", str(tmp_path / "syn" / "pipeline.toml"), "--output",
+                             str(tmp_path / "out"), "--engine", "ray", "--ray-address", "127.0.0.1:1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+
+
+def test_an_unreachable_ray_address_ends_in_one_line_within_the_bound(tmp_path):
+    """Before: Ray retried for ever, printing only its retry lines."""
+    started = time.monotonic()
+    process = _ray_convert(tmp_path, "3")
+    stderr = finish(process, 90)
+    assert time.monotonic() - started < 60, "the connect step was not bounded"
+    assert process.returncode == 2 and "Traceback" not in stderr, stderr[-1500:]
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "--ray-address 127.0.0.1:1: no Ray head answers there" in lines[0], stderr[-1500:]
+    assert not (tmp_path / "out").exists()
+
+
+def test_sigterm_while_connecting_to_ray_ends_at_once(tmp_path):
+    """Before: SIGTERM was ignored for about 45 s while Ray retried."""
+    process = _ray_convert(tmp_path, None)  # the documented 30 s bound
+    time.sleep(5)  # connecting by now (the corpus is made before the convert starts)
+    assert process.poll() is None, process.communicate()[1][-1500:]
+    signalled = time.monotonic()
+    os.kill(process.pid, signal.SIGTERM)
+    stderr = finish(process, 60)
+    assert time.monotonic() - signalled < 10, "SIGTERM did not end the connect step at once"
+    assert process.returncode == 143 and "Traceback" not in stderr, stderr[-1500:]
+    assert stderr.strip().splitlines()[-1].startswith("synprep: stopped by SIGTERM"), stderr[-1500:]

@@ -161,13 +161,18 @@ def read_piece_records(work: str, split: SplitConfig, pieces: list[tuple[int, in
 
 def check_kept(config: PipelineConfig, out: str, split: SplitConfig, stats: SplitStats, rejected_lines: list[str],
                bar: tqdm) -> None:
-    """Right after a split's filter: too few pairs kept (none; on train, under MIN_TRAIN_PAIRS when the filter
-    rejected most of them) stops the run with one line naming the reasons, the likely cause and the rejections
-    report (kept at OUT/rejected-<split>.tsv); more than WARN_REJECTED_SHARE rejected is a warning."""
+    """Right after a split's filter: too few pairs kept (none, or empty input files; on train, under
+    MIN_TRAIN_PAIRS when the filter rejected most of them) stops the run with one line naming the reasons, the
+    likely cause and the rejections report (kept at OUT/rejected-<split>.tsv); more than WARN_REJECTED_SHARE
+    rejected is a warning."""
     filtered = config.filter if split.filter else None
     rejected_total = sum(stats.rejected.values())
     kept = stats.input_pairs - rejected_total
     too_few = split.name == "train" and kept < MIN_TRAIN_PAIRS and 2 * rejected_total > stats.input_pairs
+    if not stats.input_pairs:  # a split with no pair kept stops the run, also when its files hold none
+        raise InputError(f"split {split.name!r}: its input holds no pairs (empty files): a split of 0 pairs "
+                         "cannot be trained or scored; give files with pairs, or leave the split out",
+                         split.src[0] if split.src else None)
     if stats.input_pairs and (not kept or too_few):
         report = os.path.join(out, f"rejected-{split.name}.tsv")
         atomic_write(report, rejected_text(rejected_lines))

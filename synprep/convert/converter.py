@@ -29,15 +29,17 @@ made from the same inputs: only the stages whose inputs changed run.
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, WriteError
 from ..filter import MAX_LINE_CHARS
 from ..options import ENGINES
+from ..outputs import check_outputs
 from ..parallel import WorkerLost, capped_workers, default_workers, ordered_map
 from ..parse import ParserSpec
 from ..shards import WriterLock
@@ -59,13 +61,21 @@ from .bpe_codes import SideCodes, SideVocabularies, learn_codes, learns_bpe
 from .dataset_card import write_dataset_card, write_hf_links
 from .filter_parse import ParseJob, parser_specs
 from .inputs import SIDES, check_inputs, count_pairs, is_conllu, piece_prefix
-from .output import OutputFolder
+from .output import OutputFolder, refuse_run_folders
 from .pipeline import PipelineConfig, SplitConfig
 from .stage_cache import StageCache
 from .work import ParsePhase
 from .write_shards import ShardPhase, feature_job
 
-__all__ = ["MIN_TRAIN_PAIRS", "ConvertOptions", "Converter", "SplitStats", "format_summary"]
+__all__ = ["MIN_TRAIN_PAIRS", "ConvertOptions", "Converter", "SplitStats", "WorkKept", "format_summary"]
+
+
+class WorkKept(InputError):
+    """A convert that failed once work was done (a full disk, a write error, a lost worker): OUT/.work is kept,
+    and the same command with `--resume` continues."""
+
+    def __reduce__(self) -> tuple:
+        return (WorkKept, (self.message,))
 
 
 def _make_mapper(engine: str, workers: int, ray_address: str | None) -> Callable:
@@ -97,6 +107,10 @@ class ConvertOptions:
             raise InputError(f"unknown engine {self.engine!r} (choose from {', '.join(ENGINES)})")
         if self.workers < 0:
             raise InputError(f"--workers must be >= 0 (0 = all cores), got {self.workers}")
+        if self.parse_cache is not None and not self.parse_cache.strip():  # an unset $CACHE: not "no cache"
+            raise InputError("--parse-cache must name a folder (leave the option out for no cache)")
+        if self.ray_address is not None and self.engine != "ray":
+            raise InputError("--ray-address is for --engine ray (the local engine would ignore it)")
 
     def worker_count(self) -> int:
         """The workers to start (0: all cores; the local engine caps them per core)."""
@@ -121,12 +135,24 @@ class Converter:
         self.cache = folder  # the parse cache's folder (None: no cache)
         self.stages: StageCache | None = None  # opened by run when the cache keeps the stages
         self.piece_pairs: dict[tuple[str, int, int], int] = {}  # input pairs per (split, shard, piece)
+        self.parsed = False  # phase 1 finished for every split
 
     def run(self) -> dict[str, SplitStats]:
-        """All phases for all splits; returns per-split statistics (also in each manifest)."""
+        """All phases for all splits; returns per-split statistics (also in each manifest). A failure once work is
+        done (phase 1 finished, or a piece finished before a write error or a lost worker) keeps OUT/.work and is
+        raised as WorkKept (`--resume` continues); bad input found while working, or any failure before work,
+        leaves no folder of this run's making (a fresh run's)."""
         check_inputs(self.config)
         if os.path.exists(self.out) and not os.path.isdir(self.out):
             raise InputError("the output must be a folder, and this is a file", self.out)
+        refuse_run_folders(self.out)  # a run in the folder or a split folder of it, named with its files
+        check_outputs({"--output": self.out}, {f"the {split.name} split's input": path
+                                               for split in self.config.splits for path in (*split.src, *split.tgt)},
+                      dataset=True)
+        if self.options.engine == "ray" and self.options.ray_address:  # bounded, before any folder is made
+            from .ray_engine import check_reachable
+
+            check_reachable(self.options.ray_address)
         existed = os.path.isdir(self.out)
         lock = WriterLock(self.out)
         lock.acquire()  # one writer at a time (a second convert or --resume on the same folder is refused)
@@ -140,8 +166,15 @@ class Converter:
             if self.cache and self.config.parse.cache_stages:
                 self.stages = StageCache(self.cache, self.config.parse.cache_max_gb)
             return self._run()
-        except InputError as err:  # bad input found while working: leave no half-made folder that blocks the
-            if fresh and prepared and not isinstance(err, WorkerLost):  # corrected run (a lost worker: --resume)
+        except Exception as err:
+            if self._keeps_work(err):
+                if isinstance(err, OSError):  # a full disk in a library's own write (pyarrow, numpy)
+                    raise WorkKept(f"{err.filename or self.out}: {err.strerror or err}") from None
+                if isinstance(err, InputError):
+                    raise WorkKept(str(err)) from None
+                raise  # not ours: its traceback, the work kept
+            # bad input, or a failure before any work: leave no half-made folder that blocks the corrected run
+            if fresh and (prepared or not existed):
                 self.folder.discard(existed)
             raise
         finally:
@@ -150,11 +183,24 @@ class Converter:
                 self.stages = None
             lock.release()
 
+    def _keeps_work(self, err: Exception) -> bool:
+        """Whether a failure leaves work worth resuming: a lost worker; a write error (a full disk) or any failure
+        that is not bad input, once phase 1 finished or a piece is finished. Bad input is not (its run is
+        corrected, not resumed)."""
+        if isinstance(err, WorkKept) or not os.path.isdir(self.work):
+            return False
+        if isinstance(err, WorkerLost):
+            return True
+        if isinstance(err, InputError) and not isinstance(err, WriteError):
+            return False
+        return self.parsed or bool(glob.glob(os.path.join(self.work, "*", "piece-*.json")))
+
     def _run(self) -> dict[str, SplitStats]:
         specs = parser_specs(self.config, self.out, self.progress.say)
         judged = parser_quality(specs, self.progress.tell)
         ordered = sorted(self.config.splits, key=lambda s: s.name != "train")  # train first: BPE learns on it
         pieces, rejected_lines = self._parse(ordered, specs)
+        self.parsed = True  # from here on, a failure keeps the work folder
         started = time.perf_counter()
         codes, vocabularies = self._codes(pieces.get("train"))
         bpe_seconds = time.perf_counter() - started

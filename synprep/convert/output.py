@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from typing import Any
 
 from ..errors import InputError
+from ..outputs import run_files
 from ..shards import LOCK, write_paths
 from ..textio import atomic_write
 from .inputs import input_fingerprints
@@ -46,19 +48,6 @@ def _check_same_run(config: PipelineConfig, marker: str) -> None:
                              "restore it, or start again with --overwrite", path)
 
 
-RUN_MARKS = ("metrics.jsonl", "train.log")  # with checkpoints (*.pt): what a `syntrain run` folder holds
-
-
-def run_files(folder: str) -> list[str]:
-    """The files marking a training run (`syntrain run --out`) in `folder`: checkpoints (*.pt), its metrics and
-    log; empty for a dataset's own folders."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    return sorted(name for name in names if name.endswith(".pt") or name in RUN_MARKS)
-
-
 def refuse_run_folders(out: str) -> None:
     """Refuse an output folder (or one of its split folders) that holds a training run: clearing it with
     --overwrite, or writing shards beside it, would lose the run's checkpoints."""
@@ -69,6 +58,9 @@ def refuse_run_folders(out: str) -> None:
             raise InputError(f"holds a training run ({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}): "
                              "synprep convert never writes over a run's checkpoints; give another --output or "
                              "move the run", folder)
+
+
+_TEMPORARY = re.compile(r"(.+\.tmp-\d+(\.[a-z]+)?|.+\.(tmp|part))")  # convert's writers' temporary names
 
 
 def _is_stop_report(name: str) -> bool:
@@ -104,6 +96,26 @@ class OutputFolder:
         if not existed and not self.stop_reports():
             shutil.rmtree(self.out, ignore_errors=True)
 
+    def folders(self) -> list[str]:
+        """The folders convert writes in: OUT, OUT/models, each split's folder; and OUT/.work with what is below."""
+        return [self.out, os.path.join(self.out, "models"),
+                *(os.path.join(self.out, split.name) for split in self.config.splits)]
+
+    def temporary_files(self) -> list[str]:
+        """What an interrupted run was writing: the temporary names convert's writers give (`.NAME.tmp-PID`,
+        `NAME.tmp-PID`, `NAME.tmp`, `NAME.part`) in the folders convert writes in (`folders`, not below them), and
+        below OUT/.work; never a file elsewhere in the tree."""
+        found = []
+        for folder in self.folders():
+            try:
+                names = [name for name in os.listdir(folder) if os.path.isfile(os.path.join(folder, name))]
+            except OSError:
+                continue
+            found += [os.path.join(folder, name) for name in names if _TEMPORARY.fullmatch(name)]
+        for folder, _, names in os.walk(self.work):
+            found += [os.path.join(folder, name) for name in names if _TEMPORARY.fullmatch(name)]
+        return found
+
     def finished(self) -> bool:
         """The output holds a finished run whose work folder is gone (run.json is written last)."""
         return os.path.isfile(os.path.join(self.out, RUN_INFO)) and not os.path.isdir(self.work)
@@ -124,16 +136,17 @@ class OutputFolder:
             self.clear()
         if resume and os.path.isfile(marker):
             _check_same_run(self.config, marker)
+        elif resume and self.contents():  # never sweep or write beside files convert did not make
+            raise InputError("--resume: this folder was not made by synprep convert (it has no .work/config.json "
+                             "or run.json): give another --output", self.out)
         shutil.rmtree(self.work + REMOVING, ignore_errors=True)  # a removal that was interrupted
         for report in self.stop_reports():  # an earlier run's stop: this run writes its own reports
             os.remove(report)
         if resume and self.finished():  # nothing left to do
             return
         if resume:  # what an interrupted run was writing: temporary files, never complete
-            for folder, _, names in os.walk(self.out):
-                for name in names:
-                    if ".tmp-" in name or name.endswith((".part", ".tmp")):
-                        os.remove(os.path.join(folder, name))
+            for path in self.temporary_files():
+                os.remove(path)
         os.makedirs(self.work, exist_ok=True)
         record = {"fingerprint": fingerprint(self.config), "config": self.config.fingerprint_dict(),
                   "inputs": input_fingerprints(self.config)}

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -207,7 +209,11 @@ class ParseCache:
     """One open parse cache: its SQLite database (created: tables, WAL mode; a connection of this process, its
     methods callable from any thread), its totals, lookups and records, and its closing."""
 
-    def __init__(self, folder: str, max_gb: float | None = DEFAULT_MAX_GB, create: bool = True) -> None:
+    def __init__(self, folder: str, max_gb: float | None = DEFAULT_MAX_GB, create: bool = True,
+                 read_only: bool = False) -> None:
+        """`create`: make the folder and the database when missing; `read_only`: open the database for reading
+        only (a cache on a read-only folder or mount is fine; in such a folder no process can write it, so it is
+        read as immutable: SQLite then needs no -shm file beside it)."""
         self.folder = folder
         self.path = cache_file(folder)
         self._lock = threading.Lock()
@@ -218,9 +224,20 @@ class ParseCache:
         if create:
             if os.path.exists(folder) and not os.path.isdir(folder):
                 raise InputError("the parse cache must be a folder, and this is a file", folder)
-            os.makedirs(folder, exist_ok=True)
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError as err:
+                raise InputError(f"cannot make the parse cache folder: {err.strerror or err}", folder) from None
         with self._guard():
             # the workers are forked while this connection is open; they never use it (only this process does)
+            if read_only:
+                immutable = "&immutable=1" if not os.access(folder, os.W_OK) else ""
+                target = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro{immutable}"
+                self.db = sqlite3.connect(target, timeout=BUSY_MS / 1000, isolation_level=None,
+                                          check_same_thread=False, uri=True)
+                self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+                self._check_schema(write=False)
+                return
             self.db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None,
                                       check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
@@ -233,9 +250,11 @@ class ParseCache:
     def _guard(self) -> _Guard:
         return _Guard(self)
 
-    def _check_schema(self) -> None:
-        self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
-        schema = self.db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()[0]
+    def _check_schema(self, write: bool = True) -> None:
+        if write:
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+        row = self.db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+        schema = row[0] if row else None
         if schema != str(SCHEMA):
             raise InputError(f"a parse cache of schema {schema}, this synprep reads schema {SCHEMA}: use another "
                              "folder", self.folder)
@@ -370,8 +389,8 @@ class _Guard:
             raise InputError(f"the parse cache failed ({err}): {hint}", self.cache.path) from None
 
 
-def _open_existing(folder: str) -> ParseCache:
-    return ParseCache(folder, None, create=False)
+def _open_existing(folder: str, read_only: bool = False) -> ParseCache:
+    return ParseCache(folder, None, create=False, read_only=read_only)
 
 
 def _parser_digests(cache: ParseCache) -> dict[int, tuple[str, dict[str, Any]]]:
@@ -381,7 +400,7 @@ def _parser_digests(cache: ParseCache) -> dict[int, tuple[str, dict[str, Any]]]:
 
 def cache_info(folder: str) -> dict[str, Any]:
     """A cache's size and, per parser, its entries, stored bytes and last use."""
-    cache = _open_existing(folder)
+    cache = _open_existing(folder, read_only=True)
     try:
         with cache._guard():
             parsers = _parser_digests(cache)
@@ -401,8 +420,9 @@ def cache_info(folder: str) -> dict[str, Any]:
 
 def verify_cache(folder: str, repair: bool = False) -> dict[str, Any]:
     """SQLite's integrity_check, then every entry: its digest matches and its value decodes. `repair` deletes
-    the damaged entries (a convert would parse those sentences again anyway)."""
-    cache = _open_existing(folder)
+    the damaged entries (a convert would parse those sentences again anyway); without it, the database is only
+    read."""
+    cache = _open_existing(folder, read_only=not repair)
     damaged: list[tuple[int, bytes]] = []
     checked = value_bytes = 0
     wrong_totals, totals = False, (0, 0)
@@ -441,6 +461,8 @@ def prune_cache(folder: str, max_gb: float | None = None, parser: str | None = N
     """Delete every entry of a parser or stage (`parser`: its id or a prefix of its digest, as `cache_info` shows,
     or a stage's name: every entry of that stage) and/or the least recently used entries down to `max_gb`; then
     VACUUM, so that the file shrinks."""
+    if max_gb is not None and not (math.isfinite(max_gb) and max_gb >= 0):
+        raise InputError(f"--max-gb must be a finite number of GB, at least 0, got {max_gb}")
     cache = _open_existing(folder)
     deleted = 0
     try:

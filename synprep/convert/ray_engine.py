@@ -21,6 +21,42 @@ from ..errors import InputError
 from ..parallel import WorkerLost
 
 TASKS_PER_NODE: Counter = Counter()  # Ray node id -> tasks it ran in this process (to check the spread)
+CONNECT_SECONDS = 30.0  # how long `--ray-address` may take to accept a connection (SYNPREP_RAY_CONNECT_SECONDS)
+
+
+def connect_seconds() -> float:
+    """The connect step's bound: SYNPREP_RAY_CONNECT_SECONDS when set (a positive number), else CONNECT_SECONDS."""
+    try:
+        value = float(os.environ.get("SYNPREP_RAY_CONNECT_SECONDS", CONNECT_SECONDS))
+    except ValueError:
+        return CONNECT_SECONDS
+    return value if 0 < value < float("inf") else CONNECT_SECONDS
+
+
+def check_reachable(address: str, seconds: float | None = None) -> None:
+    """A Ray head at `address` (HOST:PORT or ray://HOST:PORT; `auto` is not checked) accepts a connection within
+    `seconds` (default `connect_seconds()`), tried again every second; else one InputError naming the address.
+    Ray's own connect retries for minutes, printing its retry lines, and does not end on SIGTERM; this waits in
+    Python, so Ctrl-C and SIGTERM end it at once."""
+    import socket
+    import time
+
+    seconds = connect_seconds() if seconds is None else seconds
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if address == "auto" or not sep:
+        return
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"--ray-address {address!r}: expected HOST:PORT (the Ray head's GCS port, e.g. 6379)")
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=min(5.0, seconds)):
+                return
+        except OSError as err:
+            if time.monotonic() + 1 >= deadline:
+                raise InputError(f"--ray-address {address}: no Ray head answers there ({err.strerror or err}) after "
+                                 f"{seconds:g} s: start it (ray start --head) or give its address") from None
+        time.sleep(1)
 
 
 def _init_ray(workers: int, address: str | None) -> Any:  # noqa: ANN401 - the ray module
@@ -31,6 +67,7 @@ def _init_ray(workers: int, address: str | None) -> Any:  # noqa: ANN401 - the r
     if not ray.is_initialized():
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         if address:
+            check_reachable(address)
             ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
         else:
             # Ray's socket paths must stay under 108 bytes: a short folder under the system temp dir

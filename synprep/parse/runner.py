@@ -18,6 +18,7 @@ from tqdm import tqdm
 from ..conllu import format_sentence
 from ..errors import InputError
 from ..options import MAX_LINE_CHARS
+from ..outputs import check_outputs
 from ..parallel import default_workers, ordered_map
 from ..textio import atomic_output, read_lines
 from . import ParserSpec
@@ -123,6 +124,8 @@ def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int
     """Parse `input_path` (one sentence per line; '-' = stdin; .gz/.xz) into CoNLL-U at `output_path`.
     `progress`: a tqdm bar (lines) on stderr; None = only when stderr is a terminal."""
     spec.check()
+    check_outputs({"-o": output_path}, {"the input (-i)": input_path, "the model (--model)": spec.model,
+                                        "the model folder (--model-dir)": spec.model_dir})
     if spec.backend in ("udpipe", "spacy-udpipe"):  # an unusable model is one error, before any worker starts
         from .udpipe import check_udpipe_model
 

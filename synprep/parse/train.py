@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from ..conllu import MISC, read_conllu, read_trees
 from ..errors import InputError
+from ..processes import ENDING_SIGNALS, die_with_parent, release_signals, signals_held
 from ..progress import ProgressLines, clock, progress
 from ..textio import read_lines
 from .quality import interim_line
@@ -243,11 +244,16 @@ def _train_in_child(train: object, heldout: object, options: list[object], outpu
     read_end, write_end = os.pipe()
     message_file = tempfile.NamedTemporaryFile(delete=False)
     message_file.close()
-    pid = os.fork()
+    parent = os.getpid()
+    with signals_held():
+        pid = os.fork()
     if pid == 0:  # the child: train, write the model or the error, never return
         code = 4
         try:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the C++ training at once
+            die_with_parent(parent)  # a killed parser train leaves no trainer running
+            for signum in (signal.SIGINT, *ENDING_SIGNALS):  # Ctrl-C, SIGTERM, SIGHUP end the C++ training at once
+                signal.signal(signum, signal.SIG_DFL)
+            release_signals()
             os.close(read_end)
             os.dup2(write_end, 2)
             error = ProcessingError()
@@ -276,6 +282,9 @@ def _train_in_child(train: object, heldout: object, options: list[object], outpu
                 log += raw
                 if progress is not None:
                     progress.line(raw.decode("utf-8", "replace").rstrip("\n"))
+    except BaseException:  # Ctrl-C, SIGTERM, an error: the trainer ends with this process
+        os.kill(pid, signal.SIGKILL)
+        raise
     finally:
         _, status = os.waitpid(pid, 0)
         if progress is not None:

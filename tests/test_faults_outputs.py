@@ -1,0 +1,110 @@
+"""Fault injection, where commands write: one rule for every writing command's output paths (synprep.outputs):
+an output onto an input, into a dataset, split or run folder, or escaping its folder (`export --name ../x`) is
+one line before any write; and an export is whole or absent (a full disk in its last file leaves no folder).
+Real commands on a real converted corpus; the full disk is ENOSPC at the real fsync (tests/enospc.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+SYNPREP = str(BIN / "synprep")
+ENOSPC = str(Path(__file__).with_name("enospc.py"))
+
+
+def run(*argv: object, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def one_line(result: subprocess.CompletedProcess, *wanted: str) -> str:
+    assert result.returncode == 2, result.stderr[-1500:]
+    assert "Traceback" not in result.stderr, result.stderr[-1500:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr[-1500:]
+    for text in wanted:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    """A converted synthetic corpus (pre-parsed), with a folder beside it that holds a training run's files."""
+    root = tmp_path_factory.mktemp("outputs")
+    assert run(SYNPREP, "synth", "--pairs", "200", "-o", "syn", cwd=root).returncode == 0
+    done = run(SYNPREP, "convert", "syn/pipeline.toml", "--output", "data", cwd=root)
+    assert done.returncode == 0, done.stderr
+    (root / "run").mkdir()
+    (root / "run" / "metrics.jsonl").write_text("{}\n")
+    (root / "run" / "best.pt").write_bytes(b"a checkpoint")
+    (root / "a.txt").write_text("the dog barks .\n")
+    return root
+
+
+def _files(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
+
+
+CASES = {  # name: (argv, what the line names)
+    "parse -o = -i": (["parse", "--backend", "udpipe", "--model", "MODEL", "-i", "a.txt", "-o", "a.txt"],
+                      "a.txt: -o would overwrite the input"),
+    "bpe apply -o = --codes": (["bpe", "apply", "-c", "data/codes.bpe", "-i", "a.txt", "-o", "data/codes.bpe"],
+                               "would overwrite the BPE codes"),
+    "bpe apply -o into a split": (["bpe", "apply", "-c", "data/codes.bpe", "-i", "a.txt", "-o", "data/train/a.bpe"],
+                                  "lies inside the synprep split folder"),
+    "bpe apply -o into a run folder": (["bpe", "apply", "-c", "data/codes.bpe", "-i", "a.txt", "-o", "run/a.bpe"],
+                                       "lies in the training run folder"),
+    "bpe learn -o into a dataset": (["bpe", "learn", "-i", "a.txt", "-o", "data/new.bpe", "-s", "10"],
+                                    "lies inside the synprep dataset folder"),
+    "align -o into a split": (["align", "--conllu", "syn/test.src.conllu", "-o", "data/test/x.jsonl"],
+                              "lies inside the synprep split folder"),
+    "export -o inside its split": (["export", "data/train", "-o", "data/train/exp"],
+                                   "lies inside the synprep split folder"),
+    "export -o the dataset": (["export", "data/train", "-o", "data"], "(-o) holds the split"),
+    "export --name ../x": (["export", "data/train", "-o", "exp", "--name", "../x"], "--name '../x'"),
+    "export --name with a newline": (["export", "data/train", "-o", "exp", "--name", "a\nb"], "--name 'a\\nb'"),
+    "export --name -x": (["export", "data/train", "-o", "exp", "--name=-x"], "--name '-x'"),
+    "filter -o holding its inputs": (["filter", "--src", "syn/train.src", "--tgt", "syn/train.tgt", "--src-lang", "en",
+                                      "--tgt-lang", "de", "--langid", "none", "-o", "syn", "--overwrite"],
+                                     "(-o) holds the source"),
+    "convert --output inside another dataset": (["convert", "syn/pipeline.toml", "--output", "data/train/x"],
+                                                "lies inside the synprep split folder"),
+    "challenge -o into a split": (["challenge", "data/test", "-o", "data/test/ch"],
+                                  "lies inside the synprep split folder"),
+    "synth -o into a dataset": (["synth", "--pairs", "10", "-o", "data/more"], "lies inside the synprep dataset"),
+    "parser train -o = --conllu": (["parser", "train", "--backend", "udpipe", "--conllu", "syn/test.src.conllu", "-o",
+                                    "syn/test.src.conllu", "--preset", "tiny"], "would overwrite the treebank"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_an_output_onto_an_input_or_into_a_dataset_or_run_is_one_line_before_any_write(dataset, name, tiny_udpipe):
+    """Before: `parse -i a.txt -o a.txt` replaced the text with CoNLL-U (exit 0); `export SPLIT -o SPLIT/exp`
+    wrote inside the dataset; `export --name ../x` left x.ref.<tgt> outside the export folder."""
+    argv, named = CASES[name]
+    argv = [tiny_udpipe("en") if arg == "MODEL" else arg for arg in argv]
+    before = {p: p.stat().st_mtime_ns for p in dataset.rglob("*") if p.is_file()}
+    one_line(run(SYNPREP, *argv, cwd=dataset), named)
+    after = {p: p.stat().st_mtime_ns for p in dataset.rglob("*") if p.is_file()}
+    assert after == before, sorted(set(map(str, after)) ^ set(map(str, before)))  # nothing written or replaced
+
+
+def test_an_export_is_whole_or_absent(dataset, tmp_path):
+    """A full disk at the last file of the last format: before, the formats written first stayed complete (a
+    reader could not tell a half export from a whole one); now no export folder is left."""
+    out = tmp_path / "exp"
+    result = run(sys.executable, ENOSPC, "*/nematus/README.md*", "export", dataset / "data" / "train", "-o", out,
+                 "--format", "pascal,nematus", cwd=dataset)
+    one_line(result, "No space left on device", "README.md")
+    assert not out.exists() and not list(tmp_path.iterdir()), _files(tmp_path)
+    done = run(SYNPREP, "export", dataset / "data" / "train", "-o", out, "--format", "pascal,nematus", cwd=dataset)
+    assert done.returncode == 0, done.stderr
+    assert {"pascal/README.md", "nematus/README.md", "pascal/train.en"} <= _files(out)
+    assert list(tmp_path.iterdir()) == [out]  # no temporary folder left beside it
+    again = run(SYNPREP, "export", dataset / "data" / "test", "-o", out, "--format", "pascal", cwd=dataset)
+    assert again.returncode == 0, again.stderr  # another split into the same folder: beside the first
+    assert {"pascal/train.en", "pascal/test.en", "nematus/train.en"} <= _files(out)
