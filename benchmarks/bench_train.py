@@ -3,7 +3,7 @@
     python benchmarks/bench_train.py [--data out/multi30k-en-de/train] [--preset tiny] [--pascal-heads 2]
                                      [--switches pascal,directed,...] [--steps 20] [--rounds 3]
                                      [--max-tokens 4096] [--threads 0] [--attention auto|math|flex]
-                                     [--precision auto|fp32|bf16] [--attention-dropout X] [--peak-tflops P]
+                                     [--precision auto|fp32|bf16|fp16] [--attention-dropout X] [--peak-tflops P]
                                      [--shape-ladder auto|on|off] [--compile] [--ladder-compare]
 
 Batches come from real shards when --data exists (default: the Multi30k recipe's train split; the features
@@ -54,7 +54,7 @@ from syntrain.shapes import LADDER_TEXT, compile_model, ladder_in_use
 from syntrain.switches import declared, target_column
 from syntrain.switches.labels import label_vocabulary
 from syntrain.switches.tree import arc_label_vocabulary, graph_rows
-from syntrain.train import accumulate_gradients, autocast_context
+from syntrain.train import accumulate_gradients, autocast_context, grad_scaler
 from syntrain.vocab import PAD_ID, Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,10 +167,12 @@ def run_steps(model, optimizer, batches, device, autocast, host: list | None = N
     if device.type == "cuda":
         torch.cuda.synchronize()
     start, start_cpu = time.perf_counter(), time.thread_time()
+    scaler = optimizer.scaler  # fp16: loss scaling, as in training (a no-op otherwise)
     for b in batches:
         optimizer.zero_grad(set_to_none=True)
-        accumulate_gradients(model, [b], device, autocast, 0.1)
-        optimizer.step()
+        accumulate_gradients(model, [b], device, autocast, 0.1, scaler=scaler)
+        scaler.step(optimizer)
+        scaler.update()
     if host is not None:
         host.append(time.thread_time() - start_cpu)  # before the wait for the GPU: launching only
     if device.type == "cuda":
@@ -205,7 +207,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--attention", default="auto", choices=["auto", "math", "flex"])
-    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"])
+    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
     parser.add_argument("--attention-dropout", type=float, default=None, help="default: the preset's dropout")
     parser.add_argument("--peak-tflops", type=float, default=0.0,
                         help="also print vanilla's model FLOPs utilisation against this peak (H100 SXM bf16: 989)")
@@ -253,6 +255,8 @@ def main() -> None:
         batches[other] = all_batches["other ladder"]
     optimizers = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)  # as training
                   for k, m in models.items()}
+    for optimizer in optimizers.values():
+        optimizer.scaler = grad_scaler(args.precision, device)
     shapes = {tuple(b.src.shape) + (b.tgt_in.shape[1],) for name, kind in batches.items() if name != other
               for b in kind}
     steppers = {name: compile_model(model, device, args.ladder, len(shapes)) if args.compile else model

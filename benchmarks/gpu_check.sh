@@ -14,7 +14,7 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.versio
 TESTS="tests/test_syntrain.py tests/test_shapes_compile.py tests/test_attention_ops.py tests/test_declared_embedding.py
   tests/test_model_config.py tests/test_new_column.py tests/test_switch_compat.py tests/test_switch_registry.py
   tests/test_syntax_switches.py tests/test_syntrain_cli.py tests/test_toy_switch.py tests/test_tree_decoding.py
-  tests/test_faults_run.py"
+  tests/test_faults_run.py tests/test_precision.py tests/test_faults_outputs.py"
 if [ "$what" != bench ]; then
   timeout "${TEST_SECONDS:-240}" python3 -m pytest -p no:cacheprovider -n "$workers" -v -rfEs --durations=15 $TESTS \
     2>&1 | grep -v "^\[gw[0-9]*\] \[ *[0-9]*%\] PASSED" | tee "$OUT/tests.log"
