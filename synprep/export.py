@@ -224,7 +224,8 @@ def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, n
     staging = _staging_folder(out)
     try:
         _write_formats(staging, formats, files, rows, makers, vocabularies, summary)
-        _write_extras(staging, formats, name, src, tgt, manifest, dataset_root, dbsa_release, vocabularies, summary)
+        _write_extras(staging, out, formats, name, src, tgt, manifest, dataset_root, dbsa_release, vocabularies,
+                      summary)
         _move_in(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -286,10 +287,11 @@ def _write_formats(out: str, formats: list[str], files: dict[str, dict[str, str]
                 summary.written[fmt] += 1
 
 
-def _write_extras(out: str, formats: Sequence[str], name: str, src: str, tgt: str, manifest: Manifest,
+def _write_extras(out: str, final: str, formats: Sequence[str], name: str, src: str, tgt: str, manifest: Manifest,
                   dataset_root: str, dbsa_release: str, vocabularies: dict[str, Counter[str]],
                   summary: ExportSummary) -> None:
-    """The hand-off beside the lines: BPE codes, vocabularies (Pascal's tags, nematus'), README.md."""
+    """The hand-off beside the lines, in the staging folder `out`: BPE codes, vocabularies (Pascal's tags,
+    nematus'), README.md; what earlier exports put into `final` (the export folder) is read from there."""
     codes = _codes(manifest, dataset_root)
     summary.missing_codes = [path for path in codes.values() if not os.path.isfile(path)]
     for fmt in formats:
@@ -300,7 +302,7 @@ def _write_extras(out: str, formats: Sequence[str], name: str, src: str, tgt: st
                 summary.codes.append(os.path.join(folder, target))
         if fmt == "pascal":
             atomic_write(os.path.join(folder, "tags", f"dict.{src}.txt"), pascal_tags_dictionary().encode())
-        record = folder_record(folder)
+        record = folder_record(os.path.join(final, fmt))
         record.setdefault("splits", {})[name] = {"rows": summary.written[fmt]}
         if fmt == "dbsa":
             record["dbsa_release"] = dbsa_release
@@ -308,7 +310,7 @@ def _write_extras(out: str, formats: Sequence[str], name: str, src: str, tgt: st
             for side, relative in (("src", f"{name}.{src}.json"), ("tgt", f"{name}.trns1.{tgt}.json")):
                 atomic_write(os.path.join(folder, relative), nematus_vocabulary(vocabularies[side]).encode("utf-8"))
             record["splits"][name].update(longest=summary.longest, labels=arc_labels(vocabularies["tgt"]))
-            summary.added_labels = _cover_labels(folder, tgt, record["splits"])
+            summary.added_labels = _cover_labels(folder, os.path.join(final, fmt), tgt, record["splits"])
         atomic_write(os.path.join(folder, RECORD), (json.dumps(record, indent=1) + "\n").encode("utf-8"))
         maxlen = max((split.get("longest", 0) for split in record["splits"].values()), default=0)
         text = readme(fmt, manifest.configuration, sorted(codes), dbsa_release, maxlen)
@@ -337,17 +339,20 @@ def check_release(folder: str, release: str) -> None:
                          folder)
 
 
-def _cover_labels(folder: str, tgt: str, splits: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+def _cover_labels(folder: str, final: str, tgt: str, splits: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     """Give every exported split's nematus target vocabulary both arcs of every label of every split in the
     folder (a valid label missing from the train vocabulary stops the released trainer at validation). The
-    vocabulary files changed -> the labels they lacked."""
+    vocabularies are read from the staging `folder` (this export's) or else `final` (earlier exports'); each
+    changed one is written into the staging folder (moved into place with the rest). The vocabulary files
+    changed -> the labels they lacked."""
     labels = list(dict.fromkeys(label for split in splits.values() for label in split.get("labels", [])))
     added = {}
     for split in splits:
         path = os.path.join(folder, f"{split}.trns1.{tgt}.json")
-        if not os.path.isfile(path):
+        source = path if os.path.isfile(path) else os.path.join(final, os.path.basename(path))
+        if not os.path.isfile(source):
             continue
-        with open(path, encoding="utf-8") as handle:
+        with open(source, encoding="utf-8") as handle:
             vocabulary = json.load(handle)
         lacked = with_arcs(vocabulary, labels)
         if lacked:

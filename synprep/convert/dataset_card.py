@@ -56,6 +56,12 @@ def _subword_line(configuration: dict[str, Any], signature: dict[str, Any]) -> s
     bpe = configuration.get("bpe") or {}
     if not bpe.get("enabled", True):
         return "none: sub-words are the parser's tokens"
+    scheme = bpe.get("scheme", "subword-nmt")
+    if scheme != "subword-nmt":  # sentencepiece / hf-tokenizer: the model stored in the dataset folder
+        made = "given model" if bpe.get("model") else f"{bpe.get('model_type')} model of {bpe.get('vocab_size')} pieces"
+        sides = "one model per side" if bpe.get("joint") is False else "one model for both sides"
+        return (f"{scheme} ({made}, {sides}; each parser token cut on its own), model sha256 "
+                f"`{str(signature.get('subword_model_sha256') or signature.get('subword_model_sha256_src'))[:16]}...`")
     if bpe.get("joint", True):
         merges = f"{bpe['symbols']} merges learned on train" if bpe.get("codes") is None else "given codes"
         return (f"joint BPE (subword-nmt's, `@@` continues a piece): {merges}, `codes.bpe`, "
