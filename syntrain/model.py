@@ -29,6 +29,7 @@ from .columns import TEXT, BatchColumn
 from .sizes import ModelSizes
 from .switches import (
     AttentionHook,
+    DecoderStates,
     Inputs,
     Outputs,
     Switch,
@@ -154,6 +155,17 @@ class ModelConfig:
             raise ValueError(f"d_model {sizes.d_model} is not a multiple of n_heads {sizes.n_heads}")
         for switch in registered():
             switch.check(self)
+        active = self.active_switches()
+        for what, changes in (("teacher forcing", "changes_teacher_forcing"), ("the decoder self-attention mask",
+                                                                                "changes_decoder_mask")):
+            changing = [switch.name for switch in active if getattr(switch, changes)]
+            if len(changing) > 1:
+                raise ValueError(f"switches {' and '.join(changing)} each change {what}; only one may be on")
+        for switch in active:
+            outside = [layer for layer in switch.state_layers() if not 1 <= layer <= sizes.dec_layers]
+            if outside:
+                raise ValueError(f"switch {switch.name!r} reads the states of decoder layer {outside[0]}: the "
+                                 f"decoder layers are 1..{sizes.dec_layers}")
         for stack, layers, kinds in (("encoder", sizes.enc_layers, ("self",)),
                                      ("decoder", sizes.dec_layers, ("self", "cross"))):
             for layer in range(layers):
@@ -298,6 +310,8 @@ class Transformer(nn.Module):
         cfg.check()
         self.cfg = cfg
         self.switches = cfg.active_switches()
+        # the 1-based decoder layers whose output the switches' losses read (Outputs.layer_states)
+        self.state_layers = tuple(sorted({layer for switch in self.switches for layer in switch.state_layers()}))
         self.src_embed = nn.Embedding(sizes.src_vocab_size or sizes.vocab_size, sizes.d_model, padding_idx=PAD_ID)
         # separate vocabularies (src_vocab_size set): never one source/target matrix; the output may share the target's
         shared = sizes.share_embeddings and not sizes.src_vocab_size
@@ -351,12 +365,14 @@ class Transformer(nn.Module):
         return self.output(self.decode_hidden(tgt_in, memory, src_mask, merge_inputs(inputs, named), records))
 
     def decode_hidden(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                      inputs: Inputs | None = None, records: dict | None = None) -> torch.Tensor:
-        """The decoder's normalized output states (B, T, C) (see `decode`)."""
+                      inputs: Inputs | None = None, records: dict | None = None, layers: tuple[int, ...] = (),
+                      layer_states: dict[int, torch.Tensor] | None = None) -> torch.Tensor:
+        """The decoder's normalized output states (B, T, C) (see `decode`); the output of each 1-based decoder
+        layer in `layers` goes into `layer_states`."""
         inputs = inputs or {}
         valid = tgt_in != PAD_ID
         masks = [mask for switch in self.switches if (mask := switch.decoder_self_mask(valid)) is not None]
-        if masks:
+        if masks:  # one at most (ModelConfig.check)
             self_mask, limit = masks[0]
         else:
             b, t = tgt_in.shape
@@ -366,22 +382,28 @@ class Transformer(nn.Module):
         x = self._embed(self.tgt_embed, tgt_in)
         for switch in self.switches:
             x, inputs = switch.decoder_input(self, x, inputs, limit)
-        for layer in self.decoder:
+        for number, layer in enumerate(self.decoder, 1):
             x = layer(x, memory, self_mask, src_mask, inputs=inputs, records=records)
+            if number in layers and layer_states is not None:
+                layer_states[number] = x
         return self.dec_norm(x)
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, inputs: Inputs | None = None,
                 **named: torch.Tensor | None) -> Outputs:
-        """Teacher forcing: `Outputs` with the logits (B, T, V) and the records the auxiliary losses read
-        (`auxiliary_losses`); a switch may compute the logits its own way (BiTran: one pass per prefix)."""
+        """Teacher forcing: `Outputs` with the logits (B, T, V), the encoder and decoder states and the records
+        the auxiliary losses read (`auxiliary_losses`); one switch may compute the decoder states its own way
+        (BiTran: one pass per prefix)."""
         inputs, records = merge_inputs(inputs, named), {}
         memory, src_mask = self.encode(src, inputs, records)
-        for switch in self.switches:
-            outputs = switch.teacher_forcing(self, tgt_in, memory, src_mask, inputs, records)
-            if outputs is not None:
-                return outputs
-        logits = self.decode(tgt_in, memory, src_mask, inputs, records)
-        return Outputs(logits, records, tgt_in != PAD_ID)
+        layers = self.state_layers
+        states = next((states for switch in self.switches if switch.changes_teacher_forcing
+                       and (states := switch.teacher_forcing(self, tgt_in, memory, src_mask, inputs, records,
+                                                             layers)) is not None), None)
+        if states is None:  # one causal pass
+            kept: dict[int, torch.Tensor] = {}
+            states = DecoderStates(self.decode_hidden(tgt_in, memory, src_mask, inputs, records, layers, kept), kept)
+        return Outputs(self.output(states.final), records, tgt_in != PAD_ID, states.positions, memory,
+                       src_mask[:, 0, 0], states.final, states.layers)
 
     def auxiliary_losses(self, outputs: Outputs, inputs: Inputs | None = None, **named: torch.Tensor | None
                          ) -> dict[str, torch.Tensor]:

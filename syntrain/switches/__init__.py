@@ -7,7 +7,18 @@ parameters, the losses are summed and the run header lists the switches in that 
 import importlib
 import pkgutil
 
-from .base import AttentionHook, DecodedOutputs, Heads, HeadView, Inputs, Outputs, Switch, decoded, merge_inputs
+from .base import (
+    AttentionHook,
+    DecodedOutputs,
+    DecoderStates,
+    Heads,
+    HeadView,
+    Inputs,
+    Outputs,
+    Switch,
+    decoded,
+    merge_inputs,
+)
 from .registry import (
     declared,
     declared_targets,
@@ -25,6 +36,6 @@ with deferred_order():
         if _module not in ("base", "registry"):
             importlib.import_module(f".{_module}", __name__)
 
-__all__ = ["AttentionHook", "DecodedOutputs", "HeadView", "Heads", "Inputs", "Outputs", "Switch", "declared",
-           "declared_targets", "decoded", "merge_inputs", "option_names", "register", "registered", "reserve",
-           "target_column", "unregister"]
+__all__ = ["AttentionHook", "DecodedOutputs", "DecoderStates", "HeadView", "Heads", "Inputs", "Outputs", "Switch",
+           "declared", "declared_targets", "decoded", "merge_inputs", "option_names", "register", "registered",
+           "reserve", "target_column", "unregister"]

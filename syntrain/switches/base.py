@@ -20,7 +20,7 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
 - `source_modules()` + `embed_source(...)`: extra embedding of the source; `decoder_modules()` +
   `decoder_input(...)`: what runs on the decoder input (graph layers, masks for the attention hooks);
   `decoder_self_mask(...)`: another decoder self-attention mask; `teacher_forcing(...)`: another way to compute
-  the teacher-forced logits;
+  the teacher-forced decoder states (one switch at a time: `changes_teacher_forcing`, `changes_decoder_mask`);
 - `training_report(data)`: the run-header line about the training data;
 - `constraint(vocab, rows)`, `output_length_factor`, `recomputes_prefix`: decoding (constrained tokens and the
   inputs they add, the length limit, no incremental cache);
@@ -30,7 +30,8 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   eval`); `files` + `file_text(name, pieces, rows)` (`syntrain eval --NAME PATH` files); `run_files(pieces)`,
   `describe_run()`, `compare_header` + `compare_column(run, data_path, described)` (what `syntrain compare`
   keeps in a run folder and shows in its table);
-- `losses(outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`)
+- `losses(outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`: logits,
+  records, the encoder and decoder states; `state_layers()` names the decoder layers whose states it reads)
   and the model inputs; `loss_weights()` their lambdas.
 
 Forward never keeps state on a module: the attention hooks write the tensors a loss needs into the `records`
@@ -74,12 +75,31 @@ class Outputs:
 
     `records`: named tensors recorded by the attention hooks (e.g. a parse head's log-weights);
     `target_valid` (B, T) the non-pad decoder inputs; `loss_positions` (B, T) the positions whose prediction
-    was computed (None: all; a sampled approximation leaves the others at zero logits)."""
+    was computed (None: all; a sampled approximation leaves the others at zero logits and zero states);
+    `encoder_states` (B, S, C) the encoder output (normalized) and `source_valid` (B, S) its non-pad positions;
+    `decoder_states` (B, T, C) the decoder output (normalized) the logits are projected from; `layer_states`
+    1-based decoder layer -> that layer's output (B, T, C), for the layers an active switch names in
+    `state_layers()` (only those are kept)."""
 
     logits: torch.Tensor
     records: dict[str, torch.Tensor] = field(default_factory=dict)
     target_valid: torch.Tensor | None = None
     loss_positions: torch.Tensor | None = None
+    encoder_states: torch.Tensor | None = None
+    source_valid: torch.Tensor | None = None
+    decoder_states: torch.Tensor | None = None
+    layer_states: dict[int, torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class DecoderStates:
+    """What one teacher-forced decoder pass computed: `final` (B, T, C) the normalized output states, `layers`
+    1-based decoder layer -> its output (B, T, C) (the layers asked for), `positions` (B, T) the positions
+    computed (None: all)."""
+
+    final: torch.Tensor
+    layers: dict[int, torch.Tensor] = field(default_factory=dict)
+    positions: torch.Tensor | None = None
 
 
 OPS = ("query", "scale", "bias", "mask", "head_mask", "record")  # an `AttentionHook`'s operations (`ops`)
@@ -313,17 +333,37 @@ class ModelHooks:
         """The embedded decoder input and the inputs the decoder layers see."""
         return x, inputs
 
+    @property
+    def changes_teacher_forcing(self) -> bool:
+        """Whether `teacher_forcing` computes the decoder states its own way in this run (BiTran); two switches
+        that do are refused in one line (`ModelConfig.check`)."""
+        return False
+
+    @property
+    def changes_decoder_mask(self) -> bool:
+        """Whether `decoder_self_mask` gives another mask in this run; two switches that do are refused."""
+        return False
+
     def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
-                        src_mask: torch.Tensor, inputs: Inputs, records: dict) -> Outputs | None:
-        """Teacher-forced outputs computed another way than one causal decoder pass (None: the usual one)."""
+                        src_mask: torch.Tensor, inputs: Inputs, records: dict, layers: tuple[int, ...]
+                        ) -> DecoderStates | None:
+        """The teacher-forced decoder states computed another way than one causal decoder pass (None: the usual
+        one), with the output of the 1-based decoder `layers`; only for a switch whose
+        `changes_teacher_forcing` is True. The logits are projected from them by the model."""
         return None
+
+    def state_layers(self) -> tuple[int, ...]:
+        """The 1-based decoder layers whose output states its losses read (`Outputs.layer_states`); the final
+        states (`Outputs.decoder_states`) and the encoder's (`Outputs.encoder_states`) are always there."""
+        return ()
 
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda."""
         return {}
 
     def losses(self, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
-        """Its auxiliary losses (unweighted sums over the batch) from `outputs` and the model inputs."""
+        """Its auxiliary losses (unweighted sums over the batch) from `outputs` (logits, records, the encoder
+        and decoder states) and the model inputs."""
         return {}
 
 

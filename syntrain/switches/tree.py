@@ -32,7 +32,7 @@ from synprep.tables import option
 from ..columns import TEXT, BatchColumn, TargetColumn
 from ..dataset import ParallelData
 from ..vocab import EOS_ID, LABEL_UNKNOWN, PAD_ID, SPECIALS, Vocab
-from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Outputs, Switch
+from .base import AttentionHook, DecoderStates, Heads, HeadView, Inputs, ModelOptions, Switch
 from .registry import register
 from .tree_output import (
     TGT_TRANSITIONS,
@@ -222,11 +222,13 @@ class ParentHead(AttentionHook):
 
 
 def prefix_passes(model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                  inputs: Inputs, records: dict, prefixes: int, uses_graph: bool) -> Outputs:
-    """BiTran's teacher forcing (B, T, V): the prediction at input position p comes from a pass over the prefix
-    0..p alone (its own graph when `uses_graph`, bidirectional attention), one pass per prefix, batched as B x T
-    rows (cost O(T) passes). With `prefixes` = k (training, `bidirectional_prefixes`), only k sampled prefixes per
-    sentence are computed (the approximation); `loss_positions` (B, T) then marks them (others: zero logits)."""
+                  inputs: Inputs, records: dict, prefixes: int, uses_graph: bool, layers: tuple[int, ...] = ()
+                  ) -> DecoderStates:
+    """BiTran's teacher forcing: the decoder states (B, T, C) at input position p come from a pass over the
+    prefix 0..p alone (its own graph when `uses_graph`, bidirectional attention), one pass per prefix, batched as
+    B x T rows (cost O(T) passes); the output of the 1-based decoder `layers` likewise. With `prefixes` = k
+    (training, `bidirectional_prefixes`), only k sampled prefixes per sentence are computed (the approximation);
+    `positions` (B, T) then marks them (the others: zero states, so zero logits)."""
     b, t = tgt_in.shape
     valid = chosen = tgt_in != PAD_ID
     if prefixes:
@@ -244,10 +246,17 @@ def prefix_passes(model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, 
         row_graph = graph[edge].clone()
         row_graph[:, 0] = row
         row_inputs["graph"] = row_graph
-    hidden = model.decode_hidden(row_tgt, memory[rows_b], src_mask[rows_b], row_inputs, records)
-    last = model.output(hidden[torch.arange(len(rows_b), device=hidden.device), rows_p])
-    out = torch.zeros((b, t, last.shape[-1]), dtype=last.dtype, device=last.device)
-    return Outputs(out.index_put((rows_b, rows_p), last), records, valid, chosen if prefixes else None)
+    row_layers: dict[int, torch.Tensor] = {}
+    hidden = model.decode_hidden(row_tgt, memory[rows_b], src_mask[rows_b], row_inputs, records, layers, row_layers)
+    rows = torch.arange(len(rows_b), device=hidden.device)
+
+    def at_own_prefix(states: torch.Tensor) -> torch.Tensor:  # row r's state at its position rows_p[r] -> (B, T, C)
+        last = states[rows, rows_p]
+        return torch.zeros((b, t, last.shape[-1]), dtype=last.dtype, device=last.device).index_put((rows_b, rows_p),
+                                                                                                   last)
+
+    return DecoderStates(at_own_prefix(hidden), {layer: at_own_prefix(states) for layer, states in row_layers.items()},
+                         chosen if prefixes else None)
 
 
 @dataclass
@@ -366,12 +375,20 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, after=("l
             inputs = {**inputs, "parent_mask": parent_mask(graph, limit)}
         return x, inputs
 
+    @property
+    def changes_teacher_forcing(self) -> bool:  # BiTran: one pass per prefix
+        return self.options.bidirectional
+
+    changes_decoder_mask = changes_teacher_forcing  # BiTran: M_bi
+
     def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
-                        src_mask: torch.Tensor, inputs: Inputs, records: dict) -> Outputs | None:
+                        src_mask: torch.Tensor, inputs: Inputs, records: dict, layers: tuple[int, ...]
+                        ) -> DecoderStates | None:
         if not self.options.bidirectional:
             return None
         prefixes = self.options.bidirectional_prefixes if model.training else 0
-        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph)
+        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph,
+                             layers)
 
     columns = (GraphColumn("graph", "", "tgt", "transitions", supervision=True),)  # made from the target ids
 
