@@ -410,7 +410,8 @@ class Transformer(nn.Module):
         """The switches' auxiliary losses of a forward's `outputs`, unweighted sums over the batch (names as in
         `ModelConfig.loss_weights`); `inputs`: the model inputs."""
         inputs = merge_inputs(inputs, named)
-        return {name: value for switch in self.switches for name, value in switch.losses(outputs, inputs).items()}
+        return {name: value for switch in self.switches
+                for name, value in switch.losses(self, outputs, inputs).items()}
 
     def new_cache(self) -> list[dict]:
         """An empty incremental-decoding cache (per decoder layer: self-attention keys/values so far,

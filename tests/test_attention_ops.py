@@ -17,7 +17,7 @@ from syntrain.attention import MultiHeadAttention, check_hooks
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import ModelConfig, Transformer
 from syntrain.switches import AttentionHook, Heads, Switch, register, unregister
-from syntrain.switches.directed import DISTANCES, DirectedHeads
+from syntrain.switches.directed import DirectedHeads
 from syntrain.switches.parse_head import ParseHead
 from syntrain.switches.tree import ParentHead
 from syntrain.train import load_checkpoint
@@ -105,7 +105,7 @@ def _directed_case():
     mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
     mask[1, ..., 4:] = False
     distances = torch.randint(0, 6, (2, 6, 6), dtype=torch.uint8)
-    return [DirectedHeads(2, 2.0, False)], {"memory": memory, "mask": mask, DISTANCES.name: distances}, x
+    return [DirectedHeads(2, 2.0, False)], {"memory": memory, "mask": mask, "distances": distances}, x
 
 
 def _parent_case():
@@ -145,7 +145,7 @@ class DistanceBias(AttentionHook):
         attn.distance_bias = nn.Parameter(torch.zeros(self.max_distance + 1, attn.n_heads))
 
     def operations(self, attn, view):
-        distances = view.inputs[DISTANCES.name].long().clamp(max=self.max_distance)  # (B, S, S)
+        distances = view.inputs["distances"].long().clamp(max=self.max_distance)  # (B, S, S)
         return {"bias": attn.distance_bias[distances].permute(0, 3, 1, 2)}  # (B, H, S, S)
 
 
@@ -157,10 +157,10 @@ class DistanceBiasConfig:
 
 class DistanceBiasSwitch(Switch[DistanceBiasConfig], name="distance_bias", config=DistanceBiasConfig,
                          switched_by=("distance_bias_layer",)):
-    """A tree-distance bias on the encoder self-attention of one layer (reads directed's `distances`)."""
+    """A tree-distance bias on the encoder self-attention of one layer (reads the shared `distances` column)."""
 
     def batch_columns(self, training: bool) -> dict[str, str]:
-        return {DISTANCES.name: "the tree-distance bias"}
+        return {"distances": "the tree-distance bias"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
         if (stack, kind, layer) == ("encoder", "self", self.options.distance_bias_layer - 1):

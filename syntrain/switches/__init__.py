@@ -14,6 +14,7 @@ from .base import (
     Heads,
     HeadView,
     Inputs,
+    ModelOptions,
     Outputs,
     Switch,
     decoded,
@@ -36,6 +37,6 @@ with deferred_order():
         if _module not in ("base", "registry"):
             importlib.import_module(f".{_module}", __name__)
 
-__all__ = ["AttentionHook", "DecodedOutputs", "DecoderStates", "HeadView", "Heads", "Inputs", "Outputs", "Switch",
-           "declared", "declared_targets", "decoded", "merge_inputs", "option_names", "register", "registered",
-           "reserve", "target_column", "unregister"]
+__all__ = ["AttentionHook", "DecodedOutputs", "DecoderStates", "HeadView", "Heads", "Inputs", "ModelOptions",
+           "Outputs", "Switch", "declared", "declared_targets", "decoded", "merge_inputs", "option_names", "register",
+           "registered", "reserve", "target_column", "unregister"]

@@ -30,9 +30,9 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   eval`); `files` + `file_text(name, pieces, rows)` (`syntrain eval --NAME PATH` files); `run_files(pieces)`,
   `describe_run()`, `compare_header` + `compare_column(run, data_path, described)` (what `syntrain compare`
   keeps in a run folder and shows in its table);
-- `losses(outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`: logits,
-  records, the encoder and decoder states; `state_layers()` names the decoder layers whose states it reads)
-  and the model inputs; `loss_weights()` their lambdas.
+- `losses(model, outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`:
+  logits, records, the encoder and decoder states; `state_layers()` names the decoder layers whose states it
+  reads), the model inputs and the modules it added to the model; `loss_weights()` their lambdas.
 
 Forward never keeps state on a module: the attention hooks write the tensors a loss needs into the `records`
 dict of the current forward, which `Outputs` carries back to the caller.
@@ -361,9 +361,9 @@ class ModelHooks:
         """Auxiliary loss name -> its lambda."""
         return {}
 
-    def losses(self, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
+    def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
         """Its auxiliary losses (unweighted sums over the batch) from `outputs` (logits, records, the encoder
-        and decoder states) and the model inputs."""
+        and decoder states) and the model inputs; `model` holds the modules it added (`decoder_modules`)."""
         return {}
 
 
@@ -427,6 +427,19 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
             if heads > sizes.n_heads:
                 raise ValueError(f"{option} {list(counts)}: layer {layer} asks for {heads} heads, a layer has "
                                  f"{sizes.n_heads} (n_heads)")
+
+    @classmethod
+    def check_layers(cls, cfg: ModelOptions, option: str, stack: str) -> None:
+        """ValueError when option `option` (of this switch's options: one 1-based layer number, or a list of
+        them; 0 = off where the option declares it) names a layer `stack` ("encoder"/"decoder") lacks."""
+        value, layers = getattr(cls.section(cfg), option), cls.layer_count(cfg, stack)
+        if any(layer > layers for layer in (value if isinstance(value, list) else [value])):
+            raise ValueError(f"{option} {value}: the {stack} layers are 1..{layers}")
+
+    @staticmethod
+    def layer_count(cfg: ModelOptions, stack: str) -> int:
+        """The layers of `stack` ("encoder"/"decoder")."""
+        return cfg.sizes.enc_layers if stack == "encoder" else cfg.sizes.dec_layers
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:

@@ -29,38 +29,15 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 import torch
 from torch import nn
 
-from synprep.features import DBSA_RULES, forest_dbsa_heads
+from synprep.features import DBSA_RULES
 from synprep.tables import option
 
-from ..columns import BatchColumn
 from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Outputs, Switch
 from .registry import register
 from .tree import TreeDecoding
-
-
-class TargetHeadColumn(BatchColumn):
-    """A target head column (B, T): the decoder *input* position (BOS shift: + 1) of the head of the sub-word read
-    at each input position; -1 for BOS, pad and sub-words whose head comes later (the causal mask hides it: no loss)."""
-
-    def row(self, values: np.ndarray) -> np.ndarray:
-        head = values.astype(np.int64)
-        return np.where(head <= np.arange(len(head)), head + 1, -1)
-
-
-# (B, S) / (B, T) head positions, -1 = none (EOS, pad); `*_dbsa_head` of shards written without the `dbsa`
-# group is made from the side's heads and subword_token (`forest_dbsa_heads`, the one implementation)
-HEAD_COLUMNS = (
-    BatchColumn("src_parent_first", "src_parent_first", "src", "parents"),
-    BatchColumn("src_dbsa_head", "src_dbsa_head", "src", "dbsa",
-                made_from=("src_heads", "src_subword_token"), make=forest_dbsa_heads),
-    TargetHeadColumn("tgt_parent_first", "tgt_parent_first", "tgt", "parents", supervision=True),
-    TargetHeadColumn("tgt_dbsa_head", "tgt_dbsa_head", "tgt", "dbsa", supervision=True,
-                     made_from=("tgt_heads", "tgt_subword_token"), make=forest_dbsa_heads),
-)
 
 ENCODER, DECODER, LISA = "parse_encoder", "parse_decoder", "lisa"  # record names
 
@@ -184,8 +161,6 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
             on.append(f"LISA encoder layer {options.lisa_layer} (lambda {options.lisa_lambda})")
         return "; ".join(on)
 
-    columns = HEAD_COLUMNS
-
     def batch_columns(self, training: bool) -> dict[str, str]:
         need, options = {}, self.options
         if not training:
@@ -216,7 +191,7 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
         options = self.options
         return {"dep_src": options.dbsa_lambda, "dep_tgt": options.dbsa_lambda, "lisa": options.lisa_lambda}
 
-    def losses(self, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
+    def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
         options, losses = self.options, {}
         if options.dbsa_encoder:
             losses["dep_src"] = dependency_loss(outputs.records[ENCODER],

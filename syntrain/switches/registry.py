@@ -13,14 +13,16 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields
 
-from ..columns import TEXT, BatchColumn, TargetColumn
+from ..columns import SHARED, TEXT, BatchColumn, TargetColumn
 from .base import Switch
 
 _REGISTRY: dict[str, type[Switch]] = {}  # name -> switch, in registration order
 _ORDER: list[type[Switch]] = []  # the registered switches in their declared order
 _DEFERRED = 0  # > 0 while the package imports its modules: the order is checked once they all registered
 _RESERVED: dict[str, str] = {}  # option name -> the core config section that declares it
-_COLUMNS: dict[str, tuple[BatchColumn, str]] = {}  # name -> (declaration, the switch that declared it)
+COLUMN_LAYER = "the column layer"  # the declarer of the shared batch columns (syntrain.columns.SHARED)
+# name -> (declaration, the switch that declared it, or COLUMN_LAYER)
+_COLUMNS: dict[str, tuple[BatchColumn, str]] = {column.name: (column, COLUMN_LAYER) for column in SHARED}
 _TARGETS: dict[str, tuple[TargetColumn, str]] = {}  # name -> (declaration, the switch that declared it)
 
 
@@ -147,8 +149,10 @@ def _declare(columns: Iterable[BatchColumn], by: str) -> None:
     """Add the batch columns switch `by` declares; a name is declared once."""
     for column in columns:
         if column.name in _COLUMNS and _COLUMNS[column.name][1] != by:
-            raise ValueError(f"switch {by!r}: batch column {column.name!r} is already declared by switch "
-                             f"{_COLUMNS[column.name][1]!r}")
+            owner = _COLUMNS[column.name][1]
+            owner = owner if owner == COLUMN_LAYER else f"switch {owner!r}"
+            raise ValueError(f"switch {by!r}: batch column {column.name!r} is already declared by {owner}; "
+                             "name it in batch_columns instead")
         _COLUMNS[column.name] = (column, by)
 
 

@@ -92,7 +92,7 @@ class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=(
     def loss_weights(self) -> dict[str, float]:
         return {"sync": self.options.sync_lambda}
 
-    def losses(self, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
+    def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
         records = outputs.records
         return {"sync": sync_loss(records[parse_head.ENCODER].exp(), records[parse_head.DECODER].exp(),
                                   records[CROSS], outputs.target_valid)}

@@ -29,9 +29,9 @@ from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, transition_ed
 from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
-from ..columns import TEXT, BatchColumn, TargetColumn
+from ..columns import LABEL_UNKNOWN, TEXT, BatchColumn, TargetColumn
 from ..dataset import ParallelData
-from ..vocab import EOS_ID, LABEL_UNKNOWN, PAD_ID, SPECIALS, Vocab
+from ..vocab import EOS_ID, PAD_ID, SPECIALS, Vocab
 from .base import AttentionHook, DecoderStates, Heads, HeadView, Inputs, ModelOptions, Switch
 from .registry import register
 from .tree_output import (
@@ -390,7 +390,8 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, after=("l
         return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph,
                              layers)
 
-    columns = (GraphColumn("graph", "", "tgt", "transitions", supervision=True),)  # made from the target ids
+    # made from the target ids
+    columns = (GraphColumn("graph", "", "tgt", "transitions", shape="edges", supervision=True),)
 
     def batch_columns(self, training: bool) -> dict[str, str]:
         return {"graph": "the generated graph (PARENT, GCN)"} if self.options.uses_graph else {}
