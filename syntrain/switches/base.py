@@ -374,8 +374,9 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     switch's options, where a mechanism needs them: `cfg.section(OtherSwitch)`. Its hooks by stage: `DataHooks`,
     `DecodingHooks`, `ModelHooks`; here: its identity, options and their checks.
 
-    Its place among the switches is declared by name, `after=("pascal",)` / `before=(...)`: the registry keeps
-    the switches in registration order, each moved after those it must follow (`registered`). The order decides
+    Its place among the switches: the registry's `ORDER` list (`syntrain.switches.registry`); a switch it does
+    not list comes after those, by name, unless it places itself by name, `after=("pascal",)` /
+    `before=(...)` (`registered`). The order decides
     in which order the hooks of one attention module run and register their parameters (so parameter
     initialization draws from the random generator in that order: pinned first-step losses depend on it), the
     order in which auxiliary losses are summed and the run header lists the switches."""

@@ -103,8 +103,7 @@ class DirectedConfig:
     double_context: bool = option(False, help="eq. 14: syntax-directed contexts next to the global heads")
 
 
-class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, switched_by=("directed_heads",),
-               after=("pascal",)):
+class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, switched_by=("directed_heads",)):
     """Syntax-directed cross-attention heads, single or double context."""
 
     example = {"directed_heads": [0, 2], "double_context": True}

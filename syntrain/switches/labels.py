@@ -41,8 +41,7 @@ class LabelConfig:
                                       help="label vocabulary (from the training data)")
 
 
-class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, switched_by=("label_embedding",),
-                      after=("sync",)):
+class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, switched_by=("label_embedding",)):
     """Source dependency-label embeddings in the last dimensions of the source embeddings."""
 
     example = {"label_embedding": 4}

@@ -130,7 +130,7 @@ BOTH_SIDES = "dbsa_encoder and dbsa_decoder"  # the options `on_both_sides` read
 
 
 class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadConfig,
-                 switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer"), after=("directed",)):
+                 switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer")):
     """DBSA (encoder and/or decoder) and LISA (encoder) parse heads with their dependency losses."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "lisa_layer": 2}

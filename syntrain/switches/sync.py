@@ -62,7 +62,7 @@ def sync_decoder_layer(options: SyncConfig, dec_layers: int) -> int:
     return (options.sync_layer or max(dec_layers - 1, 1)) - 1
 
 
-class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=("sync_lambda",), after=("parse_head",)):
+class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=("sync_lambda",)):
     """The SyncAttn loss over the parse heads and a cross-attention."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "sync_lambda": 0.5}

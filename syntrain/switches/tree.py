@@ -283,7 +283,7 @@ class TreeConfig:
         return bool(self.parent_layers or self.gcn_layers)
 
 
-class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, after=("labels",)):
+class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     """Target transitions: Linearized, PARENT heads, gated GCN, BiTran."""
 
     example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
