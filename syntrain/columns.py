@@ -67,7 +67,9 @@ class BatchColumn:
     def layout(self) -> str:
         """Its layout in words (docs, errors): e.g. "tgt (B, T) int64, shifted 1 (BOS), pad -1, BOS -1"."""
         letter = "S" if self.side == "src" else "T"
-        dims = {"token": f"(B, {letter})", "pair": f"(B, {letter}, {letter})", "edges": "(E, k)"}[self.shape]
+        if self.shape == "edges":
+            return f"{self.side} (E, k) {np.dtype(self.dtype).name}"
+        dims = f"(B, {letter})" if self.shape == "token" else f"(B, {letter}, {letter})"
         ends = f"EOS {self.eos}" if self.side == "src" else f"shifted 1 (BOS), BOS {self.bos}"
         return f"{self.side} {dims} {np.dtype(self.dtype).name}, pad {self.pad}, {ends}"
 

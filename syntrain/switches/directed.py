@@ -104,7 +104,8 @@ class DirectedConfig:
 
 
 class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, switched_by=("directed_heads",)):
-    """Syntax-directed cross-attention heads, single or double context."""
+    """Syntax-directed attention (Chen et al. 2017): heads of the decoder cross-attention read the source syntax
+    distances around an aligned position, single or double context."""
 
     example = {"directed_heads": [0, 2], "double_context": True}
 

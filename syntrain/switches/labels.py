@@ -42,7 +42,8 @@ class LabelConfig:
 
 
 class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, switched_by=("label_embedding",)):
-    """Source dependency-label embeddings in the last dimensions of the source embeddings."""
+    """S&H (Sennrich & Haddow 2016): source dependency-label embeddings in the last `label_embedding` dimensions
+    of the source embeddings (10: the baseline)."""
 
     example = {"label_embedding": 4}
 

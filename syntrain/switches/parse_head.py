@@ -131,7 +131,8 @@ BOTH_SIDES = "dbsa_encoder and dbsa_decoder"  # the options `on_both_sides` read
 
 class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadConfig,
                  switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer")):
-    """DBSA (encoder and/or decoder) and LISA (encoder) parse heads with their dependency losses."""
+    """DBSA (Deguchi et al. 2019; encoder and/or decoder) and LISA-style (encoder) parse heads with their
+    dependency losses; decoding reads nothing more."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "lisa_layer": 2}
     stored_defaults: ClassVar[dict[str, object]] = {"dbsa_rule": "parent_first"}  # what older checkpoints meant

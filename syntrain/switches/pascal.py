@@ -103,7 +103,8 @@ class PascalConfig:
 
 
 class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_by=("pascal_heads",)):
-    """Pascal heads in the encoder self-attention."""
+    """Pascal heads (Bugliarello & Okazaki 2020) in the encoder self-attention: a prior centred on each token's
+    parent scales their scores; parent ignoring in training."""
 
     example = {"pascal_heads": [2], "parent_ignore": 0.3}
 

@@ -63,7 +63,8 @@ def sync_decoder_layer(options: SyncConfig, dec_layers: int) -> int:
 
 
 class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=("sync_lambda",)):
-    """The SyncAttn loss over the parse heads and a cross-attention."""
+    """The SyncAttn loss over the parse heads and a decoder cross-attention (`sync_layer` 0: the penultimate
+    layer); needs DBSA on both sides (`dbsa_encoder`, `dbsa_decoder`)."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "sync_lambda": 0.5}
 

@@ -284,7 +284,8 @@ class TreeConfig:
 
 
 class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
-    """Target transitions: Linearized, PARENT heads, gated GCN, BiTran."""
+    """Tree decoding (docs/tree-decoding.md): the decoder produces target transitions (Linearized), with PARENT
+    heads, a gated GCN over the generated graph, BiTran."""
 
     example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
 
