@@ -22,7 +22,7 @@ from .bpe import SEPARATOR, align_subwords
 from .errors import InputError
 from .parallel import ordered_map
 from .schema import SUBWORD_FEATURES
-from .shards import SIDES, Manifest, Split, batch_rows, load_manifest, read_shard
+from .shards import SIDES, Manifest, Split, batch_rows, count_batches, load_manifest, read_shard
 from .trees import find_cycle, is_projective, lift_projective
 
 
@@ -232,8 +232,8 @@ def shard_tasks(directory: str, names: list[str], workers: int) -> list[tuple[st
     counts = []
     for path in paths:
         try:
-            counts.append(sum(1 for _ in pa.ipc.open_stream(pa.memory_map(path))))
-        except (pa.ArrowException, OSError):
+            counts.append(count_batches(path))
+        except InputError:
             counts.append(0)
     size = max(1, -(-sum(counts) // (workers * TASKS_PER_WORKER)))
     return [task for name, path, count in zip(names, paths, counts)
