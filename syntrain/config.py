@@ -221,6 +221,9 @@ def check_model_value(name: str, value: Any, label: str) -> Any:
     from, without the field ('recipe.toml: [model]', '--set model.')."""
     if name == "preset":
         return check_value("train", "preset", value, f"{label}{name}")
+    from .switches import current_names
+
+    name = next(iter(current_names({name: None}, label.rstrip(". :"))))  # an old spelling: checked as its name now
     if name in trainer_filled():
         raise ConfigError(f"{label}{name} is set by the trainer from the training data: remove it")
     if declaration("model", name) is None:

@@ -33,6 +33,7 @@ from .switches import (
     Inputs,
     Outputs,
     Switch,
+    current_names,
     declared,
     merge_inputs,
     registered,
@@ -71,6 +72,7 @@ class ModelConfig:
     sizes: ModelSizes
 
     def __init__(self, **values: Any) -> None:
+        values = current_names(values)  # old spellings (`Switch.renamed`) still read
         parts, owner = config_parts(), {}
         for part, cls in parts.items():
             owner.update({spec.name: part for spec in fields(cls)})

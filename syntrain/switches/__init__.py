@@ -22,6 +22,7 @@ from .base import (
     merge_inputs,
 )
 from .registry import (
+    current_names,
     declared,
     declared_targets,
     deferred_order,
@@ -39,5 +40,5 @@ with deferred_order():
             importlib.import_module(f".{_module}", __name__)
 
 __all__ = ["AttentionHook", "DecodedOutputs", "DecoderStates", "HeadView", "Heads", "Inputs", "ModelOptions",
-           "Outputs", "Switch", "declared", "declared_targets", "decoded", "merge_inputs", "option_names", "register",
-           "registered", "reserve", "target_column", "unregister"]
+           "Outputs", "Switch", "current_names", "declared", "declared_targets", "decoded", "merge_inputs",
+           "option_names", "register", "registered", "reserve", "target_column", "unregister"]

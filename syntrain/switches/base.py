@@ -389,6 +389,9 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     example: ClassVar[dict[str, Any]] = {}  # [model] options that turn it on in a small model (docs, generic tests)
     # values of its options that a checkpoint stored before they existed was trained with (when not the default)
     stored_defaults: ClassVar[dict[str, Any]] = {}
+    # old spellings of its options -> their names now: recipes, --set and checkpoints that use them still read
+    # (`syntrain.switches.current_names`, with a note)
+    renamed: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
                           after: tuple[str, ...] = (), before: tuple[str, ...] = (), **kwargs: Any) -> None:
@@ -417,25 +420,25 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
                    for value in (getattr(options, name) for name in cls.switched_by))
 
     @classmethod
-    def check_layer_list(cls, cfg: ModelOptions, option: str, stack: str) -> None:
-        """ValueError when the per-layer head counts `option` (of this switch's options) name more layers than
-        `stack` ("encoder"/"decoder") has, or more heads than a layer has."""
-        sizes = cfg.sizes
-        counts, layers = getattr(cls.section(cfg), option), sizes.enc_layers if stack == "encoder" else sizes.dec_layers
-        if len(counts) > layers:
-            raise ValueError(f"{option} lists {len(counts)} layers, the {stack} has {layers}")
-        for layer, heads in enumerate(counts, 1):
-            if heads > sizes.n_heads:
-                raise ValueError(f"{option} {list(counts)}: layer {layer} asks for {heads} heads, a layer has "
-                                 f"{sizes.n_heads} (n_heads)")
-
-    @classmethod
-    def check_layers(cls, cfg: ModelOptions, option: str, stack: str) -> None:
-        """ValueError when option `option` (of this switch's options: one 1-based layer number, or a list of
-        them; 0 = off where the option declares it) names a layer `stack` ("encoder"/"decoder") lacks."""
-        value, layers = getattr(cls.section(cfg), option), cls.layer_count(cfg, stack)
-        if any(layer > layers for layer in (value if isinstance(value, list) else [value])):
-            raise ValueError(f"{option} {value}: the {stack} layers are 1..{layers}")
+    def check_layers(cls, cfg: ModelOptions, option: str, stack: str | tuple[str, ...],
+                     per_layer_heads: bool = False) -> None:
+        """The one layer/head checker (docs/switches-api.md, "Layers and heads"): ValueError naming `option` (of
+        this switch's options) when it names a layer that `stack` ("encoder"/"decoder", or both: a tuple) lacks.
+        The option is a 1-based layer number (0: the option's off or default value, as its help says) or a list
+        of them; with `per_layer_heads`, a list of head counts from layer 1 on, each at most `n_heads`."""
+        value, sizes = getattr(cls.section(cfg), option), cfg.sizes
+        stacks = (stack,) if isinstance(stack, str) else stack
+        layers = min(cls.layer_count(cfg, name) for name in stacks)
+        where = " and ".join(stacks)
+        if per_layer_heads:
+            if len(value) > layers:
+                raise ValueError(f"{option} lists {len(value)} layers, the {where} has {layers}")
+            for layer, heads in enumerate(value, 1):
+                if heads > sizes.n_heads:
+                    raise ValueError(f"{option} {list(value)}: layer {layer} asks for {heads} heads, a layer has "
+                                     f"{sizes.n_heads} (n_heads)")
+        elif any(layer > layers for layer in (value if isinstance(value, list) else [value])):
+            raise ValueError(f"{option} {value}: the {where} layers are 1..{layers}")
 
     @staticmethod
     def layer_count(cfg: ModelOptions, stack: str) -> int:

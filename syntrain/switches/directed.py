@@ -111,7 +111,7 @@ class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, s
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:
-        cls.check_layer_list(cfg, "directed_heads", "decoder")
+        cls.check_layers(cfg, "directed_heads", "decoder", per_layer_heads=True)
 
     def describe(self) -> str:
         options = self.options

@@ -139,12 +139,12 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:
-        options, sizes = cls.section(cfg), cfg.sizes
-        if (options.dbsa_encoder or options.dbsa_decoder) and not (
-                options.dbsa_layer <= min(sizes.enc_layers, sizes.dec_layers)):
-            raise ValueError(f"dbsa_layer {options.dbsa_layer} is not a layer of the model (1-based)")
-        if options.lisa_layer > sizes.enc_layers:
-            raise ValueError(f"lisa_layer {options.lisa_layer} is not an encoder layer (1-based; 0 = off)")
+        options = cls.section(cfg)
+        sides = tuple(stack for stack, on in (("encoder", options.dbsa_encoder), ("decoder", options.dbsa_decoder))
+                      if on)
+        if sides:
+            cls.check_layers(cfg, "dbsa_layer", sides)
+        cls.check_layers(cfg, "lisa_layer", "encoder")
         if options.lisa_layer and options.dbsa_encoder and options.lisa_layer == options.dbsa_layer:
             raise ValueError("LISA and encoder DBSA both use the last head of the same layer: choose another "
                              "lisa_layer")

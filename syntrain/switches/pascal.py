@@ -110,7 +110,7 @@ class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:
-        cls.check_layer_list(cfg, "pascal_heads", "encoder")
+        cls.check_layers(cfg, "pascal_heads", "encoder", per_layer_heads=True)
 
     def describe(self) -> str:
         options = self.options

@@ -9,9 +9,11 @@ declarations a model reads (`ModelConfig.batch_columns`, `ModelConfig.dataset_op
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields
+from typing import Any
 
 from ..columns import SHARED, TEXT, BatchColumn, TargetColumn
 from .base import Switch
@@ -30,6 +32,28 @@ COLUMN_LAYER = "the column layer"  # the declarer of the shared batch columns (s
 # name -> (declaration, the switch that declared it, or COLUMN_LAYER)
 _COLUMNS: dict[str, tuple[BatchColumn, str]] = {column.name: (column, COLUMN_LAYER) for column in SHARED}
 _TARGETS: dict[str, tuple[TargetColumn, str]] = {}  # name -> (declaration, the switch that declared it)
+
+
+def current_names(values: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """`values` ([model] options by name) with the old spellings the switches declare (`Switch.renamed`) under
+    their names now; each old spelling found is said once on the log ("<where>: gcn_layers is now
+    gcn_layer_count"). A value given under both names is a ValueError."""
+    renamed = {old: new for switch in _REGISTRY.values() for old, new in switch.renamed.items()}
+    out = dict(values)
+    for old in [name for name in values if name in renamed]:
+        new = renamed[old]
+        if new in values:
+            raise ValueError(f"{where + ': ' if where else ''}{old} (its old spelling) and {new} both given: keep "
+                             f"{new}")
+        out[new] = out.pop(old)
+        if (where, old) not in _NOTED:
+            _NOTED.add((where, old))
+            logging.getLogger("syntrain").warning("%s%s is now %s (the old spelling still reads)",
+                                                  f"{where}: " if where else "", old, new)
+    return out
+
+
+_NOTED: set[tuple[str, str]] = set()  # (where, old spelling) said already
 
 
 def option_names(switch: type[Switch]) -> list[str]:

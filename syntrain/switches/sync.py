@@ -75,8 +75,7 @@ class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=(
             return
         if not parse_head.on_both_sides(cfg):
             raise ValueError(f"sync_lambda > 0 (SyncAttn) needs {parse_head.BOTH_SIDES}")
-        if options.sync_layer > cfg.sizes.dec_layers:
-            raise ValueError(f"sync_layer {options.sync_layer} is not a decoder layer (1-based; 0 = penultimate)")
+        cls.check_layers(cfg, "sync_layer", "decoder")
         if TreeDecoding.active(cfg):
             raise ValueError("SyncAttn supervises sub-word heads: not with target = \"transitions\"")
 

@@ -3,7 +3,7 @@ it has generated so far.
 
 `target = "transitions"` alone = Linearized (the decoder reads `[BOS] + tgt_transitions`). On top:
 `parent_layers` (a PARENT head, head 0 of those decoder layers' self-attention, attends only to itself and its
-parents in the generated graph: a mask, no parameters), `gcn_layers` (a labeled, gated graph convolution over
+parents in the generated graph: a mask, no parameters), `gcn_layer_count` (a labeled, gated graph convolution over
 the generated graph above the decoder embeddings; ablations `gcn_labeled`, `gcn_gated`), `bidirectional`
 (BiTran: every generated token attends to every generated token; teacher forcing re-encodes every prefix, or
 `bidirectional_prefixes` = k sampled prefixes per sentence in training).
@@ -267,7 +267,7 @@ class TreeConfig:
                          help="what the decoder produces: sub-words or transitions")
     parent_layers: list[int] = option(default_factory=list, ge=1,
                                       help="1-based decoder layers with a PARENT head (head 0)")
-    gcn_layers: int = option(0, ge=0, help="gated GCN layers over the generated graph (paper: 2)")
+    gcn_layer_count: int = option(0, ge=0, help="gated GCN layers over the generated graph (paper: 2)")
     gcn_labeled: bool = option(True, help="False: the unlabeled ablation (one bias for every arc label)")
     gcn_gated: bool = option(True, help="False: the ungated ablation (gate = 1)")
     bidirectional: bool = option(False, help="BiTran: generated tokens attend to all generated tokens")
@@ -280,14 +280,16 @@ class TreeConfig:
     @property
     def uses_graph(self) -> bool:
         """The decoder reads the generated graph (PARENT, GCN)."""
-        return bool(self.parent_layers or self.gcn_layers)
+        return bool(self.parent_layers or self.gcn_layer_count)
 
 
 class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     """Tree decoding (docs/tree-decoding.md): the decoder produces target transitions (Linearized), with PARENT
     heads, a gated GCN over the generated graph, BiTran."""
 
-    example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
+    renamed = {"gcn_layers": "gcn_layer_count"}  # `*_layers` options name layers; this one counts them
+
+    example = {"target": "transitions", "parent_layers": [2], "gcn_layer_count": 1, "bidirectional": True}
 
     decoder_targets = (TRANSITIONS_TARGET,)
     output_length_factor = 3.0  # sub-words + one arc per word
@@ -311,11 +313,12 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:
-        options, dec_layers = cls.section(cfg), cfg.sizes.dec_layers
-        if (options.parent_layers or options.gcn_layers or options.bidirectional) and options.target != "transitions":
-            raise ValueError("parent_layers, gcn_layers and bidirectional decode trees: set target = \"transitions\"")
-        if any(layer > dec_layers for layer in options.parent_layers):
-            raise ValueError(f"parent_layers {options.parent_layers}: decoder layers are 1..{dec_layers}")
+        options = cls.section(cfg)
+        if (options.parent_layers or options.gcn_layer_count or options.bidirectional) and \
+                options.target != "transitions":
+            raise ValueError("parent_layers, gcn_layer_count and bidirectional decode trees: set target = "
+                             "\"transitions\"")
+        cls.check_layers(cfg, "parent_layers", "decoder")
 
     @classmethod
     def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
@@ -327,9 +330,9 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
         parts = [f"target transitions (root {options.transition_root}, {len(options.arc_labels)} arc labels)"]
         if options.parent_layers:
             parts.append(f"PARENT head in decoder layers {options.parent_layers}")
-        if options.gcn_layers:
+        if options.gcn_layer_count:
             kind = ("" if options.gcn_labeled else "unlabeled ") + ("gated" if options.gcn_gated else "ungated")
-            parts.append(f"GCN {options.gcn_layers} layers ({kind})")
+            parts.append(f"GCN {options.gcn_layer_count} layers ({kind})")
         if options.bidirectional:
             parts.append("BiTran " + (f"(approximation: {options.bidirectional_prefixes} sampled prefixes)"
                                       if options.bidirectional_prefixes else "(exact: every prefix)"))
@@ -353,9 +356,9 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
 
     def decoder_modules(self) -> dict[str, nn.Module]:
         options = self.options  # label ids: 0 = self, 1 = unseen, 2... arc_labels
-        if not options.gcn_layers:
+        if not options.gcn_layer_count:
             return {}
-        return {"gcn": GatedGCN(self.cfg.sizes.d_model, len(options.arc_labels) + 2, options.gcn_layers,
+        return {"gcn": GatedGCN(self.cfg.sizes.d_model, len(options.arc_labels) + 2, options.gcn_layer_count,
                                 options.gcn_labeled, options.gcn_gated)}
 
     def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -370,7 +373,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
         graph = inputs.get("graph")
         if graph is None:
             raise ValueError("PARENT heads and the GCN need the generated graph of the target transitions")
-        if self.options.gcn_layers:
+        if self.options.gcn_layer_count:
             x = model.gcn(x, graph, limit)
         if self.options.parent_layers:
             inputs = {**inputs, "parent_mask": parent_mask(graph, limit)}
