@@ -561,14 +561,14 @@ def switches_markdown() -> str:
                          if not declaration("model", name)[1].metadata.get("filled"))  # type: ignore[index]
         cfg = ModelConfig(**switch.example)
         instance = switch(cfg)
-        reads = [declared(name) for name in {**instance.batch_columns(True)}]
+        reads = [declared(name) for name in {**instance.reads(True)}]
         columns = "; ".join(f"`{column.name}` ({column.layout()}" + (
             f"; shard column `{column.column}`, {column.side} `{column.group}`" if column.column else "") + (
             f"; made from {', '.join(f'`{name}`' for name in column.made_from)} when absent" if column.made_from
             else "") + ")" for column in reads)
-        columns += "".join(f"{'; ' if columns else ''}decoder target `{target.name}` (shard column `{target.column}`, "
-                           f"tgt `{target.group}`)" for target in switch.decoder_targets)
-        decoding = [f"`{name}`" for name in instance.batch_columns(False) if not declared(name).supervision]
+        columns += "".join(f"{'; ' if columns else ''}decoder target `{produced.name}` (shard column "
+                           f"`{produced.column}`, tgt `{produced.group}`)" for produced in switch.decoder_targets)
+        decoding = [f"`{name}`" for name in instance.reads(False) if not declared(name).supervision]
         lines.append(f"| {switch.name} | {cell(summary)} | {keys or 'none'} | {columns or 'none'} | "
                      f"{', '.join(decoding) or 'nothing'} |")
     return "\n".join(lines) + "\n"

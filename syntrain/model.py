@@ -192,7 +192,7 @@ class ModelConfig:
         """The batch columns the switches read (their `batch_columns`, as declared) -> the switch that needs each;
         `training` adds the supervision of the auxiliary losses."""
         return {declared(name): why for switch in self.active_switches()
-                for name, why in switch.batch_columns(training).items()}
+                for name, why in switch.reads(training).items()}
 
     def dataset_options(self) -> dict[str, Any]:
         """ParallelData options the model needs: its decoder target (declared; None: the target sub-words) and

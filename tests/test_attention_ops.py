@@ -159,7 +159,7 @@ class DistanceBiasSwitch(Switch[DistanceBiasConfig], name="example_distance_bias
                          switched_by=("example_distance_layer",)):
     """A tree-distance bias on the encoder self-attention of one layer (reads the shared `distances` column)."""
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {"distances": "the tree-distance bias"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:

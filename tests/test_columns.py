@@ -69,13 +69,13 @@ def test_a_switch_cannot_declare_a_shared_column_again():
         columns = (LabelColumn("src", "source_labels"),)
 
     with pytest.raises(ValueError, match="batch column 'src_labels' is already declared by the column layer; "
-                                         "name it in batch_columns instead"):
+                                         "name it in reads instead"):
         register(Again)
     assert "example_again" not in {switch.name for switch in registered()}
 
 
 def test_every_shared_column_is_read_by_a_name_and_no_switch_imports_a_column_from_another():
-    """The switches name the shared columns (`batch_columns`); none imports a batch column (or anything holding
+    """The switches name the shared columns (`reads`); none imports a batch column (or anything holding
     one) from a sibling switch module."""
     assert {column.name for column in SHARED} <= set(declared())
     columns_of = {}

@@ -31,7 +31,7 @@ class Marks(Switch[MarksConfig], name="example_marks", config=MarksConfig, switc
 
     example = {"example_marks": True}
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {"tgt_parent_first": "a test"} if training else {}
 
 

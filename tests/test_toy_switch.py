@@ -70,7 +70,7 @@ class Toy(Switch[ToyConfig], name="toy", config=ToyConfig, switched_by=("toy_gai
     def describe(self) -> str:
         return f"toy gate {self.options.toy_gain}"
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {"src_parent_first": "the toy switch"} if training else {}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:

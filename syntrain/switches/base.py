@@ -9,7 +9,7 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
 - `check(cfg)`: cross-field checks that need no data (ValueError naming the field);
 - `describe()`: its part of the run header's "syntax switches" line;
 - `columns`: the batch columns it declares (`syntrain.columns.BatchColumn`: the shard column read, how it is
-  padded and collated; the data layer collates only what switches declare); `batch_columns(training)`: the
+  padded and collated; the data layer collates only what switches declare); `reads(training)`: the
   names of those it reads in this run -> who needs them;
 - `decoder_targets`: the decoder targets it declares (`syntrain.columns.TargetColumn`: a target shard column the decoder
   produces instead of the target sub-words; the model's target is the one its active switches declare);
@@ -268,12 +268,13 @@ class DataHooks:
     """What a switch reads of the data (part of `Switch`; the defaults read nothing): the batch columns and decoder
     targets it declares, which columns it reads in a run and what they read of the run, its run-header line."""
 
-    columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (read via `batch_columns`)
+    columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (named in `reads`)
     decoder_targets: ClassVar[tuple[TargetColumn, ...]] = ()  # decoder targets it declares (the target while it is on)
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
-        """Batch columns it reads (names of declared `columns`) -> who needs them; `training` adds loss
-        supervision."""
+    def reads(self, training: bool) -> dict[str, str]:
+        """The names of the batch columns it reads in this run (its own `columns` or the shared ones of
+        `syntrain.columns.SHARED`) -> who needs them (for the error when a split lacks one); `training` adds the
+        supervision of its losses."""
         return {}
 
     def data_options(self) -> dict[str, Any]:

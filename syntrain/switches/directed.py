@@ -119,7 +119,7 @@ class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, s
         return f"syntax-directed heads {options.directed_heads} ({kind} context, n {options.directed_n})"
 
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {DISTANCES: "syntax-directed attention"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:

@@ -63,7 +63,7 @@ class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, sw
     def data_options(self) -> dict[str, Any]:
         return {"source_labels": self.options.source_labels}
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {SRC_LABELS: "S&H label embeddings"}
 
     def source_modules(self) -> dict[str, nn.Module]:

@@ -162,7 +162,7 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
             on.append(f"LISA encoder layer {options.lisa_layer} (lambda {options.lisa_lambda})")
         return "; ".join(on)
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         need, options = {}, self.options
         if not training:
             return need

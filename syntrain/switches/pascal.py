@@ -118,7 +118,7 @@ class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_
 
     columns = (PARENT,)
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {"src_parent_mid": "Pascal attention"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:

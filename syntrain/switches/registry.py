@@ -186,7 +186,7 @@ def _declare(columns: Iterable[BatchColumn], by: str) -> None:
             owner = _COLUMNS[column.name][1]
             owner = owner if owner == COLUMN_LAYER else f"switch {owner!r}"
             raise ValueError(f"switch {by!r}: batch column {column.name!r} is already declared by {owner}; "
-                             "name it in batch_columns instead")
+                             "name it in reads instead")
         _COLUMNS[column.name] = (column, by)
 
 

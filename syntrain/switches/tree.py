@@ -397,7 +397,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     # made from the target ids
     columns = (GraphColumn("graph", "", "tgt", "transitions", shape="edges", supervision=True),)
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {"graph": "the generated graph (PARENT, GCN)"} if self.options.uses_graph else {}
 
     def data_options(self) -> dict[str, Any]:

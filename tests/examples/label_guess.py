@@ -41,7 +41,7 @@ class LabelGuess(Switch[GuessConfig], name="example_guess", config=GuessConfig,
         labels = pc.unique(pc.list_flatten(table.column("tgt_labels"))).to_pylist()
         return {"example_guess_labels": sorted(label for label in labels if label is not None)}
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {"tgt_labels": "the label guess"} if training else {}
 
     def data_options(self) -> dict[str, Any]:
