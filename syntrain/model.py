@@ -26,6 +26,7 @@ from synprep.tables import config_from_dict
 
 from .attention import MultiHeadAttention, check_hooks, check_kernel
 from .columns import TEXT, BatchColumn
+from .layers import Decoder, Encoder, sinusoids
 from .sizes import ModelSizes
 from .switches import (
     AttentionHook,
@@ -226,67 +227,6 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def sinusoids(length: int, d_model: int) -> torch.Tensor:
-    """(length, d_model) sinusoidal position encodings."""
-    position = torch.arange(length, dtype=torch.float32)[:, None]
-    rate = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    table = torch.zeros(length, d_model)
-    table[:, 0::2] = torch.sin(position * rate)
-    table[:, 1::2] = torch.cos(position * rate)
-    return table
-
-
-class FeedForward(nn.Sequential):
-    """Two linear layers with a ReLU."""
-
-    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
-        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
-
-
-class EncoderLayer(nn.Module):
-    """Self-attention (with its switches' hooks) and feed-forward, pre-norm."""
-
-    def __init__(self, cfg: ModelConfig, hooks: list[AttentionHook] = ()) -> None:
-        super().__init__()
-        sizes = cfg.sizes
-        self.norm1, self.norm2 = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
-        self.attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, hooks)
-        self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
-        self.drop = nn.Dropout(sizes.dropout)
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, inputs: Inputs | None = None,
-                records: dict | None = None) -> torch.Tensor:
-        """x (B, S, C) -> (B, S, C)."""
-        x = x + self.drop(self.attn(self.norm1(x), mask=mask, inputs=inputs, records=records))
-        return x + self.drop(self.ff(self.norm2(x)))
-
-
-class DecoderLayer(nn.Module):
-    """Causal self-attention, cross-attention over the encoder output, feed-forward, pre-norm (each attention
-    with its switches' hooks)."""
-
-    def __init__(self, cfg: ModelConfig, self_hooks: list[AttentionHook] = (),
-                 cross_hooks: list[AttentionHook] = ()) -> None:
-        super().__init__()
-        sizes = cfg.sizes
-        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(sizes.d_model) for _ in range(3))
-        self.self_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, self_hooks)
-        self.cross_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, cross_hooks)
-        self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
-        self.drop = nn.Dropout(sizes.dropout)
-
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
-                cache: dict | None = None, inputs: Inputs | None = None, records: dict | None = None
-                ) -> torch.Tensor:
-        """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` ({"self": {}, "cross": {}}) for decoding."""
-        self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
-        x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache, inputs=inputs,
-                                         records=records))
-        x = x + self.drop(self.cross_attn(self.norm2(x), memory=memory, mask=src_mask, cache=cross_cache,
-                                          inputs=inputs, records=records))
-        return x + self.drop(self.ff(self.norm3(x)))
-
-
 def init_weights(module: nn.Module, d_model: int) -> None:
     """The initialisation of a `Transformer`'s linear layers and embeddings."""
     if isinstance(module, nn.Linear):
@@ -321,11 +261,7 @@ class Transformer(nn.Module):
         self._add_modules("source_modules")
         self.register_buffer("positions", sinusoids(sizes.max_len, sizes.d_model), persistent=False)
         self.drop = nn.Dropout(sizes.dropout)
-        self.encoder = nn.ModuleList(EncoderLayer(cfg, cfg.attention_hooks("encoder", i, "self"))
-                                     for i in range(sizes.enc_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(cfg, cfg.attention_hooks("decoder", i, "self"),
-                                                  cfg.attention_hooks("decoder", i, "cross"))
-                                     for i in range(sizes.dec_layers))
+        self.encoder, self.decoder = Encoder(cfg), Decoder(cfg)
         self._add_modules("decoder_modules")
         self.enc_norm, self.dec_norm = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
         self.output = nn.Linear(sizes.d_model, sizes.vocab_size, bias=False)
@@ -355,9 +291,7 @@ class Transformer(nn.Module):
         (B, S, C), source mask (B, 1, 1, S)); `records` gets what the hooks keep for the losses."""
         inputs = merge_inputs(inputs, named)
         src_mask = (src != PAD_ID)[:, None, None, :]
-        x = self._embed(self.src_embed, src, inputs=inputs)
-        for layer in self.encoder:
-            x = layer(x, src_mask, inputs, records)
+        x = self.encoder(self._embed(self.src_embed, src, inputs=inputs), src_mask, inputs, records)
         return self.enc_norm(x), src_mask
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
@@ -384,11 +318,7 @@ class Transformer(nn.Module):
         x = self._embed(self.tgt_embed, tgt_in)
         for switch in self.switches:
             x, inputs = switch.decoder_input(self, x, inputs, limit)
-        for number, layer in enumerate(self.decoder, 1):
-            x = layer(x, memory, self_mask, src_mask, inputs=inputs, records=records)
-            if number in layers and layer_states is not None:
-                layer_states[number] = x
-        return self.dec_norm(x)
+        return self.dec_norm(self.decoder(x, memory, self_mask, src_mask, inputs, records, layers, layer_states))
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, inputs: Inputs | None = None,
                 **named: torch.Tensor | None) -> Outputs:
