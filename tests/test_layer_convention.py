@@ -55,6 +55,8 @@ def test_an_old_spelling_still_reads_with_a_note(caplog, tmp_path):
     recipe.write_text('[data]\ntrain = "x"\n[model]\ntarget = "transitions"\ngcn_layers = 2\n')
     train_cfg = resolve_run(str(recipe), {}, {})[0]
     assert ModelConfig.from_dict(train_cfg.model).section("tree").gcn_layer_count == 2
+    set_cfg = resolve_run(None, {"data": "x"}, {}, ("model.gcn_layers=3", "model.target=transitions"))[0]
+    assert ModelConfig.from_dict(set_cfg.model).section("tree").gcn_layer_count == 3
     model, _, ckpt = load_checkpoint(str(HERE / "tree.pt"))  # stored with gcn_layers = 1
     assert "gcn_layers" in ckpt["model_config"] and model.cfg.section("tree").gcn_layer_count == 1
     assert any(key.startswith("gcn.") for key in model.state_dict())
