@@ -128,4 +128,4 @@ def test_older_checkpoint_config_is_the_stored_dict():
         again, current = ModelConfig.from_dict(stored).to_dict(), current_names(stored)
         assert {key: again[key] for key in current} == current
         renamed += len(set(stored) - set(current))
-    assert renamed == 1  # gcn_layers, now gcn_layer_count
+    assert renamed == len(fixtures.CHECKPOINTS)  # each stored gcn_layers, now gcn_layer_count
