@@ -71,7 +71,7 @@ SWITCHES = {
 TREE_SWITCHES = {
     "linearized": dict(target="transitions"),
     "parent": dict(target="transitions", parent_layers=[1]),
-    "gcn": dict(target="transitions", gcn_layers=2),
+    "gcn": dict(target="transitions", gcn_layer_count=2),
     "bitran": dict(target="transitions", bidirectional=True),
     "bitran-approx": dict(target="transitions", bidirectional=True, bidirectional_prefixes=4),
 }

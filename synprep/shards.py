@@ -9,7 +9,8 @@ folders has byte-identical manifests).
 
 Writing: `write_shard` (atomic; rows and sha256 for the manifest), `Manifest.write`. Reading: `open_split`
 -> `Split` (manifest checked; `table` memory-maps the shards, with column selection; `rows` iterates pairs
-for inspect/validate). Every reader checks each shard's row count against the manifest and has pyarrow
+for inspect/validate); `read_shard` one shard, `count_batches` its record batches. No other module opens a
+shard's Arrow stream. Every reader checks each shard's row count against the manifest and has pyarrow
 validate every batch fully before any value is touched, so a corrupt shard is a one-line error, never a
 crash; `Split.verify_hashes` compares the sha256 of each file with the manifest.
 
@@ -331,6 +332,17 @@ def release_pages(mappings: Iterable[mmap.mmap] | None = None) -> None:
     for mapping in list(_MAPPED if mappings is None else mappings):
         if not mapping.closed:
             mapping.madvise(advice)
+
+
+def count_batches(path: str) -> int:
+    """The record batches of a shard file (InputError, one line, when it cannot be read as an Arrow stream)."""
+    mapping, mapped = _map_shard(path)
+    try:
+        return sum(1 for _ in pa.ipc.open_stream(pa.BufferReader(mapped)))
+    except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError) as err:
+        raise _shard_file_error(path, err) from None
+    finally:
+        release_pages([mapping])
 
 
 def read_shard(path: str, expected_rows: int | None = None, columns: Sequence[str] | None = None,

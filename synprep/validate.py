@@ -22,7 +22,7 @@ from .bpe import SEPARATOR, align_subwords
 from .errors import InputError
 from .parallel import ordered_map
 from .schema import SUBWORD_FEATURES
-from .shards import SIDES, Manifest, Split, batch_rows, load_manifest, read_shard
+from .shards import SIDES, Manifest, Split, batch_rows, count_batches, load_manifest, read_shard
 from .subwords import SUBWORD_NMT, TokenCutter, spells
 from .subwords.load import load_cutter, model_file_name
 from .textio import file_sha256
@@ -266,8 +266,8 @@ def shard_tasks(directory: str, names: list[str], workers: int) -> list[tuple[st
     counts = []
     for path in paths:
         try:
-            counts.append(sum(1 for _ in pa.ipc.open_stream(pa.memory_map(path))))
-        except (pa.ArrowException, OSError):
+            counts.append(count_batches(path))
+        except InputError:
             counts.append(0)
     size = max(1, -(-sum(counts) // (workers * TASKS_PER_WORKER)))
     return [task for name, path, count in zip(names, paths, counts)

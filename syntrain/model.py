@@ -26,12 +26,15 @@ from synprep.tables import config_from_dict
 
 from .attention import MultiHeadAttention, check_hooks, check_kernel
 from .columns import TEXT, BatchColumn
+from .layers import Decoder, Encoder, sinusoids
 from .sizes import ModelSizes
 from .switches import (
     AttentionHook,
+    DecoderStates,
     Inputs,
     Outputs,
     Switch,
+    current_names,
     declared,
     merge_inputs,
     registered,
@@ -70,6 +73,7 @@ class ModelConfig:
     sizes: ModelSizes
 
     def __init__(self, **values: Any) -> None:
+        values = current_names(values)  # old spellings (`Switch.renamed`) still read
         parts, owner = config_parts(), {}
         for part, cls in parts.items():
             owner.update({spec.name: part for spec in fields(cls)})
@@ -154,6 +158,17 @@ class ModelConfig:
             raise ValueError(f"d_model {sizes.d_model} is not a multiple of n_heads {sizes.n_heads}")
         for switch in registered():
             switch.check(self)
+        active = self.active_switches()
+        for what, changes in (("teacher forcing", "changes_teacher_forcing"), ("the decoder self-attention mask",
+                                                                                "changes_decoder_mask")):
+            changing = [switch.name for switch in active if getattr(switch, changes)]
+            if len(changing) > 1:
+                raise ValueError(f"switches {' and '.join(changing)} each change {what}; only one may be on")
+        for switch in active:
+            outside = [layer for layer in switch.state_layers() if not 1 <= layer <= sizes.dec_layers]
+            if outside:
+                raise ValueError(f"switch {switch.name!r} reads the states of decoder layer {outside[0]}: the "
+                                 f"decoder layers are 1..{sizes.dec_layers}")
         for stack, layers, kinds in (("encoder", sizes.enc_layers, ("self",)),
                                      ("decoder", sizes.dec_layers, ("self", "cross"))):
             for layer in range(layers):
@@ -193,7 +208,7 @@ class ModelConfig:
         """The batch columns the switches read (their `batch_columns`, as declared) -> the switch that needs each;
         `training` adds the supervision of the auxiliary losses."""
         return {declared(name): why for switch in self.active_switches()
-                for name, why in switch.batch_columns(training).items()}
+                for name, why in switch.reads(training).items()}
 
     def dataset_options(self) -> dict[str, Any]:
         """ParallelData options the model needs: its decoder target (declared; None: the target sub-words) and
@@ -227,67 +242,6 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def sinusoids(length: int, d_model: int) -> torch.Tensor:
-    """(length, d_model) sinusoidal position encodings."""
-    position = torch.arange(length, dtype=torch.float32)[:, None]
-    rate = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    table = torch.zeros(length, d_model)
-    table[:, 0::2] = torch.sin(position * rate)
-    table[:, 1::2] = torch.cos(position * rate)
-    return table
-
-
-class FeedForward(nn.Sequential):
-    """Two linear layers with a ReLU."""
-
-    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
-        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
-
-
-class EncoderLayer(nn.Module):
-    """Self-attention (with its switches' hooks) and feed-forward, pre-norm."""
-
-    def __init__(self, cfg: ModelConfig, hooks: list[AttentionHook] = ()) -> None:
-        super().__init__()
-        sizes = cfg.sizes
-        self.norm1, self.norm2 = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
-        self.attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, hooks)
-        self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
-        self.drop = nn.Dropout(sizes.dropout)
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, inputs: Inputs | None = None,
-                records: dict | None = None) -> torch.Tensor:
-        """x (B, S, C) -> (B, S, C)."""
-        x = x + self.drop(self.attn(self.norm1(x), mask=mask, inputs=inputs, records=records))
-        return x + self.drop(self.ff(self.norm2(x)))
-
-
-class DecoderLayer(nn.Module):
-    """Causal self-attention, cross-attention over the encoder output, feed-forward, pre-norm (each attention
-    with its switches' hooks)."""
-
-    def __init__(self, cfg: ModelConfig, self_hooks: list[AttentionHook] = (),
-                 cross_hooks: list[AttentionHook] = ()) -> None:
-        super().__init__()
-        sizes = cfg.sizes
-        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(sizes.d_model) for _ in range(3))
-        self.self_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, self_hooks)
-        self.cross_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, cross_hooks)
-        self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
-        self.drop = nn.Dropout(sizes.dropout)
-
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
-                cache: dict | None = None, inputs: Inputs | None = None, records: dict | None = None
-                ) -> torch.Tensor:
-        """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` ({"self": {}, "cross": {}}) for decoding."""
-        self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
-        x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache, inputs=inputs,
-                                         records=records))
-        x = x + self.drop(self.cross_attn(self.norm2(x), memory=memory, mask=src_mask, cache=cross_cache,
-                                          inputs=inputs, records=records))
-        return x + self.drop(self.ff(self.norm3(x)))
-
-
 def init_weights(module: nn.Module, d_model: int) -> None:
     """The initialisation of a `Transformer`'s linear layers and embeddings."""
     if isinstance(module, nn.Linear):
@@ -313,6 +267,8 @@ class Transformer(nn.Module):
         cfg.check()
         self.cfg = cfg
         self.switches = cfg.active_switches()
+        # the 1-based decoder layers whose output the switches' losses read (Outputs.layer_states)
+        self.state_layers = tuple(sorted({layer for switch in self.switches for layer in switch.state_layers()}))
         self.src_embed = nn.Embedding(sizes.src_vocab_size or sizes.vocab_size, sizes.d_model, padding_idx=PAD_ID)
         # separate vocabularies (src_vocab_size set): never one source/target matrix; the output may share the target's
         shared = sizes.share_embeddings and not sizes.src_vocab_size
@@ -320,11 +276,7 @@ class Transformer(nn.Module):
         self._add_modules("source_modules")
         self.register_buffer("positions", sinusoids(sizes.max_len, sizes.d_model), persistent=False)
         self.drop = nn.Dropout(sizes.dropout)
-        self.encoder = nn.ModuleList(EncoderLayer(cfg, cfg.attention_hooks("encoder", i, "self"))
-                                     for i in range(sizes.enc_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(cfg, cfg.attention_hooks("decoder", i, "self"),
-                                                  cfg.attention_hooks("decoder", i, "cross"))
-                                     for i in range(sizes.dec_layers))
+        self.encoder, self.decoder = Encoder(cfg), Decoder(cfg)
         self._add_modules("decoder_modules")
         self.enc_norm, self.dec_norm = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
         self.output = nn.Linear(sizes.d_model, sizes.vocab_size, bias=False)
@@ -354,9 +306,7 @@ class Transformer(nn.Module):
         (B, S, C), source mask (B, 1, 1, S)); `records` gets what the hooks keep for the losses."""
         inputs = merge_inputs(inputs, named)
         src_mask = (src != PAD_ID)[:, None, None, :]
-        x = self._embed(self.src_embed, src, inputs=inputs)
-        for layer in self.encoder:
-            x = layer(x, src_mask, inputs, records)
+        x = self.encoder(self._embed(self.src_embed, src, inputs=inputs), src_mask, inputs, records)
         return self.enc_norm(x), src_mask
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
@@ -366,12 +316,14 @@ class Transformer(nn.Module):
         return self.output(self.decode_hidden(tgt_in, memory, src_mask, merge_inputs(inputs, named), records))
 
     def decode_hidden(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                      inputs: Inputs | None = None, records: dict | None = None) -> torch.Tensor:
-        """The decoder's normalized output states (B, T, C) (see `decode`)."""
+                      inputs: Inputs | None = None, records: dict | None = None, layers: tuple[int, ...] = (),
+                      layer_states: dict[int, torch.Tensor] | None = None) -> torch.Tensor:
+        """The decoder's normalized output states (B, T, C) (see `decode`); the output of each 1-based decoder
+        layer in `layers` goes into `layer_states`."""
         inputs = inputs or {}
         valid = tgt_in != PAD_ID
         masks = [mask for switch in self.switches if (mask := switch.decoder_self_mask(valid)) is not None]
-        if masks:
+        if masks:  # one at most (ModelConfig.check)
             self_mask, limit = masks[0]
         else:
             b, t = tgt_in.shape
@@ -381,29 +333,32 @@ class Transformer(nn.Module):
         x = self._embed(self.tgt_embed, tgt_in)
         for switch in self.switches:
             x, inputs = switch.decoder_input(self, x, inputs, limit)
-        for layer in self.decoder:
-            x = layer(x, memory, self_mask, src_mask, inputs=inputs, records=records)
-        return self.dec_norm(x)
+        return self.dec_norm(self.decoder(x, memory, self_mask, src_mask, inputs, records, layers, layer_states))
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, inputs: Inputs | None = None,
                 **named: torch.Tensor | None) -> Outputs:
-        """Teacher forcing: `Outputs` with the logits (B, T, V) and the records the auxiliary losses read
-        (`auxiliary_losses`); a switch may compute the logits its own way (BiTran: one pass per prefix)."""
+        """Teacher forcing: `Outputs` with the logits (B, T, V), the encoder and decoder states and the records
+        the auxiliary losses read (`auxiliary_losses`); one switch may compute the decoder states its own way
+        (BiTran: one pass per prefix)."""
         inputs, records = merge_inputs(inputs, named), {}
         memory, src_mask = self.encode(src, inputs, records)
-        for switch in self.switches:
-            outputs = switch.teacher_forcing(self, tgt_in, memory, src_mask, inputs, records)
-            if outputs is not None:
-                return outputs
-        logits = self.decode(tgt_in, memory, src_mask, inputs, records)
-        return Outputs(logits, records, tgt_in != PAD_ID)
+        layers = self.state_layers
+        states = next((states for switch in self.switches if switch.changes_teacher_forcing
+                       and (states := switch.teacher_forcing(self, tgt_in, memory, src_mask, inputs, records,
+                                                             layers)) is not None), None)
+        if states is None:  # one causal pass
+            kept: dict[int, torch.Tensor] = {}
+            states = DecoderStates(self.decode_hidden(tgt_in, memory, src_mask, inputs, records, layers, kept), kept)
+        return Outputs(self.output(states.final), records, tgt_in != PAD_ID, states.positions, memory,
+                       src_mask[:, 0, 0], states.final, states.layers)
 
     def auxiliary_losses(self, outputs: Outputs, inputs: Inputs | None = None, **named: torch.Tensor | None
                          ) -> dict[str, torch.Tensor]:
         """The switches' auxiliary losses of a forward's `outputs`, unweighted sums over the batch (names as in
         `ModelConfig.loss_weights`); `inputs`: the model inputs."""
         inputs = merge_inputs(inputs, named)
-        return {name: value for switch in self.switches for name, value in switch.losses(outputs, inputs).items()}
+        return {name: value for switch in self.switches
+                for name, value in switch.losses(self, outputs, inputs).items()}
 
     def new_cache(self) -> list[dict]:
         """An empty incremental-decoding cache (per decoder layer: self-attention keys/values so far,

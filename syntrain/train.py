@@ -41,6 +41,7 @@ from .checkpoints import checkpoint_vocab, load_checkpoint, load_weights, read_c
 from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .dataset import ParallelData, data_columns, prefetch, read_split
 from .decode import DecodeSettings, bleu_metric, decode_split, run_settings, score
+from .loss import objective, translation_loss
 from .model import PRESETS, ModelConfig, Transformer
 from .runfiles import default_run_dir, existing_run_files, prune_step_checkpoints
 from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
@@ -159,7 +160,6 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
     tokens = sum(batch.tokens() for batch in batches)  # counted on the CPU: no device sync
     total = torch.zeros((), device=device)
     raw = getattr(model, "module", model)
-    weights = raw.cfg.loss_weights()
     for i, batch in enumerate(batches):
         batch = batch.to(device)
         inputs = batch.inputs
@@ -168,19 +168,9 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
         with no_sync:
             with autocast:
                 outputs = model(batch.src, batch.tgt_in, inputs)
-            gold, weight = batch.tgt_out, 1.0
-            if outputs.loss_positions is not None:  # only some positions predicted: scaled to all
-                gold = gold.masked_fill(~outputs.loss_positions, PAD_ID)
-                weight = batch.tokens() / (gold != PAD_ID).sum().clamp(min=1)  # on the device: no sync
-            loss = weight * F.cross_entropy(outputs.logits.float().flatten(0, 1), gold.flatten(),
-                                            ignore_index=PAD_ID, label_smoothing=label_smoothing,
-                                            reduction="sum") / tokens
-            objective = loss
-            for name, value in raw.auxiliary_losses(outputs, inputs).items():
-                objective = objective + weights[name] * value / tokens
-                if aux_totals is not None:
-                    aux_totals[name] = aux_totals.get(name, 0.0) + value.detach() / tokens
-            (scaler.scale(objective) if scaler is not None else objective).backward()
+            loss = translation_loss(outputs, batch, tokens, label_smoothing)
+            total_objective = objective(raw, outputs, inputs, loss, tokens, aux_totals)
+            (scaler.scale(total_objective) if scaler is not None else total_objective).backward()
         total += loss.detach()
     return total, tokens
 

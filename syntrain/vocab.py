@@ -18,7 +18,6 @@ from .columns import SRC_SUBWORDS, TGT_SUBWORDS, TargetColumn
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
-LABEL_NONE, LABEL_UNKNOWN = 0, 1  # ids of a label feature: none (EOS, pad), a label unseen in training
 
 
 def separate_bpe(configuration: dict) -> bool:

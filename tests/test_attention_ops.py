@@ -17,7 +17,7 @@ from syntrain.attention import MultiHeadAttention, check_hooks
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import ModelConfig, Transformer
 from syntrain.switches import AttentionHook, Heads, Switch, register, unregister
-from syntrain.switches.directed import DISTANCES, DirectedHeads
+from syntrain.switches.directed import DirectedHeads
 from syntrain.switches.parse_head import ParseHead
 from syntrain.switches.tree import ParentHead
 from syntrain.train import load_checkpoint
@@ -105,7 +105,7 @@ def _directed_case():
     mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
     mask[1, ..., 4:] = False
     distances = torch.randint(0, 6, (2, 6, 6), dtype=torch.uint8)
-    return [DirectedHeads(2, 2.0, False)], {"memory": memory, "mask": mask, DISTANCES.name: distances}, x
+    return [DirectedHeads(2, 2.0, False)], {"memory": memory, "mask": mask, "distances": distances}, x
 
 
 def _parent_case():
@@ -142,29 +142,29 @@ class DistanceBias(AttentionHook):
         self.max_distance = max_distance
 
     def attach(self, attn: nn.Module) -> None:
-        attn.distance_bias = nn.Parameter(torch.zeros(self.max_distance + 1, attn.n_heads))
+        attn.example_distance_bias = nn.Parameter(torch.zeros(self.max_distance + 1, attn.n_heads))
 
     def operations(self, attn, view):
-        distances = view.inputs[DISTANCES.name].long().clamp(max=self.max_distance)  # (B, S, S)
-        return {"bias": attn.distance_bias[distances].permute(0, 3, 1, 2)}  # (B, H, S, S)
+        distances = view.inputs["distances"].long().clamp(max=self.max_distance)  # (B, S, S)
+        return {"bias": attn.example_distance_bias[distances].permute(0, 3, 1, 2)}  # (B, H, S, S)
 
 
 @dataclass
 class DistanceBiasConfig:
-    distance_bias_layer: int = option(0, ge=0, help="1-based encoder layer with a tree-distance bias (0: off)")
-    distance_bias_max: int = option(4, ge=1, help="tree distances clipped to this")
+    example_distance_layer: int = option(0, ge=0, help="1-based encoder layer with a tree-distance bias (0: off)")
+    example_distance_max: int = option(4, ge=1, help="tree distances clipped to this")
 
 
-class DistanceBiasSwitch(Switch[DistanceBiasConfig], name="distance_bias", config=DistanceBiasConfig,
-                         switched_by=("distance_bias_layer",)):
-    """A tree-distance bias on the encoder self-attention of one layer (reads directed's `distances`)."""
+class DistanceBiasSwitch(Switch[DistanceBiasConfig], name="example_distance_bias", config=DistanceBiasConfig,
+                         switched_by=("example_distance_layer",)):
+    """A tree-distance bias on the encoder self-attention of one layer (reads the shared `distances` column)."""
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
-        return {DISTANCES.name: "the tree-distance bias"}
+    def reads(self, training: bool) -> dict[str, str]:
+        return {"distances": "the tree-distance bias"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        if (stack, kind, layer) == ("encoder", "self", self.options.distance_bias_layer - 1):
-            return [DistanceBias(self.options.distance_bias_max)]
+        if (stack, kind, layer) == ("encoder", "self", self.options.example_distance_layer - 1):
+            return [DistanceBias(self.options.example_distance_max)]
         return []
 
 
@@ -175,7 +175,7 @@ def distance_bias():
     unregister(DistanceBiasSwitch.name)
 
 
-MODEL = {**fixtures.TINY, "enc_layers": 2, "dec_layers": 1, "pascal_heads": [2], "distance_bias_layer": 1}
+MODEL = {**fixtures.TINY, "enc_layers": 2, "dec_layers": 1, "pascal_heads": [2], "example_distance_layer": 1}
 
 
 def _batch(cfg: ModelConfig):
@@ -193,7 +193,7 @@ def test_distance_bias_with_pascal_same_on_math_and_flex_and_it_matters(distance
     attn = model.encoder[0].attn
     assert [type(hook).__name__ for hook in attn.hooks] == ["PascalHeads", "DistanceBias"]
     with torch.no_grad():
-        attn.distance_bias.normal_(0, 1.0)
+        attn.example_distance_bias.normal_(0, 1.0)
         encoded = {}
         for kernel in ("math", "flex"):
             model.set_attention_kernel(kernel)
@@ -201,7 +201,7 @@ def test_distance_bias_with_pascal_same_on_math_and_flex_and_it_matters(distance
             encoded[kernel] = model.encode(batch.src, batch.inputs)[0]
         torch.testing.assert_close(encoded["flex"], encoded["math"], atol=1e-5, rtol=1e-5)
         model.set_attention_kernel("math")
-        attn.distance_bias.zero_()
+        attn.example_distance_bias.zero_()
         assert not torch.allclose(model.encode(batch.src, batch.inputs)[0], encoded["math"], atol=1e-3)
 
 
@@ -210,8 +210,8 @@ def test_distance_bias_trains_checkpoints_loads_and_translates(distance_bias, tm
     logged = fixtures.train_run(MODEL, "tiny", out, max_steps=3)
     assert [record["step"] for record in logged] == [1, 2, 3]
     model, _, ckpt = load_checkpoint(f"{out}/last.pt")
-    assert ckpt["model_config"]["distance_bias_layer"] == 1
-    assert model.encoder[0].attn.distance_bias.abs().sum() > 0  # learned from zeros
+    assert ckpt["model_config"]["example_distance_layer"] == 1
+    assert model.encoder[0].attn.example_distance_bias.abs().sum() > 0  # learned from zeros
     assert not hasattr(model.encoder[1].attn, "distance_bias")
     result = fixtures.checkpoint_results(f"{out}/last.pt")
     assert len(result["outputs"]) == len(result["pieces"]) > 0

@@ -34,7 +34,7 @@ SWITCHES = {
     "lisa": dict(lisa_layer=2),  # src_head
     "linearized": dict(target="transitions"),
     "parent": dict(target="transitions", parent_layers=[1]),  # graph
-    "gcn": dict(target="transitions", gcn_layers=2),  # graph
+    "gcn": dict(target="transitions", gcn_layer_count=2),  # graph
     "bitran": dict(target="transitions", bidirectional=True),  # every prefix re-encoded (exact)
 }
 PLAIN = torch.autocast("cpu", enabled=False)
@@ -233,7 +233,7 @@ COMPILE_CASES = {
     "vanilla": {},
     "text_switches": dict(pascal_heads=[2], directed_heads=[0, 2], dbsa_encoder=True, dbsa_decoder=True,
                           sync_lambda=0.5, label_embedding=4),
-    "tree": dict(target="transitions", parent_layers=[1], gcn_layers=1),
+    "tree": dict(target="transitions", parent_layers=[1], gcn_layer_count=1),
     # dropout and parent ignoring on: inductor's fallback_random draws the random numbers as eager does
     "dropout": dict(dropout=0.1, attention_dropout=0.1, pascal_heads=[2], parent_ignore=0.3),
 }

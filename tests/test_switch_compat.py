@@ -116,11 +116,16 @@ def test_older_checkpoint_loads_with_the_same_losses_and_outputs(name):
 
 
 def test_older_checkpoint_config_is_the_stored_dict():
-    """The stored model_config dict reads back to the same values (flat names, every key kept; a switch
-    registered since then adds its own keys with their defaults)."""
+    """The stored model_config dict reads back to the same values (flat names, every key kept, an option renamed
+    since then under its name now, `Switch.renamed`; a switch registered since then adds its own keys with their
+    defaults)."""
     from syntrain.model import ModelConfig
+    from syntrain.switches import current_names
 
+    renamed = 0
     for name in fixtures.CHECKPOINTS:
         stored = torch.load(Path(fixtures.HERE) / f"{name}.pt", map_location="cpu", weights_only=False)["model_config"]
-        again = ModelConfig.from_dict(stored).to_dict()
-        assert {key: again[key] for key in stored} == stored
+        again, current = ModelConfig.from_dict(stored).to_dict(), current_names(stored)
+        assert {key: again[key] for key in current} == current
+        renamed += len(set(stored) - set(current))
+    assert renamed == len(fixtures.CHECKPOINTS)  # each stored gcn_layers, now gcn_layer_count

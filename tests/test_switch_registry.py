@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from synprep.tables import option
 from syntrain.cli import cli
 from syntrain.model import ModelConfig
-from syntrain.switches import Switch, option_names, register, registered, unregister
+from syntrain.switches import Switch, deferred_order, option_names, register, registered, unregister
 
 from .conftest import REPO
 from .data import make_switch_fixtures as fixtures
@@ -24,12 +24,17 @@ SWITCHES = {switch.name: switch for switch in registered()}
 
 
 def test_the_built_in_switches_are_registered_in_their_order():
+    """The one pinned order (the registry's ORDER); the package's modules carry no place of their own."""
     assert list(SWITCHES) == ["pascal", "directed", "parse_head", "sync", "labels", "depth", "tree"]
+    assert not [switch.name for switch in SWITCHES.values() if switch.after or switch.before]
 
 
-def test_switches_are_placed_by_name_registration_order_breaking_ties():
-    """`after` / `before` name other switches; each switch comes in registration order unless it must follow one
-    registered later."""
+def test_switches_outside_the_list_are_placed_by_name_never_by_registration_order():
+    """`after` / `before` name other switches; a switch the registry's ORDER does not list comes after those, by
+    name (not in registration order), unless it must come before one."""
+    class Zeta(Switch, name="placed_zeta"):
+        pass
+
     class Last(Switch, name="placed_last"):
         pass
 
@@ -40,15 +45,34 @@ def test_switches_are_placed_by_name_registration_order_breaking_ties():
         pass
 
     try:
-        for switch in (Last, First, Middle):
+        for switch in (Zeta, Last, First, Middle):
             register(switch)
+        built_in = list(SWITCHES)
         assert [switch.name for switch in registered()] == [
-            "placed_first", "pascal", "directed", "parse_head", "sync", "placed_middle", "labels", "depth", "tree",
-            "placed_last"]
+            "placed_first", *built_in[:4], "placed_middle", *built_in[4:], "placed_last", "placed_zeta"]
     finally:
-        for name in ("placed_last", "placed_first", "placed_middle"):
+        for name in ("placed_zeta", "placed_last", "placed_first", "placed_middle"):
             unregister(name)
     assert list(SWITCHES) == [switch.name for switch in registered()]
+
+
+def test_the_order_does_not_depend_on_the_order_of_registration():
+    """The package's modules registered in the reverse order come out in the same order."""
+    switches = registered()
+    for switch in switches:
+        unregister(switch.name)
+    try:
+        with deferred_order():
+            for switch in reversed(switches):
+                register(switch)
+        assert registered() == switches
+    finally:
+        for switch in registered():
+            unregister(switch.name)
+        with deferred_order():
+            for switch in switches:
+                register(switch)
+    assert registered() == switches
 
 
 @pytest.mark.parametrize("place, error", [

@@ -70,7 +70,7 @@ class Toy(Switch[ToyConfig], name="toy", config=ToyConfig, switched_by=("toy_gai
     def describe(self) -> str:
         return f"toy gate {self.options.toy_gain}"
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {"src_parent_first": "the toy switch"} if training else {}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
@@ -79,7 +79,7 @@ class Toy(Switch[ToyConfig], name="toy", config=ToyConfig, switched_by=("toy_gai
     def loss_weights(self) -> dict[str, float]:
         return {"toy": 0.5}
 
-    def losses(self, outputs: Outputs, inputs) -> dict[str, torch.Tensor]:
+    def losses(self, model, outputs: Outputs, inputs) -> dict[str, torch.Tensor]:
         head = inputs["src_parent_first"]
         picked = outputs.records["toy"].gather(-1, head.clamp(min=0)[..., None])[..., 0]
         return {"toy": -torch.where(head >= 0, picked, torch.zeros_like(picked)).sum()}

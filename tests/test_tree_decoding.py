@@ -142,9 +142,9 @@ SMALL = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout
 TREE_SWITCHES = {
     "linearized": {},
     "parent": dict(parent_layers=[1, 2]),
-    "gcn": dict(gcn_layers=2),
-    "gcn_unlabeled_ungated": dict(gcn_layers=2, gcn_labeled=False, gcn_gated=False),
-    "parent_gcn_bitran": dict(parent_layers=[2], gcn_layers=2, bidirectional=True),
+    "gcn": dict(gcn_layer_count=2),
+    "gcn_unlabeled_ungated": dict(gcn_layer_count=2, gcn_labeled=False, gcn_gated=False),
+    "parent_gcn_bitran": dict(parent_layers=[2], gcn_layer_count=2, bidirectional=True),
     "bitran": dict(bidirectional=True),
 }
 SENTENCES = [
@@ -157,7 +157,7 @@ SENTENCES = [
 def _model(options, vocab, seed=0, root="drop"):
     torch.manual_seed(seed)
     model = build_model("tiny", vocab_size=len(vocab), transition_root=root, **SMALL, **options).eval()
-    if options.get("gcn_layers"):
+    if options.get("gcn_layer_count"):
         with torch.no_grad():  # not the identity-like start: make the GCN matter
             for p in model.gcn.parameters():
                 p.normal_(0, 0.3)
@@ -386,7 +386,7 @@ def test_tiny_model_learns_synthetic_transitions_to_exact_trees(shards):
     vocab = Vocab.build([table], decoder_target=target_column("transitions"))
 
     options = dict(SMALL, arc_labels=arc_label_vocabulary(vocab), d_model=64, d_ff=128, parent_layers=[1],
-                   gcn_layers=1)
+                   gcn_layer_count=1)
     torch.manual_seed(0)
     model = build_model("tiny", vocab_size=len(vocab), **options)
     data = ParallelData(path, vocab, skip_null=True, batch_columns=model.cfg.batch_columns(training=True),
@@ -417,7 +417,7 @@ def test_eval_writes_trees_and_the_tree_measure(shards, tmp_path):
     data = shards / "keep"
     recipe.write_text(f'[data]\ntrain = "{data}/train"\nvalid = "{data}/valid"\n[model]\npreset = "tiny"\n'
                       f'd_model = 32\nd_ff = 64\nenc_layers = 1\ndec_layers = 2\ntarget = "transitions"\n'
-                      f'parent_layers = [2]\ngcn_layers = 2\nbidirectional = true\n[train]\nmax_steps = 2\n'
+                      f'parent_layers = [2]\ngcn_layer_count = 2\nbidirectional = true\n[train]\nmax_steps = 2\n'
                       f'warmup = 2\neval_interval = 2\neval_sentences = 4\nmax_tokens = 800\n')
     out = tmp_path / "run"
     result = CliRunner().invoke(cli, ["run", str(recipe), "--out", str(out)])

@@ -9,7 +9,7 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
 - `check(cfg)`: cross-field checks that need no data (ValueError naming the field);
 - `describe()`: its part of the run header's "syntax switches" line;
 - `columns`: the batch columns it declares (`syntrain.columns.BatchColumn`: the shard column read, how it is
-  padded and collated; the data layer collates only what switches declare); `batch_columns(training)`: the
+  padded and collated; the data layer collates only what switches declare); `reads(training)`: the
   names of those it reads in this run -> who needs them;
 - `decoder_targets`: the decoder targets it declares (`syntrain.columns.TargetColumn`: a target shard column the decoder
   produces instead of the target sub-words; the model's target is the one its active switches declare);
@@ -20,7 +20,7 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
 - `source_modules()` + `embed_source(...)`: extra embedding of the source; `decoder_modules()` +
   `decoder_input(...)`: what runs on the decoder input (graph layers, masks for the attention hooks);
   `decoder_self_mask(...)`: another decoder self-attention mask; `teacher_forcing(...)`: another way to compute
-  the teacher-forced logits;
+  the teacher-forced decoder states (one switch at a time: `changes_teacher_forcing`, `changes_decoder_mask`);
 - `training_report(data)`: the run-header line about the training data;
 - `constraint(vocab, rows)`, `output_length_factor`, `recomputes_prefix`: decoding (constrained tokens and the
   inputs they add, the length limit, no incremental cache);
@@ -30,8 +30,9 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   eval`); `files` + `file_text(name, pieces, rows)` (`syntrain eval --NAME PATH` files); `run_files(pieces)`,
   `describe_run()`, `compare_header` + `compare_column(run, data_path, described)` (what `syntrain compare`
   keeps in a run folder and shows in its table);
-- `losses(outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`)
-  and the model inputs; `loss_weights()` their lambdas.
+- `losses(model, outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`:
+  logits, records, the encoder and decoder states; `state_layers()` names the decoder layers whose states it
+  reads), the model inputs and the modules it added to the model; `loss_weights()` their lambdas.
 
 Forward never keeps state on a module: the attention hooks write the tensors a loss needs into the `records`
 dict of the current forward, which `Outputs` carries back to the caller.
@@ -74,12 +75,31 @@ class Outputs:
 
     `records`: named tensors recorded by the attention hooks (e.g. a parse head's log-weights);
     `target_valid` (B, T) the non-pad decoder inputs; `loss_positions` (B, T) the positions whose prediction
-    was computed (None: all; a sampled approximation leaves the others at zero logits)."""
+    was computed (None: all; a sampled approximation leaves the others at zero logits and zero states);
+    `encoder_states` (B, S, C) the encoder output (normalized) and `source_valid` (B, S) its non-pad positions;
+    `decoder_states` (B, T, C) the decoder output (normalized) the logits are projected from; `layer_states`
+    1-based decoder layer -> that layer's output (B, T, C), for the layers an active switch names in
+    `state_layers()` (only those are kept)."""
 
     logits: torch.Tensor
     records: dict[str, torch.Tensor] = field(default_factory=dict)
     target_valid: torch.Tensor | None = None
     loss_positions: torch.Tensor | None = None
+    encoder_states: torch.Tensor | None = None
+    source_valid: torch.Tensor | None = None
+    decoder_states: torch.Tensor | None = None
+    layer_states: dict[int, torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class DecoderStates:
+    """What one teacher-forced decoder pass computed: `final` (B, T, C) the normalized output states, `layers`
+    1-based decoder layer -> its output (B, T, C) (the layers asked for), `positions` (B, T) the positions
+    computed (None: all)."""
+
+    final: torch.Tensor
+    layers: dict[int, torch.Tensor] = field(default_factory=dict)
+    positions: torch.Tensor | None = None
 
 
 OPS = ("query", "scale", "bias", "mask", "head_mask", "record")  # an `AttentionHook`'s operations (`ops`)
@@ -248,12 +268,13 @@ class DataHooks:
     """What a switch reads of the data (part of `Switch`; the defaults read nothing): the batch columns and decoder
     targets it declares, which columns it reads in a run and what they read of the run, its run-header line."""
 
-    columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (read via `batch_columns`)
+    columns: ClassVar[tuple[BatchColumn, ...]] = ()  # batch columns it declares (named in `reads`)
     decoder_targets: ClassVar[tuple[TargetColumn, ...]] = ()  # decoder targets it declares (the target while it is on)
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
-        """Batch columns it reads (names of declared `columns`) -> who needs them; `training` adds loss
-        supervision."""
+    def reads(self, training: bool) -> dict[str, str]:
+        """The names of the batch columns it reads in this run (its own `columns` or the shared ones of
+        `syntrain.columns.SHARED`) -> who needs them (for the error when a split lacks one); `training` adds the
+        supervision of its losses."""
         return {}
 
     def data_options(self) -> dict[str, Any]:
@@ -313,17 +334,37 @@ class ModelHooks:
         """The embedded decoder input and the inputs the decoder layers see."""
         return x, inputs
 
+    @property
+    def changes_teacher_forcing(self) -> bool:
+        """Whether `teacher_forcing` computes the decoder states its own way in this run (BiTran); two switches
+        that do are refused in one line (`ModelConfig.check`)."""
+        return False
+
+    @property
+    def changes_decoder_mask(self) -> bool:
+        """Whether `decoder_self_mask` gives another mask in this run; two switches that do are refused."""
+        return False
+
     def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
-                        src_mask: torch.Tensor, inputs: Inputs, records: dict) -> Outputs | None:
-        """Teacher-forced outputs computed another way than one causal decoder pass (None: the usual one)."""
+                        src_mask: torch.Tensor, inputs: Inputs, records: dict, layers: tuple[int, ...]
+                        ) -> DecoderStates | None:
+        """The teacher-forced decoder states computed another way than one causal decoder pass (None: the usual
+        one), with the output of the 1-based decoder `layers`; only for a switch whose
+        `changes_teacher_forcing` is True. The logits are projected from them by the model."""
         return None
+
+    def state_layers(self) -> tuple[int, ...]:
+        """The 1-based decoder layers whose output states its losses read (`Outputs.layer_states`); the final
+        states (`Outputs.decoder_states`) and the encoder's (`Outputs.encoder_states`) are always there."""
+        return ()
 
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda."""
         return {}
 
-    def losses(self, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
-        """Its auxiliary losses (unweighted sums over the batch) from `outputs` and the model inputs."""
+    def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
+        """Its auxiliary losses (unweighted sums over the batch) from `outputs` (logits, records, the encoder
+        and decoder states) and the model inputs; `model` holds the modules it added (`decoder_modules`)."""
         return {}
 
 
@@ -334,8 +375,9 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     switch's options, where a mechanism needs them: `cfg.section(OtherSwitch)`. Its hooks by stage: `DataHooks`,
     `DecodingHooks`, `ModelHooks`; here: its identity, options and their checks.
 
-    Its place among the switches is declared by name, `after=("pascal",)` / `before=(...)`: the registry keeps
-    the switches in registration order, each moved after those it must follow (`registered`). The order decides
+    Its place among the switches: the registry's `ORDER` list (`syntrain.switches.registry`); a switch it does
+    not list comes after those, by name, unless it places itself by name, `after=("pascal",)` /
+    `before=(...)` (`registered`). The order decides
     in which order the hooks of one attention module run and register their parameters (so parameter
     initialization draws from the random generator in that order: pinned first-step losses depend on it), the
     order in which auxiliary losses are summed and the run header lists the switches."""
@@ -348,6 +390,9 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     example: ClassVar[dict[str, Any]] = {}  # [model] options that turn it on in a small model (docs, generic tests)
     # values of its options that a checkpoint stored before they existed was trained with (when not the default)
     stored_defaults: ClassVar[dict[str, Any]] = {}
+    # old spellings of its options -> their names now: recipes, --set and checkpoints that use them still read
+    # (`syntrain.switches.current_names`, with a note)
+    renamed: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
                           after: tuple[str, ...] = (), before: tuple[str, ...] = (), **kwargs: Any) -> None:
@@ -376,17 +421,30 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
                    for value in (getattr(options, name) for name in cls.switched_by))
 
     @classmethod
-    def check_layer_list(cls, cfg: ModelOptions, option: str, stack: str) -> None:
-        """ValueError when the per-layer head counts `option` (of this switch's options) name more layers than
-        `stack` ("encoder"/"decoder") has, or more heads than a layer has."""
-        sizes = cfg.sizes
-        counts, layers = getattr(cls.section(cfg), option), sizes.enc_layers if stack == "encoder" else sizes.dec_layers
-        if len(counts) > layers:
-            raise ValueError(f"{option} lists {len(counts)} layers, the {stack} has {layers}")
-        for layer, heads in enumerate(counts, 1):
-            if heads > sizes.n_heads:
-                raise ValueError(f"{option} {list(counts)}: layer {layer} asks for {heads} heads, a layer has "
-                                 f"{sizes.n_heads} (n_heads)")
+    def check_layers(cls, cfg: ModelOptions, option: str, stack: str | tuple[str, ...],
+                     per_layer_heads: bool = False) -> None:
+        """The one layer/head checker (docs/switches-api.md, "Layers and heads"): ValueError naming `option` (of
+        this switch's options) when it names a layer that `stack` ("encoder"/"decoder", or both: a tuple) lacks.
+        The option is a 1-based layer number (0: the option's off or default value, as its help says) or a list
+        of them; with `per_layer_heads`, a list of head counts from layer 1 on, each at most `n_heads`."""
+        value, sizes = getattr(cls.section(cfg), option), cfg.sizes
+        stacks = (stack,) if isinstance(stack, str) else stack
+        layers = min(cls.layer_count(cfg, name) for name in stacks)
+        where = " and ".join(stacks)
+        if per_layer_heads:
+            if len(value) > layers:
+                raise ValueError(f"{option} lists {len(value)} layers, the {where} has {layers}")
+            for layer, heads in enumerate(value, 1):
+                if heads > sizes.n_heads:
+                    raise ValueError(f"{option} {list(value)}: layer {layer} asks for {heads} heads, a layer has "
+                                     f"{sizes.n_heads} (n_heads)")
+        elif any(layer > layers for layer in (value if isinstance(value, list) else [value])):
+            raise ValueError(f"{option} {value}: the {where} layers are 1..{layers}")
+
+    @staticmethod
+    def layer_count(cfg: ModelOptions, stack: str) -> int:
+        """The layers of `stack` ("encoder"/"decoder")."""
+        return cfg.sizes.enc_layers if stack == "encoder" else cfg.sizes.dec_layers
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:

@@ -31,7 +31,7 @@ class DepthConfig:
 
 
 class DepthEmbeddings(FeatureEmbedding[DepthConfig], name="depth", config=DepthConfig,
-                      switched_by=("depth_embedding",), after=("labels",), before=("tree",)):
+                      switched_by=("depth_embedding",)):
     """Source dependency-depth embeddings added to the source token embeddings (parameters: `depth_embed`)."""
 
     example = {"depth_embedding": True, "depth_max": 4}

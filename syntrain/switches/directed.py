@@ -10,19 +10,13 @@ and added through their own output projection.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import nn
 
-from synprep.features import forest_tree_distances, subword_distances
 from synprep.tables import option
 
-from ..arrow import flat_numbers
-from ..columns import BatchColumn
-from ..dataset import ParallelData
 from .base import AttentionHook, Heads, HeadView, ModelOptions, Switch
 from .registry import register
 
@@ -79,7 +73,7 @@ class DirectedHeads(AttentionHook):
     def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
         """Scale and window (B, h, T, S): each head's aligned position p in [0, n - 1] (n = source sub-words
         without EOS) reads the interpolated row M[p]."""
-        distances = view.inputs.get(DISTANCES.name)
+        distances = view.inputs.get(DISTANCES)
         if distances is None or view.mask is None:
             raise ValueError("syntax-directed heads need the source syntax distances and the source mask")
         n_src = (view.mask.reshape(view.mask.shape[0], -1).sum(-1) - 1).clamp(min=1) - 1  # last sub-word position
@@ -96,30 +90,7 @@ class DirectedHeads(AttentionHook):
         return attn.directed_out(context.transpose(1, 2).reshape(*view.x.shape[:2], -1))
 
 
-class DistanceColumn(BatchColumn):
-    """`distances` (B, S, S) uint8 sub-word syntax distances, made from the source heads of the batch's rows at
-    once (`forest_tree_distances`, then `subword_distances`); the EOS and pad rows/columns are 0: EOS stays
-    inside every syntax-directed window, unscaled. (Shards of format 1 also stored them token x token: not read.)"""
-
-    def load(self, data: ParallelData) -> tuple:
-        return tuple(flat_numbers(data.table.column(name)) for name in (self.column, *self.reads))
-
-    def collate(self, loaded: tuple, rows: Sequence[int], s: int, t: int) -> np.ndarray:
-        (heads, head_offsets), (owners, owner_offsets) = loaded
-        out = np.zeros((len(rows), s, s), np.uint8)
-        parts = [heads[head_offsets[row] : head_offsets[row + 1]] for row in rows]
-        sizes = np.array([len(h) for h in parts], np.int64)
-        cells = np.concatenate([[0], np.cumsum(sizes * sizes)])
-        token_distances = forest_tree_distances(np.concatenate(parts) if parts else np.zeros(0, np.int64), sizes)
-        for b, row in enumerate(rows):
-            owner = owners[owner_offsets[row] : owner_offsets[row + 1]]
-            n = len(owner)
-            out[b, :n, :n] = subword_distances(token_distances[cells[b] : cells[b + 1]], owner)
-        return out
-
-
-# the sub-word syntax distances of the source (B, S, S), declared here (other switches may read them too)
-DISTANCES = DistanceColumn("distances", "src_heads", "src", "distances", reads=("src_subword_token",))
+DISTANCES = "distances"  # the shared batch column (syntrain.columns): sub-word syntax distances (B, S, S)
 
 
 @dataclass
@@ -132,25 +103,24 @@ class DirectedConfig:
     double_context: bool = option(False, help="eq. 14: syntax-directed contexts next to the global heads")
 
 
-class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, switched_by=("directed_heads",),
-               after=("pascal",)):
-    """Syntax-directed cross-attention heads, single or double context."""
+class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, switched_by=("directed_heads",)):
+    """Syntax-directed attention (Chen et al. 2017): heads of the decoder cross-attention read the source syntax
+    distances around an aligned position, single or double context."""
 
     example = {"directed_heads": [0, 2], "double_context": True}
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:
-        cls.check_layer_list(cfg, "directed_heads", "decoder")
+        cls.check_layers(cfg, "directed_heads", "decoder", per_layer_heads=True)
 
     def describe(self) -> str:
         options = self.options
         kind = "double" if options.double_context else "single"
         return f"syntax-directed heads {options.directed_heads} ({kind} context, n {options.directed_n})"
 
-    columns = (DISTANCES,)
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
-        return {DISTANCES.name: "syntax-directed attention"}
+    def reads(self, training: bool) -> dict[str, str]:
+        return {DISTANCES: "syntax-directed attention"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
         heads = self.options.directed_heads

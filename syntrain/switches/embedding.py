@@ -57,7 +57,7 @@ class FeatureEmbedding(Switch[C]):
     def describe(self) -> str:
         return f"{self.name} embeddings (max {self.largest})"
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {self.column.name: f"{self.name} embeddings"}
 
     def source_modules(self) -> dict[str, nn.Module]:

@@ -1,29 +1,23 @@
 """S&H (Sennrich & Haddow, 2016): dependency-label embeddings of the source.
 
 The last `label_embedding` dimensions of each source sub-word's embedding are replaced by the embedding of its
-token's dependency label (batch column "src_labels": ids 0 = none (EOS, pad), 1 = a label unseen in training,
-2... `source_labels`, the label vocabulary derived from the training split).
+token's dependency label (the shared batch column "src_labels", `syntrain.columns.LabelColumn`: ids 0 = none
+(EOS, pad), 1 = a label unseen in training, 2... `source_labels`, the label vocabulary derived from the
+training split).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 from torch import nn
 
-from synprep.features import per_subword
 from synprep.tables import option
 
-from ..arrow import encode_strings, flat_numbers
-from ..columns import BatchColumn
-from ..dataset import ParallelData
-from ..vocab import LABEL_NONE, LABEL_UNKNOWN
 from .base import Inputs, ModelOptions, Switch
 from .registry import register
 
@@ -38,25 +32,6 @@ def label_vocabulary(table: pa.Table) -> list[str]:
                   if label is not None)
 
 
-class LabelColumn(BatchColumn):
-    """`labels` (B, S) source label ids (0: EOS/pad, 1: a label unseen in training, 2... the run's
-    `source_labels`, from ParallelData's `data_options`), each piece taking its token's label; the label
-    strings become ids once per split."""
-
-    def load(self, data: ParallelData) -> tuple:
-        known = pa.array(list(data.data_options.get("source_labels") or []), pa.string())
-        return (encode_strings(data.table.column(self.column), known, 2, LABEL_UNKNOWN),
-                flat_numbers(data.table.column(self.reads[0])))
-
-    def collate(self, loaded: tuple, rows: Sequence[int], s: int, t: int) -> np.ndarray:
-        (labels, label_offsets), (owners, owner_offsets) = loaded
-        out = np.full((len(rows), s), LABEL_NONE, np.int64)
-        for b, row in enumerate(rows):
-            owner = owners[owner_offsets[row] : owner_offsets[row + 1]]
-            out[b, : len(owner)] = per_subword(labels[label_offsets[row] : label_offsets[row + 1]], owner)
-        return out
-
-
 @dataclass
 class LabelConfig:
     """[model] options of the S&H label embeddings."""
@@ -66,9 +41,9 @@ class LabelConfig:
                                       help="label vocabulary (from the training data)")
 
 
-class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, switched_by=("label_embedding",),
-                      after=("sync",)):
-    """Source dependency-label embeddings in the last dimensions of the source embeddings."""
+class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, switched_by=("label_embedding",)):
+    """S&H (Sennrich & Haddow 2016): source dependency-label embeddings in the last `label_embedding` dimensions
+    of the source embeddings (10: the baseline)."""
 
     example = {"label_embedding": 4}
 
@@ -88,9 +63,7 @@ class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, sw
     def data_options(self) -> dict[str, Any]:
         return {"source_labels": self.options.source_labels}
 
-    columns = (LabelColumn(SRC_LABELS, SRC_LABELS, "src", "labels", reads=("src_subword_token",)),)
-
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {SRC_LABELS: "S&H label embeddings"}
 
     def source_modules(self) -> dict[str, nn.Module]:

@@ -29,38 +29,15 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 import torch
 from torch import nn
 
-from synprep.features import DBSA_RULES, forest_dbsa_heads
+from synprep.features import DBSA_RULES
 from synprep.tables import option
 
-from ..columns import BatchColumn
 from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Outputs, Switch
 from .registry import register
 from .tree import TreeDecoding
-
-
-class TargetHeadColumn(BatchColumn):
-    """A target head column (B, T): the decoder *input* position (BOS shift: + 1) of the head of the sub-word read
-    at each input position; -1 for BOS, pad and sub-words whose head comes later (the causal mask hides it: no loss)."""
-
-    def row(self, values: np.ndarray) -> np.ndarray:
-        head = values.astype(np.int64)
-        return np.where(head <= np.arange(len(head)), head + 1, -1)
-
-
-# (B, S) / (B, T) head positions, -1 = none (EOS, pad); `*_dbsa_head` of shards written without the `dbsa`
-# group is made from the side's heads and subword_token (`forest_dbsa_heads`, the one implementation)
-HEAD_COLUMNS = (
-    BatchColumn("src_parent_first", "src_parent_first", "src", "parents"),
-    BatchColumn("src_dbsa_head", "src_dbsa_head", "src", "dbsa",
-                made_from=("src_heads", "src_subword_token"), make=forest_dbsa_heads),
-    TargetHeadColumn("tgt_parent_first", "tgt_parent_first", "tgt", "parents", supervision=True),
-    TargetHeadColumn("tgt_dbsa_head", "tgt_dbsa_head", "tgt", "dbsa", supervision=True,
-                     made_from=("tgt_heads", "tgt_subword_token"), make=forest_dbsa_heads),
-)
 
 ENCODER, DECODER, LISA = "parse_encoder", "parse_decoder", "lisa"  # record names
 
@@ -153,20 +130,21 @@ BOTH_SIDES = "dbsa_encoder and dbsa_decoder"  # the options `on_both_sides` read
 
 
 class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadConfig,
-                 switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer"), after=("directed",)):
-    """DBSA (encoder and/or decoder) and LISA (encoder) parse heads with their dependency losses."""
+                 switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer")):
+    """DBSA (Deguchi et al. 2019; encoder and/or decoder) and LISA-style (encoder) parse heads with their
+    dependency losses; decoding reads nothing more."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "lisa_layer": 2}
     stored_defaults: ClassVar[dict[str, object]] = {"dbsa_rule": "parent_first"}  # what older checkpoints meant
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:
-        options, sizes = cls.section(cfg), cfg.sizes
-        if (options.dbsa_encoder or options.dbsa_decoder) and not (
-                options.dbsa_layer <= min(sizes.enc_layers, sizes.dec_layers)):
-            raise ValueError(f"dbsa_layer {options.dbsa_layer} is not a layer of the model (1-based)")
-        if options.lisa_layer > sizes.enc_layers:
-            raise ValueError(f"lisa_layer {options.lisa_layer} is not an encoder layer (1-based; 0 = off)")
+        options = cls.section(cfg)
+        sides = tuple(stack for stack, on in (("encoder", options.dbsa_encoder), ("decoder", options.dbsa_decoder))
+                      if on)
+        if sides:
+            cls.check_layers(cfg, "dbsa_layer", sides)
+        cls.check_layers(cfg, "lisa_layer", "encoder")
         if options.lisa_layer and options.dbsa_encoder and options.lisa_layer == options.dbsa_layer:
             raise ValueError("LISA and encoder DBSA both use the last head of the same layer: choose another "
                              "lisa_layer")
@@ -184,9 +162,7 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
             on.append(f"LISA encoder layer {options.lisa_layer} (lambda {options.lisa_lambda})")
         return "; ".join(on)
 
-    columns = HEAD_COLUMNS
-
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         need, options = {}, self.options
         if not training:
             return need
@@ -216,7 +192,7 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
         options = self.options
         return {"dep_src": options.dbsa_lambda, "dep_tgt": options.dbsa_lambda, "lisa": options.lisa_lambda}
 
-    def losses(self, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
+    def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
         options, losses = self.options, {}
         if options.dbsa_encoder:
             losses["dep_src"] = dependency_loss(outputs.records[ENCODER],

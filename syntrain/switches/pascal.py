@@ -103,13 +103,14 @@ class PascalConfig:
 
 
 class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_by=("pascal_heads",)):
-    """Pascal heads in the encoder self-attention."""
+    """Pascal heads (Bugliarello & Okazaki 2020) in the encoder self-attention: a prior centred on each token's
+    parent scales their scores; parent ignoring in training."""
 
     example = {"pascal_heads": [2], "parent_ignore": 0.3}
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:
-        cls.check_layer_list(cfg, "pascal_heads", "encoder")
+        cls.check_layers(cfg, "pascal_heads", "encoder", per_layer_heads=True)
 
     def describe(self) -> str:
         options = self.options
@@ -117,7 +118,7 @@ class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_
 
     columns = (PARENT,)
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {"src_parent_mid": "Pascal attention"}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:

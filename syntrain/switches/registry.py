@@ -9,19 +9,51 @@ declarations a model reads (`ModelConfig.batch_columns`, `ModelConfig.dataset_op
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields
+from typing import Any
 
-from ..columns import TEXT, BatchColumn, TargetColumn
+from ..columns import SHARED, TEXT, BatchColumn, TargetColumn
 from .base import Switch
+
+# The order of the switches, declared here and nowhere else: the order in which the hooks of one attention module
+# run and attach their parameters (so parameter initialization, and pinned first-step losses, depend on it), the
+# auxiliary losses are summed and the run header lists the switches. A switch not listed comes after these
+# unless its class places it by name (`after=` / `before=`); unlisted switches of equal standing in name order.
+ORDER = ("pascal", "directed", "parse_head", "sync", "labels", "depth", "tree")
 
 _REGISTRY: dict[str, type[Switch]] = {}  # name -> switch, in registration order
 _ORDER: list[type[Switch]] = []  # the registered switches in their declared order
 _DEFERRED = 0  # > 0 while the package imports its modules: the order is checked once they all registered
 _RESERVED: dict[str, str] = {}  # option name -> the core config section that declares it
-_COLUMNS: dict[str, tuple[BatchColumn, str]] = {}  # name -> (declaration, the switch that declared it)
+COLUMN_LAYER = "the column layer"  # the declarer of the shared batch columns (syntrain.columns.SHARED)
+# name -> (declaration, the switch that declared it, or COLUMN_LAYER)
+_COLUMNS: dict[str, tuple[BatchColumn, str]] = {column.name: (column, COLUMN_LAYER) for column in SHARED}
 _TARGETS: dict[str, tuple[TargetColumn, str]] = {}  # name -> (declaration, the switch that declared it)
+
+
+def current_names(values: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """`values` ([model] options by name) with the old spellings the switches declare (`Switch.renamed`) under
+    their names now; each old spelling found is said once on the log ("<where>: gcn_layers is now
+    gcn_layer_count"). A value given under both names is a ValueError."""
+    renamed = {old: new for switch in _REGISTRY.values() for old, new in switch.renamed.items()}
+    out = dict(values)
+    for old in [name for name in values if name in renamed]:
+        new = renamed[old]
+        if new in values:
+            raise ValueError(f"{where + ': ' if where else ''}{old} (its old spelling) and {new} both given: keep "
+                             f"{new}")
+        out[new] = out.pop(old)
+        if (where, old) not in _NOTED:
+            _NOTED.add((where, old))
+            logging.getLogger("syntrain").warning("%s%s is now %s (the old spelling still reads)",
+                                                  f"{where}: " if where else "", old, new)
+    return out
+
+
+_NOTED: set[tuple[str, str]] = set()  # (where, old spelling) said already
 
 
 def option_names(switch: type[Switch]) -> list[str]:
@@ -90,7 +122,7 @@ def unregister(name: str) -> None:
 @contextmanager
 def deferred_order() -> Iterator[None]:
     """Registrations whose places may name switches registered later in the block (the package's modules, imported
-    in any order); the order is checked, and fixed, at the end of the block."""
+    in any order: the order does not depend on it); the order is checked, and fixed, at the end of the block."""
     global _DEFERRED
     _DEFERRED += 1
     try:
@@ -102,25 +134,29 @@ def deferred_order() -> Iterator[None]:
 
 
 def registered() -> list[type[Switch]]:
-    """The registered switches in their declared order (registration order, each moved after the switches its
-    `after` / `before` say it follows): the order of their hooks in a module, of their parameters, losses and
-    run-header parts."""
+    """The registered switches in their declared order (`ORDER`, then the others by name, each moved after the
+    switches its `after` / `before` say it follows): the order of their hooks in a module, of their parameters,
+    losses and run-header parts."""
     return list(_ORDER) if not _DEFERRED else list(_REGISTRY.values())
 
 
 def _ordered(checked: list[type[Switch]]) -> list[type[Switch]]:
-    """The registered switches in registration order, each moved after the switches it must follow (its `after`,
-    and those placing themselves `before` it): a stable topological order; ValueError (one line) for a cycle, or
-    for a place of a `checked` switch naming no registered switch (another's place naming one unregistered since
-    is let go)."""
+    """The registered switches in `ORDER` (those it does not list after them, by name), each moved after the
+    switches it must follow (its `after`, and those placing themselves `before` it): a stable topological order
+    that neither file names nor the order of registration decide; ValueError (one line) for a cycle, or for a
+    place of a `checked` switch naming no registered switch (another's place naming one unregistered since is let
+    go)."""
     for switch in checked:
         for word, names in (("after", switch.after), ("before", switch.before)):
             unknown = [name for name in names if name not in _REGISTRY]
             if unknown:
                 raise ValueError(f"switch {switch.name!r} is placed {word} {unknown[0]!r}, which is no registered "
                                  f"switch (registered: {', '.join(_REGISTRY)})")
-    rank = {name: index for index, name in enumerate(_REGISTRY)}
+    rank = {name: (0, ORDER.index(name), "") if name in ORDER else (1, 0, name) for name in _REGISTRY}
     preceding: dict[str, set[str]] = {name: set() for name in _REGISTRY}
+    listed = [name for name in ORDER if name in _REGISTRY]
+    for first, then in zip(listed, listed[1:]):  # the list is a place too: a switch placed against it is a cycle
+        preceding[then].add(first)
     for switch in _REGISTRY.values():
         preceding[switch.name].update(name for name in switch.after if name in _REGISTRY)
         for name in switch.before:
@@ -138,7 +174,7 @@ def _ordered(checked: list[type[Switch]]) -> list[type[Switch]]:
             place(other, [*waiting, name])
         order.append(name)
 
-    for name in _REGISTRY:
+    for name in sorted(_REGISTRY, key=rank.__getitem__):
         place(name, [])
     return [_REGISTRY[name] for name in order]
 
@@ -147,8 +183,10 @@ def _declare(columns: Iterable[BatchColumn], by: str) -> None:
     """Add the batch columns switch `by` declares; a name is declared once."""
     for column in columns:
         if column.name in _COLUMNS and _COLUMNS[column.name][1] != by:
-            raise ValueError(f"switch {by!r}: batch column {column.name!r} is already declared by switch "
-                             f"{_COLUMNS[column.name][1]!r}")
+            owner = _COLUMNS[column.name][1]
+            owner = owner if owner == COLUMN_LAYER else f"switch {owner!r}"
+            raise ValueError(f"switch {by!r}: batch column {column.name!r} is already declared by {owner}; "
+                             "name it in reads instead")
         _COLUMNS[column.name] = (column, by)
 
 

@@ -62,8 +62,9 @@ def sync_decoder_layer(options: SyncConfig, dec_layers: int) -> int:
     return (options.sync_layer or max(dec_layers - 1, 1)) - 1
 
 
-class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=("sync_lambda",), after=("parse_head",)):
-    """The SyncAttn loss over the parse heads and a cross-attention."""
+class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=("sync_lambda",)):
+    """The SyncAttn loss over the parse heads and a decoder cross-attention (`sync_layer` 0: the penultimate
+    layer); needs DBSA on both sides (`dbsa_encoder`, `dbsa_decoder`)."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "sync_lambda": 0.5}
 
@@ -74,8 +75,7 @@ class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=(
             return
         if not parse_head.on_both_sides(cfg):
             raise ValueError(f"sync_lambda > 0 (SyncAttn) needs {parse_head.BOTH_SIDES}")
-        if options.sync_layer > cfg.sizes.dec_layers:
-            raise ValueError(f"sync_layer {options.sync_layer} is not a decoder layer (1-based; 0 = penultimate)")
+        cls.check_layers(cfg, "sync_layer", "decoder")
         if TreeDecoding.active(cfg):
             raise ValueError("SyncAttn supervises sub-word heads: not with target = \"transitions\"")
 
@@ -92,7 +92,7 @@ class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=(
     def loss_weights(self) -> dict[str, float]:
         return {"sync": self.options.sync_lambda}
 
-    def losses(self, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
+    def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
         records = outputs.records
         return {"sync": sync_loss(records[parse_head.ENCODER].exp(), records[parse_head.DECODER].exp(),
                                   records[CROSS], outputs.target_valid)}

@@ -3,7 +3,7 @@ it has generated so far.
 
 `target = "transitions"` alone = Linearized (the decoder reads `[BOS] + tgt_transitions`). On top:
 `parent_layers` (a PARENT head, head 0 of those decoder layers' self-attention, attends only to itself and its
-parents in the generated graph: a mask, no parameters), `gcn_layers` (a labeled, gated graph convolution over
+parents in the generated graph: a mask, no parameters), `gcn_layer_count` (a labeled, gated graph convolution over
 the generated graph above the decoder embeddings; ablations `gcn_labeled`, `gcn_gated`), `bidirectional`
 (BiTran: every generated token attends to every generated token; teacher forcing re-encodes every prefix, or
 `bidirectional_prefixes` = k sampled prefixes per sentence in training).
@@ -29,10 +29,10 @@ from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, transition_ed
 from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
-from ..columns import TEXT, BatchColumn, TargetColumn
+from ..columns import LABEL_UNKNOWN, TEXT, BatchColumn, TargetColumn
 from ..dataset import ParallelData
-from ..vocab import EOS_ID, LABEL_UNKNOWN, PAD_ID, SPECIALS, Vocab
-from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Outputs, Switch
+from ..vocab import EOS_ID, PAD_ID, SPECIALS, Vocab
+from .base import AttentionHook, DecoderStates, Heads, HeadView, Inputs, ModelOptions, Switch
 from .registry import register
 from .tree_output import (
     TGT_TRANSITIONS,
@@ -222,11 +222,13 @@ class ParentHead(AttentionHook):
 
 
 def prefix_passes(model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                  inputs: Inputs, records: dict, prefixes: int, uses_graph: bool) -> Outputs:
-    """BiTran's teacher forcing (B, T, V): the prediction at input position p comes from a pass over the prefix
-    0..p alone (its own graph when `uses_graph`, bidirectional attention), one pass per prefix, batched as B x T
-    rows (cost O(T) passes). With `prefixes` = k (training, `bidirectional_prefixes`), only k sampled prefixes per
-    sentence are computed (the approximation); `loss_positions` (B, T) then marks them (others: zero logits)."""
+                  inputs: Inputs, records: dict, prefixes: int, uses_graph: bool, layers: tuple[int, ...] = ()
+                  ) -> DecoderStates:
+    """BiTran's teacher forcing: the decoder states (B, T, C) at input position p come from a pass over the
+    prefix 0..p alone (its own graph when `uses_graph`, bidirectional attention), one pass per prefix, batched as
+    B x T rows (cost O(T) passes); the output of the 1-based decoder `layers` likewise. With `prefixes` = k
+    (training, `bidirectional_prefixes`), only k sampled prefixes per sentence are computed (the approximation);
+    `positions` (B, T) then marks them (the others: zero states, so zero logits)."""
     b, t = tgt_in.shape
     valid = chosen = tgt_in != PAD_ID
     if prefixes:
@@ -244,10 +246,17 @@ def prefix_passes(model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, 
         row_graph = graph[edge].clone()
         row_graph[:, 0] = row
         row_inputs["graph"] = row_graph
-    hidden = model.decode_hidden(row_tgt, memory[rows_b], src_mask[rows_b], row_inputs, records)
-    last = model.output(hidden[torch.arange(len(rows_b), device=hidden.device), rows_p])
-    out = torch.zeros((b, t, last.shape[-1]), dtype=last.dtype, device=last.device)
-    return Outputs(out.index_put((rows_b, rows_p), last), records, valid, chosen if prefixes else None)
+    row_layers: dict[int, torch.Tensor] = {}
+    hidden = model.decode_hidden(row_tgt, memory[rows_b], src_mask[rows_b], row_inputs, records, layers, row_layers)
+    rows = torch.arange(len(rows_b), device=hidden.device)
+
+    def at_own_prefix(states: torch.Tensor) -> torch.Tensor:  # row r's state at its position rows_p[r] -> (B, T, C)
+        last = states[rows, rows_p]
+        return torch.zeros((b, t, last.shape[-1]), dtype=last.dtype, device=last.device).index_put((rows_b, rows_p),
+                                                                                                   last)
+
+    return DecoderStates(at_own_prefix(hidden), {layer: at_own_prefix(states) for layer, states in row_layers.items()},
+                         chosen if prefixes else None)
 
 
 @dataclass
@@ -258,7 +267,7 @@ class TreeConfig:
                          help="what the decoder produces: sub-words or transitions")
     parent_layers: list[int] = option(default_factory=list, ge=1,
                                       help="1-based decoder layers with a PARENT head (head 0)")
-    gcn_layers: int = option(0, ge=0, help="gated GCN layers over the generated graph (paper: 2)")
+    gcn_layer_count: int = option(0, ge=0, help="gated GCN layers over the generated graph (paper: 2)")
     gcn_labeled: bool = option(True, help="False: the unlabeled ablation (one bias for every arc label)")
     gcn_gated: bool = option(True, help="False: the ungated ablation (gate = 1)")
     bidirectional: bool = option(False, help="BiTran: generated tokens attend to all generated tokens")
@@ -271,13 +280,16 @@ class TreeConfig:
     @property
     def uses_graph(self) -> bool:
         """The decoder reads the generated graph (PARENT, GCN)."""
-        return bool(self.parent_layers or self.gcn_layers)
+        return bool(self.parent_layers or self.gcn_layer_count)
 
 
-class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, after=("labels",)):
-    """Target transitions: Linearized, PARENT heads, gated GCN, BiTran."""
+class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
+    """Tree decoding (docs/tree-decoding.md): the decoder produces target transitions (Linearized), with PARENT
+    heads, a gated GCN over the generated graph, BiTran."""
 
-    example = {"target": "transitions", "parent_layers": [2], "gcn_layers": 1, "bidirectional": True}
+    renamed = {"gcn_layers": "gcn_layer_count"}  # `*_layers` options name layers; this one counts them
+
+    example = {"target": "transitions", "parent_layers": [2], "gcn_layer_count": 1, "bidirectional": True}
 
     decoder_targets = (TRANSITIONS_TARGET,)
     output_length_factor = 3.0  # sub-words + one arc per word
@@ -301,11 +313,12 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, after=("l
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:
-        options, dec_layers = cls.section(cfg), cfg.sizes.dec_layers
-        if (options.parent_layers or options.gcn_layers or options.bidirectional) and options.target != "transitions":
-            raise ValueError("parent_layers, gcn_layers and bidirectional decode trees: set target = \"transitions\"")
-        if any(layer > dec_layers for layer in options.parent_layers):
-            raise ValueError(f"parent_layers {options.parent_layers}: decoder layers are 1..{dec_layers}")
+        options = cls.section(cfg)
+        if (options.parent_layers or options.gcn_layer_count or options.bidirectional) and \
+                options.target != "transitions":
+            raise ValueError("parent_layers, gcn_layer_count and bidirectional decode trees: set target = "
+                             "\"transitions\"")
+        cls.check_layers(cfg, "parent_layers", "decoder")
 
     @classmethod
     def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
@@ -317,9 +330,9 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, after=("l
         parts = [f"target transitions (root {options.transition_root}, {len(options.arc_labels)} arc labels)"]
         if options.parent_layers:
             parts.append(f"PARENT head in decoder layers {options.parent_layers}")
-        if options.gcn_layers:
+        if options.gcn_layer_count:
             kind = ("" if options.gcn_labeled else "unlabeled ") + ("gated" if options.gcn_gated else "ungated")
-            parts.append(f"GCN {options.gcn_layers} layers ({kind})")
+            parts.append(f"GCN {options.gcn_layer_count} layers ({kind})")
         if options.bidirectional:
             parts.append("BiTran " + (f"(approximation: {options.bidirectional_prefixes} sampled prefixes)"
                                       if options.bidirectional_prefixes else "(exact: every prefix)"))
@@ -343,9 +356,9 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, after=("l
 
     def decoder_modules(self) -> dict[str, nn.Module]:
         options = self.options  # label ids: 0 = self, 1 = unseen, 2... arc_labels
-        if not options.gcn_layers:
+        if not options.gcn_layer_count:
             return {}
-        return {"gcn": GatedGCN(self.cfg.sizes.d_model, len(options.arc_labels) + 2, options.gcn_layers,
+        return {"gcn": GatedGCN(self.cfg.sizes.d_model, len(options.arc_labels) + 2, options.gcn_layer_count,
                                 options.gcn_labeled, options.gcn_gated)}
 
     def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -360,22 +373,31 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig, after=("l
         graph = inputs.get("graph")
         if graph is None:
             raise ValueError("PARENT heads and the GCN need the generated graph of the target transitions")
-        if self.options.gcn_layers:
+        if self.options.gcn_layer_count:
             x = model.gcn(x, graph, limit)
         if self.options.parent_layers:
             inputs = {**inputs, "parent_mask": parent_mask(graph, limit)}
         return x, inputs
 
+    @property
+    def changes_teacher_forcing(self) -> bool:  # BiTran: one pass per prefix
+        return self.options.bidirectional
+
+    changes_decoder_mask = changes_teacher_forcing  # BiTran: M_bi
+
     def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
-                        src_mask: torch.Tensor, inputs: Inputs, records: dict) -> Outputs | None:
+                        src_mask: torch.Tensor, inputs: Inputs, records: dict, layers: tuple[int, ...]
+                        ) -> DecoderStates | None:
         if not self.options.bidirectional:
             return None
         prefixes = self.options.bidirectional_prefixes if model.training else 0
-        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph)
+        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph,
+                             layers)
 
-    columns = (GraphColumn("graph", "", "tgt", "transitions", supervision=True),)  # made from the target ids
+    # made from the target ids
+    columns = (GraphColumn("graph", "", "tgt", "transitions", shape="edges", supervision=True),)
 
-    def batch_columns(self, training: bool) -> dict[str, str]:
+    def reads(self, training: bool) -> dict[str, str]:
         return {"graph": "the generated graph (PARENT, GCN)"} if self.options.uses_graph else {}
 
     def data_options(self) -> dict[str, Any]:

@@ -1,0 +1,113 @@
+"""The layers of the Transformer's stacks (pre-norm residual blocks) and the stacks themselves: `Encoder` and
+`Decoder`, each a list of layers with the attention hooks of the switches that are on (syntrain.attention), composed
+by `syntrain.model.Transformer`. A stack is an `nn.ModuleList`, so parameters are named `encoder.<i>.*` and
+`decoder.<i>.*` (the checkpoints' names)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .switches import AttentionHook, Inputs
+
+ModelConfig = Any  # a `syntrain.model.ModelConfig` (which imports this module): its sizes and attention hooks
+
+
+def sinusoids(length: int, d_model: int) -> torch.Tensor:
+    """(length, d_model) sinusoidal position encodings."""
+    position = torch.arange(length, dtype=torch.float32)[:, None]
+    rate = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(length, d_model)
+    table[:, 0::2] = torch.sin(position * rate)
+    table[:, 1::2] = torch.cos(position * rate)
+    return table
+
+
+class FeedForward(nn.Sequential):
+    """Two linear layers with a ReLU."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention (with its switches' hooks) and feed-forward, pre-norm."""
+
+    def __init__(self, cfg: ModelConfig, hooks: list[AttentionHook] = ()) -> None:
+        super().__init__()
+        sizes = cfg.sizes
+        self.norm1, self.norm2 = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
+        self.attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, hooks)
+        self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
+        self.drop = nn.Dropout(sizes.dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, inputs: Inputs | None = None,
+                records: dict | None = None) -> torch.Tensor:
+        """x (B, S, C) -> (B, S, C)."""
+        x = x + self.drop(self.attn(self.norm1(x), mask=mask, inputs=inputs, records=records))
+        return x + self.drop(self.ff(self.norm2(x)))
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention over the encoder output, feed-forward, pre-norm (each attention
+    with its switches' hooks)."""
+
+    def __init__(self, cfg: ModelConfig, self_hooks: list[AttentionHook] = (),
+                 cross_hooks: list[AttentionHook] = ()) -> None:
+        super().__init__()
+        sizes = cfg.sizes
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(sizes.d_model) for _ in range(3))
+        self.self_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, self_hooks)
+        self.cross_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, cross_hooks)
+        self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
+        self.drop = nn.Dropout(sizes.dropout)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
+                cache: dict | None = None, inputs: Inputs | None = None, records: dict | None = None
+                ) -> torch.Tensor:
+        """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` ({"self": {}, "cross": {}}) for decoding."""
+        self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
+        x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache, inputs=inputs,
+                                         records=records))
+        x = x + self.drop(self.cross_attn(self.norm2(x), memory=memory, mask=src_mask, cache=cross_cache,
+                                          inputs=inputs, records=records))
+        return x + self.drop(self.ff(self.norm3(x)))
+
+
+class Encoder(nn.ModuleList):
+    """The encoder's layers (`enc_layers`), each self-attention with the hooks the switches give it."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(EncoderLayer(cfg, cfg.attention_hooks("encoder", i, "self"))
+                         for i in range(cfg.sizes.enc_layers))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, inputs: Inputs | None = None,
+                records: dict | None = None) -> torch.Tensor:
+        """x (B, S, C) embedded source -> (B, S, C), before the final norm."""
+        for layer in self:
+            x = layer(x, mask, inputs, records)
+        return x
+
+
+class Decoder(nn.ModuleList):
+    """The decoder's layers (`dec_layers`), self- and cross-attention with the hooks the switches give them."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(DecoderLayer(cfg, cfg.attention_hooks("decoder", i, "self"),
+                                      cfg.attention_hooks("decoder", i, "cross"))
+                         for i in range(cfg.sizes.dec_layers))
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
+                inputs: Inputs | None = None, records: dict | None = None, layers: tuple[int, ...] = (),
+                layer_states: dict[int, torch.Tensor] | None = None) -> torch.Tensor:
+        """x (B, T, C) embedded decoder input -> (B, T, C), before the final norm; the output of each 1-based
+        layer in `layers` goes into `layer_states`."""
+        for number, layer in enumerate(self, 1):
+            x = layer(x, memory, self_mask, src_mask, inputs=inputs, records=records)
+            if number in layers and layer_states is not None:
+                layer_states[number] = x
+        return x

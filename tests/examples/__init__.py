@@ -1,0 +1,1 @@
+"""Switches written as docs/switches-api.md's worked examples (their names are no real switch's)."""

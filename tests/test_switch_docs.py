@@ -1,0 +1,49 @@
+"""A new switch is its file and its test: the switch table of docs/switches.md (and the fields of
+docs/recipe-fields.md, tests/test_syntrain_cli.py) are generated from the registry, each switch's row from its
+class docstring and declarations; a stale page fails here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from synprep.tables import option
+from syntrain.config import PAGES, SWITCHES_BEGIN, docs_page, switches_markdown
+from syntrain.switches import Switch, register, unregister
+
+from .conftest import REPO
+
+
+def test_the_switch_table_is_generated_from_the_registry():
+    text = (REPO / "docs" / "switches.md").read_text(encoding="utf-8")
+    assert SWITCHES_BEGIN in text and docs_page(text, "docs/switches.md") == text, \
+        "run: python -m syntrain.config"
+
+
+@dataclass
+class MarksConfig:
+    example_marks: bool = option(False, help="a switch registered by a test")
+
+
+class Marks(Switch[MarksConfig], name="example_marks", config=MarksConfig, switched_by=("example_marks",)):
+    """Reads the target heads for a test.
+
+    (Not in the table: only the first paragraph is.)"""
+
+    example = {"example_marks": True}
+
+    def reads(self, training: bool) -> dict[str, str]:
+        return {"tgt_parent_first": "a test"} if training else {}
+
+
+def test_a_registered_switch_gets_its_row_from_its_docstring_and_declarations():
+    register(Marks)
+    try:
+        row = next(line for line in switches_markdown().splitlines() if line.startswith("| example_marks |"))
+        text = (REPO / "docs" / "switches.md").read_text(encoding="utf-8")
+        assert docs_page(text, "docs/switches.md") != text  # the page is stale now: the test above would fail
+    finally:
+        unregister(Marks.name)
+    assert row == ("| example_marks | Reads the target heads for a test. | `example_marks = false` | "
+                   "`tgt_parent_first` (tgt (B, T) int64, pad -1, shifted 1 (BOS), BOS -1; shard column "
+                   "`tgt_parent_first`, tgt `parents`) | nothing |")
+    assert set(PAGES) == {"docs/recipe-fields.md", "docs/switches.md"}
