@@ -370,7 +370,8 @@ def test_one_checkpoint_gives_one_set_of_hypotheses(sample, tmp_path):
     evaluated = syntrain("eval", "--checkpoint", str(run / "best.pt"), "--data", str(shards / "train"),
                          "-o", str(tmp_path / "eval.hyp"))
     assert evaluated.returncode == 0, evaluated.stderr
-    assert "eval: beam 4, length penalty 0.6, max_tokens 60, 1 thread(s) on cpu" in evaluated.stderr
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    assert f"eval: beam 4, length penalty 0.6, max_tokens 60, 1 thread(s) on {device}" in evaluated.stderr
     assert (tmp_path / "eval.hyp").read_bytes() == final
     fresh = tmp_path / "fresh"
     shutil.copytree(run, fresh, ignore=shutil.ignore_patterns("test.hyp*"))
