@@ -360,6 +360,8 @@ def _scheme_config(table: dict, root: str, given: dict[str, str], path: str) -> 
     from ..subwords.load import load_cutter, model_path
 
     scheme = table["scheme"]
+    if scheme not in SCHEMES:  # checked first: the messages below name the scheme
+        raise InputError(f"[bpe] scheme = {scheme!r}: choose one of {', '.join(SCHEMES)}", path)
     extra = sorted(set(table) & {"enabled", *SUBWORD_NMT_KEYS})
     if extra:
         raise InputError(f"[bpe] {', '.join(extra)}: for scheme = \"subword-nmt\" ({scheme} takes model, or "
