@@ -334,6 +334,31 @@ def release_pages(mappings: Iterable[mmap.mmap] | None = None) -> None:
             mapping.madvise(advice)
 
 
+def shard_columns(path: str) -> list[str]:
+    """The column names of a shard file, from its schema (InputError, one line, when it cannot be read as an Arrow
+    stream)."""
+    mapping, mapped = _map_shard(path)
+    try:
+        return list(pa.ipc.open_stream(pa.BufferReader(mapped)).schema.names)
+    except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError) as err:
+        raise _shard_file_error(path, err) from None
+    finally:
+        release_pages([mapping])
+
+
+def batch_bytes(batch: pa.RecordBatch) -> bytes:
+    """One record batch as an Arrow IPC stream in memory (a value to store elsewhere: the stage caches)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def batch_from_bytes(data: bytes) -> pa.RecordBatch:
+    """The record batch of `batch_bytes`."""
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_next_batch()
+
+
 def count_batches(path: str) -> int:
     """The record batches of a shard file (InputError, one line, when it cannot be read as an Arrow stream)."""
     mapping, mapped = _map_shard(path)

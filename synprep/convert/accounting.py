@@ -24,7 +24,7 @@ from ..filter import likely_cause, make_identifier, rejection_warning
 from ..parse import ParserSpec
 from ..parse.quality import TreeShapes, parser_report, report_line, shape_warning
 from ..progress import progress
-from ..shards import Manifest, load_manifest, read_shard
+from ..shards import Manifest, load_manifest, read_shard, shard_columns
 from ..subwords import SUBWORD_NMT
 from ..textio import atomic_write, file_sha256, tsv_field
 from .inputs import PIECE_ROWS, SIDES, is_conllu, piece_prefix
@@ -114,8 +114,7 @@ def tree_check(out: str, split: SplitConfig, shards: list[dict[str, Any]], specs
             if rows >= SHAPE_ROWS:
                 break
             path = os.path.join(out, split.name, shard["file"])
-            with pa.memory_map(path) as source:
-                names = pa.ipc.open_stream(source).schema.names
+            names = shard_columns(path)
             columns = [name for name in (f"{side}_heads", f"{side}_labels") if name in names]
             if f"{side}_heads" not in columns:
                 break

@@ -32,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import __version__
+from ..shards import batch_bytes, batch_from_bytes
 from ..textio import atomic_write, file_sha256
 from .parse_cache import ParseCache
 
@@ -240,10 +241,7 @@ def _encode_batch(batch: pa.RecordBatch | None, info: dict[str, Any]) -> bytes:
     head = json.dumps({k: v for k, v in info.items() if k != "seconds"}).encode()
     body = b""
     if batch is not None:
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, batch.schema) as writer:
-            writer.write_batch(batch)
-        body = sink.getvalue().to_pybytes()
+        body = batch_bytes(batch)
     return len(head).to_bytes(4, "little") + head + body
 
 
@@ -253,4 +251,4 @@ def _decode_batch(data: bytes) -> tuple[pa.RecordBatch | None, dict[str, Any]]:
     body = data[4 + size:]
     if not body:
         return None, info
-    return pa.ipc.open_stream(pa.py_buffer(body)).read_next_batch(), info
+    return batch_from_bytes(body), info
