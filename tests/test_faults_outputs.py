@@ -6,29 +6,16 @@ Real commands on a real converted corpus; the full disk is ENOSPC at the real fs
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from .test_faults_resume import one_line, run
+
 BIN = Path(sys.executable).parent
 SYNPREP = str(BIN / "synprep")
 ENOSPC = str(Path(__file__).with_name("enospc.py"))
-
-
-def run(*argv: object, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, cwd=cwd)
-
-
-def one_line(result: subprocess.CompletedProcess, *wanted: str) -> str:
-    assert result.returncode == 2, result.stderr[-1500:]
-    assert "Traceback" not in result.stderr, result.stderr[-1500:]
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr[-1500:]
-    for text in wanted:
-        assert text in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

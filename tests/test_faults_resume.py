@@ -22,8 +22,8 @@ SYNPREP = str(BIN / "synprep")
 ENOSPC = str(Path(__file__).with_name("enospc.py"))
 
 
-def run(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=300, cwd=cwd)
+def run(*argv: object, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
 def one_line(result: subprocess.CompletedProcess, *wanted: str, code: int = 2) -> str:
