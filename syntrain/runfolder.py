@@ -22,7 +22,8 @@ import tomli_w
 from synprep.textio import atomic_write
 
 from . import __version__
-from .config import CONFIG_FILE, DATA_KEYS, LOG_FILE, TrainConfig, train_keys, trainer_filled
+from .config.train import CONFIG_FILE, DATA_KEYS, LOG_FILE, TrainConfig, train_keys
+from .config.values import trainer_filled
 
 SESSION_ONLY = ("overwrite",)  # [train] keys that describe one command, not the run
 
@@ -291,8 +292,8 @@ def data_fingerprint(path: str) -> str:
 def resume_changes(cfg: TrainConfig, ckpt: dict, path: str) -> tuple[list[str], list[str]]:
     """What a resumed run's configuration changes against its checkpoint: (refused: changes of the data, model,
     preset or optimization, one phrase each; applied: changes of the budget, evaluation, logging or machine)."""
-    from .config import split_signature
-    from .model import PRESETS
+    from .config.core import PRESETS
+    from .config.resolve import split_signature
 
     stored = ckpt.get("train_config") or {}
     refused, applied = [], []

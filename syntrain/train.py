@@ -38,15 +38,20 @@ from synprep.textio import atomic_write
 from .attention import flex_available
 from .batch import Batch
 from .checkpoints import checkpoint_vocab, load_checkpoint, load_weights, read_checkpoint, save_checkpoint
-from .config import TrainConfig, inverse_sqrt, stored_model_config
+from .config.core import PRESETS
+from .config.fill import fill_from_data
+from .config.model import ModelConfig
+from .config.recipe import stored_model_config
+from .config.train import TrainConfig, inverse_sqrt
 from .dataset import ParallelData, data_columns, prefetch, read_split
 from .decode import DecodeSettings, bleu_metric, decode_split, run_settings, score
 from .loss import objective, translation_loss
-from .model import PRESETS, ModelConfig, Transformer
+from .model import Transformer
 from .runfiles import default_run_dir, existing_run_files, prune_step_checkpoints
 from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
-from .switches import decoded, target_column
+from .switches import decoded
+from .switches.active import ActiveSwitches
 from .trackers import Trackers
 from .travel import SOURCE_DIR, write_source_files
 from .vocab import PAD_ID, Vocab, scheme_vocab, separate_bpe
@@ -205,8 +210,8 @@ def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
     run.log(f"  shapes: {shape_summary(shapes)} (shape ladder: {LADDER_TEXT if data.ladder else 'off'})")
     if device.type == "cuda":
         samples = sample_batches(data, batches[run.rank :: run.world], device)
-        sizes = raw.cfg.sizes  # a choice of kernel, flex allowed:
-        flex = cfg.attention == "auto" and raw.kernel_in_use(device) == "math" and sizes.attn_dropout == 0 \
+        sizes, dropouts = raw.cfg.sizes, raw.cfg.dropouts  # a choice of kernel, flex allowed:
+        flex = cfg.attention == "auto" and raw.kernel_in_use(device) == "math" and dropouts.attn_dropout == 0 \
             and sizes.d_model // sizes.n_heads >= 16 and flex_available()
 
         def step(context: contextlib.AbstractContextManager) -> None:
@@ -476,8 +481,9 @@ def load_data(run: Run) -> None:
         run.mcfg = stored_model_config(ckpt, run.resume_path)
     else:
         run.mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model})
-    decoder_target = target_column(run.mcfg.decoder_target)
-    split = read_split(cfg.data, data_columns(run.mcfg.batch_columns(training=True), decoder_target,
+    switches = ActiveSwitches(run.mcfg)
+    decoder_target = switches.target_column
+    split = read_split(cfg.data, data_columns(switches.batch_columns(training=True), decoder_target,
                                               references=False))
     if ckpt:
         run.vocab = checkpoint_vocab(ckpt, run.mcfg, run.resume_path)
@@ -485,9 +491,9 @@ def load_data(run: Run) -> None:
         joint = not separate_bpe(split[1].configuration)
         run.vocab = ((decoder_target is None and scheme_vocab(split[1].configuration, cfg.data))
                      or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint))
-        run.mcfg.fill(*split, run.vocab)
-    run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, batch_columns=run.mcfg.batch_columns(training=True),
-                                  skip_null=True, split=split, **run.mcfg.dataset_options())
+        fill_from_data(run.mcfg, *split, run.vocab)
+    run.train_data = ParallelData(cfg.data, run.vocab, cfg.max_len, skip_null=True, split=split,
+                                  **ActiveSwitches(run.mcfg).parallel_data_arguments(training=True))
     longest = run.train_data.longest()
     if longest > cfg.max_tokens:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
@@ -504,8 +510,7 @@ def load_data(run: Run) -> None:
 
 def eval_data(path: str, vocab: Vocab, mcfg: ModelConfig) -> ParallelData:
     """A validation or test split with what the model reads."""
-    return ParallelData(path, vocab, batch_columns=mcfg.batch_columns(training=False), copy=True,
-                        **mcfg.dataset_options())
+    return ParallelData(path, vocab, copy=True, **ActiveSwitches(mcfg).parallel_data_arguments(training=False))
 
 
 def make_model(run: Run, ddp: bool = True) -> None:
@@ -518,9 +523,9 @@ def make_model(run: Run, ddp: bool = True) -> None:
     if cfg.attention == "flex" and device.type != "cuda":
         raise ValueError("attention = 'flex' trains on CUDA only (PyTorch has no FlexAttention backward on CPU); "
                          "use 'auto' or 'math'")
-    if cfg.attention == "flex" and mcfg.sizes.attn_dropout > 0:
+    if cfg.attention == "flex" and mcfg.dropouts.attn_dropout > 0:
         raise ValueError(f"attention = 'flex' has no attention dropout: set [model] attention_dropout = 0 "
-                         f"(now {mcfg.sizes.attn_dropout})")
+                         f"(now {mcfg.dropouts.attn_dropout})")
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     run.optimizer, run.scheduler = make_optimizer(model, cfg)
@@ -554,7 +559,7 @@ def make_model(run: Run, ddp: bool = True) -> None:
     run.log(f"syntrain: {len(run.train_data)} training pairs{long}, vocabulary {sizes}, {n_params / 1e6:.1f}M "
             f"parameters, device {device}, {run.world} process(es), precision {precision}"
             f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n"
-            f"  syntax switches: {mcfg.describe_switches()}")
+            f"  syntax switches: {model.switches.describe()}")
 
 
 def open_metrics(run: Run) -> None:
@@ -851,7 +856,7 @@ def train(cfg: TrainConfig) -> Transformer:
 
 
 def _model_fields() -> set[str]:
-    from .model import config_parts
+    from .config.model import config_parts
 
     return {spec.name for part in config_parts().values() for spec in dataclass_fields(part)}
 
@@ -862,7 +867,7 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
     < `fields`; docs/recipe-fields.md), every value checked before anything is read or written. Fields of
     [model] may be given by name too (`pascal_heads=2`) or in `model`. Returns the run folder (`out`, or the
     folder named runs/<name>-<time>), which holds best.pt, last.pt, config.toml, train.log and metrics.jsonl."""
-    from .config import check_run, resolve_run
+    from .config.resolve import check_run, resolve_run
     from .runfolder import logged_run
 
     model_values = dict(model or {})

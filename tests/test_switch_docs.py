@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from synprep.tables import option
-from syntrain.config import PAGES, SWITCHES_BEGIN, docs_page, switches_markdown
+from syntrain.config import option
+from syntrain.config.docs import PAGES, SWITCHES_BEGIN, docs_page, switches_markdown
 from syntrain.switches import Switch, register, unregister
 
 from .conftest import REPO

@@ -27,9 +27,9 @@ from torch import nn
 
 from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, transition_edges
 from synprep.options import ROOT_POLICIES
-from synprep.tables import option
 
 from ..columns import LABEL_UNKNOWN, TEXT, BatchColumn, TargetColumn
+from ..config import option
 from ..dataset import ParallelData
 from ..vocab import EOS_ID, PAD_ID, SPECIALS, Vocab
 from .base import AttentionHook, DecoderStates, Heads, HeadView, Inputs, ModelOptions, Switch
