@@ -34,8 +34,8 @@ MODEL_FLAGS_AFTER = "preset"
 
 
 def model_flags() -> list[str]:
-    """The [model] options that are `syntrain run` flags: those declared `option(..., flag=True)`, the core sizes'
-    first, then each registered switch's (reading the declarations imports torch)."""
+    """The [model] options that are `syntrain run` flags: those declared `option(..., flag=True)`, the generic
+    model's first (syntrain.config.core), then each registered switch's (reading the declarations imports torch)."""
     from .config.model import config_parts
 
     names = [spec.name for part in config_parts().values() for spec in fields(part) if spec.metadata.get("flag")]
@@ -59,7 +59,7 @@ class DeclaredType(click.ParamType):
         self.section, self.field_name, self.name = section, name, "value"
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:  # type: ignore[override]
-        from .config.values import declaration
+        from .config.sections import declaration
 
         cls, spec, hint = declaration(self.section, self.field_name)  # type: ignore[misc]
         if spec.metadata.get("choices"):
@@ -68,7 +68,8 @@ class DeclaredType(click.ParamType):
         return words.get(hint, "N,N,...")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from .config.values import ConfigError, check_value, declaration, parse_value
+        from .config.sections import check_value, declaration
+        from .config.values import ConfigError, parse_value
 
         if not isinstance(value, str):
             return value
@@ -85,7 +86,7 @@ class DeclaredOption(click.Option):
     read from the declaration only then: model fields import torch)."""
 
     def __init__(self, declared: tuple[str, str]) -> None:
-        from .config.values import declaration
+        from .config.sections import declaration
 
         section, name = declared
         flag = "--" + name.replace("_", "-")
@@ -100,7 +101,7 @@ class DeclaredOption(click.Option):
         from synprep.tables import describe_option
 
         from .config.docs import default_words
-        from .config.values import declaration
+        from .config.sections import declaration
 
         cls, spec, hint = declaration(self.section, self.field_name)  # type: ignore[misc]
         help_text = spec.metadata.get("help", "")
@@ -508,10 +509,11 @@ def env(checkpoint: str | None) -> None:
     flex = "available" if flex_available() else "not in this torch"
     click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
                f"Pascal attention kernel math (flex on request: {flex})")
+    from .config.core import CORE_PARTS
     from .config.model import config_parts
 
     switches = [f"{name}: {', '.join(f.name for f in fields(cls) if not f.metadata.get('filled'))}"
-                for name, cls in config_parts().items() if name != "sizes"]
+                for name, cls in config_parts().items() if name not in CORE_PARTS]
     click.echo("syntax switches ([model] keys, all off by default): " + "; ".join(switches))
     if checkpoint:
         from .checkpoints import load_checkpoint

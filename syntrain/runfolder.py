@@ -22,8 +22,8 @@ import tomli_w
 from synprep.textio import atomic_write
 
 from . import __version__
+from .config.sections import trainer_filled
 from .config.train import CONFIG_FILE, DATA_KEYS, LOG_FILE, TrainConfig, train_keys
-from .config.values import trainer_filled
 
 SESSION_ONLY = ("overwrite",)  # [train] keys that describe one command, not the run
 

@@ -8,7 +8,7 @@ import pytest
 
 import synprep
 import syntrain
-from syntrain.config.values import ConfigError
+from syntrain.config import ConfigError
 
 from .conftest import REPO
 

@@ -139,7 +139,7 @@ class ClashWithSwitch:
 @pytest.mark.parametrize("config, owner", [(ClashWithCore, "model sizes"), (ClashWithTrain, "training options"),
                                            (ClashWithSwitch, "switch 'pascal'")])
 def test_an_option_name_declared_elsewhere_is_refused_at_registration(config, owner):
-    from syntrain.config.values import model_keys
+    from syntrain.config.sections import model_keys
 
     model_keys()  # the [train] names are reserved when the config is first composed (config.py imports no torch)
 

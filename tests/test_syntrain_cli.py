@@ -287,8 +287,8 @@ def test_warmup_longer_than_the_run_is_one_warning_with_the_numbers():
 
 
 def test_set_overrides_any_field_and_flags_win():
+    from syntrain.config import ConfigError
     from syntrain.config.resolve import resolve_run
-    from syntrain.config.values import ConfigError
 
     cfg, _, _ = resolve_run(None, {"data": "d", "warmup": 7}, {"dropout": 0.2},
                             ("model.dbsa_encoder=true", "train.warmup=100", "model.pascal_heads=[1, 0]",

@@ -6,18 +6,16 @@ A failed check is a ValueError naming the option."""
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..attention import check_hooks
-from ..switches import registered
+from ..switches import ModelOptions, registered
 from ..switches.active import ActiveSwitches
 
-if TYPE_CHECKING:
-    from .model import ModelConfig
 
-
-def check_model_config(cfg: ModelConfig) -> None:
-    """ValueError naming the option when the switches do not fit the model or each other."""
+def check_model_config(cfg: ModelOptions) -> None:
+    """ValueError naming the option when the switches do not fit the model or each other (`cfg`: a
+    `ModelConfig`)."""
     sizes = cfg.sizes
     if sizes.d_model % sizes.n_heads:
         raise ValueError(f"d_model {sizes.d_model} is not a multiple of n_heads {sizes.n_heads}")
@@ -41,7 +39,7 @@ def check_model_config(cfg: ModelConfig) -> None:
                 check_hooks(active.attention_hooks(stack, layer, kind), sizes.n_heads)
 
 
-def idle_options(cfg: ModelConfig, given: dict[str, Any]) -> list[str]:
+def idle_options(cfg: ModelOptions, given: dict[str, Any]) -> list[str]:
     """The options in `given` (a recipe's [model] keys) set to other than their default on a switch that is off
     in `cfg`: they would do nothing (`parent_ignore` without `pascal_heads`). One line per option."""
     idle = []

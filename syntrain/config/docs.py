@@ -11,8 +11,8 @@ from dataclasses import MISSING
 from synprep.tables import describe_option
 
 from .core import PRESETS
+from .sections import declaration, model_keys, trainer_filled
 from .train import DATA_KEYS, train_keys
-from .values import declaration, model_keys, trainer_filled
 
 
 def default_words(section: str, name: str) -> str:

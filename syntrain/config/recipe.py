@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from synprep.tables import did_you_mean
 
+from .sections import check_model_value, check_value, model_keys
 from .train import DATA_KEYS, TrainConfig, train_keys
-from .values import ConfigError, check_model_value, check_value, model_keys, parse_value, unknown_key
+from .values import ConfigError, parse_value, unknown_key
 
 if TYPE_CHECKING:
     from .model import ModelConfig

@@ -12,6 +12,7 @@ from synprep.options import BLEU_TOKENIZERS
 from synprep.tables import config_from_dict, option
 
 from .core import PRESETS
+from .values import check_field
 
 PRESET_NAMES = tuple(PRESETS)
 MAX_BEAM = 256  # the largest beam (eval_beam, test_beam, --beam); a beam is also at most the target vocabulary
@@ -84,11 +85,9 @@ class TrainConfig:
                            "graph per batch shape; CUDA graphs on CUDA with the shape ladder)")
 
     def __post_init__(self) -> None:  # built in Python too, every value is checked against its declaration
-        from .values import check_value  # which reads the declarations of this module
-
         for spec in fields(self):
             if spec.name != "model":
-                setattr(self, spec.name, check_value("train", spec.name, getattr(self, spec.name),
+                setattr(self, spec.name, check_field(type(self), spec.name, getattr(self, spec.name),
                                                      f"[train] {spec.name}"))
 
     @classmethod
