@@ -9,7 +9,8 @@ loaded or written:
 - `checks`: the checks of a model's options across fields (`check_model_config`), the options that do nothing;
 - `fill`: the model options derived from the training data, set once (`fill_from_data`);
 - `train`: `TrainConfig`, the training options;
-- `values`: one value checked against its declaration (`ConfigError`, `check_value`, `parse_value`);
+- `values`: one value checked against its declaration (`ConfigError`, `check_field`, `parse_value`);
+- `sections`: a recipe's sections and their keys, each key's declaration (`declaration`, `check_value`);
 - `recipe`: recipes, `--set`, the configurations a checkpoint stores;
 - `resolve`: a run's configuration and the checks before anything is written (`resolve_run`, `check_run`);
 - `docs`: the generated tables of docs/recipe-fields.md and docs/switches.md (`python -m syntrain.config`).

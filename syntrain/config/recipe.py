@@ -1,6 +1,6 @@
 """Configuration read from files: a recipe TOML ([data], [model], [train]; a run folder's config.toml is one),
 `--set SECTION.FIELD=VALUE`, and the configurations a checkpoint stores; every key and value checked against its
-declaration before anything is loaded or written (`syntrain.config.values`)."""
+declaration before anything is loaded or written (`syntrain.config.sections`)."""
 
 from __future__ import annotations
 

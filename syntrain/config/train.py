@@ -23,7 +23,7 @@ CONFIG_FILE, LOG_FILE = "config.toml", "train.log"  # a run folder's resolved co
 
 @dataclass
 class TrainConfig:
-    """Everything a run needs besides the model sizes (`model`: the [model] table over the preset)."""
+    """Everything a run needs besides the model's options (`model`: the [model] table over the preset)."""
 
     data: str = option("", help="training split folder (synprep convert output, e.g. out/x/train)")
     valid: str = option("", help="validation split folder ('': no validation)")
