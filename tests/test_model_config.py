@@ -65,6 +65,25 @@ def test_the_sizes_are_sizes_dropout_and_sharing_parts_of_their_own():
     assert model.output.weight is not model.tgt_embed.weight
 
 
+def test_the_model_config_holds_the_options_and_its_collaborators_the_rest():
+    """ModelConfig has one job, the options; the checks, the data fill and the switches' queries are collaborators
+    (check_model_config, fill_from_data, ActiveSwitches) that read it."""
+    from syntrain.config.checks import check_model_config
+    from syntrain.switches.active import ActiveSwitches
+
+    jobs = {"check", "fill", "idle_options", "active_switches", "describe_switches", "attention_hooks",
+            "batch_columns", "data_options", "dataset_options", "decoder_target", "loss_weights", "recomputes_prefix"}
+    assert not {name for name in jobs if hasattr(ModelConfig, name)}
+    cfg = ModelConfig.from_dict({**fixtures.TINY, "label_embedding": 4, "pascal_heads": [2], "vocab_size": 9})
+    check_model_config(cfg)
+    switches = ActiveSwitches(cfg)
+    assert [switch.name for switch in switches] == ["pascal", "labels"]
+    assert {column.name for column in switches.batch_columns(training=False)} == {"src_parent_mid", "src_labels"}
+    arguments = switches.parallel_data_arguments(training=False)
+    assert arguments["batch_columns"] == switches.batch_columns(training=False) and arguments["decoder_target"] is None
+    assert arguments["data_options"] == switches.data_options() and switches.describe().startswith("pascal heads")
+
+
 @pytest.mark.parametrize("module", GENERIC)
 def test_generic_modules_read_no_switch_option_from_the_config(module):
     """`cfg.pascal_heads` in a generic module would be an AttributeError at run time; this finds it without
