@@ -18,8 +18,9 @@ def _model_parts() -> list[type]:
     declare a [train] name: `syntrain run` flags and --set are flat)."""
     from .model import config_parts  # imports torch: only when a model value is checked
 
+    parts = list(config_parts().values())  # reserves the generic model's names first (max_len is [train]'s too)
     _reserve_train_names()
-    return list(config_parts().values())
+    return parts
 
 
 @functools.cache
