@@ -36,7 +36,7 @@ def score_hypotheses(hypotheses: Sequence[str], data: ParallelData, normalize_re
     (normalized first by `normalize_refs`, in order); returns (scores, references)."""
     from synprep.normalize import normalizer
 
-    from .decode import score
+    from .scoring import score
 
     normalize = normalizer(tuple(normalize_refs))
     references = [normalize(ref) for ref in data.references(data.keep)]

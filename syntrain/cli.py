@@ -324,7 +324,8 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     from .api import score_hypotheses, scored_split
     from .checkpoints import load_checkpoint
     from .config import stored_train_config
-    from .decode import bleu_tokenizer, decode_split, run_settings, settings_text
+    from .decode import decode_split, run_settings, settings_text
+    from .scoring import bleu_tokenizer
     from .switches import decoded
 
     device = _device()

@@ -428,7 +428,8 @@ def compare(runs: Sequence[str], data_path: str, beam: int | None = None, length
                for run in runs]
     from synprep.shards import load_manifest
 
-    from .decode import bleu_tokenizer, settings_text
+    from .decode import settings_text
+    from .scoring import bleu_tokenizer
     from .systems import BLEU_FLOOR, group_runs
 
     tokenize = bleu_tokenizer(load_manifest(data_path).configuration.get("tgt_lang", ""), tokenize)

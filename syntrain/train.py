@@ -40,11 +40,12 @@ from .batch import Batch
 from .checkpoints import checkpoint_vocab, load_checkpoint, load_weights, read_checkpoint, save_checkpoint
 from .config import TrainConfig, inverse_sqrt, stored_model_config
 from .dataset import ParallelData, data_columns, prefetch, read_split
-from .decode import DecodeSettings, bleu_metric, decode_split, run_settings, score
+from .decode import DecodeSettings, decode_split, run_settings
 from .loss import objective, translation_loss
 from .model import PRESETS, ModelConfig, Transformer
 from .runfiles import default_run_dir, existing_run_files, prune_step_checkpoints
 from .runfolder import check_resume, data_fingerprint, finished_reason, resume_point, run_folder_lock, start_run_folder
+from .scoring import bleu_metric, score
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
 from .switches import decoded, target_column
 from .trackers import Trackers

@@ -15,13 +15,11 @@ from synprep.textio import decode_line, open_binary
 from .checkpoints import load_checkpoint
 from .config import stored_train_config
 from .dataset import ParallelData
-from .decode import check_beam, run_settings, translate_nbest
+from .decode import Ranked, decode_split_nbest, run_settings
+from .search import check_beam
 from .travel import travelling_preparation
 
 log = logging.getLogger(__name__)
-
-Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
-
 
 def iter_lines(path: str) -> Iterator[str]:
     """The lines of `path` ('-' = stdin) one at a time as they arrive (no read-ahead), without '\\n'."""
@@ -64,8 +62,7 @@ class Translator:
         if nbest > settings.beam:
             raise ValueError(f"--nbest {nbest} needs --beam >= {nbest} (the run's beam is {settings.beam})")
         settings.apply()
-        self.device, self.beam, self.alpha, self.max_tokens = device, settings.beam, settings.length_penalty, \
-            settings.max_tokens
+        self.device, self.settings = device, settings
         self.nbest, self.progress = nbest, progress
         self.positions = self.model.cfg.sizes.max_len - 1  # sub-words a source may have (+ EOS)
         self.longest = max((len(piece.removesuffix("@@")) for piece in self.vocab.src.itos), default=1)
@@ -76,8 +73,8 @@ class Translator:
                             data_options=self.model.cfg.data_options())
 
     def _decode(self, data: ParallelData) -> list[Ranked]:
-        return translate_nbest(self.model, data, self.vocab, self.beam, self.alpha, self.max_tokens,
-                               device=self.device, nbest=self.nbest, progress=self.progress)
+        return decode_split_nbest(self.model, data, self.vocab, self.settings, self.nbest, device=self.device,
+                                  progress=self.progress)
 
     def translate_split(self, path: str) -> list[Ranked]:
         """Every kept row of a split, in row order."""

@@ -22,7 +22,7 @@ from syntrain.switches import Switch, declared, declared_targets, option_names, 
 from .conftest import REPO
 
 GENERIC = ("arrow", "columns", "vocab", "batch", "dataset", "decode", "train", "compare", "cli", "model",
-           "attention", "config", "translate")
+           "attention", "config", "translate", "search", "postprocess", "scoring")
 # (module, name) -> why it is still there; each one is checked to be still needed (a stale entry fails)
 ALLOWED: dict[tuple[str, str], str] = {
     ("columns", "labels"): "the synprep feature group `labels` that the shared label columns read (a data name)",

@@ -17,7 +17,7 @@ from .conftest import REPO
 from .data import make_switch_fixtures as fixtures
 
 GENERIC = ["attention", "model", "train", "decode", "translate", "compare", "cli", "arrow", "columns", "vocab",
-           "batch", "dataset", "checkpoints", "shapes", "runfolder", "travel"]
+           "batch", "dataset", "checkpoints", "shapes", "runfolder", "travel", "search", "postprocess", "scoring"]
 
 
 def test_sizes_and_sections_are_typed_parts_under_the_flat_names():

@@ -109,6 +109,24 @@ def test_depth_switch_trains_a_step_from_shards_with_the_depth_group(depth_split
 GENERIC = sorted(path for path in (REPO / "syntrain").glob("*.py") if path.name != "columns.py")
 
 
+def test_the_guide_quotes_the_depth_switch():
+    """docs/switches-api.md quotes syntrain/switches/depth.py without its imports and docstrings."""
+    source = (REPO / "syntrain" / "switches" / "depth.py").read_text(encoding="utf-8")
+    def docstring(node: ast.AST) -> bool:
+        return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+    dropped = {line for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import | ast.ImportFrom)
+               or docstring(node) for line in range(node.lineno, node.end_lineno + 1)}  # type: ignore[attr-defined]
+    lines: list[str] = []
+    for number, line in enumerate(source.splitlines(), 1):
+        if number not in dropped and not (not line and lines and lines[-1].endswith(":")):  # the docstring's blank
+            lines.append(line)
+    code = re.sub(r"\n{3,}", "\n\n\n", "\n".join(lines)).strip()
+    guide = (REPO / "docs" / "switches-api.md").read_text(encoding="utf-8")
+    quoted = guide.split("**3. The switch**", 1)[1].split("```py\n", 1)[1].split("```", 1)[0].strip()
+    assert quoted == code
+
+
 def test_no_generic_trainer_file_names_a_column_or_target_a_switch_declares():
     declared = {name: switch.name for switch in registered() for column in switch.columns
                 for name in column.shard_columns()}

@@ -253,7 +253,7 @@ def _losses(path):
 def test_compiled_training_equals_eager(shards, tmp_path, case):
     """`compile = true` trains like eager: the losses (translation and auxiliary) of the first steps agree
     within LOSS_TOLERANCE and the trained models decode the same sentences to the same outputs."""
-    from syntrain.decode import translate
+    from syntrain.decode import DecodeSettings, decode_split
     from syntrain.train import load_checkpoint, train
 
     if case == "dropout" and torch.cuda.is_available():  # measured on an H200 (torch 2.11): step 1 5.4127 vs 5.4076
@@ -280,7 +280,7 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
         trained, vocab, _ = load_checkpoint(str(tmp_path / name / "last.pt"))
         data = ParallelData(shards, vocab, batch_columns=trained.cfg.batch_columns(training=False),
                             **trained.cfg.dataset_options())
-        outputs.append(translate(trained, data, vocab, beam=2, rows=data.keep[:12]))
+        outputs.append(decode_split(trained, data, vocab, DecodeSettings(beam=2), rows=data.keep[:12]))
     same = sum(a == b for a, b in zip(*outputs))
     # CPU: identical. CUDA (bf16 autocast): a barely trained model's greedy output can flip one piece where two
     # logits tie within bf16 rounding (seen on an H200 for 1 of 12 tree sentences); a broken compile differs widely

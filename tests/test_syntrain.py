@@ -22,8 +22,8 @@ from synprep.shards import source_preparation
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.attention import MultiHeadAttention
 from syntrain.dataset import ParallelData, read_split
-from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
+from syntrain.search import beam_search, greedy
 from syntrain.switches import declared
 from syntrain.switches.pascal import NO_PARENT, PascalHeads, pascal_scale
 from syntrain.train import TrainConfig, load_checkpoint, train, training_device

@@ -285,7 +285,10 @@ class TreeConfig:
 
 class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     """Tree decoding (docs/tree-decoding.md): the decoder produces target transitions (Linearized), with PARENT
-    heads, a gated GCN over the generated graph, BiTran."""
+    heads, a gated GCN over the generated graph, BiTran.
+
+    Its own page: [tree-decoding.md](tree-decoding.md): the targets and their vocabulary, the generated graph, PARENT
+    heads, the gated GCN, BiTran, constrained decoding, the tree measure and the recipes."""
 
     renamed = {"gcn_layers": "gcn_layer_count"}  # `*_layers` options name layers; this one counts them
 

@@ -139,11 +139,11 @@ def checkpoint_losses(path: str) -> tuple[dict, tuple]:
 
 def checkpoint_results(path: str) -> dict:
     """`checkpoint_losses` and the greedy outputs of the first validation rows (and their pieces)."""
-    from syntrain.decode import translate
+    from syntrain.decode import DecodeSettings, decode_split
 
     losses, (model, vocab, data) = checkpoint_losses(path)
     pieces: list[list[str]] = []
-    outputs = translate(model, data, vocab, beam=1, rows=data.keep[:8], pieces=pieces)
+    outputs = decode_split(model, data, vocab, DecodeSettings(beam=1), rows=data.keep[:8], pieces=pieces)
     return {**losses, "outputs": outputs, "pieces": pieces}
 
 
