@@ -390,10 +390,14 @@ class TransitionState:
             raise ValueError("root policy keep: the final root arc is missing")
 
     def items_to_finish(self) -> int:
-        """The fewest items that complete the sequence from here (arcs, the root arc; the end not counted),
-        assuming an unfinished token (`end`: the last sub-word ends in the marker) ends with its next sub-word."""
+        """The fewest items that complete the sequence from here (sub-words, arcs, the root arc; the end not
+        counted): an unfinished token (`end`: the last sub-word ends in the marker) ends with its next sub-word, an
+        empty sequence needs one (a tree has a word), then one arc per word but the last, the root arc (`keep`)."""
         words = len(self.stack)
-        return int(self.open_token) + max(words - 1, 0) + int(self.root == "keep" and words > 0 and not self.rooted)
+        keep_root = int(self.root == "keep" and not self.rooted)
+        if not words:
+            return 1 + keep_root
+        return int(self.open_token) + words - 1 + keep_root
 
     def allowed(self, steps_left: int) -> tuple[bool, bool, bool, bool, bool]:
         """What may come next so that at most `steps_left` items, the end of the sequence included, complete a
