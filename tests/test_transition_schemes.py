@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from itertools import product
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from synprep.trees import Tree, lift_projective  # noqa: E402
 from synprep.validate import validate_directory  # noqa: E402
 
 from .conftest import REPO, SHARED, cli_in_process  # noqa: E402
-from .test_subwords import SAMPLE_DATA, _pipeline, build_tokenizer, sp_models  # noqa: E402, F401
+from .test_subwords import SAMPLE_DATA, SAMPLE_TOKENS, _pipeline, build_tokenizer  # noqa: E402
 
 SHARED = Path(os.environ.get("SYNPREP_SHARED") or SHARED)
 TREEBANKS = sorted((SHARED / "data" / "ud").glob("*/*-test.conllu"))
@@ -68,7 +68,7 @@ def test_allowed_and_items_to_finish_are_exact(kind, root):
             return False
         return bool(s.heads)  # a tree has a word
 
-    @lru_cache(maxsize=None)
+    @cache
     def can_finish(sequence: tuple[str, ...], budget: int) -> bool:  # within `budget` items, the end included
         s = state(sequence)
         if s is None or budget < 1:
@@ -119,10 +119,12 @@ def test_pieces_are_read_by_their_marker():
         F.TransitionState("drop", "", "none")
 
 
-def test_a_sentence_whose_pieces_hide_a_token_bound_is_left_out_and_counted(sp_models):
+def test_a_sentence_whose_pieces_hide_a_token_bound_is_left_out_and_counted(tmp_path):
     """Under '▁' a token with a space inside is cut into pieces that each start with '▁' (read back as two
     tokens): featurize leaves its sentence out as UNMARKED when transitions are made, and keeps it otherwise."""
-    cutter = load_cutter("sentencepiece", sp_models["unigram"])
+    learn([Counter(t for tokens in SAMPLE_TOKENS for t in tokens)], str(tmp_path / "m.model"), 400, "unigram", 1.0,
+          False)
+    cutter = load_cutter("sentencepiece", str(tmp_path / "m.model"))
     plain = [to_tree(s, "x") for s in read_conllu(str(SAMPLE_DATA / "en.conllu"))][:3]
     odd = Tree(["10 000", "", "日本", plain[0].tokens[0]], [4, 4, 4, 0], ["nummod", "dep", "obj", "root"], "9", "odd")
     trees = [plain[0], odd, *plain[1:]]
@@ -210,6 +212,9 @@ def test_a_tokenizer_without_marker_is_refused_in_one_line(tmp_path):
     assert "\n" not in str(err.value) and "tgt transitions" in str(err.value)
     code, message = cli_in_process("synprep", ["convert", path])
     assert code != 0 and len(message.strip().splitlines()) == 1 and "tokenizer.json" in message
+    code, message = cli_in_process("synprep", ["align", "--conllu", SAMPLE_DATA / "en.conllu", "--scheme",
+                                               "hf-tokenizer", "--model", tmp_path / "tokenizer.json"])
+    assert code != 0 and len(message.strip().splitlines()) == 1 and "carry no marker" in message
 
 
 @pytest.mark.slow
