@@ -19,10 +19,11 @@ from .trees import forest_arrays
 LEFT_ARC = "LEFT-ARC:"
 RIGHT_ARC = "RIGHT-ARC:"
 DROPPED_ROOT_LABEL = "root"  # label given to the root by from_transitions under root policy `drop`
-# How a transition sequence's sub-words show where a token ends (CONTRACT.md "Transitions"): the sub-word scheme's
-# (marker, marker kind) (`synprep.subwords.load.marker_of`). `end`: a piece ending in the marker continues its token
-# (subword-nmt '@@', the default); `start`: a piece beginning with it starts a token (SentencePiece '▁', 'Ġ');
-# `continue`: a piece beginning with it continues the open token (WordPiece '##'). Kind `none` shows no boundary.
+# How a transition sequence's sub-words show where a token ends (CONTRACT.md "Arc-standard transitions"): the
+# sub-word scheme's (marker, marker kind) (`synprep.subwords.load.marker_of`). `end`: a piece ending in the marker
+# continues its token (subword-nmt '@@', the default); `start`: a piece beginning with it starts a token
+# (SentencePiece '▁', 'Ġ'); `continue`: a piece beginning with it continues the open token (WordPiece '##').
+# Kind `none` shows no boundary.
 BOUNDARY_KINDS = ("end", "start", "continue")
 
 
@@ -296,8 +297,8 @@ class TransitionState:
     Items: a sub-word (SHIFT; which token it belongs to is read by the boundary rule (`marker`, `kind`): `end`: the
     piece after one ending in the marker continues its token; `start`: a piece beginning with the marker starts a
     token, one without it continues the token of the sub-word just before; `continue`: a piece beginning with the
-    marker continues the token of the sub-word just before, one without it starts a token), `LEFT-ARC:<l>` (s1 becomes a
-    dependent of s0), `RIGHT-ARC:<l>` (s0 becomes a dependent of s1); under root policy `keep` a final
+    marker continues the token of the sub-word just before, one without it starts a token), `LEFT-ARC:<l>` (s1
+    becomes a dependent of s0), `RIGHT-ARC:<l>` (s0 becomes a dependent of s1); under root policy `keep` a final
     `RIGHT-ARC:<root label>` with one word on the stack. `push` returns the edges of the generated graph the
     item adds (Choshen & Abend, section 3): an arc x = `*-ARC:l` with head word H and dependent word D adds
     H -> D, x -> D and H -> x, all labelled l, where an edge from/to a word is from/to each of its sub-words
