@@ -178,13 +178,18 @@ def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vo
     segmenter = Bpe(bpe_codes, vocab) if bpe_codes else None
     if scheme != "subword-nmt":
         segmenter = _cutter(scheme, model, bpe_codes)
+        if "transitions" in features and segmenter.marker_kind == "none":
+            raise click.BadParameter(f"transitions: the pieces of {model} carry no marker (neither Metaspace/ByteLevel "
+                                     "nor WordPiece), so token ends cannot be read from them", param_hint="--features")
     config = FeatureConfig(features, root, non_projective, strip_subtypes)
     from .parallel import default_workers
 
     summary = align_file(conllu, output, config, segmenter, fmt, workers or default_workers())
     dropped = sum(summary.rejected.values()) if summary.rejected else 0
+    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(summary.rejected.items()) if n)
     log.info(f"aligned {summary.sentences} sentences: {summary.written} written, "
-               f"{summary.non_projective} non-projective kept, {dropped} dropped (non-projective)")
+               f"{summary.non_projective} non-projective kept, {dropped} dropped"
+               + (f" ({reasons})" if dropped else ""))
 
 
 @cli.command()

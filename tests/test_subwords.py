@@ -197,8 +197,9 @@ def test_convert_with_a_tokenizer_stores_the_model_and_validates(tmp_path, tiny_
 def test_pipeline_errors(tmp_path):
     with pytest.raises(InputError, match="needs model"):
         load_pipeline(str(_pipeline(tmp_path, 'scheme = "hf-tokenizer"')))
-    with pytest.raises(InputError, match="transitions needs"):
-        load_pipeline(str(_pipeline(tmp_path, 'scheme = "sentencepiece"', 'tgt = ["transitions"]')))
+    # transitions under sentencepiece: read by '▁' (tests/test_transition_schemes.py)
+    assert "transitions" in load_pipeline(str(_pipeline(tmp_path, 'scheme = "sentencepiece"',
+                                                        'tgt = ["transitions"]'))).features.tgt
     with pytest.raises(InputError, match="for scheme = \"subword-nmt\""):
         load_pipeline(str(_pipeline(tmp_path, 'scheme = "sentencepiece"\nsymbols = 100')))
     with pytest.raises(InputError, match="not both"):

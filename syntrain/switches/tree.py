@@ -25,8 +25,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, transition_edges
+from synprep.features import (
+    BOUNDARY_KINDS,
+    BPE_SEPARATOR,
+    LEFT_ARC,
+    RIGHT_ARC,
+    TransitionState,
+    joins_token,
+    transition_edges,
+)
 from synprep.options import ROOT_POLICIES
+from synprep.subwords.load import dataset_marker
 from synprep.tables import option
 
 from ..columns import LABEL_UNKNOWN, TEXT, BatchColumn, TargetColumn
@@ -50,12 +59,14 @@ def arc_label_vocabulary(vocab: Vocab) -> list[str]:
     return sorted({item.split(":", 1)[1] for item in vocab.itos if is_arc(item)})
 
 
-def graph_rows(sequences: Sequence[Sequence[str]], label_ids: dict[str, int], root: str = "drop") -> np.ndarray:
+def graph_rows(sequences: Sequence[Sequence[str]], label_ids: dict[str, int], root: str = "drop",
+               boundary: tuple[str, str] = (BPE_SEPARATOR, "end")) -> np.ndarray:
     """The generated graphs of several transition sequences (prefixes allowed) as one (E, 5) int64 array of
-    (batch row, parent, child, label id, step) in decoder input positions (+ 1: BOS)."""
+    (batch row, parent, child, label id, step) in decoder input positions (+ 1: BOS); sub-words read by the
+    pieces' (marker, marker kind) `boundary`."""
     parts = []
     for b, sequence in enumerate(sequences):
-        edges, labels = transition_edges(sequence, root)
+        edges, labels = transition_edges(sequence, root, *boundary)
         if len(edges):
             ids = np.array([label_ids.get(label, LABEL_UNKNOWN) for label in labels], dtype=np.int64)
             parts.append(np.column_stack([np.full(len(edges), b), edges[:, :2] + 1, ids, edges[:, 2] + 1]))
@@ -78,7 +89,9 @@ class GraphColumn(BatchColumn):
                      for row in range(len(data.tgt_off) - 1)]
         labels = {label: i + 2 for i, label in enumerate(data.data_options.get("arc_labels") or [])}
         root = data.configuration.get("inputs", {}).get("root", "drop")  # the pipeline's root policy
-        edges = [graph_rows([sequence], labels, root)[:, 1:] for sequence in sequences]
+        boundary = (data.data_options.get("transition_marker", BPE_SEPARATOR),
+                    data.data_options.get("transition_marker_kind", "end"))
+        edges = [graph_rows([sequence], labels, root, boundary)[:, 1:] for sequence in sequences]
         offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.int64)
         return (np.concatenate(edges) if edges else np.zeros((0, 4), np.int64)), offsets
 
@@ -89,13 +102,14 @@ class GraphColumn(BatchColumn):
         return np.column_stack([batch, np.concatenate(parts)]) if parts else np.zeros((0, 5), np.int64)
 
 
-# token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
-# the end (EOS), never (PAD, BOS, UNK)
+# token kinds for the constraints (`TransitionState.allowed`): a sub-word of the first class of
+# `synprep.features.joins_token` (subword-nmt: ends in '@@'; '▁' pieces: lacks it; WordPiece: begins with '##'), any
+# other sub-word, LEFT-ARC, RIGHT-ARC, the end (EOS), never (PAD, BOS, UNK)
 CONTINUES, ENDS, LEFT, RIGHT, END, NEVER = range(6)
 
 
-def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
-    """(V,) the kind of every vocabulary entry (CONTINUES ... NEVER)."""
+def token_kinds(vocab: Vocab, marker: str = BPE_SEPARATOR, kind: str = "end") -> np.ndarray:
+    """(V,) the kind of every vocabulary entry (CONTINUES ... NEVER) under the pieces' (marker, marker kind)."""
     kinds = np.full(len(vocab), ENDS, dtype=np.int64)
     for i, item in enumerate(vocab.itos):
         if i < len(SPECIALS):  # <unk> too: the tree could not be read back from the text
@@ -104,7 +118,7 @@ def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
             kinds[i] = LEFT
         elif item.startswith(RIGHT_ARC):
             kinds[i] = RIGHT
-        elif item.endswith(separator):
+        elif joins_token(item, marker, kind):
             kinds[i] = CONTINUES
     return kinds
 
@@ -112,10 +126,11 @@ def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
 class TreeConstraint:
     """The transition states of a batch of hypotheses: the allowed next tokens, and the graph so far."""
 
-    def __init__(self, vocab: Vocab, root: str, rows: int, label_ids: dict[str, int] | None = None) -> None:
-        self.vocab, self.root = vocab, root
-        self.kinds = torch.from_numpy(token_kinds(vocab))
-        self.states = [TransitionState(root) for _ in range(rows)]
+    def __init__(self, vocab: Vocab, root: str, rows: int, label_ids: dict[str, int] | None = None,
+                 boundary: tuple[str, str] = (BPE_SEPARATOR, "end")) -> None:
+        self.vocab, self.root, self.boundary = vocab, root, boundary
+        self.kinds = torch.from_numpy(token_kinds(vocab, *boundary))
+        self.states = [TransitionState(root, *boundary) for _ in range(rows)]
         self.items: list[list[str]] = [[] for _ in range(rows)]
         self.label_ids = label_ids
 
@@ -141,7 +156,7 @@ class TreeConstraint:
         """(E, 5) the generated graph of every row so far (decoder input positions)."""
         if self.label_ids is None:
             return None
-        return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root)).to(device)
+        return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root, self.boundary)).to(device)
 
     def inputs(self, device: torch.device) -> Inputs:
         """The model inputs of a decoder pass over the prefixes: "graph" when the model reads it."""
@@ -276,6 +291,16 @@ class TreeConfig:
                                   help="root policy of the training transitions (from the training split)")
     arc_labels: list[str] = option(default_factory=list, filled=True,
                                    help="labels of the arc tokens (from the vocabulary)")
+    transition_marker: str = option(BPE_SEPARATOR, filled=True,
+                                    help="marker of the target pieces (from the dataset's sub-word scheme)")
+    transition_marker_kind: str = option("end", choices=BOUNDARY_KINDS, filled=True,
+                                         help="where the marker sits: end (subword-nmt), start ('▁'), continue "
+                                              "('##'); from the dataset")
+
+    @property
+    def boundary(self) -> tuple[str, str]:
+        """How the target transitions' sub-words show token bounds (`synprep.features.TransitionState`)."""
+        return self.transition_marker, self.transition_marker_kind
 
     @property
     def uses_graph(self) -> bool:
@@ -308,7 +333,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
             raise ValueError("decoding transitions needs the vocabulary (the constraints read the token strings)")
         options = self.options
         labels = {label: i + 2 for i, label in enumerate(options.arc_labels)} if options.uses_graph else None
-        return TreeConstraint(vocab, options.transition_root, rows, labels)
+        return TreeConstraint(vocab, options.transition_root, rows, labels, options.boundary)
 
     @classmethod
     def active(cls, cfg: ModelOptions) -> bool:
@@ -326,7 +351,10 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     @classmethod
     def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         root = manifest.configuration.get("inputs", {}).get("root", "drop") if manifest is not None else "drop"
-        return {"transition_root": root, "arc_labels": arc_label_vocabulary(vocab)}
+        marker, kind = dataset_marker(manifest.configuration, manifest.signature, "tgt") if manifest is not None \
+            else (BPE_SEPARATOR, "end")
+        return {"transition_root": root, "arc_labels": arc_label_vocabulary(vocab), "transition_marker": marker,
+                "transition_marker_kind": kind}
 
     def describe(self) -> str:
         options = self.options
@@ -404,7 +432,9 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
         return {"graph": "the generated graph (PARENT, GCN)"} if self.options.uses_graph else {}
 
     def data_options(self) -> dict[str, Any]:
-        return {"arc_labels": list(self.options.arc_labels)} if self.options.uses_graph else {}
+        options = self.options
+        return {"arc_labels": list(options.arc_labels), "transition_marker": options.transition_marker,
+                "transition_marker_kind": options.transition_marker_kind} if options.uses_graph else {}
 
 
 register(TreeDecoding)
