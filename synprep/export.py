@@ -194,11 +194,20 @@ def _files(formats: Sequence[str], name: str, src: str, tgt: str) -> dict[str, d
     return {fmt: files[fmt] for fmt in formats}
 
 
-def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, name: str | None = None,
+def formats_for(scheme: str) -> tuple[str, ...]:
+    """The export formats whose released readers read a dataset's pieces: all of them for subword-nmt pieces;
+    not nematus for the other schemes (its reader finds a token's end by the '@@' marks)."""
+    return EXPORT_FORMATS if scheme == SUBWORD_NMT else tuple(f for f in EXPORT_FORMATS if f != "nematus")
+
+
+def export_split(path: str, out: str, formats: Sequence[str] | None = None, name: str | None = None,
                  dbsa_release: str = "current") -> ExportSummary:
     """Write the split at `path` under `out/<format>/` in each of `formats` (module docstring): whole or not at
-    all (written in a temporary folder, renamed into place when complete). `out` and `name` follow the rule of
-    synprep.outputs (not in a dataset, split or run folder; a plain file name)."""
+    all (written in a temporary folder, renamed into place when complete). `formats` None: every format whose
+    released reader reads the dataset's pieces (`formats_for` its sub-word scheme). `out` and `name` follow the
+    rule of synprep.outputs (not in a dataset, split or run folder; a plain file name)."""
+    if formats is None:
+        formats = formats_for((open_split(path).manifest.configuration.get("bpe") or {}).get("scheme", SUBWORD_NMT))
     formats = list(formats)
     check_formats(formats, dbsa_release)
     check_outputs({"-o": out}, {"the split": path})

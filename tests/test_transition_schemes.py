@@ -296,8 +296,10 @@ def test_sentencepiece_transitions_convert_validate_train_and_translate_raw_text
     assert hypothesis.strip() and MARKER not in hypothesis and "-ARC:" not in hypothesis
     code, err = cli_in_process("synprep", ["challenge", out / "test", "-o", tmp_path / "challenge"])
     assert code == 0, err
-    code, err = cli_in_process("synprep", ["export", out / "test", "-o", tmp_path / "export"])
+    code, err = cli_in_process("synprep", ["export", out / "test", "-o", tmp_path / "refused", "--format",
+                                           "pascal,nematus"])
     assert code != 0 and len(err.strip().splitlines()) == 1 and "nematus" in err and "'@@'" in err
-    code, err = cli_in_process("synprep", ["export", out / "test", "-o", tmp_path / "export", "--format",
-                                           "pascal,dbsa"])
+    assert not (tmp_path / "refused").exists()
+    code, err = cli_in_process("synprep", ["export", out / "test", "-o", tmp_path / "export"])  # the default
     assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "export").iterdir() if p.is_dir()) == ["dbsa", "pascal"]
