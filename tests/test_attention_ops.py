@@ -16,11 +16,11 @@ from synprep.tables import option
 from syntrain.attention import MultiHeadAttention, check_hooks
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import ModelConfig, Transformer
+from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import AttentionHook, Heads, Switch, register, unregister
 from syntrain.switches.directed import DirectedHeads
 from syntrain.switches.parse_head import ParseHead
 from syntrain.switches.tree import ParentHead
-from syntrain.train import load_checkpoint
 from syntrain.vocab import Vocab
 
 from .data import make_switch_fixtures as fixtures

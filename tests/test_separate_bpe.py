@@ -169,7 +169,7 @@ def trained(datasets, tmp_path_factory):
 
 
 def test_separate_vocabularies_train_and_are_stored(datasets, trained):
-    from syntrain.train import load_checkpoint
+    from syntrain.runfolder.checkpoints import load_checkpoint
 
     model, vocab, ckpt = load_checkpoint(str(trained / "last.pt"))
     train = read_split(datasets["separate"] / "train")
@@ -245,7 +245,8 @@ EN_MODEL = SHARED / "models" / "en_ewt.udpipe"
 def test_japanese_english_with_separate_bpe(tmp_path):
     """Raw Tatoeba Ja-En: a tiny Japanese UDPipe parser (from the first 200 sentences of the shared treebank),
     separate codes per side (DBSA's setup), a few training steps, raw Japanese translated."""
-    from syntrain.train import TrainConfig, load_checkpoint, train
+    from syntrain.runfolder.checkpoints import load_checkpoint
+    from syntrain.train import TrainConfig, train
 
     blocks = JA_TREEBANK.read_text(encoding="utf-8").split("\n\n")
     (tmp_path / "ja.conllu").write_text("\n\n".join(blocks[:200]) + "\n\n", encoding="utf-8")

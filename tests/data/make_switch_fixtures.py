@@ -124,7 +124,8 @@ def checkpoint_losses(path: str) -> tuple[dict, tuple]:
     """({loss, tokens, aux}: translation and auxiliary losses in eval mode over all validation rows as one
     update, (model, vocabulary, validation data)) of a checkpoint on the fixture's validation split."""
     from syntrain.dataset import ParallelData
-    from syntrain.train import accumulate_gradients, load_checkpoint
+    from syntrain.runfolder.checkpoints import load_checkpoint
+    from syntrain.train import accumulate_gradients
 
     model, vocab, _ = load_checkpoint(path)
     cfg = model.cfg
