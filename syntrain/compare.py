@@ -191,10 +191,10 @@ def trained(run: str, ckpt: dict) -> tuple[int, float]:
     try:
         with open(os.path.join(run, "metrics.jsonl"), encoding="utf-8") as f:
             for line in f:
-                record = json.loads(line)
-                if isinstance(record, dict) and isinstance(record.get("step"), int):
-                    steps = max(steps, record["step"])
-                    seconds = max(seconds, float(record.get("elapsed_s", 0.0)))
+                values = json.loads(line)
+                if isinstance(values, dict) and isinstance(values.get("step"), int):
+                    steps = max(steps, values["step"])
+                    seconds = max(seconds, float(values.get("elapsed_s", 0.0)))
     except (OSError, ValueError, TypeError):
         pass  # a damaged or absent log: best.pt's values
     return steps, seconds

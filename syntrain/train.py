@@ -148,7 +148,7 @@ class Run:
         return {**self.trainer.checkpoint_fields(), "step": self.state.step, "epoch": self.state.epoch,
                 "position": self.state.position, **stopping.checkpoint_fields(),
                 "rng": rng, "precision": resolve_precision(cfg.precision, self.procs.device),
-                "scaler": scaler.state_dict() if scaler is not None and scaler.is_enabled() else None,
+                "scaler": scaler.state_dict() if scaler.is_enabled() else None,
                 **data.vocab.checkpoint_fields(), "model_config": data.mcfg.to_dict(), "train_config": asdict(cfg),
                 "signature": data.train.signature, "pipeline": data.train.configuration,
                 "dataset": os.path.dirname(os.path.abspath(cfg.data)), "data_fingerprint": data.fingerprint,
