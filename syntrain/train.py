@@ -68,6 +68,8 @@ from .vocab import Vocab, scheme_vocab, separate_bpe
 log = logging.getLogger(__name__)
 
 
+# the parts of a run
+
 @dataclass(frozen=True)
 class RunData:
     """What a run reads: the vocabulary, the model config (built once per run), the training split and the
@@ -161,6 +163,8 @@ class Run:
         self.procs.close()
 
 
+# one optimizer update
+
 def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: torch.device,
                          autocast: contextlib.AbstractContextManager, label_smoothing: float,
                          aux_totals: dict[str, torch.Tensor] | None = None,
@@ -247,6 +251,8 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas, eps=1e-9, fused=True)
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt(cfg.warmup))
 
+
+# set-up
 
 def set_up(cfg: TrainConfig, procs: Processes, stack: contextlib.ExitStack) -> tuple[TrainConfig, Resumed | None]:
     """The run folder (named, locked), the checkpoint to resume from (checked against the run's configuration;
@@ -397,6 +403,8 @@ def open_metrics(run: Run) -> MetricsLog:
     return metrics
 
 
+# checkpoints and validation
+
 def save(run: Run, also_best: bool) -> None:
     """last.pt (and best.pt, and with keep_last a checkpoint_<step>.pt); a collective under DDP: every rank calls
     it, rank 0 writes, the others wait (for rank 0's validation before it too)."""
@@ -465,6 +473,8 @@ def revalidate_best(run: Run) -> None:
             f"re-validated ({cfg.best_metric} {stopping.best:.3f}) is the best from here on, written to "
             f"{run.best_path}")
 
+
+# the loop
 
 class Window:
     """Training loss, auxiliary losses and tokens since the last log line."""
@@ -545,6 +555,8 @@ def training_loop(run: Run) -> None:
         if state.position >= per_rank:
             state.next_epoch()
 
+
+# the end, and the entry points
 
 def score_test_split(run: Run) -> None:
     """The test split scored with best.pt (rank 0); Ctrl-C while it decodes is `Interrupted` (exit 130), naming
