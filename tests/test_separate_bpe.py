@@ -209,8 +209,8 @@ def test_translate_raw_text_with_the_source_codes_and_eval(datasets, trained, tm
     assert len(done.stdout.splitlines()) == len(lines)
     scored = _syntrain("eval", "--checkpoint", ckpt, "--data", str(datasets["separate"] / "test"), "--beam", "1")
     assert scored.returncode == 0 and "BLEU" in scored.stdout + scored.stderr, scored.stderr[-2000:]
-    # the source codes (the run folder's copy, syntrain.travel) are checked against the signature: the target's in
-    # their place is refused
+    # the source codes (the run folder's copy, syntrain.runfolder.source) are checked against the signature: the
+    # target's in their place is refused
     codes = trained / "source" / "codes.bpe"
     saved = codes.read_bytes()
     try:
