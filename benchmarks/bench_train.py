@@ -50,11 +50,12 @@ from synprep.trees import lift_projective
 from syntrain.batch import Batch
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import build_model
+from syntrain.precision import autocast_context, grad_scaler
 from syntrain.shapes import LADDER_TEXT, compile_model, ladder_in_use
 from syntrain.switches import declared, target_column
 from syntrain.switches.labels import label_vocabulary
 from syntrain.switches.tree import arc_label_vocabulary, graph_rows
-from syntrain.train import accumulate_gradients, autocast_context, grad_scaler
+from syntrain.train import accumulate_gradients
 from syntrain.vocab import PAD_ID, Vocab
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -75,9 +75,9 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
     checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
     if not os.path.isfile(checkpoint):
         return read_hypotheses(cached, expected)
-    from .checkpoints import load_checkpoint, read_checkpoint
     from .config import signature_differences, stored_train_config
     from .decode import decode_split, run_settings, settings_text
+    from .runfolder.checkpoints import load_checkpoint, read_checkpoint
 
     settings = run_settings(stored_train_config(read_checkpoint(checkpoint), checkpoint), **given)
     key = decoding_key(checkpoint, data_path, settings.key(device))
@@ -118,7 +118,7 @@ def decoding_key(checkpoint: str, data_path: str, settings: dict) -> dict:
     """What a run's cached hypotheses depend on: the checkpoint (size and modification time), the split (its
     path and shard hashes) and the decoding settings (`DecodeSettings.key`). A cache with another key is decoded
     again."""
-    from .runfolder import data_fingerprint
+    from .runfolder.resume import data_fingerprint
 
     info = os.stat(checkpoint)
     return {"checkpoint": [info.st_size, info.st_mtime_ns], "data": os.path.realpath(data_path),
@@ -160,8 +160,8 @@ def describe(run: str, written: list[str] | None = None) -> dict:
     `written`), else from RUN/describe.json; '?' (the system: the run's own name) for what neither has."""
     checkpoint, path = os.path.join(run, "best.pt"), os.path.join(run, DESCRIPTION)
     if os.path.isfile(checkpoint):
-        from .checkpoints import read_checkpoint
         from .config import stored_model_config, stored_train_config
+        from .runfolder.checkpoints import read_checkpoint
         from .switches import decoded
         from .systems import system_key
 
@@ -191,10 +191,10 @@ def trained(run: str, ckpt: dict) -> tuple[int, float]:
     try:
         with open(os.path.join(run, "metrics.jsonl"), encoding="utf-8") as f:
             for line in f:
-                record = json.loads(line)
-                if isinstance(record, dict) and isinstance(record.get("step"), int):
-                    steps = max(steps, record["step"])
-                    seconds = max(seconds, float(record.get("elapsed_s", 0.0)))
+                values = json.loads(line)
+                if isinstance(values, dict) and isinstance(values.get("step"), int):
+                    steps = max(steps, values["step"])
+                    seconds = max(seconds, float(values.get("elapsed_s", 0.0)))
     except (OSError, ValueError, TypeError):
         pass  # a damaged or absent log: best.pt's values
     return steps, seconds

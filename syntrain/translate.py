@@ -12,12 +12,12 @@ import torch
 from synprep.shards import SourcePreparation
 from synprep.textio import decode_line, open_binary
 
-from .checkpoints import load_checkpoint
 from .config import stored_train_config
 from .dataset import ParallelData
 from .decode import Ranked, decode_split_nbest, run_settings
+from .runfolder.checkpoints import load_checkpoint
+from .runfolder.source import travelling_preparation
 from .search import check_beam
-from .travel import travelling_preparation
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class Translator:
         if device is None:
             device = default_device()
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
-        self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
+        self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: runfolder.source
         self.preparation: SourcePreparation | None = None
         settings = run_settings(stored_train_config(self.ckpt, checkpoint), beam, length_penalty, max_tokens, threads)
         check_beam(settings.beam, self.model.cfg.sizes.vocab_size)  # before any input is read

@@ -77,8 +77,8 @@ def test_the_column_is_made_from_the_heads(arity):
 
 
 def test_a_declared_embedding_trains_checkpoints_reloads_and_translates(arity, tmp_path, capsys):
-    from syntrain.checkpoints import load_checkpoint
     from syntrain.decode import DecodeSettings, decode_split
+    from syntrain.runfolder.checkpoints import load_checkpoint
     from syntrain.train import TrainConfig, train
 
     run = tmp_path / "run"

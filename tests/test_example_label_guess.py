@@ -13,8 +13,9 @@ import torch.nn.functional as F
 
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import ModelConfig
+from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import register, registered, unregister
-from syntrain.train import TrainConfig, load_checkpoint, train
+from syntrain.train import TrainConfig, train
 from syntrain.vocab import Vocab
 
 from .conftest import REPO

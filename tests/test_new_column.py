@@ -87,7 +87,8 @@ def test_depth_column_is_stored_or_made_from_the_heads_alike(depth_split):
 
 
 def test_depth_switch_trains_a_step_from_shards_with_the_depth_group(depth_split, tmp_path):
-    from syntrain.train import TrainConfig, load_checkpoint, train
+    from syntrain.runfolder.checkpoints import load_checkpoint
+    from syntrain.train import TrainConfig, train
 
     cfg = TrainConfig.from_dict({**fixtures.TRAIN, "max_steps": 1, "data": str(depth_split),
                                  "out": str(tmp_path / "run"), "preset": "tiny",

@@ -254,7 +254,8 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
     """`compile = true` trains like eager: the losses (translation and auxiliary) of the first steps agree
     within LOSS_TOLERANCE and the trained models decode the same sentences to the same outputs."""
     from syntrain.decode import DecodeSettings, decode_split
-    from syntrain.train import load_checkpoint, train
+    from syntrain.runfolder.checkpoints import load_checkpoint
+    from syntrain.train import train
 
     if case == "dropout" and torch.cuda.is_available():  # measured on an H200 (torch 2.11): step 1 5.4127 vs 5.4076
         pytest.skip("compiled CUDA dropout (CUDA graphs' RNG) draws other masks even with fallback_random")

@@ -15,6 +15,7 @@ from synprep.tables import option
 from syntrain.columns import TEXT, BatchColumn, TargetColumn
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import ModelConfig
+from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import (
     AttentionHook,
     Heads,
@@ -26,7 +27,7 @@ from syntrain.switches import (
     target_column,
     unregister,
 )
-from syntrain.train import TrainConfig, load_checkpoint, train
+from syntrain.train import TrainConfig, train
 from syntrain.vocab import Vocab
 
 from .data.make_switch_fixtures import SHARDS
