@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from .config import TrainConfig
 from .dataset import ParallelData
 from .decode import DecodeSettings, decode_split
-from .scoring import score
 from .model import Transformer
+from .scoring import score
 from .switches import decoded
 from .vocab import PAD_ID, Vocab
 

@@ -18,8 +18,8 @@ from .data import make_switch_fixtures as fixtures
 
 GENERIC = ["attention", "model", "train", "decode", "translate", "compare", "cli", "arrow", "columns", "vocab",
            "batch", "dataset", "shapes", "validation", "run_state", "distributed", "precision", "runfolder/checkpoints",
-           "runfolder/resume", "runfolder/source", "runfolder/start", "runfolder/config_file", "runfolder/metrics_file", "search",
-           "postprocess", "scoring"]
+           "runfolder/resume", "runfolder/source", "runfolder/start", "runfolder/config_file", "runfolder/metrics_file",
+           "search", "postprocess", "scoring"]
 
 
 def test_sizes_and_sections_are_typed_parts_under_the_flat_names():
