@@ -38,8 +38,9 @@ class Batch:
         """The same batch in page-locked memory (for non-blocking copies to a GPU)."""
         return self._map(lambda x: x.pin_memory())
 
-    def source_inputs(self) -> dict[str, torch.Tensor]:
-        """The inputs of the source side only (what decoding reads; no target supervision)."""
+    def decoding_inputs(self) -> dict[str, torch.Tensor]:
+        """The model inputs decoding reads: every input but the supervision (which only the losses read; a
+        target-side input that decoding reads is among them)."""
         return {name: value for name, value in self.inputs.items() if name not in self.supervision}
 
     def tokens(self) -> int:

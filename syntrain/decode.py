@@ -225,7 +225,7 @@ def translate_nbest(model: Transformer, data: ParallelData, vocab: Vocab, beam: 
     bar.update(len(rows) - len(fits))
     for batch_rows in data.batches(max_tokens, shuffle=False, rows=fits):
         batch = data.collate(batch_rows).to(device)
-        inputs = batch.source_inputs()
+        inputs = batch.decoding_inputs()
         if nbest or beam > 1:
             hyps = beam_search_nbest(model, batch.src, inputs, beam, alpha, max(nbest, 1), vocab)
         else:
