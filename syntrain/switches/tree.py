@@ -30,7 +30,7 @@ from synprep.options import ROOT_POLICIES
 from synprep.tables import option
 
 from ..columns import LABEL_UNKNOWN, TEXT, BatchColumn, TargetColumn
-from ..dataset import ParallelData
+from ..dataset import EncodedSplit
 from ..vocab import EOS_ID, PAD_ID, SPECIALS, Vocab
 from .base import AttentionHook, DecoderStates, Heads, HeadView, Inputs, ModelOptions, Switch
 from .registry import register
@@ -72,7 +72,7 @@ class GraphColumn(BatchColumn):
     def missing(self, names: Sequence[str]) -> bool:
         return False  # made from the targets (a split without transitions fails as the target)
 
-    def load(self, data: ParallelData) -> tuple[np.ndarray, np.ndarray]:
+    def load(self, data: EncodedSplit) -> tuple[np.ndarray, np.ndarray]:
         itos = np.array(data.vocab.itos, dtype=object)
         sequences = [[] if data.null[row] else itos[data.tgt_ids[data.tgt_off[row] : data.tgt_off[row + 1]]].tolist()
                      for row in range(len(data.tgt_off) - 1)]
