@@ -223,7 +223,8 @@ class ParallelData:
     `EncodedSplit`: flat id arrays + offsets copied out of the memory-mapped shards, whose pages are then given
     back), token-count batches (`bucketing`, a `Bucketing`: `batches`, `shape`, `longest`), their collation
     (`collator`, a `Collator`: `collate`) and the scoring lookups (`scoring`, `References`: `references`,
-    `column_values`, `tgt_lang`).
+    `column_values`, `tgt_lang`). `path`, `table`, `configuration`, `signature`, `src_len`, `tgt_len` and
+    `skipped_null` are the encoded split's, named here for its callers (the run header, decoding's length check).
 
     `batch_columns`: the batch columns to collate (`BatchColumn`s declared by the switches) -> who needs each;
     `data_options`: what those columns read of the run, by name (the switches' `data_options`: label
@@ -241,7 +242,7 @@ class ParallelData:
         self.encoded = EncodedSplit(path, vocab, data_columns(batch_columns, decoder_target), table, configuration,
                                     decoder_target, data_options, split, copy)
         encoded = self.encoded
-        self.path, self.table = path, encoded.table
+        self.path, self.table = path, encoded.table  # the encoded split's, for the callers
         self.configuration, self.signature = encoded.configuration, encoded.signature
         self.src_len, self.tgt_len, self.skipped_null = encoded.src_len, encoded.tgt_len, encoded.skipped_null
         self.collator = Collator(encoded, batch_columns)
