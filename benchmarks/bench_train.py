@@ -105,9 +105,9 @@ def batches_from(args, tree: bool = False):
         if tree:
             options = build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
                                   **TREE_SWITCHES["gcn"]).cfg.dataset_options()
+            options["data_options"] = {**options["data_options"], "source_labels": labels}  # read when loading
             trans = ParallelData(args.data, vocab, 256, batch_columns={**ALL_COLUMNS, declared("graph"): "bench"},
                                  skip_null=True, **options)
-            trans.data_options["source_labels"] = labels
             trans.ladder = args.ladder
             out["transitions"] = collated(trans, trans.batches(args.max_tokens, seed=0)[: args.steps], args.ladder)
         return len(vocab), labels, arcs, out, f"shards {args.data}"

@@ -88,7 +88,7 @@ def decode_split_nbest(model: Transformer, data: ParallelData, vocab: Vocab, set
     bar.update(len(rows) - len(fits))
     for batch_rows in data.batches(settings.max_tokens, shuffle=False, rows=fits):
         batch = data.collate(batch_rows).to(device)
-        inputs = batch.source_inputs()
+        inputs = batch.decoding_inputs()
         if nbest or beam > 1:
             hyps = beam_search_nbest(model, batch.src, inputs, beam, alpha, max(nbest, 1), vocab)
         else:

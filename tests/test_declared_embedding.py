@@ -73,7 +73,7 @@ def test_the_column_is_made_from_the_heads(arity):
         expected = subword_arity(heads, [len(heads)], owner).tolist()
         assert batch.inputs["src_example_arity"][b, : len(expected)].tolist() == expected
         assert (batch.inputs["src_example_arity"][b, len(expected):] == -1).all()
-    assert "src_example_arity" in batch.source_inputs()  # decoding reads it too
+    assert "src_example_arity" in batch.decoding_inputs()  # decoding reads it too
 
 
 def test_a_declared_embedding_trains_checkpoints_reloads_and_translates(arity, tmp_path, capsys):

@@ -83,7 +83,7 @@ def test_depth_column_is_stored_or_made_from_the_heads_alike(depth_split):
             expected = F.forest_subword_depths(heads, [len(heads)], owner).tolist()
             assert batch.inputs["src_depth"][b, : len(expected)].tolist() == expected
             assert (batch.inputs["src_depth"][b, len(expected):] == -1).all()
-        assert "src_depth" in batch.source_inputs()  # decoding reads it too
+        assert "src_depth" in batch.decoding_inputs()  # decoding reads it too
 
 
 def test_depth_switch_trains_a_step_from_shards_with_the_depth_group(depth_split, tmp_path):

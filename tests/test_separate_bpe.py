@@ -184,7 +184,7 @@ def test_separate_vocabularies_train_and_are_stored(datasets, trained):
     from syntrain.dataset import ParallelData
     from syntrain.vocab import UNK_ID
 
-    data = ParallelData(str(datasets["separate"] / "train"), vocab)  # source ids from the source vocabulary
+    data = ParallelData(str(datasets["separate"] / "train"), vocab).encoded  # source ids: the source vocabulary
     assert not (data.src_ids == UNK_ID).any() and not (data.tgt_ids == UNK_ID).any()
     assert [[vocab.source.itos[i] for i in data.src_ids[start:end]] for start, end in
             zip(data.src_off[:-1], data.src_off[1:])] == train.column("src_subwords").to_pylist()

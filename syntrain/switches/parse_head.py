@@ -120,6 +120,39 @@ def parse_layer(options: ParseHeadConfig) -> int:
     return options.dbsa_layer - 1
 
 
+@dataclass(frozen=True)
+class ParseHeadPlace:
+    """One parse head the options turn on: the last head of self-attention layer `layer` (0-based) of `stack`,
+    scoring as `scores` (`ParseHead`), its log-weights recorded as `record`, supervised by the batch column
+    `column` (head positions) in the loss `loss`; `who` names it in errors."""
+
+    stack: str
+    layer: int
+    scores: str
+    record: str
+    column: str
+    loss: str
+    who: str
+
+
+def parse_head_places(options: ParseHeadConfig) -> list[ParseHeadPlace]:
+    """The parse heads `options` turn on, in the order of their losses: DBSA's encoder head, LISA's, DBSA's
+    decoder head."""
+    scores = "biaffine" if options.dbsa_biaffine == "paper" else "released"
+    rule = head_input(options.dbsa_rule)
+    places = []
+    if options.dbsa_encoder:
+        places.append(ParseHeadPlace("encoder", parse_layer(options), scores, ENCODER, f"src_{rule}", "dep_src",
+                                     "DBSA (encoder)"))
+    if options.lisa_layer:
+        places.append(ParseHeadPlace("encoder", options.lisa_layer - 1, "dot", LISA, "src_parent_first", "lisa",
+                                     "LISA"))
+    if options.dbsa_decoder:
+        places.append(ParseHeadPlace("decoder", parse_layer(options), scores, DECODER, f"tgt_{rule}", "dep_tgt",
+                                     "DBSA (decoder)"))
+    return places
+
+
 def on_both_sides(cfg: ModelOptions) -> bool:
     """DBSA parse heads in the encoder and the decoder of the model config `cfg` (what SyncAttn reads)."""
     options = cfg.section(ParseHeads)
@@ -228,46 +261,23 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
         return "; ".join(on)
 
     def reads(self, training: bool) -> dict[str, str]:
-        need, options = {}, self.options
         if not training:
-            return need
-        rule = head_input(options.dbsa_rule)
-        if options.dbsa_encoder:
-            need[f"src_{rule}"] = "DBSA (encoder)"
-        if options.lisa_layer:
-            need["src_parent_first"] = "LISA"
-        if options.dbsa_decoder:
-            need[f"tgt_{rule}"] = "DBSA (decoder)"
-        return need
+            return {}
+        return {place.column: place.who for place in parse_head_places(self.options)}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        options = self.options
         if kind != "self":
             return []
-        scores = "biaffine" if options.dbsa_biaffine == "paper" else "released"
-        if stack == "encoder" and options.dbsa_encoder and layer == parse_layer(options):
-            return [ParseHead(scores, ENCODER)]
-        if stack == "encoder" and layer == options.lisa_layer - 1:
-            return [ParseHead("dot", LISA)]
-        if stack == "decoder" and options.dbsa_decoder and layer == parse_layer(options):
-            return [ParseHead(scores, DECODER)]
-        return []
+        return [ParseHead(place.scores, place.record) for place in parse_head_places(self.options)
+                if (place.stack, place.layer) == (stack, layer)][:1]  # one per layer (`check`)
 
     def loss_weights(self) -> dict[str, float]:
         options = self.options
         return {"dep_src": options.dbsa_lambda, "dep_tgt": options.dbsa_lambda, "lisa": options.lisa_lambda}
 
     def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
-        options, losses = self.options, {}
-        if options.dbsa_encoder:
-            losses["dep_src"] = dependency_loss(outputs.records[ENCODER],
-                                                inputs.get(f"src_{head_input(options.dbsa_rule)}"))
-        if options.lisa_layer:
-            losses["lisa"] = dependency_loss(outputs.records[LISA], inputs.get("src_parent_first"))
-        if options.dbsa_decoder:
-            losses["dep_tgt"] = dependency_loss(outputs.records[DECODER],
-                                                inputs.get(f"tgt_{head_input(options.dbsa_rule)}"))
-        return losses
+        return {place.loss: dependency_loss(outputs.records[place.record], inputs.get(place.column))
+                for place in parse_head_places(self.options)}
 
 
 register(ParseHeads)

@@ -39,7 +39,7 @@ from synprep.subwords.load import dataset_marker
 from synprep.tables import option
 
 from ..columns import LABEL_UNKNOWN, TEXT, BatchColumn, TargetColumn
-from ..dataset import ParallelData
+from ..dataset import EncodedSplit
 from ..vocab import EOS_ID, PAD_ID, SPECIALS, Vocab
 from .base import AttentionHook, DecoderStates, Heads, HeadView, Inputs, ModelOptions, Switch
 from .registry import register
@@ -83,7 +83,7 @@ class GraphColumn(BatchColumn):
     def missing(self, names: Sequence[str]) -> bool:
         return False  # made from the targets (a split without transitions fails as the target)
 
-    def load(self, data: ParallelData) -> tuple[np.ndarray, np.ndarray]:
+    def load(self, data: EncodedSplit) -> tuple[np.ndarray, np.ndarray]:
         itos = np.array(data.vocab.itos, dtype=object)
         sequences = [[] if data.null[row] else itos[data.tgt_ids[data.tgt_off[row] : data.tgt_off[row + 1]]].tolist()
                      for row in range(len(data.tgt_off) - 1)]
@@ -308,6 +308,86 @@ class TreeConfig:
         return bool(self.parent_layers or self.gcn_layer_count)
 
 
+class ParentAttention:
+    """PARENT attention (`parent_layers`): head 0 of those decoder layers' self-attention attends only to itself and
+    its parents in the generated graph (`ParentHead`, reading the model input "parent_mask")."""
+
+    def __init__(self, options: TreeConfig) -> None:
+        self.options = options
+
+    def hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        """The PARENT head of one attention module (0-based `layer`), if it has one."""
+        on = (stack, kind) == ("decoder", "self") and layer + 1 in self.options.parent_layers
+        return [ParentHead()] if on else []
+
+    def inputs(self, inputs: Inputs, graph: torch.Tensor, limit: torch.Tensor) -> Inputs:
+        """The model inputs with "parent_mask" of the generated `graph` added (when any layer has the head)."""
+        return {**inputs, "parent_mask": parent_mask(graph, limit)} if self.options.parent_layers else inputs
+
+    def describe(self) -> str:
+        layers = self.options.parent_layers
+        return f"PARENT head in decoder layers {layers}" if layers else ""
+
+
+class GraphConvolution:
+    """The gated GCN over the generated graph (`gcn_layer_count` layers; the ablations `gcn_labeled`,
+    `gcn_gated`): the decoder module "gcn" (`GatedGCN`), applied to the decoder's embeddings."""
+
+    def __init__(self, options: TreeConfig) -> None:
+        self.options = options
+
+    def modules(self, d_model: int) -> dict[str, nn.Module]:
+        """The decoder module "gcn", when on (label ids: 0 = self, 1 = unseen, 2... `arc_labels`)."""
+        options = self.options
+        if not options.gcn_layer_count:
+            return {}
+        return {"gcn": GatedGCN(d_model, len(options.arc_labels) + 2, options.gcn_layer_count, options.gcn_labeled,
+                                options.gcn_gated)}
+
+    def apply(self, model: nn.Module, x: torch.Tensor, graph: torch.Tensor, limit: torch.Tensor) -> torch.Tensor:
+        """The decoder embeddings `x` through the model's GCN (unchanged when off)."""
+        return model.gcn(x, graph, limit) if self.options.gcn_layer_count else x
+
+    def describe(self) -> str:
+        options = self.options
+        if not options.gcn_layer_count:
+            return ""
+        kind = ("" if options.gcn_labeled else "unlabeled ") + ("gated" if options.gcn_gated else "ungated")
+        return f"GCN {options.gcn_layer_count} layers ({kind})"
+
+
+class BiTran:
+    """BiTran (`bidirectional`): every generated token attends to every generated token (the decoder's
+    self-attention mask M_bi), so teacher forcing re-encodes every prefix (`prefix_passes`), or
+    `bidirectional_prefixes` = k sampled prefixes per sentence in training."""
+
+    def __init__(self, options: TreeConfig) -> None:
+        self.options = options
+
+    def self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """M_bi: every generated token sees every generated token (the non-pad prefix), with the graph limit of
+        each position (the prefix end); None when off."""
+        if not self.options.bidirectional:
+            return None
+        return valid[:, None, None, :], (valid.sum(1) - 1)[:, None].expand(*valid.shape)
+
+    def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                        inputs: Inputs, records: dict, layers: tuple[int, ...]) -> DecoderStates | None:
+        """The decoder states of one pass per prefix (`prefix_passes`); None when off."""
+        options = self.options
+        if not options.bidirectional:
+            return None
+        prefixes = options.bidirectional_prefixes if model.training else 0
+        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, options.uses_graph, layers)
+
+    def describe(self) -> str:
+        options = self.options
+        if not options.bidirectional:
+            return ""
+        return "BiTran " + (f"(approximation: {options.bidirectional_prefixes} sampled prefixes)"
+                            if options.bidirectional_prefixes else "(exact: every prefix)")
+
+
 class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     """Tree decoding (docs/tree-decoding.md): the decoder produces target transitions (Linearized), with PARENT
     heads, a gated GCN over the generated graph, BiTran.
@@ -322,6 +402,17 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     decoder_targets = (TRANSITIONS_TARGET,)
     output_length_factor = 3.0  # sub-words + one arc per word
     Decoded = TreeOutputs  # the tree measure, --trees, RUN/test.trans, the `trees` compare column
+
+    def __init__(self, cfg: ModelOptions) -> None:
+        super().__init__(cfg)
+        self.parent_attention = ParentAttention(self.options)
+        self.graph_convolution = GraphConvolution(self.options)
+        self.bitran = BiTran(self.options)
+
+    def mechanisms(self) -> tuple[ParentAttention, GraphConvolution, BiTran]:
+        """What the decoder adds to the linearized transitions, one object per mechanism (each off unless its
+        options say)."""
+        return self.parent_attention, self.graph_convolution, self.bitran
 
     @property
     def recomputes_prefix(self) -> bool:  # decoding re-reads the graph, or attends bidirectionally
@@ -358,18 +449,9 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
 
     def describe(self) -> str:
         options = self.options
-        parts = [f"target transitions (root {options.transition_root}, {len(options.arc_labels)} arc labels)"]
-        if options.parent_layers:
-            parts.append(f"PARENT head in decoder layers {options.parent_layers}")
-        if options.gcn_layer_count:
-            kind = ("" if options.gcn_labeled else "unlabeled ") + ("gated" if options.gcn_gated else "ungated")
-            parts.append(f"GCN {options.gcn_layer_count} layers ({kind})")
-        if options.bidirectional:
-            parts.append("BiTran " + (f"(approximation: {options.bidirectional_prefixes} sampled prefixes)"
-                                      if options.bidirectional_prefixes else "(exact: every prefix)"))
-        if len(parts) == 1:
-            parts.append("linearized")
-        return ", ".join(parts)
+        target = f"target transitions (root {options.transition_root}, {len(options.arc_labels)} arc labels)"
+        mechanisms = [part for part in (mechanism.describe() for mechanism in self.mechanisms()) if part]
+        return ", ".join([target, *(mechanisms or ["linearized"])])
 
     def training_report(self, data: Any) -> tuple[str, dict[str, Any]]:
         options = self.options
@@ -378,24 +460,17 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
                 f"{options.transition_root}", {"skipped_null_transitions": data.skipped_null,
                                            "arc_labels": len(options.arc_labels)})
 
-    # the decoder side: PARENT heads, the gated GCN over the generated graph, BiTran's mask and prefix passes
+    # the decoder side: PARENT heads, the gated GCN over the generated graph (both read the graph), BiTran's
+    # mask and prefix passes, each done by its mechanism (`mechanisms`)
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        if (stack, kind) == ("decoder", "self") and layer + 1 in self.options.parent_layers:
-            return [ParentHead()]
-        return []
+        return self.parent_attention.hooks(stack, layer, kind)
 
     def decoder_modules(self) -> dict[str, nn.Module]:
-        options = self.options  # label ids: 0 = self, 1 = unseen, 2... arc_labels
-        if not options.gcn_layer_count:
-            return {}
-        return {"gcn": GatedGCN(self.cfg.sizes.d_model, len(options.arc_labels) + 2, options.gcn_layer_count,
-                                options.gcn_labeled, options.gcn_gated)}
+        return self.graph_convolution.modules(self.cfg.sizes.d_model)
 
     def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        if not self.options.bidirectional:
-            return None  # M_bi: every generated token sees every generated token (the non-pad prefix)
-        return valid[:, None, None, :], (valid.sum(1) - 1)[:, None].expand(*valid.shape)
+        return self.bitran.self_mask(valid)
 
     def decoder_input(self, model: nn.Module, x: torch.Tensor, inputs: Inputs, limit: torch.Tensor
                       ) -> tuple[torch.Tensor, Inputs]:
@@ -404,11 +479,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
         graph = inputs.get("graph")
         if graph is None:
             raise ValueError("PARENT heads and the GCN need the generated graph of the target transitions")
-        if self.options.gcn_layer_count:
-            x = model.gcn(x, graph, limit)
-        if self.options.parent_layers:
-            inputs = {**inputs, "parent_mask": parent_mask(graph, limit)}
-        return x, inputs
+        return self.graph_convolution.apply(model, x, graph, limit), self.parent_attention.inputs(inputs, graph, limit)
 
     @property
     def changes_teacher_forcing(self) -> bool:  # BiTran: one pass per prefix
@@ -419,11 +490,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
                         src_mask: torch.Tensor, inputs: Inputs, records: dict, layers: tuple[int, ...]
                         ) -> DecoderStates | None:
-        if not self.options.bidirectional:
-            return None
-        prefixes = self.options.bidirectional_prefixes if model.training else 0
-        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph,
-                             layers)
+        return self.bitran.teacher_forcing(model, tgt_in, memory, src_mask, inputs, records, layers)
 
     # made from the target ids
     columns = (GraphColumn("graph", "", "tgt", "transitions", shape="edges", supervision=True),)
