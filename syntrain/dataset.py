@@ -101,14 +101,15 @@ class EncodedSplit:
 
     `columns`: the shard columns to read (`data_columns`); `split`: the (table, manifest) of `path` when already
     read (`read_split`); `table` alone: raw text, which has no targets; `copy`: the table copied into RAM
-    (references and sources read later are not mapped from the shards). `vocab` and `data_options` (what the
-    batch columns read of the run, by name: the switches' label vocabularies) are what `BatchColumn.load`
-    reads besides the table."""
+    (references and sources read later are not mapped from the shards); `configuration`, `signature`: with
+    `table`, its dataset's manifest's (what the pieces are: `synprep.subwords.load.dataset_marker`). `vocab` and
+    `data_options` (what the batch columns read of the run, by name: the switches' label vocabularies) are what
+    `BatchColumn.load` reads besides the table."""
 
     def __init__(self, path: str, vocab: Vocab, columns: Sequence[str], table: pa.Table | None = None,
                  configuration: dict | None = None, decoder_target: TargetColumn | None = None,
                  data_options: dict[str, Any] | None = None, split: tuple[pa.Table, Manifest] | None = None,
-                 copy: bool = False) -> None:
+                 copy: bool = False, signature: dict | None = None) -> None:
         self.path = path
         if table is None:
             self.table, manifest = split or read_split(path, columns)
@@ -116,7 +117,7 @@ class EncodedSplit:
                 self.table = in_memory(self.table)
             self.configuration, self.signature = manifest.configuration, manifest.signature
         else:
-            self.table, self.configuration, self.signature = table, configuration or {}, {}
+            self.table, self.configuration, self.signature = table, configuration or {}, signature or {}
         self.vocab, self.decoder_target = vocab, decoder_target
         self.data_options = dict(data_options or {})
         self.null = self._encode(table is None)
@@ -237,10 +238,11 @@ class ParallelData:
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
                  configuration: dict | None = None, batch_columns: Mapping[BatchColumn, str] | None = None,
                  decoder_target: TargetColumn | None = None, data_options: dict[str, Any] | None = None,
-                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None, copy: bool = False) -> None:
+                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None, copy: bool = False,
+                 signature: dict | None = None) -> None:
         batch_columns = dict(batch_columns or {})
         self.encoded = EncodedSplit(path, vocab, data_columns(batch_columns, decoder_target), table, configuration,
-                                    decoder_target, data_options, split, copy)
+                                    decoder_target, data_options, split, copy, signature)
         encoded = self.encoded
         self.path, self.table = path, encoded.table  # the encoded split's, for the callers
         self.configuration, self.signature = encoded.configuration, encoded.signature

@@ -43,7 +43,7 @@ def postprocessor(data: ParallelData, switches: Iterable[Switch]) -> Callable[[l
     """A function output pieces -> text for the outputs of a model with `switches` on split `data` (its sub-word
     scheme and target language)."""
     detok, outputs = detokenizer(data.tgt_lang), decoded(switches)
-    join = pieces_joiner(data.configuration, data.path)
+    join = pieces_joiner(data.configuration, data.path, data.signature)
 
     def text(pieces: list[str]) -> str:
         for switch_outputs in outputs:

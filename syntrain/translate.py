@@ -100,6 +100,7 @@ class Translator:
             return results
         # every source feature of the training dataset (distances, labels, ...), made as convert made them
         data = ParallelData("<input>", self.vocab, table=table, configuration=self.ckpt["pipeline"],
+                            signature=self.ckpt.get("signature", {}),
                             batch_columns=self.model.cfg.batch_columns(training=False),
                             data_options=self.model.cfg.data_options())
         for row, ranked in zip(table.column("id").to_pylist(), self._decode(data)):
