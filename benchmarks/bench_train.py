@@ -50,11 +50,12 @@ from synprep.trees import lift_projective
 from syntrain.batch import Batch
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import build_model
+from syntrain.precision import autocast_context, grad_scaler
 from syntrain.shapes import LADDER_TEXT, compile_model, ladder_in_use
 from syntrain.switches import declared, target_column
 from syntrain.switches.labels import label_vocabulary
 from syntrain.switches.tree import arc_label_vocabulary, graph_rows
-from syntrain.train import accumulate_gradients, autocast_context, grad_scaler
+from syntrain.train import accumulate_gradients
 from syntrain.vocab import PAD_ID, Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,8 +106,7 @@ def batches_from(args, tree: bool = False):
             gcn = build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs, **TREE_SWITCHES["gcn"])
             trans = ParallelData(args.data, vocab, 256, batch_columns={**ALL_COLUMNS, declared("graph"): "bench"},
                                  skip_null=True, decoder_target=gcn.switches.target_column,
-                                 data_options=gcn.switches.data_options())
-            trans.data_options["source_labels"] = labels
+                                 data_options={**gcn.switches.data_options(), "source_labels": labels})  # read on load
             trans.ladder = args.ladder
             out["transitions"] = collated(trans, trans.batches(args.max_tokens, seed=0)[: args.steps], args.ladder)
         return len(vocab), labels, arcs, out, f"shards {args.data}"

@@ -21,9 +21,11 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from syntrain.config.train import inverse_sqrt
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import build_model
-from syntrain.train import TrainConfig, accumulate_gradients, autocast_context, inverse_sqrt
+from syntrain.precision import autocast_context
+from syntrain.train import TrainConfig, accumulate_gradients
 from syntrain.vocab import Vocab
 
 try:

@@ -178,13 +178,18 @@ def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vo
     segmenter = Bpe(bpe_codes, vocab) if bpe_codes else None
     if scheme != "subword-nmt":
         segmenter = _cutter(scheme, model, bpe_codes)
+        if "transitions" in features and segmenter.marker_kind == "none":
+            raise click.BadParameter(f"transitions: the pieces of {model} carry no marker (neither Metaspace/ByteLevel "
+                                     "nor WordPiece), so token ends cannot be read from them", param_hint="--features")
     config = FeatureConfig(features, root, non_projective, strip_subtypes)
     from .parallel import default_workers
 
     summary = align_file(conllu, output, config, segmenter, fmt, workers or default_workers())
     dropped = sum(summary.rejected.values()) if summary.rejected else 0
+    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(summary.rejected.items()) if n)
     log.info(f"aligned {summary.sentences} sentences: {summary.written} written, "
-               f"{summary.non_projective} non-projective kept, {dropped} dropped (non-projective)")
+               f"{summary.non_projective} non-projective kept, {dropped} dropped"
+               + (f" ({reasons})" if dropped else ""))
 
 
 @cli.command()
@@ -541,20 +546,22 @@ def validate(directory: str, max_failures: int, workers: int) -> None:
 @cli.command()
 @click.argument("split_path", metavar="SPLIT")
 @click.option("-o", "--output", required=True, help="Output folder: one subfolder per format.")
-@click.option("--format", "formats", default="pascal,dbsa,nematus", show_default=True,
-              help="Comma-separated, each once: pascal (e-bug/pascal), dbsa (de9uch1/dbsa), nematus (borgr/nematus).")
+@click.option("--format", "formats", default=None,
+              help="Comma-separated, each once: pascal (e-bug/pascal), dbsa (de9uch1/dbsa), nematus (borgr/nematus). "
+                   "Default: every one whose reader reads the dataset's pieces (all three for subword-nmt; "
+                   "pascal,dbsa for sentencepiece and hf-tokenizer pieces).")
 @click.option("--name", default=None, help="File name prefix (default: the split's name, e.g. train).")
 @click.option("--dbsa-release", type=click.Choice(["current", "2020"]), default="current", show_default=True,
               help="DBSA .dep heads: current = de9uch1/dbsa master b0cdef6 (0-based, format since b96fb46); "
                    "2020 = commits 43eef77/0e9dd5c (1-based).")
-def export(split_path: str, output: str, formats: str, name: str | None, dbsa_release: str) -> None:
+def export(split_path: str, output: str, formats: str | None, name: str | None, dbsa_release: str) -> None:
     """A split (shard folder) in the input formats of the papers' released trainers, with BPE codes, references
     and a README of commands per format (docs/synprep.md, docs/handoff.md)."""
-    from .export import check_formats, export_split, summary_line
+    from .export import EXPORT_FORMATS, check_formats, export_split, summary_line
 
-    chosen = tuple(f.strip() for f in formats.split(",") if f.strip())
+    chosen = None if formats is None else tuple(f.strip() for f in formats.split(",") if f.strip())
     try:
-        check_formats(chosen, dbsa_release)
+        check_formats(EXPORT_FORMATS if chosen is None else chosen, dbsa_release)
     except ValueError as err:
         raise click.BadParameter(f"{err}, got {formats!r}", param_hint="--format") from None
     log.info(summary_line(export_split(split_path, output, chosen, name, dbsa_release), output))

@@ -20,7 +20,8 @@ generated README.md with the commands (`synprep.export_readme`).
   sub-words as SHIFT, root kept: a final `R<root label>@@|`), only the rows whose tree can be encoded; `{name}.ids`
   the kept rows' `id` (input line numbers); `{name}.{src}.json` and `{name}.trns1.{tgt}.json`, the vocabularies as
   the released `data/build_dictionary.py` writes them (arc tokens included); `{name}.all.{src}` every row's
-  source (to translate a test set whole; `{name}.ref.{tgt}` holds every row's reference).
+  source (to translate a test set whole; `{name}.ref.{tgt}` holds every row's reference). subword-nmt datasets only:
+  the released reader finds a token's end by '@@' (a sentencepiece / hf-tokenizer dataset is refused).
 
 An export is whole or absent: every format is written into a temporary folder beside the output folder, then
 renamed into place (the output folder itself when it did not exist; else file by file, beside the other splits'
@@ -193,11 +194,20 @@ def _files(formats: Sequence[str], name: str, src: str, tgt: str) -> dict[str, d
     return {fmt: files[fmt] for fmt in formats}
 
 
-def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, name: str | None = None,
+def formats_for(scheme: str) -> tuple[str, ...]:
+    """The export formats whose released readers read a dataset's pieces: all of them for subword-nmt pieces;
+    not nematus for the other schemes (its reader finds a token's end by the '@@' marks)."""
+    return EXPORT_FORMATS if scheme == SUBWORD_NMT else tuple(f for f in EXPORT_FORMATS if f != "nematus")
+
+
+def export_split(path: str, out: str, formats: Sequence[str] | None = None, name: str | None = None,
                  dbsa_release: str = "current") -> ExportSummary:
     """Write the split at `path` under `out/<format>/` in each of `formats` (module docstring): whole or not at
-    all (written in a temporary folder, renamed into place when complete). `out` and `name` follow the rule of
-    synprep.outputs (not in a dataset, split or run folder; a plain file name)."""
+    all (written in a temporary folder, renamed into place when complete). `formats` None: every format whose
+    released reader reads the dataset's pieces (`formats_for` its sub-word scheme). `out` and `name` follow the
+    rule of synprep.outputs (not in a dataset, split or run folder; a plain file name)."""
+    if formats is None:
+        formats = formats_for((open_split(path).manifest.configuration.get("bpe") or {}).get("scheme", SUBWORD_NMT))
     formats = list(formats)
     check_formats(formats, dbsa_release)
     check_outputs({"-o": out}, {"the split": path})
@@ -207,6 +217,11 @@ def export_split(path: str, out: str, formats: Sequence[str] = EXPORT_FORMATS, n
         check_release(os.path.join(out, "dbsa"), dbsa_release)
     rows, manifest, dataset_root = _rows(path, _columns(formats))
     config = manifest.configuration
+    scheme = (config.get("bpe") or {}).get("scheme", SUBWORD_NMT)
+    if "nematus" in formats and scheme != SUBWORD_NMT:
+        raise InputError(f"--format nematus needs subword-nmt pieces: the released reader (parsing/corpus.py) finds "
+                         f"a token's end by its '@@' marks, which this dataset's {scheme} pieces lack (--format "
+                         "pascal,dbsa exports the others)", path)
     src, tgt = config.get("src_lang") or "src", config.get("tgt_lang") or "tgt"
     lift = config.get("features", {}).get("non_projective") == "lift"
     name = name or manifest.split or os.path.basename(os.path.normpath(path))

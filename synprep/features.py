@@ -19,6 +19,38 @@ from .trees import forest_arrays
 LEFT_ARC = "LEFT-ARC:"
 RIGHT_ARC = "RIGHT-ARC:"
 DROPPED_ROOT_LABEL = "root"  # label given to the root by from_transitions under root policy `drop`
+# How a transition sequence's sub-words show where a token ends (CONTRACT.md "Arc-standard transitions"): the
+# sub-word scheme's (marker, marker kind) (`synprep.subwords.load.marker_of`). `end`: a piece ending in the marker
+# continues its token (subword-nmt '@@', the default); `start`: a piece beginning with it starts a token
+# (SentencePiece '▁', 'Ġ'); `continue`: a piece beginning with it continues the open token (WordPiece '##').
+# Kind `none` shows no boundary.
+BOUNDARY_KINDS = ("end", "start", "continue")
+
+
+def check_boundary_kind(marker: str, kind: str) -> None:
+    """ValueError unless pieces marked so show token boundaries (a transition sequence can be read back)."""
+    if kind not in BOUNDARY_KINDS or not marker:
+        raise ValueError(f"marker kind {kind!r}{f' ({marker!r})' if marker else ''}: token boundaries cannot be read "
+                         f"from the pieces (transitions need a marker of kind {', '.join(BOUNDARY_KINDS)})")
+
+
+def joins_token(piece: str, marker: str = BPE_SEPARATOR, kind: str = "end") -> bool:
+    """The first of the two classes of sub-words (`TransitionState.allowed`): `end`: the piece ends in the marker
+    (its token goes on after it); `start`: it lacks the marker, `continue`: it has it (it continues the token
+    before it). Every other piece ends (`end`) or starts (`start`, `continue`) a token."""
+    if kind == "end":
+        return piece.endswith(marker)
+    return piece.startswith(marker) == (kind == "continue")
+
+
+def token_marked(pieces: Sequence[str], marker: str = BPE_SEPARATOR, kind: str = "end") -> bool:
+    """Whether one token's pieces show its bounds under the rule (marker, kind), so that `from_transitions` reads
+    the token back: only the last piece ends without the marker (`end`), only the first piece starts with it
+    (`start`), every piece but the first starts with it (`continue`)."""
+    if not pieces:
+        return False
+    return all(joins_token(piece, marker, kind) == (i < len(pieces) - 1 if kind == "end" else i > 0)
+               for i, piece in enumerate(pieces))
 
 
 def _subword_layout(heads: Sequence[int] | np.ndarray, sizes: Sequence[int] | np.ndarray,
@@ -225,7 +257,9 @@ def token_pieces(subwords: Sequence[str], subword_token: Sequence[int], n_tokens
 def to_transitions(heads: Sequence[int], labels: Sequence[str], pieces: Sequence[Sequence[str]],
                    root: str = "drop") -> list[str] | None:
     """Arc-standard static oracle with SHIFT = the token's sub-words; None if not encodable
-    (a non-projective tree). `pieces[t]` are the sub-words of token t."""
+    (a non-projective tree). `pieces[t]` are the sub-words of token t. The sequence is the same under every
+    boundary rule; it is read back (`from_transitions`) under the rule of the pieces when every token's pieces show
+    its bounds (`token_marked`, which featurize checks)."""
     if root not in ROOT_POLICIES:
         raise ValueError(f"root policy must be one of {ROOT_POLICIES}, got {root!r}")
     n = len(heads)
@@ -260,8 +294,11 @@ class TransitionState:
     """The arc-standard transition system read one item at a time: THE implementation, shared by
     `from_transitions`, the trainer's graph (`transition_edges`) and constrained decoding (`allowed`).
 
-    Items: a sub-word (SHIFT; one ending in `separator` continues its token), `LEFT-ARC:<l>` (s1 becomes a
-    dependent of s0), `RIGHT-ARC:<l>` (s0 becomes a dependent of s1); under root policy `keep` a final
+    Items: a sub-word (SHIFT; which token it belongs to is read by the boundary rule (`marker`, `kind`): `end`: the
+    piece after one ending in the marker continues its token; `start`: a piece beginning with the marker starts a
+    token, one without it continues the token of the sub-word just before; `continue`: a piece beginning with the
+    marker continues the token of the sub-word just before, one without it starts a token), `LEFT-ARC:<l>` (s1
+    becomes a dependent of s0), `RIGHT-ARC:<l>` (s0 becomes a dependent of s1); under root policy `keep` a final
     `RIGHT-ARC:<root label>` with one word on the stack. `push` returns the edges of the generated graph the
     item adds (Choshen & Abend, section 3): an arc x = `*-ARC:l` with head word H and dependent word D adds
     H -> D, x -> D and H -> x, all labelled l, where an edge from/to a word is from/to each of its sub-words
@@ -270,17 +307,20 @@ class TransitionState:
     `finish` checks the end, `items_to_finish` counts the items still needed, `allowed` constrains decoding.
     """
 
-    def __init__(self, root: str = "drop", separator: str = BPE_SEPARATOR, graph: bool = True) -> None:
+    def __init__(self, root: str = "drop", marker: str = BPE_SEPARATOR, kind: str = "end", graph: bool = True
+                 ) -> None:
         if root not in ROOT_POLICIES:
             raise ValueError(f"root policy must be one of {ROOT_POLICIES}, got {root!r}")
-        self.root, self.separator, self.graph = root, separator, graph
+        check_boundary_kind(marker, kind)
+        self.root, self.marker, self.kind, self.graph = root, marker, kind, graph
         self.subwords: list[str] = []
         self.subword_token: list[int] = []
         self.heads: list[int] = []  # per token (1-based heads, 0 = none yet / root)
         self.labels: list[str] = []
         self.pieces: list[list[int]] = []  # per token: the item positions of its sub-words
         self.stack: list[int] = []  # token indices, top last
-        self.open_token = False  # the last sub-word continues its token
+        self.open_token = False  # `end`: the last sub-word ends in the marker, so its token goes on
+        self.after_piece = False  # the last item is a sub-word (`start`, `continue`: its token may go on)
         self.rooted = False
         self.length = 0  # items read
 
@@ -303,6 +343,7 @@ class TransitionState:
             label = item[len(LEFT_ARC):] if is_left else item[len(RIGHT_ARC):]
             if self.open_token:
                 raise ValueError(f"item {position}: arc inside an unfinished token")
+            self.after_piece = False
             if len(self.stack) < 2:
                 if not is_left and self.root == "keep" and len(self.stack) == 1:
                     self.labels[self.stack[0]] = label
@@ -320,7 +361,14 @@ class TransitionState:
             heads, dependents = self.pieces[head], self.pieces[dependent]
             return ([(h, d, label) for h in heads for d in dependents] + [(position, d, label) for d in dependents]
                     + [(h, position, label) for h in heads])
-        if not self.open_token:
+        if self.kind == "end":
+            new_token = not self.open_token
+        else:
+            new_token = not joins_token(item, self.marker, self.kind)
+            if not (new_token or self.after_piece):
+                raise ValueError(f"item {position} ({item!r}): a piece that continues a token after "
+                                 f"{'an arc' if position else 'nothing'}")
+        if new_token:
             self.stack.append(len(self.heads))
             self.heads.append(0)
             self.labels.append(DROPPED_ROOT_LABEL)
@@ -328,7 +376,8 @@ class TransitionState:
         self.subwords.append(item)
         self.subword_token.append(len(self.heads) - 1)
         self.pieces[-1].append(position)
-        self.open_token = item.endswith(self.separator)
+        self.open_token = self.kind == "end" and item.endswith(self.marker)
+        self.after_piece = True
         self.length += 1
         return []
 
@@ -342,15 +391,22 @@ class TransitionState:
             raise ValueError("root policy keep: the final root arc is missing")
 
     def items_to_finish(self) -> int:
-        """The fewest items that complete the sequence from here (arcs, the root arc; the end not counted),
-        assuming an unfinished token ends with its next sub-word."""
+        """The fewest items that complete the sequence from here (sub-words, arcs, the root arc; the end not
+        counted): an unfinished token (`end`: the last sub-word ends in the marker) ends with its next sub-word, an
+        empty sequence needs one (a tree has a word), then one arc per word but the last, the root arc (`keep`)."""
         words = len(self.stack)
-        return int(self.open_token) + max(words - 1, 0) + int(self.root == "keep" and words > 0 and not self.rooted)
+        keep_root = int(self.root == "keep" and not self.rooted)
+        if not words:
+            return 1 + keep_root
+        return int(self.open_token) + words - 1 + keep_root
 
     def allowed(self, steps_left: int) -> tuple[bool, bool, bool, bool, bool]:
         """What may come next so that at most `steps_left` items, the end of the sequence included, complete a
-        valid tree: (a sub-word that continues its token, a sub-word that ends one, LEFT-ARC, RIGHT-ARC, end).
-        The end needs exactly one word on the stack (and the root arc under `keep`)."""
+        valid tree: (a sub-word of the first class of `joins_token`, any other sub-word, LEFT-ARC, RIGHT-ARC, end).
+        The first class: `end`: a piece ending in the marker (its token needs one more piece), `start` / `continue`:
+        a piece that continues the token of the sub-word just before (only right after a sub-word); the other:
+        `end`: a piece that ends a token, `start` / `continue`: a piece that starts one. The end needs exactly one
+        word on the stack (and the root arc under `keep`)."""
         if self.rooted:
             return False, False, False, False, True
         words = len(self.stack)
@@ -359,18 +415,23 @@ class TransitionState:
             need_end = max(words - 1, 0) + keep_root + 1
             return need_end + 1 < steps_left, need_end < steps_left, False, False, False
         new_word = words + keep_root + 1  # a new word: then `words` arcs, the root arc, the end
+        if self.kind == "end":  # a piece ending in the marker starts a word that needs one more piece
+            first = new_word + 1 < steps_left
+        else:  # a piece continuing the last word: then its arcs, the root arc, the end
+            first = self.after_piece and max(words - 1, 0) + keep_root + 1 < steps_left
         arc = words >= 2 and (words - 2) + keep_root + 1 < steps_left
-        root_arc = keep_root and words == 1
+        root_arc = keep_root and words == 1 and 1 < steps_left  # the root arc, then the end
         end = words == 1 and not keep_root
-        return new_word + 1 < steps_left, new_word < steps_left, arc, arc or bool(root_arc), end
+        return first, new_word < steps_left, arc, arc or bool(root_arc), end
 
 
-def transition_edges(sequence: Sequence[str], root: str = "drop", separator: str = BPE_SEPARATOR
+def transition_edges(sequence: Sequence[str], root: str = "drop", marker: str = BPE_SEPARATOR, kind: str = "end"
                      ) -> tuple[np.ndarray, list[str]]:
     """The generated graph of a (prefix of a) transition sequence: (int64 (E, 3) rows (parent, child, step),
     labels), positions = 0-based item positions, step = the position of the item that added the edge. The
-    graph after reading the first n items = the rows with step < n (edges are only ever added)."""
-    state = TransitionState(root, separator)
+    graph after reading the first n items = the rows with step < n (edges are only ever added). Sub-words are read
+    by the boundary rule (`marker`, `kind`: `TransitionState`)."""
+    state = TransitionState(root, marker, kind)
     rows: list[tuple[int, int, int]] = []
     labels: list[str] = []
     for step, item in enumerate(sequence):
@@ -380,13 +441,14 @@ def transition_edges(sequence: Sequence[str], root: str = "drop", separator: str
     return np.asarray(rows, dtype=np.int64).reshape(-1, 3), labels
 
 
-def from_transitions(sequence: Sequence[str], root: str = "drop", separator: str = BPE_SEPARATOR
+def from_transitions(sequence: Sequence[str], root: str = "drop", marker: str = BPE_SEPARATOR, kind: str = "end"
                      ) -> tuple[list[str], list[int], list[int], list[str]]:
     """Exact inverse of `to_transitions`: (sub-words, subword_token, heads, labels).
 
-    A sub-word ending in `separator` continues its token. Raises ValueError on an invalid sequence.
+    Sub-words are read by the boundary rule (`marker`, `kind`: `TransitionState`; by default subword-nmt's: a
+    sub-word ending in '@@' continues its token). Raises ValueError on an invalid sequence.
     """
-    state = TransitionState(root, separator, graph=False)
+    state = TransitionState(root, marker, kind, graph=False)
     for item in sequence:
         state.push(item)
     state.finish()

@@ -162,15 +162,26 @@ def pair_batch(ids: Sequence[int], src_text: Sequence[str | None], tgt_text: Seq
 
 
 UNALIGNED = "unaligned_pieces"  # the raw-text cut left a token without a piece of its own ([bpe] cut = "raw")
+UNMARKED = "unmarked_pieces"  # transitions: a token's pieces do not show its bounds under the scheme's marker
+
+
+def boundary_of(cutter: Any) -> tuple[str, str]:
+    """(marker, marker kind) of a cutter's pieces (subword-nmt's '@@' / end when it has none: no sub-words)."""
+    return (getattr(cutter, "marker", F.BPE_SEPARATOR) or "", getattr(cutter, "marker_kind", "end")) if cutter \
+        else (F.BPE_SEPARATOR, "end")
 
 
 def featurize(trees: Sequence[Tree], config: FeatureConfig,
               segment_word: Callable[[str], str] | None = None,
-              cut_sentence: Callable[[str, Sequence[str]], list[list[str]] | None] | None = None) -> FeatureColumns:
+              cut_sentence: Callable[[str, Sequence[str]], list[list[str]] | None] | None = None,
+              boundary: tuple[str, str] = (F.BPE_SEPARATOR, "end")) -> FeatureColumns:
     """All requested fields of several sentences at once (see FeatureColumns). Sentences that the
     policies exclude (non-projective policy `drop`) are left out, with their reason in `dropped`.
     `cut_sentence` (text, tokens) -> each token's pieces, instead of `segment_word` token by token (the raw-text
-    cut, `synprep.subwords.hf_tokenizer.raw_cut`); a sentence it cannot cut (None) is left out as `UNALIGNED`."""
+    cut, `synprep.subwords.hf_tokenizer.raw_cut`); a sentence it cannot cut (None) is left out as `UNALIGNED`.
+    `boundary`: the (marker, marker kind) of the pieces (`boundary_of`), by which transitions are read back; with
+    transitions under a `start` / `continue` marker, a sentence with a token whose pieces do not show its bounds
+    (`features.token_marked`) is left out as `UNMARKED`."""
     sizes = np.fromiter(map(len, trees), dtype=np.int64, count=len(trees))
     heads = np.fromiter(chain.from_iterable(tree.heads for tree in trees), dtype=np.int64, count=int(sizes.sum()))
     projective = forest_projective(heads, sizes).tolist()
@@ -180,6 +191,13 @@ def featurize(trees: Sequence[Tree], config: FeatureConfig,
            if cut_sentence is not None else None)
     if cut is not None and None in cut:
         dropped = {i: UNALIGNED for i in kept if cut[i] is None}
+    if "transitions" in config.features and boundary[1] != "end":  # subword-nmt's pieces are marked as they are cut
+        F.check_boundary_kind(*boundary)
+        pieces_of = ((cut[i] if cut is not None else split_tokens(tree.tokens, segment_word))
+                     for i, tree in enumerate(trees) if i not in dropped)
+        for i, sentence in zip([i for i in kept if i not in dropped], pieces_of, strict=True):
+            if not all(F.token_marked(token, *boundary) for token in sentence):  # type: ignore[union-attr]
+                dropped[i] = UNMARKED
     if config.non_projective == "drop" and not all(projective):
         dropped.update({i: "non_projective" for i in kept if not projective[i] and i not in dropped})
     if dropped:

@@ -15,7 +15,7 @@ from . import schema as S
 from .bpe import Bpe, read_vocabulary
 from .conllu import to_tree
 from .errors import InputError
-from .featurize import FeatureConfig, featurize
+from .featurize import FeatureConfig, boundary_of, featurize
 from .normalize import normalizer
 from .parse import ParserSpec
 from .shards import SourcePreparation
@@ -52,7 +52,7 @@ def prepare_source(lines: Sequence[str], preparation: SourcePreparation, max_wor
         _checked_file(parser.get("model"), preparation.parser_sha256, "source parser model")
     _checked_file(preparation.codes, preparation.codes_sha256,
                   "BPE codes" if preparation.scheme == SUBWORD_NMT else f"{preparation.scheme} model")
-    segment, cut_sentence = None, None
+    segment, cut_sentence, cutter = None, None, None
     if preparation.codes and preparation.scheme != SUBWORD_NMT:
         cutter = load_cutter(preparation.scheme, preparation.codes)
         segment = cutter.segment_word
@@ -83,8 +83,8 @@ def prepare_source(lines: Sequence[str], preparation: SourcePreparation, max_wor
         policies["non_projective"] = "keep"
     config = FeatureConfig(preparation.features, policies.get("root", "drop"), policies.get("non_projective", "keep"),
                            bool(policies.get("strip_subtypes", False)))
-    columns = featurize(trees, config, segment, cut_sentence)
-    if len(columns.kept) < len(trees):  # the raw-text cut left a token without a piece: no row for that line
+    columns = featurize(trees, config, segment, cut_sentence, boundary_of(cutter))
+    if len(columns.kept) < len(trees):  # a token without a piece (raw cut) or unmarked pieces: no row for the line
         ids, texts = [ids[i] for i in columns.kept], [texts[i] for i in columns.kept]
     src_fields = S.feature_fields(preparation.features, "src_", S.SCHEMA_VERSION)  # as convert stores them
     n = len(texts)

@@ -20,11 +20,12 @@ import pyarrow as pa
 from . import features as F
 from .bpe import SEPARATOR, align_subwords
 from .errors import InputError
+from .featurize import boundary_of
 from .parallel import ordered_map
 from .schema import SUBWORD_FEATURES
 from .shards import SIDES, Manifest, Split, batch_rows, count_batches, load_manifest, read_shard
 from .subwords import SUBWORD_NMT, TokenCutter, spells
-from .subwords.load import load_cutter, model_file_name
+from .subwords.load import load_cutter, marker_of, model_file_name
 from .textio import file_sha256
 from .trees import find_cycle, is_projective, lift_projective
 
@@ -136,8 +137,8 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
         expected = F.tree_distances(heads).ravel()
         if _differs(record.get("distances"), expected):
             yield "distances", f"stored {_short(record.get('distances'))} != recomputed {_short(expected)}"
-    if "transitions" in groups:
-        yield from _check_transitions(record, heads, labels, pieces, projective, policy)
+    if "transitions" in groups and (cutter is not None or policy.get("subword_scheme", SUBWORD_NMT) == SUBWORD_NMT):
+        yield from _check_transitions(record, heads, labels, pieces, projective, policy, boundary_of(cutter))
 
 
 def _check_model_pieces(cutter: TokenCutter, surface: list[str], pieces: list[list[str]]) -> Iterator[tuple[str, str]]:
@@ -162,8 +163,10 @@ def _check_raw_pieces(cutter: TokenCutter, text: str | None, tokens: list[str], 
 
 
 def _check_transitions(record: dict[str, Any], heads: list[int], labels: list[str] | None,
-                       pieces: list[list[str]], projective: bool, policy: dict[str, Any]
-                       ) -> Iterator[tuple[str, str]]:
+                       pieces: list[list[str]], projective: bool, policy: dict[str, Any],
+                       boundary: tuple[str, str] = (SEPARATOR, "end")) -> Iterator[tuple[str, str]]:
+    """The stored sequence is the oracle's and reads back (`from_transitions` under the pieces' (marker, kind)
+    `boundary`) to the stored sub-words, their tokens, the heads (lifted under `lift`) and the labels."""
     stored = record.get("transitions")
     root = policy.get("root", "drop")
     encodable = projective or policy.get("non_projective") == "lift"
@@ -176,7 +179,7 @@ def _check_transitions(record: dict[str, Any], heads: list[int], labels: list[st
         return
     tree_heads = heads if projective else lift_projective(heads)
     try:
-        subwords, owner, decoded_heads, decoded_labels = F.from_transitions(stored, root, SEPARATOR)
+        subwords, owner, decoded_heads, decoded_labels = F.from_transitions(stored, root, *boundary)
     except ValueError as err:
         yield "transitions", f"cannot be decoded: {err}"
         return
@@ -289,6 +292,10 @@ def _scheme_models(directory: str, manifest: Manifest, fail: Callable[..., None]
             return None
         if file_sha256(path) != manifest.signature.get(key):
             fail(os.path.basename(path), None, "subword_model", f"sha256 differs from the signature's {key}")
+        recorded = (manifest.signature.get("subword_marker") or {}).get(side)
+        if recorded is not None and list(marker_of(bpe["scheme"], path)) != list(recorded):
+            fail(os.path.basename(path), None, "subword_model", f"marker {marker_of(bpe['scheme'], path)} differs from "
+                 f"the signature's subword_marker {recorded}")
     return models
 
 

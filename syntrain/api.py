@@ -36,7 +36,7 @@ def score_hypotheses(hypotheses: Sequence[str], data: ParallelData, normalize_re
     (normalized first by `normalize_refs`, in order); returns (scores, references)."""
     from synprep.normalize import normalizer
 
-    from .decode import score
+    from .scoring import score
 
     normalize = normalizer(tuple(normalize_refs))
     references = [normalize(ref) for ref in data.references(data.keep)]
@@ -50,9 +50,9 @@ def evaluate(checkpoint: str, data: str, *, beam: int | None = None, length_pena
     final test did (its beam, length penalty, max_tokens and threads, each replaced by a value given): the same
     hypotheses as the run's test.hyp, `syntrain eval` and `syntrain compare`. Returns {"bleu", "bleu_signature",
     "chrf", "chrf_signature", the switches' measures, "hypotheses", the decoding settings}."""
-    from .checkpoints import load_checkpoint
     from .config.recipe import stored_train_config
     from .decode import decode_split, run_settings
+    from .runfolder.checkpoints import load_checkpoint
     from .switches import decoded
 
     device = device or default_device()

@@ -34,6 +34,11 @@ Kernels (`kernel`):
   dropout, so training with it needs `attention_dropout = 0`.
 - "auto" (default): "math". On an H100 the math kernel's Pascal step costs 0.99x (tiny) / 1.02x (base) of a
   vanilla step (benchmarks/bench_train.py), so nothing asks for the compile-per-shape kernel by default.
+
+The module (`MultiHeadAttention`) projects and attends; its collaborators each do one job: `HeadLayout` which
+hooks act on which heads (checked when the model is configured), `Composition` a forward's operations composed
+in the order above (per run of heads, or as a score_mod), the kernels `math_kernel` (with `explicit_attention`
+and `fused_attention`) and `flex_kernel`, and `KeyValueCache` the keys and values kept for incremental decoding.
 """
 
 from __future__ import annotations
@@ -149,6 +154,33 @@ def check_hooks(hooks: Sequence[AttentionHook], n_heads: int) -> None:
     HeadLayout(hooks, n_heads)
 
 
+class KeyValueCache:
+    """The incremental-decoding cache of one attention module: the keys and values (B, H, S, D) of the positions
+    decoded so far (self-attention: each step's appended) or of the memory (cross-attention: projected once)."""
+
+    def __init__(self) -> None:
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def keys_values(self, project: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor,
+                    memory: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The keys and values of this step: `project(memory)` once, or `project(x)` after the cached ones."""
+        if memory is not None and self.k is not None and self.v is not None:
+            return self.k, self.v
+        k, v = project(x if memory is None else memory)
+        if memory is None and self.k is not None and self.v is not None:
+            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)
+        self.k, self.v = k, v
+        return k, v
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep rows `rows` (beam search: the hypotheses that continue)."""
+        if self.k is not None and self.v is not None:
+            self.k, self.v = self.k[rows], self.v[rows]
+
+
+# the composition of the hooks' operations (module docstring)
+
 def _part(value: torch.Tensor, heads: tuple[int, ...], run: slice) -> torch.Tensor:
     """The heads `run` of a hook's operation value over its heads `heads` (a value of one head broadcasts)."""
     if value.dim() < 4 or value.shape[1] == 1:
@@ -163,19 +195,6 @@ def _at(value: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tens
     broadcast)."""
     index = [0 if size == 1 else i for size, i in zip(value.shape, (b, h, q_idx, kv_idx))]
     return value[index[0], index[1], index[2], index[3]]
-
-
-def _attn_mask(run: slice, composed: dict[str, torch.Tensor | None], biased: bool, q: torch.Tensor,
-               k: torch.Tensor) -> torch.Tensor:
-    """The SDPA attn_mask (B, h, T, S) of the heads `run`: boolean, or with `biased` their bias, -inf where they
-    may not attend."""
-    size = (q.shape[0], run.stop - run.start, q.shape[2], k.shape[2])
-    allowed = composed["allowed"]
-    allowed = torch.ones(size, dtype=torch.bool, device=q.device) if allowed is None else allowed.expand(size)
-    if not biased:
-        return allowed
-    bias = torch.zeros((), device=q.device) if composed[BIAS] is None else composed[BIAS]
-    return bias.to(q.dtype).expand(size).masked_fill(~allowed, float("-inf"))
 
 
 @dataclass
@@ -218,9 +237,162 @@ def composed_score_mod(parts: Sequence[FlexPart], mask: torch.Tensor | None) -> 
     return score_mod
 
 
+class Composition:
+    """The operations of one attention module's hooks in one forward, composed per head in the module
+    docstring's order: per run of heads (`run`, the math kernel), or as a FlexAttention score_mod (`flex`). Also
+    hands each recording hook its heads' log-weights (`record`). `attn`: the module (the hooks read their
+    parameters on it), `views`: each hook's `HeadView`."""
+
+    def __init__(self, attn: MultiHeadAttention, views: Sequence[HeadView]) -> None:
+        self.attn, self.layout, self.hooks, self.views = attn, attn.layout, attn.hooks, list(views)
+        self._values: list[dict[str, torch.Tensor]] | None = None
+
+    def values(self) -> list[dict[str, torch.Tensor]]:
+        """Each hook's operation values in this forward (`AttentionHook.operations`), computed once."""
+        if self._values is None:
+            self._values = [hook.operations(self.attn, view) if set(hook.ops) - {RECORD} else {}
+                            for hook, view in zip(self.hooks, self.views)]
+        return self._values
+
+    def explicit(self, acting: tuple[int, ...]) -> bool:
+        """Whether a run acted on by the hooks `acting` needs its scores computed explicitly (math kernel)."""
+        return any(op in EXPLICIT for i in acting for op in self.hooks[i].ops)
+
+    def run(self, run: slice, acting: tuple[int, ...], mask: torch.Tensor | None) -> dict[str, torch.Tensor | None]:
+        """The composed operations of the heads `run` (acted on by the hooks `acting`): query, scale, bias,
+        allowed (the layer's `mask` replaced by a head mask, narrowed by masks)."""
+        values = self.values()
+        composed: dict[str, torch.Tensor | None] = {QUERY: None, SCALE: None, BIAS: None, "allowed": mask}
+        parts = [{op: _part(value, self.layout.indices[i], run) for op, value in values[i].items()} for i in acting]
+        for part in parts:  # at most one query and one head mask per head (HeadLayout)
+            composed[QUERY] = part.get(QUERY, composed[QUERY])
+            composed["allowed"] = part.get(HEAD_MASK, composed["allowed"])
+        for part in parts:  # then the scales multiply, the biases add up, the masks narrow
+            scale, bias, allowed = composed[SCALE], composed[BIAS], composed["allowed"]
+            if SCALE in part:
+                composed[SCALE] = part[SCALE] if scale is None else scale * part[SCALE]
+            if BIAS in part:
+                composed[BIAS] = part[BIAS] if bias is None else bias + part[BIAS]
+            if MASK in part:
+                composed["allowed"] = part[MASK] if allowed is None else allowed & part[MASK]
+        return composed
+
+    def flex(self, q: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, Callable]:
+        """(the queries with the hooks' own queries in place, the score_mod of every other operation): elementwise
+        where a hook computes it so (`AttentionHook.elementwise`), else its tensor indexed."""
+        parts = []
+        n_heads = q.shape[1]
+        for i, (hook, view) in enumerate(zip(self.hooks, self.views)):
+            values: dict = hook.elementwise(self.attn, view)
+            if set(hook.ops) - set(values):
+                values = {**hook.operations(self.attn, view), **values}
+            heads = torch.tensor(self.layout.indices[i], device=q.device)
+            if QUERY in values:
+                q = q.index_copy(1, heads, values.pop(QUERY).to(q.dtype))
+            member = torch.zeros(n_heads, dtype=torch.bool, device=q.device).index_fill(0, heads, True)
+            position = torch.zeros(n_heads, dtype=torch.long, device=q.device)
+            position = position.index_copy(0, heads, torch.arange(len(heads), device=q.device))
+            for op, value in values.items():
+                if isinstance(value, torch.Tensor):
+                    value = value.reshape((1,) * (4 - value.dim()) + tuple(value.shape))
+                parts.append(FlexPart(op, member, position, value))
+        if mask is not None:
+            mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+        return q, composed_score_mod(parts, mask)
+
+    def record(self, log_weights: Sequence[list[torch.Tensor]], records: dict | None) -> None:
+        """Each recording hook gets its heads' log-weights (`log_weights[i]`: hook i's, per run)."""
+        for hook, weights in zip(self.hooks, log_weights):
+            if records is not None and RECORD in hook.ops:
+                hook.record(self.attn, torch.cat(weights, dim=1) if len(weights) > 1 else weights[0], records)
+
+
+# the kernels (module docstring): explicit scores, fused SDPA, FlexAttention
+
+def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor | None,
+                       scale: torch.Tensor | None, bias: torch.Tensor | None, p_drop: float, training: bool
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Explicit attention of some heads: (context, log-weights before dropout); `scale` multiplies the scores
+    q.k / sqrt(d), `bias` is added to them after, `allowed` (True = may attend) masks them."""
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if scale is not None:
+        scores = scores * scale.to(scores.dtype)
+    if bias is not None:
+        scores = scores + bias.to(scores.dtype)
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    log_weights = torch.log_softmax(scores.float(), dim=-1)
+    weights = F.dropout(log_weights.exp().to(v.dtype), p_drop, training)
+    return weights @ v, log_weights
+
+
+def _attn_mask(run: slice, composed: dict[str, torch.Tensor | None], biased: bool, q: torch.Tensor,
+               k: torch.Tensor) -> torch.Tensor:
+    """The SDPA attn_mask (B, h, T, S) of the heads `run`: boolean, or with `biased` their bias, -inf where they
+    may not attend."""
+    size = (q.shape[0], run.stop - run.start, q.shape[2], k.shape[2])
+    allowed = composed["allowed"]
+    allowed = torch.ones(size, dtype=torch.bool, device=q.device) if allowed is None else allowed.expand(size)
+    if not biased:
+        return allowed
+    bias = torch.zeros((), device=q.device) if composed[BIAS] is None else composed[BIAS]
+    return bias.to(q.dtype).expand(size).masked_fill(~allowed, float("-inf"))
+
+
+def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                    runs: list[tuple[slice, dict[str, torch.Tensor | None]]], p_drop: float) -> torch.Tensor:
+    """Neighbouring runs of heads with at most biases and masks, in one fused SDPA call: the layer's mask
+    when no run has an operation, else a boolean (no bias) or float attn_mask per head."""
+    heads = slice(runs[0][0].start, runs[-1][0].stop)
+    attn_mask = mask
+    if any(composed[BIAS] is not None or composed["allowed"] is not mask for _, composed in runs):
+        biased = any(composed[BIAS] is not None for _, composed in runs)
+        attn_mask = torch.cat([_attn_mask(run, composed, biased, q, k) for run, composed in runs], dim=1)
+    return F.scaled_dot_product_attention(q[:, heads], k[:, heads], v[:, heads], attn_mask=attn_mask,
+                                          dropout_p=p_drop)
+
+
+def math_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                composition: Composition, records: dict | None, p_drop: float, training: bool) -> torch.Tensor:
+    """The contexts (B, H, T, D) of all heads on the math kernel: each run of heads explicit or fused (module
+    docstring); the hooks that record get their heads' log-weights."""
+    contexts, fused = [], []
+    log_weights: list[list[torch.Tensor]] = [[] for _ in composition.hooks]
+    for run, acting in composition.layout.runs:
+        composed = composition.run(run, acting, mask)
+        if not composition.explicit(acting):
+            fused.append((run, composed))
+            continue
+        if fused:
+            contexts.append(fused_attention(q, k, v, mask, fused, p_drop))
+            fused = []
+        query = q[:, run] if composed[QUERY] is None else composed[QUERY]
+        context, weights = explicit_attention(query, k[:, run], v[:, run], composed["allowed"], composed[SCALE],
+                                              composed[BIAS], p_drop, training)
+        contexts.append(context)
+        for i in acting:
+            log_weights[i].append(weights)
+    if fused:
+        contexts.append(fused_attention(q, k, v, mask, fused, p_drop))
+    composition.record(log_weights, records)
+    return torch.cat(contexts, dim=1) if len(contexts) > 1 else contexts[0]
+
+
+def flex_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                composition: Composition) -> torch.Tensor:
+    """All heads through FlexAttention, the operations in its score_mod (errors of torch.compile/Triton
+    propagate)."""
+    q, score_mod = composition.flex(q, mask)
+    return flex_attention(q, k, v, score_mod)
+
+
 class MultiHeadAttention(nn.Module):
     """Self- or cross-attention; `mask` is boolean, True = may attend, broadcastable to (B, H, T, S).
-    `hooks`: the switches' operations in this module (module docstring), their parameters registered here."""
+    `hooks`: the switches' operations in this module (module docstring), their parameters registered here.
+    The module projects and attends; which heads each hook acts on is its `layout` (`HeadLayout`), a forward's
+    operations are composed by a `Composition`, the attention runs on a kernel (plain SDPA, `math_kernel` or
+    `flex_kernel`, chosen by `kernel` and `uses_flex`), and decoding keeps keys and values in a
+    `KeyValueCache`."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, hooks: Sequence[AttentionHook] = (),
                  kernel: str = "auto") -> None:
@@ -241,37 +413,32 @@ class MultiHeadAttention(nn.Module):
         b, t, _ = x.shape
         return x.view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
 
-    def _keys_values(self, x: torch.Tensor, memory: torch.Tensor | None, cache: dict | None
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values (B, H, S, D); with a decoding `cache`, self-attention appends x's to the cached ones
-        and cross-attention projects `memory` once."""
-        if cache is not None and memory is not None and "k" in cache:
-            return cache["k"], cache["v"]
-        k, v = (self._heads(z) for z in self.key_value(x if memory is None else memory).split(x.shape[-1], dim=-1))
-        if cache is not None:
-            if memory is None and "k" in cache:
-                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
-            cache["k"], cache["v"] = k, v
-        return k, v
+    def _keys_values(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values (B, H, S, D) of `z` (B, S, C)."""
+        k, v = self.key_value(z).split(z.shape[-1], dim=-1)
+        return self._heads(k), self._heads(v)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                cache: dict | None = None, inputs: Inputs | None = None, records: dict | None = None,
+                cache: KeyValueCache | None = None, inputs: Inputs | None = None, records: dict | None = None,
                 **named: torch.Tensor | None) -> torch.Tensor:
-        """x (B, T, C), memory (B, S, C) for cross-attention; `cache` (a dict, filled here) for incremental
-        decoding; `inputs` (or ones passed by name) the model inputs the hooks read (their switches declare
-        them); `records` gets what the hooks keep for the losses."""
+        """x (B, T, C), memory (B, S, C) for cross-attention; `cache` (filled here) for incremental decoding;
+        `inputs` (or ones passed by name) the model inputs the hooks read (their switches declare them);
+        `records` gets what the hooks keep for the losses."""
         inputs = merge_inputs(inputs, named)
         b, t, c = x.shape
         q = self._heads(self.query(x))
-        k, v = self._keys_values(x, memory, cache)
+        if cache is None:
+            k, v = self._keys_values(x if memory is None else memory)
+        else:
+            k, v = cache.keys_values(self._keys_values, x, memory)
         views = [HeadView(x, q[:, heads], k[:, heads], v[:, heads], mask, inputs)
                  for heads in map(self.layout.select, range(len(self.hooks)))]
         if not self.layout.ops:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self._p_drop())
         elif self.uses_flex(x.device):
-            y = self._flex(q, k, v, mask, views)
+            y = flex_kernel(q, k, v, mask, Composition(self, views))
         else:
-            y = self._math(q, k, v, mask, views, records)
+            y = math_kernel(q, k, v, mask, Composition(self, views), records, self._p_drop(), self.training)
         out = self.out(y.transpose(1, 2).reshape(b, t, c))
         for hook, view in zip(self.hooks, views):
             extra = hook.extra(self, view)
@@ -285,81 +452,9 @@ class MultiHeadAttention(nn.Module):
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor | None,
                scale: torch.Tensor | None = None, bias: torch.Tensor | None = None
                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Explicit attention of some heads: (context, log-weights before dropout); `scale` multiplies the
-        scores q.k / sqrt(d), `bias` is added to them after, `allowed` (True = may attend) masks them."""
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
-        if scale is not None:
-            scores = scores * scale.to(scores.dtype)
-        if bias is not None:
-            scores = scores + bias.to(scores.dtype)
-        if allowed is not None:
-            scores = scores.masked_fill(~allowed, float("-inf"))
-        log_weights = torch.log_softmax(scores.float(), dim=-1)
-        weights = F.dropout(log_weights.exp().to(v.dtype), self._p_drop(), self.training)
-        return weights @ v, log_weights
-
-    def _run_ops(self, run: slice, acting: tuple[int, ...], values: list[dict[str, torch.Tensor]],
-                 mask: torch.Tensor | None) -> dict[str, torch.Tensor | None]:
-        """The composed operations of the heads `run` (module docstring): query, scale, bias, allowed."""
-        composed: dict[str, torch.Tensor | None] = {QUERY: None, SCALE: None, BIAS: None, "allowed": mask}
-        parts = [{op: _part(value, self.layout.indices[i], run) for op, value in values[i].items()} for i in acting]
-        for part in parts:  # at most one query and one head mask per head (HeadLayout)
-            composed[QUERY] = part.get(QUERY, composed[QUERY])
-            composed["allowed"] = part.get(HEAD_MASK, composed["allowed"])
-        for part in parts:  # then the scales multiply, the biases add up, the masks narrow
-            scale, bias, allowed = composed[SCALE], composed[BIAS], composed["allowed"]
-            if SCALE in part:
-                composed[SCALE] = part[SCALE] if scale is None else scale * part[SCALE]
-            if BIAS in part:
-                composed[BIAS] = part[BIAS] if bias is None else bias + part[BIAS]
-            if MASK in part:
-                composed["allowed"] = part[MASK] if allowed is None else allowed & part[MASK]
-        return composed
-
-    def _math(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-              views: list[HeadView], records: dict | None) -> torch.Tensor:
-        """The contexts (B, H, T, D) of all heads on the math kernel: each run of heads explicit or fused (module
-        docstring); the hooks that record get their heads' log-weights."""
-        values = self._values(views)
-        contexts, fused = [], []
-        log_weights: list[list[torch.Tensor]] = [[] for _ in self.hooks]
-        for run, acting in self.layout.runs:
-            composed = self._run_ops(run, acting, values, mask)
-            if not any(op in EXPLICIT for i in acting for op in self.hooks[i].ops):
-                fused.append((run, composed))
-                continue
-            if fused:
-                contexts.append(self._fused(q, k, v, mask, fused))
-                fused = []
-            query = q[:, run] if composed[QUERY] is None else composed[QUERY]
-            context, weights = self.attend(query, k[:, run], v[:, run], composed["allowed"], composed[SCALE],
-                                           composed[BIAS])
-            contexts.append(context)
-            for i in acting:
-                log_weights[i].append(weights)
-        if fused:
-            contexts.append(self._fused(q, k, v, mask, fused))
-        for hook, weights in zip(self.hooks, log_weights):
-            if records is not None and RECORD in hook.ops:
-                hook.record(self, torch.cat(weights, dim=1) if len(weights) > 1 else weights[0], records)
-        return torch.cat(contexts, dim=1) if len(contexts) > 1 else contexts[0]
-
-    def _values(self, views: list[HeadView]) -> list[dict[str, torch.Tensor]]:
-        """Each hook's operation values in this forward (`AttentionHook.operations`)."""
-        return [hook.operations(self, view) if set(hook.ops) - {RECORD} else {}
-                for hook, view in zip(self.hooks, views)]
-
-    def _fused(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-               runs: list[tuple[slice, dict[str, torch.Tensor | None]]]) -> torch.Tensor:
-        """Neighbouring runs of heads with at most biases and masks, in one fused SDPA call: the layer's mask
-        when no run has an operation, else a boolean (no bias) or float attn_mask per head."""
-        heads = slice(runs[0][0].start, runs[-1][0].stop)
-        attn_mask = mask
-        if any(composed[BIAS] is not None or composed["allowed"] is not mask for _, composed in runs):
-            biased = any(composed[BIAS] is not None for _, composed in runs)
-            attn_mask = torch.cat([_attn_mask(run, composed, biased, q, k) for run, composed in runs], dim=1)
-        return F.scaled_dot_product_attention(q[:, heads], k[:, heads], v[:, heads], attn_mask=attn_mask,
-                                              dropout_p=self._p_drop())
+        """Explicit attention of some heads with this module's dropout (`explicit_attention`): (context,
+        log-weights before dropout)."""
+        return explicit_attention(q, k, v, allowed, scale, bias, self._p_drop(), self.training)
 
     def uses_flex(self, device: torch.device) -> bool:
         """Whether a forward pass on `device` (in the current train/eval mode) runs the FlexAttention kernel."""
@@ -375,26 +470,3 @@ class MultiHeadAttention(nn.Module):
             raise ValueError("the flex attention kernel runs without gradients off CUDA (PyTorch has no "
                              "FlexAttention backward on CPU): use torch.no_grad() or kernel 'math'")
         return True
-
-    def _flex(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-              views: list[HeadView]) -> torch.Tensor:
-        """All heads through the flex kernel, the operations in its score_mod (errors of torch.compile/Triton
-        propagate)."""
-        parts = []
-        for i, (hook, view) in enumerate(zip(self.hooks, views)):
-            values: dict = hook.elementwise(self, view)
-            if set(hook.ops) - set(values):
-                values = {**hook.operations(self, view), **values}
-            heads = torch.tensor(self.layout.indices[i], device=q.device)
-            if QUERY in values:
-                q = q.index_copy(1, heads, values.pop(QUERY).to(q.dtype))
-            member = torch.zeros(self.n_heads, dtype=torch.bool, device=q.device).index_fill(0, heads, True)
-            position = torch.zeros(self.n_heads, dtype=torch.long, device=q.device)
-            position = position.index_copy(0, heads, torch.arange(len(heads), device=q.device))
-            for op, value in values.items():
-                if isinstance(value, torch.Tensor):
-                    value = value.reshape((1,) * (4 - value.dim()) + tuple(value.shape))
-                parts.append(FlexPart(op, member, position, value))
-        if mask is not None:
-            mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
-        return flex_attention(q, k, v, composed_score_mod(parts, mask))

@@ -324,9 +324,10 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     from synprep.errors import InputError
 
     from .api import score_hypotheses, scored_split
-    from .checkpoints import load_checkpoint
     from .config.recipe import stored_train_config
-    from .decode import bleu_tokenizer, decode_split, run_settings, settings_text
+    from .decode import decode_split, run_settings, settings_text
+    from .runfolder.checkpoints import load_checkpoint
+    from .scoring import bleu_tokenizer
     from .switches import decoded
 
     device = _device()
@@ -478,7 +479,7 @@ def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None
     """Average the weights of checkpoints of one run (e.g. OUT/checkpoint_*.pt from --keep-last)."""
     from synprep.errors import InputError
 
-    from .checkpoints import average_checkpoints, save_checkpoint
+    from .runfolder.checkpoints import average_checkpoints, save_checkpoint
 
     try:
         _check_folders([output_path])
@@ -503,7 +504,7 @@ def env(checkpoint: str | None) -> None:
 
     cuda = torch.cuda.is_available()
     name = f"cuda ({torch.cuda.get_device_name()})" if cuda else "cpu"
-    from .train import resolve_precision
+    from .precision import resolve_precision
 
     precision = resolve_precision("auto", torch.device("cuda" if cuda else "cpu"))
     flex = "available" if flex_available() else "not in this torch"
@@ -516,7 +517,7 @@ def env(checkpoint: str | None) -> None:
                 for name, cls in config_parts().items() if name not in CORE_PARTS]
     click.echo("syntax switches ([model] keys, all off by default): " + "; ".join(switches))
     if checkpoint:
-        from .checkpoints import load_checkpoint
+        from .runfolder.checkpoints import load_checkpoint
 
         try:
             model, _, _ = load_checkpoint(checkpoint)

@@ -84,7 +84,7 @@ class BatchColumn:
         return not (self.column in names or made) or not set(self.reads) <= names
 
     def load(self, data: Any) -> tuple[np.ndarray, np.ndarray]:
-        """What `collate` slices, computed once per split (`data`: a `syntrain.dataset.ParallelData`): (flat values,
+        """What `collate` slices, computed once per split (`data`: a `syntrain.dataset.EncodedSplit`): (flat values,
         int64 row offsets) of `column`, or made from `made_from` by `make` where the split lacks it."""
         table = data.table
         if self.column in table.column_names or not self.made_from:
@@ -131,7 +131,7 @@ class HeadColumn(BatchColumn):
 class LabelColumn(BatchColumn):
     """Dependency-label ids of one side, each sub-word taking its token's label: 0 (`LABEL_NONE`) at EOS, BOS
     and pad, 1 (`LABEL_UNKNOWN`) a label unseen in training, 2... the run's label vocabulary `vocabulary` (the
-    name of a `data_options` entry: ParallelData's). Reads the side's labels and subword_token columns; the
+    name of a `data_options` entry: the EncodedSplit's). Reads the side's labels and subword_token columns; the
     strings become ids once per split."""
 
     def __init__(self, side: str, vocabulary: str, supervision: bool = False) -> None:

@@ -75,10 +75,10 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
     checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
     if not os.path.isfile(checkpoint):
         return read_hypotheses(cached, expected)
-    from .checkpoints import load_checkpoint, read_checkpoint
     from .config.recipe import stored_train_config
     from .config.resolve import signature_differences
     from .decode import decode_split, run_settings, settings_text
+    from .runfolder.checkpoints import load_checkpoint, read_checkpoint
 
     settings = run_settings(stored_train_config(read_checkpoint(checkpoint), checkpoint), **given)
     key = decoding_key(checkpoint, data_path, settings.key(device))
@@ -119,7 +119,7 @@ def decoding_key(checkpoint: str, data_path: str, settings: dict) -> dict:
     """What a run's cached hypotheses depend on: the checkpoint (size and modification time), the split (its
     path and shard hashes) and the decoding settings (`DecodeSettings.key`). A cache with another key is decoded
     again."""
-    from .runfolder import data_fingerprint
+    from .runfolder.resume import data_fingerprint
 
     info = os.stat(checkpoint)
     return {"checkpoint": [info.st_size, info.st_mtime_ns], "data": os.path.realpath(data_path),
@@ -161,8 +161,8 @@ def describe(run: str, written: list[str] | None = None) -> dict:
     `written`), else from RUN/describe.json; '?' (the system: the run's own name) for what neither has."""
     checkpoint, path = os.path.join(run, "best.pt"), os.path.join(run, DESCRIPTION)
     if os.path.isfile(checkpoint):
-        from .checkpoints import read_checkpoint
         from .config.recipe import stored_model_config, stored_train_config
+        from .runfolder.checkpoints import read_checkpoint
         from .switches import decoded
         from .switches.active import ActiveSwitches
         from .systems import system_key
@@ -194,10 +194,10 @@ def trained(run: str, ckpt: dict) -> tuple[int, float]:
     try:
         with open(os.path.join(run, "metrics.jsonl"), encoding="utf-8") as f:
             for line in f:
-                record = json.loads(line)
-                if isinstance(record, dict) and isinstance(record.get("step"), int):
-                    steps = max(steps, record["step"])
-                    seconds = max(seconds, float(record.get("elapsed_s", 0.0)))
+                values = json.loads(line)
+                if isinstance(values, dict) and isinstance(values.get("step"), int):
+                    steps = max(steps, values["step"])
+                    seconds = max(seconds, float(values.get("elapsed_s", 0.0)))
     except (OSError, ValueError, TypeError):
         pass  # a damaged or absent log: best.pt's values
     return steps, seconds
@@ -431,7 +431,8 @@ def compare(runs: Sequence[str], data_path: str, beam: int | None = None, length
                for run in runs]
     from synprep.shards import load_manifest
 
-    from .decode import bleu_tokenizer, settings_text
+    from .decode import settings_text
+    from .scoring import bleu_tokenizer
     from .systems import BLEU_FLOOR, group_runs
 
     tokenize = bleu_tokenizer(load_manifest(data_path).configuration.get("tgt_lang", ""), tokenize)

@@ -6,7 +6,7 @@ Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS
 `[BOS] + subwords` and predicts `subwords + [EOS]` (a target-side batch column starts at input position 1).
 
 Model inputs (`Batch.inputs`): only the batch columns the caller passes (`BatchColumn`s: those the active
-switches read, `ModelConfig.batch_columns`), collated as their modules declare them; this module names none.
+switches read, `ActiveSwitches.batch_columns`), collated as their modules declare them; this module names none.
 
 Decoder targets: the target sub-words (None, `target = "text"`), or a target column a switch declares, passed
 by the caller (`TargetColumn`, `Switch.decoder_targets`: tree decoding's arc-standard transitions): the decoder
@@ -29,9 +29,8 @@ from synprep.errors import InputError
 from synprep.shards import Manifest, open_split
 
 from .arrow import in_memory
-from .batch import Batch, batch_bounds
+from .batch import Batch, Bucketing
 from .columns import ID, SRC_SUBWORDS, SRC_TEXT, TGT_SUBWORDS, TGT_TEXT, BatchColumn, TargetColumn
-from .shapes import padded_length
 from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 
@@ -93,50 +92,38 @@ def prefetch(items: Sequence[Item], make: Callable[[Item], Made], ahead: int = 2
             yield made
 
 
-class ParallelData:
-    """One split as flat id arrays + offsets, copied out of the memory-mapped shards (whose pages are then given
-    back: only the arrays stay in RAM; texts are read from the mapping when scoring), its token-count batches and
-    their collation, and what scoring reads of it (references, the target language, other columns).
+class EncodedSplit:
+    """One split read and encoded with the run's vocabularies: its table (the memory-mapped shards, or raw text
+    prepared by synprep.prepare), its manifest's `configuration` and `signature`, the source ids and the
+    decoder's target ids as flat arrays + offsets (`src_ids`/`src_off`, `tgt_ids`/`tgt_off`), the rows without a
+    target (`null`: a null decoder-target column; `skipped_null` of them) and each row's positions (`src_len`:
+    sub-words + EOS; `tgt_len`: + BOS on input, + EOS on output).
 
-    `batch_columns`: the batch columns to collate (`BatchColumn`s declared by the switches) -> who needs each
-    (named in the error when the shards lack its column); `data_options`: what those columns read of the run, by
-    name (the switches' `data_options`: label vocabularies). `decoder_target`: None (the target sub-words), or a
-    declared `TargetColumn`, whose null rows are skipped when `skip_null`, else kept for decoding but left out
-    of `loss_rows`. `split`: the (table, manifest) of `path` when already read (`read_split`); `table` alone:
-    raw text prepared by synprep.prepare. `ladder` (set by the trainer): pad batch lengths to the shape ladder of
-    `syntrain.shapes`, capped at `ladder_limit` when > 0; the padding counts against `max_tokens` in `batches`."""
+    `columns`: the shard columns to read (`data_columns`); `split`: the (table, manifest) of `path` when already
+    read (`read_split`); `table` alone: raw text, which has no targets; `copy`: the table copied into RAM
+    (references and sources read later are not mapped from the shards); `configuration`, `signature`: with
+    `table`, its dataset's manifest's (what the pieces are: `synprep.subwords.load.dataset_marker`). `vocab` and
+    `data_options` (what the batch columns read of the run, by name: the switches' label vocabularies) are what
+    `BatchColumn.load` reads besides the table."""
 
-    def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
-                 configuration: dict | None = None, batch_columns: Mapping[BatchColumn, str] | None = None,
-                 decoder_target: TargetColumn | None = None, data_options: dict[str, Any] | None = None,
-                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None, copy: bool = False) -> None:
+    def __init__(self, path: str, vocab: Vocab, columns: Sequence[str], table: pa.Table | None = None,
+                 configuration: dict | None = None, decoder_target: TargetColumn | None = None,
+                 data_options: dict[str, Any] | None = None, split: tuple[pa.Table, Manifest] | None = None,
+                 copy: bool = False, signature: dict | None = None) -> None:
         self.path = path
-        self.batch_columns = dict(batch_columns or {})
         if table is None:
-            self.table, manifest = split or read_split(path, data_columns(self.batch_columns, decoder_target))
-            if copy:  # references and sources read later (validation, test scoring) are not mapped from shards
+            self.table, manifest = split or read_split(path, columns)
+            if copy:
                 self.table = in_memory(self.table)
             self.configuration, self.signature = manifest.configuration, manifest.signature
-        else:  # raw text prepared by synprep.prepare
-            self.table, self.configuration, self.signature = table, configuration or {}, {}
+        else:
+            self.table, self.configuration, self.signature = table, configuration or {}, signature or {}
         self.vocab, self.decoder_target = vocab, decoder_target
+        self.data_options = dict(data_options or {})
         self.null = self._encode(table is None)
         self.skipped_null = int(self.null.sum())
-        self.data_options = dict(data_options or {})
-        self.loaded = self._load_columns()
         self.src_len = np.diff(self.src_off) + 1  # + EOS
         self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
-        self.keep = np.arange(len(self.src_len))
-        if skip_null:
-            self.keep = self.keep[~self.null]
-        self.skipped_long = 0  # rows with a side over max_len (sub-words + EOS/BOS), left out of training
-        if max_len:
-            before = len(self.keep)
-            self.keep = self.keep[(self.src_len[self.keep] <= max_len) & (self.tgt_len[self.keep] <= max_len)]
-            self.skipped_long = before - len(self.keep)
-        self.loss_rows = self.keep[~self.null[self.keep]]  # rows with a target (validation loss)
-        # shape ladder (syntrain.shapes): pad batch lengths to its rungs (capped at `ladder_limit` when > 0)
-        self.ladder, self.ladder_limit = False, 0
 
     def _encode(self, has_targets: bool) -> np.ndarray:
         """Source and target ids (`src_ids`/`src_off`, `tgt_ids`/`tgt_off`); the rows without a target (a null
@@ -154,78 +141,52 @@ class ParallelData:
             self.tgt_ids, self.tgt_off = self.vocab.encode_column(self.table.column(TGT_SUBWORDS))
         return null
 
-    def _load_columns(self) -> dict[str, Any]:
-        """Each requested batch column checked against the split (a one-line error naming who needs it and the
-        feature group to convert with) and loaded once (`BatchColumn.load`), by name."""
-        for column, needed_by in self.batch_columns.items():
-            if column.missing(self.table.column_names):
-                raise ValueError(f"{self.path}: {needed_by} needs {column.column}: convert with "
+
+class Collator:
+    """Rows of an encoded split -> their `Batch`: the source, target input and target output ids padded right
+    (EOS after the source and the target output, BOS before the target input) and the model inputs of the
+    batch columns, each checked against the split and loaded once here (`BatchColumn.load`), collated as it
+    declares (`BatchColumn.collate`). `batch_columns`: the columns -> who needs each (named in the error when the
+    shards lack it)."""
+
+    def __init__(self, split: EncodedSplit, batch_columns: Mapping[BatchColumn, str]) -> None:
+        for column, needed_by in batch_columns.items():
+            if column.missing(split.table.column_names):
+                raise ValueError(f"{split.path}: {needed_by} needs {column.column}: convert with "
                                  f"[features] {column.side} = [..., \"{column.group}\"]")
-        return {column.name: (column, column.load(self)) for column in self.batch_columns}
+        self.split = split
+        self.loaded = {column.name: (column, column.load(split)) for column in batch_columns}
+        self.supervision = tuple(column.name for column, _ in self.loaded.values() if column.supervision)
 
-    # batching and collation
-
-    def __len__(self) -> int:
-        return len(self.keep)
-
-    def longest(self) -> int:
-        """Tokens of the longest kept row (the longer side, with EOS/BOS): the least a batch must hold."""
-        return int(np.maximum(self.src_len, self.tgt_len)[self.keep].max()) if len(self.keep) else 0
-
-    def batches(self, max_tokens: int, seed: int = 0, epoch: int = 0, shuffle: bool = True,
-                rows: np.ndarray | None = None) -> list[np.ndarray]:
-        """Row indices grouped so that rows x longest side <= max_tokens, similar lengths together.
-
-        Shuffle, then stable-sort by length (bucketing with random order inside a length), cut into batches,
-        shuffle the batches; the order depends only on (seed, epoch), so a resumed run sees the same batches.
-        """
-        rng = np.random.default_rng([seed, epoch])
-        rows = self.keep if rows is None else np.asarray(rows)
-        rows = rng.permutation(rows) if shuffle else rows.copy()
-        length = np.maximum(self.src_len, self.tgt_len)
-        rows = rows[np.argsort(length[rows], kind="stable")]
-        lengths = length[rows]
-        if self.ladder and len(rows):  # padding counts against max_tokens (rungs keep the order)
-            rungs, index = np.unique(lengths, return_inverse=True)
-            lengths = np.array([self.padded(int(n)) for n in rungs])[index]
-        batches = np.split(rows, batch_bounds(lengths, max_tokens)) if len(rows) else []
-        if shuffle:
-            batches = [batches[i] for i in rng.permutation(len(batches))]
-        return batches
-
-    def padded(self, longest: int) -> int:
-        """The padded length of a batch side whose longest row has `longest` positions (the ladder's rung when
-        `ladder` is on, else `longest`)."""
-        return padded_length(longest, self.ladder_limit) if self.ladder else longest
-
-    def shape(self, rows: Sequence[int]) -> tuple[int, int, int]:
-        """(rows, source length, target length) of the batch `collate(rows)` makes."""
-        return len(rows), self.padded(int(self.src_len[rows].max())), self.padded(int(self.tgt_len[rows].max()))
-
-    def collate(self, rows: Sequence[int]) -> Batch:
-        """Rows -> padded tensors (right padding, to the shape ladder when `ladder` is on), with the requested
-        batch columns (`BatchColumn.collate`)."""
-        n, s, t = self.shape(rows)
+    def collate(self, rows: Sequence[int], shape: tuple[int, int, int]) -> Batch:
+        """`rows` -> their batch of `shape` (rows, source length, target length: at least their longest)."""
+        split = self.split
+        n, s, t = shape
         src = np.full((n, s), PAD_ID, np.int64)
         tgt_in = np.full((n, t), PAD_ID, np.int64)
         tgt_out = np.full((n, t), PAD_ID, np.int64)
         for b, row in enumerate(rows):
-            a, z = self.src_off[row], self.src_off[row + 1]
-            src[b, : z - a] = self.src_ids[a:z]
+            a, z = split.src_off[row], split.src_off[row + 1]
+            src[b, : z - a] = split.src_ids[a:z]
             src[b, z - a] = EOS_ID
-            a, z = self.tgt_off[row], self.tgt_off[row + 1]
+            a, z = split.tgt_off[row], split.tgt_off[row + 1]
             tgt_in[b, 0] = BOS_ID
-            tgt_in[b, 1 : z - a + 1] = self.tgt_ids[a:z]
-            tgt_out[b, : z - a] = self.tgt_ids[a:z]
+            tgt_in[b, 1 : z - a + 1] = split.tgt_ids[a:z]
+            tgt_out[b, : z - a] = split.tgt_ids[a:z]
             tgt_out[b, z - a] = EOS_ID
         inputs = {column.name: torch.from_numpy(column.collate(loaded, rows, s, t))
                   for column, loaded in self.loaded.values()}
-        supervision = tuple(column.name for column, _ in self.loaded.values() if column.supervision)
-        tokens = int(self.tgt_len[rows].sum())  # target items + one EOS each
+        tokens = int(split.tgt_len[rows].sum())  # target items + one EOS each
         return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows),
-                     inputs, tokens, supervision)
+                     inputs, tokens, self.supervision)
 
-    # what scoring reads
+
+class References:
+    """What scoring reads of a split beyond its ids: the reference sentences, any column's values, the target
+    language of its pipeline."""
+
+    def __init__(self, table: pa.Table, configuration: dict) -> None:
+        self.table, self.configuration = table, configuration
 
     @property
     def tgt_lang(self) -> str:
@@ -243,3 +204,107 @@ class ParallelData:
         """Raw target sentences (`tgt_text`) of the given rows."""
         texts = self.table.column(TGT_TEXT)
         return [texts[int(i)].as_py() for i in rows]
+
+
+def kept_rows(split: EncodedSplit, max_len: int, skip_null: bool) -> tuple[np.ndarray, int]:
+    """(the rows a dataset uses, how many were left out as too long): every row, less the null ones when
+    `skip_null`, less those with a side over `max_len` positions (sub-words + EOS/BOS) when `max_len`."""
+    keep = np.arange(len(split.src_len))
+    if skip_null:
+        keep = keep[~split.null]
+    if not max_len:
+        return keep, 0
+    fits = keep[(split.src_len[keep] <= max_len) & (split.tgt_len[keep] <= max_len)]
+    return fits, len(keep) - len(fits)
+
+
+class ParallelData:
+    """One split as a dataset: the rows it uses (`keep`; `loss_rows` those with a target) and what the trainer,
+    decoding and scoring call on them, each done by one collaborator: the split read and encoded (`encoded`, an
+    `EncodedSplit`: flat id arrays + offsets copied out of the memory-mapped shards, whose pages are then given
+    back), token-count batches (`bucketing`, a `Bucketing`: `batches`, `shape`, `longest`), their collation
+    (`collator`, a `Collator`: `collate`) and the scoring lookups (`scoring`, `References`: `references`,
+    `column_values`, `tgt_lang`). `path`, `table`, `configuration`, `signature`, `src_len`, `tgt_len` and
+    `skipped_null` are the encoded split's, named here for its callers (the run header, decoding's length check).
+
+    `batch_columns`: the batch columns to collate (`BatchColumn`s declared by the switches) -> who needs each;
+    `data_options`: what those columns read of the run, by name (the switches' `data_options`: label
+    vocabularies). `decoder_target`: None (the target sub-words), or a declared `TargetColumn`, whose null rows
+    are skipped when `skip_null`, else kept for decoding but left out of `loss_rows`. `max_len` > 0: rows with a
+    side longer are left out (`skipped_long`). `split`, `table`, `configuration`, `copy`: see `EncodedSplit`.
+    `ladder` (set by the trainer): pad batch lengths to the shape ladder of `syntrain.shapes`, capped at
+    `ladder_limit` when > 0; the padding counts against `max_tokens` in `batches`."""
+
+    def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
+                 configuration: dict | None = None, batch_columns: Mapping[BatchColumn, str] | None = None,
+                 decoder_target: TargetColumn | None = None, data_options: dict[str, Any] | None = None,
+                 skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None, copy: bool = False,
+                 signature: dict | None = None) -> None:
+        batch_columns = dict(batch_columns or {})
+        self.encoded = EncodedSplit(path, vocab, data_columns(batch_columns, decoder_target), table, configuration,
+                                    decoder_target, data_options, split, copy, signature)
+        encoded = self.encoded
+        self.path, self.table = path, encoded.table  # the encoded split's, for the callers
+        self.configuration, self.signature = encoded.configuration, encoded.signature
+        self.src_len, self.tgt_len, self.skipped_null = encoded.src_len, encoded.tgt_len, encoded.skipped_null
+        self.collator = Collator(encoded, batch_columns)
+        self.keep, self.skipped_long = kept_rows(encoded, max_len, skip_null)
+        self.loss_rows = self.keep[~encoded.null[self.keep]]  # rows with a target (validation loss)
+        self.bucketing = Bucketing(encoded.src_len, encoded.tgt_len)
+        self.scoring = References(encoded.table, encoded.configuration)
+
+    def __len__(self) -> int:
+        return len(self.keep)
+
+    # batching and collation (Bucketing, Collator)
+
+    @property
+    def ladder(self) -> bool:
+        """Batch lengths padded to the shape ladder (`Bucketing.ladder`)."""
+        return self.bucketing.ladder
+
+    @ladder.setter
+    def ladder(self, on: bool) -> None:
+        self.bucketing.ladder = on
+
+    @property
+    def ladder_limit(self) -> int:
+        """The ladder's cap when > 0 (`Bucketing.ladder_limit`)."""
+        return self.bucketing.ladder_limit
+
+    @ladder_limit.setter
+    def ladder_limit(self, limit: int) -> None:
+        self.bucketing.ladder_limit = limit
+
+    def longest(self) -> int:
+        """Tokens of the longest kept row (the longer side, with EOS/BOS): the least a batch must hold."""
+        return self.bucketing.longest(self.keep)
+
+    def batches(self, max_tokens: int, seed: int = 0, epoch: int = 0, shuffle: bool = True,
+                rows: np.ndarray | None = None) -> list[np.ndarray]:
+        """The kept rows (or `rows`) in token-count batches (`Bucketing.batches`)."""
+        return self.bucketing.batches(self.keep if rows is None else rows, max_tokens, seed, epoch, shuffle)
+
+    def shape(self, rows: Sequence[int]) -> tuple[int, int, int]:
+        """(rows, source length, target length) of the batch `collate(rows)` makes."""
+        return self.bucketing.shape(rows)
+
+    def collate(self, rows: Sequence[int]) -> Batch:
+        """Rows -> padded tensors (right padding, to the shape ladder when `ladder` is on), with the requested
+        batch columns (`Collator.collate`)."""
+        return self.collator.collate(rows, self.bucketing.shape(rows))
+
+    # what scoring reads (References)
+
+    @property
+    def tgt_lang(self) -> str:
+        """Target language code from the pipeline configuration ('' if unknown)."""
+        return self.scoring.tgt_lang
+
+    def column_values(self, name: str, rows: Sequence[int]) -> list[Any]:
+        """The values of column `name` of the given rows (None where null or not in the shards)."""
+        return self.scoring.column_values(name, rows)
+
+    def references(self, rows: Sequence[int]) -> list[str]:
+        """Raw target sentences (`tgt_text`) of the given rows."""
+        return self.scoring.references(rows)

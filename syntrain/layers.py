@@ -68,7 +68,7 @@ class DecoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
                 cache: dict | None = None, inputs: Inputs | None = None, records: dict | None = None
                 ) -> torch.Tensor:
-        """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` ({"self": {}, "cross": {}}) for decoding."""
+        """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` (`KeyValueCache`s by "self", "cross") for decoding."""
         self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
         x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache, inputs=inputs,
                                          records=records))

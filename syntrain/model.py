@@ -21,7 +21,7 @@ import math
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, check_kernel
+from .attention import KeyValueCache, MultiHeadAttention, check_kernel
 from .config.checks import check_model_config
 from .config.core import PRESETS
 from .config.model import ModelConfig
@@ -149,20 +149,20 @@ class Transformer(nn.Module):
         return {name: value for switch in self.switches
                 for name, value in switch.losses(self, outputs, inputs).items()}
 
-    def new_cache(self) -> list[dict]:
+    def new_cache(self) -> list[dict[str, KeyValueCache]]:
         """An empty incremental-decoding cache (per decoder layer: self-attention keys/values so far,
         cross-attention keys/values of the memory)."""
-        return [{"self": {}, "cross": {}} for _ in self.decoder]
+        return [{"self": KeyValueCache(), "cross": KeyValueCache()} for _ in self.decoder]
 
     @staticmethod
-    def reorder_cache(cache: list[dict], rows: torch.Tensor) -> None:
+    def reorder_cache(cache: list[dict[str, KeyValueCache]], rows: torch.Tensor) -> None:
         """Keep cache rows `rows` (beam search: the hypotheses that continue). Cross-attention entries stay:
         a sentence's beam rows share one memory."""
         for layer in cache:
-            layer["self"]["k"], layer["self"]["v"] = layer["self"]["k"][rows], layer["self"]["v"][rows]
+            layer["self"].reorder(rows)
 
     def decode_step(self, last: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
-                    cache: list[dict], inputs: Inputs | None = None) -> torch.Tensor:
+                    cache: list[dict[str, KeyValueCache]], inputs: Inputs | None = None) -> torch.Tensor:
         """Incremental decoding: the token ids `last` (B, 1) at target position `step`, earlier positions read
         from `cache` -> logits (B, V) for the next token. Equals decode()'s last row (tested)."""
         x = self._embed(self.tgt_embed, last, start=step)

@@ -1,6 +1,6 @@
 """Experiment trackers of a run (rank 0): TensorBoard (OUT/tensorboard/, on by default where the tensorboard
 package is installed) and Weights & Biases (`wandb_project`; `WANDB_MODE=offline` logs without network). Both
-get the scalars of every metrics.jsonl record at its step; W&B also the run's configuration (config.toml)."""
+get the scalars of every metrics.jsonl line at its step; W&B also the run's configuration (config.toml)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class Trackers:
         return self.tensorboard is not None or self.wandb is not None
 
     def log(self, values: dict[str, Any]) -> None:
-        """The numbers of one metrics record (not its step), at its step."""
+        """The numbers of one metrics.jsonl line (not its step), at its step."""
         scalars = {key: value for key, value in values.items()
                    if isinstance(value, int | float) and key not in SKIPPED}
         if not scalars:

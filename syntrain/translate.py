@@ -12,16 +12,14 @@ import torch
 from synprep.shards import SourcePreparation
 from synprep.textio import decode_line, open_binary
 
-from .checkpoints import load_checkpoint
 from .config.recipe import stored_train_config
 from .dataset import ParallelData
-from .decode import check_beam, run_settings, translate_nbest
-from .travel import travelling_preparation
+from .decode import Ranked, decode_split_nbest, run_settings
+from .runfolder.checkpoints import load_checkpoint
+from .runfolder.source import travelling_preparation
+from .search import check_beam
 
 log = logging.getLogger(__name__)
-
-Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
-
 
 def iter_lines(path: str) -> Iterator[str]:
     """The lines of `path` ('-' = stdin) one at a time as they arrive (no read-ahead), without '\\n'."""
@@ -57,15 +55,14 @@ class Translator:
         if device is None:
             device = default_device()
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)
-        self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: syntrain.travel
+        self.checkpoint, self.source_files = checkpoint, (parser_model, bpe_codes)  # raw text: runfolder.source
         self.preparation: SourcePreparation | None = None
         settings = run_settings(stored_train_config(self.ckpt, checkpoint), beam, length_penalty, max_tokens, threads)
         check_beam(settings.beam, self.model.cfg.sizes.vocab_size)  # before any input is read
         if nbest > settings.beam:
             raise ValueError(f"--nbest {nbest} needs --beam >= {nbest} (the run's beam is {settings.beam})")
         settings.apply()
-        self.device, self.beam, self.alpha, self.max_tokens = device, settings.beam, settings.length_penalty, \
-            settings.max_tokens
+        self.device, self.settings = device, settings
         self.nbest, self.progress = nbest, progress
         self.positions = self.model.cfg.sizes.max_len - 1  # sub-words a source may have (+ EOS)
         self.longest = max((len(piece.removesuffix("@@")) for piece in self.vocab.src.itos), default=1)
@@ -76,8 +73,8 @@ class Translator:
                             data_options=self.model.switches.data_options())
 
     def _decode(self, data: ParallelData) -> list[Ranked]:
-        return translate_nbest(self.model, data, self.vocab, self.beam, self.alpha, self.max_tokens,
-                               device=self.device, nbest=self.nbest, progress=self.progress)
+        return decode_split_nbest(self.model, data, self.vocab, self.settings, self.nbest, device=self.device,
+                                  progress=self.progress)
 
     def translate_split(self, path: str) -> list[Ranked]:
         """Every kept row of a split, in row order."""
@@ -103,6 +100,7 @@ class Translator:
             return results
         # every source feature of the training dataset (distances, labels, ...), made as convert made them
         data = ParallelData("<input>", self.vocab, table=table, configuration=self.ckpt["pipeline"],
+                            signature=self.ckpt.get("signature", {}),
                             batch_columns=self.model.switches.batch_columns(training=False),
                             data_options=self.model.switches.data_options())
         for row, ranked in zip(table.column("id").to_pylist(), self._decode(data)):

@@ -132,17 +132,23 @@ def debpe(pieces: Sequence[str]) -> list[str]:
     return re.sub(r"@@( |$)", "", " ".join(pieces)).split()
 
 
-def pieces_joiner(configuration: dict, split: str | None = None) -> Callable[[Sequence[str]], list[str]]:
+def pieces_joiner(configuration: dict, split: str | None = None, signature: dict | None = None
+                  ) -> Callable[[Sequence[str]], list[str]]:
     """Decoded pieces -> tokens, by the dataset's sub-word scheme (`debpe` for subword-nmt; a sentencepiece or
-    tokenizer piece starting with its marker starts a token: `synprep.subwords.pieces_to_tokens`). An
-    hf-tokenizer's marker is read from the dataset's tokenizer.json (beside `split`, a split folder) or the file
-    the configuration names; found in neither: Metaspace's '▁'."""
+    tokenizer piece starting with its marker starts a token: `synprep.subwords.pieces_to_tokens`). The target
+    pieces' marker as the manifest's `signature` records it (`subword_marker`); a dataset without the record:
+    an hf-tokenizer's marker is read from the dataset's tokenizer.json (beside `split`, a split folder) or the
+    file the configuration names; found in neither: Metaspace's '▁'."""
     bpe = configuration.get("bpe") or {}
     scheme = bpe.get("scheme", "subword-nmt")
     if scheme == "subword-nmt":
         return debpe
     from synprep.subwords import pieces_to_tokens
     from synprep.subwords.load import marker_of, model_file_name
+
+    recorded = ((signature or {}).get("subword_marker") or {}).get("tgt")
+    if recorded:
+        return lambda pieces: pieces_to_tokens(pieces, recorded[0], recorded[1])
 
     model = bpe.get("model")
     candidates = [model.get("tgt") if isinstance(model, dict) else model]

@@ -17,12 +17,12 @@ from syntrain.config import option
 from syntrain.config.model import ModelConfig
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import Transformer
+from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import AttentionHook, Heads, Switch, register, unregister
 from syntrain.switches.active import ActiveSwitches
 from syntrain.switches.directed import DirectedHeads
 from syntrain.switches.parse_head import ParseHead
 from syntrain.switches.tree import ParentHead
-from syntrain.train import load_checkpoint
 from syntrain.vocab import Vocab
 
 from .data import make_switch_fixtures as fixtures
@@ -210,7 +210,7 @@ def test_distance_bias_with_pascal_same_on_math_and_flex_and_it_matters(distance
 def test_distance_bias_trains_checkpoints_loads_and_translates(distance_bias, tmp_path):
     out = str(tmp_path / "run")
     logged = fixtures.train_run(MODEL, "tiny", out, max_steps=3)
-    assert [record["step"] for record in logged] == [1, 2, 3]
+    assert [values["step"] for values in logged] == [1, 2, 3]
     model, _, ckpt = load_checkpoint(f"{out}/last.pt")
     assert ckpt["model_config"]["example_distance_layer"] == 1
     assert model.encoder[0].attn.example_distance_bias.abs().sum() > 0  # learned from zeros

@@ -48,7 +48,7 @@ def test_one_label_declaration_serves_either_side():
         assert src[b, :n].tolist() == expected_src and (src[b, n:] == LABEL_NONE).all()  # EOS, pad
         assert tgt[b, 0] == LABEL_NONE and tgt[b, 1 : m + 1].tolist() == expected_tgt  # BOS, shifted
         assert (tgt[b, m + 1 :] == LABEL_NONE).all()
-    assert "tgt_labels" not in batch.source_inputs()  # supervision: decoding does not read it
+    assert "tgt_labels" not in batch.decoding_inputs()  # supervision: decoding does not read it
 
 
 def test_a_declaration_names_its_layout_and_its_end_values():

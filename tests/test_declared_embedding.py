@@ -73,12 +73,12 @@ def test_the_column_is_made_from_the_heads(arity):
         expected = subword_arity(heads, [len(heads)], owner).tolist()
         assert batch.inputs["src_example_arity"][b, : len(expected)].tolist() == expected
         assert (batch.inputs["src_example_arity"][b, len(expected):] == -1).all()
-    assert "src_example_arity" in batch.source_inputs()  # decoding reads it too
+    assert "src_example_arity" in batch.decoding_inputs()  # decoding reads it too
 
 
 def test_a_declared_embedding_trains_checkpoints_reloads_and_translates(arity, tmp_path, capsys):
-    from syntrain.checkpoints import load_checkpoint
-    from syntrain.decode import translate
+    from syntrain.decode import DecodeSettings, decode_split
+    from syntrain.runfolder.checkpoints import load_checkpoint
     from syntrain.train import TrainConfig, train
 
     run = tmp_path / "run"
@@ -94,7 +94,7 @@ def test_a_declared_embedding_trains_checkpoints_reloads_and_translates(arity, t
 
     data = ParallelData(str(VALID_SPLIT), vocab, batch_columns=model.switches.batch_columns(training=False),
                         data_options=model.switches.data_options())
-    hypotheses = translate(model, data, vocab, beam=2, rows=range(4))
+    hypotheses = decode_split(model, data, vocab, DecodeSettings(beam=2), rows=range(4))
     assert len(hypotheses) == 4 and all(isinstance(text, str) for text in hypotheses)
     with pytest.raises(ValueError, match="example_arity embeddings need the batch column 'src_example_arity'"):
         model.encode(torch.tensor([[5, 6, 2]]))

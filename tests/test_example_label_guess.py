@@ -14,8 +14,9 @@ import torch.nn.functional as F
 from syntrain.config.fill import fill_from_data
 from syntrain.config.model import ModelConfig
 from syntrain.dataset import ParallelData, read_split
+from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import register, registered, unregister
-from syntrain.train import TrainConfig, load_checkpoint, train
+from syntrain.train import TrainConfig, train
 from syntrain.vocab import Vocab
 
 from .conftest import REPO

@@ -865,7 +865,7 @@ def test_a_beam_over_the_target_vocabulary_is_refused_before_decoding(data):
     """Before: a beam was never bounded (`--beam 20000` on one line: no output in 5 minutes, 1.1 GB and growing);
     under the cap, a beam is at most the target vocabulary (the API's check, which `translate`, `eval` and
     `compare` share)."""
-    from syntrain.decode import check_beam
+    from syntrain.search import check_beam
     from syntrain.translate import Translator
 
     size = Translator(str(data["checkpoint"]), "cpu", beam=1).model.cfg.sizes.vocab_size

@@ -139,7 +139,7 @@ def test_resume_without_last_pt_continues_from_the_newest_complete_checkpoint(da
     resumed = syntrain("run", "--resume", "--out", run, "--max-steps", "5")
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming" in resumed.stderr and "at step 2 (from checkpoint_2.pt" in resumed.stderr
-    # the trained time of the checkpoint (train.TrainedClock), said as it is
+    # the trained time of the checkpoint (run_state.TrainedClock), said as it is
     assert f"at step 2 ({trained / 60:.1f} min trained (what max_minutes counts; validation" in resumed.stderr
     assert steps(run) == [1, 2, 3, 4, 5]  # the steps after the checkpoint are redone, never twice
 

@@ -87,7 +87,7 @@ def test_detokenize_gold_tokens_gives_the_text(lang, folder, rule_share):
 
 
 def test_detokenize_rule_and_syntrain_detokenizer():
-    from syntrain.decode import detokenizer
+    from syntrain.postprocess import detokenizer
 
     assert detokenize(["彼", "の", "？"], "ja") == "彼の？"
     assert detokenize(["君", "は", "5", "歳", "だ", "。"], "ja") == "君は5歳だ。"
@@ -121,7 +121,7 @@ def test_normalize_table_in_a_pipeline(tmp_path):
 
 
 def test_bleu_tokenizer_follows_the_target_language():
-    from syntrain.decode import score
+    from syntrain.scoring import score
 
     assert [bleu_tokenize(lang) for lang in ("ja", "zh", "de", "")] == ["ja-mecab", "zh", "13a", "13a"]
     hyp, ref = ["私は学生です。"], ["私は学生でした。"]

@@ -41,8 +41,8 @@ def test_an_old_spelling_still_reads_with_a_note(caplog, tmp_path):
     """`gcn_layers` (a count, not layer numbers) is spelt `gcn_layer_count` now: a config, a recipe and a
     checkpoint that use the old spelling read the same, with a note; both spellings at once are refused."""
     from syntrain.config.resolve import resolve_run
+    from syntrain.runfolder.checkpoints import load_checkpoint
     from syntrain.switches import registry
-    from syntrain.train import load_checkpoint
 
     from .data.make_switch_fixtures import HERE
 

@@ -21,8 +21,10 @@ from .conftest import REPO
 from .data import make_switch_fixtures as fixtures
 
 GENERIC = ["attention", "model", "train", "decode", "translate", "compare", "cli", "arrow", "columns", "vocab",
-           "batch", "dataset", "checkpoints", "shapes", "runfolder", "travel", "layers", "loss", "config/model",
-           "config/checks", "config/fill", "config/resolve", "switches/active"]
+           "batch", "dataset", "shapes", "validation", "run_state", "distributed", "precision", "runfolder/checkpoints",
+           "runfolder/resume", "runfolder/source", "runfolder/start", "runfolder/config_file", "runfolder/metrics_file",
+           "search", "postprocess", "scoring", "layers", "loss", "config/model", "config/checks", "config/fill",
+           "config/resolve", "switches/active"]
 
 
 def test_sizes_and_sections_are_typed_parts_under_the_flat_names():
@@ -145,7 +147,7 @@ def test_the_model_config_is_built_once_per_run(tmp_path, monkeypatch):
 
 
 def test_a_run_stores_the_filled_config_flat(tmp_path):
-    from syntrain.train import read_checkpoint
+    from syntrain.runfolder.checkpoints import read_checkpoint
 
     out = str(tmp_path / "run")
     fixtures.train_run({**fixtures.TINY, "label_embedding": 4}, "cpu", out, max_steps=1)

@@ -83,11 +83,12 @@ def test_depth_column_is_stored_or_made_from_the_heads_alike(depth_split):
             expected = F.forest_subword_depths(heads, [len(heads)], owner).tolist()
             assert batch.inputs["src_depth"][b, : len(expected)].tolist() == expected
             assert (batch.inputs["src_depth"][b, len(expected):] == -1).all()
-        assert "src_depth" in batch.source_inputs()  # decoding reads it too
+        assert "src_depth" in batch.decoding_inputs()  # decoding reads it too
 
 
 def test_depth_switch_trains_a_step_from_shards_with_the_depth_group(depth_split, tmp_path):
-    from syntrain.train import TrainConfig, load_checkpoint, train
+    from syntrain.runfolder.checkpoints import load_checkpoint
+    from syntrain.train import TrainConfig, train
 
     cfg = TrainConfig.from_dict({**fixtures.TRAIN, "max_steps": 1, "data": str(depth_split),
                                  "out": str(tmp_path / "run"), "preset": "tiny",
@@ -107,6 +108,24 @@ def test_depth_switch_trains_a_step_from_shards_with_the_depth_group(depth_split
 
 # everything but syntrain/switches/ and the column layer (syntrain/columns.py: the shared batch columns)
 GENERIC = sorted(path for path in (REPO / "syntrain").glob("*.py") if path.name != "columns.py")
+
+
+def test_the_guide_quotes_the_depth_switch():
+    """docs/switches-api.md quotes syntrain/switches/depth.py without its imports and docstrings."""
+    source = (REPO / "syntrain" / "switches" / "depth.py").read_text(encoding="utf-8")
+    def docstring(node: ast.AST) -> bool:
+        return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+    dropped = {line for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import | ast.ImportFrom)
+               or docstring(node) for line in range(node.lineno, node.end_lineno + 1)}  # type: ignore[attr-defined]
+    lines: list[str] = []
+    for number, line in enumerate(source.splitlines(), 1):
+        if number not in dropped and not (not line and lines and lines[-1].endswith(":")):  # the docstring's blank
+            lines.append(line)
+    code = re.sub(r"\n{3,}", "\n\n\n", "\n".join(lines)).strip()
+    guide = (REPO / "docs" / "switches-api.md").read_text(encoding="utf-8")
+    quoted = guide.split("**3. The switch**", 1)[1].split("```py\n", 1)[1].split("```", 1)[0].strip()
+    assert quoted == code
 
 
 def test_no_generic_trainer_file_names_a_column_or_target_a_switch_declares():

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import syntrain
-from syntrain.train import autocast_context, grad_scaler, resolve_precision
+from syntrain.precision import autocast_context, grad_scaler, resolve_precision
 
 from .conftest import convert_synth
 

@@ -340,15 +340,16 @@ def test_the_trainer_holds_its_arrays_not_the_shards(v2_of_the_v1_corpus, monkey
         assert made[every].table.num_rows > 0 and shard_pages_resident(split) == 0
     one, other = made.values()
     for name in ("src_ids", "src_off", "tgt_ids", "tgt_off"):
-        assert np.array_equal(getattr(one, name), getattr(other, name)), name
+        assert np.array_equal(getattr(one.encoded, name), getattr(other.encoded, name)), name
     def arrays(loaded):  # the numpy arrays a batch column loaded, nested tuples flattened
         return [loaded] if isinstance(loaded, np.ndarray) else [a for part in loaded for a in arrays(part)]
 
-    for name, (_, loaded) in one.loaded.items():
-        mine, theirs = arrays(loaded), arrays(other.loaded[name][1])
+    for name, (_, loaded) in one.collator.loaded.items():
+        mine, theirs = arrays(loaded), arrays(other.collator.loaded[name][1])
         assert len(mine) == len(theirs) and all(np.array_equal(a, b) for a, b in zip(mine, theirs)), name
     subwords = table.column("src_subwords").to_pylist()
-    assert [vocab.itos[i] for i in one.src_ids[one.src_off[3] : one.src_off[4]]] == subwords[3]
+    encoded = one.encoded
+    assert [vocab.itos[i] for i in encoded.src_ids[encoded.src_off[3] : encoded.src_off[4]]] == subwords[3]
     assert shard_pages_resident(split) > 0  # the check can see pages: reading the texts mapped some
 
 

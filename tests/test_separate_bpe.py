@@ -169,7 +169,7 @@ def trained(datasets, tmp_path_factory):
 
 
 def test_separate_vocabularies_train_and_are_stored(datasets, trained):
-    from syntrain.train import load_checkpoint
+    from syntrain.runfolder.checkpoints import load_checkpoint
 
     model, vocab, ckpt = load_checkpoint(str(trained / "last.pt"))
     train = read_split(datasets["separate"] / "train")
@@ -184,7 +184,7 @@ def test_separate_vocabularies_train_and_are_stored(datasets, trained):
     from syntrain.dataset import ParallelData
     from syntrain.vocab import UNK_ID
 
-    data = ParallelData(str(datasets["separate"] / "train"), vocab)  # source ids from the source vocabulary
+    data = ParallelData(str(datasets["separate"] / "train"), vocab).encoded  # source ids: the source vocabulary
     assert not (data.src_ids == UNK_ID).any() and not (data.tgt_ids == UNK_ID).any()
     assert [[vocab.source.itos[i] for i in data.src_ids[start:end]] for start, end in
             zip(data.src_off[:-1], data.src_off[1:])] == train.column("src_subwords").to_pylist()
@@ -209,8 +209,8 @@ def test_translate_raw_text_with_the_source_codes_and_eval(datasets, trained, tm
     assert len(done.stdout.splitlines()) == len(lines)
     scored = _syntrain("eval", "--checkpoint", ckpt, "--data", str(datasets["separate"] / "test"), "--beam", "1")
     assert scored.returncode == 0 and "BLEU" in scored.stdout + scored.stderr, scored.stderr[-2000:]
-    # the source codes (the run folder's copy, syntrain.travel) are checked against the signature: the target's in
-    # their place is refused
+    # the source codes (the run folder's copy, syntrain.runfolder.source) are checked against the signature: the
+    # target's in their place is refused
     codes = trained / "source" / "codes.bpe"
     saved = codes.read_bytes()
     try:
@@ -245,7 +245,8 @@ EN_MODEL = SHARED / "models" / "en_ewt.udpipe"
 def test_japanese_english_with_separate_bpe(tmp_path):
     """Raw Tatoeba Ja-En: a tiny Japanese UDPipe parser (from the first 200 sentences of the shared treebank),
     separate codes per side (DBSA's setup), a few training steps, raw Japanese translated."""
-    from syntrain.train import TrainConfig, load_checkpoint, train
+    from syntrain.runfolder.checkpoints import load_checkpoint
+    from syntrain.train import TrainConfig, train
 
     blocks = JA_TREEBANK.read_text(encoding="utf-8").split("\n\n")
     (tmp_path / "ja.conllu").write_text("\n\n".join(blocks[:200]) + "\n\n", encoding="utf-8")

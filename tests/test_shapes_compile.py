@@ -252,8 +252,9 @@ def _losses(path):
 def test_compiled_training_equals_eager(shards, tmp_path, case):
     """`compile = true` trains like eager: the losses (translation and auxiliary) of the first steps agree
     within LOSS_TOLERANCE and the trained models decode the same sentences to the same outputs."""
-    from syntrain.decode import translate
-    from syntrain.train import load_checkpoint, train
+    from syntrain.decode import DecodeSettings, decode_split
+    from syntrain.runfolder.checkpoints import load_checkpoint
+    from syntrain.train import train
 
     if case == "dropout" and torch.cuda.is_available():  # measured on an H200 (torch 2.11): step 1 5.4127 vs 5.4076
         pytest.skip("compiled CUDA dropout (CUDA graphs' RNG) draws other masks even with fallback_random")
@@ -278,7 +279,7 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
     for name in ("eager", "compiled"):
         trained, vocab, _ = load_checkpoint(str(tmp_path / name / "last.pt"))
         data = ParallelData(shards, vocab, **trained.switches.parallel_data_arguments(training=False))
-        outputs.append(translate(trained, data, vocab, beam=2, rows=data.keep[:12]))
+        outputs.append(decode_split(trained, data, vocab, DecodeSettings(beam=2), rows=data.keep[:12]))
     same = sum(a == b for a, b in zip(*outputs))
     # CPU: identical. CUDA (bf16 autocast): a barely trained model's greedy output can flip one piece where two
     # logits tie within bf16 rounding (seen on an H200 for 1 of 12 tree sentences); a broken compile differs widely

@@ -197,8 +197,9 @@ def test_convert_with_a_tokenizer_stores_the_model_and_validates(tmp_path, tiny_
 def test_pipeline_errors(tmp_path):
     with pytest.raises(InputError, match="needs model"):
         load_pipeline(str(_pipeline(tmp_path, 'scheme = "hf-tokenizer"')))
-    with pytest.raises(InputError, match="transitions needs"):
-        load_pipeline(str(_pipeline(tmp_path, 'scheme = "sentencepiece"', 'tgt = ["transitions"]')))
+    # transitions under sentencepiece: read by '▁' (tests/test_transition_schemes.py)
+    assert "transitions" in load_pipeline(str(_pipeline(tmp_path, 'scheme = "sentencepiece"',
+                                                        'tgt = ["transitions"]'))).features.tgt
     with pytest.raises(InputError, match="for scheme = \"subword-nmt\""):
         load_pipeline(str(_pipeline(tmp_path, 'scheme = "sentencepiece"\nsymbols = 100')))
     with pytest.raises(InputError, match="not both"):
@@ -379,3 +380,15 @@ def test_command_line_learn_apply_align_per_scheme(tmp_path):
     assert (tmp_path / "aligned").read_text(encoding="utf-8").splitlines() == lines
     code, err = cli_in_process("synprep", ["bpe", "apply", "--scheme", "hf-tokenizer", "-i", tokens])
     assert code == 2 and "takes --model" in err
+
+
+def test_hypothesis_pieces_are_joined_by_the_marker_the_manifest_records():
+    """A WordPiece dataset's outputs: joined by the recorded '##' (continue) rule, also where no tokenizer.json is
+    at hand (raw-text translation from a checkpoint); without the record, the fallback ('▁') cannot join them."""
+    from syntrain.vocab import pieces_joiner
+
+    configuration = {"bpe": {"scheme": "hf-tokenizer", "model": "/nonexistent/tokenizer.json"}}
+    signature = {"subword_marker": {"src": ["##", "continue"], "tgt": ["##", "continue"]}}
+    pieces = ["the", "un", "##believ", "##able", "dog", "."]
+    assert pieces_joiner(configuration, None, signature)(pieces) == ["the", "unbelievable", "dog", "."]
+    assert pieces_joiner(configuration, None, None)(pieces) != ["the", "unbelievable", "dog", "."]

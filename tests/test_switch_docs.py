@@ -1,22 +1,30 @@
-"""A new switch is its file and its test: the switch table of docs/switches.md (and the fields of
-docs/recipe-fields.md, tests/test_syntrain_cli.py) are generated from the registry, each switch's row from its
-class docstring and declarations; a stale page fails here."""
+"""A new switch is its file and its test: the switch table and the switch sections of docs/switches.md (and the
+fields of docs/recipe-fields.md, tests/test_syntrain_cli.py) are generated from the registry, each switch's row from
+its class docstring's first paragraph and its declarations, its section from its whole class docstring; a stale page
+fails here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from syntrain.config import option
-from syntrain.config.docs import PAGES, SWITCHES_BEGIN, docs_page, switches_markdown
+from syntrain.config.docs import (
+    PAGES,
+    SECTIONS_BEGIN,
+    SWITCHES_BEGIN,
+    docs_page,
+    switch_sections_markdown,
+    switches_markdown,
+)
 from syntrain.switches import Switch, register, unregister
 
 from .conftest import REPO
 
 
-def test_the_switch_table_is_generated_from_the_registry():
+def test_the_switch_table_and_sections_are_generated_from_the_registry():
     text = (REPO / "docs" / "switches.md").read_text(encoding="utf-8")
-    assert SWITCHES_BEGIN in text and docs_page(text, "docs/switches.md") == text, \
-        "run: python -m syntrain.config"
+    assert SWITCHES_BEGIN in text and SECTIONS_BEGIN in text
+    assert docs_page(text, "docs/switches.md") == text, "run: python -m syntrain.config"
 
 
 @dataclass
@@ -27,7 +35,9 @@ class MarksConfig:
 class Marks(Switch[MarksConfig], name="example_marks", config=MarksConfig, switched_by=("example_marks",)):
     """Reads the target heads for a test.
 
-    (Not in the table: only the first paragraph is.)"""
+    (Not in the table: only the first paragraph is.)
+
+    - a list item, indented as markdown reads it"""
 
     example = {"example_marks": True}
 
@@ -39,6 +49,7 @@ def test_a_registered_switch_gets_its_row_from_its_docstring_and_declarations():
     register(Marks)
     try:
         row = next(line for line in switches_markdown().splitlines() if line.startswith("| example_marks |"))
+        section = switch_sections_markdown().split("## example_marks\n\n")[1]
         text = (REPO / "docs" / "switches.md").read_text(encoding="utf-8")
         assert docs_page(text, "docs/switches.md") != text  # the page is stale now: the test above would fail
     finally:
@@ -46,4 +57,6 @@ def test_a_registered_switch_gets_its_row_from_its_docstring_and_declarations():
     assert row == ("| example_marks | Reads the target heads for a test. | `example_marks = false` | "
                    "`tgt_parent_first` (tgt (B, T) int64, pad -1, shifted 1 (BOS), BOS -1; shard column "
                    "`tgt_parent_first`, tgt `parents`) | nothing |")
+    assert section == ("Reads the target heads for a test.\n\n(Not in the table: only the first paragraph is.)\n\n"
+                       "- a list item, indented as markdown reads it\n")  # the last section: nothing follows
     assert set(PAGES) == {"docs/recipe-fields.md", "docs/switches.md"}

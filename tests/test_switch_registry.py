@@ -100,7 +100,7 @@ def test_every_switch_has_an_example_that_turns_it_on(name):
 
 @pytest.mark.parametrize("name", sorted(SWITCHES))
 def test_every_switch_trains_saves_loads_and_decodes(name, tmp_path):
-    from syntrain.train import load_checkpoint
+    from syntrain.runfolder.checkpoints import load_checkpoint
 
     out = str(tmp_path / "run")
     logged = fixtures.train_run({**SWITCHES[name].example, **fixtures.TINY}, "tiny", out, max_steps=2)

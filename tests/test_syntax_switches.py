@@ -20,11 +20,12 @@ from syntrain.cli import cli
 from syntrain.config.model import ModelConfig
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import Transformer, build_model
+from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import declared
 from syntrain.switches.active import ActiveSwitches
 from syntrain.switches.parse_head import dependency_loss
 from syntrain.switches.sync import sync_loss
-from syntrain.train import TrainConfig, accumulate_gradients, load_checkpoint, train
+from syntrain.train import TrainConfig, accumulate_gradients, train
 from syntrain.vocab import EOS_ID, PAD_ID, Vocab
 
 SMALL = dict(vocab_size=40, d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=3, dropout=0.0)

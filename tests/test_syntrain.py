@@ -22,11 +22,13 @@ from synprep.shards import source_preparation
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.attention import MultiHeadAttention
 from syntrain.dataset import ParallelData, read_split
-from syntrain.decode import beam_search, greedy
+from syntrain.distributed import training_device
 from syntrain.model import build_model
+from syntrain.runfolder.checkpoints import load_checkpoint
+from syntrain.search import beam_search, greedy
 from syntrain.switches import declared
 from syntrain.switches.pascal import NO_PARENT, PascalHeads, pascal_scale
-from syntrain.train import TrainConfig, load_checkpoint, train, training_device
+from syntrain.train import TrainConfig, train
 from syntrain.vocab import EOS_ID, PAD_ID, Vocab
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -246,7 +248,7 @@ def test_cuda_training_bf16_learns_and_flex_decodes_like_math(shards, tmp_path):
 
 def test_bf16_autocast_trains(shards, tmp_path):
     """precision = bf16 (the CUDA default) runs the autocast path; on CPU too: bf16 logits, loss goes down."""
-    from syntrain.train import autocast_context
+    from syntrain.precision import autocast_context
 
     model = build_model(vocab_size=30, **SMALL)
     src, parent, tgt = _random_batch([6, 4], vocab=30)

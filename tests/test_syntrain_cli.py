@@ -14,7 +14,9 @@ import pytest
 import torch
 
 from syntrain.dataset import read_split
-from syntrain.train import TrainConfig, format_eta, load_checkpoint, train
+from syntrain.run_state import format_eta
+from syntrain.runfolder.checkpoints import load_checkpoint
+from syntrain.train import TrainConfig, train
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.1, pascal_heads=[2])
@@ -518,7 +520,7 @@ def test_a_run_folder_translates_raw_text_after_the_dataset_moved(sample, tmp_pa
 
 def test_a_travelling_source_preparation_keeps_the_source_normalization(tmp_path):
     """Raw text translated from a run folder is normalized as the training data was ([normalize] src)."""
-    from syntrain.travel import travelling_preparation
+    from syntrain.runfolder.source import travelling_preparation
 
     model = tmp_path / "src.udpipe"
     model.write_bytes(b"any file")

@@ -15,6 +15,7 @@ from syntrain.columns import TEXT, BatchColumn, TargetColumn
 from syntrain.config import option
 from syntrain.config.model import ModelConfig
 from syntrain.dataset import ParallelData, read_split
+from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import (
     AttentionHook,
     Heads,
@@ -27,7 +28,7 @@ from syntrain.switches import (
     unregister,
 )
 from syntrain.switches.active import ActiveSwitches
-from syntrain.train import TrainConfig, load_checkpoint, train
+from syntrain.train import TrainConfig, train
 from syntrain.vocab import Vocab
 
 from .data.make_switch_fixtures import SHARDS
@@ -124,13 +125,13 @@ def test_unregistered_switch_options_are_unknown():
 
 @dataclass
 class TagConfig:
-    tag_target: bool = option(False, help="the decoder produces the target's dependency labels")
+    toy_tag_target: bool = option(False, help="the decoder produces the target's dependency labels")
 
 
-class Tags(Switch[TagConfig], name="toy_tags", config=TagConfig, switched_by=("tag_target",)):
+class Tags(Switch[TagConfig], name="toy_tags", config=TagConfig, switched_by=("toy_tag_target",)):
     """A toy decoder target declared in one place: the target tokens' dependency labels (`tgt_labels`)."""
 
-    decoder_targets = (TargetColumn("tags", "tgt_labels", "labels"),)
+    decoder_targets = (TargetColumn("toy_tags", "tgt_labels", "labels"),)
 
 
 @pytest.fixture
@@ -144,20 +145,20 @@ def test_a_decoder_target_declared_here_is_counted_read_and_trained(tags, tmp_pa
     """The data layer and the trainer name no target: a switch's `TargetColumn` alone makes the decoder
     produce another shard column (vocabulary, ids, training, checkpoint)."""
     table, _ = read_split(str(SHARDS / "train"))
-    assert ActiveSwitches(ModelConfig.from_dict({"tag_target": True})).decoder_target == "tags"
+    assert ActiveSwitches(ModelConfig.from_dict({"toy_tag_target": True})).decoder_target == "toy_tags"
     assert ActiveSwitches(ModelConfig.from_dict({})).decoder_target == TEXT
-    vocab = Vocab.build([table], decoder_target=target_column("tags"))
+    vocab = Vocab.build([table], decoder_target=target_column("toy_tags"))
     assert {"nsubj", "det", "root"} <= set(vocab.itos) - set(Vocab.build([table]).itos)
-    data = ParallelData(str(SHARDS / "train"), vocab, decoder_target=target_column("tags"))
+    data = ParallelData(str(SHARDS / "train"), vocab, decoder_target=target_column("toy_tags"))
     for row in (0, len(data) - 1):
         batch = data.collate([row])
         assert vocab.decode(batch.tgt_out[0].tolist()) == table.column("tgt_labels")[row].as_py()
-    model = {"d_model": 32, "d_ff": 64, "enc_layers": 1, "dec_layers": 1, "tag_target": True}
+    model = {"d_model": 32, "d_ff": 64, "enc_layers": 1, "dec_layers": 1, "toy_tag_target": True}
     cfg = TrainConfig(data=str(SHARDS / "train"), out=str(tmp_path / "run"), model=model, max_steps=2,
                       max_tokens=300, warmup=1, log_interval=1, eval_interval=2, threads=1)
     train(cfg)
     model_back, vocab_back, _ = load_checkpoint(str(tmp_path / "run" / "last.pt"))
-    assert model_back.switches.decoder_target == "tags" and vocab_back.itos == vocab.itos
+    assert model_back.switches.decoder_target == "toy_tags" and vocab_back.itos == vocab.itos
 
 
 @pytest.mark.parametrize("name", [TEXT, "transitions"])

@@ -24,8 +24,8 @@ from synprep.synth import SynthConfig, write_corpus
 from synprep.trees import is_projective, lift_projective
 from syntrain.cli import cli
 from syntrain.dataset import ParallelData
-from syntrain.decode import beam_search, greedy
 from syntrain.model import build_model
+from syntrain.search import beam_search, greedy
 from syntrain.switches import target_column
 from syntrain.switches.tree import TreeConstraint, arc_label_vocabulary, graph_rows, parent_mask
 from syntrain.switches.tree_output import tree_rows

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from .. import __version__
 from ..errors import InputError
-from ..featurize import UNALIGNED
+from ..featurize import UNALIGNED, UNMARKED
 from ..filter import REASONS as FILTER_REASONS
 from ..filter import likely_cause, make_identifier, rejection_warning
 from ..parse import ParserSpec
@@ -26,6 +26,7 @@ from ..parse.quality import TreeShapes, parser_report, report_line, shape_warnin
 from ..progress import progress
 from ..shards import Manifest, load_manifest, read_shard, shard_columns
 from ..subwords import SUBWORD_NMT
+from ..subwords.load import marker_of, model_path
 from ..textio import atomic_write, file_sha256, tsv_field
 from .inputs import PIECE_ROWS, SIDES, is_conllu, piece_prefix
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
@@ -201,7 +202,10 @@ def signature(config: PipelineConfig, specs: dict[str, ParserSpec | None], codes
         scheme = {"bpe_codes_sha256": None, "subword_scheme": config.bpe.scheme,
                   **({"subword_model_sha256": file_sha256(codes[0])} if joint else  # type: ignore[arg-type]
                      {f"subword_model_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
-                      for side, path in zip(SIDES, codes, strict=True)})}
+                      for side, path in zip(SIDES, codes, strict=True)}),
+                  # how transitions and decoded pieces are read: each side's (marker, marker kind)
+                  "subword_marker": {side: list(marker_of(config.bpe.scheme, model_path(config.bpe.scheme, path)))
+                                     for side, path in zip(SIDES, codes, strict=True)}}  # type: ignore[arg-type]
     else:
         scheme = {"bpe_codes_sha256": file_sha256(codes[0]) if joint and codes[0] else None,
                   **({} if joint else {f"bpe_codes_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
@@ -233,8 +237,11 @@ def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: Spl
 
 
 def _cut_reasons(config: PipelineConfig) -> list[str]:
-    """The rejection the raw-text cut adds ([bpe] cut = "raw"); none otherwise (the manifests as before)."""
-    return [UNALIGNED] if config.bpe.cut == "raw" else []
+    """The rejections the cut adds: the raw-text cut's ([bpe] cut = "raw"), transitions from sentencepiece /
+    hf-tokenizer pieces (a token whose pieces do not show its bounds); none otherwise (the manifests as before)."""
+    features = config.features.src + config.features.tgt
+    return ([UNALIGNED] if config.bpe.cut == "raw" else []) + \
+        ([UNMARKED] if config.bpe.scheme != SUBWORD_NMT and "transitions" in features else [])
 
 
 def cache_counts(stats: dict[str, SplitStats]) -> dict[str, dict[str, dict[str, int]]]:

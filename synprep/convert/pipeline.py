@@ -395,6 +395,22 @@ def _scheme_config(table: dict, root: str, given: dict[str, str], path: str) -> 
     return replace(bpe, model=resolved.get("") or {side: resolved[side] for side in ("src", "tgt")})
 
 
+def _check_transition_markers(bpe: BpeConfig, features: FeaturesConfig, path: str) -> None:
+    """Transitions tell where a token ends by the marker of its pieces: a side with transitions whose model's pieces
+    carry none (marker kind `none`, a plain BPE or word-level tokenizer) is refused."""
+    if bpe.scheme != HF_TOKENIZER or not isinstance(bpe.model, str | dict):
+        return  # subword-nmt '@@' (end), sentencepiece '▁' (start)
+    from ..subwords.load import marker_of, model_path
+
+    for side in ("src", "tgt"):
+        model = bpe.model[side] if isinstance(bpe.model, dict) else bpe.model
+        if "transitions" in getattr(features, side) and marker_of(bpe.scheme, model_path(bpe.scheme, model))[1] \
+                == "none":
+            raise InputError(f"[features] {side} transitions: the pieces of the hf-tokenizer {model} carry no "
+                             "marker (neither Metaspace/ByteLevel nor WordPiece), so token ends cannot be read from "
+                             "them", path)
+
+
 def _check_sides(bpe: BpeConfig, path: str) -> None:
     """The per-side keys fit `joint`: src_symbols / tgt_symbols and a codes table only with joint = false, and a
     codes table names a file for src and for tgt (nothing else)."""
@@ -457,9 +473,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     _check_keys(bpe_table, _KEYS["bpe"], "bpe", path)
     bpe = _bpe_config(bpe_table, root, given, path)
     features = _features_config(data.get("features", {}), path)
-    if bpe.scheme != SUBWORD_NMT and "transitions" in features.src + features.tgt:
-        raise InputError(f"[features] transitions needs [bpe] scheme = \"subword-nmt\": a transition sequence tells "
-                         f"where a token ends by the '@@' mark of its pieces, which {bpe.scheme} pieces lack", path)
+    _check_transition_markers(bpe, features, path)
     normalize = _normalize_config(data.get("normalize", {}), path)
     parse = _parse_config(data.get("parse", {}), here, path)
     settings = _filter_settings(data.get("filter", {}), head, path)

@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from ..bpe import Bpe
 from ..conllu import chunk_trees
-from ..featurize import FeatureColumns, FeatureConfig, featurize, pair_batch
+from ..featurize import FeatureColumns, FeatureConfig, boundary_of, featurize, pair_batch
 from ..schema import MADE_FROM_HEADS, pair_schema
 from ..shards import shard_name, write_shard
 from ..subwords import SUBWORD_NMT, TokenCutter
@@ -124,7 +124,8 @@ def features_piece(state: Cutters, task: tuple[str, str, str]
     prefix, *texts = task
     trees = [_trees_of(text, f"{prefix}.{side}.conllu") for side, text in zip(SIDES, texts, strict=True)]
     columns: list[FeatureColumns] = [
-        featurize(side_trees, config, bpe.segment_word if bpe else None, _raw_cut(bpe) if job.cut == "raw" else None)
+        featurize(side_trees, config, bpe.segment_word if bpe else None, _raw_cut(bpe) if job.cut == "raw" else None,
+                  boundary_of(bpe))
         for side_trees, config, bpe in zip(trees, job.features, (src_bpe, tgt_bpe))]
     dropped = {**columns[1].dropped, **columns[0].dropped}  # the source side's reason first
     if dropped:  # keep the rows that both sides kept

@@ -65,3 +65,17 @@ def marker_of(scheme: str, model: str | None) -> tuple[str, str]:
     if scheme == SENTENCEPIECE:
         return "\u2581", "start"
     return scheme_module(HF_TOKENIZER).tokenizer_marker(model)
+
+
+def dataset_marker(configuration: dict, signature: dict, side: str) -> tuple[str, str]:
+    """(marker, marker kind) of one side's pieces in a converted dataset (its manifest's configuration and
+    signature): as the signature records it (`subword_marker`), else the scheme's own (subword-nmt '@@', end;
+    sentencepiece '▁', start); ValueError for an hf-tokenizer dataset without the record."""
+    recorded = (signature.get("subword_marker") or {}).get(side)
+    if recorded:
+        return recorded[0], recorded[1]
+    scheme = (configuration.get("bpe") or {}).get("scheme", SUBWORD_NMT)
+    if scheme == HF_TOKENIZER:
+        raise ValueError("the dataset's manifest does not record the marker of its hf-tokenizer pieces "
+                         "(signature.subword_marker): convert it again")
+    return marker_of(scheme, None)

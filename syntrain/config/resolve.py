@@ -110,7 +110,7 @@ def check_run(cfg: TrainConfig, model_label: str) -> list[str]:
     warning lines (warm-up longer than the run, splits of other shards)."""
     from synprep.errors import InputError
 
-    from ..runfiles import existing_run_files
+    from ..runfolder.files import existing_run_files
 
     if cfg.resume and cfg.overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")

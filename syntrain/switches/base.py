@@ -286,7 +286,7 @@ class DataHooks:
         return {}
 
     def training_report(self, data: Any) -> tuple[str, dict[str, Any]]:
-        """(a line for the run header, values for the first metrics record) about the training data."""
+        """(a line for the run header, values for the first metrics.jsonl line) about the training data."""
         return "", {}
 
 

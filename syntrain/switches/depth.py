@@ -32,7 +32,14 @@ class DepthConfig:
 
 class DepthEmbeddings(FeatureEmbedding[DepthConfig], name="depth", config=DepthConfig,
                       switched_by=("depth_embedding",)):
-    """Source dependency-depth embeddings added to the source token embeddings (parameters: `depth_embed`)."""
+    """Source dependency-depth embeddings added to the source token embeddings (parameters: `depth_embed`).
+
+    With `depth_embedding = true` each source sub-word's embedding gets an embedding (size `d_model`) of its word's
+    depth in the dependency tree added (the number of arcs from the word to the root; the root word 0), before the
+    sqrt(d_model) scaling and positions; depths above `depth_max` share one embedding, `</s>` and pad get a zero vector.
+    Depths from `src_depth` (pipeline `[features] src = [..., "depth"]`, `synprep.features.forest_subword_depths`), or
+    made from `src_heads` by the same function for shards converted without it. No recipe; docs/switches-api.md builds
+    this switch as its worked example."""
 
     example = {"depth_embedding": True, "depth_max": 4}
     column = DEPTH

@@ -104,7 +104,28 @@ class DirectedConfig:
 
 class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, switched_by=("directed_heads",)):
     """Syntax-directed attention (Chen et al. 2017): heads of the decoder cross-attention read the source syntax
-    distances around an aligned position, single or double context."""
+    distances around an aligned position, single or double context.
+
+    Adapted to the cross-attention of the decoder layers and heads listed in `directed_heads`, e.g. `[0, 2]` = the first
+    2 heads of decoder layer 2. Each such head predicts an aligned source position p_i = (n - 1) * sigmoid(v^T tanh(W
+    h_i)) (eq. 5; h_i = the layer's normalized decoder state, W shared by the layer's heads, one v per head; n = source
+    sub-words without `</s>`, so p_i lies on a real sub-word), takes the syntax-distance row M[p_i], multiplies the
+    scaled dot-product scores by exp(-M[p_i][j]^2 / 2 sigma^2), sigma = n/2 with `directed_n` = 4 (eq. 10), and attends
+    only to keys with M[p_i][j] <= n (eq. 11). Continuous p_i: the scaling uses the **linear interpolation between rows
+    floor(p_i) and floor(p_i) + 1** (W and v get gradients through it, tested); the window uses the nearest row
+    round(p_i), which always holds p_i's own sub-word at distance 0 (an interpolated row can lie beyond n everywhere).
+    **Sub-words**: a sub-word takes its token's row and column, so pieces of one token are at distance 0
+    (`synprep.features.subword_distances`, the same rule as `per_subword`). **`</s>`** row and column are 0: `</s>`
+    stays inside every window, unscaled (the usual attention sink); pad keys are masked. **Single context**
+    (`double_context = false`, SDAtt): the heads' contexts replace the global ones. **Double context** (eq. 14): all
+    heads stay global, and the syntax-directed contexts of `directed_heads` heads (same queries, keys, values) enter
+    through their own output projection L_cs added to the layer's output. With all distances 0 the single-context heads
+    are plain heads (tested equal to vanilla).
+
+    Shards: `src_heads` (shard format 2 stores no distances: the trainer makes them per batch with
+    `synprep.features.forest_tree_distances`; format-1 shards' stored `src_distances` are still read). Recipes:
+    `pipelines/train/multi30k-directed.toml` (single context, `directed_heads = [0, 2]`, `directed_n = 4`) and
+    `multi30k-directed-double.toml` (the same with `double_context = true`)."""
 
     example = {"directed_heads": [0, 2], "double_context": True}
 

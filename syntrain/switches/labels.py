@@ -42,7 +42,15 @@ class LabelConfig:
 
 class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, switched_by=("label_embedding",)):
     """S&H (Sennrich & Haddow 2016): source dependency-label embeddings in the last `label_embedding` dimensions
-    of the source embeddings (10: the baseline)."""
+    of the source embeddings (10: the baseline).
+
+    As the Pascal paper's baseline: dependency-label embeddings of size `label_embedding` (10) replace the last 10
+    dimensions of the source token embeddings (before the sqrt(d_model) scaling and positions). Labels from
+    `src_labels`, every piece taking its token's label; the label vocabulary is built from the training split and stored
+    in the checkpoint (`source_labels`, filled by the trainer); ids: 0 = none (`</s>`, pad: a zero vector), 1 = a label
+    not seen in training.
+
+    Recipe: `pipelines/train/multi30k-sh.toml` (`label_embedding = 10`)."""
 
     example = {"label_embedding": 4}
 

@@ -120,6 +120,39 @@ def parse_layer(options: ParseHeadConfig) -> int:
     return options.dbsa_layer - 1
 
 
+@dataclass(frozen=True)
+class ParseHeadPlace:
+    """One parse head the options turn on: the last head of self-attention layer `layer` (0-based) of `stack`,
+    scoring as `scores` (`ParseHead`), its log-weights recorded as `record`, supervised by the batch column
+    `column` (head positions) in the loss `loss`; `who` names it in errors."""
+
+    stack: str
+    layer: int
+    scores: str
+    record: str
+    column: str
+    loss: str
+    who: str
+
+
+def parse_head_places(options: ParseHeadConfig) -> list[ParseHeadPlace]:
+    """The parse heads `options` turn on, in the order of their losses: DBSA's encoder head, LISA's, DBSA's
+    decoder head."""
+    scores = "biaffine" if options.dbsa_biaffine == "paper" else "released"
+    rule = head_input(options.dbsa_rule)
+    places = []
+    if options.dbsa_encoder:
+        places.append(ParseHeadPlace("encoder", parse_layer(options), scores, ENCODER, f"src_{rule}", "dep_src",
+                                     "DBSA (encoder)"))
+    if options.lisa_layer:
+        places.append(ParseHeadPlace("encoder", options.lisa_layer - 1, "dot", LISA, "src_parent_first", "lisa",
+                                     "LISA"))
+    if options.dbsa_decoder:
+        places.append(ParseHeadPlace("decoder", parse_layer(options), scores, DECODER, f"tgt_{rule}", "dep_tgt",
+                                     "DBSA (decoder)"))
+    return places
+
+
 def on_both_sides(cfg: ModelOptions) -> bool:
     """DBSA parse heads in the encoder and the decoder of the model config `cfg` (what SyncAttn reads)."""
     options = cfg.section(ParseHeads)
@@ -132,7 +165,72 @@ BOTH_SIDES = "dbsa_encoder and dbsa_decoder"  # the options `on_both_sides` read
 class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadConfig,
                  switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer")):
     """DBSA (Deguchi et al. 2019; encoder and/or decoder) and LISA-style (encoder) parse heads with their
-    dependency losses; decoding reads nothing more."""
+    dependency losses; decoding reads nothing more.
+
+    ### DBSA
+
+    DBSA (Deguchi et al. 2019, as described in the SyncAttn paper): the last head of layer `dbsa_layer` (1-based) of the
+    encoder and/or decoder self-attention uses bi-affine scores softmax(Q U K^T / sqrt(d_k)) (eq. 4; U starts as the
+    identity, i.e. as a plain head, tested) and is trained with L = L_t + lambda_dep L_dep, L_dep = -sum log A[t,
+    head(t)] (eq. 5). `</s>`, `<s>` and pads have no loss.
+
+    Sub-word heads, `dbsa_rule`:
+
+    - `"next_piece"` (default): the rule of the authors' released preprocessing (de9uch1/dbsa,
+      `scripts/bpe_dependency.py`, `incremental_bpe_dependency`; shard field `dbsa_head`): a **non-final piece** of a
+      word points to the **next piece** of its word; a word's **final piece** points to the **first piece of its head
+      word**; the **root** word's final piece points to **itself**. Equal to the released script on every sentence of
+      the shared UD test treebanks ([fidelity.md](fidelity.md)).
+    - `"parent_first"`: every piece of a word points to the first piece of its head word (the root's pieces to the
+      root's first piece): the LISA target, and what syntrain used before `dbsa_rule` existed. A checkpoint saved then
+      keeps it (its stored config has no `dbsa_rule`: it loads as `"parent_first"`).
+
+    Shards without `*_dbsa_head` (converted without the `dbsa` feature group, or before it existed) still train: the
+    trainer makes the heads from `*_heads` and `*_subword_token` with `synprep.features.forest_dbsa_heads`, the same
+    function convert uses.
+
+    **Decoder**: it reads `<s> + subwords`, so a head at sub-word position k is decoder input position k + 1; a sub-word
+    whose head comes **later** (a future token, hidden by the causal mask) gets **no loss**, as in the released
+    criterion (only pairs with head <= token are kept on the target side); the head attention keeps the causal mask
+    (tested: changing later target tokens leaves earlier logits and losses identical). Under `next_piece` every
+    non-final target piece points forward, so only word-final pieces give a decoder loss. One deliberate difference: the
+    released fairseq code supervises the decoder row that *predicts* piece i (its input is piece i - 1) to attend to the
+    column holding piece head(i) - 1; syntrain supervises the row that has *read* piece i to attend to the position
+    holding piece head(i), the same alignment as on the encoder side, so that the parse head at a position parses the
+    token it reads (SyncAttn compares exactly these rows with the encoder's, through the cross-attention).
+
+    **Bi-affine scores**, `dbsa_biaffine`, compared with the released `dbsa/modules/dbsa.py`
+    (`DependencyBasedSelfAttention.add_biaffine_layer` and `forward`, de9uch1/dbsa master `b0cdef6`):
+
+    - `"paper"` (default): eq. 4, softmax(Q U K^T / sqrt(d_k)); U (`parse_bilinear`) starts as the identity, so the head
+      starts as a plain attention head (tested). Older checkpoints load unchanged with it.
+    - `"released"`: the authors' layer, softmax(Q W^T K^T / sqrt(d_k) + K b): the query, scaled by 1/sqrt(d_k), is
+      multiplied by W^T (`F.linear(q, W)`), and a **per-key bias** k . b is added to the scores **unscaled** (the same
+      for every query of the sentence); W (`parse_biaffine_weight`) is initialised **Xavier-uniform with gain
+      1/sqrt(2)**, b (`parse_biaffine_bias`) with zeros (`nn.Linear(d, d, bias=True)` whose bias scores the keys).
+
+    Where the head sits and how many: the released layer supervises its **first** `--dependency-heads` heads and, with
+    more than one, applies one W to the concatenated queries of those heads (**mixing across heads**), adds one bias
+    computed from their concatenated keys, and trains the **mean of their probabilities**. syntrain's parse head is
+    **one** head, the **last** of its layer (the front heads belong to Pascal / syntax-directed heads): the release's
+    default (`dependency_heads = 1`; its decoder layer builds the bi-affine on one head whatever the option says). With
+    one head its place is a relabelling of heads that are initialised alike, so first vs last changes nothing but the
+    order of the random draws. More than one DBSA head is not offered.
+
+    The two choices differ from the first step: W is not the identity, and its random draw shifts every later draw of
+    the model's initialisation. Both are pinned (tests/test_switch_compat.py: `multi30k-dbsa.toml` and its variant
+    `dbsa_biaffine=released`).
+
+    Losses logged as `loss_dep_src` / `loss_dep_tgt`; under `parent_first` the heads are read from `*_parent_first`.
+    Recipe: `pipelines/train/multi30k-dbsa.toml` (both sides, layer 1, lambda_dep 0.5).
+
+    ### LISA-style baseline
+
+    The last head of encoder layer `lisa_layer` is supervised to attend to `src_parent_first` (same sub-word/root/`</s>`
+    conventions as DBSA) with **dot-product** scores (a plain head, no extra parameters; bi-affine is DBSA's), loss
+    weight `lisa_lambda`. LISA and encoder DBSA cannot share a layer (both use the last head).
+
+    Loss logged as `loss_lisa`. Recipe: `pipelines/train/multi30k-lisa.toml` (encoder layer 1, lambda 1.0)."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "lisa_layer": 2}
     stored_defaults: ClassVar[dict[str, object]] = {"dbsa_rule": "parent_first"}  # what older checkpoints meant
@@ -163,46 +261,23 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
         return "; ".join(on)
 
     def reads(self, training: bool) -> dict[str, str]:
-        need, options = {}, self.options
         if not training:
-            return need
-        rule = head_input(options.dbsa_rule)
-        if options.dbsa_encoder:
-            need[f"src_{rule}"] = "DBSA (encoder)"
-        if options.lisa_layer:
-            need["src_parent_first"] = "LISA"
-        if options.dbsa_decoder:
-            need[f"tgt_{rule}"] = "DBSA (decoder)"
-        return need
+            return {}
+        return {place.column: place.who for place in parse_head_places(self.options)}
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        options = self.options
         if kind != "self":
             return []
-        scores = "biaffine" if options.dbsa_biaffine == "paper" else "released"
-        if stack == "encoder" and options.dbsa_encoder and layer == parse_layer(options):
-            return [ParseHead(scores, ENCODER)]
-        if stack == "encoder" and layer == options.lisa_layer - 1:
-            return [ParseHead("dot", LISA)]
-        if stack == "decoder" and options.dbsa_decoder and layer == parse_layer(options):
-            return [ParseHead(scores, DECODER)]
-        return []
+        return [ParseHead(place.scores, place.record) for place in parse_head_places(self.options)
+                if (place.stack, place.layer) == (stack, layer)][:1]  # one per layer (`check`)
 
     def loss_weights(self) -> dict[str, float]:
         options = self.options
         return {"dep_src": options.dbsa_lambda, "dep_tgt": options.dbsa_lambda, "lisa": options.lisa_lambda}
 
     def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
-        options, losses = self.options, {}
-        if options.dbsa_encoder:
-            losses["dep_src"] = dependency_loss(outputs.records[ENCODER],
-                                                inputs.get(f"src_{head_input(options.dbsa_rule)}"))
-        if options.lisa_layer:
-            losses["lisa"] = dependency_loss(outputs.records[LISA], inputs.get("src_parent_first"))
-        if options.dbsa_decoder:
-            losses["dep_tgt"] = dependency_loss(outputs.records[DECODER],
-                                                inputs.get(f"tgt_{head_input(options.dbsa_rule)}"))
-        return losses
+        return {place.loss: dependency_loss(outputs.records[place.record], inputs.get(place.column))
+                for place in parse_head_places(self.options)}
 
 
 register(ParseHeads)

@@ -104,7 +104,19 @@ class PascalConfig:
 
 class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_by=("pascal_heads",)):
     """Pascal heads (Bugliarello & Okazaki 2020) in the encoder self-attention: a prior centred on each token's
-    parent scales their scores; parent ignoring in training."""
+    parent scales their scores; parent ignoring in training.
+
+    `pascal_heads = [h1, h2, ...]` = Pascal heads per encoder layer (`[2]`: two heads of layer 1; `[]`: vanilla). In
+    those heads the scaled dot-product scores are multiplied, before the softmax, by N(j | p_t, sigma^2)
+    (`pascal_sigma2`, default 1), p_t = `src_parent_mid` of query t. **Parent ignoring** (`parent_ignore` = q): in
+    training only, each query row of the prior is set to 1 with probability q (one draw per sentence and row, shared by
+    the layer's Pascal heads). The `</s>` row and pad rows have prior 1 (no scaling); pad keys are masked after scaling.
+    The prior is built per sentence over absolute key positions, so a sentence gets the same output alone or in a padded
+    batch (tested; the reference implementation mixes up sentences when batch size > 1). No extra parameters.
+
+    Recipe: `pipelines/train/multi30k-pascal.toml` (`pascal_heads = [2]`, `parent_ignore = 0.4`) and the paper's GPU
+    setups ([Recipes](#recipes)). The Pascal heads' attention kernel (`math` or `flex`) is a training option:
+    [syntrain.md](syntrain.md#model)."""
 
     example = {"pascal_heads": [2], "parent_ignore": 0.3}
 

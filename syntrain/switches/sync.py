@@ -63,7 +63,19 @@ def sync_decoder_layer(options: SyncConfig, dec_layers: int) -> int:
 
 class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=("sync_lambda",)):
     """The SyncAttn loss over the parse heads and a decoder cross-attention (`sync_layer` 0: the penultimate
-    layer); needs DBSA on both sides (`dbsa_encoder`, `dbsa_decoder`)."""
+    layer); needs DBSA on both sides (`dbsa_encoder`, `dbsa_decoder`).
+
+    Eqs. 6-9 of the paper that describes DBSA; its parse heads are DBSA's, trained on the sub-word heads `dbsa_rule`
+    names (by default the released DBSA rule): D' = softmax(mask(C E C^T)), E = the encoder DBSA head's attention, D =
+    the decoder DBSA head's attention (both of layer `dbsa_layer`), C = the cross-attention of decoder layer
+    `sync_layer` **averaged over its heads** (as used by the layer: syntax-directed heads included when that layer has
+    them); L_sync = sum over the unmasked cells (D' - D)^2, added as lambda_sync L_sync. Masked cells (a later target
+    position, a pad query or key) are zero in both. L_sync = 0 when D' = D, > 0 otherwise (tested). Paper values:
+    lambda_dep 0.5, l_dep 1, lambda_sync 0.5 (WMT14 En-De; 0.1 En-Ro, 10 Ja-En), l_sync 5 of 6 (the penultimate layer,
+    our default `sync_layer = 0`).
+
+    Loss logged as `loss_sync`. Recipes: `pipelines/train/multi30k-syncattn.toml` (lambda_sync 0.5, penultimate decoder
+    layer) and `wmt14-en-de-syncattn.toml` (the paper's WMT14 En-De setup: base preset, `sync_layer = 5`)."""
 
     example = {"dbsa_encoder": True, "dbsa_decoder": True, "sync_lambda": 0.5}
 

@@ -25,12 +25,21 @@ import numpy as np
 import torch
 from torch import nn
 
-from synprep.features import LEFT_ARC, RIGHT_ARC, TransitionState, transition_edges
+from synprep.features import (
+    BOUNDARY_KINDS,
+    BPE_SEPARATOR,
+    LEFT_ARC,
+    RIGHT_ARC,
+    TransitionState,
+    joins_token,
+    transition_edges,
+)
 from synprep.options import ROOT_POLICIES
+from synprep.subwords.load import dataset_marker
 
 from ..columns import LABEL_UNKNOWN, TEXT, BatchColumn, TargetColumn
 from ..config import option
-from ..dataset import ParallelData
+from ..dataset import EncodedSplit
 from ..vocab import EOS_ID, PAD_ID, SPECIALS, Vocab
 from .base import AttentionHook, DecoderStates, Heads, HeadView, Inputs, ModelOptions, Switch
 from .registry import register
@@ -50,12 +59,14 @@ def arc_label_vocabulary(vocab: Vocab) -> list[str]:
     return sorted({item.split(":", 1)[1] for item in vocab.itos if is_arc(item)})
 
 
-def graph_rows(sequences: Sequence[Sequence[str]], label_ids: dict[str, int], root: str = "drop") -> np.ndarray:
+def graph_rows(sequences: Sequence[Sequence[str]], label_ids: dict[str, int], root: str = "drop",
+               boundary: tuple[str, str] = (BPE_SEPARATOR, "end")) -> np.ndarray:
     """The generated graphs of several transition sequences (prefixes allowed) as one (E, 5) int64 array of
-    (batch row, parent, child, label id, step) in decoder input positions (+ 1: BOS)."""
+    (batch row, parent, child, label id, step) in decoder input positions (+ 1: BOS); sub-words read by the
+    pieces' (marker, marker kind) `boundary`."""
     parts = []
     for b, sequence in enumerate(sequences):
-        edges, labels = transition_edges(sequence, root)
+        edges, labels = transition_edges(sequence, root, *boundary)
         if len(edges):
             ids = np.array([label_ids.get(label, LABEL_UNKNOWN) for label in labels], dtype=np.int64)
             parts.append(np.column_stack([np.full(len(edges), b), edges[:, :2] + 1, ids, edges[:, 2] + 1]))
@@ -72,13 +83,15 @@ class GraphColumn(BatchColumn):
     def missing(self, names: Sequence[str]) -> bool:
         return False  # made from the targets (a split without transitions fails as the target)
 
-    def load(self, data: ParallelData) -> tuple[np.ndarray, np.ndarray]:
+    def load(self, data: EncodedSplit) -> tuple[np.ndarray, np.ndarray]:
         itos = np.array(data.vocab.itos, dtype=object)
         sequences = [[] if data.null[row] else itos[data.tgt_ids[data.tgt_off[row] : data.tgt_off[row + 1]]].tolist()
                      for row in range(len(data.tgt_off) - 1)]
         labels = {label: i + 2 for i, label in enumerate(data.data_options.get("arc_labels") or [])}
         root = data.configuration.get("inputs", {}).get("root", "drop")  # the pipeline's root policy
-        edges = [graph_rows([sequence], labels, root)[:, 1:] for sequence in sequences]
+        boundary = (data.data_options.get("transition_marker", BPE_SEPARATOR),
+                    data.data_options.get("transition_marker_kind", "end"))
+        edges = [graph_rows([sequence], labels, root, boundary)[:, 1:] for sequence in sequences]
         offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.int64)
         return (np.concatenate(edges) if edges else np.zeros((0, 4), np.int64)), offsets
 
@@ -89,13 +102,14 @@ class GraphColumn(BatchColumn):
         return np.column_stack([batch, np.concatenate(parts)]) if parts else np.zeros((0, 5), np.int64)
 
 
-# token kinds for the constraints: a sub-word that continues its token, one that ends it, LEFT-ARC, RIGHT-ARC,
-# the end (EOS), never (PAD, BOS, UNK)
+# token kinds for the constraints (`TransitionState.allowed`): a sub-word of the first class of
+# `synprep.features.joins_token` (subword-nmt: ends in '@@'; '▁' pieces: lacks it; WordPiece: begins with '##'), any
+# other sub-word, LEFT-ARC, RIGHT-ARC, the end (EOS), never (PAD, BOS, UNK)
 CONTINUES, ENDS, LEFT, RIGHT, END, NEVER = range(6)
 
 
-def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
-    """(V,) the kind of every vocabulary entry (CONTINUES ... NEVER)."""
+def token_kinds(vocab: Vocab, marker: str = BPE_SEPARATOR, kind: str = "end") -> np.ndarray:
+    """(V,) the kind of every vocabulary entry (CONTINUES ... NEVER) under the pieces' (marker, marker kind)."""
     kinds = np.full(len(vocab), ENDS, dtype=np.int64)
     for i, item in enumerate(vocab.itos):
         if i < len(SPECIALS):  # <unk> too: the tree could not be read back from the text
@@ -104,7 +118,7 @@ def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
             kinds[i] = LEFT
         elif item.startswith(RIGHT_ARC):
             kinds[i] = RIGHT
-        elif item.endswith(separator):
+        elif joins_token(item, marker, kind):
             kinds[i] = CONTINUES
     return kinds
 
@@ -112,10 +126,11 @@ def token_kinds(vocab: Vocab, separator: str = "@@") -> np.ndarray:
 class TreeConstraint:
     """The transition states of a batch of hypotheses: the allowed next tokens, and the graph so far."""
 
-    def __init__(self, vocab: Vocab, root: str, rows: int, label_ids: dict[str, int] | None = None) -> None:
-        self.vocab, self.root = vocab, root
-        self.kinds = torch.from_numpy(token_kinds(vocab))
-        self.states = [TransitionState(root) for _ in range(rows)]
+    def __init__(self, vocab: Vocab, root: str, rows: int, label_ids: dict[str, int] | None = None,
+                 boundary: tuple[str, str] = (BPE_SEPARATOR, "end")) -> None:
+        self.vocab, self.root, self.boundary = vocab, root, boundary
+        self.kinds = torch.from_numpy(token_kinds(vocab, *boundary))
+        self.states = [TransitionState(root, *boundary) for _ in range(rows)]
         self.items: list[list[str]] = [[] for _ in range(rows)]
         self.label_ids = label_ids
 
@@ -141,7 +156,7 @@ class TreeConstraint:
         """(E, 5) the generated graph of every row so far (decoder input positions)."""
         if self.label_ids is None:
             return None
-        return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root)).to(device)
+        return torch.from_numpy(graph_rows(self.items, self.label_ids, self.root, self.boundary)).to(device)
 
     def inputs(self, device: torch.device) -> Inputs:
         """The model inputs of a decoder pass over the prefixes: "graph" when the model reads it."""
@@ -276,6 +291,16 @@ class TreeConfig:
                                   help="root policy of the training transitions (from the training split)")
     arc_labels: list[str] = option(default_factory=list, filled=True,
                                    help="labels of the arc tokens (from the vocabulary)")
+    transition_marker: str = option(BPE_SEPARATOR, filled=True,
+                                    help="marker of the target pieces (from the dataset's sub-word scheme)")
+    transition_marker_kind: str = option("end", choices=BOUNDARY_KINDS, filled=True,
+                                         help="where the marker sits: end (subword-nmt), start ('▁'), continue "
+                                              "('##'); from the dataset")
+
+    @property
+    def boundary(self) -> tuple[str, str]:
+        """How the target transitions' sub-words show token bounds (`synprep.features.TransitionState`)."""
+        return self.transition_marker, self.transition_marker_kind
 
     @property
     def uses_graph(self) -> bool:
@@ -283,9 +308,92 @@ class TreeConfig:
         return bool(self.parent_layers or self.gcn_layer_count)
 
 
+class ParentAttention:
+    """PARENT attention (`parent_layers`): head 0 of those decoder layers' self-attention attends only to itself and
+    its parents in the generated graph (`ParentHead`, reading the model input "parent_mask")."""
+
+    def __init__(self, options: TreeConfig) -> None:
+        self.options = options
+
+    def hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        """The PARENT head of one attention module (0-based `layer`), if it has one."""
+        on = (stack, kind) == ("decoder", "self") and layer + 1 in self.options.parent_layers
+        return [ParentHead()] if on else []
+
+    def inputs(self, inputs: Inputs, graph: torch.Tensor, limit: torch.Tensor) -> Inputs:
+        """The model inputs with "parent_mask" of the generated `graph` added (when any layer has the head)."""
+        return {**inputs, "parent_mask": parent_mask(graph, limit)} if self.options.parent_layers else inputs
+
+    def describe(self) -> str:
+        layers = self.options.parent_layers
+        return f"PARENT head in decoder layers {layers}" if layers else ""
+
+
+class GraphConvolution:
+    """The gated GCN over the generated graph (`gcn_layer_count` layers; the ablations `gcn_labeled`,
+    `gcn_gated`): the decoder module "gcn" (`GatedGCN`), applied to the decoder's embeddings."""
+
+    def __init__(self, options: TreeConfig) -> None:
+        self.options = options
+
+    def modules(self, d_model: int) -> dict[str, nn.Module]:
+        """The decoder module "gcn", when on (label ids: 0 = self, 1 = unseen, 2... `arc_labels`)."""
+        options = self.options
+        if not options.gcn_layer_count:
+            return {}
+        return {"gcn": GatedGCN(d_model, len(options.arc_labels) + 2, options.gcn_layer_count, options.gcn_labeled,
+                                options.gcn_gated)}
+
+    def apply(self, model: nn.Module, x: torch.Tensor, graph: torch.Tensor, limit: torch.Tensor) -> torch.Tensor:
+        """The decoder embeddings `x` through the model's GCN (unchanged when off)."""
+        return model.gcn(x, graph, limit) if self.options.gcn_layer_count else x
+
+    def describe(self) -> str:
+        options = self.options
+        if not options.gcn_layer_count:
+            return ""
+        kind = ("" if options.gcn_labeled else "unlabeled ") + ("gated" if options.gcn_gated else "ungated")
+        return f"GCN {options.gcn_layer_count} layers ({kind})"
+
+
+class BiTran:
+    """BiTran (`bidirectional`): every generated token attends to every generated token (the decoder's
+    self-attention mask M_bi), so teacher forcing re-encodes every prefix (`prefix_passes`), or
+    `bidirectional_prefixes` = k sampled prefixes per sentence in training."""
+
+    def __init__(self, options: TreeConfig) -> None:
+        self.options = options
+
+    def self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """M_bi: every generated token sees every generated token (the non-pad prefix), with the graph limit of
+        each position (the prefix end); None when off."""
+        if not self.options.bidirectional:
+            return None
+        return valid[:, None, None, :], (valid.sum(1) - 1)[:, None].expand(*valid.shape)
+
+    def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                        inputs: Inputs, records: dict, layers: tuple[int, ...]) -> DecoderStates | None:
+        """The decoder states of one pass per prefix (`prefix_passes`); None when off."""
+        options = self.options
+        if not options.bidirectional:
+            return None
+        prefixes = options.bidirectional_prefixes if model.training else 0
+        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, options.uses_graph, layers)
+
+    def describe(self) -> str:
+        options = self.options
+        if not options.bidirectional:
+            return ""
+        return "BiTran " + (f"(approximation: {options.bidirectional_prefixes} sampled prefixes)"
+                            if options.bidirectional_prefixes else "(exact: every prefix)")
+
+
 class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     """Tree decoding (docs/tree-decoding.md): the decoder produces target transitions (Linearized), with PARENT
-    heads, a gated GCN over the generated graph, BiTran."""
+    heads, a gated GCN over the generated graph, BiTran.
+
+    Its own page: [tree-decoding.md](tree-decoding.md): the targets and their vocabulary, the generated graph, PARENT
+    heads, the gated GCN, BiTran, constrained decoding, the tree measure and the recipes."""
 
     renamed = {"gcn_layers": "gcn_layer_count"}  # `*_layers` options name layers; this one counts them
 
@@ -294,6 +402,17 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     decoder_targets = (TRANSITIONS_TARGET,)
     output_length_factor = 3.0  # sub-words + one arc per word
     Decoded = TreeOutputs  # the tree measure, --trees, RUN/test.trans, the `trees` compare column
+
+    def __init__(self, cfg: ModelOptions) -> None:
+        super().__init__(cfg)
+        self.parent_attention = ParentAttention(self.options)
+        self.graph_convolution = GraphConvolution(self.options)
+        self.bitran = BiTran(self.options)
+
+    def mechanisms(self) -> tuple[ParentAttention, GraphConvolution, BiTran]:
+        """What the decoder adds to the linearized transitions, one object per mechanism (each off unless its
+        options say)."""
+        return self.parent_attention, self.graph_convolution, self.bitran
 
     @property
     def recomputes_prefix(self) -> bool:  # decoding re-reads the graph, or attends bidirectionally
@@ -305,7 +424,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
             raise ValueError("decoding transitions needs the vocabulary (the constraints read the token strings)")
         options = self.options
         labels = {label: i + 2 for i, label in enumerate(options.arc_labels)} if options.uses_graph else None
-        return TreeConstraint(vocab, options.transition_root, rows, labels)
+        return TreeConstraint(vocab, options.transition_root, rows, labels, options.boundary)
 
     @classmethod
     def active(cls, cfg: ModelOptions) -> bool:
@@ -323,22 +442,16 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     @classmethod
     def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         root = manifest.configuration.get("inputs", {}).get("root", "drop") if manifest is not None else "drop"
-        return {"transition_root": root, "arc_labels": arc_label_vocabulary(vocab)}
+        marker, kind = dataset_marker(manifest.configuration, manifest.signature, "tgt") if manifest is not None \
+            else (BPE_SEPARATOR, "end")
+        return {"transition_root": root, "arc_labels": arc_label_vocabulary(vocab), "transition_marker": marker,
+                "transition_marker_kind": kind}
 
     def describe(self) -> str:
         options = self.options
-        parts = [f"target transitions (root {options.transition_root}, {len(options.arc_labels)} arc labels)"]
-        if options.parent_layers:
-            parts.append(f"PARENT head in decoder layers {options.parent_layers}")
-        if options.gcn_layer_count:
-            kind = ("" if options.gcn_labeled else "unlabeled ") + ("gated" if options.gcn_gated else "ungated")
-            parts.append(f"GCN {options.gcn_layer_count} layers ({kind})")
-        if options.bidirectional:
-            parts.append("BiTran " + (f"(approximation: {options.bidirectional_prefixes} sampled prefixes)"
-                                      if options.bidirectional_prefixes else "(exact: every prefix)"))
-        if len(parts) == 1:
-            parts.append("linearized")
-        return ", ".join(parts)
+        target = f"target transitions (root {options.transition_root}, {len(options.arc_labels)} arc labels)"
+        mechanisms = [part for part in (mechanism.describe() for mechanism in self.mechanisms()) if part]
+        return ", ".join([target, *(mechanisms or ["linearized"])])
 
     def training_report(self, data: Any) -> tuple[str, dict[str, Any]]:
         options = self.options
@@ -347,24 +460,17 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
                 f"{options.transition_root}", {"skipped_null_transitions": data.skipped_null,
                                            "arc_labels": len(options.arc_labels)})
 
-    # the decoder side: PARENT heads, the gated GCN over the generated graph, BiTran's mask and prefix passes
+    # the decoder side: PARENT heads, the gated GCN over the generated graph (both read the graph), BiTran's
+    # mask and prefix passes, each done by its mechanism (`mechanisms`)
 
     def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
-        if (stack, kind) == ("decoder", "self") and layer + 1 in self.options.parent_layers:
-            return [ParentHead()]
-        return []
+        return self.parent_attention.hooks(stack, layer, kind)
 
     def decoder_modules(self) -> dict[str, nn.Module]:
-        options = self.options  # label ids: 0 = self, 1 = unseen, 2... arc_labels
-        if not options.gcn_layer_count:
-            return {}
-        return {"gcn": GatedGCN(self.cfg.sizes.d_model, len(options.arc_labels) + 2, options.gcn_layer_count,
-                                options.gcn_labeled, options.gcn_gated)}
+        return self.graph_convolution.modules(self.cfg.sizes.d_model)
 
     def decoder_self_mask(self, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        if not self.options.bidirectional:
-            return None  # M_bi: every generated token sees every generated token (the non-pad prefix)
-        return valid[:, None, None, :], (valid.sum(1) - 1)[:, None].expand(*valid.shape)
+        return self.bitran.self_mask(valid)
 
     def decoder_input(self, model: nn.Module, x: torch.Tensor, inputs: Inputs, limit: torch.Tensor
                       ) -> tuple[torch.Tensor, Inputs]:
@@ -373,11 +479,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
         graph = inputs.get("graph")
         if graph is None:
             raise ValueError("PARENT heads and the GCN need the generated graph of the target transitions")
-        if self.options.gcn_layer_count:
-            x = model.gcn(x, graph, limit)
-        if self.options.parent_layers:
-            inputs = {**inputs, "parent_mask": parent_mask(graph, limit)}
-        return x, inputs
+        return self.graph_convolution.apply(model, x, graph, limit), self.parent_attention.inputs(inputs, graph, limit)
 
     @property
     def changes_teacher_forcing(self) -> bool:  # BiTran: one pass per prefix
@@ -388,11 +490,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
     def teacher_forcing(self, model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor,
                         src_mask: torch.Tensor, inputs: Inputs, records: dict, layers: tuple[int, ...]
                         ) -> DecoderStates | None:
-        if not self.options.bidirectional:
-            return None
-        prefixes = self.options.bidirectional_prefixes if model.training else 0
-        return prefix_passes(model, tgt_in, memory, src_mask, inputs, records, prefixes, self.options.uses_graph,
-                             layers)
+        return self.bitran.teacher_forcing(model, tgt_in, memory, src_mask, inputs, records, layers)
 
     # made from the target ids
     columns = (GraphColumn("graph", "", "tgt", "transitions", shape="edges", supervision=True),)
@@ -401,7 +499,9 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
         return {"graph": "the generated graph (PARENT, GCN)"} if self.options.uses_graph else {}
 
     def data_options(self) -> dict[str, Any]:
-        return {"arc_labels": list(self.options.arc_labels)} if self.options.uses_graph else {}
+        options = self.options
+        return {"arc_labels": list(options.arc_labels), "transition_marker": options.transition_marker,
+                "transition_marker_kind": options.transition_marker_kind} if options.uses_graph else {}
 
 
 register(TreeDecoding)

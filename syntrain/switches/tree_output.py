@@ -12,9 +12,9 @@ import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from synprep.features import LEFT_ARC, RIGHT_ARC, from_transitions
+from synprep.features import BPE_SEPARATOR, LEFT_ARC, RIGHT_ARC, from_transitions
+from synprep.subwords import pieces_to_tokens
 
-from ..vocab import debpe
 from .base import DecodedOutputs
 
 TGT_TRANSITIONS = "tgt_transitions"  # the shard column of the target transitions (CONTRACT.md)
@@ -32,8 +32,12 @@ def text_pieces(pieces: Sequence[str]) -> list[str]:
     return [piece for piece in pieces if not is_arc(piece)]
 
 
-def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop"
-                ) -> dict:
+Boundary = tuple[str, str]  # (marker, marker kind) of the target pieces (`synprep.features.TransitionState`)
+SUBWORD_NMT_BOUNDARY: Boundary = (BPE_SEPARATOR, "end")
+
+
+def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[str] | None], root: str = "drop",
+                boundary: Boundary = SUBWORD_NMT_BOUNDARY) -> dict:
     """The tree measure of docs/tree-decoding.md for outputs and their reference transitions (None: none):
     `valid_trees` = share (%) of outputs the inverse accepts; on the outputs whose sub-words equal the
     reference's (`exact_outputs`, % of the rows with a reference), `exact_uas`/`exact_las` = attachment scores
@@ -42,7 +46,7 @@ def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[s
     valid = exact = tokens = heads_ok = both_ok = counted = 0
     for output, reference in zip(pieces, references):
         try:
-            _, predicted_owner, predicted_heads, predicted_labels = from_transitions(list(output), root)
+            _, predicted_owner, predicted_heads, predicted_labels = from_transitions(list(output), root, *boundary)
             subwords = text_pieces(output)
             valid += 1
         except ValueError:
@@ -50,7 +54,7 @@ def tree_scores(pieces: Sequence[Sequence[str]], references: Sequence[Sequence[s
         if reference is None:
             continue
         counted += 1
-        ref_subwords, ref_owner, ref_heads, ref_labels = from_transitions(reference, root)
+        ref_subwords, ref_owner, ref_heads, ref_labels = from_transitions(reference, root, *boundary)
         if subwords != ref_subwords or predicted_owner != ref_owner:
             continue
         exact += 1
@@ -73,13 +77,16 @@ def tree_text(result: dict) -> str:
     return f" | valid trees {result['valid_trees']:.1f}% | outputs = reference {result['exact_outputs']:.1f}%{exact}"
 
 
-def tree_rows(pieces: Sequence[str], root: str = "drop") -> list[tuple[str, int, str]]:
+def tree_rows(pieces: Sequence[str], root: str = "drop", boundary: Boundary = SUBWORD_NMT_BOUNDARY
+              ) -> list[tuple[str, int, str]]:
     """An output's transitions -> its tree as (token, head, label) per token (heads 1-based, 0 = root),
-    through `synprep.features.from_transitions`; ValueError when the output is not a valid sequence."""
-    subwords, owner, heads, labels = from_transitions(list(pieces), root)
-    tokens = debpe(subwords) if subwords else []
-    if len(tokens) != len(heads):  # a token of one sub-word "@@" alone: keep the pieces' grouping
-        tokens = ["".join(p.removesuffix("@@") for p, o in zip(subwords, owner) if o == t) for t in range(len(heads))]
+    through `synprep.features.from_transitions` (sub-words read by the pieces' `boundary`, tokens spelled by
+    `synprep.subwords.pieces_to_tokens`); ValueError when the output is not a valid sequence."""
+    subwords, owner, heads, labels = from_transitions(list(pieces), root, *boundary)
+    tokens = pieces_to_tokens(subwords, *boundary) if subwords else []
+    if len(tokens) != len(heads):  # a token of one marker alone ("@@", "▁"): keep the pieces' grouping
+        tokens = ["".join(pieces_to_tokens([p for p, o in zip(subwords, owner) if o == t], *boundary))
+                  for t in range(len(heads))]
     return list(zip(tokens, heads, labels))
 
 
@@ -90,14 +97,16 @@ def conllu_block(tree: Sequence[tuple[str, int, str]], sent_id: str) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def conllu_text(pieces: Sequence[Sequence[str]], rows: Sequence[int], root: str) -> str:
+def conllu_text(pieces: Sequence[Sequence[str]], rows: Sequence[int], root: str,
+                boundary: Boundary = SUBWORD_NMT_BOUNDARY) -> str:
     """The predicted trees of the outputs `pieces` of split rows `rows` as CoNLL-U (sent_id = the row)."""
-    return "".join(conllu_block(tree_rows(output, root), str(int(row))) for row, output in zip(rows, pieces))
+    return "".join(conllu_block(tree_rows(output, root, boundary), str(int(row)))
+                   for row, output in zip(rows, pieces))
 
 
-def tree_column(run: str, data_path: str, root: str) -> str:
+def tree_column(run: str, data_path: str, root: str, boundary: Boundary = SUBWORD_NMT_BOUNDARY) -> str:
     """The tree measure of a compared run (RUN/test.trans against the split's reference transitions, root policy
-    `root`), '' for a run without RUN/test.trans."""
+    `root`, pieces read by `boundary`), '' for a run without RUN/test.trans."""
     path = os.path.join(run, TRANSITIONS)
     if not os.path.isfile(path):
         return ""
@@ -108,7 +117,7 @@ def tree_column(run: str, data_path: str, root: str) -> str:
     split = open_split(data_path)
     references = split.table([TGT_TRANSITIONS]).column(0).to_pylist() if TGT_TRANSITIONS in split.columns \
         else [None] * len(pieces)
-    trees = tree_scores(pieces, references, root)
+    trees = tree_scores(pieces, references, root, boundary)
     exact = "" if trees["exact_uas"] is None else f", UAS {trees['exact_uas']:.1f} / LAS {trees['exact_las']:.1f}"
     return f"valid {trees['valid_trees']:.1f}%, = ref {trees['exact_outputs']:.1f}%{exact}"
 
@@ -127,21 +136,24 @@ class TreeOutputs(DecodedOutputs):
         return text_pieces(pieces)
 
     def scores(self, pieces: list[list[str]], data: Any, rows: Any) -> dict[str, Any]:
-        return tree_scores(pieces, data.column_values(TGT_TRANSITIONS, rows), self.options.transition_root)
+        return tree_scores(pieces, data.column_values(TGT_TRANSITIONS, rows), self.options.transition_root,
+                           self.options.boundary)
 
     def scores_text(self, result: dict[str, Any], line: bool = False) -> str:
         text = tree_text(result)
         return f"trees:{text[2:]}" if line and text else text
 
     def file_text(self, name: str, pieces: list[list[str]], rows: Any) -> str:
-        return conllu_text(pieces, rows, self.options.transition_root)
+        return conllu_text(pieces, rows, self.options.transition_root, self.options.boundary)
 
     def run_files(self, pieces: list[list[str]]) -> dict[str, list[str]]:
         return {TRANSITIONS: [" ".join(p) for p in pieces]}
 
     def describe_run(self) -> dict[str, Any]:
-        return {"transition_root": self.options.transition_root}
+        return {"transition_root": self.options.transition_root, **({"transition_boundary": list(self.options.boundary)}
+                if self.options.boundary != SUBWORD_NMT_BOUNDARY else {})}
 
     @classmethod
     def compare_column(cls, run: str, data_path: str, described: dict[str, Any]) -> str:
-        return tree_column(run, data_path, described.get("transition_root", "drop"))
+        return tree_column(run, data_path, described.get("transition_root", "drop"),
+                           tuple(described.get("transition_boundary", SUBWORD_NMT_BOUNDARY)))  # type: ignore[arg-type]

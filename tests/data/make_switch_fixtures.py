@@ -82,14 +82,14 @@ def recipe_model(path: Path) -> dict:
 
 
 def train_run(model: dict, preset: str, out: str, **extra: object) -> list[dict]:
-    """`train()` on the fixture shards; the metrics.jsonl records of the logged steps."""
+    """`train()` on the fixture shards; the metrics.jsonl lines of the logged steps."""
     from syntrain.train import TrainConfig, train
 
     cfg = TrainConfig.from_dict({**TRAIN, **extra, "data": str(SHARDS / "train"), "out": out, "preset": preset,
                                  "model": model})
     train(cfg)
-    records = [json.loads(line) for line in open(f"{out}/metrics.jsonl", encoding="utf-8")]
-    return [{k: v for k, v in r.items() if k == "step" or k.startswith("loss")} for r in records if "loss" in r]
+    lines = [json.loads(line) for line in open(f"{out}/metrics.jsonl", encoding="utf-8")]
+    return [{k: v for k, v in r.items() if k == "step" or k.startswith("loss")} for r in lines if "loss" in r]
 
 
 # variants of a recipe pinned beside it: name -> (recipe, [model] options changed); a choice whose default is
@@ -124,7 +124,8 @@ def checkpoint_losses(path: str) -> tuple[dict, tuple]:
     """({loss, tokens, aux}: translation and auxiliary losses in eval mode over all validation rows as one
     update, (model, vocabulary, validation data)) of a checkpoint on the fixture's validation split."""
     from syntrain.dataset import ParallelData
-    from syntrain.train import accumulate_gradients, load_checkpoint
+    from syntrain.runfolder.checkpoints import load_checkpoint
+    from syntrain.train import accumulate_gradients
 
     model, vocab, _ = load_checkpoint(path)
     data = ParallelData(str(SHARDS / "valid"), vocab, skip_null=True,
@@ -138,11 +139,11 @@ def checkpoint_losses(path: str) -> tuple[dict, tuple]:
 
 def checkpoint_results(path: str) -> dict:
     """`checkpoint_losses` and the greedy outputs of the first validation rows (and their pieces)."""
-    from syntrain.decode import translate
+    from syntrain.decode import DecodeSettings, decode_split
 
     losses, (model, vocab, data) = checkpoint_losses(path)
     pieces: list[list[str]] = []
-    outputs = translate(model, data, vocab, beam=1, rows=data.keep[:8], pieces=pieces)
+    outputs = decode_split(model, data, vocab, DecodeSettings(beam=1), rows=data.keep[:8], pieces=pieces)
     return {**losses, "outputs": outputs, "pieces": pieces}
 
 

@@ -13,7 +13,8 @@ import re
 import shutil
 import time
 
-RUN_FILES = ("last.pt", "best.pt", "vocab.json", "vocab.src.json", "metrics.jsonl", "config.toml",
+LAST, BEST, METRICS = "last.pt", "best.pt", "metrics.jsonl"
+RUN_FILES = (LAST, BEST, "vocab.json", "vocab.src.json", METRICS, "config.toml",
              "train.log")
 STEP_CHECKPOINT = re.compile(r"checkpoint_(\d+)\.pt$")
 
@@ -21,6 +22,11 @@ STEP_CHECKPOINT = re.compile(r"checkpoint_(\d+)\.pt$")
 def default_run_dir(name: str, root: str = "runs") -> str:
     """`runs/<name>-<YYYYmmdd-HHMMSS>`: a fresh folder per run when no --out is given."""
     return os.path.join(root, f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def step_checkpoint(step: int) -> str:
+    """The name of the kept checkpoint of `step` (`--keep-last`)."""
+    return f"checkpoint_{step}.pt"
 
 
 def step_checkpoints(out: str) -> list[str]:

@@ -1,5 +1,6 @@
-"""Checkpoint files: reading and loading one (model, vocabulary, the whole dict), writing one safely, averaging
-the checkpoints of a run. What makes a run folder's files is `syntrain.runfiles`.
+"""Checkpoint files: reading and loading one (model, vocabulary, the whole dict), writing one safely, a run's
+checkpoints (last.pt, best.pt, the kept checkpoint_<step>.pt), averaging the checkpoints of a run. Which files
+make a run folder is `files.py`.
 """
 
 from __future__ import annotations
@@ -8,10 +9,11 @@ import os
 
 import torch
 
-from .config.model import ModelConfig
-from .config.recipe import stored_model_config
-from .model import Transformer
-from .vocab import Vocab
+from ..config.model import ModelConfig
+from ..config.recipe import stored_model_config
+from ..model import Transformer
+from ..vocab import Vocab
+from .files import BEST, LAST, prune_step_checkpoints, step_checkpoint
 
 
 def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
@@ -154,6 +156,19 @@ def save_checkpoint(state: dict, path: str) -> None:
         if tmp != path and os.path.exists(tmp):
             os.remove(tmp)
         raise InputError(f"cannot write the checkpoint: {_write_error(err)}", path) from None
+
+
+def write_run_checkpoints(out: str, state: dict, also_best: bool, keep_last: int) -> None:
+    """A run's checkpoint of step `state["step"]`: OUT/last.pt (and best.pt); with `keep_last` also a copy as
+    checkpoint_<step>.pt (whole or none), the older ones beyond the `keep_last` most recent deleted."""
+    from synprep.textio import atomic_copy
+
+    last = os.path.join(out, LAST)
+    for path in (last, os.path.join(out, BEST)) if also_best else (last,):
+        save_checkpoint(state, path)
+    if keep_last:
+        atomic_copy(last, os.path.join(out, step_checkpoint(state["step"])))
+        prune_step_checkpoints(out, keep_last)
 
 
 def _write_error(err: BaseException) -> str:

@@ -1,0 +1,101 @@
+"""Validation of a run: the loss and BLEU/chrF (and the switches' measures) of a split under a model
+(`evaluate`: validation every eval_interval steps, the test split at the end), and early stopping: the best
+value of `best_metric` so far, its step, and the validations since (`EarlyStopping`, saved in every checkpoint).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .config.train import TrainConfig
+from .dataset import ParallelData
+from .decode import DecodeSettings, decode_split
+from .model import Transformer
+from .scoring import score
+from .switches import decoded
+from .vocab import PAD_ID, Vocab
+
+SCORE_KEYS = ("loss", "bleu", "chrf", "bleu_signature", "chrf_signature")  # `evaluate`'s own; the rest: switches'
+
+
+def scores_text(model: Transformer, result: dict) -> str:
+    """The switches' measures in an evaluation's `result`, for a log line ('' when none)."""
+    return "".join(outputs.scores_text(result) for outputs in decoded(model.switches))
+
+
+def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,
+             beam: int, sentences: int = 0, progress: bool | str = False, hyps: list[str] | None = None,
+             pieces: list[list[str]] | None = None) -> dict:
+    """Validation loss (label-smoothed, per target token) and BLEU/chrF of `sentences` decoded rows (with the
+    run's `max_tokens`, `length_penalty` and `threads`: `decode.decode_split`); `progress`: the decoding's progress
+    (`decode.decode_split`); `hyps` and `pieces` (lists) get the hypotheses and their pieces."""
+    model.eval()
+    total, tokens = 0.0, 0
+    with torch.no_grad():
+        for rows in data.batches(cfg.max_tokens, shuffle=False, rows=data.loss_rows):
+            batch = data.collate(rows).to(device)
+            logits = model(batch.src, batch.tgt_in, batch.inputs).logits
+            total += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
+                                     label_smoothing=cfg.label_smoothing, reduction="sum").item()
+            tokens += batch.tokens()
+    rows = data.keep[:sentences] if sentences else data.keep
+    pieces = [] if pieces is None else pieces
+    settings = DecodeSettings(beam, cfg.length_penalty, cfg.max_tokens, cfg.threads)
+    decoded_hyps = decode_split(model, data, vocab, settings, rows, device, progress, pieces)
+    if hyps is not None:
+        hyps[:] = decoded_hyps
+    metrics = {"loss": round(total / max(tokens, 1), 4),
+               **score(decoded_hyps, data.references(rows), data.tgt_lang, cfg.bleu_tokenize)}
+    for outputs in decoded(model.switches):  # measures of the outputs beyond their text
+        metrics.update(outputs.scores(pieces, data, rows))
+    model.train()
+    return metrics
+
+
+def valid_metrics(step: int, result: dict) -> dict:
+    """The metrics.jsonl values of a validation at `step`: valid_loss, valid_bleu, valid_chrf, valid_<measure>
+    of each switch's measures."""
+    return {"step": step, "valid_loss": result["loss"], "valid_bleu": result["bleu"], "valid_chrf": result["chrf"],
+            **{f"valid_{key}": value for key, value in result.items() if key not in SCORE_KEYS}}
+
+
+@dataclass
+class EarlyStopping:
+    """The best validation so far by `metric` (bleu: higher is better; loss: lower), the step best.pt holds, the
+    validations since without a better value; `patience` of them end the run (0: never). `stopped_early` says
+    why the run ended early ('' while it goes on)."""
+
+    metric: str
+    patience: int
+    best: float | None = None
+    best_step: int | None = None
+    bad_evals: int = 0
+    stopped_early: str = ""
+
+    @classmethod
+    def from_checkpoint(cls, cfg: TrainConfig, ckpt: dict | None) -> EarlyStopping:
+        """`cfg`'s early stopping, where the run of `ckpt` left it (a new run: no best yet)."""
+        if not ckpt:
+            return cls(cfg.best_metric, cfg.patience)
+        return cls(cfg.best_metric, cfg.patience, ckpt["best"], ckpt.get("best_step"), ckpt.get("bad_evals", 0))
+
+    def value(self, result: dict) -> float:
+        """The value of `metric` in an evaluation's `result`."""
+        return result["bleu"] if self.metric == "bleu" else result["loss"]
+
+    def judge(self, result: dict) -> bool:
+        """Whether the validation `result` is the best so far (then its value is the best, else one more bad
+        validation); the caller sets `best_step`."""
+        value = self.value(result)
+        improved = self.best is None or (value > self.best if self.metric == "bleu" else value < self.best)
+        self.best, self.bad_evals = (value, 0) if improved else (self.best, self.bad_evals + 1)
+        return improved
+
+    def patience_over(self) -> bool:
+        return bool(self.patience) and self.bad_evals >= self.patience
+
+    def checkpoint_fields(self) -> dict:
+        return {"best": self.best, "best_step": self.best_step, "bad_evals": self.bad_evals}
