@@ -103,11 +103,10 @@ def batches_from(args, tree: bool = False):
         if args.ladder_compare:  # vanilla's batches (the same rows) padded the other way
             out["other ladder"] = collated(data, rows, not args.ladder)
         if tree:
-            options = build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs,
-                                  **TREE_SWITCHES["gcn"]).cfg.dataset_options()
-            options["data_options"] = {**options["data_options"], "source_labels": labels}  # read when loading
+            gcn = build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs, **TREE_SWITCHES["gcn"])
             trans = ParallelData(args.data, vocab, 256, batch_columns={**ALL_COLUMNS, declared("graph"): "bench"},
-                                 skip_null=True, **options)
+                                 skip_null=True, decoder_target=gcn.switches.target_column,
+                                 data_options={**gcn.switches.data_options(), "source_labels": labels})  # read on load
             trans.ladder = args.ladder
             out["transitions"] = collated(trans, trans.batches(args.max_tokens, seed=0)[: args.steps], args.ladder)
         return len(vocab), labels, arcs, out, f"shards {args.data}"
@@ -245,7 +244,7 @@ def main() -> None:
         model.set_attention_kernel(args.attention)
         models[name] = model
     autocast = autocast_context(args.precision, device)
-    batches = {name: all_batches["transitions" if model.cfg.decoder_target == "transitions" else "text"]
+    batches = {name: all_batches["transitions" if model.switches.decoder_target == "transitions" else "text"]
                for name, model in models.items()}
     other = "vanilla, ladder " + ("off" if args.ladder else "on")
     if args.ladder_compare:
@@ -280,7 +279,7 @@ def main() -> None:
           f"{torch.get_num_threads()} threads, torch {torch.__version__}")
     kernel = "flex" if "pascal" in models and models["pascal"].encoder[0].attn.uses_flex(device) else "math"
     print(f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}), precision "
-          f"{args.precision}, Pascal kernel {kernel}, attention dropout {vanilla.cfg.sizes.attn_dropout}")
+          f"{args.precision}, Pascal kernel {kernel}, attention dropout {vanilla.cfg.dropouts.attn_dropout}")
     base = best["vanilla"][0] / len(batches["vanilla"])
     peak = peak_tflops(args, device)
     for name, (seconds, tokens, pairs) in best.items():

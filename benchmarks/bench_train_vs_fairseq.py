@@ -85,8 +85,8 @@ def run_fairseq(args, data_bin: Path, model, env) -> float:
                "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
                "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings",
                "--encoder-normalize-before", "--decoder-normalize-before", "--dropout", "0.3",
-               "--attention-dropout", str(model.sizes.attn_dropout),
-               "--activation-dropout", str(model.sizes.ff_dropout),
+               "--attention-dropout", str(model.dropouts.attn_dropout),
+               "--activation-dropout", str(model.dropouts.ff_dropout),
                "--max-tokens", "4096",
                "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--optimizer", "adam",
                "--adam-betas", "(0.9, 0.98)", "--adam-eps", "1e-9", "--lr", "1e-3", "--lr-scheduler",
@@ -109,8 +109,8 @@ def run_syntrain(args, env, model) -> float:
     command = [sys.executable, "-m", "syntrain", "run", str(ROOT / "pipelines" / "train" / "multi30k-vanilla.toml"),
                "--data", str(Path(args.dataset) / "train"), "--valid", "", "--test", "", "--out", str(out),
                "--overwrite", "--max-steps", str(args.steps), "--log-interval", "1", "--eval-interval", "1000000",
-               "--seed", "1", "--attention-dropout", str(model.sizes.attn_dropout), "--activation-dropout",
-               str(model.sizes.ff_dropout)]
+               "--seed", "1", "--attention-dropout", str(model.dropouts.attn_dropout), "--activation-dropout",
+               str(model.dropouts.ff_dropout)]
     arrivals, _ = timed_lines(command, r"^step (\d+) \| loss", env)
     tokens = {}
     with open(out / "metrics.jsonl", encoding="utf-8") as f:
@@ -143,7 +143,8 @@ def main() -> None:
         print(f"skipped: no dataset at {args.dataset} (synprep convert pipelines/multi30k-en-de.toml)")
         return
     from syntrain.cli import load_run_config
-    from syntrain.model import PRESETS, ModelConfig
+    from syntrain.config.core import PRESETS
+    from syntrain.config.model import ModelConfig
 
     recipe = load_run_config(str(ROOT / "pipelines" / "train" / "multi30k-vanilla.toml"))
     model = ModelConfig.from_dict({**PRESETS[recipe.get("preset", "tiny")], **recipe["model"], "vocab_size": 1})
@@ -164,8 +165,8 @@ def main() -> None:
         print(f"pair {pair + 1}: fairseq {fairseq[0]:,.0f}, syntrain {ours[0]:,.0f} target tokens/s (steps "
               f"{FIRST_TIMED + 1}-{args.steps}; s/step {fairseq[1]:.2f} vs {ours[1]:.2f}, target tokens/step "
               f"{fairseq[2]:,.0f} vs {ours[2]:,.0f}): syntrain / fairseq = {ratios[-1]:.3f}", flush=True)
-    print(f"{'GPU' if args.gpu else 'CPU'}, {threads} threads, dropout {model.sizes.dropout}, attention dropout "
-          f"{model.sizes.attn_dropout}, activation dropout {model.sizes.ff_dropout}: syntrain / "
+    print(f"{'GPU' if args.gpu else 'CPU'}, {threads} threads, dropout {model.dropouts.dropout}, attention dropout "
+          f"{model.dropouts.attn_dropout}, activation dropout {model.dropouts.ff_dropout}: syntrain / "
           f"fairseq = {', '.join(f'{r:.3f}' for r in ratios)} (mean {sum(ratios) / len(ratios):.3f}; target >= 1.0)")
 
 

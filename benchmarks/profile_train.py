@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from syntrain.config import inverse_sqrt
+from syntrain.config.train import inverse_sqrt
 from syntrain.dataset import ParallelData, read_split
 from syntrain.model import build_model
 from syntrain.precision import autocast_context

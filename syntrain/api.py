@@ -25,9 +25,9 @@ def scored_split(model: Transformer, vocab: Vocab, path: str) -> ParallelData:
     from .dataset import ParallelData, check_scored_split, readable_target
 
     check_scored_split(path)
-    options = model.cfg.dataset_options()
-    options["decoder_target"] = readable_target(options["decoder_target"], list(open_split(path).columns))
-    return ParallelData(path, vocab, batch_columns=model.cfg.batch_columns(training=False), **options)
+    arguments = model.switches.parallel_data_arguments(training=False)
+    arguments["decoder_target"] = readable_target(arguments["decoder_target"], list(open_split(path).columns))
+    return ParallelData(path, vocab, **arguments)
 
 
 def score_hypotheses(hypotheses: Sequence[str], data: ParallelData, normalize_refs: Sequence[str] = (),
@@ -50,7 +50,7 @@ def evaluate(checkpoint: str, data: str, *, beam: int | None = None, length_pena
     final test did (its beam, length penalty, max_tokens and threads, each replaced by a value given): the same
     hypotheses as the run's test.hyp, `syntrain eval` and `syntrain compare`. Returns {"bleu", "bleu_signature",
     "chrf", "chrf_signature", the switches' measures, "hypotheses", the decoding settings}."""
-    from .config import stored_train_config
+    from .config.recipe import stored_train_config
     from .decode import decode_split, run_settings
     from .runfolder.checkpoints import load_checkpoint
     from .switches import decoded

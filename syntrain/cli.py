@@ -19,7 +19,7 @@ from synprep.options import NORMALIZERS
 from synprep.outputs import check_outputs
 
 from . import __version__
-from .config import load_run_config  # noqa: F401 (its home was here: `from syntrain.cli import load_run_config`)
+from .config.recipe import load_run_config  # noqa: F401 (its home was here: `from syntrain.cli import load_run_config`)
 
 if TYPE_CHECKING:
     from .switches import DecodedOutputs
@@ -34,9 +34,9 @@ MODEL_FLAGS_AFTER = "preset"
 
 
 def model_flags() -> list[str]:
-    """The [model] options that are `syntrain run` flags: those declared `option(..., flag=True)`, the core sizes'
-    first, then each registered switch's (reading the declarations imports torch)."""
-    from .model import config_parts
+    """The [model] options that are `syntrain run` flags: those declared `option(..., flag=True)`, the generic
+    model's first (syntrain.config.core), then each registered switch's (reading the declarations imports torch)."""
+    from .config.model import config_parts
 
     names = [spec.name for part in config_parts().values() for spec in fields(part) if spec.metadata.get("flag")]
     clash = sorted(set(names) & set(TRAIN_FLAGS))
@@ -59,7 +59,7 @@ class DeclaredType(click.ParamType):
         self.section, self.field_name, self.name = section, name, "value"
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:  # type: ignore[override]
-        from .config import declaration
+        from .config.sections import declaration
 
         cls, spec, hint = declaration(self.section, self.field_name)  # type: ignore[misc]
         if spec.metadata.get("choices"):
@@ -68,7 +68,8 @@ class DeclaredType(click.ParamType):
         return words.get(hint, "N,N,...")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from .config import ConfigError, check_value, declaration, parse_value
+        from .config.sections import check_value, declaration
+        from .config.values import ConfigError, parse_value
 
         if not isinstance(value, str):
             return value
@@ -85,7 +86,7 @@ class DeclaredOption(click.Option):
     read from the declaration only then: model fields import torch)."""
 
     def __init__(self, declared: tuple[str, str]) -> None:
-        from .config import declaration
+        from .config.sections import declaration
 
         section, name = declared
         flag = "--" + name.replace("_", "-")
@@ -99,7 +100,8 @@ class DeclaredOption(click.Option):
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         from synprep.tables import describe_option
 
-        from .config import declaration, default_words
+        from .config.docs import default_words
+        from .config.sections import declaration
 
         cls, spec, hint = declaration(self.section, self.field_name)  # type: ignore[misc]
         help_text = spec.metadata.get("help", "")
@@ -262,7 +264,7 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
 
 
 def _warn_signature(ckpt: dict, data: object) -> None:
-    from .config import signature_differences
+    from .config.resolve import signature_differences
 
     differ = signature_differences(ckpt.get("signature", {}), data.signature)
     if differ:
@@ -322,7 +324,7 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     from synprep.errors import InputError
 
     from .api import score_hypotheses, scored_split
-    from .config import stored_train_config
+    from .config.recipe import stored_train_config
     from .decode import decode_split, run_settings, settings_text
     from .runfolder.checkpoints import load_checkpoint
     from .scoring import bleu_tokenizer
@@ -508,10 +510,11 @@ def env(checkpoint: str | None) -> None:
     flex = "available" if flex_available() else "not in this torch"
     click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
                f"Pascal attention kernel math (flex on request: {flex})")
-    from .model import config_parts
+    from .config.core import CORE_PARTS
+    from .config.model import config_parts
 
     switches = [f"{name}: {', '.join(f.name for f in fields(cls) if not f.metadata.get('filled'))}"
-                for name, cls in config_parts().items() if name != "sizes"]
+                for name, cls in config_parts().items() if name not in CORE_PARTS]
     click.echo("syntax switches ([model] keys, all off by default): " + "; ".join(switches))
     if checkpoint:
         from .runfolder.checkpoints import load_checkpoint
@@ -520,7 +523,7 @@ def env(checkpoint: str | None) -> None:
             model, _, _ = load_checkpoint(checkpoint)
         except ValueError as e:
             raise click.ClickException(str(e)) from e
-        click.echo(f"{checkpoint}: {model.cfg.describe_switches()}")
+        click.echo(f"{checkpoint}: {model.switches.describe()}")
 
 
 EXAMPLES = {

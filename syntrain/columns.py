@@ -4,7 +4,7 @@ BOS shift and values at EOS, BOS and padding) and a decoder target (`TargetColum
 decoder produces instead of the target sub-words); and the batch columns several switches read, declared once
 (`SHARED`: head positions, dependency labels and syntax distances, for either side). The data layer names no
 switch's column: it receives these declarations from its caller (`syntrain.switches` keeps them by name,
-`ModelConfig.batch_columns` and `dataset_options` hand over those of a model)."""
+`ActiveSwitches.batch_columns` and `parallel_data_arguments` hand over those of a model)."""
 
 from __future__ import annotations
 

@@ -75,7 +75,8 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
     checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
     if not os.path.isfile(checkpoint):
         return read_hypotheses(cached, expected)
-    from .config import signature_differences, stored_train_config
+    from .config.recipe import stored_train_config
+    from .config.resolve import signature_differences
     from .decode import decode_split, run_settings, settings_text
     from .runfolder.checkpoints import load_checkpoint, read_checkpoint
 
@@ -88,8 +89,8 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
     from .dataset import ParallelData
 
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
-    data = ParallelData(data_path, vocab, batch_columns=model.cfg.batch_columns(training=False),
-                        data_options=model.cfg.data_options())
+    data = ParallelData(data_path, vocab, batch_columns=model.switches.batch_columns(training=False),
+                        data_options=model.switches.data_options())
     differ = signature_differences(ckpt.get("signature", {}), data.signature)
     if differ:
         log.warning(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
@@ -160,19 +161,21 @@ def describe(run: str, written: list[str] | None = None) -> dict:
     `written`), else from RUN/describe.json; '?' (the system: the run's own name) for what neither has."""
     checkpoint, path = os.path.join(run, "best.pt"), os.path.join(run, DESCRIPTION)
     if os.path.isfile(checkpoint):
-        from .config import stored_model_config, stored_train_config
+        from .config.recipe import stored_model_config, stored_train_config
         from .runfolder.checkpoints import read_checkpoint
         from .switches import decoded
+        from .switches.active import ActiveSwitches
         from .systems import system_key
 
         ckpt = read_checkpoint(checkpoint)
         cfg = stored_model_config(ckpt, checkpoint)
         train_config = stored_train_config(ckpt, checkpoint)
         trained_steps, seconds = trained(run, ckpt)
-        described = {"switches": cfg.describe_switches(), "seed": train_config.seed, "steps": ckpt.get("step", "?"),
+        switches = ActiveSwitches(cfg)
+        described = {"switches": switches.describe(), "seed": train_config.seed, "steps": ckpt.get("step", "?"),
                      "trained_steps": trained_steps, "minutes": round(seconds / 60, 1),
                      "system": system_key(cfg.to_dict(), dict(ckpt.get("train_config", {})))}
-        for outputs in decoded(cfg.active_switches()):
+        for outputs in decoded(switches):
             described.update(outputs.describe_run())
         atomic_write(path, (json.dumps(described, indent=1) + "\n").encode("utf-8"))
         if written is not None:

@@ -6,7 +6,7 @@ Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS
 `[BOS] + subwords` and predicts `subwords + [EOS]` (a target-side batch column starts at input position 1).
 
 Model inputs (`Batch.inputs`): only the batch columns the caller passes (`BatchColumn`s: those the active
-switches read, `ModelConfig.batch_columns`), collated as their modules declare them; this module names none.
+switches read, `ActiveSwitches.batch_columns`), collated as their modules declare them; this module names none.
 
 Decoder targets: the target sub-words (None, `target = "text"`), or a target column a switch declares, passed
 by the caller (`TargetColumn`, `Switch.decoder_targets`: tree decoding's arc-standard transitions): the decoder

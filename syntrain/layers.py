@@ -6,15 +6,14 @@ by `syntrain.model.Transformer`. A stack is an `nn.ModuleList`, so parameters ar
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
+from .config.model import ModelConfig
 from .switches import AttentionHook, Inputs
-
-ModelConfig = Any  # a `syntrain.model.ModelConfig` (which imports this module): its sizes and attention hooks
+from .switches.active import ActiveSwitches
 
 
 def sinusoids(length: int, d_model: int) -> torch.Tensor:
@@ -39,11 +38,11 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg: ModelConfig, hooks: list[AttentionHook] = ()) -> None:
         super().__init__()
-        sizes = cfg.sizes
+        sizes, dropouts = cfg.sizes, cfg.dropouts
         self.norm1, self.norm2 = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
-        self.attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, hooks)
-        self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
-        self.drop = nn.Dropout(sizes.dropout)
+        self.attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, dropouts.attn_dropout, hooks)
+        self.ff = FeedForward(sizes.d_model, sizes.d_ff, dropouts.ff_dropout)
+        self.drop = nn.Dropout(dropouts.dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, inputs: Inputs | None = None,
                 records: dict | None = None) -> torch.Tensor:
@@ -59,12 +58,12 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig, self_hooks: list[AttentionHook] = (),
                  cross_hooks: list[AttentionHook] = ()) -> None:
         super().__init__()
-        sizes = cfg.sizes
+        sizes, dropouts = cfg.sizes, cfg.dropouts
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(sizes.d_model) for _ in range(3))
-        self.self_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, self_hooks)
-        self.cross_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, sizes.attn_dropout, cross_hooks)
-        self.ff = FeedForward(sizes.d_model, sizes.d_ff, sizes.ff_dropout)
-        self.drop = nn.Dropout(sizes.dropout)
+        self.self_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, dropouts.attn_dropout, self_hooks)
+        self.cross_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, dropouts.attn_dropout, cross_hooks)
+        self.ff = FeedForward(sizes.d_model, sizes.d_ff, dropouts.ff_dropout)
+        self.drop = nn.Dropout(dropouts.dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
                 cache: dict | None = None, inputs: Inputs | None = None, records: dict | None = None
@@ -81,8 +80,8 @@ class DecoderLayer(nn.Module):
 class Encoder(nn.ModuleList):
     """The encoder's layers (`enc_layers`), each self-attention with the hooks the switches give it."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__(EncoderLayer(cfg, cfg.attention_hooks("encoder", i, "self"))
+    def __init__(self, cfg: ModelConfig, switches: ActiveSwitches) -> None:
+        super().__init__(EncoderLayer(cfg, switches.attention_hooks("encoder", i, "self"))
                          for i in range(cfg.sizes.enc_layers))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, inputs: Inputs | None = None,
@@ -96,9 +95,9 @@ class Encoder(nn.ModuleList):
 class Decoder(nn.ModuleList):
     """The decoder's layers (`dec_layers`), self- and cross-attention with the hooks the switches give them."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__(DecoderLayer(cfg, cfg.attention_hooks("decoder", i, "self"),
-                                      cfg.attention_hooks("decoder", i, "cross"))
+    def __init__(self, cfg: ModelConfig, switches: ActiveSwitches) -> None:
+        super().__init__(DecoderLayer(cfg, switches.attention_hooks("decoder", i, "self"),
+                                      switches.attention_hooks("decoder", i, "cross"))
                          for i in range(cfg.sizes.dec_layers))
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,

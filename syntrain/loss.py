@@ -28,7 +28,7 @@ def objective(model: torch.nn.Module, outputs: Outputs, inputs: Inputs, translat
     """`translation` (the translation loss) + lambda x each auxiliary loss of `model`'s switches (a
     `Transformer`, unwrapped) / `tokens`; `aux_totals` gets each auxiliary loss (unweighted, per target token)
     added."""
-    weights, total = model.cfg.loss_weights(), translation
+    weights, total = model.switches.loss_weights(), translation
     for name, value in model.auxiliary_losses(outputs, inputs).items():
         total = total + weights[name] * value / tokens
         if aux_totals is not None:

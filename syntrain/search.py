@@ -37,7 +37,7 @@ def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> Any:
 def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
                  cache: list[dict], inputs: Inputs, constraint: Any) -> torch.Tensor:
     """Logits (N, V) for the token after `ys` (N, step + 1): incremental, or the whole prefix again."""
-    if not model.cfg.recomputes_prefix:
+    if not model.switches.recomputes_prefix:
         return model.decode_step(ys[:, -1:], step, memory, src_mask, cache, inputs)
     added = constraint.inputs(ys.device) if constraint is not None else {}
     hidden = model.decode_hidden(ys, memory, src_mask, merge_inputs(inputs, added))
@@ -149,7 +149,7 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, inputs: Inputs | No
         if constraint is not None:
             constraint.reorder(new_rows.reshape(-1).tolist())
             constraint.push(new_tokens.reshape(-1).tolist())
-        if not model.cfg.recomputes_prefix:
+        if not model.switches.recomputes_prefix:
             model.reorder_cache(cache, rows)
         scores = torch.from_numpy(new_scores).to(src.device)
     return [sorted(f, key=lambda h: -h[0])[:nbest] if f else [(0.0, [EOS_ID])] for f in finished]

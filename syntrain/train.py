@@ -31,12 +31,16 @@ from synprep.shards import open_split
 
 from .attention import flex_available
 from .batch import Batch
-from .config import TrainConfig, inverse_sqrt, stored_model_config
+from .config.core import PRESETS
+from .config.fill import fill_from_data
+from .config.model import ModelConfig
+from .config.recipe import stored_model_config
+from .config.train import TrainConfig, inverse_sqrt
 from .dataset import ParallelData, data_columns, prefetch, read_split
 from .decode import run_settings
 from .distributed import Processes, peer_faults, processes
 from .loss import objective, translation_loss
-from .model import PRESETS, ModelConfig, Transformer
+from .model import Transformer
 from .precision import autocast_context, grad_scaler, resolve_precision
 from .run_state import RunState, format_eta, rng_state, set_rng_state, trained_text
 from .runfolder.checkpoints import (
@@ -62,7 +66,7 @@ from .runfolder.source import SOURCE_DIR, write_source_files
 from .runfolder.start import named_run, prepare_run_dir, run_folder_lock, start_run_folder
 from .scoring import bleu_metric
 from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
-from .switches import target_column
+from .switches.active import ActiveSwitches
 from .validation import EarlyStopping, evaluate, scores_text, valid_metrics
 from .vocab import Vocab, scheme_vocab, separate_bpe
 
@@ -224,8 +228,8 @@ def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
     run.log(f"  shapes: {shape_summary(shapes)} (shape ladder: {LADDER_TEXT if data.ladder else 'off'})")
     if device.type == "cuda":
         samples = sample_batches(data, batches[procs.rank :: procs.world], device)
-        sizes = raw.cfg.sizes  # a choice of kernel, flex allowed:
-        flex = cfg.attention == "auto" and raw.kernel_in_use(device) == "math" and sizes.attn_dropout == 0 \
+        sizes, dropouts = raw.cfg.sizes, raw.cfg.dropouts  # a choice of kernel, flex allowed:
+        flex = cfg.attention == "auto" and raw.kernel_in_use(device) == "math" and dropouts.attn_dropout == 0 \
             and sizes.d_model // sizes.n_heads >= 16 and flex_available()
 
         def step(context: contextlib.AbstractContextManager) -> None:
@@ -290,17 +294,18 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
         mcfg = stored_model_config(resumed.ckpt, resumed.path)
     else:
         mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model})
-    decoder_target = target_column(mcfg.decoder_target)
-    split = read_split(cfg.data, data_columns(mcfg.batch_columns(training=True), decoder_target, references=False))
+    switches = ActiveSwitches(mcfg)
+    decoder_target = switches.target_column
+    split = read_split(cfg.data, data_columns(switches.batch_columns(training=True), decoder_target, references=False))
     if resumed:
         vocab = checkpoint_vocab(resumed.ckpt, mcfg, resumed.path)
     else:  # one vocabulary per side when the dataset's BPE is per side
         joint = not separate_bpe(split[1].configuration)
         vocab = ((decoder_target is None and scheme_vocab(split[1].configuration, cfg.data))
                  or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint))
-        mcfg.fill(*split, vocab)
-    train_data = ParallelData(cfg.data, vocab, cfg.max_len, batch_columns=mcfg.batch_columns(training=True),
-                              skip_null=True, split=split, **mcfg.dataset_options())
+        fill_from_data(mcfg, *split, vocab)
+    train_data = ParallelData(cfg.data, vocab, cfg.max_len, skip_null=True, split=split,
+                              **ActiveSwitches(mcfg).parallel_data_arguments(training=True))
     longest = train_data.longest()
     if longest > cfg.max_tokens:
         raise ValueError(f"max_tokens {cfg.max_tokens} is below the longest training sentence ({longest} tokens with "
@@ -318,8 +323,7 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
 
 def eval_data(path: str, vocab: Vocab, mcfg: ModelConfig) -> ParallelData:
     """A validation or test split with what the model reads."""
-    return ParallelData(path, vocab, batch_columns=mcfg.batch_columns(training=False), copy=True,
-                        **mcfg.dataset_options())
+    return ParallelData(path, vocab, copy=True, **ActiveSwitches(mcfg).parallel_data_arguments(training=False))
 
 
 def new_model(cfg: TrainConfig, mcfg: ModelConfig, device: torch.device) -> Transformer:
@@ -330,9 +334,9 @@ def new_model(cfg: TrainConfig, mcfg: ModelConfig, device: torch.device) -> Tran
     if cfg.attention == "flex" and device.type != "cuda":
         raise ValueError("attention = 'flex' trains on CUDA only (PyTorch has no FlexAttention backward on CPU); "
                          "use 'auto' or 'math'")
-    if cfg.attention == "flex" and mcfg.sizes.attn_dropout > 0:
+    if cfg.attention == "flex" and mcfg.dropouts.attn_dropout > 0:
         raise ValueError(f"attention = 'flex' has no attention dropout: set [model] attention_dropout = 0 "
-                         f"(now {mcfg.sizes.attn_dropout})")
+                         f"(now {mcfg.dropouts.attn_dropout})")
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     return model
@@ -379,7 +383,7 @@ def log_header(cfg: TrainConfig, procs: Processes, data: RunData, model: Transfo
     procs.log(f"syntrain: {len(data.train)} training pairs{long}, vocabulary {sizes}, {n_params / 1e6:.1f}M "
               f"parameters, device {device}, {procs.world} process(es), precision {precision}"
               f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n"
-              f"  syntax switches: {data.mcfg.describe_switches()}")
+              f"  syntax switches: {model.switches.describe()}")
 
 
 def open_metrics(run: Run) -> MetricsLog:
@@ -621,7 +625,7 @@ def train(cfg: TrainConfig) -> Transformer:
 
 
 def _model_fields() -> set[str]:
-    from .model import config_parts
+    from .config.model import config_parts
 
     return {spec.name for part in config_parts().values() for spec in dataclass_fields(part)}
 
@@ -632,7 +636,7 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
     < `fields`; docs/recipe-fields.md), every value checked before anything is read or written. Fields of
     [model] may be given by name too (`pascal_heads=2`) or in `model`. Returns the run folder (`out`, or the
     folder named runs/<name>-<time>), which holds best.pt, last.pt, config.toml, train.log and metrics.jsonl."""
-    from .config import check_run, resolve_run
+    from .config.resolve import check_run, resolve_run
     from .runfolder.train_log import logged_run
 
     model_values = dict(model or {})

@@ -12,7 +12,7 @@ import torch
 from synprep.shards import SourcePreparation
 from synprep.textio import decode_line, open_binary
 
-from .config import stored_train_config
+from .config.recipe import stored_train_config
 from .dataset import ParallelData
 from .decode import Ranked, decode_split_nbest, run_settings
 from .runfolder.checkpoints import load_checkpoint
@@ -69,8 +69,8 @@ class Translator:
 
     def split(self, path: str) -> ParallelData:
         """A split folder written by synprep convert, with this model's vocabulary."""
-        return ParallelData(path, self.vocab, batch_columns=self.model.cfg.batch_columns(training=False),
-                            data_options=self.model.cfg.data_options())
+        return ParallelData(path, self.vocab, batch_columns=self.model.switches.batch_columns(training=False),
+                            data_options=self.model.switches.data_options())
 
     def _decode(self, data: ParallelData) -> list[Ranked]:
         return decode_split_nbest(self.model, data, self.vocab, self.settings, self.nbest, device=self.device,
@@ -101,8 +101,8 @@ class Translator:
         # every source feature of the training dataset (distances, labels, ...), made as convert made them
         data = ParallelData("<input>", self.vocab, table=table, configuration=self.ckpt["pipeline"],
                             signature=self.ckpt.get("signature", {}),
-                            batch_columns=self.model.cfg.batch_columns(training=False),
-                            data_options=self.model.cfg.data_options())
+                            batch_columns=self.model.switches.batch_columns(training=False),
+                            data_options=self.model.switches.data_options())
         for row, ranked in zip(table.column("id").to_pylist(), self._decode(data)):
             results[filled[row]] = ranked
         return results

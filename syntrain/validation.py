@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .config import TrainConfig
+from .config.train import TrainConfig
 from .dataset import ParallelData
 from .decode import DecodeSettings, decode_split
 from .model import Transformer

@@ -12,12 +12,14 @@ import pytest
 import torch
 from torch import nn
 
-from synprep.tables import option
 from syntrain.attention import MultiHeadAttention, check_hooks
+from syntrain.config import option
+from syntrain.config.model import ModelConfig
 from syntrain.dataset import ParallelData, read_split
-from syntrain.model import ModelConfig, Transformer
+from syntrain.model import Transformer
 from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import AttentionHook, Heads, Switch, register, unregister
+from syntrain.switches.active import ActiveSwitches
 from syntrain.switches.directed import DirectedHeads
 from syntrain.switches.parse_head import ParseHead
 from syntrain.switches.tree import ParentHead
@@ -181,7 +183,7 @@ MODEL = {**fixtures.TINY, "enc_layers": 2, "dec_layers": 1, "pascal_heads": [2],
 def _batch(cfg: ModelConfig):
     table, _ = read_split(str(fixtures.SHARDS / "train"))
     vocab = Vocab.build([table])
-    data = ParallelData(str(fixtures.SHARDS / "train"), vocab, batch_columns=cfg.batch_columns(False))
+    data = ParallelData(str(fixtures.SHARDS / "train"), vocab, batch_columns=ActiveSwitches(cfg).batch_columns(False))
     return len(vocab), data.collate(data.keep[:6])
 
 

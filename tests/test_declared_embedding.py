@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from synprep.tables import option
 from synprep.trees import forest_arrays
 from syntrain.columns import BatchColumn
+from syntrain.config import option
 from syntrain.dataset import ParallelData, read_split
 from syntrain.switches import register, registered, unregister
 from syntrain.switches.embedding import FeatureEmbedding
@@ -92,8 +92,8 @@ def test_a_declared_embedding_trains_checkpoints_reloads_and_translates(arity, t
     assert not torch.equal(model.example_arity_embed.weight[1:], torch.zeros_like(model.example_arity_embed.weight[1:]))
     assert torch.equal(model.example_arity_embed.weight[0], torch.zeros(model.cfg.sizes.d_model))  # EOS, pad: none
 
-    data = ParallelData(str(VALID_SPLIT), vocab, batch_columns=model.cfg.batch_columns(training=False),
-                        data_options=model.cfg.data_options())
+    data = ParallelData(str(VALID_SPLIT), vocab, batch_columns=model.switches.batch_columns(training=False),
+                        data_options=model.switches.data_options())
     hypotheses = decode_split(model, data, vocab, DecodeSettings(beam=2), rows=range(4))
     assert len(hypotheses) == 4 and all(isinstance(text, str) for text in hypotheses)
     with pytest.raises(ValueError, match="example_arity embeddings need the batch column 'src_example_arity'"):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from syntrain.model import ModelConfig, build_model
+from syntrain.config.model import ModelConfig
+from syntrain.model import build_model
 from syntrain.switches import Switch, register, unregister
 from syntrain.vocab import BOS_ID, PAD_ID, Vocab
 

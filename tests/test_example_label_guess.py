@@ -11,8 +11,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from syntrain.config.fill import fill_from_data
+from syntrain.config.model import ModelConfig
 from syntrain.dataset import ParallelData, read_split
-from syntrain.model import ModelConfig
 from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import register, registered, unregister
 from syntrain.train import TrainConfig, train
@@ -47,14 +48,14 @@ def test_the_loss_is_the_cross_entropy_of_the_named_layer_states(guess):
     vocab = Vocab.build([table])
     cfg = ModelConfig.from_dict({**fixtures.TINY, "enc_layers": 2, "dec_layers": 2, "dropout": 0.0,
                                  "example_guess_lambda": 1.0, "example_guess_layer": 1})
-    cfg.fill(table, None, vocab)
+    fill_from_data(cfg, table, None, vocab)
     assert cfg.section("example_guess").example_guess_labels == sorted(
         {label for row in table.column("tgt_labels").to_pylist() for label in row})
     torch.manual_seed(0)
     from syntrain.model import Transformer
 
     model = Transformer(cfg)
-    data = ParallelData(path, vocab, batch_columns=cfg.batch_columns(True), **cfg.dataset_options())
+    data = ParallelData(path, vocab, **model.switches.parallel_data_arguments(training=True))
     batch = data.collate([0, 1, 2, 3])
     outputs = model(batch.src, batch.tgt_in, batch.inputs)
     loss = model.auxiliary_losses(outputs, batch.inputs)["example_guess"]

@@ -384,16 +384,19 @@ def test_trainer_collates_dbsa_heads_stored_or_made_from_the_trees(stored, dbsa_
 def test_older_checkpoints_keep_the_rule_they_were_trained_with():
     """A stored model config without `dbsa_rule` (saved before it existed) loads as parent_first, what that code
     trained; a new config defaults to the released rule; a stored rule is kept."""
-    from syntrain.config import stored_model_config
-    from syntrain.model import ModelConfig
+    from syntrain.config.model import ModelConfig
+    from syntrain.config.recipe import stored_model_config
+    from syntrain.switches.active import ActiveSwitches
 
     new = ModelConfig.from_dict({"dbsa_encoder": True, "dbsa_decoder": True, "vocab_size": 8})
     assert new.section("parse_head").dbsa_rule == "next_piece"
-    assert {column.name for column in new.batch_columns(training=True)} == {"src_dbsa_head", "tgt_dbsa_head"}
+    read = ActiveSwitches(new).batch_columns(training=True)
+    assert {column.name for column in read} == {"src_dbsa_head", "tgt_dbsa_head"}
     stored = new.to_dict()
     del stored["dbsa_rule"]
     old = stored_model_config({"model_config": stored}, "old.pt")
     assert old.section("parse_head").dbsa_rule == "parent_first"
-    assert {column.name for column in old.batch_columns(training=True)} == {"src_parent_first", "tgt_parent_first"}
+    read = ActiveSwitches(old).batch_columns(training=True)
+    assert {column.name for column in read} == {"src_parent_first", "tgt_parent_first"}
     stored["dbsa_rule"] = "next_piece"
     assert stored_model_config({"model_config": stored}, "new.pt").section("parse_head").dbsa_rule == "next_piece"

@@ -221,7 +221,8 @@ def invalid_flag_texts(cls: type, name: str) -> st.SearchStrategy:
 
 def _recipe_fields() -> list[tuple[str, str, type, str]]:
     """(section, recipe key, config class, field) of every recipe field."""
-    from syntrain.config import DATA_KEYS, TrainConfig, declaration, model_keys, train_keys
+    from syntrain.config.sections import declaration, model_keys
+    from syntrain.config.train import DATA_KEYS, TrainConfig, train_keys
 
     return ([("data", key, TrainConfig, name) for key, name in DATA_KEYS.items()] +
             [("model", "preset", TrainConfig, "preset")] +
@@ -232,7 +233,7 @@ def _recipe_fields() -> list[tuple[str, str, type, str]]:
 def _flag_fields() -> list[tuple[str, type, str]]:
     """(flag, config class, field) of every `syntrain run` flag that takes a value."""
     from syntrain.cli import run_flag_fields
-    from syntrain.config import declaration
+    from syntrain.config.sections import declaration
 
     found = []
     for section, name in run_flag_fields():

@@ -15,15 +15,17 @@ from dataclasses import dataclass
 
 import pytest
 
-from synprep.tables import option
 from syntrain.columns import BatchColumn
+from syntrain.config import option
 from syntrain.switches import Switch, declared, declared_targets, option_names, register, registered, unregister
 
 from .conftest import REPO
 
 GENERIC = ("arrow", "columns", "vocab", "batch", "dataset", "decode", "train", "validation", "run_state", "compare",
-           "cli", "model", "attention", "config", "translate", "runfolder/checkpoints", "runfolder/resume",
-           "runfolder/start", "runfolder/metrics_file", "search", "postprocess", "scoring")
+           "cli", "model", "attention", "translate", "runfolder/checkpoints", "runfolder/resume", "runfolder/start",
+           "runfolder/metrics_file", "search", "postprocess", "scoring", "layers", "loss", "switches/active",
+           "config/core", "config/model", "config/checks", "config/fill", "config/train", "config/values",
+           "config/sections", "config/recipe", "config/resolve", "config/docs")
 # (module, name) -> why it is still there; each one is checked to be still needed (a stale entry fails)
 ALLOWED: dict[tuple[str, str], str] = {
     ("columns", "labels"): "the synprep feature group `labels` that the shared label columns read (a data name)",
@@ -173,7 +175,7 @@ def test_a_switch_declares_its_eval_output_and_compare_column(tmp_path):
 
     from syntrain.cli import _output_writers, cli
     from syntrain.compare import _extra_cells
-    from syntrain.model import ModelConfig
+    from syntrain.config.model import ModelConfig
     from syntrain.switches import DecodedOutputs, Switch, decoded, register, registered, unregister
 
     class MarksOutputs(DecodedOutputs):
@@ -213,8 +215,8 @@ def test_a_switch_option_declared_a_flag_is_a_run_flag():
 
     from click.testing import CliRunner
 
-    from synprep.tables import option
     from syntrain.cli import cli, model_flags
+    from syntrain.config import option
     from syntrain.switches import Switch, register, unregister
 
     @dataclass

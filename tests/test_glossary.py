@@ -26,6 +26,38 @@ def code_identifiers() -> set[str]:
     return names
 
 
+def class_members() -> dict[str, set[str]]:
+    """Class name -> the names it defines (methods, class attributes, annotated fields, `self.X` set in its
+    methods), with those of its bases that are classes of the code."""
+    own: dict[str, set[str]] = {}
+    bases: dict[str, list[str]] = {}
+    for package in ("synprep", "syntrain"):
+        for path in (REPO / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                names = own.setdefault(node.name, set())
+                bases.setdefault(node.name, []).extend(
+                    base.value.id if isinstance(base, ast.Subscript) and isinstance(base.value, ast.Name)
+                    else base.id if isinstance(base, ast.Name) else "" for base in node.bases)
+                for item in ast.walk(node):
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and item is not node:
+                        names.add(item.name)
+                    elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        names.add(item.target.id)
+                    elif isinstance(item, ast.Assign):
+                        names.update(t.id for t in item.targets if isinstance(t, ast.Name))
+                    elif isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name) \
+                            and item.value.id == "self" and isinstance(item.ctx, ast.Store):
+                        names.add(item.attr)
+
+    def members(name: str, seen: frozenset = frozenset()) -> set[str]:
+        inherited = [members(base, seen | {name}) for base in bases.get(name, []) if base in own and base not in seen]
+        return own[name].union(*inherited)
+
+    return {name: members(name) for name in own}
+
+
 def glossary() -> list[tuple[str, str]]:
     """(term, the rest of its row) of every glossary row."""
     text = (REPO / "docs" / "switches-api.md").read_text(encoding="utf-8")
@@ -55,6 +87,21 @@ def test_every_code_name_the_glossary_quotes_exists():
     assert "Switch.reads" in quoted and "BatchColumn" in quoted
     absent = sorted({name for name in quoted if name.rsplit(".", 1)[-1] not in names})
     assert not absent, f"the glossary quotes names the code lacks: {absent}"
+
+
+def test_every_class_member_the_glossary_quotes_is_that_classs():
+    """`Class.member` names a member of that class (or of one of its bases), not just a name found somewhere."""
+    classes = class_members()
+    quoted = [name for _, row in glossary() for name in re.findall(r"`([A-Z]\w*)\.(\w+)(?:\([^`]*\))?`", row)]
+    assert ("ActiveSwitches", "batch_columns") in quoted
+    absent = sorted(f"{cls}.{member}" for cls, member in quoted if cls in classes and member not in classes[cls])
+    assert not absent, f"the glossary quotes members their classes lack: {absent}"
+
+
+def test_a_member_of_another_class_is_caught():
+    classes = class_members()
+    assert "batch_columns" in classes["ActiveSwitches"] and "batch_columns" not in classes["ModelConfig"]
+    assert "reads" in classes["Switch"]  # through its base DataHooks
 
 
 def test_a_term_the_code_lacks_is_caught():

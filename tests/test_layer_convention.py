@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from syntrain.model import ModelConfig
+from syntrain.config.model import ModelConfig
 from syntrain.switches import option_names, registered
 
 CHECKER = re.compile(r"^(\w+) .*(the (encoder|decoder)( and decoder)? (layers are 1\.\.\d+|has \d+)|"
@@ -40,7 +40,7 @@ def test_every_layer_option_is_refused_by_the_one_checker(switch, name):
 def test_an_old_spelling_still_reads_with_a_note(caplog, tmp_path):
     """`gcn_layers` (a count, not layer numbers) is spelt `gcn_layer_count` now: a config, a recipe and a
     checkpoint that use the old spelling read the same, with a note; both spellings at once are refused."""
-    from syntrain.config import resolve_run
+    from syntrain.config.resolve import resolve_run
     from syntrain.runfolder.checkpoints import load_checkpoint
     from syntrain.switches import registry
 

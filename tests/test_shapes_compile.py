@@ -88,8 +88,7 @@ def _model_and_data(shards, corpus, options, seed=0):
     torch.manual_seed(seed)
     model = build_model("tiny", **SMALL, **options, vocab_size=len(vocab), source_labels=labels,
                         arc_labels=arcs).train()
-    data = ParallelData(shards, vocab, batch_columns=model.cfg.batch_columns(training=True), skip_null=True,
-                        **model.cfg.dataset_options())
+    data = ParallelData(shards, vocab, skip_null=True, **model.switches.parallel_data_arguments(training=True))
     return model, data
 
 
@@ -279,8 +278,7 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
     outputs = []
     for name in ("eager", "compiled"):
         trained, vocab, _ = load_checkpoint(str(tmp_path / name / "last.pt"))
-        data = ParallelData(shards, vocab, batch_columns=trained.cfg.batch_columns(training=False),
-                            **trained.cfg.dataset_options())
+        data = ParallelData(shards, vocab, **trained.switches.parallel_data_arguments(training=False))
         outputs.append(decode_split(trained, data, vocab, DecodeSettings(beam=2), rows=data.keep[:12]))
     same = sum(a == b for a, b in zip(*outputs))
     # CPU: identical. CUDA (bf16 autocast): a barely trained model's greedy output can flip one piece where two

@@ -119,7 +119,7 @@ def test_older_checkpoint_config_is_the_stored_dict():
     """The stored model_config dict reads back to the same values (flat names, every key kept, an option renamed
     since then under its name now, `Switch.renamed`; a switch registered since then adds its own keys with their
     defaults)."""
-    from syntrain.model import ModelConfig
+    from syntrain.config.model import ModelConfig
     from syntrain.switches import current_names
 
     renamed = 0

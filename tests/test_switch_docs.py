@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from synprep.tables import option
-from syntrain.config import (
+from syntrain.config import option
+from syntrain.config.docs import (
     PAGES,
     SECTIONS_BEGIN,
     SWITCHES_BEGIN,

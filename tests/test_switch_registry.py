@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import pytest
 from click.testing import CliRunner
 
-from synprep.tables import option
 from syntrain.cli import cli
-from syntrain.model import ModelConfig
+from syntrain.config import option
+from syntrain.config.model import ModelConfig
 from syntrain.switches import Switch, deferred_order, option_names, register, registered, unregister
 
 from .conftest import REPO
@@ -139,7 +139,7 @@ class ClashWithSwitch:
 @pytest.mark.parametrize("config, owner", [(ClashWithCore, "model sizes"), (ClashWithTrain, "training options"),
                                            (ClashWithSwitch, "switch 'pascal'")])
 def test_an_option_name_declared_elsewhere_is_refused_at_registration(config, owner):
-    from syntrain.config import model_keys
+    from syntrain.config.sections import model_keys
 
     model_keys()  # the [train] names are reserved when the config is first composed (config.py imports no torch)
 
@@ -156,7 +156,7 @@ def test_an_option_name_declared_elsewhere_is_refused_at_registration(config, ow
 NEW_MODULE = '''
 from dataclasses import dataclass
 
-from synprep.tables import option
+from syntrain.config import option
 
 from .base import Switch
 from .registry import register

@@ -17,10 +17,12 @@ from click.testing import CliRunner
 from synprep.features import subword_distances, tree_distances
 from synprep.synth import SynthConfig, write_corpus
 from syntrain.cli import cli
+from syntrain.config.model import ModelConfig
 from syntrain.dataset import ParallelData, read_split
-from syntrain.model import ModelConfig, Transformer, build_model
+from syntrain.model import Transformer, build_model
 from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import declared
+from syntrain.switches.active import ActiveSwitches
 from syntrain.switches.parse_head import dependency_loss
 from syntrain.switches.sync import sync_loss
 from syntrain.train import TrainConfig, accumulate_gradients, train
@@ -298,7 +300,7 @@ def test_old_config_loads_with_the_switches_off():
                                                                      "label_embedding", "source_labels")}
     again = Transformer(ModelConfig.from_dict(old))
     again.load_state_dict(model.state_dict())
-    assert again.cfg.describe_switches() == "none (vanilla)"
+    assert again.switches.describe() == "none (vanilla)"
 
 
 def test_switch_combinations_are_checked():
@@ -351,7 +353,7 @@ def test_missing_shard_field_is_a_one_line_error(shards):
     vocab = Vocab.build([table])
     with pytest.raises(ValueError) as error:
         ParallelData("x/train", vocab, table=table.drop_columns(["src_parent_first"]),
-                     batch_columns=ModelConfig(lisa_layer=1).batch_columns(training=True))
+                     batch_columns=ActiveSwitches(ModelConfig(lisa_layer=1)).batch_columns(training=True))
     message = str(error.value)
     assert "\n" not in message and "LISA needs src_parent_first" in message
     assert '"parents"' in message
@@ -385,7 +387,7 @@ def test_accumulated_aux_losses_equal_one_batch(shards):
     options = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0, dbsa_encoder=True,
                    dbsa_decoder=True, sync_lambda=1.0)
     cfg = ModelConfig.from_dict({**options, "vocab_size": len(vocab)})
-    data = ParallelData(str(shards / "train"), vocab, batch_columns=cfg.batch_columns(training=True))
+    data = ParallelData(str(shards / "train"), vocab, batch_columns=ActiveSwitches(cfg).batch_columns(training=True))
     rows = data.keep[:12]
     plain = torch.autocast("cpu", enabled=False)
     grads = []

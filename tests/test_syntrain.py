@@ -559,13 +559,13 @@ def test_cli_bad_input_is_a_one_line_error(shards, tmp_path):
 @pytest.mark.parametrize("recipe", sorted(os.listdir(os.path.join(REPO, "pipelines", "train"))))
 def test_training_recipes_are_valid(recipe):
     """Every shipped recipe loads: known keys, a model that builds, data paths under out/ made by a pipeline."""
-    from syntrain.config import load_run_config
-    from syntrain.model import PRESETS, ModelConfig
+    from syntrain.config.core import PRESETS
+    from syntrain.config.model import ModelConfig
+    from syntrain.config.recipe import load_run_config
 
     values = load_run_config(os.path.join(REPO, "pipelines", "train", recipe))
     cfg = TrainConfig.from_dict(values)
     model_cfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": 8})
-    model_cfg.check()  # the syntax switches fit the model
     sizes, pascal = model_cfg.sizes, model_cfg.section("pascal")
     assert all(0 <= h <= sizes.n_heads for h in pascal.pascal_heads)
     assert len(pascal.pascal_heads) <= sizes.enc_layers and cfg.accum_steps >= 1
@@ -574,7 +574,7 @@ def test_training_recipes_are_valid(recipe):
         # 6k on WMT16 En-Ro, 12k on ASPEC Ja-En)
         papers = {"wmt16-en-ro-syncattn.toml": 6000, "wat-aspec-ja-en-syncattn.toml": 12000}
         per_update = papers.get(recipe, 25000 if model_cfg.section("sync").sync_lambda else 32768)
-        assert cfg.max_tokens * cfg.accum_steps == per_update and sizes.attention_dropout == 0.0
+        assert cfg.max_tokens * cfg.accum_steps == per_update and model_cfg.dropouts.attention_dropout == 0.0
 
 
 def test_prefetch_makes_the_next_batch_while_the_step_runs():
@@ -625,7 +625,7 @@ def test_dropout_flags_reach_the_model(shards, tmp_path):
                     "--max-steps", "1", "--max-tokens", "300", "--preset", "tiny", "--threads", "1", "--dropout", "0.2",
                     "--attention-dropout", "0", "--activation-dropout", "0.05"], check=True, capture_output=True)
     model, _, ckpt = load_checkpoint(str(run / "last.pt"))
-    assert ckpt["model_config"]["dropout"] == 0.2 and model.cfg.sizes.attn_dropout == 0.0 \
-        and model.cfg.sizes.ff_dropout == 0.05
+    assert ckpt["model_config"]["dropout"] == 0.2 and model.cfg.dropouts.attn_dropout == 0.0 \
+        and model.cfg.dropouts.ff_dropout == 0.05
     assert model.encoder[0].attn.dropout == 0.0 and model.encoder[0].ff[2].p == 0.05 and model.encoder[0].drop.p == 0.2
-    assert build_model(vocab_size=10, dropout=0.3).cfg.sizes.ff_dropout == 0.3  # default: same as dropout
+    assert build_model(vocab_size=10, dropout=0.3).cfg.dropouts.ff_dropout == 0.3  # default: same as dropout

@@ -253,7 +253,7 @@ def _foreign_copy(split, to):
 def test_data_flag_keeps_only_recipe_splits_of_the_same_shards(sample, tmp_path):
     import shutil
 
-    from syntrain.config import check_run, resolve_run
+    from syntrain.config.resolve import check_run, resolve_run
 
     shards = sample / "shards"
     foreign = _foreign_copy(shards / "test", tmp_path / "foreign_test")
@@ -279,7 +279,8 @@ def test_data_flag_keeps_only_recipe_splits_of_the_same_shards(sample, tmp_path)
 
 
 def test_warmup_longer_than_the_run_is_one_warning_with_the_numbers():
-    from syntrain.config import TrainConfig, warmup_note
+    from syntrain.config.resolve import warmup_note
+    from syntrain.config.train import TrainConfig
 
     note = warmup_note(TrainConfig(max_steps=40))
     assert note == ("warning: warm-up (4000 steps) is longer than the run (40 steps): lr reaches 7.2e-06 at the last "
@@ -288,7 +289,8 @@ def test_warmup_longer_than_the_run_is_one_warning_with_the_numbers():
 
 
 def test_set_overrides_any_field_and_flags_win():
-    from syntrain.config import ConfigError, resolve_run
+    from syntrain.config import ConfigError
+    from syntrain.config.resolve import resolve_run
 
     cfg, _, _ = resolve_run(None, {"data": "d", "warmup": 7}, {"dropout": 0.2},
                             ("model.dbsa_encoder=true", "train.warmup=100", "model.pascal_heads=[1, 0]",
@@ -462,7 +464,7 @@ def test_interactive_translation_prompts_on_a_terminal(sample):
 
 def test_recipe_fields_page_is_current():
     """docs/recipe-fields.md lists every field as declared (regenerate: python -m syntrain.config)."""
-    from syntrain.config import BEGIN, docs_page
+    from syntrain.config.docs import BEGIN, docs_page
 
     with open(os.path.join(REPO, "docs", "recipe-fields.md"), encoding="utf-8") as handle:
         text = handle.read()
@@ -474,7 +476,9 @@ def test_recipe_fields_page_is_current():
 @pytest.mark.parametrize("recipe", sorted(os.listdir(os.path.join(REPO, "pipelines", "train"))))
 def test_shipped_recipes_pass_the_up_front_model_check(recipe):
     """Every shipped recipe's model builds (on the meta device: the check `syntrain run` makes before any work)."""
-    from syntrain.config import TrainConfig, check_model, load_run_config
+    from syntrain.config.recipe import load_run_config
+    from syntrain.config.resolve import check_model
+    from syntrain.config.train import TrainConfig
 
     check_model(TrainConfig.from_dict(load_run_config(os.path.join(REPO, "pipelines", "train", recipe))), recipe)
 

@@ -11,10 +11,10 @@ import pytest
 import torch
 from torch import nn
 
-from synprep.tables import option
 from syntrain.columns import TEXT, BatchColumn, TargetColumn
+from syntrain.config import option
+from syntrain.config.model import ModelConfig
 from syntrain.dataset import ParallelData, read_split
-from syntrain.model import ModelConfig
 from syntrain.runfolder.checkpoints import load_checkpoint
 from syntrain.switches import (
     AttentionHook,
@@ -27,6 +27,7 @@ from syntrain.switches import (
     target_column,
     unregister,
 )
+from syntrain.switches.active import ActiveSwitches
 from syntrain.train import TrainConfig, train
 from syntrain.vocab import Vocab
 
@@ -101,7 +102,7 @@ def test_a_switch_defined_here_trains_checkpoints_and_loads(toy, tmp_path):
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     toy_losses = [r["loss_toy"] for r in records if "loss_toy" in r]
     assert len(toy_losses) == 4 and all(value > 0 for value in toy_losses)
-    assert trained.cfg.describe_switches() == "toy gate 0.5"
+    assert trained.switches.describe() == "toy gate 0.5"
     weight = trained.encoder[1].attn.toy_out.weight
     model_back, _, ckpt = load_checkpoint(str(tmp_path / "run" / "last.pt"))
     assert ckpt["model_config"]["toy_gain"] == 0.5
@@ -144,8 +145,8 @@ def test_a_decoder_target_declared_here_is_counted_read_and_trained(tags, tmp_pa
     """The data layer and the trainer name no target: a switch's `TargetColumn` alone makes the decoder
     produce another shard column (vocabulary, ids, training, checkpoint)."""
     table, _ = read_split(str(SHARDS / "train"))
-    assert ModelConfig.from_dict({"toy_tag_target": True}).decoder_target == "toy_tags"
-    assert ModelConfig.from_dict({}).decoder_target == TEXT
+    assert ActiveSwitches(ModelConfig.from_dict({"toy_tag_target": True})).decoder_target == "toy_tags"
+    assert ActiveSwitches(ModelConfig.from_dict({})).decoder_target == TEXT
     vocab = Vocab.build([table], decoder_target=target_column("toy_tags"))
     assert {"nsubj", "det", "root"} <= set(vocab.itos) - set(Vocab.build([table]).itos)
     data = ParallelData(str(SHARDS / "train"), vocab, decoder_target=target_column("toy_tags"))
@@ -157,7 +158,7 @@ def test_a_decoder_target_declared_here_is_counted_read_and_trained(tags, tmp_pa
                       max_tokens=300, warmup=1, log_interval=1, eval_interval=2, threads=1)
     train(cfg)
     model_back, vocab_back, _ = load_checkpoint(str(tmp_path / "run" / "last.pt"))
-    assert model_back.cfg.decoder_target == "toy_tags" and vocab_back.itos == vocab.itos
+    assert model_back.switches.decoder_target == "toy_tags" and vocab_back.itos == vocab.itos
 
 
 @pytest.mark.parametrize("name", [TEXT, "transitions"])

@@ -389,8 +389,7 @@ def test_tiny_model_learns_synthetic_transitions_to_exact_trees(shards):
                    gcn_layer_count=1)
     torch.manual_seed(0)
     model = build_model("tiny", vocab_size=len(vocab), **options)
-    data = ParallelData(path, vocab, skip_null=True, batch_columns=model.cfg.batch_columns(training=True),
-                        **model.cfg.dataset_options())
+    data = ParallelData(path, vocab, skip_null=True, **model.switches.parallel_data_arguments(training=True))
     rows = data.keep[np.argsort(data.tgt_len[data.keep], kind="stable")][:6]
     batch = data.collate(rows)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
@@ -443,7 +442,9 @@ def test_eval_writes_trees_and_the_tree_measure(shards, tmp_path):
 def test_multi30k_recipes_load(name):
     """The Multi30k tree-decoding recipes are valid configs with the vanilla recipe's budget and seed."""
     from syntrain.cli import load_run_config
-    from syntrain.model import PRESETS, ModelConfig
+    from syntrain.config.core import PRESETS
+    from syntrain.config.model import ModelConfig
+    from syntrain.switches.active import ActiveSwitches
     from syntrain.train import TrainConfig
 
     from .conftest import REPO
@@ -452,8 +453,7 @@ def test_multi30k_recipes_load(name):
     values = TrainConfig.from_dict(load_run_config(str(recipes / f"multi30k-trans-{name}.toml")))
     vanilla = TrainConfig.from_dict(load_run_config(str(recipes / "multi30k-vanilla.toml")))
     model = ModelConfig.from_dict({**PRESETS[values.preset], **values.model, "vocab_size": 100})
-    model.check()
-    assert model.decoder_target == "transitions"
+    assert ActiveSwitches(model).decoder_target == "transitions"  # from_dict checked it
     assert (values.seed, values.max_minutes, values.lr, values.data) == (vanilla.seed, vanilla.max_minutes,
                                                                          vanilla.lr, vanilla.data)
     assert values.max_tokens * values.accum_steps == vanilla.max_tokens * vanilla.accum_steps

@@ -9,8 +9,9 @@ import os
 
 import torch
 
-from ..config import stored_model_config
-from ..model import ModelConfig, Transformer
+from ..config.model import ModelConfig
+from ..config.recipe import stored_model_config
+from ..model import Transformer
 from ..vocab import Vocab
 from .files import BEST, LAST, prune_step_checkpoints, step_checkpoint
 

@@ -12,7 +12,8 @@ from typing import Any
 import tomli_w
 
 from .. import __version__
-from ..config import DATA_KEYS, TrainConfig, train_keys, trainer_filled
+from ..config.sections import trainer_filled
+from ..config.train import DATA_KEYS, TrainConfig, train_keys
 
 SESSION_ONLY = ("overwrite",)  # [train] keys that describe one command, not the run
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 
-from ..config import DATA_KEYS, TrainConfig
+from ..config.train import DATA_KEYS, TrainConfig
 from .config_file import toml_plain
 from .files import existing_run_files, step_checkpoints
 
@@ -114,8 +114,8 @@ def data_fingerprint(path: str) -> str:
 def resume_changes(cfg: TrainConfig, ckpt: dict, path: str) -> tuple[list[str], list[str]]:
     """What a resumed run's configuration changes against its checkpoint: (refused: changes of the data, model,
     preset or optimization, one phrase each; applied: changes of the budget, evaluation, logging or machine)."""
-    from ..config import split_signature
-    from ..model import PRESETS
+    from ..config.core import PRESETS
+    from ..config.resolve import split_signature
 
     stored = ckpt.get("train_config") or {}
     refused, applied = [], []

@@ -15,7 +15,7 @@ from typing import Any
 
 from synprep.textio import atomic_write
 
-from ..config import CONFIG_FILE, LOG_FILE, TrainConfig
+from ..config.train import CONFIG_FILE, LOG_FILE, TrainConfig
 from .config_file import config_text
 from .files import clear_run, default_run_dir, existing_run_files
 from .train_log import RunLog

@@ -2,7 +2,7 @@
 `syntrain.switches.registry`).
 
 A switch is one module: a `Switch` subclass, `class MySwitch(Switch[MyConfig], name=..., config=MyConfig,
-switched_by=(...))`, with its config slice (a dataclass whose fields are declared with `synprep.tables.option`;
+switched_by=(...))`, with its config slice (a dataclass whose fields are declared with `syntrain.config.option`;
 the names are flat `[model]` keys, `switched_by` the ones that turn it on) and the hooks it needs, then one line
 `register(MySwitch)` (`syntrain.switches.registry`). Hooks (all optional; the defaults do nothing):
 
@@ -14,7 +14,8 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
 - `decoder_targets`: the decoder targets it declares (`syntrain.columns.TargetColumn`: a target shard column the decoder
   produces instead of the target sub-words; the model's target is the one its active switches declare);
 - `data_options()`: what its batch columns read of the run (label vocabularies); `prepare(cfg, table,
-  manifest, vocab)`: its data-derived option values, set once (`ModelConfig.fill`) before the model is built;
+  manifest, vocab)`: its data-derived option values, set once (`syntrain.config.fill.fill_from_data`) before
+  the model is built;
 - `attention_hooks(stack, layer, kind)`: `AttentionHook`s for one attention module (operations on the
   attention logits of some heads: own query, scale, bias, masks, recorded weights; an output term);
 - `source_modules()` + `embed_source(...)`: extra embedding of the source; `decoder_modules()` +
@@ -47,17 +48,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 import torch
 
 from ..columns import BatchColumn, TargetColumn
-from ..sizes import ModelSizes
+from ..config.core import DropoutRates, ModelSizes, WeightSharing
 
 if TYPE_CHECKING:
     from torch import nn
 
 
 class ModelOptions(Protocol):
-    """What a switch sees of the model config (`syntrain.model.ModelConfig` is one): the core sizes, and any
-    switch's typed section (`Switch.section` types it)."""
+    """What a switch sees of the model config (`syntrain.config.model.ModelConfig` is one): the generic model's
+    parts (sizes, dropout rates, weight sharing), and any switch's typed section (`Switch.section` types it)."""
 
     sizes: ModelSizes
+    dropouts: DropoutRates
+    sharing: WeightSharing
 
     def section(self, switch: Any) -> Any: ...  # noqa: ANN401 (a switch class or name -> its config section)
 
@@ -337,7 +340,7 @@ class ModelHooks:
     @property
     def changes_teacher_forcing(self) -> bool:
         """Whether `teacher_forcing` computes the decoder states its own way in this run (BiTran); two switches
-        that do are refused in one line (`ModelConfig.check`)."""
+        that do are refused in one line (`check_model_config`)."""
         return False
 
     @property
@@ -453,7 +456,7 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     @classmethod
     def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         """Values of its `option(filled=True)` fields derived from the training split (`table`, its `manifest`)
-        and the vocabulary (`ModelConfig.fill` sets them, once, before the model is built)."""
+        and the vocabulary (`fill_from_data` sets them, once, before the model is built)."""
         return {}
 
     def describe(self) -> str:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from synprep.features import forest_subword_depths
-from synprep.tables import option
 
 from ..columns import BatchColumn
+from ..config import option
 from .embedding import FeatureEmbedding
 from .registry import register
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from synprep.tables import option
-
+from ..config import option
 from .base import AttentionHook, Heads, HeadView, ModelOptions, Switch
 from .registry import register
 

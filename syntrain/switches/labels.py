@@ -16,8 +16,7 @@ import pyarrow.compute as pc
 import torch
 from torch import nn
 
-from synprep.tables import option
-
+from ..config import option
 from .base import Inputs, ModelOptions, Switch
 from .registry import register
 

@@ -33,8 +33,8 @@ import torch
 from torch import nn
 
 from synprep.features import DBSA_RULES
-from synprep.tables import option
 
+from ..config import option
 from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Outputs, Switch
 from .registry import register
 from .tree import TreeDecoding

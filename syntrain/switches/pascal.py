@@ -24,9 +24,9 @@ import torch
 from torch import nn
 
 from synprep.features import gaussian, parent_prior
-from synprep.tables import option
 
 from ..columns import BatchColumn
+from ..config import option
 from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Switch
 from .registry import register
 

@@ -3,7 +3,7 @@ switches by name in their declared order, the option names they may not take, an
 targets they declare (`syntrain.columns.BatchColumn`, `TargetColumn`), by name.
 
 The data layer (`syntrain.dataset`, `syntrain.vocab`) never asks this registry: its callers hand it the
-declarations a model reads (`ModelConfig.batch_columns`, `ModelConfig.dataset_options`; `declared` and
+declarations a model reads (`ActiveSwitches.batch_columns`, `ActiveSwitches.parallel_data_arguments`; `declared` and
 `target_column` by name).
 """
 

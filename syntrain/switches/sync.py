@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from synprep.tables import option
-
+from ..config import option
 from . import parse_head
 from .base import AttentionHook, Heads, Inputs, ModelOptions, Outputs, Switch
 from .registry import register

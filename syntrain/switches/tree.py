@@ -36,9 +36,9 @@ from synprep.features import (
 )
 from synprep.options import ROOT_POLICIES
 from synprep.subwords.load import dataset_marker
-from synprep.tables import option
 
 from ..columns import LABEL_UNKNOWN, TEXT, BatchColumn, TargetColumn
+from ..config import option
 from ..dataset import EncodedSplit
 from ..vocab import EOS_ID, PAD_ID, SPECIALS, Vocab
 from .base import AttentionHook, DecoderStates, Heads, HeadView, Inputs, ModelOptions, Switch

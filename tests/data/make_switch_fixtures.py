@@ -74,7 +74,7 @@ def make_shards() -> None:
 def recipe_model(path: Path) -> dict:
     """A recipe's [model] options (preset included) at TINY sizes."""
     try:
-        from syntrain.config import load_run_config
+        from syntrain.config.recipe import load_run_config
     except ImportError:  # older checkouts: the CLI module held it
         from syntrain.cli import load_run_config
     values = load_run_config(str(path))
@@ -128,9 +128,8 @@ def checkpoint_losses(path: str) -> tuple[dict, tuple]:
     from syntrain.train import accumulate_gradients
 
     model, vocab, _ = load_checkpoint(path)
-    cfg = model.cfg
-    data = ParallelData(str(SHARDS / "valid"), vocab, batch_columns=cfg.batch_columns(training=True),
-                        skip_null=True, **cfg.dataset_options())
+    data = ParallelData(str(SHARDS / "valid"), vocab, skip_null=True,
+                        **model.switches.parallel_data_arguments(training=True))
     batches = [data.collate(rows) for rows in data.batches(400, shuffle=False)]
     aux: dict = {}
     loss, tokens = accumulate_gradients(model, batches, torch.device("cpu"), contextlib.nullcontext(), 0.1, aux)

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synprep.tables import option
 from syntrain.columns import LABEL_NONE
+from syntrain.config import option
 from syntrain.switches import Inputs, ModelOptions, Outputs, Switch, register
 
 

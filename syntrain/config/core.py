@@ -1,0 +1,67 @@
+"""The generic model's [model] options, one dataclass per concept: `ModelSizes` (the sizes), `DropoutRates` (the
+dropout of the residual blocks, attention weights and feed-forward activations) and `WeightSharing` (one
+embedding matrix for several roles); and the size presets (`PRESETS`). The Transformer reads these parts
+(`ModelConfig.sizes`, `.dropouts`, `.sharing`) and nothing of a switch; a switch reads them through its
+`ModelOptions` view of the config. Torch-free: the recipe checks and `--help` import it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from synprep.tables import option
+
+
+@dataclass
+class ModelSizes:
+    """The sizes of the model: vocabularies, width, heads, feed-forward width, layers, positions."""
+
+    vocab_size: int = option(0, ge=0, filled=True, help="size of the joint vocabulary (set from the training data)")
+    d_model: int = option(256, ge=1, help="model width")
+    n_heads: int = option(4, ge=1, help="attention heads per layer")
+    d_ff: int = option(1024, ge=1, help="feed-forward width")
+    enc_layers: int = option(3, ge=1, help="encoder layers")
+    dec_layers: int = option(3, ge=1, help="decoder layers")
+    max_len: int = option(512, ge=1, help="positions (longest sequence)")
+    src_vocab_size: int = option(0, ge=0, filled=True,
+                                 help="size of the source vocabulary when the source has its own (separate "
+                                 "BPE per side; set from the training data); 0: the joint vocabulary")
+
+
+@dataclass
+class DropoutRates:
+    """The dropout of the model: residual and embedding (`dropout`), attention weights and feed-forward
+    activations (each the residual rate unless set)."""
+
+    dropout: float = option(0.1, ge=0, lt=1, flag=True, help="residual and embedding dropout")
+    attention_dropout: float | None = option(None, ge=0, lt=1, flag=True,
+                                             help="dropout on attention weights (None: same as dropout)")
+    activation_dropout: float | None = option(None, ge=0, lt=1, flag=True,
+                                              help="dropout after the feed-forward ReLU (None: same as dropout)")
+
+    @property
+    def attn_dropout(self) -> float:
+        """The attention-weight dropout in effect."""
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
+
+    @property
+    def ff_dropout(self) -> float:
+        """The feed-forward activation dropout in effect (fairseq's `--activation-dropout`)."""
+        return self.dropout if self.activation_dropout is None else self.activation_dropout
+
+
+@dataclass
+class WeightSharing:
+    """Which weights several roles share: the source, target and output embeddings."""
+
+    share_embeddings: bool = option(True, help="one matrix for source, target and output embeddings (separate "
+                                                "vocabularies: for target and output)")
+
+
+# The parts of the generic model's options, by their name in `ModelConfig` (the switches' sections follow).
+CORE_PARTS: dict[str, type] = {"sizes": ModelSizes, "dropouts": DropoutRates, "sharing": WeightSharing}
+
+PRESETS: dict[str, dict] = {
+    "cpu": dict(d_model=64, n_heads=4, d_ff=256, enc_layers=2, dec_layers=2, dropout=0.1),  # 2 CPU cores, minutes
+    "tiny": dict(d_model=256, n_heads=4, d_ff=1024, enc_layers=3, dec_layers=3, dropout=0.1),  # CPU
+    "base": dict(d_model=512, n_heads=8, d_ff=2048, enc_layers=6, dec_layers=6, dropout=0.1),  # Vaswani base
+}

@@ -1,0 +1,74 @@
+"""The switches that are on in a model (`ActiveSwitches`), in registration order, and what they ask of the generic
+code: the attention hooks of each attention module (the model), the batch columns, data options and decoder
+target they read (the data layer), the loss weights (the trainer), whether decoding re-reads the prefix, and
+their run-header line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..columns import TEXT, BatchColumn, TargetColumn
+from .base import AttentionHook, ModelOptions, Switch
+from .registry import declared, registered, target_column
+
+
+class ActiveSwitches:
+    """The `Switch` instances that are on in the model config `cfg`, in registration order (iterable), and the
+    queries that loop over them. The model holds one (`Transformer.switches`)."""
+
+    def __init__(self, cfg: ModelOptions) -> None:
+        self.switches: tuple[Switch, ...] = tuple(switch(cfg) for switch in registered() if switch.active(cfg))
+
+    def __iter__(self) -> Iterator[Switch]:
+        return iter(self.switches)
+
+    def __len__(self) -> int:
+        return len(self.switches)
+
+    def attention_hooks(self, stack: str, layer: int, kind: str) -> list[AttentionHook]:
+        """The switches' hooks of one attention module (see Switch.attention_hooks)."""
+        return [hook for switch in self.switches for hook in switch.attention_hooks(stack, layer, kind)]
+
+    def describe(self) -> str:
+        """The syntax switches that are on, in one line (run header, `syntrain env --checkpoint`)."""
+        return "; ".join(filter(None, (switch.describe() for switch in self.switches))) or "none (vanilla)"
+
+    def batch_columns(self, training: bool) -> dict[BatchColumn, str]:
+        """The batch columns the switches read (the declarations their `reads` name) -> the switch that needs
+        each; `training` adds the supervision of the auxiliary losses."""
+        return {declared(name): why for switch in self.switches for name, why in switch.reads(training).items()}
+
+    def data_options(self) -> dict[str, Any]:
+        """What the switches' batch columns read of the run (their `data_options`: label vocabularies)."""
+        return {name: value for switch in self.switches for name, value in switch.data_options().items()}
+
+    @property
+    def decoder_target(self) -> str:
+        """What the decoder produces: TEXT (the target sub-words), or the target an active switch declares
+        (`Switch.decoder_targets`)."""
+        return next((column.name for switch in self.switches for column in switch.decoder_targets), TEXT)
+
+    @property
+    def target_column(self) -> TargetColumn | None:
+        """The declaration of `decoder_target` (None: TEXT, the target sub-words)."""
+        return target_column(self.decoder_target)
+
+    def parallel_data_arguments(self, training: bool) -> dict[str, Any]:
+        """The keyword arguments of `ParallelData` that come from the switches: the `batch_columns` they read,
+        their `data_options` and the declaration of the decoder target."""
+        return {"batch_columns": self.batch_columns(training), "data_options": self.data_options(),
+                "decoder_target": self.target_column}
+
+    def loss_weights(self) -> dict[str, float]:
+        """Auxiliary loss name -> its lambda (names as `Transformer.auxiliary_losses` returns them)."""
+        return {name: weight for switch in self.switches for name, weight in switch.loss_weights().items()}
+
+    @property
+    def recomputes_prefix(self) -> bool:
+        """Decoding re-runs the decoder over the whole prefix at each step (no incremental cache)."""
+        return any(switch.recomputes_prefix for switch in self.switches)
+
+    def state_layers(self) -> tuple[int, ...]:
+        """The 1-based decoder layers whose output the switches' losses read (`Outputs.layer_states`)."""
+        return tuple(sorted({layer for switch in self.switches for layer in switch.state_layers()}))
