@@ -115,15 +115,31 @@ def time_call(run: Callable[[], None], device: torch.device, repeats: int = 2) -
     return (time.perf_counter() - start) / repeats
 
 
+def chosen_attention(chosen: str) -> dict[str, str]:
+    """`choose_attention`'s choice as a checkpoint records it: {"backend": name, "pascal": kernel (with flex)}."""
+    backend, _, pascal = chosen.partition(", Pascal heads ")
+    return {"backend": backend, **({"pascal": pascal} if pascal else {})}
+
+
 def choose_attention(model: torch.nn.Module, step: Callable[[contextlib.AbstractContextManager], None],
-                     autocast: contextlib.AbstractContextManager, device: torch.device, flex: bool
+                     autocast: contextlib.AbstractContextManager, device: torch.device, flex: bool,
+                     recorded: dict[str, str] | None = None
                      ) -> tuple[contextlib.AbstractContextManager, str, dict[str, float]]:
     """Time one training forward + backward (`step(context)` on sample batches) under each SDPA backend and,
     with `flex`, the Pascal heads' FlexAttention kernel against math under the fastest backend; keep the
     fastest. Returns (the context for the run's forwards, what was chosen, seconds per candidate). The
     model's gradients are cleared and the RNG states restored afterwards (the run's dropout stream is
-    untouched). `flex`: the kernel is allowed for this model and exists in this torch (attention.flex_available)."""
+    untouched). `flex`: the kernel is allowed for this model and exists in this torch (attention.flex_available).
+    `recorded`: the choice of the run being resumed (`chosen_attention`), kept without timing when this device
+    offers it, so that a resumed run computes as the uninterrupted one would (kernels differ in rounding)."""
     contexts = {name: backend_context(autocast, backend) for name, backend in sdpa_candidates(device).items()}
+    if recorded and recorded.get("backend") in contexts and (flex or not recorded.get("pascal")):
+        backend = recorded["backend"]
+        chosen = backend
+        if recorded.get("pascal"):
+            model.set_attention_kernel(recorded["pascal"])
+            chosen = f"{backend}, Pascal heads {recorded['pascal']}"
+        return contexts[backend], chosen, {}  # no timings: the recorded choice
     timings: dict[str, float] = {}
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         for name, context in contexts.items():

@@ -65,7 +65,7 @@ from .runfolder.resume import (
 from .runfolder.source import SOURCE_DIR, write_source_files
 from .runfolder.start import named_run, prepare_run_dir, run_folder_lock, start_run_folder
 from .scoring import bleu_metric
-from .shapes import LADDER_TEXT, choose_attention, compile_model, ladder_in_use, shape_summary
+from .shapes import LADDER_TEXT, choose_attention, chosen_attention, compile_model, ladder_in_use, shape_summary
 from .switches.active import ActiveSwitches
 from .validation import EarlyStopping, evaluate, scores_text, valid_metrics
 from .vocab import Vocab, scheme_vocab, separate_bpe
@@ -101,6 +101,7 @@ class Trainer:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     autocast: contextlib.AbstractContextManager
     scaler: torch.amp.GradScaler  # fp16's loss scaling (disabled for the other precisions)
+    attention: dict[str, str] | None = None  # the attention kernels chosen on CUDA (`shapes.chosen_attention`)
 
     def update(self, group: list[Batch], cfg: TrainConfig) -> tuple[torch.Tensor, int, dict[str, torch.Tensor]]:
         """One optimizer update over the batches of `group`: (mean translation loss, target tokens, each
@@ -119,7 +120,7 @@ class Trainer:
 
     def checkpoint_fields(self) -> dict:
         return {"model": self.raw_model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict()}
+                "scheduler": self.scheduler.state_dict(), "attention": self.attention}
 
 
 @dataclass(frozen=True)
@@ -235,9 +236,12 @@ def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
         def step(context: contextlib.AbstractContextManager) -> None:
             accumulate_gradients(raw, samples, device, context, cfg.label_smoothing)
 
-        trainer.autocast, chosen, timings = choose_attention(raw, step, trainer.autocast, device, flex)
+        recorded = run.resumed.ckpt.get("attention") if run.resumed else None
+        trainer.autocast, chosen, timings = choose_attention(raw, step, trainer.autocast, device, flex, recorded)
+        trainer.attention = chosen_attention(chosen)
         measured = ", ".join(f"{name} {1000 * seconds:.1f} ms" for name, seconds in timings.items())
-        run.log(f"  attention: {chosen} (forward + backward of {len(samples)} sample batches: {measured})")
+        run.log(f"  attention: {chosen} " + (f"(forward + backward of {len(samples)} sample batches: {measured})"
+                                             if timings else "(the choice of the run resumed)"))
     else:
         run.log("  attention: torch's scaled_dot_product_attention dispatch on the CPU (not timed)")
     graphs = False

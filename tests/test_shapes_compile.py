@@ -284,3 +284,28 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
     # CPU: identical. CUDA (bf16 autocast): a barely trained model's greedy output can flip one piece where two
     # logits tie within bf16 rounding (seen on an H200 for 1 of 12 tree sentences); a broken compile differs widely
     assert same == len(outputs[0]) if not torch.cuda.is_available() else same >= len(outputs[0]) - 2, outputs
+
+
+def test_a_resumed_run_keeps_the_attention_its_checkpoint_records(shards, corpus):
+    """Resuming reuses the recorded backend (and Pascal kernel) without timing: kernels differ in rounding, so a
+    re-timed choice could make the resumed run compute otherwise than the uninterrupted one. A backend this
+    device does not offer is timed again."""
+    from syntrain.shapes import chosen_attention
+
+    model, data = _model_and_data(shards, corpus, dict(pascal_heads=[2]))
+    batches = [data.collate(rows) for rows in data.batches(300, seed=1)[:2]]
+    calls = []
+
+    def step(context):
+        calls.append(context)
+        accumulate_gradients(model, batches, CPU, context, 0.1)
+
+    assert chosen_attention("efficient, Pascal heads flex") == {"backend": "efficient", "pascal": "flex"}
+    assert chosen_attention("math") == {"backend": "math"}
+    timed = choose_attention(model, step, PLAIN, CPU, flex=False)[1]
+    slowest = "flash" if timed == "math" else "math"
+    calls.clear()
+    _, chosen, timings = choose_attention(model, step, PLAIN, CPU, flex=False, recorded={"backend": slowest})
+    assert chosen == slowest and timings == {} and calls == []
+    _, chosen, timings = choose_attention(model, step, PLAIN, CPU, flex=False, recorded={"backend": "cudnn"})
+    assert set(timings) == {"math", "flash"} and calls
