@@ -101,7 +101,7 @@ class Trainer:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     autocast: contextlib.AbstractContextManager
     scaler: torch.amp.GradScaler  # fp16's loss scaling (disabled for the other precisions)
-    attention: dict[str, str] | None = None  # the attention kernels chosen on CUDA (`shapes.chosen_attention`)
+    attention_kernels: dict[str, str] | None = None  # chosen on CUDA (`shapes.chosen_attention`)
 
     def update(self, group: list[Batch], cfg: TrainConfig) -> tuple[torch.Tensor, int, dict[str, torch.Tensor]]:
         """One optimizer update over the batches of `group`: (mean translation loss, target tokens, each
@@ -120,7 +120,8 @@ class Trainer:
 
     def checkpoint_fields(self) -> dict:
         return {"model": self.raw_model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "attention": self.attention}
+                "scheduler": self.scheduler.state_dict(),
+                "attention_kernels": self.attention_kernels}
 
 
 @dataclass(frozen=True)
@@ -236,9 +237,9 @@ def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
         def step(context: contextlib.AbstractContextManager) -> None:
             accumulate_gradients(raw, samples, device, context, cfg.label_smoothing)
 
-        recorded = run.resumed.ckpt.get("attention") if run.resumed else None
+        recorded = run.resumed.ckpt.get("attention_kernels") if run.resumed else None
         trainer.autocast, chosen, timings = choose_attention(raw, step, trainer.autocast, device, flex, recorded)
-        trainer.attention = chosen_attention(chosen)
+        trainer.attention_kernels = chosen_attention(chosen)
         measured = ", ".join(f"{name} {1000 * seconds:.1f} ms" for name, seconds in timings.items())
         run.log(f"  attention: {chosen} " + (f"(forward + backward of {len(samples)} sample batches: {measured})"
                                              if timings else "(the choice of the run resumed)"))
