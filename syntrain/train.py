@@ -219,7 +219,7 @@ def sample_batches(data: ParallelData, batches: list[np.ndarray], device: torch.
     return [data.collate(batches[i]).to(device) for i in sorted(picked)]
 
 
-def prepare_steps(run: Run, batches: list[np.ndarray]) -> bool:
+def set_up_steps(run: Run, batches: list[np.ndarray]) -> bool:
     """Once per session, with the first epoch's batches: log the distinct batch shapes; on CUDA choose the
     attention backend by timing the candidates (syntrain.shapes: the trainer's `autocast` then also forces it);
     compile the trainer's `model` when asked. Returns whether the steps run as CUDA graphs."""
@@ -539,7 +539,7 @@ def training_loop(run: Run) -> None:
     while not stop:
         batches = data.batches(cfg.max_tokens, cfg.seed, state.epoch)
         if not prepared:
-            cuda_graphs, prepared = prepare_steps(run, batches), True
+            cuda_graphs, prepared = set_up_steps(run, batches), True
         per_rank = len(batches) // procs.world
         if per_rank == 0:
             raise ValueError(f"{cfg.data}: fewer batches ({len(batches)}) than processes ({procs.world})")

@@ -1,5 +1,5 @@
 """The model options derived from the training data, set once on a new run's `ModelConfig` before the model is
-built: vocab_size (and src_vocab_size) from the vocabulary, then each switch's `prepare` (its label
+built: vocab_size (and src_vocab_size) from the vocabulary, then each switch's `filled_values` (its label
 vocabularies): only fields declared `option(filled=True)`, each checked against its declaration."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def fill_from_data(cfg: ModelConfig, table: Any, manifest: Any, vocab: Any) -> N
                                                                if vocab.source else {})})
     for switch in registered():
         if switch.active(cfg):
-            set_data_derived(cfg.section(switch), switch.prepare(cfg, table, manifest, vocab))
+            set_data_derived(cfg.section(switch), switch.filled_values(cfg, table, manifest, vocab))
     check_model_config(cfg)
 
 

@@ -43,7 +43,7 @@ class ModelConfig:
     flat.
 
     Built once per run: from the recipe's values (or a checkpoint's), checked (`from_dict`); then, for a new run,
-    `syntrain.config.fill.fill_from_data` sets the data-derived values (vocab_size, the switches' `prepare`) once,
+    `syntrain.config.fill.fill_from_data` sets the data-derived values (vocab_size, the switches' `filled_values`) once,
     before the model is built; nothing is set after that."""
 
     sizes: ModelSizes

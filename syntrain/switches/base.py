@@ -454,7 +454,7 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
         """ValueError naming the field when the options do not fit the model (no data needed)."""
 
     @classmethod
-    def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+    def filled_values(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         """Values of its `option(filled=True)` fields derived from the training split (`table`, its `manifest`)
         and the vocabulary (`fill_from_data` sets them, once, before the model is built)."""
         return {}

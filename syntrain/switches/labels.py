@@ -61,7 +61,7 @@ class LabelEmbeddings(Switch[LabelConfig], name="labels", config=LabelConfig, sw
             raise ValueError(f"label_embedding must be in 0..{d_model - 1}, got {size}")
 
     @classmethod
-    def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+    def filled_values(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         return {} if cls.section(cfg).source_labels else {"source_labels": label_vocabulary(table)}
 
     def describe(self) -> str:

@@ -440,7 +440,7 @@ class TreeDecoding(Switch[TreeConfig], name="tree", config=TreeConfig):
         cls.check_layers(cfg, "parent_layers", "decoder")
 
     @classmethod
-    def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+    def filled_values(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         root = manifest.configuration.get("inputs", {}).get("root", "drop") if manifest is not None else "drop"
         marker, kind = dataset_marker(manifest.configuration, manifest.signature, "tgt") if manifest is not None \
             else (BPE_SEPARATOR, "end")

@@ -37,7 +37,7 @@ class LabelGuess(Switch[GuessConfig], name="example_guess", config=GuessConfig,
         cls.check_layers(cfg, "example_guess_layer", "decoder")
 
     @classmethod
-    def prepare(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
+    def filled_values(cls, cfg: ModelOptions, table: Any, manifest: Any, vocab: Any) -> dict[str, Any]:
         labels = pc.unique(pc.list_flatten(table.column("tgt_labels"))).to_pylist()
         return {"example_guess_labels": sorted(label for label in labels if label is not None)}
 
