@@ -105,7 +105,7 @@ def batches_from(args, tree: bool = False):
         if tree:
             gcn = build_model("tiny", vocab_size=4 + len(arcs), arc_labels=arcs, **TREE_SWITCHES["gcn"])
             trans = ParallelData(args.data, vocab, 256, batch_columns={**ALL_COLUMNS, declared("graph"): "bench"},
-                                 skip_null=True, decoder_target=gcn.switches.target_column,
+                                 skip_null=True, decoder_target=gcn.switches.decoder_target,
                                  data_options={**gcn.switches.data_options(), "source_labels": labels})  # read on load
             trans.ladder = args.ladder
             out["transitions"] = collated(trans, trans.batches(args.max_tokens, seed=0)[: args.steps], args.ladder)
@@ -244,7 +244,7 @@ def main() -> None:
         model.set_attention_kernel(args.attention)
         models[name] = model
     autocast = autocast_context(args.precision, device)
-    batches = {name: all_batches["transitions" if model.switches.decoder_target == "transitions" else "text"]
+    batches = {name: all_batches["transitions" if model.switches.decoder_target_name == "transitions" else "text"]
                for name, model in models.items()}
     other = "vanilla, ladder " + ("off" if args.ladder else "on")
     if args.ladder_compare:

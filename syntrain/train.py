@@ -300,7 +300,7 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
     else:
         mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model})
     switches = ActiveSwitches(mcfg)
-    decoder_target = switches.target_column
+    decoder_target = switches.decoder_target
     split = read_split(cfg.data, data_columns(switches.batch_columns(training=True), decoder_target, references=False))
     if resumed:
         vocab = checkpoint_vocab(resumed.ckpt, mcfg, resumed.path)

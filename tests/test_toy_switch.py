@@ -145,8 +145,8 @@ def test_a_decoder_target_declared_here_is_counted_read_and_trained(tags, tmp_pa
     """The data layer and the trainer name no target: a switch's `TargetColumn` alone makes the decoder
     produce another shard column (vocabulary, ids, training, checkpoint)."""
     table, _ = read_split(str(SHARDS / "train"))
-    assert ActiveSwitches(ModelConfig.from_dict({"toy_tag_target": True})).decoder_target == "toy_tags"
-    assert ActiveSwitches(ModelConfig.from_dict({})).decoder_target == TEXT
+    assert ActiveSwitches(ModelConfig.from_dict({"toy_tag_target": True})).decoder_target_name == "toy_tags"
+    assert ActiveSwitches(ModelConfig.from_dict({})).decoder_target_name == TEXT
     vocab = Vocab.build([table], decoder_target=target_column("toy_tags"))
     assert {"nsubj", "det", "root"} <= set(vocab.itos) - set(Vocab.build([table]).itos)
     data = ParallelData(str(SHARDS / "train"), vocab, decoder_target=target_column("toy_tags"))
@@ -158,7 +158,7 @@ def test_a_decoder_target_declared_here_is_counted_read_and_trained(tags, tmp_pa
                       max_tokens=300, warmup=1, log_interval=1, eval_interval=2, threads=1)
     train(cfg)
     model_back, vocab_back, _ = load_checkpoint(str(tmp_path / "run" / "last.pt"))
-    assert model_back.switches.decoder_target == "toy_tags" and vocab_back.itos == vocab.itos
+    assert model_back.switches.decoder_target_name == "toy_tags" and vocab_back.itos == vocab.itos
 
 
 @pytest.mark.parametrize("name", [TEXT, "transitions"])

@@ -453,7 +453,7 @@ def test_multi30k_recipes_load(name):
     values = TrainConfig.from_dict(load_run_config(str(recipes / f"multi30k-trans-{name}.toml")))
     vanilla = TrainConfig.from_dict(load_run_config(str(recipes / "multi30k-vanilla.toml")))
     model = ModelConfig.from_dict({**PRESETS[values.preset], **values.model, "vocab_size": 100})
-    assert ActiveSwitches(model).decoder_target == "transitions"  # from_dict checked it
+    assert ActiveSwitches(model).decoder_target_name == "transitions"  # from_dict checked it
     assert (values.seed, values.max_minutes, values.lr, values.data) == (vanilla.seed, vanilla.max_minutes,
                                                                          vanilla.lr, vanilla.data)
     assert values.max_tokens * values.accum_steps == vanilla.max_tokens * vanilla.accum_steps

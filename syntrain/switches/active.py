@@ -44,21 +44,22 @@ class ActiveSwitches:
         return {name: value for switch in self.switches for name, value in switch.data_options().items()}
 
     @property
-    def decoder_target(self) -> str:
-        """What the decoder produces: TEXT (the target sub-words), or the target an active switch declares
-        (`Switch.decoder_targets`)."""
+    def decoder_target_name(self) -> str:
+        """The name of what the decoder produces: TEXT (the target sub-words), or the target an active switch
+        declares (`Switch.decoder_targets`)."""
         return next((column.name for switch in self.switches for column in switch.decoder_targets), TEXT)
 
     @property
-    def target_column(self) -> TargetColumn | None:
-        """The declaration of `decoder_target` (None: TEXT, the target sub-words)."""
-        return target_column(self.decoder_target)
+    def decoder_target(self) -> TargetColumn | None:
+        """The decoder target as `ParallelData` and `Vocab.build` take it: its declaration (None: TEXT, the target
+        sub-words)."""
+        return target_column(self.decoder_target_name)
 
     def parallel_data_arguments(self, training: bool) -> dict[str, Any]:
         """The keyword arguments of `ParallelData` that come from the switches: the `batch_columns` they read,
         their `data_options` and the declaration of the decoder target."""
         return {"batch_columns": self.batch_columns(training), "data_options": self.data_options(),
-                "decoder_target": self.target_column}
+                "decoder_target": self.decoder_target}
 
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda (names as `Transformer.auxiliary_losses` returns them)."""
