@@ -53,8 +53,8 @@ from syntrain.model import build_model
 from syntrain.precision import autocast_context, grad_scaler
 from syntrain.shapes import LADDER_TEXT, compile_model, ladder_in_use
 from syntrain.switches import declared, target_column
-from syntrain.switches.labels import label_vocabulary
-from syntrain.switches.tree import arc_label_vocabulary, graph_rows
+from syntrain.switches.label_embedding import label_vocabulary
+from syntrain.switches.tree_decoding import arc_label_vocabulary, graph_rows
 from syntrain.train import accumulate_gradients
 from syntrain.vocab import PAD_ID, Vocab
 

@@ -8,7 +8,7 @@ criterion).
 Switches may constrain the search (`Switch.constraint`: the allowed next tokens, and inputs a decoder pass over
 the whole prefix reads), lengthen the outputs (`output_length_factor`) and turn off the incremental cache
 (`recomputes_prefix`: the decoder re-runs over the whole prefix at every step, O(T^2) per sentence). Tree
-decoding does all three (syntrain.switches.tree, docs/tree-decoding.md).
+decoding does all three (syntrain.switches.tree_decoding, docs/tree-decoding.md).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from syntrain.switches import AttentionHook, Heads, Switch, register, unregister
 from syntrain.switches.active import ActiveSwitches
 from syntrain.switches.directed import DirectedHeads
 from syntrain.switches.parse_head import ParseHead
-from syntrain.switches.tree import ParentHead
+from syntrain.switches.tree_decoding import ParentHead
 from syntrain.vocab import Vocab
 
 from .data import make_switch_fixtures as fixtures

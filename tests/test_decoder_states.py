@@ -101,8 +101,8 @@ def test_two_switches_changing_teacher_forcing_are_refused():
     ModelConfig.from_dict({"target": "transitions", "bidirectional": True})
     register(OwnForcing)
     try:
-        with pytest.raises(ValueError, match="^switches tree and example_own_forcing each change teacher forcing; "
-                                             "only one may be on$"):
+        with pytest.raises(ValueError, match="^switches tree_decoding and example_own_forcing each change teacher "
+                                             "forcing; only one may be on$"):
             ModelConfig.from_dict({"target": "transitions", "bidirectional": True})
         ModelConfig.from_dict({"target": "transitions"})  # BiTran off: one switch changes it
     finally:

@@ -28,7 +28,6 @@ GENERIC = ("arrow", "columns", "vocab", "batch", "dataset", "decode", "train", "
            "config/sections", "config/recipe", "config/resolve", "config/docs")
 # (module, name) -> why it is still there; each one is checked to be still needed (a stale entry fails)
 ALLOWED: dict[tuple[str, str], str] = {
-    ("columns", "labels"): "the synprep feature group `labels` that the shared label columns read (a data name)",
     ("columns", "source_labels"): "the data option holding the source label vocabulary, which the shared src_labels "
                                   "column reads (the S&H switch fills it)",
 }

@@ -49,16 +49,16 @@ def test_an_old_spelling_still_reads_with_a_note(caplog, tmp_path):
     registry._NOTED.clear()  # said once per process: an earlier test may have read an old spelling already
     with caplog.at_level("WARNING", logger="syntrain"):
         cfg = ModelConfig.from_dict({"target": "transitions", "gcn_layers": 2})
-    assert cfg.section("tree").gcn_layer_count == 2 and "gcn_layer_count" in cfg.to_dict()
+    assert cfg.section("tree_decoding").gcn_layer_count == 2 and "gcn_layer_count" in cfg.to_dict()
     assert "gcn_layers is now gcn_layer_count" in caplog.text
     with pytest.raises(ValueError, match="gcn_layers \\(its old spelling\\) and gcn_layer_count both given"):
         ModelConfig.from_dict({"target": "transitions", "gcn_layers": 2, "gcn_layer_count": 2})
     recipe = tmp_path / "old.toml"
     recipe.write_text('[data]\ntrain = "x"\n[model]\ntarget = "transitions"\ngcn_layers = 2\n')
     train_cfg = resolve_run(str(recipe), {}, {})[0]
-    assert ModelConfig.from_dict(train_cfg.model).section("tree").gcn_layer_count == 2
+    assert ModelConfig.from_dict(train_cfg.model).section("tree_decoding").gcn_layer_count == 2
     set_cfg = resolve_run(None, {"data": "x"}, {}, ("model.gcn_layers=3", "model.target=transitions"))[0]
-    assert ModelConfig.from_dict(set_cfg.model).section("tree").gcn_layer_count == 3
+    assert ModelConfig.from_dict(set_cfg.model).section("tree_decoding").gcn_layer_count == 3
     model, _, ckpt = load_checkpoint(str(HERE / "tree.pt"))  # stored with gcn_layers = 1
-    assert "gcn_layers" in ckpt["model_config"] and model.cfg.section("tree").gcn_layer_count == 1
+    assert "gcn_layers" in ckpt["model_config"] and model.cfg.section("tree_decoding").gcn_layer_count == 1
     assert any(key.startswith("gcn.") for key in model.state_dict())

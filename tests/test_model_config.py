@@ -15,7 +15,7 @@ from syntrain.config.model import ModelConfig
 from syntrain.model import build_model
 from syntrain.switches import option_names, registered
 from syntrain.switches.pascal import Pascal, PascalConfig
-from syntrain.switches.tree import TreeDecoding
+from syntrain.switches.tree_decoding import TreeDecoding
 
 from .conftest import REPO
 from .data import make_switch_fixtures as fixtures
@@ -79,7 +79,7 @@ def test_the_model_config_holds_the_options_and_its_collaborators_the_rest():
     cfg = ModelConfig.from_dict({**fixtures.TINY, "label_embedding": 4, "pascal_heads": [2], "vocab_size": 9})
     check_model_config(cfg)
     switches = ActiveSwitches(cfg)
-    assert [switch.name for switch in switches] == ["pascal", "labels"]
+    assert [switch.name for switch in switches] == ["pascal", "label_embedding"]
     assert {column.name for column in switches.batch_columns(training=False)} == {"src_parent_mid", "src_labels"}
     arguments = switches.parallel_data_arguments(training=False)
     assert arguments["batch_columns"] == switches.batch_columns(training=False) and arguments["decoder_target"] is None
@@ -106,7 +106,7 @@ def test_fill_sets_the_data_derived_values_once():
     fill_from_data(cfg, table, manifest, vocab)
     tree = cfg.section(TreeDecoding)
     assert cfg.sizes.vocab_size == len(vocab) and tree.arc_labels == ["nsubj", "obj"]
-    assert cfg.section("labels").source_labels  # from the split's label column
+    assert cfg.section("label_embedding").source_labels  # from the split's label column
     with pytest.raises(ValueError, match="set once"):
         fill_from_data(cfg, table, manifest, vocab)
     with pytest.raises(ValueError, match="set once"):  # a checkpoint's config: filled when it was trained
@@ -153,4 +153,4 @@ def test_a_run_stores_the_filled_config_flat(tmp_path):
     fixtures.train_run({**fixtures.TINY, "label_embedding": 4}, "cpu", out, max_steps=1)
     stored = read_checkpoint(f"{out}/last.pt")["model_config"]
     assert stored["label_embedding"] == 4 and stored["source_labels"] and stored["vocab_size"] > 0
-    assert build_model("cpu", **stored).cfg.section("labels").source_labels == stored["source_labels"]
+    assert build_model("cpu", **stored).cfg.section("label_embedding").source_labels == stored["source_labels"]

@@ -197,7 +197,7 @@ def test_format_2_holds_everything_format_1_held(v2_of_the_v1_corpus, split):
 def test_the_trainer_reads_both_formats_alike(v2_of_the_v1_corpus):
     from syntrain.dataset import ParallelData, read_split
     from syntrain.switches import declared, target_column
-    from syntrain.switches.labels import label_vocabulary
+    from syntrain.switches.label_embedding import label_vocabulary
     from syntrain.vocab import Vocab
 
     tables = {name: read_split(str(root / "train"))[0] for name, root in (("v1", SHARDS_V1), ("v2",

@@ -17,8 +17,8 @@ from syntrain.dataset import ParallelData, read_split
 from syntrain.model import build_model
 from syntrain.shapes import choose_attention, ladder_in_use, ladder_rungs, padded_length
 from syntrain.switches import target_column
-from syntrain.switches.labels import label_vocabulary
-from syntrain.switches.tree import arc_label_vocabulary
+from syntrain.switches.label_embedding import label_vocabulary
+from syntrain.switches.tree_decoding import arc_label_vocabulary
 from syntrain.train import TrainConfig, accumulate_gradients, make_optimizer
 from syntrain.vocab import Vocab
 

@@ -25,7 +25,8 @@ SWITCHES = {switch.name: switch for switch in registered()}
 
 def test_the_built_in_switches_are_registered_in_their_order():
     """The one pinned order (the registry's ORDER); the package's modules carry no place of their own."""
-    assert list(SWITCHES) == ["pascal", "directed", "parse_head", "sync", "labels", "depth", "tree"]
+    assert list(SWITCHES) == ["pascal", "directed", "parse_head", "sync", "label_embedding", "depth",
+                             "tree_decoding"]
     assert not [switch.name for switch in SWITCHES.values() if switch.after or switch.before]
 
 
@@ -41,7 +42,7 @@ def test_switches_outside_the_list_are_placed_by_name_never_by_registration_orde
     class First(Switch, name="placed_first", before=("pascal",)):
         pass
 
-    class Middle(Switch, name="placed_middle", after=("sync",), before=("labels",)):
+    class Middle(Switch, name="placed_middle", after=("sync",), before=("label_embedding",)):
         pass
 
     try:
@@ -77,7 +78,7 @@ def test_the_order_does_not_depend_on_the_order_of_registration():
 
 @pytest.mark.parametrize("place, error", [
     ({"after": ("nowhere",)}, "^switch 'misplaced' is placed after 'nowhere', which is no registered switch"),
-    ({"before": ("pascal",), "after": ("tree",)},
+    ({"before": ("pascal",), "after": ("tree_decoding",)},
      r"^the places of switches .*misplaced.* \(after / before\) form a cycle$"),
 ])
 def test_a_place_naming_no_switch_or_closing_a_cycle_is_refused_at_registration(place, error):
@@ -167,7 +168,8 @@ class DepthConfig:
     depth_probe: int = option(0, ge=0, help="a switch found without an import line")
 
 
-class DepthProbe(Switch, name="depth_probe", config=DepthConfig, switched_by=("depth_probe",), after=("tree",)):
+class DepthProbe(Switch, name="depth_probe", config=DepthConfig, switched_by=("depth_probe",),
+                 after=("tree_decoding",)):
     example = {"depth_probe": 1}
 
 

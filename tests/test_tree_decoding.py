@@ -27,7 +27,7 @@ from syntrain.dataset import ParallelData
 from syntrain.model import build_model
 from syntrain.search import beam_search, greedy
 from syntrain.switches import target_column
-from syntrain.switches.tree import TreeConstraint, arc_label_vocabulary, graph_rows, parent_mask
+from syntrain.switches.tree_decoding import TreeConstraint, arc_label_vocabulary, graph_rows, parent_mask
 from syntrain.switches.tree_output import tree_rows
 from syntrain.train import accumulate_gradients
 from syntrain.vocab import BOS_ID, PAD_ID, SPECIALS, Vocab

@@ -303,7 +303,7 @@ class DecodingHooks:
         """A constraint on the tokens decoding may choose for `rows` hypotheses, or None: an object with
         `mask(steps_left, device)` ((rows, V) True = allowed), `push(tokens)` (one chosen token per row),
         `reorder(rows)` (the rows beam search keeps) and `inputs(device)` (model inputs it adds to a decoder
-        pass over the whole prefix); see syntrain.switches.tree.TreeConstraint."""
+        pass over the whole prefix); see syntrain.switches.tree_decoding.TreeConstraint."""
         return None
 
 

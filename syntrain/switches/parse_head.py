@@ -37,7 +37,7 @@ from synprep.features import DBSA_RULES
 from ..config import option
 from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Outputs, Switch
 from .registry import register
-from .tree import TreeDecoding
+from .tree_decoding import TreeDecoding
 
 ENCODER, DECODER, LISA = "parse_encoder", "parse_decoder", "lisa"  # record names
 

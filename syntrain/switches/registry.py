@@ -22,7 +22,7 @@ from .base import Switch
 # run and attach their parameters (so parameter initialization, and pinned first-step losses, depend on it), the
 # auxiliary losses are summed and the run header lists the switches. A switch not listed comes after these
 # unless its class places it by name (`after=` / `before=`); unlisted switches of equal standing in name order.
-ORDER = ("pascal", "directed", "parse_head", "sync", "labels", "depth", "tree")
+ORDER = ("pascal", "directed", "parse_head", "sync", "label_embedding", "depth", "tree_decoding")
 
 _REGISTRY: dict[str, type[Switch]] = {}  # name -> switch, in registration order
 _ORDER: list[type[Switch]] = []  # the registered switches in their declared order

@@ -18,7 +18,7 @@ from ..config import option
 from . import parse_head
 from .base import AttentionHook, Heads, Inputs, ModelOptions, Outputs, Switch
 from .registry import register
-from .tree import TreeDecoding
+from .tree_decoding import TreeDecoding
 
 CROSS = "sync_cross"  # record name: C (B, T, S)
 

@@ -1,7 +1,7 @@
 """What tree decoding's outputs are beyond their text (docs/tree-decoding.md): the tree measure of decoded
 transitions against the reference ones, its log and table text, and the predicted trees as CoNLL-U.
 
-`TreeOutputs` is the tree switch's `Switch.Decoded` (`syntrain.switches.tree` names it), built from the tree
+`TreeOutputs` is the tree switch's `Switch.Decoded` (`syntrain.switches.tree_decoding` names it), built from the tree
 options (`transition_root`); this module registers no switch. `tree_rows` turns an output's pieces into its tree
 through `synprep.features.from_transitions`.
 """
