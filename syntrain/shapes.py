@@ -131,9 +131,12 @@ def choose_attention(model: torch.nn.Module, step: Callable[[contextlib.Abstract
     model's gradients are cleared and the RNG states restored afterwards (the run's dropout stream is
     untouched). `flex`: the kernel is allowed for this model and exists in this torch (attention.flex_available).
     `recorded`: the choice of the run being resumed (`chosen_attention`), kept without timing when this device
-    offers it, so that a resumed run computes as the uninterrupted one would (kernels differ in rounding)."""
+    offers it (anything else recorded, e.g. a damaged value, is timed again), so that a resumed run computes as
+    the uninterrupted one would (kernels differ in rounding)."""
     contexts = {name: backend_context(autocast, backend) for name, backend in sdpa_candidates(device).items()}
-    if recorded and recorded.get("backend") in contexts and (flex or not recorded.get("pascal")):
+    usable = isinstance(recorded, dict) and recorded.get("backend") in contexts and (
+        recorded.get("pascal") in ("math", "flex") if flex else not recorded.get("pascal"))
+    if usable:
         backend = recorded["backend"]
         chosen = backend
         if recorded.get("pascal"):
