@@ -70,11 +70,11 @@ SWITCHES = {
 }
 # tree decoding: model options; these train on the target transitions
 TREE_SWITCHES = {
-    "linearized": dict(target="transitions"),
-    "parent": dict(target="transitions", parent_layers=[1]),
-    "gcn": dict(target="transitions", gcn_layer_count=2),
-    "bitran": dict(target="transitions", bidirectional=True),
-    "bitran-approx": dict(target="transitions", bidirectional=True, bidirectional_prefixes=4),
+    "linearized": dict(decoder_target="transitions"),
+    "parent": dict(decoder_target="transitions", parent_layers=[1]),
+    "gcn": dict(decoder_target="transitions", gcn_layer_count=2),
+    "bitran": dict(decoder_target="transitions", bidirectional=True),
+    "bitran-approx": dict(decoder_target="transitions", bidirectional=True, bidirectional_prefixes=4),
 }
 ALL_COLUMNS = {declared(name): "bench" for name in ("src_parent_mid", "distances", "src_labels", "src_parent_first",
                                                    "tgt_parent_first")}

@@ -192,16 +192,17 @@ SHARED: tuple[BatchColumn, ...] = (
 
 class TargetColumn:
     """A decoder target other than the target sub-words, declared by the switch that produces it
-    (`Switch.decoder_targets`; a model's target is the one its active switches declare, else TEXT): `name` (what the
-    run header and errors call it), `column` (the shard column, list<string>; a null row has no target: it is
-    skipped in training, counted in `skipped_null`, and kept without a loss for decoding), `group` (the target
-    feature group of the pipeline that writes it, for the error when a split lacks it), `counted(item)`: which
-    of its items join the vocabulary (the others, sub-words, are counted from `tgt_subwords`)."""
+    (`Switch.decoder_targets`; a model's decoder target is the one its active switches declare, else TEXT):
+    `name` (what the run header and errors call it), `column` (the shard column, list<string>; a null row has no
+    decoder target: it is skipped in training, counted in `skipped_null`, and kept without a loss for decoding),
+    `group` (the target-side feature group of the pipeline that writes it, for the error when a split lacks it),
+    `counted(item)`: which of its items join the vocabulary (the others, sub-words, are counted from
+    `tgt_subwords`)."""
 
     def __init__(self, name: str, column: str, group: str, counted: Callable[[str], bool] | None = None) -> None:
         self.name, self.column, self.group, self.counted = name, column, group, counted
 
     def missing_error(self, path: str) -> str:
         """The one-line message for a split without the column."""
-        return (f"{path}: target = \"{self.name}\" needs {self.column}: convert with [features] tgt = [..., "
+        return (f"{path}: decoder_target = \"{self.name}\" needs {self.column}: convert with [features] tgt = [..., "
                 f"\"{self.group}\"]")

@@ -98,13 +98,13 @@ def test_bitran_states_are_each_prefix_pass(reads_layer_one):
 
 
 def test_two_switches_changing_teacher_forcing_are_refused():
-    ModelConfig.from_dict({"target": "transitions", "bidirectional": True})
+    ModelConfig.from_dict({"decoder_target": "transitions", "bidirectional": True})
     register(OwnForcing)
     try:
         with pytest.raises(ValueError, match="^switches tree_decoding and example_own_forcing each change teacher "
                                              "forcing; only one may be on$"):
-            ModelConfig.from_dict({"target": "transitions", "bidirectional": True})
-        ModelConfig.from_dict({"target": "transitions"})  # BiTran off: one switch changes it
+            ModelConfig.from_dict({"decoder_target": "transitions", "bidirectional": True})
+        ModelConfig.from_dict({"decoder_target": "transitions"})  # BiTran off: one switch changes it
     finally:
         unregister(OwnForcing.name)
 

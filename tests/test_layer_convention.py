@@ -38,8 +38,9 @@ def test_every_layer_option_is_refused_by_the_one_checker(switch, name):
 
 
 def test_an_old_spelling_still_reads_with_a_note(caplog, tmp_path):
-    """`gcn_layers` (a count, not layer numbers) is spelt `gcn_layer_count` now: a config, a recipe and a
-    checkpoint that use the old spelling read the same, with a note; both spellings at once are refused."""
+    """`gcn_layers` (a count, not layer numbers) is spelt `gcn_layer_count` now, and `target` (the decoder target,
+    not the target side) `decoder_target`: a config, a recipe and a checkpoint that use the old spellings read the
+    same, with a note; both spellings at once are refused."""
     from syntrain.config.resolve import resolve_run
     from syntrain.runfolder.checkpoints import load_checkpoint
     from syntrain.switches import registry
@@ -50,15 +51,18 @@ def test_an_old_spelling_still_reads_with_a_note(caplog, tmp_path):
     with caplog.at_level("WARNING", logger="syntrain"):
         cfg = ModelConfig.from_dict({"target": "transitions", "gcn_layers": 2})
     assert cfg.section("tree_decoding").gcn_layer_count == 2 and "gcn_layer_count" in cfg.to_dict()
-    assert "gcn_layers is now gcn_layer_count" in caplog.text
+    assert "gcn_layers is now gcn_layer_count" in caplog.text and "target is now decoder_target" in caplog.text
+    assert cfg.section("tree_decoding").decoder_target == "transitions" and "target" not in cfg.to_dict()
     with pytest.raises(ValueError, match="gcn_layers \\(its old spelling\\) and gcn_layer_count both given"):
         ModelConfig.from_dict({"target": "transitions", "gcn_layers": 2, "gcn_layer_count": 2})
     recipe = tmp_path / "old.toml"
     recipe.write_text('[data]\ntrain = "x"\n[model]\ntarget = "transitions"\ngcn_layers = 2\n')
     train_cfg = resolve_run(str(recipe), {}, {})[0]
     assert ModelConfig.from_dict(train_cfg.model).section("tree_decoding").gcn_layer_count == 2
+    assert ModelConfig.from_dict(train_cfg.model).section("tree_decoding").decoder_target == "transitions"
     set_cfg = resolve_run(None, {"data": "x"}, {}, ("model.gcn_layers=3", "model.target=transitions"))[0]
     assert ModelConfig.from_dict(set_cfg.model).section("tree_decoding").gcn_layer_count == 3
-    model, _, ckpt = load_checkpoint(str(HERE / "tree.pt"))  # stored with gcn_layers = 1
+    model, _, ckpt = load_checkpoint(str(HERE / "tree.pt"))  # stored with gcn_layers = 1, target = "transitions"
     assert "gcn_layers" in ckpt["model_config"] and model.cfg.section("tree_decoding").gcn_layer_count == 1
+    assert ckpt["model_config"]["target"] == "transitions" and model.switches.decoder_target_name == "transitions"
     assert any(key.startswith("gcn.") for key in model.state_dict())

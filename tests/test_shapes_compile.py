@@ -32,10 +32,10 @@ SWITCHES = {
     "sh": dict(label_embedding=4),  # labels
     "dbsa_sync": dict(dbsa_encoder=True, dbsa_decoder=True, sync_lambda=0.5),  # src_head, tgt_head
     "lisa": dict(lisa_layer=2),  # src_head
-    "linearized": dict(target="transitions"),
-    "parent": dict(target="transitions", parent_layers=[1]),  # graph
-    "gcn": dict(target="transitions", gcn_layer_count=2),  # graph
-    "bitran": dict(target="transitions", bidirectional=True),  # every prefix re-encoded (exact)
+    "linearized": dict(decoder_target="transitions"),
+    "parent": dict(decoder_target="transitions", parent_layers=[1]),  # graph
+    "gcn": dict(decoder_target="transitions", gcn_layer_count=2),  # graph
+    "bitran": dict(decoder_target="transitions", bidirectional=True),  # every prefix re-encoded (exact)
 }
 PLAIN = torch.autocast("cpu", enabled=False)
 CPU = torch.device("cpu")
@@ -181,7 +181,8 @@ class _HostSyncs:
             setattr(torch.Tensor, name, original)
 
 
-SYNC_FREE = {**SWITCHES, "bitran_approx": dict(target="transitions", bidirectional=True, bidirectional_prefixes=2)}
+SYNC_FREE = {**SWITCHES, "bitran_approx": dict(decoder_target="transitions", bidirectional=True,
+                                                bidirectional_prefixes=2)}
 
 
 @pytest.mark.parametrize("switch", ["vanilla", "pascal", "directed", "sh", "dbsa_sync", "gcn", "bitran_approx"])
@@ -232,7 +233,7 @@ COMPILE_CASES = {
     "vanilla": {},
     "text_switches": dict(pascal_heads=[2], directed_heads=[0, 2], dbsa_encoder=True, dbsa_decoder=True,
                           sync_lambda=0.5, label_embedding=4),
-    "tree": dict(target="transitions", parent_layers=[1], gcn_layer_count=1),
+    "tree": dict(decoder_target="transitions", parent_layers=[1], gcn_layer_count=1),
     # dropout and parent ignoring on: inductor's fallback_random draws the random numbers as eager does
     "dropout": dict(dropout=0.1, attention_dropout=0.1, pascal_heads=[2], parent_ignore=0.3),
 }

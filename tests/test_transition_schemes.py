@@ -270,7 +270,7 @@ def test_sentencepiece_transitions_convert_validate_train_and_translate_raw_text
     recipe = (REPO / "pipelines" / "train" / "sample-sentencepiece.toml").read_text(encoding="utf-8")
     recipe = recipe.replace("../../demo_out/sample-sentencepiece", str(out)).replace(
         "../../demo_out/run-sentencepiece", str(tmp_path / "run")).replace(
-        "pascal_heads = [1]", 'target = "transitions"\nparent_layers = [1]\ngcn_layer_count = 1')
+        "pascal_heads = [1]", 'decoder_target = "transitions"\nparent_layers = [1]\ngcn_layer_count = 1')
     (tmp_path / "train.toml").write_text(recipe, encoding="utf-8")
     code, err = cli_in_process("syntrain", ["run", tmp_path / "train.toml"])
     assert code == 0, err

@@ -137,7 +137,7 @@ VOCAB_ITEMS = list(SPECIALS) + ["der", "Hund", "lie@@", "f", "schnell", ".", "ei
                                 "LEFT-ARC:det", "LEFT-ARC:nsubj", "RIGHT-ARC:obj", "RIGHT-ARC:punct",
                                 "RIGHT-ARC:advmod", "RIGHT-ARC:root"]
 ARC_LABELS = sorted({item.split(":", 1)[1] for item in VOCAB_ITEMS if "-ARC:" in item})
-SMALL = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0, target="transitions",
+SMALL = dict(d_model=32, n_heads=4, d_ff=64, enc_layers=2, dec_layers=2, dropout=0.0, decoder_target="transitions",
              arc_labels=ARC_LABELS)
 TREE_SWITCHES = {
     "linearized": {},
@@ -368,7 +368,7 @@ def test_missing_transitions_is_one_line_naming_the_feature(shards, tmp_path):
                                          r"\"transitions\"\]"):
         ParallelData(path, vocab, decoder_target=target_column("transitions"))
     recipe = tmp_path / "r.toml"
-    recipe.write_text(f'[data]\ntrain = "{path}"\n[model]\ntarget = "transitions"\n[train]\nmax_steps = 1\n')
+    recipe.write_text(f'[data]\ntrain = "{path}"\n[model]\ndecoder_target = "transitions"\n[train]\nmax_steps = 1\n')
     done = subprocess.run([sys.executable, "-m", "syntrain", "run", str(recipe), "--out", str(tmp_path / "run")],
                           capture_output=True, text=True)
     assert done.returncode == 2
@@ -415,7 +415,7 @@ def test_eval_writes_trees_and_the_tree_measure(shards, tmp_path):
     recipe = tmp_path / "r.toml"
     data = shards / "keep"
     recipe.write_text(f'[data]\ntrain = "{data}/train"\nvalid = "{data}/valid"\n[model]\npreset = "tiny"\n'
-                      f'd_model = 32\nd_ff = 64\nenc_layers = 1\ndec_layers = 2\ntarget = "transitions"\n'
+                      f'd_model = 32\nd_ff = 64\nenc_layers = 1\ndec_layers = 2\ndecoder_target = "transitions"\n'
                       f'parent_layers = [2]\ngcn_layer_count = 2\nbidirectional = true\n[train]\nmax_steps = 2\n'
                       f'warmup = 2\neval_interval = 2\neval_sentences = 4\nmax_tokens = 800\n')
     out = tmp_path / "run"

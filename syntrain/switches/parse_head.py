@@ -247,7 +247,7 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
             raise ValueError("LISA and encoder DBSA both use the last head of the same layer: choose another "
                              "lisa_layer")
         if TreeDecoding.active(cfg) and options.dbsa_decoder:
-            raise ValueError("decoder DBSA supervises sub-word heads: not with target = \"transitions\"")
+            raise ValueError("decoder DBSA supervises sub-word heads: not with decoder_target = \"transitions\"")
 
     def describe(self) -> str:
         options, on = self.options, []

@@ -88,7 +88,7 @@ class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=(
             raise ValueError(f"sync_lambda > 0 (SyncAttn) needs {parse_head.BOTH_SIDES}")
         cls.check_layers(cfg, "sync_layer", "decoder")
         if TreeDecoding.active(cfg):
-            raise ValueError("SyncAttn supervises sub-word heads: not with target = \"transitions\"")
+            raise ValueError("SyncAttn supervises sub-word heads: not with decoder_target = \"transitions\"")
 
     def describe(self) -> str:
         layer = sync_decoder_layer(self.options, self.cfg.sizes.dec_layers)

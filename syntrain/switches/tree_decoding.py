@@ -1,7 +1,7 @@
 """Tree decoding (Choshen & Abend): the decoder produces arc-standard transitions, optionally reading the graph
 it has generated so far.
 
-`target = "transitions"` alone = Linearized (the decoder reads `[BOS] + tgt_transitions`). On top:
+`decoder_target = "transitions"` alone = Linearized (the decoder reads `[BOS] + tgt_transitions`). On top:
 `parent_layers` (a PARENT head, head 0 of those decoder layers' self-attention, attends only to itself and its
 parents in the generated graph: a mask, no parameters), `gcn_layer_count` (a labeled, gated graph convolution over
 the generated graph above the decoder embeddings; ablations `gcn_labeled`, `gcn_gated`), `bidirectional`
@@ -278,8 +278,8 @@ def prefix_passes(model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, 
 class TreeConfig:
     """[model] options of tree decoding."""
 
-    target: str = option(TEXT, choices=(TEXT, TRANSITIONS_TARGET.name),
-                         help="what the decoder produces: sub-words or transitions")
+    decoder_target: str = option(TEXT, choices=(TEXT, TRANSITIONS_TARGET.name),
+                                 help="what the decoder produces: sub-words or transitions")
     parent_layers: list[int] = option(default_factory=list, ge=1,
                                       help="1-based decoder layers with a PARENT head (head 0)")
     gcn_layer_count: int = option(0, ge=0, help="gated GCN layers over the generated graph (paper: 2)")
@@ -395,9 +395,10 @@ class TreeDecoding(Switch[TreeConfig], name="tree_decoding", config=TreeConfig):
     Its own page: [tree-decoding.md](tree-decoding.md): the targets and their vocabulary, the generated graph, PARENT
     heads, the gated GCN, BiTran, constrained decoding, the tree measure and the recipes."""
 
-    renamed = {"gcn_layers": "gcn_layer_count"}  # `*_layers` options name layers; this one counts them
+    # `*_layers` options name layers (gcn_layer_count counts them); "target" alone is the target side
+    renamed = {"gcn_layers": "gcn_layer_count", "target": "decoder_target"}
 
-    example = {"target": "transitions", "parent_layers": [2], "gcn_layer_count": 1, "bidirectional": True}
+    example = {"decoder_target": "transitions", "parent_layers": [2], "gcn_layer_count": 1, "bidirectional": True}
 
     decoder_targets = (TRANSITIONS_TARGET,)
     output_length_factor = 3.0  # sub-words + one arc per word
@@ -428,15 +429,15 @@ class TreeDecoding(Switch[TreeConfig], name="tree_decoding", config=TreeConfig):
 
     @classmethod
     def active(cls, cfg: ModelOptions) -> bool:
-        return cls.section(cfg).target == TRANSITIONS_TARGET.name
+        return cls.section(cfg).decoder_target == TRANSITIONS_TARGET.name
 
     @classmethod
     def check(cls, cfg: ModelOptions) -> None:
         options = cls.section(cfg)
         if (options.parent_layers or options.gcn_layer_count or options.bidirectional) and \
-                options.target != "transitions":
-            raise ValueError("parent_layers, gcn_layer_count and bidirectional decode trees: set target = "
-                             "\"transitions\"")
+                options.decoder_target != "transitions":
+            raise ValueError("parent_layers, gcn_layer_count and bidirectional decode trees: set "
+                             "decoder_target = \"transitions\"")
         cls.check_layers(cfg, "parent_layers", "decoder")
 
     @classmethod

@@ -129,7 +129,7 @@ class TreeOutputs(DecodedOutputs):
 
     files: ClassVar[dict[str, tuple[str, str]]] = {
         "trees": ("Tree-decoding models: also write the predicted target trees (CoNLL-U).",
-                  'a tree-decoding model (target = "transitions")')}
+                  'a tree-decoding model (decoder_target = "transitions")')}
     compare_header: ClassVar[str] = "trees"
 
     def text(self, pieces: list[str]) -> list[str]:

@@ -53,6 +53,7 @@ CHECKPOINTS = {
     "text": {"enc_layers": 2, "dec_layers": 2, "dropout": 0.1, "pascal_heads": [2], "parent_ignore": 0.3,
              "directed_heads": [0, 2], "double_context": True, "dbsa_encoder": True, "dbsa_decoder": True,
              "sync_lambda": 0.5, "lisa_layer": 2, "label_embedding": 4},
+    # tree: stored with the old spellings `target` (now decoder_target) and `gcn_layers` (now gcn_layer_count)
     "tree": {"enc_layers": 1, "dec_layers": 2, "dropout": 0.1, "target": "transitions", "parent_layers": [2],
              "gcn_layers": 1, "bidirectional": True},
 }
