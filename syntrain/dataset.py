@@ -8,10 +8,10 @@ Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS
 Model inputs (`Batch.inputs`): only the batch columns the caller passes (`BatchColumn`s: those the active
 switches read, `ActiveSwitches.batch_columns`), collated as their modules declare them; this module names none.
 
-Decoder targets: the target sub-words (None, `target = "text"`), or a target column a switch declares, passed
-by the caller (`TargetColumn`, `Switch.decoder_targets`: tree decoding's arc-standard transitions): the decoder
-then reads `[BOS] + column` and predicts `column + [EOS]`; rows whose column is null are skipped in training
-(counted in `skipped_null`) and kept, without a loss, for decoding.
+Decoder targets: the target sub-words (None, `decoder_target = "text"`), or a target-side column a switch
+declares, passed by the caller (`TargetColumn`, `Switch.decoder_targets`: tree decoding's arc-standard
+transitions): the decoder then reads `[BOS] + column` and predicts `column + [EOS]`; rows whose column is null are
+skipped in training (counted in `skipped_null`) and kept, without a loss, for decoding.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def data_columns(batch_columns: Mapping[BatchColumn, str], decoder_target: Targe
 
 def readable_target(decoder_target: TargetColumn | None, columns: Sequence[str]) -> TargetColumn | None:
     """The decoder target a scored split with `columns` is read with: `decoder_target`, or None (the target
-    sub-words) when the split lacks its column (decoding needs no reference targets; a measure that needs them
+    sub-words) when the split lacks its column (decoding needs no reference decoder targets; a measure that needs them
     sees None)."""
     return None if decoder_target is not None and decoder_target.column not in columns else decoder_target
 
@@ -126,8 +126,8 @@ class EncodedSplit:
         self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
 
     def _encode(self, has_targets: bool) -> np.ndarray:
-        """Source and target ids (`src_ids`/`src_off`, `tgt_ids`/`tgt_off`); the rows without a target (a null
-        target column) as a mask. Raw text (`has_targets` false) has no targets."""
+        """Source and target ids (`src_ids`/`src_off`, `tgt_ids`/`tgt_off`); the rows without a decoder target (a
+        null decoder target column) as a mask. Raw text (`has_targets` false) has no target side."""
         self.src_ids, self.src_off = self.vocab.src.encode_column(self.table.column(SRC_SUBWORDS))
         null = np.zeros(self.table.num_rows, dtype=bool)
         declaration = self.decoder_target
@@ -219,7 +219,7 @@ def kept_rows(split: EncodedSplit, max_len: int, skip_null: bool) -> tuple[np.nd
 
 
 class ParallelData:
-    """One split as a dataset: the rows it uses (`keep`; `loss_rows` those with a target) and what the trainer,
+    """One split as a dataset: the rows it uses (`keep`; `loss_rows` those with a decoder target) and what the trainer,
     decoding and scoring call on them, each done by one collaborator: the split read and encoded (`encoded`, an
     `EncodedSplit`: flat id arrays + offsets copied out of the memory-mapped shards, whose pages are then given
     back), token-count batches (`bucketing`, a `Bucketing`: `batches`, `shape`, `longest`), their collation
@@ -249,7 +249,7 @@ class ParallelData:
         self.src_len, self.tgt_len, self.skipped_null = encoded.src_len, encoded.tgt_len, encoded.skipped_null
         self.collator = Collator(encoded, batch_columns)
         self.keep, self.skipped_long = kept_rows(encoded, max_len, skip_null)
-        self.loss_rows = self.keep[~encoded.null[self.keep]]  # rows with a target (validation loss)
+        self.loss_rows = self.keep[~encoded.null[self.keep]]  # rows with a decoder target (validation loss)
         self.bucketing = Bucketing(encoded.src_len, encoded.tgt_len)
         self.scoring = References(encoded.table, encoded.configuration)
 

@@ -81,7 +81,7 @@ class GraphColumn(BatchColumn):
     `arc_labels`. Made from the split's target ids once (rows with null transitions: no edges)."""
 
     def missing(self, names: Sequence[str]) -> bool:
-        return False  # made from the targets (a split without transitions fails as the target)
+        return False  # made from the decoder targets (a split without transitions fails as the decoder target)
 
     def load(self, data: EncodedSplit) -> tuple[np.ndarray, np.ndarray]:
         itos = np.array(data.vocab.itos, dtype=object)
@@ -392,8 +392,8 @@ class TreeDecoding(Switch[TreeConfig], name="tree_decoding", config=TreeConfig):
     """Tree decoding (docs/tree-decoding.md): the decoder produces target transitions (Linearized), with PARENT
     heads, a gated GCN over the generated graph, BiTran.
 
-    Its own page: [tree-decoding.md](tree-decoding.md): the targets and their vocabulary, the generated graph, PARENT
-    heads, the gated GCN, BiTran, constrained decoding, the tree measure and the recipes."""
+    Its own page: [tree-decoding.md](tree-decoding.md): the decoder targets and their vocabulary, the generated
+    graph, PARENT heads, the gated GCN, BiTran, constrained decoding, the tree measure and the recipes."""
 
     # `*_layers` options name layers (gcn_layer_count counts them); "target" alone is the target side
     renamed = {"gcn_layers": "gcn_layer_count", "target": "decoder_target"}
