@@ -27,7 +27,6 @@ assert {ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS} <= _ALL_FIELDS
 # the columns the trainer reads (when present); of the others only the declared ones (batch columns, target
 # columns) are read
 TRAIN_COLUMNS = (ID, SRC_TEXT, TGT_TEXT, SRC_SUBWORDS, TGT_SUBWORDS)
-TEXT = "text"  # the decoder target of a model whose switches declare none: the target sub-words
 
 
 LABEL_NONE, LABEL_UNKNOWN = 0, 1  # ids of a label column: none (EOS, BOS, pad), a label unseen in training

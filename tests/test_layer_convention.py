@@ -52,14 +52,14 @@ def test_an_old_spelling_still_reads_with_a_note(caplog, tmp_path):
         cfg = ModelConfig.from_dict({"target": "transitions", "gcn_layers": 2})
     assert cfg.section("tree_decoding").gcn_layer_count == 2 and "gcn_layer_count" in cfg.to_dict()
     assert "gcn_layers is now gcn_layer_count" in caplog.text and "target is now decoder_target" in caplog.text
-    assert cfg.section("tree_decoding").decoder_target == "transitions" and "target" not in cfg.to_dict()
+    assert cfg.output.decoder_target == "transitions" and "target" not in cfg.to_dict()
     with pytest.raises(ValueError, match="gcn_layers \\(its old spelling\\) and gcn_layer_count both given"):
         ModelConfig.from_dict({"target": "transitions", "gcn_layers": 2, "gcn_layer_count": 2})
     recipe = tmp_path / "old.toml"
     recipe.write_text('[data]\ntrain = "x"\n[model]\ntarget = "transitions"\ngcn_layers = 2\n')
     train_cfg = resolve_run(str(recipe), {}, {})[0]
     assert ModelConfig.from_dict(train_cfg.model).section("tree_decoding").gcn_layer_count == 2
-    assert ModelConfig.from_dict(train_cfg.model).section("tree_decoding").decoder_target == "transitions"
+    assert ModelConfig.from_dict(train_cfg.model).output.decoder_target == "transitions"
     set_cfg = resolve_run(None, {"data": "x"}, {}, ("model.gcn_layers=3", "model.target=transitions"))[0]
     assert ModelConfig.from_dict(set_cfg.model).section("tree_decoding").gcn_layer_count == 3
     model, _, ckpt = load_checkpoint(str(HERE / "tree.pt"))  # stored with gcn_layers = 1, target = "transitions"

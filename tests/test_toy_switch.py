@@ -11,8 +11,9 @@ import pytest
 import torch
 from torch import nn
 
-from syntrain.columns import TEXT, BatchColumn, TargetColumn
+from syntrain.columns import BatchColumn, TargetColumn
 from syntrain.config import option
+from syntrain.config.core import TEXT
 from syntrain.config.model import ModelConfig
 from syntrain.dataset import ParallelData, read_split
 from syntrain.runfolder.checkpoints import load_checkpoint
@@ -123,13 +124,9 @@ def test_unregistered_switch_options_are_unknown():
         ModelConfig.from_dict({"toy_gain": 1.0})
 
 
-@dataclass
-class TagConfig:
-    toy_tag_target: bool = option(False, help="the decoder produces the target's dependency labels")
-
-
-class Tags(Switch[TagConfig], name="toy_tags", config=TagConfig, switched_by=("toy_tag_target",)):
-    """A toy decoder target declared in one place: the target tokens' dependency labels (`tgt_labels`)."""
+class Tags(Switch, name="toy_tags"):
+    """A toy decoder target declared in one place: the target tokens' dependency labels (`tgt_labels`); on when
+    the model's `decoder_target` names it."""
 
     decoder_targets = (TargetColumn("toy_tags", "tgt_labels", "labels"),)
 
@@ -145,20 +142,32 @@ def test_a_decoder_target_declared_here_is_counted_read_and_trained(tags, tmp_pa
     """The data layer and the trainer name no target: a switch's `TargetColumn` alone makes the decoder
     produce another shard column (vocabulary, ids, training, checkpoint)."""
     table, _ = read_split(str(SHARDS / "train"))
-    assert ActiveSwitches(ModelConfig.from_dict({"toy_tag_target": True})).decoder_target_name == "toy_tags"
+    tagged = ActiveSwitches(ModelConfig.from_dict({"decoder_target": "toy_tags"}))
+    assert tagged.decoder_target_name == "toy_tags" and [switch.name for switch in tagged] == ["toy_tags"]
     assert ActiveSwitches(ModelConfig.from_dict({})).decoder_target_name == TEXT
+    assert not ActiveSwitches(ModelConfig.from_dict({}))
     vocab = Vocab.build([table], decoder_target=target_column("toy_tags"))
     assert {"nsubj", "det", "root"} <= set(vocab.itos) - set(Vocab.build([table]).itos)
     data = ParallelData(str(SHARDS / "train"), vocab, decoder_target=target_column("toy_tags"))
     for row in (0, len(data) - 1):
         batch = data.collate([row])
         assert vocab.decode(batch.tgt_out[0].tolist()) == table.column("tgt_labels")[row].as_py()
-    model = {"d_model": 32, "d_ff": 64, "enc_layers": 1, "dec_layers": 1, "toy_tag_target": True}
+    model = {"d_model": 32, "d_ff": 64, "enc_layers": 1, "dec_layers": 1, "decoder_target": "toy_tags"}
     cfg = TrainConfig(data=str(SHARDS / "train"), out=str(tmp_path / "run"), model=model, max_steps=2,
                       max_tokens=300, warmup=1, log_interval=1, eval_interval=2, threads=1)
     train(cfg)
     model_back, vocab_back, _ = load_checkpoint(str(tmp_path / "run" / "last.pt"))
     assert model_back.switches.decoder_target_name == "toy_tags" and vocab_back.itos == vocab.itos
+
+
+def test_a_decoder_target_no_switch_declares_is_refused_in_one_line(tags):
+    with pytest.raises(ValueError, match="decoder_target 'toy_tag' is not a decoder target: one of text, "
+                                         "transitions, toy_tags"):
+        ModelConfig.from_dict({"decoder_target": "toy_tag"})
+    unregister(Tags.name)
+    with pytest.raises(ValueError, match="decoder_target 'toy_tags' is not a decoder target"):
+        ModelConfig.from_dict({"decoder_target": "toy_tags"})  # its switch is not registered
+    register(Tags)
 
 
 @pytest.mark.parametrize("name", [TEXT, "transitions"])

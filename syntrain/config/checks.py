@@ -1,4 +1,5 @@
-"""The checks of a model's options across fields, which need no data: the width fits the heads, each switch fits
+"""The checks of a model's options across fields, which need no data: the width fits the heads, the decoder target
+is declared, each switch fits
 the model (`Switch.check`), the switches that are on fit each other (one changes teacher forcing, one the decoder
 mask), the layers and heads they name exist; and the options of a recipe that would do nothing (`idle_options`).
 A failed check is a ValueError naming the option."""
@@ -9,7 +10,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..attention import check_hooks
-from ..switches import ModelOptions, registered
+from ..switches import ModelOptions, registered, target_column
 from ..switches.active import ActiveSwitches
 
 
@@ -19,6 +20,7 @@ def check_model_config(cfg: ModelOptions) -> None:
     sizes = cfg.sizes
     if sizes.d_model % sizes.n_heads:
         raise ValueError(f"d_model {sizes.d_model} is not a multiple of n_heads {sizes.n_heads}")
+    target_column(cfg.output.decoder_target)  # TEXT or a declared decoder target, else the ValueError
     for switch in registered():
         switch.check(cfg)
     active = ActiveSwitches(cfg)

@@ -1,6 +1,7 @@
 """The generic model's [model] options, one dataclass per concept: `ModelSizes` (the sizes), `DropoutRates` (the
-dropout of the residual blocks, attention weights and feed-forward activations) and `WeightSharing` (one
-embedding matrix for several roles); and the size presets (`PRESETS`). The Transformer reads these parts
+dropout of the residual blocks, attention weights and feed-forward activations), `WeightSharing` (one
+embedding matrix for several roles) and `DecoderOutput` (what the decoder predicts); and the size presets
+(`PRESETS`). The Transformer reads these parts
 (`ModelConfig.sizes`, `.dropouts`, `.sharing`) and nothing of a switch; a switch reads them through its
 `ModelOptions` view of the config. Torch-free: the recipe checks and `--help` import it."""
 
@@ -57,8 +58,22 @@ class WeightSharing:
                                                 "vocabularies: for target and output)")
 
 
+TEXT = "text"  # the decoder target of the plain model: the target sub-words
+
+
+@dataclass
+class DecoderOutput:
+    """What the decoder predicts: its decoder target, TEXT or one a switch declares (`Switch.decoder_targets`),
+    which turns that switch on."""
+
+    decoder_target: str = option(TEXT, help="what the decoder predicts: text (the target sub-words) or a decoder "
+                                            "target a switch declares, which turns it on (transitions: tree "
+                                            "decoding)")
+
+
 # The parts of the generic model's options, by their name in `ModelConfig` (the switches' sections follow).
-CORE_PARTS: dict[str, type] = {"sizes": ModelSizes, "dropouts": DropoutRates, "sharing": WeightSharing}
+CORE_PARTS: dict[str, type] = {"sizes": ModelSizes, "dropouts": DropoutRates, "sharing": WeightSharing,
+                               "output": DecoderOutput}
 
 PRESETS: dict[str, dict] = {
     "cpu": dict(d_model=64, n_heads=4, d_ff=256, enc_layers=2, dec_layers=2, dropout=0.1),  # 2 CPU cores, minutes

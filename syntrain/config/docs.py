@@ -70,8 +70,9 @@ def switches_markdown() -> str:
              "decoding reads |", "|---|---|---|---|---|"]
     for switch in registered():
         summary = (switch.__doc__ or "").strip().split("\n\n")[0]
-        keys = ", ".join(f"`{name} = {default_words('model', name)}`" for name in option_names(switch)
-                         if not declaration("model", name)[1].metadata.get("filled"))  # type: ignore[index]
+        keys = ", ".join([*(f"`decoder_target = \"{target.name}\"` (turns it on)" for target in switch.decoder_targets),
+                          *(f"`{name} = {default_words('model', name)}`" for name in option_names(switch)
+                            if not declaration("model", name)[1].metadata.get("filled"))])  # type: ignore[index]
         cfg = ModelConfig(**switch.example)
         instance = switch(cfg)
         reads = [declared(name) for name in {**instance.reads(True)}]

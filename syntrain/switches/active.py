@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..columns import TEXT, BatchColumn, TargetColumn
+from ..columns import BatchColumn, TargetColumn
 from .base import AttentionHook, ModelOptions, Switch
 from .registry import declared, registered, target_column
 
@@ -18,6 +18,7 @@ class ActiveSwitches:
     queries that loop over them. The model holds one (`Transformer.switches`)."""
 
     def __init__(self, cfg: ModelOptions) -> None:
+        self.cfg = cfg
         self.switches: tuple[Switch, ...] = tuple(switch(cfg) for switch in registered() if switch.active(cfg))
 
     def __iter__(self) -> Iterator[Switch]:
@@ -45,9 +46,9 @@ class ActiveSwitches:
 
     @property
     def decoder_target_name(self) -> str:
-        """The name of what the decoder produces: TEXT (the target sub-words), or the target an active switch
-        declares (`Switch.decoder_targets`)."""
-        return next((column.name for switch in self.switches for column in switch.decoder_targets), TEXT)
+        """The name of what the decoder produces, the model's `decoder_target`: TEXT (the target sub-words), or a
+        decoder target a switch declares (`Switch.decoder_targets`), which turns that switch on."""
+        return self.cfg.output.decoder_target
 
     @property
     def decoder_target(self) -> TargetColumn | None:

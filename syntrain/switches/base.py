@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 import torch
 
 from ..columns import BatchColumn, TargetColumn
-from ..config.core import DropoutRates, ModelSizes, WeightSharing
+from ..config.core import DecoderOutput, DropoutRates, ModelSizes, WeightSharing
 
 if TYPE_CHECKING:
     from torch import nn
@@ -56,11 +56,13 @@ if TYPE_CHECKING:
 
 class ModelOptions(Protocol):
     """What a switch sees of the model config (`syntrain.config.model.ModelConfig` is one): the generic model's
-    parts (sizes, dropout rates, weight sharing), and any switch's typed section (`Switch.section` types it)."""
+    parts (sizes, dropout rates, weight sharing, the decoder target), and any switch's typed section
+    (`Switch.section` types it)."""
 
     sizes: ModelSizes
     dropouts: DropoutRates
     sharing: WeightSharing
+    output: DecoderOutput
 
     def section(self, switch: Any) -> Any: ...  # noqa: ANN401 (a switch class or name -> its config section)
 
@@ -418,10 +420,12 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
 
     @classmethod
     def active(cls, cfg: ModelOptions) -> bool:
-        """Whether the switch is on in `cfg`: one of the `switched_by` options is set (a list: a non-zero item)."""
+        """Whether the switch is on in `cfg`: one of the `switched_by` options is set (a list: a non-zero item), or
+        the model's `decoder_target` is one the switch declares (`decoder_targets`)."""
         options = cls.section(cfg)
         return any(any(value) if isinstance(value, list) else bool(value)
-                   for value in (getattr(options, name) for name in cls.switched_by))
+                   for value in (getattr(options, name) for name in cls.switched_by)) or \
+            cfg.output.decoder_target in {target.name for target in cls.decoder_targets}
 
     @classmethod
     def check_layers(cls, cfg: ModelOptions, option: str, stack: str | tuple[str, ...],

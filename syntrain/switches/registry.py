@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from dataclasses import fields
 from typing import Any
 
-from ..columns import SHARED, TEXT, BatchColumn, TargetColumn
+from ..columns import SHARED, BatchColumn, TargetColumn
+from ..config.core import TEXT
 from .base import Switch
 
 # The order of the switches, declared here and nowhere else: the order in which the hooks of one attention module
@@ -220,5 +221,6 @@ def target_column(decoder_target: str) -> TargetColumn | None:
     if decoder_target == TEXT:
         return None
     if decoder_target not in _TARGETS:
-        raise ValueError(f"the decoder target must be one of {', '.join([TEXT, *_TARGETS])}, got {decoder_target!r}")
+        raise ValueError(f"decoder_target {decoder_target!r} is not a decoder target: one of "
+                         f"{', '.join([TEXT, *_TARGETS])} (the trainer's and those the switches declare)")
     return _TARGETS[decoder_target][0]

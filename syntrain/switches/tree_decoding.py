@@ -37,7 +37,7 @@ from synprep.features import (
 from synprep.options import ROOT_POLICIES
 from synprep.subwords.load import dataset_marker
 
-from ..columns import LABEL_UNKNOWN, TEXT, BatchColumn, TargetColumn
+from ..columns import LABEL_UNKNOWN, BatchColumn, TargetColumn
 from ..config import option
 from ..dataset import EncodedSplit
 from ..vocab import EOS_ID, PAD_ID, SPECIALS, Vocab
@@ -278,8 +278,6 @@ def prefix_passes(model: nn.Module, tgt_in: torch.Tensor, memory: torch.Tensor, 
 class TreeConfig:
     """[model] options of tree decoding."""
 
-    decoder_target: str = option(TEXT, choices=(TEXT, TRANSITIONS_TARGET.name),
-                                 help="what the decoder produces: sub-words or transitions")
     parent_layers: list[int] = option(default_factory=list, ge=1,
                                       help="1-based decoder layers with a PARENT head (head 0)")
     gcn_layer_count: int = option(0, ge=0, help="gated GCN layers over the generated graph (paper: 2)")
@@ -428,14 +426,10 @@ class TreeDecoding(Switch[TreeConfig], name="tree_decoding", config=TreeConfig):
         return TreeConstraint(vocab, options.transition_root, rows, labels, options.boundary)
 
     @classmethod
-    def active(cls, cfg: ModelOptions) -> bool:
-        return cls.section(cfg).decoder_target == TRANSITIONS_TARGET.name
-
-    @classmethod
     def check(cls, cfg: ModelOptions) -> None:
         options = cls.section(cfg)
         if (options.parent_layers or options.gcn_layer_count or options.bidirectional) and \
-                options.decoder_target != "transitions":
+                cfg.output.decoder_target != TRANSITIONS_TARGET.name:
             raise ValueError("parent_layers, gcn_layer_count and bidirectional decode trees: set "
                              "decoder_target = \"transitions\"")
         cls.check_layers(cfg, "parent_layers", "decoder")
