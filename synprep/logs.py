@@ -53,3 +53,20 @@ def set_verbosity(verbose: int, quiet: int) -> None:
     """-v / -q of either command line: the level of both packages' loggers."""
     for name in ("synprep", "syntrain"):
         logging.getLogger(name).setLevel(level_of(verbose, quiet))
+
+
+_SAID: set[tuple[str, object]] = set()  # (logger name, key) of the warnings said once already
+
+
+def warn_once(logger: logging.Logger, message: str, key: object = None) -> None:
+    """`message` as a warning of `logger`, once per process for `key` (default: the message): a condition met at
+    every validation of a run, or at every read of one config, is said the first time only."""
+    said = (logger.name, message if key is None else key)
+    if said not in _SAID:
+        _SAID.add(said)
+        logger.warning(message)
+
+
+def forget_warnings() -> None:
+    """Every warning of `warn_once` may be said again (tests that check one)."""
+    _SAID.clear()

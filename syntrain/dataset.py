@@ -276,6 +276,15 @@ class ParallelData:
     def ladder_limit(self, limit: int) -> None:
         self.bucketing.ladder_limit = limit
 
+    def fitting(self, rows: np.ndarray, positions: int, target: bool = True) -> np.ndarray:
+        """The `rows` whose source (and, with `target`, target) fits a model of `positions` positions (sub-words
+        + EOS; BOS + target items): what a forward pass can take. Decoding needs the source only."""
+        rows = np.asarray(rows)
+        fits = self.src_len[rows] <= positions
+        if target:
+            fits &= self.tgt_len[rows] <= positions
+        return rows[fits]
+
     def longest(self) -> int:
         """Tokens of the longest kept row (the longer side, with EOS/BOS): the least a batch must hold."""
         return self.bucketing.longest(self.keep)

@@ -6,6 +6,7 @@ by default with the run's own settings (`run_settings`), so that one checkpoint 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -13,12 +14,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from synprep.logs import warn_once
+
 from .dataset import ParallelData
 from .model import Transformer
 from .postprocess import postprocessor
 from .search import beam_search_nbest, greedy
 from .vocab import Vocab
 
+log = logging.getLogger("syntrain")
 Ranked = list[tuple[float, str]]  # (length-normalized log-probability, translation), best first
 
 
@@ -84,7 +88,10 @@ def decode_split_nbest(model: Transformer, data: ParallelData, vocab: Vocab, set
     text = postprocessor(data, model.switches)
     label = progress if isinstance(progress, str) else "translating"
     bar = counter(label, len(rows), "sent", shown=None if progress else False)
-    fits = rows[data.src_len[rows] <= model.cfg.sizes.max_len] if len(rows) else rows
+    fits = data.fitting(rows, model.cfg.sizes.max_len, target=False)
+    if len(fits) < len(rows):
+        warn_once(log, f"{data.path}: {len(rows) - len(fits)} source(s) longer than the model's "
+                       f"{model.cfg.sizes.max_len} positions: not translated (an empty translation each)")
     bar.update(len(rows) - len(fits))
     for batch_rows in data.batches(settings.max_tokens, shuffle=False, rows=fits):
         batch = data.collate(batch_rows).to(device)
@@ -107,6 +114,6 @@ def decode_split(model: Transformer, data: ParallelData, vocab: Vocab, settings:
                  rows: Sequence[int] | None = None, device: str | torch.device = "cpu", progress: bool | str = False,
                  pieces: list[list[str]] | None = None) -> list[str]:
     """The best translation of each of `rows` (default: all) of a split, in row order: `decode_split_nbest` with
-    nbest 0, the one way a split is decoded for its scores."""
-    return [ranked[0][1] for ranked in decode_split_nbest(model, data, vocab, settings, 0, rows, device, progress,
-                                                          pieces)]
+    nbest 0, the one way a split is decoded for its scores ("" for a source longer than the model's positions)."""
+    ranked = decode_split_nbest(model, data, vocab, settings, 0, rows, device, progress, pieces)
+    return [best[0][1] if best else "" for best in ranked]

@@ -309,7 +309,7 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
         vocab = ((decoder_target is None and scheme_vocab(split[1].configuration, cfg.data))
                  or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint))
         fill_from_data(mcfg, *split, vocab)
-    train_data = ParallelData(cfg.data, vocab, cfg.max_len, skip_null=True, split=split,
+    train_data = ParallelData(cfg.data, vocab, training_max_len(cfg, mcfg), skip_null=True, split=split,
                               **ActiveSwitches(mcfg).parallel_data_arguments(training=True))
     longest = train_data.longest()
     if longest > cfg.max_tokens:
@@ -317,6 +317,10 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
                          "BOS/EOS): raise max_tokens or lower max_len")
     valid_data = eval_data(cfg.valid, vocab, mcfg) if cfg.valid else None
     test_data = eval_data(cfg.test, vocab, mcfg) if cfg.test else None  # as checked: no later rewrite
+    for data in (valid_data, test_data):  # a loss over no pair would read as 0.0: refused before training
+        if data is not None and len(data.loss_rows) and not len(data.fitting(data.loss_rows, mcfg.sizes.max_len)):
+            raise ValueError(f"{data.path}: none of its {len(data.loss_rows)} pairs fits the model's "
+                             f"{mcfg.sizes.max_len} positions: raise [model] max_len")
     if cfg.valid or cfg.test:  # a BLEU tokenizer whose packages are missing: an error now, not after training
         bleu_metric(train_data.tgt_lang, cfg.bleu_tokenize)
     ladder = ladder_in_use(cfg.shape_ladder, device, cfg.compile)
@@ -324,6 +328,13 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
         if data is not None:
             data.ladder, data.ladder_limit = ladder, mcfg.sizes.max_len
     return RunData(vocab, mcfg, train_data, valid_data, test_data, data_fingerprint(cfg.data))
+
+
+def training_max_len(cfg: TrainConfig, mcfg: ModelConfig) -> int:
+    """The most positions a side of a training pair may take: `[train] max_len`, at most the model's positions
+    (`[model] max_len`, which a forward pass cannot exceed); `[train] max_len = 0` (no limit): the positions."""
+    positions = mcfg.sizes.max_len
+    return min(cfg.max_len, positions) if cfg.max_len else positions
 
 
 def eval_data(path: str, vocab: Vocab, mcfg: ModelConfig) -> ParallelData:
@@ -384,7 +395,9 @@ def log_header(cfg: TrainConfig, procs: Processes, data: RunData, model: Transfo
     precision = resolve_precision(cfg.precision, device)
     sizes = f"target {len(vocab)}, source {len(vocab.source)}" if vocab.source else len(vocab)
     skipped = data.train.skipped_long
-    long = f" ({skipped} longer than max_len {cfg.max_len} skipped)" if skipped else ""
+    limit = training_max_len(cfg, model.cfg)
+    within = f"max_len {limit}" if limit == cfg.max_len else f"the model's {limit} positions"
+    long = f" ({skipped} longer than {within} skipped)" if skipped else ""
     procs.log(f"syntrain: {len(data.train)} training pairs{long}, vocabulary {sizes}, {n_params / 1e6:.1f}M "
               f"parameters, device {device}, {procs.world} process(es), precision {precision}"
               f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n"

@@ -5,10 +5,13 @@ value of `best_metric` so far, its step, and the validations since (`EarlyStoppi
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
+from synprep.logs import warn_once
 
 from .config.train import TrainConfig
 from .dataset import ParallelData
@@ -17,6 +20,8 @@ from .model import Transformer
 from .scoring import score
 from .switches import decoded
 from .vocab import PAD_ID, Vocab
+
+log = logging.getLogger("syntrain")
 
 SCORE_KEYS = ("loss", "bleu", "chrf", "bleu_signature", "chrf_signature")  # `evaluate`'s own; the rest: switches'
 
@@ -29,13 +34,18 @@ def scores_text(model: Transformer, result: dict) -> str:
 def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,
              beam: int, sentences: int = 0, progress: bool | str = False, hyps: list[str] | None = None,
              pieces: list[list[str]] | None = None) -> dict:
-    """Validation loss (label-smoothed, per target token) and BLEU/chrF of `sentences` decoded rows (with the
+    """Validation loss (label-smoothed, per target token, over the pairs that fit the model's positions) and
+    BLEU/chrF of `sentences` decoded rows (a source longer than the positions: an empty translation) (with the
     run's `max_tokens`, `length_penalty` and `threads`: `decode.decode_split`); `progress`: the decoding's progress
     (`decode.decode_split`); `hyps` and `pieces` (lists) get the hypotheses and their pieces."""
     model.eval()
     total, tokens = 0.0, 0
     with torch.no_grad():
-        for rows in data.batches(cfg.max_tokens, shuffle=False, rows=data.loss_rows):
+        loss_rows = data.fitting(data.loss_rows, model.cfg.sizes.max_len)  # a longer pair: no forward pass
+        if len(loss_rows) < len(data.loss_rows):
+            warn_once(log, f"{data.path}: {len(data.loss_rows) - len(loss_rows)} pair(s) longer than the model's "
+                           f"{model.cfg.sizes.max_len} positions left out of the loss")
+        for rows in data.batches(cfg.max_tokens, shuffle=False, rows=loss_rows):
             batch = data.collate(rows).to(device)
             logits = model(batch.src, batch.tgt_in, batch.inputs).logits
             total += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,

@@ -664,6 +664,62 @@ def test_raw_lines_too_long_for_the_model_are_left_empty_before_parsing(data, tm
     assert len(out) == len(lines) + 1 and out[1:5] == ["", "", "", ""]
 
 
+# ------------------------------------------------------------------------------ pairs longer than the model
+
+
+def split_lengths(path: Path) -> tuple[list[int], list[int]]:
+    """Each pair's positions in a split: source (sub-words + EOS) and target (+ BOS / EOS)."""
+    from syntrain.dataset import read_split
+
+    table = read_split(str(path))[0]
+    return ([len(x) + 1 for x in table.column("src_subwords").to_pylist()],
+            [len(x) + 1 for x in table.column("tgt_subwords").to_pylist()])
+
+
+def test_pairs_longer_than_the_model_are_skipped_counted_and_translated_empty(data, tmp_path):
+    """[model] max_len below some pairs' lengths (and [train] max_len 0, no limit of its own): training skips
+    those pairs, counted in the header; validation leaves them out of its loss and translates their sources as
+    empty, said once, not at every validation; the test hypotheses and `syntrain eval` keep one line per pair
+    ("" for a source too long). No traceback, no crash of the run at its first validation."""
+    train_len, valid_len, test_len = (split_lengths(data["shards"] / split) for split in ("train", "valid", "test"))
+    positions = sorted(valid_len[0])[len(valid_len[0]) // 2]  # the median source: some valid sources too long
+    train_long = sum(max(s, t) > positions for s, t in zip(*train_len))
+    valid_src_long = sum(s > positions for s in valid_len[0])
+    valid_pair_long = sum(max(s, t) > positions for s, t in zip(*valid_len))
+    assert 0 < train_long < len(train_len[0]) and valid_src_long > 0
+    run = tmp_path / "run"
+    result = train(data, run, "--max-steps", "4", "--eval-interval", "2", "--eval-sentences", "0", "--test",
+                   data["shards"] / "test", "--set", "train.max_len=0", "--set", f"model.max_len={positions}")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-1500:]
+    assert f"({train_long} longer than the model's {positions} positions skipped)" in result.stderr
+    valid = str(data["shards"] / "valid")
+    said = [line for line in result.stderr.splitlines() if line.startswith(valid + ":")]
+    assert said == [f"{valid}: {valid_pair_long} pair(s) longer than the model's {positions} positions left out of "
+                    "the loss", f"{valid}: {valid_src_long} source(s) longer than the model's {positions} positions: "
+                    "not translated (an empty translation each)"], said  # two validations, each said once
+    hyps = (run / "test.hyp").read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(hyps) == len(test_len[0])
+    assert all(hyp == "" for hyp, s in zip(hyps, test_len[0]) if s > positions)
+    evaluated = call(*SYNTRAIN, "eval", "--checkpoint", run / "best.pt", "--data", data["shards"] / "test", "-o",
+                     tmp_path / "eval.hyp")
+    assert evaluated.returncode == 0 and "Traceback" not in evaluated.stderr, evaluated.stderr[-1500:]
+    assert (tmp_path / "eval.hyp").read_text(encoding="utf-8").split("\n")[:-1] == hyps
+    test_src_long = sum(s > positions for s in test_len[0])
+    assert (f"{test_src_long} source(s) longer than the model's {positions} positions" in evaluated.stderr) == \
+        (test_src_long > 0)
+
+
+def test_a_validation_split_none_of_whose_pairs_fits_the_model_is_refused_before_training(data, tmp_path):
+    """Its loss would be over no pair (0.0, the best loss there is): one line naming the split, nothing written."""
+    train_len, valid_len = (split_lengths(data["shards"] / split) for split in ("train", "valid"))
+    positions = min(max(s, t) for s, t in zip(*valid_len)) - 1
+    assert any(max(s, t) <= positions for s, t in zip(*train_len))  # training alone would run
+    result = train(data, tmp_path / "run", "--max-steps", "2", "--set", f"model.max_len={positions}")
+    one_line_error(result, str(data["shards"] / "valid"), f"none of its {len(valid_len[0])} pairs fits the model's "
+                                                          f"{positions} positions")
+    assert not (tmp_path / "run").exists()
+
+
 # ------------------------------------------------------------------------------ synprep: bpe learn, pipelines
 
 

@@ -41,13 +41,13 @@ def test_an_old_spelling_still_reads_with_a_note(caplog, tmp_path):
     """`gcn_layers` (a count, not layer numbers) is spelt `gcn_layer_count` now, and `target` (the decoder target,
     not the target side) `decoder_target`: a config, a recipe and a checkpoint that use the old spellings read the
     same, with a note; both spellings at once are refused."""
+    from synprep.logs import forget_warnings
     from syntrain.config.resolve import resolve_run
     from syntrain.runfolder.checkpoints import load_checkpoint
-    from syntrain.switches import registry
 
     from .data.make_switch_fixtures import HERE
 
-    registry._NOTED.clear()  # said once per process: an earlier test may have read an old spelling already
+    forget_warnings()  # said once per process: an earlier test may have read an old spelling already
     with caplog.at_level("WARNING", logger="syntrain"):
         cfg = ModelConfig.from_dict({"target": "transitions", "gcn_layers": 2})
     assert cfg.section("tree_decoding").gcn_layer_count == 2 and "gcn_layer_count" in cfg.to_dict()

@@ -37,7 +37,8 @@ class TrainConfig:
     model: dict[str, Any] = option(default_factory=dict, help="model options over the preset (the [model] table)")
     max_tokens: int = option(4096, ge=1, help="tokens per batch and process: sentences x longest side (padding "
                              "included)")
-    max_len: int = option(256, ge=0, help="training pairs with a longer side (sub-words) are skipped (0: none)")
+    max_len: int = option(256, ge=0, help="training pairs with a longer side (sub-words) are skipped (0: none; "
+                                          "capped by the model's max_len)")
     max_steps: int = option(20000, ge=1, help="optimizer steps of the run (its last step, across resumes)")
     max_minutes: float = option(0.0, ge=0, help="stop after this much training time, counted over every session of "
                                 "the run (resumes included; 0: no limit)")

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import fields
 from typing import Any
 
+from synprep.logs import warn_once
+
 from ..columns import SHARED, BatchColumn, TargetColumn
 from ..config.core import TEXT
 from .base import Switch
@@ -47,14 +49,9 @@ def current_names(values: dict[str, Any], where: str = "") -> dict[str, Any]:
             raise ValueError(f"{where + ': ' if where else ''}{old} (its old spelling) and {new} both given: keep "
                              f"{new}")
         out[new] = out.pop(old)
-        if (where, old) not in _NOTED:
-            _NOTED.add((where, old))
-            logging.getLogger("syntrain").warning("%s%s is now %s (the old spelling still reads)",
-                                                  f"{where}: " if where else "", old, new)
+        warn_once(logging.getLogger("syntrain"), (f"{where}: " if where else "") + f"{old} is now {new} (the old "
+                  "spelling still reads)", key=("renamed", where, old))
     return out
-
-
-_NOTED: set[tuple[str, str]] = set()  # (where, old spelling) said already
 
 
 def option_names(switch: type[Switch]) -> list[str]:
