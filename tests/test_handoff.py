@@ -1,7 +1,8 @@
 """The hand-off commands and files read as the released trainers read them, where a reader could silently lose
 supervision: DBSA master's target pairs as its collate and criterion keep them, one DBSA release per export
-folder, nematus' label lookup and length limit, Pascal's parents in a generate batch. Each reader re-implements
-the released rule, citing file and line (the releases' commits: synprep.export_readme.COMMITS)."""
+folder, nematus' label lookup and length limit, Pascal's parents in a generate batch; a SentencePiece dataset's
+Pascal and DBSA files read the same way (the readers take one value per piece, whatever marks it). Each reader
+re-implements the released rule, citing file and line (the releases' commits: synprep.export_readme.COMMITS)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from synprep.errors import InputError
-from synprep.export import export_split, summary_line
+from synprep.export import DBSA_RELEASES, export_split, summary_line
 from synprep.shards import open_split
 
 from .test_export import (
@@ -26,8 +27,11 @@ from .test_export import (
     _rewrite,
     _treebank_split,
     check_dependency,
+    dbsa_rule_2020,
     dbsa_rule_master,
     fairseq_dictionary,
+    load_dbsa,
+    read_pascal_released,
     tags_numbers,
 )
 
@@ -222,3 +226,137 @@ def test_pascal_generate_command_reads_every_parent_right(tmp_path):
     right, total = read_right_in_batches(tmp_path / "pascal", batch_size)
     assert right == total
     assert read_right_in_batches(tmp_path / "pascal", 128)[0] < total / 2  # the check can fail
+
+
+# ------------------------------------------------------------------ a SentencePiece dataset ('▁' at a token's start)
+
+
+@pytest.fixture(scope="module")
+def sentencepiece_split(tmp_path_factory, tiny_udpipe) -> Path:
+    """The sample SentencePiece pipeline (pipelines/sample-sentencepiece.toml: its [bpe], a joint unigram model),
+    `dbsa` on both sides so that the shards hold each piece's DBSA head; the train split."""
+    pytest.importorskip("sentencepiece")
+    from synprep.convert.converter import Converter, ConvertOptions
+    from synprep.convert.pipeline import load_pipeline
+
+    from .conftest import REPO
+    from .test_subwords import _pipeline
+
+    text = (REPO / "pipelines" / "sample-sentencepiece.toml").read_text(encoding="utf-8")
+    bpe = text.partition("[bpe]")[2].partition("[features]")[0].strip()
+    assert 'scheme = "sentencepiece"' in bpe
+    root = tmp_path_factory.mktemp("sentencepiece")
+    path = _pipeline(root, bpe, 'src = ["parents", "dbsa", "labels"]\ntgt = ["parents", "dbsa", "labels"]\n'
+                                'root = "drop"\nnon_projective = "lift"')
+    text = path.read_text(encoding="utf-8").replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"')
+    path.write_text(text.replace('train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"'), encoding="utf-8")
+    Converter(load_pipeline(str(path)), ConvertOptions(workers=1)).run()
+    return root / "out" / "train"
+
+
+def released_spelling(pieces: list[str], subword_token: list[int]) -> list[str]:
+    """The same cut as the released preprocessing scripts (bpe_dependency.py, bpe_tags_mean.py) read a cut: '@@'
+    at the end of each piece that its token continues, from the shards' piece -> token map."""
+    return [piece + "@@" if i + 1 < len(pieces) and subword_token[i + 1] == subword_token[i] else piece
+            for i, piece in enumerate(pieces)]
+
+
+def word_heads_from_dbsa(piece_heads: list[int], subword_token: list[int]) -> list[int]:
+    """Word heads (1-based, 0: the root) back from a DBSA head per piece, the words as the shards group the
+    pieces: a piece that its word continues points to the next piece; a word's last piece to the first piece of
+    its head word, the root word's to itself."""
+    heads = []
+    for i, head in enumerate(piece_heads):
+        word = subword_token[i]
+        if i + 1 < len(subword_token) and subword_token[i + 1] == word:
+            assert head == i + 1
+            continue
+        if head == i:
+            heads.append(0)
+            continue
+        assert 0 <= head < len(subword_token) and subword_token.index(subword_token[head]) == head  # a first piece
+        heads.append(subword_token[head] + 1)
+    return heads
+
+
+def word_heads_from_parents(parents: list[float], subword_token: list[int]) -> list[int]:
+    """Word heads back from Pascal's parent per piece (the mean position of the head word's pieces; the root
+    word's: its own), the words as the shards group the pieces."""
+    words: dict[int, list[int]] = {}
+    for i, word in enumerate(subword_token):
+        words.setdefault(word, []).append(i)
+    middle = {sum(positions) / len(positions): word for word, positions in words.items()}
+    heads = []
+    for word, positions in sorted(words.items()):
+        assert len({parents[p] for p in positions}) == 1
+        head = middle[parents[positions[0]]]
+        heads.append(0 if head == word else head + 1)
+    return heads
+
+
+@pytest.mark.slow
+def test_sentencepiece_export_reads_back_with_the_released_readers(sentencepiece_split, tmp_path):
+    """A SentencePiece dataset exported by default (pascal and dbsa; nematus refused in one line): the released
+    trainers read one value per piece, whatever marks the pieces carry, so every value read back (Pascal's
+    parent through its tags dictionary, in its generate batches; DBSA's head, master and 2020, and the target
+    pairs master supervises) equals the released preprocessing rule on the same cut spelled with '@@', equals what
+    the shards hold (parent_mid, dbsa_head) and gives back the shards' word heads. The released scripts' '@@'
+    rule run on the '▁' pieces themselves reads other words (so the check can fail): synprep writes the files."""
+    from .test_fidelity import released_pascal
+
+    split = sentencepiece_split
+    manifest = json.loads((split / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["configuration"]["bpe"]["scheme"] == "sentencepiece"
+    summary = export_split(str(split), str(tmp_path / "current"))
+    rows = open_split(str(split)).table().to_pylist()
+    assert summary.rows == len(rows) > 20 and summary.written == {"pascal": len(rows), "dbsa": len(rows)}
+    assert sorted(p.name for p in (tmp_path / "current").iterdir()) == ["dbsa", "pascal"]
+    export_split(str(split), str(tmp_path / "2020"), ["dbsa"], dbsa_release="2020")
+    with pytest.raises(InputError, match="'@@'") as refused:
+        export_split(str(split), str(tmp_path / "nematus"), ["pascal", "nematus"])
+    assert "\n" not in str(refused.value) and not (tmp_path / "nematus").exists()
+
+    pascal = tmp_path / "current" / "pascal"
+    dictionary = fairseq_dictionary(pascal / "tags" / "dict.en.txt")
+    numbers = tags_numbers(dictionary)
+    split_words = 0
+    for row, text, tags in zip(rows, _lines(pascal / "train.en"), _lines(pascal / "tags" / "train.en"), strict=True):
+        pieces, owner = text.split(), row["src_subword_token"]
+        assert pieces == row["src_subwords"] and pieces[0].startswith("\u2581")
+        parents = read_pascal_released(tags, dictionary, numbers)
+        assert parents[-1] == len(pieces)  # </s>: the last position
+        assert parents[:-1] == [float(x) for x in released_pascal(row["src_heads"], released_spelling(pieces, owner),
+                                                                  mean=True).split()]
+        assert parents[:-1] == [float(x) for x in row["src_parent_mid"]]
+        assert word_heads_from_parents(parents[:-1], owner) == row["src_heads"]
+        if len(pieces) > len(row["src_heads"]):  # the released script's '@@' rule on the '▁' pieces as written
+            split_words += 1
+            with pytest.raises(IndexError):  # every piece a word: more words than the tree has
+                released_pascal(row["src_heads"], pieces, mean=True)
+    readme = (pascal / "README.md").read_text(encoding="utf-8")
+    batch_size = int(re.search(r"generate\.py .*--batch-size (\d+)", readme).group(1))
+    assert read_right_in_batches(pascal, batch_size) == (len(rows), len(rows))
+    assert split_words > len(rows) // 2
+
+    for side, lang in (("src", "en"), ("tgt", "de")):
+        for release in DBSA_RELEASES:
+            folder = tmp_path / release / "dbsa"
+            rule = dbsa_rule_master if release == "current" else dbsa_rule_2020
+            for row, text, dep in zip(rows, _lines(folder / f"train.{lang}"), _lines(folder / f"train.dep.{lang}"),
+                                      strict=True):
+                pieces, owner, heads = text.split(), row[f"{side}_subword_token"], row[f"{side}_heads"]
+                assert pieces == row[f"{side}_subwords"]
+                read = load_dbsa(dep, len(pieces), release)
+                assert read == [h - (release == "2020") for h in rule(heads, released_spelling(pieces, owner))]
+                assert read == row[f"{side}_dbsa_head"]
+                assert word_heads_from_dbsa(read, owner) == heads
+                if side == "tgt" and release == "current":
+                    assert master_target_pairs(dep, len(pieces), False) == [(i, h) for i, h in enumerate(read)
+                                                                           if h <= i]
+                    assert master_target_pairs(dep, len(pieces), True) is None  # as for subword-nmt pieces
+                if side == "tgt" and release == "2020":
+                    assert with_input_664571d(dep, len(pieces)) == [(i + 1, h + 1) for i, h in enumerate(read)
+                                                                    if h <= i]
+                if len(pieces) > len(heads):  # the released script's '@@' rule on the '▁' pieces as written
+                    with pytest.raises(IndexError):  # every piece a word: more words than the tree has
+                        rule(heads, pieces)

@@ -1,8 +1,9 @@
 """Transitions under every sub-word scheme with a marker (CONTRACT.md "Transitions"): the one `TransitionState`
 reads token bounds by the pieces' (marker, kind) — subword-nmt '@@' (end), SentencePiece '▁' (start), WordPiece
 '##' (continue). The round trip on every sentence of the shared UD test treebanks with the libraries' own pieces,
-`allowed` against a brute-force search, and a sentencepiece dataset with transitions from convert to a translation
-of raw text by a tree-decoding model.
+`allowed` against a brute-force search, Metaspace '▁' and ByteLevel 'Ġ' tokenizer datasets read back to their
+words and trees, and a sentencepiece dataset with transitions from convert to a translation of raw text by a
+tree-decoding model.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from synprep.errors import InputError  # noqa: E402
 from synprep.featurize import UNMARKED, FeatureConfig, boundary_of, featurize  # noqa: E402
 from synprep.subwords.load import load_cutter  # noqa: E402
 from synprep.subwords.sentencepiece_scheme import MARKER, learn  # noqa: E402
-from synprep.trees import Tree, lift_projective  # noqa: E402
+from synprep.trees import Tree, is_projective, lift_projective  # noqa: E402
 from synprep.validate import validate_directory  # noqa: E402
 
-from .conftest import REPO, SHARED, cli_in_process  # noqa: E402
-from .test_subwords import SAMPLE_DATA, SAMPLE_TOKENS, _pipeline, build_tokenizer  # noqa: E402
+from .conftest import REPO, SAMPLE_DATA, SHARED, cli_in_process  # noqa: E402
+from .test_subwords import SAMPLE_TOKENS, _pipeline, build_tokenizer  # noqa: E402
 
 SHARED = Path(os.environ.get("SYNPREP_SHARED") or SHARED)
 TREEBANKS = sorted((SHARED / "data" / "ud").glob("*/*-test.conllu"))
@@ -246,6 +247,90 @@ def test_wordpiece_dataset_with_transitions_converts_and_validates(tmp_path, tin
     (out / "train" / "manifest.json").write_text(json.dumps(manifest))
     report, _ = validate_directory(str(out / "train"))
     assert not report.ok and report.failures[0].field == "subword_model"
+
+
+def _start_marked(scheme: str, path: Path) -> str:
+    """A tokenizer.json learned here on the sample parallel sentences (both sides, all splits: no unknown
+    piece) whose pieces mark a token's start: Metaspace ('▁', a unigram model) or ByteLevel ('Ġ', a BPE model
+    over the byte alphabet, as GPT-2 / RoBERTa / BART: a non-ASCII letter is spelled by the characters that
+    stand for its UTF-8 bytes, 'ü' -> 'Ã¼')."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    texts = [line for name in sorted((SAMPLE_DATA / "parallel").iterdir())
+             for line in name.read_text(encoding="utf-8").splitlines()]
+    if scheme == "metaspace":
+        tok = Tokenizer(models.Unigram())
+        tok.pre_tokenizer = pre_tokenizers.Metaspace()
+        tok.decoder = decoders.Metaspace()
+        trainer = trainers.UnigramTrainer(vocab_size=250, special_tokens=["<unk>"], unk_token="<unk>")
+    else:
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    tok.save(str(path))
+    return str(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme, marker", [("metaspace", "\u2581"), ("bytelevel", "\u0120")])
+def test_start_marked_tokenizer_transitions_round_trip(scheme, marker, tmp_path, tiny_udpipe):
+    """An hf-tokenizer Metaspace or ByteLevel model (marker at a token's start): convert with target
+    transitions, the manifest records the marker, validate reads every row back; every stored sequence read
+    under the recorded rule (`TransitionState`, one item at a time) gives back the pieces, their tokens, the
+    (lifted) heads and the labels, and the pieces join back (`pieces_to_tokens`, as translations and
+    `syntrain eval --trees` join them) into the parsed words, German umlauts included: ByteLevel stores them
+    in its byte alphabet."""
+    from synprep.shards import open_split
+    from synprep.subwords import pieces_to_tokens
+    from syntrain.switches.tree_output import tree_rows
+
+    tokenizer = _start_marked(scheme, tmp_path / "tokenizer.json")
+    path = _pipeline(tmp_path, f'scheme = "hf-tokenizer"\nmodel = "{tokenizer}"',
+                     'src = ["parents"]\ntgt = ["parents", "transitions", "labels"]\nroot = "drop"\n'
+                     'non_projective = "lift"')
+    text = path.read_text().replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"').replace(
+        'train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"')
+    path.write_text(text)
+    Converter(load_pipeline(str(path)), ConvertOptions(workers=1)).run()
+    out = tmp_path / "out"
+    read, split, umlauts = 0, 0, []
+    for name in ("train", "valid", "test"):
+        manifest = json.loads((out / name / "manifest.json").read_text())
+        boundary = tuple(manifest["signature"]["subword_marker"]["tgt"])  # the recorded rule: read by it
+        assert boundary == (marker, "start")
+        report, _ = validate_directory(str(out / name))
+        assert report.ok, report.failures[:3]
+        columns = ["tgt_tokens", "tgt_heads", "tgt_labels", "tgt_subwords", "tgt_subword_token", "tgt_transitions"]
+        for row in open_split(str(out / name)).table(columns).to_pylist():
+            heads = row["tgt_heads"] if is_projective(row["tgt_heads"]) else lift_projective(row["tgt_heads"])
+            state = F.TransitionState("drop", *boundary)
+            for item in row["tgt_transitions"]:
+                state.push(item)
+            state.finish()
+            assert (state.subwords, state.subword_token) == (row["tgt_subwords"], row["tgt_subword_token"])
+            assert state.heads == list(heads)
+            labels = list(row["tgt_labels"])
+            labels[list(heads).index(0)] = F.DROPPED_ROOT_LABEL
+            assert state.labels == labels
+            assert all(piece.startswith(marker) == (i == 0 or row["tgt_subword_token"][i - 1] != owner)
+                       for i, (piece, owner) in enumerate(zip(row["tgt_subwords"], row["tgt_subword_token"])))
+            assert pieces_to_tokens(state.subwords, *boundary) == row["tgt_tokens"]
+            assert tree_rows(row["tgt_transitions"], "drop", boundary) == list(zip(row["tgt_tokens"], heads, labels))
+            read += 1
+            split += len(state.subwords) > len(state.heads)
+            for owner, token in enumerate(row["tgt_tokens"]):
+                if any(c in token for c in "äöüßÄÖÜ"):
+                    umlauts.append((token, "".join(p for p, o in zip(row["tgt_subwords"], row["tgt_subword_token"])
+                                                   if o == owner)[len(marker):]))
+    print(f"\n{scheme}: {read} target sentences read back, {split} with a split token; {len(umlauts)} tokens with "
+          f"an umlaut, e.g. {umlauts[0][0]!r}, its pieces joined {umlauts[0][1]!r}")
+    assert read > 40 and split > read // 2 and len(umlauts) >= 10
+    if scheme == "metaspace":  # the pieces spell the letters
+        assert all(joined == token for token, joined in umlauts)
+    else:  # each byte of a letter's UTF-8 its own character: 'ü' (C3 BC) -> 'Ã¼'; joined back by the decoder
+        assert all(joined != token and "\u00c3" in joined for token, joined in umlauts)
 
 
 @pytest.mark.slow

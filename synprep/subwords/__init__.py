@@ -21,6 +21,7 @@ CUTS = ("token", "raw")  # each token on its own (the default) | the sentence's 
 # piece (SentencePiece and Metaspace/ByteLevel tokenizers '▁', 'Ġ'), `continue`: start of each non-first piece
 # (WordPiece '##'), `none`: no marker (a plain BPE or word-level tokenizer).
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+BYTE_LEVEL = "\u0120"  # 'Ġ': a ByteLevel tokenizer's space, the start of a token's first piece
 
 
 CACHE_WORDS = 100_000  # tokens per cache of a cutter before it starts afresh
@@ -117,7 +118,13 @@ def spells(pieces: Sequence[str], form: str, marker: str, kind: str, unknown: st
 
 def pieces_to_tokens(pieces: Sequence[str], marker: str, kind: str) -> list[str]:
     """Pieces -> the tokens they spell, by the marker (`start`: a piece beginning with it starts a token; byte
-    pieces decoded). The inverse of the cut for scoring decoded hypotheses."""
+    pieces decoded: SentencePiece's '<0xE6>', and ByteLevel's, whose characters each stand for a UTF-8 byte,
+    'Ã¼' for 'ü', read by the tokenizers library's ByteLevel decoder). The inverse of the cut for scoring decoded
+    hypotheses."""
+    if kind == "start" and marker == BYTE_LEVEL:
+        from tokenizers import decoders
+
+        return decoders.ByteLevel().decode(list(pieces)).split()
     if kind == "end":
         return re.sub(re.escape(marker) + "( |$)", "", " ".join(pieces)).split()
     if kind == "continue":

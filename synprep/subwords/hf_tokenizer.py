@@ -15,9 +15,7 @@ from collections.abc import Sequence
 from tokenizers import Tokenizer
 
 from ..errors import InputError
-from . import TokenCutter
-
-_BYTE_LEVEL = "\u0120"  # 'Ġ': ByteLevel's space
+from . import BYTE_LEVEL, TokenCutter
 
 
 def _read(path: str) -> dict:
@@ -47,7 +45,7 @@ def tokenizer_marker(path: str) -> tuple[str, str]:
         if part.get("type") == "Metaspace":
             return part.get("replacement", "\u2581"), "start"
         if part.get("type") == "ByteLevel" and part.get("add_prefix_space", False):
-            return _BYTE_LEVEL, "start"
+            return BYTE_LEVEL, "start"
     return "", "none"
 
 
