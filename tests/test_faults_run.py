@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -291,12 +292,23 @@ def test_a_checkpoint_or_codes_that_are_devices_are_one_line(data, tmp_path):
                         tmp_path / "in.txt", timeout=60), "model.udpipe", "not a regular file")
 
 
-def test_convert_workers_are_capped_with_a_note(data, tmp_path):
-    result = call(*SYNPREP, "convert", data["synth"] / "pipeline.toml", "--output", tmp_path / "out", "--workers",
-                  "100000")
-    assert result.returncode == 0, result.stderr
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_convert_workers_are_capped_with_a_note(data, tmp_path, engine):
+    """--workers 100000 on this machine: lowered to 4 per core, said, for the local engine and a Ray started here
+    (not capped on a Ray cluster, whose cores are elsewhere)."""
+    from synprep.convert.converter import ConvertOptions
+
+    env = dict(os.environ)
+    if engine == "ray":
+        pytest.importorskip("ray")
+        env.update(RAY_AUTH_MODE="disabled", SYNPREP_RAY_TMP=tempfile.mkdtemp(prefix="rc"))  # short socket paths
+    result = subprocess.run([*SYNPREP, "convert", str(data["synth"] / "pipeline.toml"), "--output",
+                             str(tmp_path / "out"), "--workers", "100000", "--engine", engine], capture_output=True,
+                            text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
     assert "note: --workers 100000 lowered to" in result.stderr
     assert json.loads((tmp_path / "out" / "run.json").read_text())["workers"] <= 4 * len(os.sched_getaffinity(0))
+    assert ConvertOptions(workers=100000, engine="ray", ray_address="head:6379").worker_count() == 100000
 
 
 # ------------------------------------------------------------------------------ live data

@@ -113,9 +113,10 @@ class ConvertOptions:
             raise InputError("--ray-address is for --engine ray (the local engine would ignore it)")
 
     def worker_count(self) -> int:
-        """The workers to start (0: all cores; the local engine caps them per core)."""
+        """The workers to start (0: all cores); capped per core of this machine unless they run on a Ray cluster
+        (`--ray-address`): the local engine and a Ray started here share this machine's cores."""
         workers = self.workers or default_workers()
-        return capped_workers(workers) if self.engine == "local" else workers
+        return workers if self.engine == "ray" and self.ray_address else capped_workers(workers)
 
 
 class Converter:
