@@ -477,3 +477,19 @@ def test_hf_tokenizer_readme_scores_the_words_of_the_pieces(hf_tokenizer_dataset
               f"BLEU {scores['BLEU']}, chrF {scores['chrF2']}; the pieces left apart: BLEU "
               f"{sacrebleu.corpus_bleu(apart, [references]).score:.1f}")
     assert umlauts >= 10
+
+
+@pytest.mark.slow
+def test_hf_tokenizer_dataset_without_its_marker_record_is_refused_in_one_line(hf_tokenizer_dataset, tmp_path):
+    """A manifest without `signature.subword_marker` (an hf-tokenizer dataset converted before the record): the
+    README could not join its pieces, so the export stops in one line naming the split, and writes nothing."""
+    _, dataset = hf_tokenizer_dataset
+    copy = tmp_path / "dataset"
+    shutil.copytree(dataset, copy)
+    manifest = json.loads((copy / "test" / "manifest.json").read_text(encoding="utf-8"))
+    del manifest["signature"]["subword_marker"]
+    (copy / "test" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(InputError, match="subword_marker") as refused:
+        export_split(str(copy / "test"), str(tmp_path / "export"))
+    assert "\n" not in str(refused.value) and str(copy / "test") in str(refused.value)
+    assert not (tmp_path / "export").exists()
