@@ -44,8 +44,8 @@ from .errors import InputError, WriteError
 from .export_readme import readme
 from .outputs import check_name, check_outputs
 from .shards import Manifest, dataset_resolver, open_split, side_codes
-from .subwords import SUBWORD_NMT
-from .subwords.load import model_file_name
+from .subwords import HF_TOKENIZER, SUBWORD_NMT
+from .subwords.load import dataset_marker, model_file_name
 from .textio import atomic_copy, atomic_output, atomic_write
 from .trees import is_projective, lift_projective
 
@@ -222,6 +222,10 @@ def export_split(path: str, out: str, formats: Sequence[str] | None = None, name
         raise InputError(f"--format nematus needs subword-nmt pieces: the released reader (parsing/corpus.py) finds "
                          f"a token's end by its '@@' marks, which this dataset's {scheme} pieces lack (--format "
                          "pascal,dbsa exports the others)", path)
+    try:  # the README's scoring line joins an hf-tokenizer dataset's target pieces by their recorded marker
+        marker = dataset_marker(config, manifest.signature, "tgt") if scheme == HF_TOKENIZER else None
+    except ValueError as err:
+        raise InputError(str(err), path) from None
     src, tgt = config.get("src_lang") or "src", config.get("tgt_lang") or "tgt"
     lift = config.get("features", {}).get("non_projective") == "lift"
     name = name or manifest.split or os.path.basename(os.path.normpath(path))
@@ -240,7 +244,7 @@ def export_split(path: str, out: str, formats: Sequence[str] | None = None, name
     try:
         _write_formats(staging, formats, files, rows, makers, vocabularies, summary)
         _write_extras(staging, out, formats, name, src, tgt, manifest, dataset_root, dbsa_release, vocabularies,
-                      summary)
+                      summary, marker)
         _move_in(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -304,9 +308,10 @@ def _write_formats(out: str, formats: list[str], files: dict[str, dict[str, str]
 
 def _write_extras(out: str, final: str, formats: Sequence[str], name: str, src: str, tgt: str, manifest: Manifest,
                   dataset_root: str, dbsa_release: str, vocabularies: dict[str, Counter[str]],
-                  summary: ExportSummary) -> None:
+                  summary: ExportSummary, marker: tuple[str, str] | None = None) -> None:
     """The hand-off beside the lines, in the staging folder `out`: BPE codes, vocabularies (Pascal's tags,
-    nematus'), README.md; what earlier exports put into `final` (the export folder) is read from there."""
+    nematus'), README.md (`marker`: an hf-tokenizer dataset's target (marker, kind), which its scoring line joins
+    the pieces by); what earlier exports put into `final` (the export folder) is read from there."""
     codes = _codes(manifest, dataset_root)
     summary.missing_codes = [path for path in codes.values() if not os.path.isfile(path)]
     for fmt in formats:
@@ -328,7 +333,7 @@ def _write_extras(out: str, final: str, formats: Sequence[str], name: str, src: 
             summary.added_labels = _cover_labels(folder, os.path.join(final, fmt), tgt, record["splits"])
         atomic_write(os.path.join(folder, RECORD), (json.dumps(record, indent=1) + "\n").encode("utf-8"))
         maxlen = max((split.get("longest", 0) for split in record["splits"].values()), default=0)
-        text = readme(fmt, manifest.configuration, sorted(codes), dbsa_release, maxlen)
+        text = readme(fmt, manifest.configuration, sorted(codes), dbsa_release, maxlen, marker)
         atomic_write(os.path.join(folder, "README.md"), text.encode("utf-8"))
 
 

@@ -5,6 +5,7 @@ ones the formats were checked against."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from .languages import UNSPACED
@@ -24,16 +25,26 @@ def split_names(configuration: dict[str, Any]) -> tuple[str, str, str]:
     return train, valid, test
 
 
-def _score(src: str, tgt: str, test: str, hypotheses: str) -> str:
+def _score(src: str, tgt: str, test: str, hypotheses: str, marker: tuple[str, str] | None = None) -> str:
     """Shell lines: tokenized hypotheses (sub-words joined) -> detokenized text -> sacrebleu against the raw
-    references, as `syntrain eval` scores (sacremoses, or synprep's rule for unspaced languages; ja-mecab/zh)."""
+    references, as `syntrain eval` scores (sacremoses, or synprep's rule for unspaced languages; ja-mecab/zh).
+    `marker`: an hf-tokenizer dataset's target (marker, kind), whose pieces fairseq leaves apart: the first stage
+    joins each line's pieces into tokens by synprep's rule (`synprep.subwords.pieces_to_tokens`)."""
     if tgt in UNSPACED:
         detok = (f"python -c \"import sys; from synprep.languages import detokenize; "
                  f"[print(detokenize(l.split(), '{tgt}')) for l in sys.stdin]\"")
     else:
         detok = f"sacremoses -l {tgt} detokenize"
     tokenize = {"ja": " --tokenize ja-mecab", "zh": " --tokenize zh"}.get(tgt, "")
-    return (f"sed 's/▁/ /g' {hypotheses} | {detok} > $E/hyp.{test}.{tgt}   # ▁: a space inside a token\n"
+    join = ""
+    if marker is not None:
+        joined = f"$E/hyp.{test}.joined"
+        join = ("python -c \"import sys; from synprep.subwords import pieces_to_tokens as tokens; "
+                "[print(' '.join(tokens(l.split(), *sys.argv[1:]))) for l in sys.stdin]\" "
+                f"{shlex.quote(marker[0])} {shlex.quote(marker[1])} < {hypotheses} > {joined}   # pieces -> tokens "
+                f"by their marker ({marker[1]}): synprep's rule (pip install 'synprep[subwords]')\n")
+        hypotheses = joined
+    return (f"{join}sed 's/▁/ /g' {hypotheses} | {detok} > $E/hyp.{test}.{tgt}   # ▁: a space inside a token\n"
             f"sacrebleu $E/{test}.ref.{tgt} -i $E/hyp.{test}.{tgt} -m bleu chrf{tokenize}\n")
 
 
@@ -57,17 +68,19 @@ def _header(fmt: str, configuration: dict[str, Any], codes: list[str], release: 
 
 
 def readme(fmt: str, configuration: dict[str, Any], codes: list[str], dbsa_release: str = "current",
-           maxlen: int = 0) -> str:
+           maxlen: int = 0, marker: tuple[str, str] | None = None) -> str:
     """The README.md of one format folder; `maxlen`: the most tokens of an exported nematus row (source or
-    transitions), its trainer's `--maxlen`."""
+    transitions), its trainer's `--maxlen`; `marker`: the target pieces' (marker, kind) of an hf-tokenizer
+    dataset (`synprep.subwords.load.dataset_marker`), by which the scoring line joins the hypotheses' pieces
+    (None: fairseq joins them, `_remove_pieces`)."""
     body = {"pascal": _pascal, "dbsa": _dbsa, "nematus": _nematus}[fmt]
-    return _header(fmt, configuration, codes, dbsa_release) + body(configuration, dbsa_release, maxlen)
+    return _header(fmt, configuration, codes, dbsa_release) + body(configuration, dbsa_release, maxlen, marker)
 
 
 def _remove_pieces(configuration: dict[str, Any], flag: str) -> str:
     """fairseq's option that joins the hypotheses' pieces back into tokens: `--remove-bpe` (`@@ `), or for a
-    SentencePiece dataset fairseq's sentencepiece BPE with the exported model (a tokenizer.json: `▁` removed
-    by the `sed` of the scoring line)."""
+    SentencePiece dataset fairseq's sentencepiece BPE with the exported model (a tokenizer.json: none, the
+    scoring line joins the pieces by the dataset's marker, `_score`)."""
     scheme = (configuration.get("bpe") or {}).get("scheme", "subword-nmt")
     if scheme == "subword-nmt":
         return flag + " "
@@ -78,7 +91,7 @@ def _remove_pieces(configuration: dict[str, Any], flag: str) -> str:
     return ""
 
 
-def _pascal(configuration: dict[str, Any], _release: str, _maxlen: int) -> str:
+def _pascal(configuration: dict[str, Any], _release: str, _maxlen: int, marker: tuple[str, str] | None) -> str:
     src, tgt = configuration.get("src_lang") or "src", configuration.get("tgt_lang") or "tgt"
     train, valid, test = split_names(configuration)
     joint = configuration.get("bpe", {}).get("joint", True)
@@ -102,7 +115,7 @@ def _pascal(configuration: dict[str, Any], _release: str, _maxlen: int) -> str:
             f"{_remove_pieces(configuration, '--remove-bpe')}--beam 4 --lenpen 0.6 "
             f"> $E/generate.{test}.txt\n"
             f"grep '^H-' $E/generate.{test}.txt | sed 's/^H-//' | sort -n -k1 | cut -f3 > $E/hyp.{test}.tok\n"
-            + _score(src, tgt, test, f"$E/hyp.{test}.tok") + "```\n\n"
+            + _score(src, tgt, test, f"$E/hyp.{test}.tok", marker) + "```\n\n"
             "`tags/dict.<src>.txt` holds every parent position (0.0, 0.5, ...) below 1,024 sub-words, so that no "
             "valid or test tag is `<unk>` (the encoder reads `<unk>` as the last position). The released trainer "
             "pads the tags on the right but the source on the left: in a batch, every sentence but the longest "
@@ -110,7 +123,7 @@ def _pascal(configuration: dict[str, Any], _release: str, _maxlen: int) -> str:
             "sentence at a time (`--batch-size 1`); training keeps the released batches.\n")
 
 
-def _dbsa(configuration: dict[str, Any], release: str, _maxlen: int) -> str:
+def _dbsa(configuration: dict[str, Any], release: str, _maxlen: int, marker: tuple[str, str] | None) -> str:
     src, tgt = configuration.get("src_lang") or "src", configuration.get("tgt_lang") or "tgt"
     train, valid, test = split_names(configuration)
     joint = configuration.get("bpe", {}).get("joint", True)
@@ -145,10 +158,10 @@ def _dbsa(configuration: dict[str, Any], release: str, _maxlen: int) -> str:
             f"--path $E/checkpoints/checkpoint_last.pt --max-len-a 1 --max-len-b 50 {generate} --nbest 1 "
             f"> $E/generate.{test}.txt\n"
             f"grep '^H-' $E/generate.{test}.txt | sed 's/^H-//' | sort -n -k1 | cut -f3 > $E/hyp.{test}.tok\n"
-            + _score(src, tgt, test, f"$E/hyp.{test}.tok") + "```\n")
+            + _score(src, tgt, test, f"$E/hyp.{test}.tok", marker) + "```\n")
 
 
-def _nematus(configuration: dict[str, Any], _release: str, maxlen: int) -> str:
+def _nematus(configuration: dict[str, Any], _release: str, maxlen: int, marker: tuple[str, str] | None) -> str:
     src, tgt = configuration.get("src_lang") or "src", configuration.get("tgt_lang") or "tgt"
     train, valid, test = split_names(configuration)
     labels = (f"$(grep -oE '\"[LR][^\"]*@@[|]\"' $E/{train}.trns1.{tgt}.json | cut -c3- | sort -u | wc -l)")
@@ -173,7 +186,7 @@ def _nematus(configuration: dict[str, Any], _release: str, maxlen: int) -> str:
             f"--model $E/model/model\n"
             f"python nematus/translate.py -m $E/model/model -i $E/{test}.all.{src} -o $E/out.{test}.trns -k 4\n"
             f"python nematus/parsing/remove_edges.py $E/out.{test}.trns | sed -E 's/@@( |$)//g' "
-            f"> $E/hyp.{test}.tok\n" + _score(src, tgt, test, f"$E/hyp.{test}.tok") + "```\n\n"
+            f"> $E/hyp.{test}.tok\n" + _score(src, tgt, test, f"$E/hyp.{test}.tok", marker) + "```\n\n"
             "`--target_graph` reads the transitions (`convert_text_to_graph`); `--parent_head` gives one "
             "attention head the parents (drop it for the GCN-only variant; `--no_gcn_gating` removes the gates). "
             "The hyper-parameters are the paper's (appendix B, medium models). "

@@ -7,6 +7,7 @@ re-implements the released rule, citing file and line (the releases' commits: sy
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from synprep.errors import InputError
 from synprep.export import DBSA_RELEASES, export_split, summary_line
 from synprep.shards import open_split
 
+from .conftest import REPO
 from .test_export import (
     HANDOFF_TREEBANKS,
     OLD_SHARDS,
@@ -360,3 +362,134 @@ def test_sentencepiece_export_reads_back_with_the_released_readers(sentencepiece
                 if len(pieces) > len(heads):  # the released script's '@@' rule on the '▁' pieces as written
                     with pytest.raises(IndexError):  # every piece a word: more words than the tree has
                         rule(heads, pieces)
+
+
+# ------------------------------------------------------------------ an hf-tokenizer dataset: its README scores words
+
+HF_TOKENIZERS = {"wordpiece": ("##", "continue"), "bytelevel": ("\u0120", "start"), "metaspace": ("\u2581", "start")}
+
+
+@pytest.fixture(scope="module", params=sorted(HF_TOKENIZERS))
+def hf_tokenizer_dataset(request, tmp_path_factory, tiny_udpipe) -> tuple[str, Path]:
+    """The sample pipeline (tests/test_subwords.py `_pipeline`) with an hf-tokenizer model learned here on the
+    sample parallel sentences: WordPiece ('##', continue; a small vocabulary, so that words are cut; every
+    character alone in its texts too, so that a token the parser splits off ('.') has its piece, not [UNK]),
+    ByteLevel ('Ġ', start: German umlauts spelled in its byte alphabet) or Metaspace ('▁', start); converted with
+    the features both trainers read. (scheme, the dataset folder)."""
+    pytest.importorskip("tokenizers")
+    from synprep.convert.converter import Converter, ConvertOptions
+    from synprep.convert.pipeline import load_pipeline
+
+    from .conftest import SAMPLE_DATA
+    from .test_subwords import _pipeline
+    from .test_transition_schemes import _start_marked, _wordpiece
+
+    scheme = request.param
+    root = tmp_path_factory.mktemp(scheme)
+    if scheme == "wordpiece":
+        texts = [line for name in sorted((SAMPLE_DATA / "parallel").iterdir())
+                 for line in name.read_text(encoding="utf-8").splitlines()]
+        tokenizer = _wordpiece(texts + [" ".join(sorted(set("".join(texts)) - {" "}))], root / "tokenizer.json",
+                               vocab_size=150)
+    else:
+        tokenizer = _start_marked(scheme, root / "tokenizer.json")
+    path = _pipeline(root, f'scheme = "hf-tokenizer"\nmodel = "{tokenizer}"',
+                     'src = ["parents", "dbsa", "labels"]\ntgt = ["parents", "dbsa", "labels"]\n'
+                     'root = "drop"\nnon_projective = "lift"')
+    text = path.read_text(encoding="utf-8").replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"')
+    path.write_text(text.replace('train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"'), encoding="utf-8")
+    Converter(load_pipeline(str(path)), ConvertOptions(workers=1)).run()
+    return scheme, root / "out"
+
+
+def scoring_lines(readme: str) -> str:
+    """The README's shell lines after fairseq's hypotheses are cut into `$E/hyp.test.tok`: the scoring."""
+    lines = readme.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith("cut -f3 > $E/hyp.test.tok")) + 1
+    return "\n".join(lines[start:lines.index("```", start)]) + "\n"
+
+
+def run_scoring(folder: Path, lines: str) -> subprocess.CompletedProcess:
+    """`lines` run by bash as a user runs them: E set to the folder; `python`, `sacremoses`, `sacrebleu` the
+    environment's (this interpreter's bin folder first on PATH), the synprep under test importable."""
+    bin_folder = Path(sys.executable).parent
+    assert all((bin_folder / program).exists() for program in ("python", "sacremoses", "sacrebleu"))
+    env = {**os.environ, "E": str(folder), "PATH": f"{bin_folder}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", lines], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.slow
+def test_hf_tokenizer_readme_scores_the_words_of_the_pieces(hf_tokenizer_dataset, tmp_path):
+    """An hf-tokenizer dataset exported as a user exports it (every split; pascal and dbsa), its README's scoring
+    lines run by bash on hypotheses that are the exported test targets' own pieces (as `generate` writes them:
+    fairseq does not join these pieces): the joining stage gives back the words the parser produced (the shards'
+    `tgt_tokens`, German umlauts included: ByteLevel's pieces spell them in its byte alphabet), sacremoses
+    detokenizes them, and sacrebleu scores exactly those sentences against the references (its BLEU and chrF
+    equal the library's on them, and BLEU exceeds that of the pieces left apart, which the README scored
+    before). Then the train split (exported as `test`, the README's names: 50 rows, 20 with an umlaut)."""
+    pytest.importorskip("sacremoses")
+    sacrebleu = pytest.importorskip("sacrebleu")
+    from sacremoses import MosesDetokenizer
+
+    from synprep.subwords import pieces_to_tokens
+
+    scheme, dataset = hf_tokenizer_dataset
+    marker, kind = HF_TOKENIZERS[scheme]
+    manifest = json.loads((dataset / "test" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["signature"]["subword_marker"]["tgt"] == [marker, kind]
+    detokenizer = MosesDetokenizer(lang="de")
+    every_split = tmp_path / "export"
+    for split in ("train", "valid", "test"):
+        export_split(str(dataset / split), str(every_split))
+    export_split(str(dataset / "train"), str(tmp_path / "train"), ["pascal"], name="test")
+    runs = [(every_split / "pascal", "test"), (every_split / "dbsa", "test"), (tmp_path / "train" / "pascal", "train")]
+    umlauts = 0
+    for folder, split in runs:
+        rows = open_split(str(dataset / split)).table(["tgt_text", "tgt_tokens", "tgt_subwords"]).to_pylist()
+        pieces = _lines(folder / "test.de")
+        assert pieces == [" ".join(row["tgt_subwords"]) for row in rows] and len(rows) >= 6
+        assert not any(piece == "[UNK]" for row in rows for piece in row["tgt_subwords"])
+        assert sum(len(row["tgt_subwords"]) > len(row["tgt_tokens"]) for row in rows) >= len(rows) // 2  # cut words
+        references = _lines(folder / "test.ref.de")
+        assert references == [row["tgt_text"] for row in rows]
+        (folder / "hyp.test.tok").write_text("".join(line + "\n" for line in pieces), encoding="utf-8")
+        readme = (folder / "README.md").read_text(encoding="utf-8")
+        result = run_scoring(folder, scoring_lines(readme))
+        assert result.returncode == 0, result.stderr
+        words = [detokenizer.detokenize(row["tgt_tokens"]) for row in rows]
+        hypotheses = _lines(folder / "hyp.test.de")
+        assert hypotheses == words  # the parser's words, detokenized: the pieces were joined
+        joined = re.search(r"< \$E/hyp\.test\.tok > \$E/(\S+)", readme).group(1)  # the joining stage's output
+        assert [line.split() for line in _lines(folder / joined)] == [row["tgt_tokens"] for row in rows]
+        assert [pieces_to_tokens(line.split(), marker, kind) for line in pieces] == [row["tgt_tokens"] for row in rows]
+        umlauts += sum(any(c in word for c in "äöüßÄÖÜ") for row in rows for word in row["tgt_tokens"])
+        scores = {score["name"]: score["score"] for score in json.loads(result.stdout)}
+        bleu = sacrebleu.corpus_bleu(hypotheses, [references])
+        assert scores["BLEU"] == round(bleu.score, 1)
+        assert scores["chrF2"] == round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 1)
+        assert (scores["BLEU"] == 100.0) == (hypotheses == references)
+        apart = [detokenizer.detokenize(line.replace("\u2581", " ").split()) for line in pieces]  # not joined
+        assert sacrebleu.corpus_bleu(apart, [references]).score < bleu.score
+        same = sum(h == r for h, r in zip(hypotheses, references, strict=True))
+        print(f"\n{scheme} {folder.name} ({split} rows): {len(rows)} hypotheses, {same} equal to their reference; "
+              f"BLEU {scores['BLEU']}, chrF {scores['chrF2']}; the pieces left apart: BLEU "
+              f"{sacrebleu.corpus_bleu(apart, [references]).score:.1f}")
+    assert umlauts >= 10
+
+
+@pytest.mark.slow
+def test_hf_tokenizer_dataset_without_its_marker_record_is_refused_in_one_line(hf_tokenizer_dataset, tmp_path):
+    """A manifest without `signature.subword_marker` (an hf-tokenizer dataset converted before the record): the
+    README could not join its pieces, so the export stops in one line naming the split, and writes nothing."""
+    _, dataset = hf_tokenizer_dataset
+    copy = tmp_path / "dataset"
+    shutil.copytree(dataset, copy)
+    manifest = json.loads((copy / "test" / "manifest.json").read_text(encoding="utf-8"))
+    del manifest["signature"]["subword_marker"]
+    (copy / "test" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(InputError, match="subword_marker") as refused:
+        export_split(str(copy / "test"), str(tmp_path / "export"))
+    assert "\n" not in str(refused.value) and str(copy / "test") in str(refused.value)
+    assert not (tmp_path / "export").exists()

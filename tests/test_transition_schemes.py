@@ -142,13 +142,14 @@ def test_a_sentence_whose_pieces_hide_a_token_bound_is_left_out_and_counted(tmp_
 # ------------------------------------------------------------------ every sentence of the shared treebanks
 
 
-def _wordpiece(texts: list[str], path: Path) -> str:
+def _wordpiece(texts: list[str], path: Path, vocab_size: int = 2000) -> str:
     """A WordPiece tokenizer.json learned here; whitespace split only, so that each token is cut on its own."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=2000, special_tokens=["[PAD]", "[UNK]"]))
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size,
+                                                             special_tokens=["[PAD]", "[UNK]"]))
     tok.save(str(path))
     return str(path)
 
