@@ -66,6 +66,7 @@ from .runfolder.source import SOURCE_DIR, write_source_files
 from .runfolder.start import named_run, prepare_run_dir, run_folder_lock, start_run_folder
 from .scoring import bleu_metric
 from .shapes import LADDER_TEXT, choose_attention, chosen_attention, compile_model, ladder_in_use, shape_summary
+from .stop_request import StopRequest, stop_requests
 from .switches.active import ActiveSwitches
 from .validation import EarlyStopping, evaluate, scores_text, valid_metrics
 from .vocab import Vocab, scheme_vocab, separate_bpe
@@ -428,9 +429,9 @@ def open_metrics(run: Run) -> MetricsLog:
 
 # checkpoints and validation
 
-def save(run: Run, also_best: bool) -> None:
-    """last.pt (and best.pt, and with keep_last a checkpoint_<step>.pt); a collective under DDP: every rank calls
-    it, rank 0 writes, the others wait (for rank 0's validation before it too)."""
+def save(run: Run, also_best: bool, step_copy: bool = True) -> None:
+    """last.pt (and best.pt, and with keep_last and `step_copy` a checkpoint_<step>.pt); a collective under DDP:
+    every rank calls it, rank 0 writes, the others wait (for rank 0's validation before it too)."""
     rng: dict | list = rng_state()
     run.procs.wait_for_rank0()
     if run.procs.world > 1:  # every rank's RNG, so each continues its own dropout stream
@@ -438,7 +439,7 @@ def save(run: Run, also_best: bool) -> None:
         dist.all_gather_object(gathered, rng)
         rng = gathered
     if run.procs.rank == 0:
-        write_run_checkpoints(run.cfg.out, run.checkpoint(rng), also_best, run.cfg.keep_last)
+        write_run_checkpoints(run.cfg.out, run.checkpoint(rng), also_best, run.cfg.keep_last if step_copy else 0)
     run.procs.wait_for_rank0()
 
 
@@ -476,6 +477,22 @@ def _validate_and_save(run: Run, stop: bool) -> bool:
                     f"{cfg.best_metric} (patience {cfg.patience})")
             return True
     return stop
+
+
+def save_on_request(run: Run, request: StopRequest) -> None:
+    """A stop asked from outside (`syntrain.stop_request`): last.pt of the run as it stands, without a validation
+    (best.pt too when the run has no validation split, whose best is its last), then `Interrupted`: one line
+    naming how to resume."""
+    from synprep.errors import Interrupted
+
+    state = run.state
+    with state.clock.pause():
+        if run.data.valid is None and run.procs.rank == 0:
+            run.stopping.best_step = state.step
+        save(run, run.data.valid is None, step_copy=False)
+    raise Interrupted(f"stopped by {request.name} at step {state.step}: {os.path.join(run.cfg.out, LAST)} holds it "
+                      f"(not validated); syntrain run --resume --out {run.cfg.out} continues the run",
+                      request.exit_code)
 
 
 def revalidate_best(run: Run) -> None:
@@ -529,21 +546,31 @@ class Window:
         self.__init__()
 
 
-def _out_of_time(run: Run, log_step: bool) -> bool:
+def _ending(run: Run, log_step: bool, request: StopRequest) -> tuple[bool, int]:
+    """(out of max_minutes, the signal of a stop request or 0) after an update; under DDP all ranks agree, at log
+    steps (a sync), so that they stop at the same step."""
     cfg, procs = run.cfg, run.procs
     out_of_time = bool(cfg.max_minutes) and run.state.clock.seconds() / 60 >= cfg.max_minutes
-    if procs.world > 1 and cfg.max_minutes:  # all ranks stop at the same step, agreed at log steps (a sync)
+    signum = request.signum
+    if procs.world > 1:
         if not log_step:
-            return False
-        flag = torch.tensor([float(out_of_time)], device=procs.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        out_of_time = bool(flag.item())
-    return out_of_time
+            return False, 0
+        flags = torch.tensor([float(out_of_time), float(signum)], device=procs.device)
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+        out_of_time, signum = bool(flags[0].item()), int(flags[1].item())
+        request.signum = request.signum or signum  # a rank the signal did not reach stops with the others
+    return out_of_time, signum
 
 
 def training_loop(run: Run) -> None:
-    """Epochs of seeded batches (this rank's share, collated ahead on a thread) until max_steps, max_minutes
-    or patience; logs every log_interval steps, validates and saves every eval_interval steps."""
+    """Epochs of seeded batches (this rank's share, collated ahead on a thread) until max_steps, max_minutes,
+    patience or a stop request (SIGTERM, SIGHUP, Ctrl-C: `save_on_request`); logs every log_interval steps,
+    validates and saves every eval_interval steps."""
+    with stop_requests() as request:
+        _train_epochs(run, request)
+
+
+def _train_epochs(run: Run, request: StopRequest) -> None:
     cfg, state, procs, data = run.cfg, run.state, run.procs, run.data.train
     run.trainer.model.train()
     first_step, window = state.step, Window()
@@ -566,14 +593,18 @@ def training_loop(run: Run) -> None:
             window.add(*run.trainer.update(group, cfg))
             state.advance(len(group))
             log_step = state.step % cfg.log_interval == 0 or state.step == 1
-            stop = state.step >= cfg.max_steps or _out_of_time(run, log_step)
-            if log_step or stop:  # the first and the last step always
+            out_of_time, signum = _ending(run, log_step, request)
+            stop = state.step >= cfg.max_steps or out_of_time
+            if log_step or stop or signum:  # the first and the last step always
                 window.report(run, first_step)
+            if signum:
+                groups.close()  # the prefetch thread finishes the batches it has started
+                save_on_request(run, request)  # (at an epoch's end as a stop's checkpoint: resume goes on from it)
             if state.step % cfg.eval_interval == 0 or stop:
                 stop = validate_and_save(run, stop)
                 window.start = time.time()  # evaluation time is not training throughput
             if stop:
-                groups.close()  # the prefetch thread finishes the batches it has started
+                groups.close()
                 break
         if state.position >= per_rank:
             state.next_epoch()

@@ -252,6 +252,49 @@ def test_ctrl_c_in_the_final_test_scoring_names_the_eval_command(data, tmp_path)
     assert context.params["checkpoint"] == str(out / "best.pt") and context.params["beam"] == 8
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_while_training_saves_last_pt_and_resume_goes_on_as_if_uninterrupted(data, tmp_path, signum):
+    """SIGTERM (a scheduler preempting the job), Ctrl-C or SIGHUP while the run trains: it stops after the update
+    it is in, saves last.pt at that step (not validated, no checkpoint_<step>.pt) and ends in one line naming the
+    resume command (exit 128 + the signal); `--resume` then gives the losses an uninterrupted run gives."""
+    import torch
+
+    out, log = tmp_path / "run", tmp_path / "stderr.log"
+    argv = ["run", "--data", data["shards"] / "train", "--valid", data["shards"] / "valid", *SMALL,
+            "--log-interval", "1", "--eval-interval", "100000", "--keep-last", "3", "--seed", "5"]
+    with open(log, "w") as sink:
+        process = subprocess.Popen([*SYNTRAIN, *map(str, argv), "--out", str(out), "--max-steps", "100000"],
+                                   stderr=sink, text=True)
+    try:
+        deadline = time.time() + TIMEOUT
+        while time.time() < deadline and process.poll() is None:  # until step 3 is logged (lines may be partial)
+            lines = (out / "metrics.jsonl").read_text().splitlines() if (out / "metrics.jsonl").exists() else []
+            if sum('"loss"' in line for line in lines[:-1]) >= 3:
+                break
+            time.sleep(0.1)
+        assert process.poll() is None, log.read_text()[-2000:]
+        process.send_signal(signum)
+        assert process.wait(timeout=60) == 128 + signum, log.read_text()[-2000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    err = log.read_text()
+    assert "Traceback" not in err, err[-2000:]
+    step = torch.load(out / "last.pt", map_location="cpu", weights_only=False)["step"]
+    name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+    assert err.strip().splitlines()[-1] == (f"syntrain: stopped by {name} at step {step}: {out / 'last.pt'} holds it "
+                                            f"(not validated); syntrain run --resume --out {out} continues the run")
+    assert steps(out)[-1] == step and not list(out.glob("checkpoint_*.pt")) and not (out / "best.pt").exists()
+    resumed = syntrain("run", "--resume", "--out", out, "--max-steps", step + 3)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    whole = syntrain(*argv, "--out", tmp_path / "whole", "--max-steps", step + 3)
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    losses = [{r["step"]: r["loss"] for r in map(json.loads, (folder / "metrics.jsonl").read_text().splitlines())
+               if "loss" in r} for folder in (out, tmp_path / "whole")]
+    assert sorted(losses[0]) == list(range(1, step + 4))
+    assert [losses[0][s] for s in range(step + 1, step + 4)] == [losses[1][s] for s in range(step + 1, step + 4)]
+
+
 # ------------------------------------------------------------------------------ odd files
 
 
