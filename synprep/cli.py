@@ -546,24 +546,25 @@ def validate(directory: str, max_failures: int, workers: int) -> None:
 @cli.command()
 @click.argument("split_path", metavar="SPLIT")
 @click.option("-o", "--output", required=True, help="Output folder: one subfolder per format.")
-@click.option("--format", "formats", default=None,
-              help="Comma-separated, each once: pascal (e-bug/pascal), dbsa (de9uch1/dbsa), nematus (borgr/nematus). "
-                   "Default: every one whose reader reads the dataset's pieces (all three for subword-nmt; "
-                   "pascal,dbsa for sentencepiece and hf-tokenizer pieces).")
+@click.option("--format", "formats", multiple=True,
+              help="Comma-separated or repeated, each once: pascal (e-bug/pascal), dbsa (de9uch1/dbsa), nematus "
+                   "(borgr/nematus). Default: every one whose reader reads the dataset's pieces (all three for "
+                   "subword-nmt; pascal,dbsa for sentencepiece and hf-tokenizer pieces).")
 @click.option("--name", default=None, help="File name prefix (default: the split's name, e.g. train).")
 @click.option("--dbsa-release", type=click.Choice(["current", "2020"]), default="current", show_default=True,
               help="DBSA .dep heads: current = de9uch1/dbsa master b0cdef6 (0-based, format since b96fb46); "
                    "2020 = commits 43eef77/0e9dd5c (1-based).")
-def export(split_path: str, output: str, formats: str | None, name: str | None, dbsa_release: str) -> None:
+def export(split_path: str, output: str, formats: tuple[str, ...], name: str | None, dbsa_release: str) -> None:
     """A split (shard folder) in the input formats of the papers' released trainers, with BPE codes, references
     and a README of commands per format (docs/synprep.md, docs/handoff.md)."""
     from .export import EXPORT_FORMATS, check_formats, export_split, summary_line
 
-    chosen = None if formats is None else tuple(f.strip() for f in formats.split(",") if f.strip())
+    given = ",".join(formats)  # --format a,b and --format a --format b alike
+    chosen = tuple(f.strip() for f in given.split(",") if f.strip()) if formats else None
     try:
         check_formats(EXPORT_FORMATS if chosen is None else chosen, dbsa_release)
     except ValueError as err:
-        raise click.BadParameter(f"{err}, got {formats!r}", param_hint="--format") from None
+        raise click.BadParameter(f"{err}, got {given!r}", param_hint="--format") from None
     log.info(summary_line(export_split(split_path, output, chosen, name, dbsa_release), output))
 
 

@@ -301,11 +301,16 @@ def test_export_needs_the_target_labels_one_line_error(tmp_path):
                            "--format", "pascal,fairseq"], capture_output=True, text=True)
     assert done.returncode == 2 and "--format" in done.stderr
     for options, said in ((["--format", "pascal,pascal"], "given twice: pascal"),
+                          (["--format", "pascal", "--format", "dbsa,pascal"], "given twice: pascal"),
                           (["--format", "dbsa", "--dbsa-release", "2019"], "--dbsa-release")):
         done = subprocess.run([sys.executable, "-m", "synprep.cli", "export", str(OLD_SHARDS), "-o",
                                str(tmp_path / "o"), *options], capture_output=True, text=True)
         assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and said in done.stderr
     assert not (tmp_path / "o").exists()  # refused before writing anything
+    done = subprocess.run([sys.executable, "-m", "synprep.cli", "export", str(OLD_SHARDS), "-o", str(tmp_path / "o"),
+                           "--format", "pascal", "--format", "dbsa"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # a repeated --format adds formats (it does not replace the first)
+    assert sorted(p.name for p in (tmp_path / "o").iterdir() if p.is_dir()) == ["dbsa", "pascal"]
 
 
 def test_export_writes_whole_files_or_none(tmp_path):
