@@ -279,7 +279,7 @@ class ParallelData:
     def fitting(self, rows: np.ndarray, positions: int, target: bool = True) -> np.ndarray:
         """The `rows` whose source (and, with `target`, target) fits a model of `positions` positions (sub-words
         + EOS; BOS + target items): what a forward pass can take. Decoding needs the source only."""
-        rows = np.asarray(rows)
+        rows = np.asarray(rows, dtype=np.int64)  # an empty list too
         fits = self.src_len[rows] <= positions
         if target:
             fits &= self.tgt_len[rows] <= positions

@@ -238,11 +238,9 @@ def sentencepiece_split(tmp_path_factory, tiny_udpipe) -> Path:
     """The sample SentencePiece pipeline (pipelines/sample-sentencepiece.toml: its [bpe], a joint unigram model),
     `dbsa` on both sides so that the shards hold each piece's DBSA head; the train split."""
     pytest.importorskip("sentencepiece")
-    from synprep.convert.converter import Converter, ConvertOptions
-    from synprep.convert.pipeline import load_pipeline
 
     from .conftest import REPO
-    from .test_subwords import _pipeline
+    from .test_subwords import _convert_with_parsers, _pipeline
 
     text = (REPO / "pipelines" / "sample-sentencepiece.toml").read_text(encoding="utf-8")
     bpe = text.partition("[bpe]")[2].partition("[features]")[0].strip()
@@ -250,9 +248,7 @@ def sentencepiece_split(tmp_path_factory, tiny_udpipe) -> Path:
     root = tmp_path_factory.mktemp("sentencepiece")
     path = _pipeline(root, bpe, 'src = ["parents", "dbsa", "labels"]\ntgt = ["parents", "dbsa", "labels"]\n'
                                 'root = "drop"\nnon_projective = "lift"')
-    text = path.read_text(encoding="utf-8").replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"')
-    path.write_text(text.replace('train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"'), encoding="utf-8")
-    Converter(load_pipeline(str(path)), ConvertOptions(workers=1)).run()
+    _convert_with_parsers(path, tiny_udpipe)
     return root / "out" / "train"
 
 
@@ -377,11 +373,9 @@ def hf_tokenizer_dataset(request, tmp_path_factory, tiny_udpipe) -> tuple[str, P
     ByteLevel ('Ġ', start: German umlauts spelled in its byte alphabet) or Metaspace ('▁', start); converted with
     the features both trainers read. (scheme, the dataset folder)."""
     pytest.importorskip("tokenizers")
-    from synprep.convert.converter import Converter, ConvertOptions
-    from synprep.convert.pipeline import load_pipeline
 
     from .conftest import SAMPLE_DATA
-    from .test_subwords import _pipeline
+    from .test_subwords import _convert_with_parsers, _pipeline
     from .test_transition_schemes import _start_marked, _wordpiece
 
     scheme = request.param
@@ -396,9 +390,7 @@ def hf_tokenizer_dataset(request, tmp_path_factory, tiny_udpipe) -> tuple[str, P
     path = _pipeline(root, f'scheme = "hf-tokenizer"\nmodel = "{tokenizer}"',
                      'src = ["parents", "dbsa", "labels"]\ntgt = ["parents", "dbsa", "labels"]\n'
                      'root = "drop"\nnon_projective = "lift"')
-    text = path.read_text(encoding="utf-8").replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"')
-    path.write_text(text.replace('train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"'), encoding="utf-8")
-    Converter(load_pipeline(str(path)), ConvertOptions(workers=1)).run()
+    _convert_with_parsers(path, tiny_udpipe)
     return scheme, root / "out"
 
 

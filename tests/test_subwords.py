@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,14 @@ def _pipeline(tmp_path: Path, bpe: str, features: str = 'src = ["parents", "dbsa
     return path
 
 
+def _convert_with_parsers(path: Path, tiny_udpipe: Callable[[str], Path]) -> None:
+    """Convert the pipeline `path` (made by `_pipeline`) with tiny UDPipe models in place of its treebank-trained
+    parsers (the `tiny_udpipe` fixture)."""
+    text = path.read_text(encoding="utf-8").replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"')
+    path.write_text(text.replace('train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"'), encoding="utf-8")
+    Converter(load_pipeline(str(path)), ConvertOptions(workers=1)).run()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("cut", ["token", "raw"])
 def test_convert_with_a_tokenizer_stores_the_model_and_validates(tmp_path, tiny_udpipe, cut):
@@ -168,10 +177,7 @@ def test_convert_with_a_tokenizer_stores_the_model_and_validates(tmp_path, tiny_
     folder.mkdir()
     shutil.copy(tokenizer, folder / "tokenizer.json")
     path = _pipeline(tmp_path, f'scheme = "hf-tokenizer"\nmodel = "{folder}"\ncut = "{cut}"')
-    text = path.read_text().replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"').replace(
-        'train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"')
-    path.write_text(text)
-    Converter(load_pipeline(str(path)), ConvertOptions(workers=1)).run()
+    _convert_with_parsers(path, tiny_udpipe)
     out = tmp_path / "out"
     assert (out / "tokenizer.json").read_bytes() == Path(tokenizer).read_bytes()
     manifest = json.loads((out / "train" / "manifest.json").read_text())

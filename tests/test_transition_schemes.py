@@ -22,7 +22,6 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from synprep import features as F  # noqa: E402
 from synprep.conllu import read_conllu, to_tree  # noqa: E402
-from synprep.convert.converter import Converter, ConvertOptions  # noqa: E402
 from synprep.convert.pipeline import load_pipeline  # noqa: E402
 from synprep.errors import InputError  # noqa: E402
 from synprep.featurize import UNMARKED, FeatureConfig, boundary_of, featurize  # noqa: E402
@@ -32,7 +31,7 @@ from synprep.trees import Tree, is_projective, lift_projective  # noqa: E402
 from synprep.validate import validate_directory  # noqa: E402
 
 from .conftest import REPO, SAMPLE_DATA, SHARED, cli_in_process  # noqa: E402
-from .test_subwords import SAMPLE_TOKENS, _pipeline, build_tokenizer  # noqa: E402
+from .test_subwords import SAMPLE_TOKENS, _convert_with_parsers, _pipeline, build_tokenizer  # noqa: E402
 
 SHARED = Path(os.environ.get("SYNPREP_SHARED") or SHARED)
 TREEBANKS = sorted((SHARED / "data" / "ud").glob("*/*-test.conllu"))
@@ -226,10 +225,7 @@ def test_wordpiece_dataset_with_transitions_converts_and_validates(tmp_path, tin
     tokenizer = build_tokenizer(tmp_path / "tokenizer.json", "wordpiece")
     path = _pipeline(tmp_path, f'scheme = "hf-tokenizer"\nmodel = "{tokenizer}"',
                      'src = ["parents"]\ntgt = ["parents", "transitions", "labels"]')
-    text = path.read_text().replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"').replace(
-        'train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"')
-    path.write_text(text)
-    Converter(load_pipeline(str(path)), ConvertOptions(workers=1)).run()
+    _convert_with_parsers(path, tiny_udpipe)
     out = tmp_path / "out"
     for split in ("train", "valid", "test"):
         manifest = json.loads((out / split / "manifest.json").read_text())
@@ -291,10 +287,7 @@ def test_start_marked_tokenizer_transitions_round_trip(scheme, marker, tmp_path,
     path = _pipeline(tmp_path, f'scheme = "hf-tokenizer"\nmodel = "{tokenizer}"',
                      'src = ["parents"]\ntgt = ["parents", "transitions", "labels"]\nroot = "drop"\n'
                      'non_projective = "lift"')
-    text = path.read_text().replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"').replace(
-        'train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"')
-    path.write_text(text)
-    Converter(load_pipeline(str(path)), ConvertOptions(workers=1)).run()
+    _convert_with_parsers(path, tiny_udpipe)
     out = tmp_path / "out"
     read, split, umlauts = 0, 0, []
     for name in ("train", "valid", "test"):
