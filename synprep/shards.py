@@ -63,33 +63,43 @@ def check_compression(name: str) -> str:
 
 class WriterLock:
     """One writer at a time per output folder (a dataset of `synprep convert`, a run folder of `syntrain run`):
-    an exclusive `flock` on FOLDER/.lock. The operating system releases it when the holder exits or is killed
-    (kill -9 leaves no stale lock); the file names the holder (pid, host, start time) for the message another
-    writer gets. `what`: how that message names the writer and its folder. Without `fcntl` (Windows) there is no
-    lock."""
+    an exclusive `flock` on FOLDER/.lock (or FOLDER/`name`). The operating system releases it when the holder exits
+    or is killed (kill -9 leaves no stale lock); the file names the holder (pid, host, start time) for the message
+    another writer gets. `what`: how that message names the writer and its folder. Without `fcntl` (Windows) there
+    is no lock. A writer that needs the folder only for a moment (setting a parse cache up) waits for the lock
+    instead (`acquire(wait=...)`)."""
 
-    def __init__(self, folder: str, what: str = "another synprep convert is writing this dataset") -> None:
-        self.path = os.path.join(folder, LOCK)
+    def __init__(self, folder: str, what: str = "another synprep convert is writing this dataset",
+                 name: str = LOCK) -> None:
+        self.path = os.path.join(folder, name)
         self.what = what
         self.fd: int | None = None
 
-    def acquire(self) -> None:
-        """Take the lock or raise an InputError naming its holder."""
+    def acquire(self, wait: float = 0.0) -> None:
+        """Take the lock, waiting up to `wait` seconds for its holder, or raise an InputError naming the holder."""
+        import time
+
         try:
             import fcntl
         except ImportError:
             return
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            recorded = os.read(fd, 4096).decode("utf-8", "replace")
-            os.close(fd)
-            raise InputError(f"{self.what} ({_holder(recorded, self.path)}): wait for it to finish or stop it; "
-                             "the lock goes with its process", os.path.dirname(self.path)) from None
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    continue
+                recorded = os.read(fd, 4096).decode("utf-8", "replace")
+                os.close(fd)
+                waited = f" for {wait:g} s" if wait else ""
+                raise InputError(f"{self.what} ({_holder(recorded, self.path)}){waited}: wait for it to finish or "
+                                 "stop it; the lock goes with its process", os.path.dirname(self.path)) from None
         import socket
-        import time
 
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n"

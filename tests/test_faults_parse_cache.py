@@ -1,10 +1,11 @@
 """Faults of the parse cache: damaged entries are parsed again (never served: the shards stay the same), a file
-that is not a cache is one error line, and many processes writing one cache at once (with evictions) leave it
-whole."""
+that is not a cache is one error line, many processes writing one cache at once (with evictions) leave it whole,
+and many setting up one new cache at once all succeed."""
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.synchronize
 import os
 import shutil
 import sqlite3
@@ -13,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from synprep.convert.parse_cache import ParseCache, verify_cache
+from synprep.convert import parse_cache
+from synprep.convert.parse_cache import SETUP_LOCK, ParseCache, verify_cache
 from synprep.convert.treestore import text_key
+from synprep.errors import InputError
+from synprep.shards import WriterLock
 
 from .test_convert import BIN, convert, shard_bytes
 from .test_parse_cache import pipeline
@@ -89,6 +93,59 @@ def test_concurrent_writers_with_evictions(tmp_path):
     assert cache.size()[1] <= 20_000
     cache.close()
     assert Path(folder, "parses.sqlite").stat().st_size < 400_000
+
+
+def _fresh_writer(folder: str, start: multiprocessing.synchronize.Barrier, failures: multiprocessing.Queue) -> None:
+    """Open a cache that may not exist yet at the same moment as others, then record entries."""
+    start.wait()
+    try:
+        cache = ParseCache(folder)
+        _writer_entries(cache, 0, 20)
+        cache.close()
+    except Exception as err:  # reported to the test, which names it
+        failures.put(f"{type(err).__name__}: {err}")
+
+
+def test_converts_that_set_up_one_new_cache_at_once_all_succeed(tmp_path):
+    """Several converts naming one new cache folder at once: before WAL mode is set, SQLite fails one of two writers
+    at once ("database is locked", no busy wait) when their locks would deadlock; setting the database up under a
+    folder lock leaves every one of them working (without it, about one round in five failed with four processes)."""
+    context = multiprocessing.get_context("fork")
+    failures = context.Queue()
+    for round_ in range(25):
+        folder = str(tmp_path / f"cache{round_}")
+        start = context.Barrier(5)
+        processes = [context.Process(target=_fresh_writer, args=(folder, start, failures)) for _ in range(5)]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(120)
+        assert [p.exitcode for p in processes] == [0] * 5
+        assert failures.empty(), f"round {round_}: {failures.get()}"
+        assert verify_cache(folder)["entries"] == 20
+
+
+def _hold_lock(folder: str, held: multiprocessing.synchronize.Event, done: multiprocessing.synchronize.Event) -> None:
+    WriterLock(folder, "a test", SETUP_LOCK).acquire()
+    held.set()
+    done.wait(60)
+
+
+def test_a_setup_lock_that_is_never_given_back_ends_in_one_error(tmp_path, monkeypatch):
+    """A convert waits only so long (BUSY_MS) for another to set the cache up: a stopped holder would otherwise
+    hang it."""
+    context = multiprocessing.get_context("fork")
+    held, done = context.Event(), context.Event()
+    holder = context.Process(target=_hold_lock, args=(str(tmp_path), held, done))
+    holder.start()
+    try:
+        assert held.wait(30)
+        monkeypatch.setattr(parse_cache, "BUSY_MS", 300)
+        with pytest.raises(InputError, match=r"setting up this parse cache \(pid \d+ .*\) for 0.3 s: wait for it"):
+            ParseCache(str(tmp_path))
+    finally:
+        done.set()
+        holder.join(30)
 
 
 def _killed_mid_transaction(folder: str) -> None:

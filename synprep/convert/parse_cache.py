@@ -1,9 +1,10 @@
 """A persistent cache of parsed sentences, shared by every `synprep convert` that names it: each distinct sentence
 is parsed once across converts (a BPE sweep, another filter setting, a corpus that shares data with another).
 
-The cache is a folder holding one SQLite database (`parses.sqlite`, WAL mode, stdlib sqlite3): many converts may
-read and write it at once (readers never wait; writers take turns, one short transaction per piece), and only
-the driver of a convert opens it (the workers parse what it misses), so it works with any engine.
+The cache is a folder holding one SQLite database (`parses.sqlite`, WAL mode, stdlib sqlite3; beside it
+`parses.sqlite.lock`, taken while a process sets the database up): many converts may read and write it at once
+(readers never wait; writers take turns, one short transaction per piece), and only the driver of a convert opens
+it (the workers parse what it misses), so it works with any engine.
 
 Key: the parser (`parser_identity`: backend, the model's content hash, the options that change its output, the
 library's version and FORMAT) and the exact text given to the parser (`treestore.text_key` of the line after
@@ -40,6 +41,7 @@ from typing import Any
 from ..conllu import format_sentence, tree_to_sentence
 from ..errors import InputError
 from ..parse import ParserSpec
+from ..shards import WriterLock
 from ..textio import file_sha256, path_sha256
 from ..trees import Tree
 from .treestore import ERROR, JOINED
@@ -47,6 +49,7 @@ from .treestore import ERROR, JOINED
 FORMAT = 1  # of an entry's value; part of every parser's identity (bump when what a worker produces changes)
 SCHEMA = 1  # of the database's tables
 FILE = "parses.sqlite"
+SETUP_LOCK = FILE + ".lock"  # taken while a process sets the database up (a cache may share a dataset's folder)
 DEFAULT_MAX_GB = 20.0
 TOUCH_SECONDS = 3600  # a hit refreshes an entry's `used` time when it is older than this (fewer writes)
 BUSY_MS = 120_000  # how long a writer waits for another convert's transaction
@@ -228,24 +231,37 @@ class ParseCache:
                 os.makedirs(folder, exist_ok=True)
             except OSError as err:
                 raise InputError(f"cannot make the parse cache folder: {err.strerror or err}", folder) from None
-        with self._guard():
-            # the workers are forked while this connection is open; they never use it (only this process does)
-            if read_only:
-                immutable = "&immutable=1" if not os.access(folder, os.W_OK) else ""
-                target = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro{immutable}"
+        # the workers are forked while this connection is open; they never use it (only this process does)
+        if read_only:
+            immutable = "&immutable=1" if not os.access(folder, os.W_OK) else ""
+            target = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro{immutable}"
+            with self._guard():
                 self.db = sqlite3.connect(target, timeout=BUSY_MS / 1000, isolation_level=None,
                                           check_same_thread=False, uri=True)
                 self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
                 self._check_schema(write=False)
-                return
-            self.db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None,
-                                      check_same_thread=False)
-            self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self.db.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first writer
-            self.db.execute("PRAGMA synchronous = NORMAL")  # WAL: never corrupt; a power cut may lose the last pieces
-            self.db.executescript(_SCHEMA_SQL)
-            self._check_schema()
+            return
+        # Setting a new database up (WAL mode, the tables) is done by one process at a time: before WAL mode, two
+        # converts that both write can deadlock, and SQLite then fails one at once ("database is locked") without
+        # waiting for busy_timeout. Once set up, writers wait for each other (busy_timeout).
+        setup = WriterLock(folder, "another synprep convert is setting up this parse cache", SETUP_LOCK)
+        try:
+            setup.acquire(wait=BUSY_MS / 1000)
+        except OSError as err:
+            raise InputError(f"the parse cache failed ({err.strerror or err}): is the folder writable and the disk "
+                             "not full?", self.path) from None
+        try:
+            with self._guard():
+                self.db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None,
+                                          check_same_thread=False)
+                self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+                if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self.db.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first writer
+                self.db.execute("PRAGMA synchronous = NORMAL")  # WAL: never corrupt; a power cut may lose the last
+                self.db.executescript(_SCHEMA_SQL)
+                self._check_schema()
+        finally:
+            setup.release()
 
     def _guard(self) -> _Guard:
         return _Guard(self)
