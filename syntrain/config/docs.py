@@ -11,7 +11,7 @@ from dataclasses import MISSING
 
 from synprep.tables import describe_option
 
-from .core import PRESETS
+from .core import PRESETS, TEXT, DecoderOutput
 from .sections import declaration, model_keys, trainer_filled
 from .train import DATA_KEYS, train_keys
 
@@ -41,6 +41,10 @@ def fields_markdown() -> str:
     def row(key: str, section: str, name: str) -> str:
         cls, spec, _ = declaration(section, name)  # type: ignore[misc]
         allowed = describe_option(cls, name).replace("|", "\\|")
+        if cls is DecoderOutput:  # its choices are the registered decoder targets, checked when a config is built
+            from ..switches import declared_targets
+
+            allowed = "one of " + ", ".join([TEXT, *declared_targets()])
         return f"| `{key}` | {allowed} | {default_words(section, name)} | {spec.metadata.get('help', '')} |"
 
     header = ["| field | allowed values | default | meaning |", "|---|---|---|---|"]
