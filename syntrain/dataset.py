@@ -223,7 +223,7 @@ class ParallelData:
     decoding and scoring call on them, each done by one collaborator: the split read and encoded (`encoded`, an
     `EncodedSplit`: flat id arrays + offsets copied out of the memory-mapped shards, whose pages are then given
     back), token-count batches (`bucketing`, a `Bucketing`: `batches`, `shape`, `longest`), their collation
-    (`collator`, a `Collator`: `collate`) and the scoring lookups (`scoring`, `References`: `references`,
+    (`collator`, a `Collator`: `collate`) and the scoring lookups (`_references`, `References`: `references`,
     `column_values`, `tgt_lang`). `path`, `table`, `configuration`, `signature`, `src_len`, `tgt_len` and
     `skipped_null` are the encoded split's, named here for its callers (the run header, decoding's length check).
 
@@ -251,7 +251,7 @@ class ParallelData:
         self.keep, self.skipped_long = kept_rows(encoded, max_len, skip_null)
         self.loss_rows = self.keep[~encoded.null[self.keep]]  # rows with a decoder target (validation loss)
         self.bucketing = Bucketing(encoded.src_len, encoded.tgt_len)
-        self.scoring = References(encoded.table, encoded.configuration)
+        self._references = References(encoded.table, encoded.configuration)
 
     def __len__(self) -> int:
         return len(self.keep)
@@ -308,12 +308,12 @@ class ParallelData:
     @property
     def tgt_lang(self) -> str:
         """Target language code from the pipeline configuration ('' if unknown)."""
-        return self.scoring.tgt_lang
+        return self._references.tgt_lang
 
     def column_values(self, name: str, rows: Sequence[int]) -> list[Any]:
         """The values of column `name` of the given rows (None where null or not in the shards)."""
-        return self.scoring.column_values(name, rows)
+        return self._references.column_values(name, rows)
 
     def references(self, rows: Sequence[int]) -> list[str]:
         """Raw target sentences (`tgt_text`) of the given rows."""
-        return self.scoring.references(rows)
+        return self._references.references(rows)
