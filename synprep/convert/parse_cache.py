@@ -257,7 +257,8 @@ class ParseCache:
                 self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
                 if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     self.db.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first writer
-                self.db.execute("PRAGMA synchronous = NORMAL")  # WAL: never corrupt; a power cut may lose the last
+                # WAL: never corrupt; a power cut may lose the last pieces
+                self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.executescript(_SCHEMA_SQL)
                 self._check_schema()
         finally:
