@@ -9,17 +9,22 @@ import re
 import pytest
 
 from syntrain.config.model import ModelConfig
-from syntrain.switches import option_names, registered
+from syntrain.config.pins import layer_options, pinned
+from syntrain.switches import registered
+
+from .conftest import REPO
 
 CHECKER = re.compile(r"^(\w+) .*(the (encoder|decoder)( and decoder)? (layers are 1\.\.\d+|has \d+)|"
                      r"layer \d+ asks for \d+ heads, a layer has \d+ \(n_heads\))$")
-LAYER_OPTIONS = [(switch.name, name) for switch in registered() for name in option_names(switch)
-                 if re.search(r"_(layer|layers|heads)$", name)]
+LAYER_OPTIONS = [(switch.name, name) for switch in registered() for name in layer_options(switch)]
 
 
-def test_the_built_in_layer_options_are_known():
-    assert sorted(name for _, name in LAYER_OPTIONS) == sorted(
-        ["pascal_heads", "directed_heads", "dbsa_layer", "lisa_layer", "sync_layer", "parent_layers"])
+@pytest.mark.parametrize("switch", registered(), ids=lambda switch: switch.name)
+def test_the_layer_options_are_the_pinned_ones(switch):
+    """Each switch's layer options are pinned in its own file (tests/data/switches/NAME.json)."""
+    pin = pinned(switch.name, str(REPO / "tests" / "data" / "switches"))
+    assert pin is not None, f"{switch.name}: a new switch: run python -m syntrain.config"
+    assert layer_options(switch) == pin["layer_options"]
 
 
 @pytest.mark.parametrize("switch, name", LAYER_OPTIONS)

@@ -1,7 +1,9 @@
-"""The parameter names and shapes of the model of every recipe of pipelines/train/, every registered switch's
-`example` and every pinned recipe variant are the pinned ones (tests/data/state_dict_keys.json), so that
+"""The parameter names and shapes of the model of every recipe of pipelines/train/ and every pinned recipe variant
+are the pinned ones (tests/data/state_dict_keys.json), and those of every registered switch's `example` model are
+the ones pinned in the switch's own file (tests/data/switches/NAME.json, `syntrain.config.pins`), so that
 checkpoints keep loading when modules are reorganised (the attention module's collaborators, a switch's
-mechanisms). Regenerate, on purpose only: `python -m tests.test_state_dict_keys`."""
+mechanisms). Regenerate, on purpose only: `python -m tests.test_state_dict_keys` (the recipes); a switch's file is
+written by `python -m syntrain.config` when it has none."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sys
 
 import pytest
 
+from syntrain.config.pins import example_parameters, pinned
 from syntrain.model import build_model
 from syntrain.switches import registered
 
@@ -18,17 +21,16 @@ from .conftest import REPO
 from .data import make_switch_fixtures as fixtures
 
 PINNED = REPO / "tests" / "data" / "state_dict_keys.json"
+PINS = REPO / "tests" / "data" / "switches"  # a file per switch (syntrain.config.pins)
 FILLED = {"vocab_size": 10, "source_labels": ["root", "nsubj"], "arc_labels": ["nsubj", "obj"]}
 
 
 def models() -> dict[str, tuple[str, dict]]:
-    """Name -> (preset, [model] options at TINY sizes) of every recipe, switch example and recipe variant."""
+    """Name -> (preset, [model] options at TINY sizes) of every recipe and recipe variant."""
     found = {}
     for path in sorted((REPO / "pipelines" / "train").glob("*.toml")):
         values = fixtures.recipe_model(path)
         found[path.name] = (values["preset"], values["model"])
-    for switch in registered():
-        found[f"example {switch.name}"] = ("tiny", {**switch.example, **fixtures.TINY})
     for variant, (recipe, changed) in fixtures.VARIANTS.items():
         values = fixtures.recipe_model(REPO / "pipelines" / "train" / recipe)
         found[variant] = (values["preset"], {**values["model"], **changed})
@@ -41,7 +43,7 @@ def parameters(preset: str, options: dict) -> list[str]:
     return [f"{name} {'x'.join(map(str, value.shape))}" for name, value in model.state_dict().items()]
 
 
-def pinned(name: str) -> list[str] | None:
+def pinned_recipe(name: str) -> list[str] | None:
     """The pinned state_dict of model `name` (None: not pinned)."""
     stored = json.loads(PINNED.read_text())
     return None if name not in stored["models"] else stored["parameter_sets"][stored["models"][name]]
@@ -52,15 +54,23 @@ MODELS = models()
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_state_dict_names_and_shapes_are_the_pinned_ones(name):
-    expected = pinned(name)
-    assert expected is not None, "a new recipe or switch: regenerate with python -m tests.test_state_dict_keys"
+    expected = pinned_recipe(name)
+    assert expected is not None, "a new recipe: regenerate with python -m tests.test_state_dict_keys"
     assert parameters(*MODELS[name]) == expected
+
+
+@pytest.mark.parametrize("switch", registered(), ids=lambda switch: switch.name)
+def test_each_switch_example_has_its_pinned_parameters(switch):
+    pin = pinned(switch.name, str(PINS))
+    assert pin is not None, f"{switch.name}: a new switch: run python -m syntrain.config"
+    assert example_parameters(switch) == pin["parameters"]
 
 
 def test_a_changed_parameter_name_fails():
     """The check can fail: a model of another shape is not the pinned one."""
-    preset, options = MODELS["example parse_head"]
-    assert parameters(preset, {**options, "dbsa_biaffine": "released"}) != pinned("example parse_head")
+    parse_heads = next(switch for switch in registered() if switch.name == "parse_head")
+    assert example_parameters(parse_heads, {"dbsa_biaffine": "released"}) != pinned("parse_head", str(PINS))[
+        "parameters"]
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""A new switch is its file and its test: the switch table and the switch sections of docs/switches.md (and the
-fields of docs/recipe-fields.md, tests/test_syntrain_cli.py) are generated from the registry, each switch's row from
+"""A new switch is its file and its test: the switch table, the switch sections and the loss list of
+docs/switches.md, the switch modules of docs/switches-api.md, README's switch list (and the fields of
+docs/recipe-fields.md, tests/test_syntrain_cli.py) are generated from the registry, each switch's row from
 its class docstring's first paragraph and its declarations, its section from its whole class docstring; a stale page
 fails here."""
 
@@ -24,7 +25,22 @@ from .conftest import REPO
 def test_the_switch_table_and_sections_are_generated_from_the_registry():
     text = (REPO / "docs" / "switches.md").read_text(encoding="utf-8")
     assert SWITCHES_BEGIN in text and SECTIONS_BEGIN in text
-    assert docs_page(text, "docs/switches.md") == text, "run: python -m syntrain.config"
+    for page, parts in PAGES.items():
+        text = (REPO / page).read_text(encoding="utf-8")
+        assert all(begin in text and end in text for begin, end, _ in parts), page
+        assert docs_page(text, page) == text, f"{page} is stale: run python -m syntrain.config"
+
+
+def test_every_logged_loss_is_declared():
+    """The loss list of docs/switches.md comes from `loss_names`: each switch's losses are among them."""
+    from syntrain.config.model import ModelConfig
+    from syntrain.config.pins import filled_placeholders
+    from syntrain.switches import registered
+
+    for switch in registered():
+        weights = switch(ModelConfig(**switch.example, **filled_placeholders())).loss_weights()
+        assert set(weights) <= set(switch.loss_names), (switch.name, sorted(weights))
+    assert "Logged auxiliary losses: `loss_dep_src` (parse_head)" in (REPO / "docs" / "switches.md").read_text()
 
 
 @dataclass
@@ -59,4 +75,4 @@ def test_a_registered_switch_gets_its_row_from_its_docstring_and_declarations():
                    "`tgt_parent_first`, tgt `parents`) | nothing |")
     assert section == ("Reads the target heads for a test.\n\n(Not in the table: only the first paragraph is.)\n\n"
                        "- a list item, indented as markdown reads it\n")  # the last section: nothing follows
-    assert set(PAGES) == {"docs/recipe-fields.md", "docs/switches.md"}
+    assert set(PAGES) == {"docs/recipe-fields.md", "docs/switches.md", "docs/switches-api.md", "README.md"}

@@ -1,6 +1,6 @@
 """The syntax switches: one module per mechanism, each a `Switch` (base.py: the interface) registered in
 `registry` (docs/switches-api.md: how to write one). Importing this package imports every module of it, so a new
-module registers itself: nothing else to edit. The switches are ordered as `registry.ORDER` lists them, the
+module registers itself: nothing else to edit. The switches are ordered by the `priority` each declares, the
 others after them by name unless their class places them (`after=` / `before=`), checked once every module has
 registered (neither file names nor import order decide it): a module's hooks attach their parameters, the losses
 are summed and the run header lists the switches in that order."""

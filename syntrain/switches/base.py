@@ -363,8 +363,12 @@ class ModelHooks:
         states (`Outputs.decoder_states`) and the encoder's (`Outputs.encoder_states`) are always there."""
         return ()
 
+    # the names of the auxiliary losses it may give (`loss_weights`, `losses`; logged as loss_NAME): the loss list
+    # of docs/switches.md is generated from them
+    loss_names: ClassVar[tuple[str, ...]] = ()
+
     def loss_weights(self) -> dict[str, float]:
-        """Auxiliary loss name -> its lambda."""
+        """Auxiliary loss name -> its lambda (names among its `loss_names`)."""
         return {}
 
     def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
@@ -380,9 +384,9 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     switch's options, where a mechanism needs them: `cfg.section(OtherSwitch)`. Its hooks by stage: `DataHooks`,
     `DecodingHooks`, `ModelHooks`; here: its identity, options and their checks.
 
-    Its place among the switches: the registry's `ORDER` list (`syntrain.switches.registry`); a switch it does
-    not list comes after those, by name, unless it places itself by name, `after=("pascal",)` /
-    `before=(...)` (`registered`). The order decides
+    Its place among the switches, declared by the switch itself: a `priority` (a number; the built-in switches
+    declare 10, 20, ..., 70), or by name, `after=("pascal",)` / `before=(...)`; a switch declaring neither comes
+    after those with a priority, by name (`syntrain.switches.registered`). The order decides
     in which order the hooks of one attention module run and register their parameters (so parameter
     initialization draws from the random generator in that order: pinned first-step losses depend on it), the
     order in which auxiliary losses are summed and the run header lists the switches."""
@@ -392,6 +396,7 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     switched_by: ClassVar[tuple[str, ...]] = ()  # the options that turn it on (or override `active`)
     after: ClassVar[tuple[str, ...]] = ()  # names of the switches it comes after (see the class docstring)
     before: ClassVar[tuple[str, ...]] = ()  # names of the switches it comes before
+    priority: ClassVar[int | None] = None  # its rank among the switches (lower first; None: after those that have one)
     example: ClassVar[dict[str, Any]] = {}  # [model] options that turn it on in a small model (docs, generic tests)
     # values of its options that a checkpoint stored before they existed was trained with (when not the default)
     stored_defaults: ClassVar[dict[str, Any]] = {}
@@ -400,12 +405,15 @@ class Switch(DataHooks, DecodingHooks, ModelHooks, Generic[C]):
     renamed: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, name: str = "", config: type | None = None, switched_by: tuple[str, ...] = (),
-                          after: tuple[str, ...] = (), before: tuple[str, ...] = (), **kwargs: Any) -> None:
+                          after: tuple[str, ...] = (), before: tuple[str, ...] = (), priority: int | None = None,
+                          **kwargs: Any) -> None:
         """`class MySwitch(Switch[MyConfig], name=..., config=MyConfig, switched_by=("my_option",),
-        after=("pascal",))`."""
+        after=("pascal",))` (or `priority=75`)."""
         super().__init_subclass__(**kwargs)
         cls.name, cls.switched_by = name or cls.name, switched_by or cls.switched_by
         cls.after, cls.before = tuple(after) or cls.after, tuple(before) or cls.before
+        if name:  # a named (registrable) class declares its own place; an abstract base passes none on
+            cls.priority = priority
         if config is not None:
             cls.Config = config
 

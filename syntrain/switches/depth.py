@@ -30,7 +30,7 @@ class DepthConfig:
     depth_max: int = option(8, ge=1, help="depths above this share one embedding (the clamp)")
 
 
-class DepthEmbeddings(FeatureEmbedding[DepthConfig], name="depth", config=DepthConfig,
+class DepthEmbeddings(FeatureEmbedding[DepthConfig], name="depth", priority=60, config=DepthConfig,
                       switched_by=("depth_embedding",)):
     """Source dependency-depth embeddings added to the source token embeddings (parameters: `depth_embed`).
 

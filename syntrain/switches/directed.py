@@ -102,7 +102,8 @@ class DirectedConfig:
     double_context: bool = option(False, help="eq. 14: syntax-directed contexts next to the global heads")
 
 
-class Directed(Switch[DirectedConfig], name="directed", config=DirectedConfig, switched_by=("directed_heads",)):
+class Directed(Switch[DirectedConfig], name="directed", priority=20, config=DirectedConfig,
+               switched_by=("directed_heads",)):
     """Syntax-directed attention (Chen et al. 2017): heads of the decoder cross-attention read the source syntax
     distances around an aligned position, single or double context.
 

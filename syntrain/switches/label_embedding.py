@@ -40,7 +40,7 @@ class LabelConfig:
                                       help="label vocabulary (from the training data)")
 
 
-class LabelEmbeddings(Switch[LabelConfig], name="label_embedding", config=LabelConfig,
+class LabelEmbeddings(Switch[LabelConfig], name="label_embedding", priority=50, config=LabelConfig,
                       switched_by=("label_embedding",)):
     """S&H (Sennrich & Haddow 2016): source dependency-label embeddings in the last `label_embedding` dimensions
     of the source embeddings (10: the baseline).

@@ -162,7 +162,7 @@ def on_both_sides(cfg: ModelOptions) -> bool:
 BOTH_SIDES = "dbsa_encoder and dbsa_decoder"  # the options `on_both_sides` reads, for error messages
 
 
-class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadConfig,
+class ParseHeads(Switch[ParseHeadConfig], name="parse_head", priority=30, config=ParseHeadConfig,
                  switched_by=("dbsa_encoder", "dbsa_decoder", "lisa_layer")):
     """DBSA (Deguchi et al. 2019; encoder and/or decoder) and LISA-style (encoder) parse heads with their
     dependency losses; decoding reads nothing more.
@@ -270,6 +270,8 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", config=ParseHeadCon
             return []
         return [ParseHead(place.scores, place.record) for place in parse_head_places(self.options)
                 if (place.stack, place.layer) == (stack, layer)][:1]  # one per layer (`check`)
+
+    loss_names = ("dep_src", "dep_tgt", "lisa")
 
     def loss_weights(self) -> dict[str, float]:
         options = self.options

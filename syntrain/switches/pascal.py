@@ -102,7 +102,7 @@ class PascalConfig:
                                   help="probability q of setting a prior row to 1 (training only)")
 
 
-class Pascal(Switch[PascalConfig], name="pascal", config=PascalConfig, switched_by=("pascal_heads",)):
+class Pascal(Switch[PascalConfig], name="pascal", priority=10, config=PascalConfig, switched_by=("pascal_heads",)):
     """Pascal heads (Bugliarello & Okazaki 2020) in the encoder self-attention: a prior centred on each token's
     parent scales their scores; parent ignoring in training.
 

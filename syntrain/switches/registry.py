@@ -21,12 +21,6 @@ from ..columns import SHARED, BatchColumn, TargetColumn
 from ..config.core import TEXT
 from .base import Switch
 
-# The order of the switches, declared here and nowhere else: the order in which the hooks of one attention module
-# run and attach their parameters (so parameter initialization, and pinned first-step losses, depend on it), the
-# auxiliary losses are summed and the run header lists the switches. A switch not listed comes after these
-# unless its class places it by name (`after=` / `before=`); unlisted switches of equal standing in name order.
-ORDER = ("pascal", "directed", "parse_head", "sync", "label_embedding", "depth", "tree_decoding")
-
 _REGISTRY: dict[str, type[Switch]] = {}  # name -> switch, in registration order
 _ORDER: list[type[Switch]] = []  # the registered switches in their declared order
 _DEFERRED = 0  # > 0 while the package imports its modules: the order is checked once they all registered
@@ -132,16 +126,16 @@ def deferred_order() -> Iterator[None]:
 
 
 def registered() -> list[type[Switch]]:
-    """The registered switches in their declared order (`ORDER`, then the others by name, each moved after the
-    switches its `after` / `before` say it follows): the order of their hooks in a module, of their parameters,
-    losses and run-header parts."""
+    """The registered switches in their declared order (those declaring a `priority` by it, then the others by
+    name, each moved after the switches its `after` / `before` say it follows): the order of their hooks in a
+    module, of their parameters, losses and run-header parts."""
     return list(_ORDER) if not _DEFERRED else list(_REGISTRY.values())
 
 
 def _ordered(checked: list[type[Switch]]) -> list[type[Switch]]:
-    """The registered switches in `ORDER` (those it does not list after them, by name), each moved after the
-    switches it must follow (its `after`, and those placing themselves `before` it): a stable topological order
-    that neither file names nor the order of registration decide; ValueError (one line) for a cycle, or for a
+    """The registered switches by their declared `priority` (those declaring none after them, by name), each moved
+    after the switches it must follow (its `after`, and those placing themselves `before` it): a stable topological
+    order that neither file names nor the order of registration decide; ValueError (one line) for a cycle, or for a
     place of a `checked` switch naming no registered switch (another's place naming one unregistered since is let
     go)."""
     for switch in checked:
@@ -150,10 +144,11 @@ def _ordered(checked: list[type[Switch]]) -> list[type[Switch]]:
             if unknown:
                 raise ValueError(f"switch {switch.name!r} is placed {word} {unknown[0]!r}, which is no registered "
                                  f"switch (registered: {', '.join(_REGISTRY)})")
-    rank = {name: (0, ORDER.index(name), "") if name in ORDER else (1, 0, name) for name in _REGISTRY}
+    rank = {name: (0, switch.priority, name) if switch.priority is not None else (1, 0, name)
+            for name, switch in _REGISTRY.items()}
     preceding: dict[str, set[str]] = {name: set() for name in _REGISTRY}
-    listed = [name for name in ORDER if name in _REGISTRY]
-    for first, then in zip(listed, listed[1:]):  # the list is a place too: a switch placed against it is a cycle
+    listed = sorted((name for name, switch in _REGISTRY.items() if switch.priority is not None), key=rank.__getitem__)
+    for first, then in zip(listed, listed[1:]):  # priorities are places too: a switch placed against them is a cycle
         preceding[then].add(first)
     for switch in _REGISTRY.values():
         preceding[switch.name].update(name for name in switch.after if name in _REGISTRY)

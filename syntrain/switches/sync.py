@@ -61,7 +61,7 @@ def sync_decoder_layer(options: SyncConfig, dec_layers: int) -> int:
     return (options.sync_layer or max(dec_layers - 1, 1)) - 1
 
 
-class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=("sync_lambda",)):
+class SyncAttn(Switch[SyncConfig], name="sync", priority=40, config=SyncConfig, switched_by=("sync_lambda",)):
     """The SyncAttn loss over the parse heads and a decoder cross-attention (`sync_layer` 0: the penultimate
     layer); needs DBSA on both sides (`dbsa_encoder`, `dbsa_decoder`).
 
@@ -99,6 +99,8 @@ class SyncAttn(Switch[SyncConfig], name="sync", config=SyncConfig, switched_by=(
                                                                                   self.cfg.sizes.dec_layers):
             return [MeanCrossWeights()]
         return []
+
+    loss_names = ("sync",)
 
     def loss_weights(self) -> dict[str, float]:
         return {"sync": self.options.sync_lambda}

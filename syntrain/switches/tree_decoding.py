@@ -386,7 +386,7 @@ class BiTran:
                             if options.bidirectional_prefixes else "(exact: every prefix)")
 
 
-class TreeDecoding(Switch[TreeConfig], name="tree_decoding", config=TreeConfig):
+class TreeDecoding(Switch[TreeConfig], name="tree_decoding", priority=70, config=TreeConfig):
     """Tree decoding (docs/tree-decoding.md): the decoder produces target transitions (Linearized), with PARENT
     heads, a gated GCN over the generated graph, BiTran.
 

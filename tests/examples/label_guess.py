@@ -53,6 +53,8 @@ class LabelGuess(Switch[GuessConfig], name="example_guess", config=GuessConfig,
     def state_layers(self) -> tuple[int, ...]:
         return (self.options.example_guess_layer,)
 
+    loss_names = ("example_guess",)  # logged as loss_example_guess (docs/switches.md lists it)
+
     def loss_weights(self) -> dict[str, float]:
         return {"example_guess": self.options.example_guess_lambda}
 
