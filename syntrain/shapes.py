@@ -9,7 +9,9 @@ CUDA and for compiled models only. Padding changes no loss: pad positions are ma
 target (tests/test_shapes_compile.py).
 
 Attention backend: on CUDA `scaled_dot_product_attention` has several backends (math, flash, memory-efficient,
-cuDNN) and the Pascal heads a FlexAttention kernel; which is fastest depends on the model's shapes and the GPU.
+cuDNN), and the attention layers whose operations FlexAttention can run (`HeadLayout.flex`: the hooks' scales,
+biases and masks, not "record"; syntrain.attention) have a kernel of their own to choose, math or flex; which is
+fastest depends on the model's shapes and the GPU.
 `choose_attention` times a forward + backward of each candidate on sample batches once at the start of a run
 and keeps the fastest; on the CPU torch's own choice is kept (no timing).
 """
@@ -115,10 +117,22 @@ def time_call(run: Callable[[], None], device: torch.device, repeats: int = 2) -
     return (time.perf_counter() - start) / repeats
 
 
+KERNEL = "kernel"  # the checkpoint's key of the kernel chosen for the layers with attention operations
+# the key a checkpoint recorded that kernel under before it was keyed by the operations: still read
+OLD_KERNEL_KEY = "pascal"
+OPERATIONS = ", attention operations on "  # in the choice's text: "<backend>, attention operations on <kernel>"
+
+
 def chosen_attention(chosen: str) -> dict[str, str]:
-    """`choose_attention`'s choice as a checkpoint records it: {"backend": name, "pascal": kernel (with flex)}."""
-    backend, _, pascal = chosen.partition(", Pascal heads ")
-    return {"backend": backend, **({"pascal": pascal} if pascal else {})}
+    """`choose_attention`'s choice as a checkpoint records it: {"backend": name, "kernel": the kernel of the layers
+    with attention operations (when there was a choice)}."""
+    backend, _, kernel = chosen.partition(OPERATIONS)
+    return {"backend": backend, **({KERNEL: kernel} if kernel else {})}
+
+
+def recorded_kernel(recorded: dict[str, str]) -> str | None:
+    """The kernel a checkpoint's `chosen_attention` record holds (its old key read too), or None."""
+    return recorded.get(KERNEL, recorded.get(OLD_KERNEL_KEY))
 
 
 def choose_attention(model: torch.nn.Module, step: Callable[[contextlib.AbstractContextManager], None],
@@ -126,22 +140,24 @@ def choose_attention(model: torch.nn.Module, step: Callable[[contextlib.Abstract
                      recorded: dict[str, str] | None = None
                      ) -> tuple[contextlib.AbstractContextManager, str, dict[str, float]]:
     """Time one training forward + backward (`step(context)` on sample batches) under each SDPA backend and,
-    with `flex`, the Pascal heads' FlexAttention kernel against math under the fastest backend; keep the
-    fastest. Returns (the context for the run's forwards, what was chosen, seconds per candidate). The
-    model's gradients are cleared and the RNG states restored afterwards (the run's dropout stream is
-    untouched). `flex`: the kernel is allowed for this model and exists in this torch (attention.flex_available).
-    `recorded`: the choice of the run being resumed (`chosen_attention`), kept without timing when this device
-    offers it (anything else recorded, e.g. a damaged value, is timed again), so that a resumed run computes as
-    the uninterrupted one would (kernels differ in rounding)."""
+    with `flex`, the FlexAttention kernel of the layers with attention operations against math under the fastest
+    backend; keep the fastest. Returns (the context for the run's forwards, what was chosen, seconds per
+    candidate). The model's gradients are cleared and the RNG states restored afterwards (the run's dropout
+    stream is untouched). `flex`: the kernel is allowed for this model and exists in this torch
+    (attention.flex_available). `recorded`: the choice of the run being resumed (`chosen_attention`; a
+    checkpoint's older record too), kept without timing when this device offers it (anything else recorded, e.g.
+    a damaged value, is timed again), so that a resumed run computes as the uninterrupted one would (kernels
+    differ in rounding)."""
     contexts = {name: backend_context(autocast, backend) for name, backend in sdpa_candidates(device).items()}
+    kernel = recorded_kernel(recorded) if isinstance(recorded, dict) else None
     usable = isinstance(recorded, dict) and recorded.get("backend") in contexts and (
-        recorded.get("pascal") in ("math", "flex") if flex else not recorded.get("pascal"))
+        kernel in ("math", "flex") if flex else not kernel)
     if usable:
         backend = recorded["backend"]
         chosen = backend
-        if recorded.get("pascal"):
-            model.set_attention_kernel(recorded["pascal"])
-            chosen = f"{backend}, Pascal heads {recorded['pascal']}"
+        if kernel:
+            model.set_attention_kernel(kernel)
+            chosen = f"{backend}{OPERATIONS}{kernel}"
         return contexts[backend], chosen, {}  # no timings: the recorded choice
     timings: dict[str, float] = {}
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
@@ -155,14 +171,14 @@ def choose_attention(model: torch.nn.Module, step: Callable[[contextlib.Abstract
         chosen = backend
         if flex:
             kernels = {}
-            for kernel in ("math", "flex"):
-                model.set_attention_kernel(kernel)
+            for candidate in ("math", "flex"):
+                model.set_attention_kernel(candidate)
                 seconds = time_call(lambda: step(contexts[backend]), device)
                 if seconds is not None:
-                    kernels[kernel] = timings[f"Pascal {kernel}"] = seconds
-            pascal = min(kernels, key=kernels.get) if kernels else "math"
-            model.set_attention_kernel(pascal)
-            chosen = f"{backend}, Pascal heads {pascal}"
+                    kernels[candidate] = timings[f"operations {candidate}"] = seconds
+            kernel = min(kernels, key=kernels.get) if kernels else "math"
+            model.set_attention_kernel(kernel)
+            chosen = f"{backend}{OPERATIONS}{kernel}"
     model.zero_grad(set_to_none=True)
     return contexts[backend], chosen, timings
 

@@ -159,6 +159,25 @@ def test_attention_backend_is_chosen_by_timing(shards, corpus):
     torch.testing.assert_close(loss_chosen, loss_default, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("recorded", [{"backend": "math", "kernel": "flex"}, {"backend": "math", "pascal": "flex"}],
+                         ids=["kernel", "old pascal key"])
+def test_a_recorded_kernel_choice_is_kept_on_resume(recorded):
+    """The kernel of the layers with attention operations, as a checkpoint records it (`kernel`; runs of older
+    versions: under `pascal`), is set again without timing, and recorded under `kernel` from then on."""
+    from syntrain.shapes import chosen_attention
+
+    model = build_model("tiny", **SMALL, pascal_heads=[2], attention_dropout=0.0, vocab_size=20)
+    layers = [attn for attn in model.attention_modules() if attn.layout.flex]
+    assert layers and all(attn.kernel == "auto" for attn in layers)
+
+    def step(context):
+        raise AssertionError("a recorded choice is not timed")
+
+    _, chosen, timings = choose_attention(model, step, PLAIN, CPU, flex=True, recorded=recorded)
+    assert timings == {} and all(attn.kernel == "flex" for attn in layers)
+    assert chosen_attention(chosen) == {"backend": "math", "kernel": "flex"}
+
+
 class _HostSyncs:
     """Counts the calls that copy a tensor's value to Python (a host sync on a GPU) while active."""
 

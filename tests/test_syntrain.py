@@ -223,16 +223,17 @@ def test_cuda_flex_forward_and_gradients_equal_math():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_training_bf16_learns_and_flex_decodes_like_math(shards, tmp_path):
-    """The CUDA defaults (auto: bf16 autocast, the Pascal heads' kernel chosen by timing math against flex at the
-    start, as the checkpoint records it) train; the trained model decodes the same with either kernel. (The
-    timing may pick either: under load flex can win, so the test reads the choice, never assumes math.)"""
+    """The CUDA defaults (auto: bf16 autocast, the kernel of the layers with attention operations chosen by timing
+    math against flex at the start, as the checkpoint records it) train; the trained model decodes the same with
+    either kernel. (The timing may pick either: under load flex can win, so the test reads the choice, never
+    assumes math.)"""
     model = {**SMALL, "attention_dropout": 0.0, "d_model": 64}
     trained = train(TrainConfig(data=str(shards / "train"), valid=str(shards / "valid"), out=str(tmp_path), model=model,
                                 max_tokens=600, max_steps=40, lr=3e-3, warmup=5, log_interval=10, eval_interval=40,
                                 eval_sentences=20))
     assert next(trained.parameters()).is_cuda
     chosen = torch.load(tmp_path / "last.pt", map_location="cpu", weights_only=False)["attention_kernels"]
-    assert chosen["pascal"] in ("math", "flex") and trained.kernel_in_use(torch.device("cuda")) == chosen["pascal"]
+    assert chosen["kernel"] in ("math", "flex") and trained.kernel_in_use(torch.device("cuda")) == chosen["kernel"]
     losses = _losses(tmp_path / "metrics.jsonl")
     assert losses[40] < losses[10] - 0.5, losses
     trained.eval()
