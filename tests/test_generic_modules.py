@@ -103,11 +103,47 @@ def is_mention(word: str, kind: str, names: dict[str, tuple[str, bool]], torch_n
     return word if own or kind != "name" else None
 
 
+def column_layer_data_options() -> set[str]:
+    """The names of the data options the column layer's shared batch columns read (their label vocabularies)."""
+    from syntrain.columns import SHARED
+
+    return {column.vocabulary for column in SHARED if hasattr(column, "vocabulary")}
+
+
+def why(name: str, switch: str, data_options: set[str]) -> str:
+    """What a mention of `name` (of `switch`) in a generic module means, when it is not plain."""
+    if name in data_options:
+        return (f": an option of switch {switch!r} is named like a data option the column layer reads; name it "
+                f"otherwise and hand its value over as {name!r} in data_options() (docs/switches-api.md, Config)")
+    return ""
+
+
 def mentions(module: str, source: str, allowed: dict[tuple[str, str], str] = ALLOWED) -> list[str]:
-    names, torch_names = mechanism_names(), torch_attributes()
+    names, torch_names, data_options = mechanism_names(), torch_attributes(), column_layer_data_options()
     found = {(line, is_mention(word, kind, names, torch_names)) for line, word, kind in named(source)}
-    return sorted(f"syntrain/{module}.py:{line}: {name!r} (switch {names[name][0]!r})" for line, name in found
+    return sorted(f"syntrain/{module}.py:{line}: {name!r} (switch {names[name][0]!r})"
+                  f"{why(name, names[name][0], data_options)}" for line, name in found
                   if name is not None and (module, name) not in allowed)
+
+
+@dataclass
+class TargetLabelsConfig:
+    target_labels: list[str] = option(default_factory=list, help="named like a data option of the column layer")
+
+
+def test_an_option_named_like_a_data_option_says_why_in_one_line():
+    class Tagger(Switch[TargetLabelsConfig], name="tagger", config=TargetLabelsConfig):
+        pass
+
+    register(Tagger)
+    try:
+        found = mentions("columns", (REPO / "syntrain" / "columns.py").read_text(encoding="utf-8"))
+    finally:
+        unregister("tagger")
+    assert found and all("\n" not in line for line in found)
+    assert all(line.endswith("an option of switch 'tagger' is named like a data option the column layer reads; "
+                             "name it otherwise and hand its value over as 'target_labels' in data_options() "
+                             "(docs/switches-api.md, Config)") for line in found), found
 
 
 @pytest.mark.parametrize("module", GENERIC)

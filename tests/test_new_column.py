@@ -142,12 +142,11 @@ def test_no_generic_trainer_file_names_a_column_or_target_a_switch_declares():
 
 def code_words(source: str) -> set[str]:
     """The identifiers (names, attributes, definitions, imports) and string constants (quoted: `'x'`) of a
-    module, read from its syntax tree, leaving out the places that name switches: the registry's ORDER and the
-    `after=` / `before=` of a class."""
+    module, read from its syntax tree, leaving out the places that name switches: the `after=` / `before=` of a
+    class."""
     tree, skipped = ast.parse(source), set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg in ("after", "before") or isinstance(node, ast.Assign) and any(
-                isinstance(target, ast.Name) and target.id == "ORDER" for target in node.targets):
+        if isinstance(node, ast.keyword) and node.arg in ("after", "before"):
             skipped |= {id(inner) for inner in ast.walk(node)}
     words = set()
     for node in ast.walk(tree):
@@ -168,12 +167,12 @@ def code_words(source: str) -> set[str]:
 
 def test_the_depth_feature_is_declared_in_exactly_its_three_files():
     """Its pure function, its schema entry and its switch: nothing else in the source (docs and tests aside).
-    Read from the code (identifiers and short strings), so the switch's name in the registry's order is not
-    taken for the feature."""
+    Read from the code (identifiers and short strings), so the switch's name in another's place (`after=`) is
+    not taken for the feature."""
     names = {"src_depth", "depth_embed", "depth_max", "forest_subword_depths", "forest_depths"}
     words = names | {repr(name) for name in names} | {"'depth'"}
     found = sorted(str(path.relative_to(REPO)) for package in ("synprep", "syntrain")
                    for path in (REPO / package).rglob("*.py") if code_words(path.read_text(encoding="utf-8")) & words)
     assert found == ["synprep/features.py", "synprep/schema.py", "syntrain/switches/depth.py"]
-    assert code_words('ORDER = ("depth",)\nclass X(Switch, after=("depth",)):\n    pass\n') & words == set()
+    assert code_words('class X(Switch, after=("depth",)):\n    pass\n') & words == set()
     assert code_words('x = "depth"\ndepth = 1\n') & words == {"'depth'"}

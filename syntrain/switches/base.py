@@ -4,7 +4,10 @@
 A switch is one module: a `Switch` subclass, `class MySwitch(Switch[MyConfig], name=..., config=MyConfig,
 switched_by=(...))`, with its config slice (a dataclass whose fields are declared with `syntrain.config.option`;
 the names are flat `[model]` keys, `switched_by` the ones that turn it on) and the hooks it needs, then one line
-`register(MySwitch)` (`syntrain.switches.registry`). Hooks (all optional; the defaults do nothing):
+`register(MySwitch)` (`syntrain.switches.registry`); its place among the switches is a class keyword too
+(`priority=` or `after=` / `before=`). That module, its test and one run of `python -m syntrain.config` (its pin
+file tests/data/switches/<name>.json and the generated doc parts) are the whole of a new switch. Hooks (all
+optional; the defaults do nothing):
 
 - `check(cfg)`: cross-field checks that need no data (ValueError naming the field);
 - `describe()`: its part of the run header's "syntax switches" line;
@@ -13,9 +16,10 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   names of those it reads in this run -> who needs them;
 - `decoder_targets`: the decoder targets it declares (`syntrain.columns.TargetColumn`: a target shard column the decoder
   produces instead of the target sub-words; the model's target is the one its active switches declare);
-- `data_options()`: what its batch columns read of the run (label vocabularies); `prepare(cfg, table,
-  manifest, vocab)`: its data-derived option values, set once (`syntrain.config.fill.fill_from_data`) before
-  the model is built;
+- `data_options()`: what its batch columns read of the run (label vocabularies), under the names the columns
+  read them by (name its options otherwise: docs/switches-api.md, "Config"); `filled_values(cfg, table, manifest,
+  vocab)` (classmethod): the values of its `option(filled=True)` options derived from the training data, set once
+  (`syntrain.config.fill.fill_from_data`) before the model is built;
 - `attention_hooks(stack, layer, kind)`: `AttentionHook`s for one attention module (operations on the
   attention logits of some heads: own query, scale, bias, masks, recorded weights; an output term);
 - `source_modules()` + `embed_source(...)`: extra embedding of the source; `decoder_modules()` +
@@ -31,7 +35,8 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   eval`); `files` + `file_text(name, pieces, rows)` (`syntrain eval --NAME PATH` files); `run_files(pieces)`,
   `describe_run()`, `compare_header` + `compare_column(run, data_path, described)` (what `syntrain compare`
   keeps in a run folder and shows in its table);
-- `losses(model, outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`:
+- `loss_names`: the names of the auxiliary losses it may give (the generated loss list of docs/switches.md);
+  `losses(model, outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`:
   logits, records, the encoder and decoder states; `state_layers()` names the decoder layers whose states it
   reads), the model inputs and the modules it added to the model; `loss_weights()` their lambdas.
 
