@@ -408,6 +408,8 @@ class MultiHeadAttention(nn.Module):
         self.hooks = list(hooks)
         for hook in self.hooks:
             hook.attach(self)
+        # the hooks that add a term to the output (`extra`), found once: a forward asks only those
+        self.extras = [i for i, hook in enumerate(self.hooks) if type(hook).extra is not AttentionHook.extra]
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
@@ -424,7 +426,7 @@ class MultiHeadAttention(nn.Module):
         """x (B, T, C), memory (B, S, C) for cross-attention; `cache` (filled here) for incremental decoding;
         `inputs` (or ones passed by name) the model inputs the hooks read (their switches declare them);
         `records` gets what the hooks keep for the losses."""
-        inputs = merge_inputs(inputs, named)
+        inputs = merge_inputs(inputs, named) if named else inputs or {}
         b, t, c = x.shape
         q = self._heads(self.query(x))
         if cache is None:
@@ -440,8 +442,8 @@ class MultiHeadAttention(nn.Module):
         else:
             y = math_kernel(q, k, v, mask, Composition(self, views), records, self._p_drop(), self.training)
         out = self.out(y.transpose(1, 2).reshape(b, t, c))
-        for hook, view in zip(self.hooks, views):
-            extra = hook.extra(self, view)
+        for i in self.extras:
+            extra = self.hooks[i].extra(self, views[i])
             if extra is not None:
                 out = out + extra
         return out

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from .batch import Batch
-from .switches import Inputs, Outputs
+from .switches import Outputs
 from .vocab import PAD_ID
 
 
@@ -23,14 +23,17 @@ def translation_loss(outputs: Outputs, batch: Batch, tokens: int, label_smoothin
                                     label_smoothing=label_smoothing, reduction="sum") / tokens
 
 
-def objective(model: torch.nn.Module, outputs: Outputs, inputs: Inputs, translation: torch.Tensor, tokens: int,
-              aux_totals: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
-    """`translation` (the translation loss) + lambda x each auxiliary loss of `model`'s switches (a
-    `Transformer`, unwrapped) / `tokens`; `aux_totals` gets each auxiliary loss (unweighted, per target token)
-    added."""
-    weights, total = model.switches.loss_weights(), translation
-    for name, value in model.auxiliary_losses(outputs, inputs).items():
+def objective(model: torch.nn.Module, outputs: Outputs, batch: Batch, tokens: int, label_smoothing: float,
+              aux_totals: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the translation loss (`translation_loss`), the objective: it + lambda x each auxiliary loss of `model`'s
+    switches (a `Transformer`, unwrapped) / `tokens`) of one batch, in one call; `aux_totals` gets each auxiliary
+    loss (unweighted, per target token) added."""
+    translation = translation_loss(outputs, batch, tokens, label_smoothing)
+    weights, total = model.stages.loss_weights, translation
+    if not model.stages.losses:  # no switch gives a loss: nothing to ask
+        return translation, total
+    for name, value in model.auxiliary_losses(outputs, batch.inputs).items():
         total = total + weights[name] * value / tokens
         if aux_totals is not None:
             aux_totals[name] = aux_totals.get(name, 0.0) + value.detach() / tokens
-    return total
+    return translation, total

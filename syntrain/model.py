@@ -56,6 +56,7 @@ class Transformer(nn.Module):
         check_model_config(cfg)
         self.cfg = cfg
         self.switches = ActiveSwitches(cfg)
+        self.stages = self.switches.stages()  # the switches' steps per stage, asked once: a batch calls only these
         # the 1-based decoder layers whose output the switches' losses read (Outputs.layer_states)
         self.state_layers = self.switches.state_layers()
         self.src_embed = nn.Embedding(sizes.src_vocab_size or sizes.vocab_size, sizes.d_model, padding_idx=PAD_ID)
@@ -85,15 +86,15 @@ class Transformer(nn.Module):
             raise ValueError(f"sequence of length {end} exceeds max_len {self.cfg.sizes.max_len}")
         x = table(ids)
         if inputs is not None:  # the source: the switches' embedding steps
-            for switch in self.switches:
-                x = switch.embed_source(self, x, inputs)
+            for step in self.stages.embed_source:
+                x = step(self, x, inputs)
         return self.drop(x * math.sqrt(self.cfg.sizes.d_model) + self.positions[start:end])
 
     def encode(self, src: torch.Tensor, inputs: Inputs | None = None, records: dict | None = None,
                **named: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """src (B, S) ids and the model inputs (or by name) -> (memory
         (B, S, C), source mask (B, 1, 1, S)); `records` gets what the hooks keep for the losses."""
-        inputs = merge_inputs(inputs, named)
+        inputs = merge_inputs(inputs, named) if named else inputs or {}
         src_mask = (src != PAD_ID)[:, None, None, :]
         x = self.encoder(self._embed(self.src_embed, src, inputs=inputs), src_mask, inputs, records)
         return self.enc_norm(x), src_mask
@@ -111,7 +112,7 @@ class Transformer(nn.Module):
         layer in `layers` goes into `layer_states`."""
         inputs = inputs or {}
         valid = tgt_in != PAD_ID
-        masks = [mask for switch in self.switches if (mask := switch.decoder_self_mask(valid)) is not None]
+        masks = [mask for step in self.stages.decoder_self_mask if (mask := step(valid)) is not None]
         if masks:  # one at most (check_model_config)
             self_mask, limit = masks[0]
         else:
@@ -120,8 +121,8 @@ class Transformer(nn.Module):
             self_mask = causal[None, None] & valid[:, None, None, :]
             limit = torch.arange(t, device=tgt_in.device)[None].expand(b, t)
         x = self._embed(self.tgt_embed, tgt_in)
-        for switch in self.switches:
-            x, inputs = switch.decoder_input(self, x, inputs, limit)
+        for step in self.stages.decoder_input:
+            x, inputs = step(self, x, inputs, limit)
         return self.dec_norm(self.decoder(x, memory, self_mask, src_mask, inputs, records, layers, layer_states))
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, inputs: Inputs | None = None,
@@ -129,12 +130,11 @@ class Transformer(nn.Module):
         """Teacher forcing: `Outputs` with the logits (B, T, V), the encoder and decoder states and the records
         the auxiliary losses read (`auxiliary_losses`); one switch may compute the decoder states its own way
         (BiTran: one pass per prefix)."""
-        inputs, records = merge_inputs(inputs, named), {}
+        inputs, records = merge_inputs(inputs, named) if named else inputs or {}, {}
         memory, src_mask = self.encode(src, inputs, records)
         layers = self.state_layers
-        states = next((states for switch in self.switches if switch.changes_teacher_forcing
-                       and (states := switch.teacher_forcing(self, tgt_in, memory, src_mask, inputs, records,
-                                                             layers)) is not None), None)
+        states = next((states for step in self.stages.teacher_forcing
+                       if (states := step(self, tgt_in, memory, src_mask, inputs, records, layers)) is not None), None)
         if states is None:  # one causal pass
             kept: dict[int, torch.Tensor] = {}
             states = DecoderStates(self.decode_hidden(tgt_in, memory, src_mask, inputs, records, layers, kept), kept)
@@ -146,8 +146,7 @@ class Transformer(nn.Module):
         """The switches' auxiliary losses of a forward's `outputs`, unweighted sums over the batch (names as in
         `ActiveSwitches.loss_weights`); `inputs`: the model inputs."""
         inputs = merge_inputs(inputs, named)
-        return {name: value for switch in self.switches
-                for name, value in switch.losses(self, outputs, inputs).items()}
+        return {name: value for step in self.stages.losses for name, value in step(self, outputs, inputs).items()}
 
     def new_cache(self) -> list[dict[str, KeyValueCache]]:
         """An empty incremental-decoding cache (per decoder layer: self-attention keys/values so far,

@@ -5,12 +5,31 @@ their run-header line."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..columns import BatchColumn, TargetColumn
-from .base import AttentionHook, ModelOptions, Switch
+from .base import AttentionHook, ModelHooks, ModelOptions, Switch
 from .registry import declared, registered, target_column
+
+# the model's stages a switch may contribute a step to: the `ModelHooks` method a switch overrides to do so
+STAGES = ("embed_source", "decoder_self_mask", "decoder_input", "teacher_forcing", "losses")
+
+
+@dataclass(frozen=True)
+class Stages:
+    """The switches' steps in each stage of a forward and of the loss, collected once when the model is built
+    (`ActiveSwitches.stages`): per stage the bound hooks of the switches that contribute to it (that override it;
+    teacher forcing: whose `changes_teacher_forcing`), in the switches' order, so that a batch calls only those;
+    and the auxiliary losses' weights."""
+
+    embed_source: tuple[Callable, ...] = ()
+    decoder_self_mask: tuple[Callable, ...] = ()
+    decoder_input: tuple[Callable, ...] = ()
+    teacher_forcing: tuple[Callable, ...] = ()
+    losses: tuple[Callable, ...] = ()
+    loss_weights: dict[str, float] = field(default_factory=dict)
 
 
 class ActiveSwitches:
@@ -61,6 +80,15 @@ class ActiveSwitches:
         their `data_options` and the declaration of the decoder target."""
         return {"batch_columns": self.batch_columns(training), "data_options": self.data_options(),
                 "decoder_target": self.decoder_target}
+
+    def stages(self) -> Stages:
+        """The switches' steps per stage (`Stages`), asked once: the model calls only these in a batch."""
+        steps = {stage: tuple(getattr(switch, stage) for switch in self.switches
+                              if getattr(type(switch), stage) is not getattr(ModelHooks, stage))
+                 for stage in STAGES}
+        steps["teacher_forcing"] = tuple(switch.teacher_forcing for switch in self.switches
+                                         if switch.changes_teacher_forcing)
+        return Stages(**steps, loss_weights=self.loss_weights())
 
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda (names as `Transformer.auxiliary_losses` returns them)."""

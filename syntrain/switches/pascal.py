@@ -76,7 +76,8 @@ class PascalHeads(AttentionHook):
     def operations(self, attn: nn.Module, view: HeadView) -> dict[str, torch.Tensor]:
         prior = view.inputs.get("prior")
         if prior is None:
-            prior = pascal_scale(self._parent(view.inputs), view.n_keys, self.sigma2, self.parent_ignore, attn.training)
+            prior = pascal_scale(self._parent(view.inputs), view.k.shape[2], self.sigma2, self.parent_ignore,
+                                 attn.training)
         return {"scale": prior[:, None]}
 
     def elementwise(self, attn: nn.Module, view: HeadView) -> dict[str, Callable]:
