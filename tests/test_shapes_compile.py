@@ -307,9 +307,9 @@ def test_compiled_training_equals_eager(shards, tmp_path, case):
 
 
 def test_a_resumed_run_keeps_the_attention_its_checkpoint_records(shards, corpus):
-    """Resuming reuses the recorded backend (and Pascal kernel) without timing: kernels differ in rounding, so a
-    re-timed choice could make the resumed run compute otherwise than the uninterrupted one. A backend this
-    device does not offer is timed again."""
+    """Resuming reuses the recorded backend (and the kernel of the layers with attention operations) without
+    timing: kernels differ in rounding, so a re-timed choice could make the resumed run compute otherwise than the
+    uninterrupted one. A backend this device does not offer is timed again."""
     from syntrain.shapes import chosen_attention
 
     model, data = _model_and_data(shards, corpus, dict(pascal_heads=[2]))
@@ -320,7 +320,7 @@ def test_a_resumed_run_keeps_the_attention_its_checkpoint_records(shards, corpus
         calls.append(context)
         accumulate_gradients(model, batches, CPU, context, 0.1)
 
-    assert chosen_attention("efficient, Pascal heads flex") == {"backend": "efficient", "pascal": "flex"}
+    assert chosen_attention("efficient, attention operations on flex") == {"backend": "efficient", "kernel": "flex"}
     assert chosen_attention("math") == {"backend": "math"}
     timed = choose_attention(model, step, PLAIN, CPU, flex=False)[1]
     slowest = "flash" if timed == "math" else "math"

@@ -13,7 +13,9 @@ loaded or written:
 - `sections`: a recipe's sections and their keys, each key's declaration (`declaration`, `check_value`);
 - `recipe`: recipes, `--set`, the configurations a checkpoint stores;
 - `resolve`: a run's configuration and the checks before anything is written (`resolve_run`, `check_run`);
-- `docs`: the generated tables of docs/recipe-fields.md and docs/switches.md (`python -m syntrain.config`).
+- `docs`: the generated parts of the docs (the tables of docs/recipe-fields.md and docs/switches.md, the switch
+  lists of README.md and docs/switches-api.md: `python -m syntrain.config`);
+- `pins`: what is pinned of each switch, a file per switch (its layer options and its example's parameters).
 
 What the switches that are on ask of the generic code is not configuration: `syntrain.switches.active`.
 Importing this package imports no torch (`model`, `checks` and `fill` do)."""
