@@ -122,11 +122,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5, help="training steps (at least 3)")
     parser.add_argument("--switches", default='{"pascal_heads": [2]}', help="[model] options, JSON")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON (the last line)")
     args = parser.parse_args()
     result = trace(max(args.steps, 3), json.loads(args.switches))
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(json.dumps(result))
         return
     for name, what in (("batch", "per batch"), ("all", "set-up and the first batch")):
         found = result[name]
