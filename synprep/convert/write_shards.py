@@ -26,7 +26,7 @@ from ..conllu import chunk_trees
 from ..featurize import FeatureColumns, FeatureConfig, boundary_of, featurize, pair_batch
 from ..schema import MADE_FROM_HEADS, pair_schema
 from ..shards import shard_name, write_shard
-from ..subwords import SUBWORD_NMT, TokenCutter
+from ..subwords import TokenCutter, registry
 from ..subwords.load import load_cutter
 from ..textio import atomic_write
 from ..trees import Tree
@@ -45,7 +45,7 @@ class FeatureJob:
     codes: tuple[str | None, str | None]  # per side (the same file twice when joint)
     vocabularies: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
     codes_text: tuple[str | None, str | None] = (None, None)  # the codes' text: workers elsewhere need not see OUT
-    scheme: str = SUBWORD_NMT  # how `codes` cut tokens: subword-nmt codes, or a sentencepiece / hf-tokenizer model
+    scheme: str = registry.DEFAULT  # how `codes` cut tokens: subword-nmt codes, or another scheme's model (or none)
     cut: str = "token"  # raw: the sentence's text cut at once (hf-tokenizer)
 
 
@@ -57,7 +57,7 @@ def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVoca
                     for side in SIDES)  # distances are made from heads where used: not computed here
     codes_text: list[str | None] = [None, None]
     for index, path in enumerate(codes):
-        if path and engine == "ray" and config.bpe.scheme == SUBWORD_NMT:  # other schemes: read where OUT is
+        if path and engine == "ray" and registry.get(config.bpe.scheme).bpe_codes:  # others: read where OUT is
             with open(path, encoding="utf-8") as handle:
                 codes_text[index] = handle.read()
     return FeatureJob(configs, codes, vocabularies, tuple(codes_text), config.bpe.scheme,  # type: ignore[arg-type]
@@ -69,7 +69,7 @@ Cutters = tuple["FeatureJob", Bpe | TokenCutter | None, Bpe | TokenCutter | None
 
 def features_setup(job: FeatureJob) -> Cutters:
     """A features worker's state: the job and each side's BPE applier (or scheme model), loaded once."""
-    if job.scheme != SUBWORD_NMT:
+    if not registry.get(job.scheme).bpe_codes:
         return job, *(load_cutter(job.scheme, path) for path in job.codes)  # type: ignore[return-value]
     return job, *(_side_bpe(codes, text, vocabulary)  # type: ignore[return-value]
                   for codes, text, vocabulary in zip(job.codes, job.codes_text, job.vocabularies, strict=True))

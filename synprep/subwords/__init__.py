@@ -1,20 +1,25 @@
 """Sub-word schemes: how the tokens of a tree are cut into pieces (CONTRACT.md "Sub-word schemes").
 
-One module per scheme behind one small interface (`segment_word`: a token -> its pieces joined by spaces, which
-`synprep.featurize` cuts with): `subword-nmt` (synprep.bpe, the default), and `TokenCutter`'s two kinds,
-`sentencepiece` (synprep.subwords.sentencepiece_scheme) and `hf-tokenizer` (synprep.subwords.hf_tokenizer), which
-also give their marker, vocabulary and special pieces; `synprep.subwords.load` loads any of them.
-Every scheme cuts one token at a time, so every piece belongs to exactly one token; the pieces of a token spell
-it (`spells`). The features are then made from the piece -> token map by the same functions for every scheme.
+One module per scheme, each a `Scheme` (base.py: the interface) registered in `registry` (docs/subwords-api.md:
+how to write one); importing this package imports every module of it, so a new module registers itself. The
+generic code (pipeline checks, convert's learning, the CLI, validate, align, export, the dataset card, syntrain's
+vocabulary) asks the registry and never branches on a scheme's name. The schemes: `subword-nmt` (subword_nmt.py,
+BPE codes applied by synprep.bpe; the default), `sentencepiece` (sentencepiece_scheme.py), `hf-tokenizer`
+(hf_tokenizer.py: a local tokenizer.json) and `characters` (characters.py: no model, each character a piece).
+A scheme's cutter gives `segment_word` (a token -> its pieces joined by spaces, which `synprep.featurize` cuts
+with); `TokenCutter` is what the cutters of the model-file schemes share (their marker, vocabulary and special
+pieces); `synprep.subwords.load` loads any of them. Every scheme cuts one token at a time (hf-tokenizer may also cut
+the raw text, `[bpe] cut = "raw"`), so every piece belongs to exactly one token; the pieces of a token read back to
+it (`readback`). The features are then made from the piece -> token map by the same functions for every scheme.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 from collections.abc import Sequence
 
-SUBWORD_NMT, SENTENCEPIECE, HF_TOKENIZER = "subword-nmt", "sentencepiece", "hf-tokenizer"
-SCHEMES = (SUBWORD_NMT, SENTENCEPIECE, HF_TOKENIZER)
 MODEL_TYPES = ("unigram", "bpe")  # sentencepiece models synprep learns
 CUTS = ("token", "raw")  # each token on its own (the default) | the sentence's raw text, piece -> token of its start
 # Where the marker sits: `end` of a piece that continues its token (subword-nmt '@@'), `start` of a token's first
@@ -132,3 +137,8 @@ def pieces_to_tokens(pieces: Sequence[str], marker: str, kind: str) -> list[str]
     if kind == "none":
         return list(pieces)
     return decode_bytes(pieces).replace(marker, " ").split()
+
+
+for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
+    if _module not in ("base", "registry", "load"):
+        importlib.import_module(f".{_module}", __name__)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 from collections.abc import Sequence
-
-from tokenizers import Tokenizer
+from typing import Any
 
 from ..errors import InputError
 from . import BYTE_LEVEL, TokenCutter
+from .base import Marker, Scheme
+from .registry import register
 
 
 def _read(path: str) -> dict:
@@ -53,8 +55,11 @@ class TokenizerCutter(TokenCutter):
     """A Hugging Face tokenizer cutting tokens (see the module)."""
 
     scheme = "hf-tokenizer"
+    tokenizer: Any
 
     def __init__(self, path: str) -> None:
+        from tokenizers import Tokenizer
+
         _read(path)
         try:
             self.tokenizer = Tokenizer.from_file(path)
@@ -149,3 +154,30 @@ def compare_cuts(cutter: TokenizerCutter, sentences: Sequence[tuple[str, Sequenc
         counts["tokens_differ"] += differing
         counts["differ"] += bool(differing)
     return counts
+
+
+@register
+class HfTokenizerScheme(Scheme):
+    name = "hf-tokenizer"
+    order = 20
+    files = ("tokenizer{side}.json",)
+    package = "tokenizers"
+    keys = ("model", "cut")
+    needs_model = True
+    own_vocabulary = True
+    cuts = ("token", "raw")
+    pieces = "tokenizer pieces"
+    model_help = "a local tokenizer.json (or its folder)"
+    keys_help = "takes model, and cut"
+    unmarked_help = "neither Metaspace/ByteLevel nor WordPiece"
+
+    def model_path(self, path: str) -> str:
+        """A tokenizer folder means its tokenizer.json."""
+        return super().model_path(os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path)
+
+    def load(self, path: str | None, vocabulary: set[str] | None = None) -> TokenizerCutter:
+        return TokenizerCutter(path or "")
+
+    def marker_of(self, path: str | None) -> Marker:
+        """Read from the tokenizer.json (`tokenizer_marker`)."""
+        return tokenizer_marker(path or "")
