@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .bpe import Bpe, subword_file
 from .conllu import chunk_trees, read_conllu_chunks
-from .featurize import FeatureConfig, boundary_of, featurize
+from .featurize import FeatureConfig, boundary_of, featurize, read_back_of
 from .options import ALIGN_FORMATS
 from .outputs import check_outputs
 from .parallel import ordered_map
@@ -89,7 +89,7 @@ def _align_chunk_now(state: tuple[_AlignJob, Bpe | TokenCutter | None], chunk: t
     lines, first_line, first_index = chunk
     trees = chunk_trees(lines, job.path, first_line, first_index)
     columns = featurize(trees, job.config, bpe.segment_word if bpe is not None else None,
-                        boundary=boundary_of(bpe))
+                        boundary=boundary_of(bpe), read_back=read_back_of(bpe))
     summary = AlignSummary(len(trees), len(columns), columns.projective.count(False), columns.rejected)
     if not len(columns):
         return None, summary

@@ -193,6 +193,9 @@ def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vo
         if "transitions" in features and segmenter.marker_kind == "none":
             raise click.BadParameter(f"transitions: the pieces of {model} carry no marker (neither Metaspace/ByteLevel "
                                      "nor WordPiece), so token ends cannot be read from them", param_hint="--features")
+        why = segmenter.unreadable()
+        if why:
+            raise click.BadParameter(f"{model}: {why}", param_hint="--model")
     config = FeatureConfig(features, root, non_projective, strip_subtypes)
     from .parallel import default_workers
 

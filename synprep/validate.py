@@ -24,7 +24,7 @@ from .featurize import boundary_of
 from .parallel import ordered_map
 from .schema import SUBWORD_FEATURES
 from .shards import SIDES, Manifest, Split, batch_rows, count_batches, load_manifest, read_shard
-from .subwords import TokenCutter, registry, spells
+from .subwords import TokenCutter, read_back, registry
 from .subwords.load import load_cutter
 from .textio import file_sha256
 from .trees import find_cycle, is_projective, lift_projective
@@ -142,13 +142,16 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
 
 
 def _check_model_pieces(cutter: TokenCutter, surface: list[str], pieces: list[list[str]]) -> Iterator[tuple[str, str]]:
-    """A sentencepiece / hf-tokenizer side: each token's pieces are the model's own cut of it and spell it."""
-    unknown = cutter.unknown_piece
+    """A side cut by a scheme's model token by token: each token's pieces are the model's own cut of it, and they
+    read back to the tokens (`synprep.subwords.read_back`, the check convert and align keep sentences by)."""
+    cut = True
     for index, (token, parts) in enumerate(zip(surface, pieces)):
         if parts != cutter.segment_word(token).split(" "):
+            cut = False
             yield "subwords", f"token {index + 1} {token!r}: pieces {parts} are not the model's cut of it"
-        elif not spells(parts, cutter.normalize(token), cutter.marker, cutter.marker_kind, unknown):
-            yield "subwords", f"token {index + 1} {token!r}: pieces {parts} do not spell it"
+    failed = read_back(cutter, surface, pieces) if cut else None
+    if failed is not None:
+        yield "subwords", f"{failed[0]}: {failed[1]}"
 
 
 def _check_raw_pieces(cutter: TokenCutter, text: str | None, tokens: list[str], pieces: list[list[str]]

@@ -25,7 +25,7 @@ from ..parse import ParserSpec
 from ..parse.quality import TreeShapes, parser_report, report_line, shape_warning
 from ..progress import progress
 from ..shards import Manifest, load_manifest, read_shard, shard_columns
-from ..subwords import registry
+from ..subwords import SPECIAL_PIECES, UNREAD_PIECES, registry
 from ..textio import atomic_write, file_sha256, tsv_field
 from .inputs import PIECE_ROWS, SIDES, is_conllu, piece_prefix
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
@@ -237,12 +237,16 @@ def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: Spl
 
 
 def _cut_reasons(config: PipelineConfig) -> list[str]:
-    """The rejections the cut adds: the raw-text cut's ([bpe] cut = "raw"), transitions from the pieces of a
-    scheme other than BPE codes (a token whose pieces do not show its bounds); none otherwise (the manifests as
+    """The rejections the cut adds: the raw-text cut's ([bpe] cut = "raw"; with transitions, a token whose pieces
+    do not show its bounds); the read-back of a scheme's model cutting token by token (`subwords.read_back`: bounds
+    not shown, pieces that do not spell their token, a special piece); none for BPE codes (the manifests as
     before)."""
     features = config.features.src + config.features.tgt
+    scheme = registry.get(config.bpe.scheme)
+    read_back = not scheme.bpe_codes and config.bpe.cut == "token"
     return ([UNALIGNED] if config.bpe.cut == "raw" else []) + \
-        ([UNMARKED] if not registry.get(config.bpe.scheme).bpe_codes and "transitions" in features else [])
+        ([UNMARKED] if read_back or (not scheme.bpe_codes and "transitions" in features) else []) + \
+        ([UNREAD_PIECES, SPECIAL_PIECES] if read_back else [])
 
 
 def cache_counts(stats: dict[str, SplitStats]) -> dict[str, dict[str, dict[str, int]]]:

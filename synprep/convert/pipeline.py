@@ -416,6 +416,20 @@ def _check_transition_markers(bpe: BpeConfig, features: FeaturesConfig, path: st
                              f"carry no marker ({scheme.unmarked_help}), so token ends cannot be read from them", path)
 
 
+def _check_readable(bpe: BpeConfig, path: str) -> None:
+    """A given model cutting token by token whose pieces cannot be read back to their tokens at all (no marker,
+    and not one piece per word: `TokenCutter.unreadable`) is refused in one line; the raw cut keeps its own rule."""
+    from ..subwords.load import load_cutter
+
+    scheme = registry.get(bpe.scheme)
+    for side in ("src", "tgt") if bpe.cut == "token" and scheme.files and not scheme.bpe_codes else ():
+        model = bpe.side_model(side)
+        why = model and getattr(load_cutter(scheme.name, scheme.model_path(model)), "unreadable", lambda: None)()
+        if why:
+            raise InputError(f"[bpe] model{'.' + side if isinstance(bpe.model, dict) else ''}: the {scheme.name} "
+                             f"{model}: {why}", path)
+
+
 def _check_sides(bpe: BpeConfig, path: str) -> None:
     """The per-side keys fit `joint`: src_symbols / tgt_symbols and a codes table only with joint = false, and a
     codes table names a file for src and for tgt (nothing else)."""
@@ -479,6 +493,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     bpe = _bpe_config(bpe_table, root, given, path)
     features = _features_config(data.get("features", {}), path)
     _check_transition_markers(bpe, features, path)
+    _check_readable(bpe, path)
     normalize = _normalize_config(data.get("normalize", {}), path)
     parse = _parse_config(data.get("parse", {}), here, path)
     settings = _filter_settings(data.get("filter", {}), head, path)

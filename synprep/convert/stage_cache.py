@@ -209,7 +209,8 @@ class StageCache:
                  run: Callable[[Iterator[Any]], Iterator[Any]]) -> Iterator[tuple[pa.RecordBatch | None, dict]]:
         """The features of each piece (write_shards.features_piece's result), in order: from the stage cache where
         it holds the piece's fingerprint, else from `run` (a pool started only for a piece not held), stored."""
-        settings = fingerprint({"features": [asdict(config) for config in job.features],
+        settings = fingerprint({"features": [asdict(config) for config in job.features], "cut": job.cut,
+                                "listed": 1,  # results list the rejected pairs (not those of older entries)
                                 "codes": [file_sha256(path) if path else None for path in job.codes],
                                 "codes_text": [hashlib.sha256(text.encode()).hexdigest() if text else None
                                                for text in job.codes_text],

@@ -57,8 +57,18 @@ class TokenCutter:
         raise NotImplementedError
 
     def specials(self) -> dict[str, str]:
-        """The model's own special pieces by role: 'unk', 'bos', 'eos', 'pad' (those it has)."""
-        raise NotImplementedError
+        """The model's own special pieces by role: 'unk', 'bos', 'eos', 'pad' (those it has; none by default)."""
+        return {}
+
+    def special_pieces(self) -> frozenset[str]:
+        """The pieces a token must not be cut into: the model's special pieces but the unknown one (syntrain maps
+        them onto its padding, begin and end)."""
+        return frozenset(self.specials().values()) - {self.unknown_piece or ""}
+
+    def unreadable(self) -> str | None:
+        """Why no token cut into several pieces can be read back from its pieces (a model whose pieces carry no
+        marker but are not whole words), or None."""
+        return None
 
     def pieces_of(self, words: Sequence[str]) -> list[tuple[str, ...]]:
         """The pieces of each token (a space inside a piece written '▁'; a token the model cuts into no piece,
@@ -119,6 +129,34 @@ def spells(pieces: Sequence[str], form: str, marker: str, kind: str, unknown: st
         return pieces[0] + "".join(p[len(marker):] for p in pieces[1:]) == form
     text = decode_bytes(pieces)
     return text == form or (kind == "start" and text == marker + form)
+
+
+SPECIAL_PIECES = "special_pieces"  # a token cut into a special piece of the model (`<pad>`, `</s>`, `[CLS]`)
+UNREAD_PIECES = "unread_pieces"  # a token's pieces do not spell it under the scheme's marker rule
+UNMARKED_PIECES = "unmarked_pieces"  # a token's pieces do not show its bounds by the marker
+
+
+def read_back(cutter: TokenCutter, forms: Sequence[str], pieces: Sequence[Sequence[str]]) -> tuple[str, str] | None:
+    """Why a sentence's pieces do not read back to its tokens under the cutter's rule: (reason, detail) for the
+    first token that does not, None when every token does. `forms`: the tokens as cut (inner whitespace '▁', an
+    empty token '▁'), `pieces`: each token's pieces. A token reads back when none of its pieces is a special piece
+    of the model (SPECIAL_PIECES: it would become padding or an end), its pieces spell it (`spells`, under the
+    model's normalization; else UNREAD_PIECES) and show its bounds by the marker (`features.token_marked`; marker
+    kind `none`: one piece; else UNMARKED_PIECES). The one read-back check of convert, `synprep align` and
+    `synprep validate`."""
+    from ..features import token_marked
+
+    specials, marker, kind = cutter.special_pieces(), cutter.marker, cutter.marker_kind
+    for index, (form, parts) in enumerate(zip(forms, pieces, strict=True)):
+        special = next((piece for piece in parts if piece in specials), None)
+        if special is not None:
+            return SPECIAL_PIECES, f"token {index + 1} {form!r} is cut into the special piece {special!r}"
+        if not spells(parts, cutter.normalize(form), marker, kind, cutter.unknown_piece):
+            return UNREAD_PIECES, f"token {index + 1} {form!r}: pieces {list(parts)} do not spell it"
+        if not (len(parts) == 1 if kind == "none" else token_marked(parts, marker, kind)):
+            return UNMARKED_PIECES, f"token {index + 1} {form!r}: pieces {list(parts)} do not show its bounds by " \
+                f"{marker!r} ({kind})"
+    return None
 
 
 def pieces_to_tokens(pieces: Sequence[str], marker: str, kind: str) -> list[str]:
