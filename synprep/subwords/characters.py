@@ -33,7 +33,7 @@ class Characters(Scheme):
         return CharacterCutter()
 
     def export_what(self) -> str:
-        return "characters scheme's cut (no model file)"
+        return "model file (the characters scheme needs none)"
 
     def fairseq_pieces(self, configuration: dict, flag: str) -> str | None:
         return flag + " "
