@@ -212,7 +212,7 @@ def featurize(trees: Sequence[Tree], config: FeatureConfig,
     """All requested fields of several sentences at once (see FeatureColumns). Sentences that the
     policies exclude (non-projective policy `drop`) are left out, with their reason in `dropped`.
     `cut_sentence` (text, tokens) -> each token's pieces, instead of `segment_word` token by token (the raw-text
-    cut, `synprep.subwords.hf_tokenizer.raw_cut`); a sentence it cannot cut (None) is left out as `UNALIGNED`.
+    cut, `synprep.subwords.TokenCutter.cut_text`); a sentence it cannot cut (None) is left out as `UNALIGNED`.
     `boundary`: the (marker, marker kind) of the pieces (`boundary_of`), by which transitions are read back; with
     transitions under a `start` / `continue` marker, a sentence with a token whose pieces do not show its bounds
     (`features.token_marked`) is left out as `UNMARKED`. `read_back` (forms, each token's pieces) -> (reason,

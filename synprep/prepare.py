@@ -57,9 +57,7 @@ def prepare_source(lines: Sequence[str], preparation: SourcePreparation, max_wor
         cutter = load_cutter(preparation.scheme, preparation.codes)
         segment = cutter.segment_word
         if preparation.cut == "raw":  # the tokenizer cuts the line's text, as convert cut the training data
-            from .subwords.hf_tokenizer import raw_cut
-
-            cut_sentence = functools.partial(raw_cut, cutter)
+            cut_sentence = cutter.cut_text
     elif preparation.codes:
         vocabulary = None
         if preparation.vocabulary:

@@ -158,9 +158,7 @@ def _check_raw_pieces(cutter: TokenCutter, text: str | None, tokens: list[str], 
                       ) -> Iterator[tuple[str, str]]:
     """[bpe] cut = "raw": the pieces are the tokenizer's cut of the row's text, each given to the token of its
     first character."""
-    from .subwords.hf_tokenizer import raw_cut
-
-    expected = raw_cut(cutter, text or " ".join(tokens), tokens)  # type: ignore[arg-type]
+    expected = cutter.cut_text(text or " ".join(tokens), tokens)
     if expected != pieces:
         yield "subwords", f"pieces {_short(pieces)} are not the tokenizer's cut of the text {_short(expected)}"
 

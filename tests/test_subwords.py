@@ -416,5 +416,7 @@ def test_sentencepiece_with_a_parse_cache_stores_the_binary_model_and_reuses_it(
     assert code == 0, err
     assert "learn a SentencePiece" not in err
     assert (second / "subwords.model").read_bytes() == (first / "subwords.model").read_bytes()
+    card = (second / "README.md").read_text(encoding="utf-8")
+    assert "trees aligned with SentencePiece pieces" in card and "BPE sub-words" not in card
     report, _ = validate_directory(str(second / "train"))
     assert report.ok, report.failures[:3]

@@ -8,7 +8,6 @@ once they are stored: a resumed run skips it).
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import tempfile
@@ -108,10 +107,8 @@ def _trees_of(text: str, path: str) -> list[Tree]:
 
 
 def _raw_cut(cutter: Bpe | TokenCutter | None) -> Callable[[str, list[str]], list[list[str]] | None]:
-    """[bpe] cut = "raw": the sentence's text cut at once by the tokenizer (imported only then)."""
-    from ..subwords.hf_tokenizer import raw_cut
-
-    return functools.partial(raw_cut, cutter)
+    """[bpe] cut = "raw": the sentence's text cut at once by the scheme's cutter (`TokenCutter.cut_text`)."""
+    return cutter.cut_text  # type: ignore[union-attr]
 
 
 def features_piece(state: Cutters, task: tuple[str, str, str]

@@ -60,6 +60,11 @@ class TokenCutter:
         """The model's own special pieces by role: 'unk', 'bos', 'eos', 'pad' (those it has; none by default)."""
         return {}
 
+    def cut_text(self, text: str, tokens: Sequence[str]) -> list[list[str]] | None:
+        """The raw cut (`[bpe] cut = "raw"`, for a scheme whose `cuts` allow it): each token's pieces when the
+        sentence's text is cut at once; None when a token gets no piece of its own."""
+        raise NotImplementedError(f"the {self.scheme} scheme has no raw cut")
+
     def special_pieces(self) -> frozenset[str]:
         """The pieces a token must not be cut into: the model's special pieces but the unknown one (syntrain maps
         them onto its padding, begin and end)."""

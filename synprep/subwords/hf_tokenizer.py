@@ -108,6 +108,10 @@ class TokenizerCutter(TokenCutter):
         added = {token.content for token in self.tokenizer.get_added_tokens_decoder().values() if token.special}
         return (super().special_pieces() | added) - {self.unknown_piece or ""}
 
+    def cut_text(self, text: str, tokens: Sequence[str]) -> list[list[str]] | None:
+        """`raw_cut`."""
+        return raw_cut(self, text, tokens)
+
     def unreadable(self) -> str | None:
         """A tokenizer whose pieces carry no marker reads back only when each token is one piece (WordLevel)."""
         model = (_read(self.path).get("model") or {}).get("type")
