@@ -17,12 +17,12 @@ import pyarrow as pa
 
 from .bpe import Bpe, subword_file
 from .conllu import chunk_trees, read_conllu_chunks
-from .featurize import FeatureConfig, boundary_of, featurize
+from .featurize import FeatureConfig, boundary_of, featurize, read_back_of
 from .options import ALIGN_FORMATS
 from .outputs import check_outputs
 from .parallel import ordered_map
 from .schema import align_schema, parse_features, record_to_json, uint8_lists_json
-from .subwords import SUBWORD_NMT, TokenCutter
+from .subwords import TokenCutter, registry
 from .subwords.load import load_cutter
 from .textio import atomic_output
 
@@ -53,7 +53,7 @@ class _AlignJob:
     codes_path: str | None
     vocabulary: frozenset[str] | None
     bpe_options: tuple = ()  # Bpe(...) merges, separator, glossaries
-    scheme: str = SUBWORD_NMT  # another: `codes_path` is its sentencepiece / hf-tokenizer model
+    scheme: str = registry.DEFAULT  # another: `codes_path` is its model (None: a scheme without one)
 
 
 # The caller's loaded codes, for workers forked from this process (spawned ones load their own).
@@ -62,8 +62,8 @@ _PARENT_BPE: dict[_AlignJob, Bpe | TokenCutter] = {}
 
 def _load(job: _AlignJob) -> tuple[_AlignJob, Bpe | TokenCutter | None]:
     bpe = _PARENT_BPE.get(job)
-    if bpe is None and job.codes_path and job.scheme != SUBWORD_NMT:
-        bpe = load_cutter(job.scheme, job.codes_path)  # type: ignore[assignment]
+    if bpe is None and not registry.get(job.scheme).bpe_codes:
+        bpe = load_cutter(job.scheme, job.codes_path)
     elif bpe is None and job.codes_path:
         merges, separator, glossaries = job.bpe_options
         bpe = Bpe(job.codes_path, set(job.vocabulary) if job.vocabulary else None, merges, separator,
@@ -89,7 +89,7 @@ def _align_chunk_now(state: tuple[_AlignJob, Bpe | TokenCutter | None], chunk: t
     lines, first_line, first_index = chunk
     trees = chunk_trees(lines, job.path, first_line, first_index)
     columns = featurize(trees, job.config, bpe.segment_word if bpe is not None else None,
-                        boundary=boundary_of(bpe))
+                        boundary=boundary_of(bpe), read_back=read_back_of(bpe))
     summary = AlignSummary(len(trees), len(columns), columns.projective.count(False), columns.rejected)
     if not len(columns):
         return None, summary
@@ -151,7 +151,7 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
     if needed and needed not in config.features:
         config = replace(config, features=parse_features(config.features + (needed,)))
     if isinstance(bpe, TokenCutter):
-        job = _AlignJob(conllu_path, config, fmt, bpe.path, None, (), bpe.scheme)
+        job = _AlignJob(conllu_path, config, fmt, bpe.path or None, None, (), bpe.scheme)
     else:
         vocabulary = frozenset(bpe.vocabulary) if bpe is not None and bpe.vocabulary else None
         job = _AlignJob(conllu_path, config, fmt, bpe.codes_path if bpe else None, vocabulary,

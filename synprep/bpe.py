@@ -15,14 +15,13 @@ import re
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, repeat
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from subword_nmt import apply_bpe
 
 from .errors import InputError
 from .options import BPE_SEPARATOR
 from .outputs import check_outputs
-from .subwords import TokenCutter
 from .textio import atomic_output, decode_line, open_binary
 
 SEPARATOR = BPE_SEPARATOR
@@ -254,8 +253,8 @@ def split_tokens(tokens: Sequence[str], segment_word: Callable[[str], str] | Non
     codes = getattr(segment_word, "__self__", None)
     if isinstance(codes, Bpe) and segment_word == codes.segment_word:  # cached tuples: no split per token
         return list(map(codes._pieces.__getitem__, tokens))
-    if isinstance(codes, TokenCutter) and segment_word == codes.segment_word:  # a sentencepiece / tokenizer model
-        return codes.pieces_of(tokens)  # type: ignore[return-value]
+    if hasattr(codes, "pieces_of") and segment_word == codes.segment_word:  # a sub-word scheme's cutter
+        return codes.pieces_of(tokens)
     return list(map(str.split, map(segment_word, tokens), repeat(" ")))
 
 
@@ -269,14 +268,26 @@ def align_subwords(tokens: Sequence[str], segment_word: Callable[[str], str] | N
     return list(chain.from_iterable(pieces)), owner
 
 
-def subword_file(bpe: Bpe | TokenCutter | None) -> str | None:
-    """The file a segmenter was loaded from: BPE codes, or a sentencepiece / hf-tokenizer model."""
+class Cutter(Protocol):
+    """A sub-word scheme's cutter other than BPE codes (`synprep.subwords.TokenCutter` and the like)."""
+
+    path: str
+
+    def segment_word(self, word: str) -> str: ...
+
+    def segment_line(self, line: str) -> str: ...
+
+    def pieces_of(self, words: Sequence[str]) -> list[tuple[str, ...]]: ...
+
+
+def subword_file(bpe: Bpe | Cutter | None) -> str | None:
+    """The file a segmenter was loaded from: BPE codes, or a scheme's model (None: none)."""
     if bpe is None:
         return None
-    return bpe.path if isinstance(bpe, TokenCutter) else bpe.codes_path
+    return bpe.codes_path if isinstance(bpe, Bpe) else (bpe.path or None)
 
 
-def apply_file(bpe: Bpe | TokenCutter, input_path: str, output_path: str) -> int:
+def apply_file(bpe: Bpe | Cutter, input_path: str, output_path: str) -> int:
     """`subword-nmt apply-bpe` over a file ('-' = stdin/stdout), or with a sentencepiece / hf-tokenizer cutter each
     token of each line cut on its own; returns the number of lines."""
     check_outputs({"-o": output_path}, {"the input (-i)": input_path, "the BPE codes (--codes)": subword_file(bpe)})

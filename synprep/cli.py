@@ -17,6 +17,7 @@ from .clihelp import add_examples, verbosity_options
 from .errors import InputError, Interrupted, run_cli
 from .logs import set_verbosity
 from .outputs import check_outputs
+from .subwords import registry
 
 log = logging.getLogger("synprep.cli")  # (not __name__: `python -m synprep.cli` runs it as __main__)
 
@@ -49,6 +50,19 @@ def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], A
     return callback
 
 
+def _learn_options(command: Callable) -> Callable:
+    """The `bpe learn` options the learning schemes declare (`Scheme.learn_options`), in their order."""
+    for scheme in reversed(registry.schemes()):
+        for decls, attrs in reversed(scheme.learn_options):
+            command = click.option(*decls, **attrs)(command)
+    return command
+
+
+def _model_help() -> str:
+    """`--model`'s help: what it is for each scheme with a model file (`Scheme.model_help`)."""
+    return "; ".join(f"{scheme.name}: {scheme.model_help}" for scheme in registry.schemes() if scheme.model_help) + "."
+
+
 @bpe.command("learn")
 @click.option("-i", "--input", "inputs", multiple=True, required=True,
               help="Tokenized text (repeat per language: joint codes; one side's files only: that side's codes).")
@@ -60,28 +74,21 @@ def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], A
 @click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
               help="Stop when no pair is this frequent.")
 @click.option("-v", "--verbose", is_flag=True, help="Show subword-nmt's own progress and messages.")
-@click.option("--scheme", type=click.Choice(["subword-nmt", "sentencepiece"]), default="subword-nmt",
-              show_default=True, help="sentencepiece: learn a SentencePiece model on the files' tokens (-o: the "
-                                      ".model file), as convert's [bpe] scheme = \"sentencepiece\" does.")
-@click.option("--vocab-size", type=click.IntRange(min=8), default=8000, show_default=True,
-              help="sentencepiece: pieces of the model.")
-@click.option("--model-type", type=click.Choice(["unigram", "bpe"]), default="unigram", show_default=True,
-              help="sentencepiece: the model learned.")
-@click.option("--character-coverage", type=click.FloatRange(0.98, 1.0), default=1.0, show_default=True,
-              help="sentencepiece: share of the characters the model covers.")
-@click.option("--byte-fallback", is_flag=True, help="sentencepiece: unknown characters become byte pieces.")
+@click.option("--scheme", type=click.Choice([s.name for s in registry.schemes() if s.learns]),
+              default=registry.DEFAULT, show_default=True,
+              help="sentencepiece: learn a SentencePiece model on the files' tokens (-o: the .model file), as "
+                   "convert's [bpe] scheme = \"sentencepiece\" does.")
+@_learn_options
 def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: str | None,
-              min_frequency: int, verbose: bool, scheme: str, vocab_size: int, model_type: str,
-              character_coverage: float, byte_fallback: bool) -> None:
+              min_frequency: int, verbose: bool, scheme: str, **scheme_options: Any) -> None:
     """Learn BPE codes (subword-nmt learn-joint-bpe-and-vocab): joint codes from both languages' files, or
     separate codes per side (pipeline [bpe] joint = false) by running it once per side on that side's files.
     With --scheme sentencepiece: a SentencePiece model on the files' tokens instead."""
-    if scheme == "sentencepiece":
+    if not registry.get(scheme).bpe_codes:
         from .subwords.load import scheme_module
 
-        scheme_module(scheme).learn_files(list(inputs), output, vocab_size, model_type, character_coverage,
-                                          byte_fallback)
-        log.info(f"wrote {output} (a SentencePiece {model_type} model, {vocab_size} pieces max)")
+        scheme_module(scheme)  # its library checked: a one-line error without it
+        log.info(registry.get(scheme).learn_files(list(inputs), output, scheme_options))
         return
     from .api import learn_bpe
 
@@ -93,10 +100,10 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
 
 @bpe.command("apply")
 @click.option("-c", "--codes", default=None, help="BPE codes file (subword-nmt).")
-@click.option("--scheme", type=click.Choice(["subword-nmt", "sentencepiece", "hf-tokenizer"]), default="subword-nmt",
-              show_default=True, help="sentencepiece / hf-tokenizer: cut each token of the input with --model.")
-@click.option("--model", default=None, help="sentencepiece: a .model file; hf-tokenizer: a tokenizer.json or its "
-                                            "folder.")
+@click.option("--scheme", type=click.Choice(registry.names()), default=registry.DEFAULT,
+              show_default=True, help="sentencepiece / hf-tokenizer / characters: cut each token of the input with "
+                                      "the scheme (and its --model).")
+@click.option("--model", default=None, help=_model_help())
 @click.option("-i", "--input", "input_path", default="-", show_default=True, help="Input text ('-' = stdin).")
 @click.option("-o", "--output", default="-", show_default=True, help="Output ('-' = stdout).")
 @click.option("--vocabulary", default=None, help="Vocabulary file: revert merges that produce rare pieces.")
@@ -115,7 +122,7 @@ def bpe_apply(codes: str | None, scheme: str, model: str | None, input_path: str
     from .api import apply_bpe
     from .bpe import apply_file
 
-    if scheme != "subword-nmt":
+    if not registry.get(scheme).bpe_codes:
         apply_file(_cutter(scheme, model, codes), input_path, output)
         return
     if codes is None:
@@ -128,9 +135,14 @@ def bpe_apply(codes: str | None, scheme: str, model: str | None, input_path: str
 
 
 def _cutter(scheme: str, model: str | None, codes: str | None):  # noqa: ANN202 (a subwords.TokenCutter)
-    """The sentencepiece / hf-tokenizer model of --scheme/--model (usage errors: no model, BPE codes too)."""
+    """The cutter of --scheme/--model (usage errors: no model for a scheme with one, a model for one without,
+    BPE codes too)."""
     from .subwords.load import load_cutter, model_path
 
+    if not registry.get(scheme).files:
+        if model is not None or codes is not None:
+            raise click.UsageError(f"--scheme {scheme} has no model: give neither --model nor BPE codes")
+        return load_cutter(scheme, None)
     if model is None or codes is not None:
         raise click.UsageError(f"--scheme {scheme} takes --model (a {scheme} model), not BPE codes")
     return load_cutter(scheme, model_path(scheme, model))
@@ -139,10 +151,10 @@ def _cutter(scheme: str, model: str | None, codes: str | None):  # noqa: ANN202 
 @cli.command()
 @click.option("--conllu", required=True, help="Input CoNLL-U ('-' = stdin; .gz/.xz accepted).")
 @click.option("--bpe-codes", default=None, help="Joint BPE codes; without them sub-words = tokens.")
-@click.option("--scheme", type=click.Choice(["subword-nmt", "sentencepiece", "hf-tokenizer"]), default="subword-nmt",
-              show_default=True, help="sentencepiece / hf-tokenizer: cut each token with --model instead of BPE.")
-@click.option("--model", default=None, help="sentencepiece: a .model file; hf-tokenizer: a tokenizer.json or its "
-                                            "folder.")
+@click.option("--scheme", type=click.Choice(registry.names()), default=registry.DEFAULT,
+              show_default=True, help="sentencepiece / hf-tokenizer / characters: cut each token with the scheme (and "
+                                      "its --model) instead of BPE.")
+@click.option("--model", default=None, help=_model_help())
 @click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
 @click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None,
               help="With --vocabulary: split pieces seen fewer times in it (as for bpe apply).")
@@ -176,11 +188,14 @@ def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vo
         raise click.BadParameter(str(err), param_hint="--features") from None
     vocab = read_vocabulary(vocabulary, vocabulary_threshold) if vocabulary else None
     segmenter = Bpe(bpe_codes, vocab) if bpe_codes else None
-    if scheme != "subword-nmt":
+    if not registry.get(scheme).bpe_codes:
         segmenter = _cutter(scheme, model, bpe_codes)
         if "transitions" in features and segmenter.marker_kind == "none":
             raise click.BadParameter(f"transitions: the pieces of {model} carry no marker (neither Metaspace/ByteLevel "
                                      "nor WordPiece), so token ends cannot be read from them", param_hint="--features")
+        why = segmenter.unreadable()
+        if why:
+            raise click.BadParameter(f"{model}: {why}", param_hint="--model")
     config = FeatureConfig(features, root, non_projective, strip_subtypes)
     from .parallel import default_workers
 

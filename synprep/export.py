@@ -42,10 +42,11 @@ from typing import IO, Any
 from . import features as F
 from .errors import InputError, WriteError
 from .export_readme import readme
+from .options import BPE_SEPARATOR
 from .outputs import check_name, check_outputs
 from .shards import Manifest, dataset_resolver, open_split, side_codes
-from .subwords import HF_TOKENIZER, SUBWORD_NMT
-from .subwords.load import dataset_marker, model_file_name
+from .subwords import registry
+from .subwords.load import dataset_marker
 from .textio import atomic_copy, atomic_output, atomic_write
 from .trees import is_projective, lift_projective
 
@@ -195,9 +196,15 @@ def _files(formats: Sequence[str], name: str, src: str, tgt: str) -> dict[str, d
 
 
 def formats_for(scheme: str) -> tuple[str, ...]:
-    """The export formats whose released readers read a dataset's pieces: all of them for subword-nmt pieces;
-    not nematus for the other schemes (its reader finds a token's end by the '@@' marks)."""
-    return EXPORT_FORMATS if scheme == SUBWORD_NMT else tuple(f for f in EXPORT_FORMATS if f != "nematus")
+    """The export formats whose released readers read a dataset's pieces: all of them for pieces marked as
+    subword-nmt's ('@@' ending a piece that continues); not nematus for the other schemes (its reader finds a
+    token's end by the '@@' marks)."""
+    return EXPORT_FORMATS if _nematus_reads(scheme) else tuple(f for f in EXPORT_FORMATS if f != "nematus")
+
+
+def _nematus_reads(scheme: str) -> bool:
+    """Whether the scheme's pieces carry subword-nmt's marks, by which nematus's reader finds a token's end."""
+    return registry.get(scheme).fixed_marker() == (BPE_SEPARATOR, "end")
 
 
 def export_split(path: str, out: str, formats: Sequence[str] | None = None, name: str | None = None,
@@ -207,7 +214,7 @@ def export_split(path: str, out: str, formats: Sequence[str] | None = None, name
     released reader reads the dataset's pieces (`formats_for` its sub-word scheme). `out` and `name` follow the
     rule of synprep.outputs (not in a dataset, split or run folder; a plain file name)."""
     if formats is None:
-        formats = formats_for((open_split(path).manifest.configuration.get("bpe") or {}).get("scheme", SUBWORD_NMT))
+        formats = formats_for(registry.of(open_split(path).manifest.configuration).name)
     formats = list(formats)
     check_formats(formats, dbsa_release)
     check_outputs({"-o": out}, {"the split": path})
@@ -217,13 +224,14 @@ def export_split(path: str, out: str, formats: Sequence[str] | None = None, name
         check_release(os.path.join(out, "dbsa"), dbsa_release)
     rows, manifest, dataset_root = _rows(path, _columns(formats))
     config = manifest.configuration
-    scheme = (config.get("bpe") or {}).get("scheme", SUBWORD_NMT)
-    if "nematus" in formats and scheme != SUBWORD_NMT:
+    scheme = registry.of(config).name
+    if "nematus" in formats and not _nematus_reads(scheme):
         raise InputError(f"--format nematus needs subword-nmt pieces: the released reader (parsing/corpus.py) finds "
                          f"a token's end by its '@@' marks, which this dataset's {scheme} pieces lack (--format "
                          "pascal,dbsa exports the others)", path)
-    try:  # the README's scoring line joins an hf-tokenizer dataset's target pieces by their recorded marker
-        marker = dataset_marker(config, manifest.signature, "tgt") if scheme == HF_TOKENIZER else None
+    try:  # the README's scoring line joins target pieces fairseq cannot join by their recorded marker
+        marker = (dataset_marker(config, manifest.signature, "tgt")
+                  if registry.get(scheme).fairseq_pieces(config, "") is None else None)
     except ValueError as err:
         raise InputError(str(err), path) from None
     src, tgt = config.get("src_lang") or "src", config.get("tgt_lang") or "tgt"
@@ -386,10 +394,10 @@ def _codes(manifest: Manifest, dataset_root: str) -> dict[str, str]:
     sentencepiece / hf-tokenizer dataset: its model, subwords.model or tokenizer.json); empty without BPE."""
     config, resolve = manifest.configuration, dataset_resolver(dataset_root)
     sides = {side: side_codes(config, manifest.signature, dataset_root, side, resolve)[0] for side in ("src", "tgt")}
-    scheme = config.get("bpe", {}).get("scheme", SUBWORD_NMT)  # sentencepiece, hf-tokenizer: the model's file
+    scheme = registry.of(config)  # sentencepiece, hf-tokenizer: the model's file
     if config.get("bpe", {}).get("joint", True):
-        return {model_file_name(scheme): sides["src"]} if sides["src"] else {}
-    return {model_file_name(scheme, side): path for side, path in sides.items() if path}
+        return {scheme.model_file(): sides["src"]} if sides["src"] else {}  # type: ignore[dict-item]
+    return {scheme.model_file(side): path for side, path in sides.items() if path}  # type: ignore[misc]
 
 
 def _nematus(row: dict[str, Any], lift: bool) -> dict[str, str] | None:

@@ -9,6 +9,7 @@ import shlex
 from typing import Any
 
 from .languages import UNSPACED
+from .subwords import registry
 
 COMMITS = {"pascal": "e-bug/pascal `251a9ca` (its fairseq fork, first commit `b042c4c`)",
            "dbsa-current": "de9uch1/dbsa master `b0cdef6` (`.dep` format since `b96fb46`, 2021-09-02)",
@@ -53,8 +54,7 @@ def _header(fmt: str, configuration: dict[str, Any], codes: list[str], release: 
     splits = " ".join(dict.fromkeys(split_names(configuration)))
     joint = configuration.get("bpe", {}).get("joint", True)
     release_option = " --dbsa-release 2020" if fmt == "dbsa" and release == "2020" else ""
-    scheme = configuration.get("bpe", {}).get("scheme", "subword-nmt")
-    what = "BPE codes" if scheme == "subword-nmt" else f"{scheme} model (it cut each token on its own)"
+    what = registry.of(configuration).export_what()
     bpe = (f"no {what} (the dataset had none, or it was not found when exporting)" if not codes else
            f"`{codes[0]}`: the joint {what}" if joint else
            f"`{'`, `'.join(codes)}`: the {what} of each side")
@@ -81,14 +81,7 @@ def _remove_pieces(configuration: dict[str, Any], flag: str) -> str:
     """fairseq's option that joins the hypotheses' pieces back into tokens: `--remove-bpe` (`@@ `), or for a
     SentencePiece dataset fairseq's sentencepiece BPE with the exported model (a tokenizer.json: none, the
     scoring line joins the pieces by the dataset's marker, `_score`)."""
-    scheme = (configuration.get("bpe") or {}).get("scheme", "subword-nmt")
-    if scheme == "subword-nmt":
-        return flag + " "
-    if scheme == "sentencepiece":
-        joint = configuration.get("bpe", {}).get("joint", True)
-        model = "$E/subwords.model" if joint else "$E/subwords.tgt.model"
-        return f"--bpe sentencepiece --sentencepiece-model {model} {flag} sentencepiece "
-    return ""
+    return registry.of(configuration).fairseq_pieces(configuration, flag) or ""
 
 
 def _pascal(configuration: dict[str, Any], _release: str, _maxlen: int, marker: tuple[str, str] | None) -> str:

@@ -7,6 +7,7 @@ functions of `synprep.features`.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from . import schema as S
 from .bpe import split_tokens
 from .options import NON_PROJECTIVE_POLICIES, ROOT_POLICIES
 from .schema import DEFAULT_FEATURES
+from .subwords import UNMARKED_PIECES, TokenCutter, read_back
 from .trees import Tree, forest_projective, lift_projective
 
 
@@ -74,6 +76,7 @@ class FeatureColumns:
     transitions: list[list[str] | None] | None = None
     dropped: dict[int, str] = field(default_factory=dict)  # position among the input trees -> reason
     per_subword: dict[str, np.ndarray] = field(default_factory=dict)  # the `schema.SUBWORD_FEATURES` computed
+    notes: dict[int, str] = field(default_factory=dict)  # position -> what a read-back rejection found (its token)
     _starts: tuple | None = field(default=None, repr=False)
 
     @property
@@ -122,7 +125,7 @@ class FeatureColumns:
             None if self.labels is None else strings(self.labels, tokens),
             None if self.distances is None else self.distances[_flat_index(self.n_tokens ** 2, rows)],
             None if self.transitions is None else [self.transitions[i] for i in pick], dict(self.dropped),
-            {name: values[subwords] for name, values in self.per_subword.items()})
+            {name: values[subwords] for name, values in self.per_subword.items()}, dict(self.notes))
 
     def arrays(self, fields: Sequence[pa.Field], prefix: str = "") -> list[pa.Array]:
         """Arrow arrays of the feature fields `fields` (named `prefix` + CONTRACT.md name), built from the
@@ -162,7 +165,7 @@ def pair_batch(ids: Sequence[int], src_text: Sequence[str | None], tgt_text: Seq
 
 
 UNALIGNED = "unaligned_pieces"  # the raw-text cut left a token without a piece of its own ([bpe] cut = "raw")
-UNMARKED = "unmarked_pieces"  # transitions: a token's pieces do not show its bounds under the scheme's marker
+UNMARKED = UNMARKED_PIECES  # a token's pieces do not show its bounds under the scheme's marker
 
 
 def boundary_of(cutter: Any) -> tuple[str, str]:
@@ -171,17 +174,50 @@ def boundary_of(cutter: Any) -> tuple[str, str]:
         else (F.BPE_SEPARATOR, "end")
 
 
+def _pieces_left_out(trees: Sequence[Tree], config: FeatureConfig, segment_word: Callable[[str], str] | None,
+                     cut: list[list[list[str]] | None] | None, boundary: tuple[str, str],
+                     read_back: Callable[[Sequence[str], Sequence[Sequence[str]]], tuple[str, str] | None] | None,
+                     dropped: dict[int, str]) -> dict[int, str]:
+    """Add to `dropped` the sentences whose pieces do not read back (`read_back`: the token-by-token cut of a
+    scheme's model) or, without it, whose pieces hide a token's bounds where transitions need them (`UNMARKED`);
+    returns what the read-back found per left-out sentence."""
+    notes: dict[int, str] = {}
+    if read_back is not None:
+        for i, tree in enumerate(trees):
+            failed = read_back([form for form, in split_tokens(tree.tokens)], split_tokens(tree.tokens, segment_word))
+            if failed is not None:
+                dropped[i], notes[i] = failed
+    elif "transitions" in config.features and boundary[1] != "end":  # subword-nmt's are marked as they are cut
+        F.check_boundary_kind(*boundary)
+        pieces_of = ((cut[i] if cut is not None else split_tokens(tree.tokens, segment_word))
+                     for i, tree in enumerate(trees) if i not in dropped)
+        for i, sentence in zip([i for i in range(len(trees)) if i not in dropped], pieces_of, strict=True):
+            if not all(F.token_marked(token, *boundary) for token in sentence):  # type: ignore[union-attr]
+                dropped[i] = UNMARKED
+    return notes
+
+
+def read_back_of(cutter: Any) -> Callable[[Sequence[str], Sequence[Sequence[str]]], tuple[str, str] | None] | None:
+    """The read-back check of a scheme's cutter cutting token by token (`synprep.subwords.read_back`); None for
+    BPE codes (their pieces are marked as they are cut) or no cutter."""
+    return functools.partial(read_back, cutter) if isinstance(cutter, TokenCutter) else None
+
+
 def featurize(trees: Sequence[Tree], config: FeatureConfig,
               segment_word: Callable[[str], str] | None = None,
               cut_sentence: Callable[[str, Sequence[str]], list[list[str]] | None] | None = None,
-              boundary: tuple[str, str] = (F.BPE_SEPARATOR, "end")) -> FeatureColumns:
+              boundary: tuple[str, str] = (F.BPE_SEPARATOR, "end"),
+              read_back: Callable[[Sequence[str], Sequence[Sequence[str]]], tuple[str, str] | None] | None = None
+              ) -> FeatureColumns:
     """All requested fields of several sentences at once (see FeatureColumns). Sentences that the
     policies exclude (non-projective policy `drop`) are left out, with their reason in `dropped`.
     `cut_sentence` (text, tokens) -> each token's pieces, instead of `segment_word` token by token (the raw-text
-    cut, `synprep.subwords.hf_tokenizer.raw_cut`); a sentence it cannot cut (None) is left out as `UNALIGNED`.
+    cut, `synprep.subwords.TokenCutter.cut_text`); a sentence it cannot cut (None) is left out as `UNALIGNED`.
     `boundary`: the (marker, marker kind) of the pieces (`boundary_of`), by which transitions are read back; with
     transitions under a `start` / `continue` marker, a sentence with a token whose pieces do not show its bounds
-    (`features.token_marked`) is left out as `UNMARKED`."""
+    (`features.token_marked`) is left out as `UNMARKED`. `read_back` (forms, each token's pieces) -> (reason,
+    detail) or None: the scheme's read-back check of the token-by-token cut (`synprep.subwords.read_back`); a
+    sentence it refuses is left out under its reason, the detail in `notes`."""
     sizes = np.fromiter(map(len, trees), dtype=np.int64, count=len(trees))
     heads = np.fromiter(chain.from_iterable(tree.heads for tree in trees), dtype=np.int64, count=int(sizes.sum()))
     projective = forest_projective(heads, sizes).tolist()
@@ -191,13 +227,7 @@ def featurize(trees: Sequence[Tree], config: FeatureConfig,
            if cut_sentence is not None else None)
     if cut is not None and None in cut:
         dropped = {i: UNALIGNED for i in kept if cut[i] is None}
-    if "transitions" in config.features and boundary[1] != "end":  # subword-nmt's pieces are marked as they are cut
-        F.check_boundary_kind(*boundary)
-        pieces_of = ((cut[i] if cut is not None else split_tokens(tree.tokens, segment_word))
-                     for i, tree in enumerate(trees) if i not in dropped)
-        for i, sentence in zip([i for i in kept if i not in dropped], pieces_of, strict=True):
-            if not all(F.token_marked(token, *boundary) for token in sentence):  # type: ignore[union-attr]
-                dropped[i] = UNMARKED
+    notes = _pieces_left_out(trees, config, segment_word, cut, boundary, read_back, dropped)
     if config.non_projective == "drop" and not all(projective):
         dropped.update({i: "non_projective" for i in kept if not projective[i] and i not in dropped})
     if dropped:
@@ -219,7 +249,7 @@ def featurize(trees: Sequence[Tree], config: FeatureConfig,
     n_subwords = bounds[token_offset + sizes] - bounds[token_offset]
     columns = FeatureColumns(
         kept, [tree.sent_id for tree in trees], tokens, sizes, heads, list(chain.from_iterable(pieces)),
-        n_subwords, owner - np.repeat(token_offset, n_subwords), projective, dropped=dropped)
+        n_subwords, owner - np.repeat(token_offset, n_subwords), projective, dropped=dropped, notes=notes)
     wanted = config.features
     labels = list(chain.from_iterable(tree.labels for tree in trees))
     if config.strip_subtypes:

@@ -19,7 +19,7 @@ from .featurize import FeatureConfig, boundary_of, featurize
 from .normalize import normalizer
 from .parse import ParserSpec
 from .shards import SourcePreparation
-from .subwords import SUBWORD_NMT
+from .subwords import registry
 from .subwords.load import load_cutter
 from .textio import file_sha256, path_sha256
 
@@ -50,16 +50,14 @@ def prepare_source(lines: Sequence[str], preparation: SourcePreparation, max_wor
     parser = preparation.parser
     if parser.get("backend") in ("udpipe", "spacy-udpipe"):
         _checked_file(parser.get("model"), preparation.parser_sha256, "source parser model")
-    _checked_file(preparation.codes, preparation.codes_sha256,
-                  "BPE codes" if preparation.scheme == SUBWORD_NMT else f"{preparation.scheme} model")
+    scheme = registry.get(preparation.scheme)
+    _checked_file(preparation.codes, preparation.codes_sha256, scheme.model_what())
     segment, cut_sentence, cutter = None, None, None
-    if preparation.codes and preparation.scheme != SUBWORD_NMT:
+    if not scheme.bpe_codes and (preparation.codes or not scheme.files):
         cutter = load_cutter(preparation.scheme, preparation.codes)
         segment = cutter.segment_word
         if preparation.cut == "raw":  # the tokenizer cuts the line's text, as convert cut the training data
-            from .subwords.hf_tokenizer import raw_cut
-
-            cut_sentence = functools.partial(raw_cut, cutter)
+            cut_sentence = cutter.cut_text
     elif preparation.codes:
         vocabulary = None
         if preparation.vocabulary:

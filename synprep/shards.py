@@ -37,8 +37,7 @@ from .errors import InputError
 from .options import COMPRESSIONS, MANIFEST, PATHS
 from .processes import holders, is_running, process_start
 from .schema import FEATURE_GROUPS, READABLE_VERSIONS, SCHEMA_VERSION, pair_schema
-from .subwords import SUBWORD_NMT
-from .subwords.load import model_file_name
+from .subwords import registry
 from .textio import atomic_write, regular_file
 
 LOCK = ".lock"  # at the dataset root: held by the one process writing the dataset
@@ -527,7 +526,7 @@ class SourcePreparation:
     features: tuple[str, ...]
     policies: dict[str, Any]
     normalize: tuple[str, ...] = ()  # [normalize] src: applied to each line before parsing
-    scheme: str = SUBWORD_NMT  # how `codes` cut tokens: subword-nmt codes, or a sentencepiece / hf-tokenizer model
+    scheme: str = registry.DEFAULT  # how `codes` cut tokens: subword-nmt codes, or another scheme's model (or none)
     cut: str = "token"  # raw: the line's text cut at once (hf-tokenizer, [bpe] cut = "raw")
 
 
@@ -573,7 +572,7 @@ def source_preparation(configuration: dict[str, Any], signature: dict[str, Any],
                         os.path.join(dataset_root, "vocab.src") if threshold else None, threshold,
                         tuple(features.get("src", ())), {k: v for k, v in features.items() if k not in SIDES},
                         tuple((configuration.get("normalize") or {}).get("src", ())),
-                        configuration.get("bpe", {}).get("scheme", SUBWORD_NMT),
+                        configuration.get("bpe", {}).get("scheme", registry.DEFAULT),
                         configuration.get("bpe", {}).get("cut", "token"))
 
 
@@ -582,10 +581,11 @@ def side_codes(configuration: dict[str, Any], signature: dict[str, Any], dataset
     """(codes file, its sha256 in the signature) that made one side's sub-words: the joint codes, or with
     `[bpe] joint = false` that side's own (OUT/codes.<side>.bpe when learned); (None, None) without BPE."""
     bpe = configuration.get("bpe", {})
-    scheme = bpe.get("scheme", SUBWORD_NMT)
-    if scheme != SUBWORD_NMT:  # the model convert stored in the dataset folder
+    scheme = registry.get(bpe.get("scheme"))
+    if not scheme.bpe_codes:  # the model convert stored in the dataset folder (none: no model)
         joint = bpe.get("joint", True)
-        return (os.path.join(dataset_root, model_file_name(scheme, None if joint else side)),
+        name = scheme.model_file(None if joint else side)
+        return (os.path.join(dataset_root, name) if name else None,
                 signature.get("subword_model_sha256" if joint else f"subword_model_sha256_{side}"))
     if bpe.get("joint", True):
         codes = resolve(bpe.get("codes")) or (os.path.join(dataset_root, "codes.bpe") if bpe.get("symbols") else None)

@@ -17,12 +17,26 @@ import difflib
 import math
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import MISSING, Field, field, fields
 from typing import Any
 
 _BOUNDS = (("ge", ">=", lambda v, b: v >= b), ("gt", ">", lambda v, b: v > b), ("le", "<=", lambda v, b: v <= b),
            ("lt", "<", lambda v, b: v < b))
+
+
+class LiveChoices(Sequence[str]):
+    """Allowed values read from a registry each time they are asked for (a value registered after the field was
+    declared is allowed too): `option(choices=LiveChoices(registry.names))`."""
+
+    def __init__(self, read: Callable[[], Sequence[str]]) -> None:
+        self.read = read
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.read()[index]
+
+    def __len__(self) -> int:
+        return len(self.read())
 
 
 def option(default: Any = MISSING, *, default_factory: Any = MISSING, help: str = "",  # noqa: A002
@@ -32,7 +46,8 @@ def option(default: Any = MISSING, *, default_factory: Any = MISSING, help: str 
     the trainer sets it from the training data (not a recipe key); `flag`: a [model] option that is also a
     `syntrain run --NAME` flag."""
     metadata = {"help": help, "ge": ge, "gt": gt, "le": le, "lt": lt,
-                "choices": tuple(choices) if choices is not None else None, "filled": filled, "flag": flag}
+                "choices": choices if choices is None or isinstance(choices, tuple | LiveChoices) else tuple(choices),
+                "filled": filled, "flag": flag}
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata=metadata)
     return field(default=default, metadata=metadata)

@@ -24,8 +24,8 @@ from .featurize import boundary_of
 from .parallel import ordered_map
 from .schema import SUBWORD_FEATURES
 from .shards import SIDES, Manifest, Split, batch_rows, count_batches, load_manifest, read_shard
-from .subwords import SUBWORD_NMT, TokenCutter, spells
-from .subwords.load import load_cutter, marker_of, model_file_name
+from .subwords import TokenCutter, read_back, registry
+from .subwords.load import load_cutter
 from .textio import file_sha256
 from .trees import find_cycle, is_projective, lift_projective
 
@@ -113,7 +113,7 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
         return
     pieces = F.token_pieces(subwords, owner, n)
     surface = align_subwords(tokens)[0]  # tokens as the sub-word stage sees them (inner whitespace -> '▁')
-    if policy.get("subword_scheme", SUBWORD_NMT) != SUBWORD_NMT:  # no '@@' marks: checked against the model
+    if not registry.get(policy.get("subword_scheme")).bpe_codes:  # checked against the scheme's own cut
         if cutter is not None and policy.get("subword_cut") == "raw":
             yield from _check_raw_pieces(cutter, record.get("text"), tokens, pieces)
         elif cutter is not None:
@@ -137,27 +137,28 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
         expected = F.tree_distances(heads).ravel()
         if _differs(record.get("distances"), expected):
             yield "distances", f"stored {_short(record.get('distances'))} != recomputed {_short(expected)}"
-    if "transitions" in groups and (cutter is not None or policy.get("subword_scheme", SUBWORD_NMT) == SUBWORD_NMT):
+    if "transitions" in groups and (cutter is not None or registry.get(policy.get("subword_scheme")).bpe_codes):
         yield from _check_transitions(record, heads, labels, pieces, projective, policy, boundary_of(cutter))
 
 
 def _check_model_pieces(cutter: TokenCutter, surface: list[str], pieces: list[list[str]]) -> Iterator[tuple[str, str]]:
-    """A sentencepiece / hf-tokenizer side: each token's pieces are the model's own cut of it and spell it."""
-    unknown = cutter.unknown_piece
+    """A side cut by a scheme's model token by token: each token's pieces are the model's own cut of it, and they
+    read back to the tokens (`synprep.subwords.read_back`, the check convert and align keep sentences by)."""
+    cut = True
     for index, (token, parts) in enumerate(zip(surface, pieces)):
         if parts != cutter.segment_word(token).split(" "):
+            cut = False
             yield "subwords", f"token {index + 1} {token!r}: pieces {parts} are not the model's cut of it"
-        elif not spells(parts, cutter.normalize(token), cutter.marker, cutter.marker_kind, unknown):
-            yield "subwords", f"token {index + 1} {token!r}: pieces {parts} do not spell it"
+    failed = read_back(cutter, surface, pieces) if cut else None
+    if failed is not None:
+        yield "subwords", f"{failed[0]}: {failed[1]}"
 
 
 def _check_raw_pieces(cutter: TokenCutter, text: str | None, tokens: list[str], pieces: list[list[str]]
                       ) -> Iterator[tuple[str, str]]:
     """[bpe] cut = "raw": the pieces are the tokenizer's cut of the row's text, each given to the token of its
     first character."""
-    from .subwords.hf_tokenizer import raw_cut
-
-    expected = raw_cut(cutter, text or " ".join(tokens), tokens)  # type: ignore[arg-type]
+    expected = cutter.cut_text(text or " ".join(tokens), tokens)
     if expected != pieces:
         yield "subwords", f"pieces {_short(pieces)} are not the tokenizer's cut of the text {_short(expected)}"
 
@@ -278,13 +279,22 @@ def shard_tasks(directory: str, names: list[str], workers: int) -> list[tuple[st
                          if count else [(name, path, 0, None)])]
 
 
-def _scheme_models(directory: str, manifest: Manifest, fail: Callable[..., None]) -> dict[str, str] | None:
-    """Each side's sentencepiece / hf-tokenizer model in the dataset folder (the split folder's parent), its
-    digest checked against the signature; None when one is missing (a failure)."""
+def _scheme_models(directory: str, manifest: Manifest, fail: Callable[..., None]) -> dict[str, str | None] | None:
+    """Each side's model of a scheme other than BPE codes in the dataset folder (the split folder's parent; None
+    for a scheme without a model), its digest and marker checked against the signature; None when one is missing
+    (a failure)."""
     bpe = manifest.configuration["bpe"]
+    scheme = registry.get(bpe["scheme"])
     root = os.path.dirname(os.path.abspath(directory))
     joint = bpe.get("joint", True)
-    models = {side: os.path.join(root, model_file_name(bpe["scheme"], None if joint else side)) for side in SIDES}
+    if not scheme.files:
+        for side in SIDES:
+            recorded = (manifest.signature.get("subword_marker") or {}).get(side)
+            if recorded is not None and list(scheme.marker_of(None)) != list(recorded):
+                fail("manifest.json", None, "subword_model", f"marker {scheme.marker_of(None)} differs from the "
+                     f"signature's subword_marker {recorded}")
+        return dict.fromkeys(SIDES)
+    models = {side: os.path.join(root, scheme.model_file(None if joint else side) or "") for side in SIDES}
     for side, path in models.items():
         key = "subword_model_sha256" if joint else f"subword_model_sha256_{side}"
         if not os.path.isfile(path):
@@ -293,10 +303,10 @@ def _scheme_models(directory: str, manifest: Manifest, fail: Callable[..., None]
         if file_sha256(path) != manifest.signature.get(key):
             fail(os.path.basename(path), None, "subword_model", f"sha256 differs from the signature's {key}")
         recorded = (manifest.signature.get("subword_marker") or {}).get(side)
-        if recorded is not None and list(marker_of(bpe["scheme"], path)) != list(recorded):
-            fail(os.path.basename(path), None, "subword_model", f"marker {marker_of(bpe['scheme'], path)} differs from "
+        if recorded is not None and list(scheme.marker_of(path)) != list(recorded):
+            fail(os.path.basename(path), None, "subword_model", f"marker {scheme.marker_of(path)} differs from "
                  f"the signature's subword_marker {recorded}")
-    return models
+    return models  # type: ignore[return-value]
 
 
 def validate_directory(directory: str, max_failures: int = 1000, workers: int = 1) -> tuple[Report, Manifest]:
@@ -312,7 +322,7 @@ def validate_directory(directory: str, max_failures: int = 1000, workers: int = 
 
     policy = manifest.policies
     bpe = manifest.configuration.get("bpe") or {}
-    if bpe.get("scheme", SUBWORD_NMT) != SUBWORD_NMT:
+    if not registry.of(manifest.configuration).bpe_codes:
         policy = {**policy, "subword_scheme": bpe["scheme"], "subword_cut": bpe.get("cut", "token"),
                   "subword_models": _scheme_models(directory, manifest, fail)}
     groups = {side: manifest.features(side) for side in SIDES}

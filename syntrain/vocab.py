@@ -134,32 +134,31 @@ def debpe(pieces: Sequence[str]) -> list[str]:
 
 def pieces_joiner(configuration: dict, split: str | None = None, signature: dict | None = None
                   ) -> Callable[[Sequence[str]], list[str]]:
-    """Decoded pieces -> tokens, by the dataset's sub-word scheme (`debpe` for subword-nmt; a sentencepiece or
-    tokenizer piece starting with its marker starts a token: `synprep.subwords.pieces_to_tokens`). The target
-    pieces' marker as the manifest's `signature` records it (`subword_marker`); a dataset without the record:
-    an hf-tokenizer's marker is read from the dataset's tokenizer.json (beside `split`, a split folder) or the
-    file the configuration names; found in neither: Metaspace's '▁'."""
-    bpe = configuration.get("bpe") or {}
-    scheme = bpe.get("scheme", "subword-nmt")
-    if scheme == "subword-nmt":
-        return debpe
-    from synprep.subwords import pieces_to_tokens
-    from synprep.subwords.load import marker_of, model_file_name
+    """Decoded pieces -> tokens, by the dataset's sub-word scheme (`debpe` for BPE codes; otherwise by the
+    pieces' marker: `synprep.subwords.pieces_to_tokens`). The target pieces' marker as the manifest's `signature`
+    records it (`subword_marker`); a dataset without the record: the scheme's declared marker, or one read from
+    the dataset's model (beside `split`, a split folder) or the file the configuration names; found in neither:
+    Metaspace's '▁'."""
+    from synprep.subwords import pieces_to_tokens, registry
 
+    bpe = configuration.get("bpe") or {}
+    scheme = registry.of(configuration)
+    if scheme.bpe_codes:
+        return debpe
     recorded = ((signature or {}).get("subword_marker") or {}).get("tgt")
     if recorded:
         return lambda pieces: pieces_to_tokens(pieces, recorded[0], recorded[1])
 
     model = bpe.get("model")
     candidates = [model.get("tgt") if isinstance(model, dict) else model]
-    if split and os.path.isdir(split):
+    if split and os.path.isdir(split) and scheme.files:
         joint = bpe.get("joint", True)
         candidates.insert(0, os.path.join(os.path.dirname(os.path.abspath(split)),
-                                          model_file_name(scheme, None if joint else "tgt")))
-    marker, kind = "\u2581", "start"
-    for path in candidates:
-        if scheme != "hf-tokenizer" or (path and os.path.isfile(path)):
-            marker, kind = marker_of(scheme, path)
+                                          scheme.model_file(None if joint else "tgt") or ""))
+    marker, kind = scheme.fixed_marker() or ("\u2581", "start")
+    for path in candidates if scheme.fixed_marker() is None else ():
+        if path and os.path.isfile(path):
+            marker, kind = scheme.marker_of(path)
             break
     return lambda pieces: pieces_to_tokens(pieces, marker, kind)
 
@@ -169,19 +168,21 @@ def _with_specials(pieces: Iterable[str]) -> Vocab:
 
 
 def scheme_vocab(configuration: dict, train_split: str) -> Vocab | None:
-    """The vocabulary of a dataset cut by a sentencepiece / hf-tokenizer model, used as is: the specials, then the
-    model's pieces in id order, its own special pieces (unknown, begin, end, pad) mapped onto ours; per side when
-    the dataset's models are per side. None for subword-nmt (counted from the shards: `Vocab.build`)."""
-    bpe = configuration.get("bpe") or {}
-    scheme = bpe.get("scheme", "subword-nmt")
-    if scheme == "subword-nmt":
-        return None
-    from synprep.subwords.load import load_cutter, model_file_name
+    """The vocabulary of a dataset cut by a model whose pieces are the vocabulary (`Scheme.own_vocabulary`:
+    sentencepiece, hf-tokenizer), used as is: the specials, then the model's pieces in id order, its own special
+    pieces (unknown, begin, end, pad) mapped onto ours; per side when the dataset's models are per side. None for
+    the other schemes (subword-nmt, characters: counted from the shards, `Vocab.build`)."""
+    from synprep.subwords import registry
+    from synprep.subwords.load import load_cutter
 
+    bpe = configuration.get("bpe") or {}
+    scheme = registry.of(configuration)
+    if not scheme.own_vocabulary:
+        return None
     root = os.path.dirname(os.path.abspath(train_split))
 
     def side(name: str | None) -> Vocab:
-        cutter = load_cutter(scheme, os.path.join(root, model_file_name(scheme, name)))
+        cutter = load_cutter(scheme.name, os.path.join(root, scheme.model_file(name) or ""))
         theirs = set(cutter.specials().values())
         return _with_specials(piece for piece in cutter.vocabulary() if piece not in theirs)
 

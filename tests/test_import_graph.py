@@ -10,7 +10,7 @@ from pathlib import Path
 from .conftest import REPO
 
 PACKAGES = ("synprep", "syntrain")
-IMPORTS_ALL_ITS_MODULES = ("syntrain.switches",)
+IMPORTS_ALL_ITS_MODULES = ("syntrain.switches", "synprep.subwords")
 
 
 def _modules() -> dict[str, Path]:

@@ -398,3 +398,25 @@ def test_hypothesis_pieces_are_joined_by_the_marker_the_manifest_records():
     pieces = ["the", "un", "##believ", "##able", "dog", "."]
     assert pieces_joiner(configuration, None, signature)(pieces) == ["the", "unbelievable", "dog", "."]
     assert pieces_joiner(configuration, None, None)(pieces) != ["the", "unbelievable", "dog", "."]
+
+
+@pytest.mark.slow
+def test_sentencepiece_with_a_parse_cache_stores_the_binary_model_and_reuses_it(tmp_path, tiny_udpipe):
+    """The stage cache keeps a learned SentencePiece .model (binary) as bytes: a second convert with the same
+    cache writes the same model without learning it again."""
+    path = _pipeline(tmp_path, f'scheme = "sentencepiece"\nvocab_size = 300\n[parse]\ncache = "{tmp_path / "cache"}"')
+    text = path.read_text(encoding="utf-8").replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"')
+    path.write_text(text.replace('train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"'), encoding="utf-8")
+    first = tmp_path / "first"
+    code, err = cli_in_process("synprep", ["convert", path, "--output", first, "--workers", "1"])
+    assert code == 0, err
+    second = tmp_path / "second"
+    code, err = cli_in_process("synprep", ["convert", path, "--output", second, "--workers", "1",
+                                           "--parse-cache", tmp_path / "cache"])
+    assert code == 0, err
+    assert "learn a SentencePiece" not in err
+    assert (second / "subwords.model").read_bytes() == (first / "subwords.model").read_bytes()
+    card = (second / "README.md").read_text(encoding="utf-8")
+    assert "trees aligned with SentencePiece pieces" in card and "BPE sub-words" not in card
+    report, _ = validate_directory(str(second / "train"))
+    assert report.ok, report.failures[:3]

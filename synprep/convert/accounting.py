@@ -25,8 +25,7 @@ from ..parse import ParserSpec
 from ..parse.quality import TreeShapes, parser_report, report_line, shape_warning
 from ..progress import progress
 from ..shards import Manifest, load_manifest, read_shard, shard_columns
-from ..subwords import SUBWORD_NMT
-from ..subwords.load import marker_of, model_path
+from ..subwords import SPECIAL_PIECES, UNREAD_PIECES, registry
 from ..textio import atomic_write, file_sha256, tsv_field
 from .inputs import PIECE_ROWS, SIDES, is_conllu, piece_prefix
 from .pipeline import NormalizeConfig, PipelineConfig, SplitConfig
@@ -198,14 +197,15 @@ def signature(config: PipelineConfig, specs: dict[str, ParserSpec | None], codes
     langid_signature = identifier.signature() if identifier else None
     filter_settings = config.filter
     joint = config.bpe.joint or not codes[0]
-    if config.bpe.scheme != SUBWORD_NMT:  # the model's digest under its own key; bpe_codes_sha256 stays null
-        scheme = {"bpe_codes_sha256": None, "subword_scheme": config.bpe.scheme,
-                  **({"subword_model_sha256": file_sha256(codes[0])} if joint else  # type: ignore[arg-type]
-                     {f"subword_model_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
-                      for side, path in zip(SIDES, codes, strict=True)}),
+    subwords = registry.get(config.bpe.scheme)
+    if not subwords.bpe_codes:  # the model's digest under its own key; bpe_codes_sha256 stays null
+        scheme = {"bpe_codes_sha256": None, "subword_scheme": subwords.name,
+                  **(({"subword_model_sha256": file_sha256(codes[0])} if joint else  # type: ignore[arg-type]
+                      {f"subword_model_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
+                       for side, path in zip(SIDES, codes, strict=True)}) if subwords.files else {}),
                   # how transitions and decoded pieces are read: each side's (marker, marker kind)
-                  "subword_marker": {side: list(marker_of(config.bpe.scheme, model_path(config.bpe.scheme, path)))
-                                     for side, path in zip(SIDES, codes, strict=True)}}  # type: ignore[arg-type]
+                  "subword_marker": {side: list(subwords.marker_of(subwords.model_path(path) if path else None))
+                                     for side, path in zip(SIDES, codes, strict=True)}}
     else:
         scheme = {"bpe_codes_sha256": file_sha256(codes[0]) if joint and codes[0] else None,
                   **({} if joint else {f"bpe_codes_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
@@ -237,11 +237,16 @@ def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: Spl
 
 
 def _cut_reasons(config: PipelineConfig) -> list[str]:
-    """The rejections the cut adds: the raw-text cut's ([bpe] cut = "raw"), transitions from sentencepiece /
-    hf-tokenizer pieces (a token whose pieces do not show its bounds); none otherwise (the manifests as before)."""
+    """The rejections the cut adds: the raw-text cut's ([bpe] cut = "raw"; with transitions, a token whose pieces
+    do not show its bounds); the read-back of a scheme's model cutting token by token (`subwords.read_back`: bounds
+    not shown, pieces that do not spell their token, a special piece); none for BPE codes (the manifests as
+    before)."""
     features = config.features.src + config.features.tgt
+    scheme = registry.get(config.bpe.scheme)
+    read_back = not scheme.bpe_codes and config.bpe.cut == "token"
     return ([UNALIGNED] if config.bpe.cut == "raw" else []) + \
-        ([UNMARKED] if config.bpe.scheme != SUBWORD_NMT and "transitions" in features else [])
+        ([UNMARKED] if read_back or (not scheme.bpe_codes and "transitions" in features) else []) + \
+        ([UNREAD_PIECES, SPECIAL_PIECES] if read_back else [])
 
 
 def cache_counts(stats: dict[str, SplitStats]) -> dict[str, dict[str, dict[str, int]]]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..bpe import read_vocabulary
 from ..bpe_learn import learn_joint_from_counts
 from ..errors import InputError
-from ..subwords import SENTENCEPIECE, SUBWORD_NMT
+from ..subwords import registry
 
 if TYPE_CHECKING:
     from .pipeline import BpeConfig
@@ -32,9 +32,10 @@ T = TypeVar("T")
 
 
 def learns_bpe(bpe: BpeConfig) -> bool:
-    """Whether the convert learns codes or a SentencePiece model (so phase 1 counts the train words)."""
-    if bpe.scheme != SUBWORD_NMT:
-        return bpe.model is None
+    """Whether the convert learns codes or a scheme's model (so phase 1 counts the train words)."""
+    scheme = registry.get(bpe.scheme)
+    if not scheme.bpe_codes:
+        return scheme.learns and bpe.model is None
     return not bpe.codes and bool(bpe.symbols)
 
 
@@ -125,7 +126,7 @@ def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[in
     the run being resumed) and, with a vocabulary threshold, each side's vocabulary."""
     from .inputs import SIDES  # here, not at the top: see _learn
 
-    if bpe.scheme != SUBWORD_NMT:
+    if not registry.get(bpe.scheme).bpe_codes:
         return scheme_models(bpe, out, work, train_pieces, say), (None, None)
     if bpe.codes or not bpe.symbols:
         return (bpe.side_codes("src"), bpe.side_codes("tgt")), (None, None)
@@ -154,38 +155,41 @@ def learn_codes(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[in
     return side_codes, (src, tgt)
 
 
-def _learn_model(count_files: list[str], side: int | None, model: str, vocab_size: int, model_type: str,
-                 character_coverage: float, byte_fallback: bool) -> None:
-    """A SentencePiece model learned on the train tokens of both sides (`side` None) or of one side. Run by
-    `apart`, as `_learn`."""
+def _learn_model(count_files: list[str], side: int | None, model: str, bpe: BpeConfig) -> None:
+    """A scheme's model learned on the train tokens of both sides (`side` None) or of one side (`Scheme.learn`).
+    Run by `apart`, as `_learn`."""
     from ..subwords.load import scheme_module
 
     per_side = train_counts(count_files)
-    scheme_module(SENTENCEPIECE).learn(per_side if side is None else [per_side[side]], model + ".tmp", vocab_size,
-                                       model_type, character_coverage, byte_fallback)
+    scheme_module(bpe.scheme)  # its library checked: a one-line error without it
+    registry.get(bpe.scheme).learn(per_side if side is None else [per_side[side]], model + ".tmp", bpe)
     os.replace(model + ".tmp", model)
 
 
 def scheme_models(bpe: BpeConfig, out: str, work: str, train_pieces: list[tuple[int, int]] | None,
                   say: Callable[[str], None]) -> SideCodes:
-    """Each side's sentencepiece / hf-tokenizer model in the output folder (the joint file twice when joint): the
-    given model copied there, or a SentencePiece model learned on the train tokens (kept when the run being
-    resumed learned it already)."""
-    from ..subwords.load import model_file_name, model_path
+    """Each side's model of a scheme other than BPE codes in the output folder (the joint file twice when joint):
+    the given model copied there, or a model learned on the train tokens (kept when the run being resumed learned
+    it already); (None, None) for a scheme without a model file."""
     from .inputs import SIDES
 
-    names = [model_file_name(bpe.scheme)] * 2 if bpe.joint else [model_file_name(bpe.scheme, s) for s in SIDES]
-    paths = [os.path.join(out, name) for name in names]
+    scheme = registry.get(bpe.scheme)
+    if not scheme.files:
+        return None, None
+    names = [scheme.model_file(None if bpe.joint else side) for side in SIDES]
+    paths = [os.path.join(out, name) for name in names if name]
     for index, side in enumerate(SIDES):
         if os.path.isfile(paths[index]):
             continue
         given = bpe.side_model(side)
         if given:
-            shutil.copyfile(model_path(bpe.scheme, given), paths[index] + ".tmp")
-            os.replace(paths[index] + ".tmp", paths[index])
+            stored = scheme.stored_files(given, None if bpe.joint else side)
+            for source, name in stored[1:] + stored[:1]:  # the file `load` reads last: its presence means done
+                shutil.copyfile(source, os.path.join(out, name) + ".tmp")
+                os.replace(os.path.join(out, name) + ".tmp", os.path.join(out, name))
             continue
         which = "both sides'" if bpe.joint else f"the {side}"
-        say(f"learn a SentencePiece {bpe.model_type} model: {bpe.vocab_size} pieces on {which} train tokens")
+        say(scheme.learn_message(bpe, which))
         apart(_learn_model, _count_files(os.path.join(work, "train"), train_pieces), None if bpe.joint else index,
-              paths[index], bpe.vocab_size, bpe.model_type, bpe.character_coverage, bpe.byte_fallback)
+              paths[index], bpe)
     return paths[0], paths[1]

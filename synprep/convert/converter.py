@@ -217,7 +217,9 @@ class Converter:
             stats.seconds["phase3_wall"] = time.perf_counter() - started
             stats.parsers = tree_check(self.out, split, written, specs, judged, self.progress.tell)
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
-            write_split(self.config, self.out, split, stats, written, signed, rejected_lines.pop(split.name))
+            lines = rejected_lines.pop(split.name) + shards.rejected_lines.pop(split.name, [])
+            lines.sort(key=lambda line: int(line.split("\t", 1)[0]))  # in input order, as phase 1 lists them
+            write_split(self.config, self.out, split, stats, written, signed, lines)
         names = [split.name for split in self.config.splits]
         write_hf_links(self.out, names)
         write_dataset_card(self.out, names)

@@ -14,6 +14,7 @@ import shutil
 from typing import Any
 
 from ..shards import load_manifest
+from ..subwords import registry
 from ..textio import atomic_write
 
 HF_DATA = "data"  # OUT/data/<split>-00000-of-00003.arrow: the Hub's sharded-split naming
@@ -56,17 +57,12 @@ def _subword_line(configuration: dict[str, Any], signature: dict[str, Any]) -> s
     bpe = configuration.get("bpe") or {}
     if not bpe.get("enabled", True):
         return "none: sub-words are the parser's tokens"
-    scheme = bpe.get("scheme", "subword-nmt")
-    if scheme != "subword-nmt":  # sentencepiece / hf-tokenizer: the model stored in the dataset folder
-        made = "given model" if bpe.get("model") else f"{bpe.get('model_type')} model of {bpe.get('vocab_size')} pieces"
-        sides = "one model per side" if bpe.get("joint") is False else "one model for both sides"
-        return (f"{scheme} ({made}, {sides}; each parser token cut on its own), model sha256 "
-                f"`{str(signature.get('subword_model_sha256') or signature.get('subword_model_sha256_src'))[:16]}...`")
-    if bpe.get("joint", True):
-        merges = f"{bpe['symbols']} merges learned on train" if bpe.get("codes") is None else "given codes"
-        return (f"joint BPE (subword-nmt's, `@@` continues a piece): {merges}, `codes.bpe`, "
-                f"sha256 `{str(signature.get('bpe_codes_sha256'))[:16]}...`")
-    return f"separate BPE per side: {bpe.get('src_symbols')} / {bpe.get('tgt_symbols')} merges"
+    return registry.of(configuration).card_line(bpe, signature)
+
+
+def _pieces(configuration: dict[str, Any]) -> str:
+    """What the dataset's pieces are ("BPE sub-words", "SentencePiece pieces"), as its scheme names them."""
+    return registry.of(configuration).pieces
 
 
 def card_text(out: str, splits: list[str]) -> str:
@@ -92,7 +88,7 @@ def card_text(out: str, splits: list[str]) -> str:
     train_command = f"syntrain run --data OUT/{split}" + (f" --valid OUT/{valid}" if valid else "")
     lines = [
         *yaml, "", f"# {name}", "",
-        f"A parallel corpus {src} -> {tgt} with dependency trees aligned with BPE sub-words, written by "
+        f"A parallel corpus {src} -> {tgt} with dependency trees aligned with {_pieces(configuration)}, written by "
         f"synprep {signature.get('synprep', '')} (`synprep convert`): Arrow IPC stream shards, format version "
         f"{first.schema_version} (each shard's schema metadata names it too).",
         "", f"Source: {configuration.get('source') or 'not given'}", "", "## Sizes", "", *sizes, "",

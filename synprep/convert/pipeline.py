@@ -21,8 +21,8 @@ from ..langid import check_iso_639_1
 from ..options import INPUT_FORMATS, NON_PROJECTIVE_POLICIES, PARSER_BACKENDS, ROOT_POLICIES, UDPIPE_PRESETS
 from ..schema import FEATURE_GROUPS
 from ..shards import COMPRESSIONS, DEFAULT_COMPRESSION
-from ..subwords import CUTS, HF_TOKENIZER, MODEL_TYPES, SCHEMES, SUBWORD_NMT
-from ..tables import config_from_dict, did_you_mean, option, repeated
+from ..subwords import CUTS, MODEL_TYPES, registry
+from ..tables import LiveChoices, config_from_dict, did_you_mean, option, repeated
 from ..textio import UTF8_BOM, wide_encoding
 from .corpus import detect_format
 
@@ -81,8 +81,10 @@ class BpeConfig:
     joint: bool = option(True, help="one set of codes learned on both sides; false: separate codes per side")
     src_symbols: int | None = option(None, ge=1, help="joint = false: merges of the source codes (default: symbols)")
     tgt_symbols: int | None = option(None, ge=1, help="joint = false: merges of the target codes (default: symbols)")
-    scheme: str = option(SUBWORD_NMT, choices=SCHEMES, help="how tokens are cut into pieces: subword-nmt (BPE codes), "
-                                                           "sentencepiece, hf-tokenizer (a local tokenizer.json)")
+    scheme: str = option(registry.DEFAULT, choices=LiveChoices(registry.names),
+                         help="how tokens are cut into pieces: subword-nmt (BPE codes), sentencepiece, hf-tokenizer "
+                              "(a local tokenizer.json), characters (each character a piece), or another registered "
+                              "scheme (synprep.subwords)")
     model: str | dict | None = option(None, help="sentencepiece / hf-tokenizer: use this model (a .model file; a "
                                                   "tokenizer.json or its folder) instead of learning one: one file "
                                                   "(joint) or a table {src = FILE, tgt = FILE} (joint = false)")
@@ -108,7 +110,7 @@ class BpeConfig:
 
 
     def side_model(self, side: str) -> str | None:
-        """The given model file of one side (sentencepiece / hf-tokenizer), or None (learned)."""
+        """The given model file of one side (a scheme with a model), or None (learned, or no model)."""
         return self.model.get(side) if isinstance(self.model, dict) else self.model
 
     def scheme_settings(self) -> dict[str, Any]:
@@ -118,20 +120,18 @@ class BpeConfig:
 
 
 SEPARATE_BPE_KEYS = ("joint", "src_symbols", "tgt_symbols")  # absent from a joint run's manifest and fingerprint
-SCHEME_KEYS = ("scheme", "model", "vocab_size", "model_type", "character_coverage", "byte_fallback", "cut")
-SUBWORD_NMT_KEYS = ("symbols", "codes", "min_frequency", "vocabulary_threshold", "src_symbols", "tgt_symbols")
+COMMON_KEYS = ("enabled", "joint")  # every scheme's; the others are declared by the schemes (`Scheme.keys`)
 DEFAULT_VOCAB_SIZE = 8000
 
 
 def _bpe_dict(data: dict[str, Any]) -> dict[str, Any]:
-    """The [bpe] part of a manifest: a joint subword-nmt configuration is recorded as before separate BPE and
-    other schemes existed; another scheme's, with its own keys only."""
-    if data.get("scheme", SUBWORD_NMT) == SUBWORD_NMT:
-        data = {key: value for key, value in data.items() if key not in SCHEME_KEYS}
-    else:
-        data = {key: value for key, value in data.items() if key not in SUBWORD_NMT_KEYS
-                and not (data.get("model") and key in ("vocab_size", "model_type", "character_coverage",
-                                                       "byte_fallback"))}
+    """The [bpe] part of a manifest: the common keys and the scheme's own (`Scheme.keys`; its learning keys only
+    when it learned its model), `scheme` only when it is not the default: a joint subword-nmt configuration is
+    recorded as before separate BPE and other schemes existed."""
+    scheme = registry.get(data.get("scheme"))
+    own = {*COMMON_KEYS, *scheme.keys} | ({"scheme"} if scheme.name != registry.DEFAULT else set())
+    data = {key: value for key, value in data.items() if key in own
+            and not (data.get("model") and key in scheme.learn_keys)}
     if data.get("joint", True):
         data = {key: value for key, value in data.items() if key not in SEPARATE_BPE_KEYS}
     if data.get("cut") == "token":  # the default cut: recorded only when raw
@@ -319,12 +319,12 @@ def _bpe_config(table: dict, root: str, given: dict[str, str], path: str) -> Bpe
     """[bpe]: learn codes (symbols) or use given ones (codes, checked now, before any work) or none (enabled =
     false), jointly or per side (joint = false); the keys that do not fit the choice are errors, not ignored."""
     table = dict(table)
-    if table.get("scheme", SUBWORD_NMT) != SUBWORD_NMT:
+    scheme = table.get("scheme", registry.DEFAULT)
+    if scheme not in registry.names():  # checked first: the messages below name the scheme
+        raise InputError(f"[bpe] scheme = {scheme!r}: choose one of {', '.join(registry.names())}", path)
+    if not registry.get(scheme).bpe_codes:
         return _scheme_config(table, root, given, path)
-    extra = sorted(set(table) & set(SCHEME_KEYS) - {"scheme"})
-    if extra:
-        raise InputError(f"[bpe] {', '.join(extra)}: for scheme = \"sentencepiece\" or \"hf-tokenizer\" (subword-nmt "
-                         "learns codes from symbols or uses codes)", path)
+    _check_scheme_keys(table, path)
     if table.get("enabled", True) is False:
         extra = sorted(set(table) - {"enabled"})
         if extra:
@@ -354,29 +354,37 @@ def _bpe_config(table: dict, root: str, given: dict[str, str], path: str) -> Bpe
     return bpe
 
 
+def _check_scheme_keys(table: dict, path: str) -> None:
+    """The [bpe] keys are the scheme's own (`Scheme.keys`) or common ones (`enabled` only for BPE codes): another
+    scheme's key is an error naming the schemes that take it."""
+    scheme = registry.get(table.get("scheme"))
+    extra = sorted(set(table) - {"scheme", "joint", *scheme.keys, *(["enabled"] if scheme.bpe_codes else [])})
+    if extra:
+        owners = [other.name for other in registry.schemes()
+                  if other is not scheme and set(extra) & {*other.keys, *(["enabled"] if other.bpe_codes else [])}]
+        wanted = "scheme = " + " or ".join(f'"{name}"' for name in owners) if owners else "another scheme"
+        raise InputError(f"[bpe] {', '.join(extra)}: for {wanted} ({scheme.name} {scheme.keys_help})", path)
+
+
 def _scheme_config(table: dict, root: str, given: dict[str, str], path: str) -> BpeConfig:
-    """[bpe] with scheme = sentencepiece or hf-tokenizer: a model given (checked now: it loads) or, for
-    sentencepiece, learned on the train tokens (vocab_size, model_type, character_coverage, byte_fallback)."""
+    """[bpe] of a scheme other than BPE codes: a model given (checked now: it loads), learned on the train tokens
+    (sentencepiece: vocab_size, model_type, character_coverage, byte_fallback), or none (`Scheme.files` empty)."""
     from ..subwords.load import load_cutter, model_path
 
-    scheme = table["scheme"]
-    if scheme not in SCHEMES:  # checked first: the messages below name the scheme
-        raise InputError(f"[bpe] scheme = {scheme!r}: choose one of {', '.join(SCHEMES)}", path)
-    extra = sorted(set(table) & {"enabled", *SUBWORD_NMT_KEYS})
-    if extra:
-        raise InputError(f"[bpe] {', '.join(extra)}: for scheme = \"subword-nmt\" ({scheme} takes model, or "
-                         "vocab_size to learn one)", path)
+    scheme = registry.get(table["scheme"])
+    _check_scheme_keys(table, path)
     if "model" in table:
-        learning = sorted(set(table) & {"vocab_size", "model_type", "character_coverage", "byte_fallback"})
+        learning = sorted(set(table) & set(scheme.learn_keys))
         if learning:
             raise InputError(f"[bpe] {', '.join(learning)} is for learning a model: give vocab_size (learn one) or "
                              "model (use it), not both", path)
-    elif scheme == HF_TOKENIZER:
-        raise InputError("[bpe] scheme = \"hf-tokenizer\" needs model = a local tokenizer.json (or its folder)", path)
+    elif scheme.needs_model:
+        raise InputError(f"[bpe] scheme = \"{scheme.name}\" needs model = {scheme.model_help}", path)
     table["symbols"] = None
     bpe = _typed(BpeConfig, table, "bpe", path)
-    if bpe.cut == "raw" and scheme != HF_TOKENIZER:
-        raise InputError("[bpe] cut = \"raw\" is for scheme = \"hf-tokenizer\" (its offsets place the pieces)", path)
+    if bpe.cut not in scheme.cuts:
+        takers = " or ".join(f'"{other.name}"' for other in registry.schemes() if bpe.cut in other.cuts)
+        raise InputError(f"[bpe] cut = \"{bpe.cut}\" is for scheme = {takers} (its offsets place the pieces)", path)
     if isinstance(bpe.model, dict) == bpe.joint and bpe.model is not None:
         raise InputError("[bpe] model: one file when joint, a table {src = FILE, tgt = FILE} with joint = false", path)
     if isinstance(bpe.model, dict) and (sorted(bpe.model) != ["src", "tgt"]
@@ -384,12 +392,12 @@ def _scheme_config(table: dict, root: str, given: dict[str, str], path: str) -> 
         raise InputError(f"[bpe] model must name one file for each side: {{src = \"FILE\", tgt = \"FILE\"}}, got "
                          f"{bpe.model!r}", path)
     if bpe.model is None:
-        return replace(bpe, vocab_size=bpe.vocab_size or DEFAULT_VOCAB_SIZE)
+        return replace(bpe, vocab_size=bpe.vocab_size or DEFAULT_VOCAB_SIZE) if scheme.learns else bpe
     resolved = {}
     for side, value in (bpe.model.items() if isinstance(bpe.model, dict) else [("", bpe.model)]):
         try:
             resolved[side] = _resolve(value, root, given)  # as written in manifests (a folder stays a folder)
-            load_cutter(scheme, model_path(scheme, resolved[side]))  # missing or damaged: an error now
+            load_cutter(scheme.name, model_path(scheme.name, resolved[side]))  # missing or damaged: an error now
         except InputError as err:
             raise InputError(f"[bpe] model{'.' + side if side else ''}: {err.message}", err.path, err.line) from None
     return replace(bpe, model=resolved.get("") or {side: resolved[side] for side in ("src", "tgt")})
@@ -398,17 +406,28 @@ def _scheme_config(table: dict, root: str, given: dict[str, str], path: str) -> 
 def _check_transition_markers(bpe: BpeConfig, features: FeaturesConfig, path: str) -> None:
     """Transitions tell where a token ends by the marker of its pieces: a side with transitions whose model's pieces
     carry none (marker kind `none`, a plain BPE or word-level tokenizer) is refused."""
-    if bpe.scheme != HF_TOKENIZER or not isinstance(bpe.model, str | dict):
-        return  # subword-nmt '@@' (end), sentencepiece '▁' (start)
-    from ..subwords.load import marker_of, model_path
-
+    scheme = registry.get(bpe.scheme)
     for side in ("src", "tgt"):
-        model = bpe.model[side] if isinstance(bpe.model, dict) else bpe.model
-        if "transitions" in getattr(features, side) and marker_of(bpe.scheme, model_path(bpe.scheme, model))[1] \
-                == "none":
-            raise InputError(f"[features] {side} transitions: the pieces of the hf-tokenizer {model} carry no "
-                             "marker (neither Metaspace/ByteLevel nor WordPiece), so token ends cannot be read from "
-                             "them", path)
+        model = bpe.side_model(side)
+        if "transitions" not in getattr(features, side) or (scheme.files and not model):
+            continue  # a model the scheme learns: its declared marker
+        if scheme.marker_of(scheme.model_path(model) if model else None)[1] == "none":
+            raise InputError(f"[features] {side} transitions: the pieces of the {scheme.name} {model or '(no model)'} "
+                             f"carry no marker ({scheme.unmarked_help}), so token ends cannot be read from them", path)
+
+
+def _check_readable(bpe: BpeConfig, path: str) -> None:
+    """A given model cutting token by token whose pieces cannot be read back to their tokens at all (no marker,
+    and not one piece per word: `TokenCutter.unreadable`) is refused in one line; the raw cut keeps its own rule."""
+    from ..subwords.load import load_cutter
+
+    scheme = registry.get(bpe.scheme)
+    for side in ("src", "tgt") if bpe.cut == "token" and scheme.files and not scheme.bpe_codes else ():
+        model = bpe.side_model(side)
+        why = model and getattr(load_cutter(scheme.name, scheme.model_path(model)), "unreadable", lambda: None)()
+        if why:
+            raise InputError(f"[bpe] model{'.' + side if isinstance(bpe.model, dict) else ''}: the {scheme.name} "
+                             f"{model}: {why}", path)
 
 
 def _check_sides(bpe: BpeConfig, path: str) -> None:
@@ -474,6 +493,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     bpe = _bpe_config(bpe_table, root, given, path)
     features = _features_config(data.get("features", {}), path)
     _check_transition_markers(bpe, features, path)
+    _check_readable(bpe, path)
     normalize = _normalize_config(data.get("normalize", {}), path)
     parse = _parse_config(data.get("parse", {}), here, path)
     settings = _filter_settings(data.get("filter", {}), head, path)

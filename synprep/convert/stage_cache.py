@@ -21,6 +21,7 @@ shards, codes and vocabularies of a convert are the same with or without the cac
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -190,14 +191,14 @@ class StageCache:
         key = fingerprint(_with_digests(settings), digest.digest())
         data = self.get("bpe", key)
         if data is not None:
-            for name, text in json.loads(data).items():
+            for name, stored in json.loads(data).items():
                 if not os.path.isfile(os.path.join(out, name)):
-                    atomic_write(os.path.join(out, name), text.encode("utf-8"))
+                    atomic_write(os.path.join(out, name), _file_bytes(stored))
             self.bpe = "reused"
             return learn()
         before = _files(out)
         result = learn()
-        made = {name: _read(os.path.join(out, name)) for name in sorted(_files(out) - before)}
+        made = {name: _file_value(os.path.join(out, name)) for name in sorted(_files(out) - before)}
         if made:
             self.put("bpe", key, json.dumps(made, ensure_ascii=False).encode())
         self.bpe = "computed"
@@ -208,7 +209,8 @@ class StageCache:
                  run: Callable[[Iterator[Any]], Iterator[Any]]) -> Iterator[tuple[pa.RecordBatch | None, dict]]:
         """The features of each piece (write_shards.features_piece's result), in order: from the stage cache where
         it holds the piece's fingerprint, else from `run` (a pool started only for a piece not held), stored."""
-        settings = fingerprint({"features": [asdict(config) for config in job.features],
+        settings = fingerprint({"features": [asdict(config) for config in job.features], "cut": job.cut,
+                                "listed": 1,  # results list the rejected pairs (not those of older entries)
                                 "codes": [file_sha256(path) if path else None for path in job.codes],
                                 "codes_text": [hashlib.sha256(text.encode()).hexdigest() if text else None
                                                for text in job.codes_text],
@@ -231,9 +233,20 @@ def _files(folder: str) -> set[str]:
     return {entry.name for entry in os.scandir(folder) if entry.is_file()} if os.path.isdir(folder) else set()
 
 
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
+def _file_value(path: str) -> str | dict[str, str]:
+    """A learned file as a stage value: its text (BPE codes, vocabularies: as stored before binary models), or
+    {"base64": ...} for a file that is not UTF-8 text (a SentencePiece .model)."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def _file_bytes(stored: str | dict[str, str]) -> bytes:
+    """The bytes of a file stored by `_file_value`."""
+    return base64.b64decode(stored["base64"]) if isinstance(stored, dict) else stored.encode("utf-8")
 
 
 def _encode_batch(batch: pa.RecordBatch | None, info: dict[str, Any]) -> bytes:

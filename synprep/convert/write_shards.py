@@ -8,7 +8,6 @@ once they are stored: a resumed run skips it).
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import tempfile
@@ -23,12 +22,12 @@ from tqdm import tqdm
 
 from ..bpe import Bpe
 from ..conllu import chunk_trees
-from ..featurize import FeatureColumns, FeatureConfig, boundary_of, featurize, pair_batch
+from ..featurize import FeatureColumns, FeatureConfig, boundary_of, featurize, pair_batch, read_back_of
 from ..schema import MADE_FROM_HEADS, pair_schema
 from ..shards import shard_name, write_shard
-from ..subwords import SUBWORD_NMT, TokenCutter
+from ..subwords import TokenCutter, registry
 from ..subwords.load import load_cutter
-from ..textio import atomic_write
+from ..textio import atomic_write, tsv_field
 from ..trees import Tree
 from .accounting import SplitStats
 from .bpe_codes import SideCodes, SideVocabularies
@@ -45,7 +44,7 @@ class FeatureJob:
     codes: tuple[str | None, str | None]  # per side (the same file twice when joint)
     vocabularies: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
     codes_text: tuple[str | None, str | None] = (None, None)  # the codes' text: workers elsewhere need not see OUT
-    scheme: str = SUBWORD_NMT  # how `codes` cut tokens: subword-nmt codes, or a sentencepiece / hf-tokenizer model
+    scheme: str = registry.DEFAULT  # how `codes` cut tokens: subword-nmt codes, or another scheme's model (or none)
     cut: str = "token"  # raw: the sentence's text cut at once (hf-tokenizer)
 
 
@@ -57,7 +56,7 @@ def feature_job(config: PipelineConfig, codes: SideCodes, vocabularies: SideVoca
                     for side in SIDES)  # distances are made from heads where used: not computed here
     codes_text: list[str | None] = [None, None]
     for index, path in enumerate(codes):
-        if path and engine == "ray" and config.bpe.scheme == SUBWORD_NMT:  # other schemes: read where OUT is
+        if path and engine == "ray" and registry.get(config.bpe.scheme).bpe_codes:  # others: read where OUT is
             with open(path, encoding="utf-8") as handle:
                 codes_text[index] = handle.read()
     return FeatureJob(configs, codes, vocabularies, tuple(codes_text), config.bpe.scheme,  # type: ignore[arg-type]
@@ -69,7 +68,7 @@ Cutters = tuple["FeatureJob", Bpe | TokenCutter | None, Bpe | TokenCutter | None
 
 def features_setup(job: FeatureJob) -> Cutters:
     """A features worker's state: the job and each side's BPE applier (or scheme model), loaded once."""
-    if job.scheme != SUBWORD_NMT:
+    if not registry.get(job.scheme).bpe_codes:
         return job, *(load_cutter(job.scheme, path) for path in job.codes)  # type: ignore[return-value]
     return job, *(_side_bpe(codes, text, vocabulary)  # type: ignore[return-value]
                   for codes, text, vocabulary in zip(job.codes, job.codes_text, job.vocabularies, strict=True))
@@ -108,10 +107,8 @@ def _trees_of(text: str, path: str) -> list[Tree]:
 
 
 def _raw_cut(cutter: Bpe | TokenCutter | None) -> Callable[[str, list[str]], list[list[str]] | None]:
-    """[bpe] cut = "raw": the sentence's text cut at once by the tokenizer (imported only then)."""
-    from ..subwords.hf_tokenizer import raw_cut
-
-    return functools.partial(raw_cut, cutter)
+    """[bpe] cut = "raw": the sentence's text cut at once by the scheme's cutter (`TokenCutter.cut_text`)."""
+    return cutter.cut_text  # type: ignore[union-attr]
 
 
 def features_piece(state: Cutters, task: tuple[str, str, str]
@@ -125,9 +122,10 @@ def features_piece(state: Cutters, task: tuple[str, str, str]
     trees = [_trees_of(text, f"{prefix}.{side}.conllu") for side, text in zip(SIDES, texts, strict=True)]
     columns: list[FeatureColumns] = [
         featurize(side_trees, config, bpe.segment_word if bpe else None, _raw_cut(bpe) if job.cut == "raw" else None,
-                  boundary_of(bpe))
+                  boundary_of(bpe), read_back_of(bpe) if job.cut == "token" else None)
         for side_trees, config, bpe in zip(trees, job.features, (src_bpe, tgt_bpe))]
     dropped = {**columns[1].dropped, **columns[0].dropped}  # the source side's reason first
+    lines = _rejected_lines(trees, columns, dropped)
     if dropped:  # keep the rows that both sides kept
         both = [i for i in range(len(trees[0])) if i not in dropped]
         columns = [c.take([row_of[i] for i in both]) for c in columns
@@ -136,8 +134,20 @@ def features_piece(state: Cutters, task: tuple[str, str, str]
     schema = pair_schema(job.features[0].features, job.features[1].features)
     batch = pair_batch([int(trees[0][i].sent_id) for i in kept], [trees[0][i].text for i in kept],
                        [trees[1][i].text for i in kept], columns[0], columns[1], schema) if kept else None
-    return batch, {"rows": len(kept), "rejected": dict(Counter(dropped.values())),
+    return batch, {"rows": len(kept), "rejected": dict(Counter(dropped.values())), "rejected_lines": lines,
                    "seconds": {"bpe+features": time.perf_counter() - started}}
+
+
+def _rejected_lines(trees: list[list[Tree]], columns: list[FeatureColumns], dropped: dict[int, str]) -> list[str]:
+    """rejected.tsv's lines of the pairs the features left out (id, reason, the side and what it found, both
+    sentences' texts), in input order."""
+    lines = []
+    for i in sorted(dropped, key=lambda i: int(trees[0][i].sent_id)):
+        side = next(s for s in (0, 1) if columns[s].dropped.get(i) == dropped[i])
+        detail = f"{SIDES[side]}: {columns[side].notes.get(i, dropped[i])}"
+        lines.append("\t".join([str(int(trees[0][i].sent_id)), dropped[i], tsv_field(detail),
+                                *(tsv_field(trees[s][i].text or " ".join(trees[s][i].tokens)) for s in (0, 1))]))
+    return lines
 
 
 class ShardPhase:
@@ -151,6 +161,7 @@ class ShardPhase:
         self.work = work
         self.map = mapper
         self.piece_pairs = piece_pairs  # input pairs per (split, shard, piece): for the bar
+        self.rejected_lines: dict[str, list[str]] = {}  # split -> rejected.tsv lines of the pairs features left out
 
     def run(self, split: SplitConfig, job: FeatureJob, pieces: list[tuple[int, int]], stats: SplitStats,
             bar: tqdm) -> list[dict[str, Any]]:
@@ -182,6 +193,7 @@ class ShardPhase:
                 bar.update(sum(self.piece_pairs.get((split.name, shard, p), 0) for p in by_shard[shard]))
             stats.rows += done["rows"]
             stats.rejected.update(done["rejected"])
+            self.rejected_lines.setdefault(split.name, []).extend(done.get("rejected_lines", []))
             stats.seconds.update(done["seconds"] if built_now else {})  # a resumed run: only its own time
             shards_info.append(done["entry"])
         return shards_info
@@ -190,13 +202,14 @@ class ShardPhase:
                results: Iterator[tuple[pa.RecordBatch | None, dict[str, Any]]], bar: tqdm) -> None:
         """One shard from its pieces' batches (the next ones `results` gives), then its statistics."""
         path = os.path.join(self.out, split.name, shard_name(shard))
-        batches, shard_stats = [], {"rows": 0, "rejected": Counter(), "seconds": Counter()}
+        batches, shard_stats = [], {"rows": 0, "rejected": Counter(), "rejected_lines": [], "seconds": Counter()}
         for piece in pieces:
             batch, info = next(results)
             if batch is not None:
                 batches.append(batch)
             shard_stats["rows"] += info["rows"]
             shard_stats["rejected"].update(info["rejected"])
+            shard_stats["rejected_lines"] += info.get("rejected_lines", [])
             shard_stats["seconds"].update(info["seconds"])
             bar.update(self.piece_pairs.get((split.name, shard, piece), 0))
         schema = pair_schema(job.features[0].features, job.features[1].features)

@@ -1,20 +1,25 @@
 """Sub-word schemes: how the tokens of a tree are cut into pieces (CONTRACT.md "Sub-word schemes").
 
-One module per scheme behind one small interface (`segment_word`: a token -> its pieces joined by spaces, which
-`synprep.featurize` cuts with): `subword-nmt` (synprep.bpe, the default), and `TokenCutter`'s two kinds,
-`sentencepiece` (synprep.subwords.sentencepiece_scheme) and `hf-tokenizer` (synprep.subwords.hf_tokenizer), which
-also give their marker, vocabulary and special pieces; `synprep.subwords.load` loads any of them.
-Every scheme cuts one token at a time, so every piece belongs to exactly one token; the pieces of a token spell
-it (`spells`). The features are then made from the piece -> token map by the same functions for every scheme.
+One module per scheme, each a `Scheme` (base.py: the interface) registered in `registry` (docs/subwords-api.md:
+how to write one); importing this package imports every module of it, so a new module registers itself. The
+generic code (pipeline checks, convert's learning, the CLI, validate, align, export, the dataset card, syntrain's
+vocabulary) asks the registry and never branches on a scheme's name. The schemes: `subword-nmt` (subword_nmt.py,
+BPE codes applied by synprep.bpe; the default), `sentencepiece` (sentencepiece_scheme.py), `hf-tokenizer`
+(hf_tokenizer.py: a local tokenizer.json) and `characters` (characters.py: no model, each character a piece).
+A scheme's cutter gives `segment_word` (a token -> its pieces joined by spaces, which `synprep.featurize` cuts
+with); `TokenCutter` is what the cutters of the model-file schemes share (their marker, vocabulary and special
+pieces); `synprep.subwords.load` loads any of them. Every scheme cuts one token at a time (hf-tokenizer may also cut
+the raw text, `[bpe] cut = "raw"`), so every piece belongs to exactly one token; the pieces of a token read back to
+it (`readback`). The features are then made from the piece -> token map by the same functions for every scheme.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 from collections.abc import Sequence
 
-SUBWORD_NMT, SENTENCEPIECE, HF_TOKENIZER = "subword-nmt", "sentencepiece", "hf-tokenizer"
-SCHEMES = (SUBWORD_NMT, SENTENCEPIECE, HF_TOKENIZER)
 MODEL_TYPES = ("unigram", "bpe")  # sentencepiece models synprep learns
 CUTS = ("token", "raw")  # each token on its own (the default) | the sentence's raw text, piece -> token of its start
 # Where the marker sits: `end` of a piece that continues its token (subword-nmt '@@'), `start` of a token's first
@@ -52,8 +57,23 @@ class TokenCutter:
         raise NotImplementedError
 
     def specials(self) -> dict[str, str]:
-        """The model's own special pieces by role: 'unk', 'bos', 'eos', 'pad' (those it has)."""
-        raise NotImplementedError
+        """The model's own special pieces by role: 'unk', 'bos', 'eos', 'pad' (those it has; none by default)."""
+        return {}
+
+    def cut_text(self, text: str, tokens: Sequence[str]) -> list[list[str]] | None:
+        """The raw cut (`[bpe] cut = "raw"`, for a scheme whose `cuts` allow it): each token's pieces when the
+        sentence's text is cut at once; None when a token gets no piece of its own."""
+        raise NotImplementedError(f"the {self.scheme} scheme has no raw cut")
+
+    def special_pieces(self) -> frozenset[str]:
+        """The pieces a token must not be cut into: the model's special pieces but the unknown one (syntrain maps
+        them onto its padding, begin and end)."""
+        return frozenset(self.specials().values()) - {self.unknown_piece or ""}
+
+    def unreadable(self) -> str | None:
+        """Why no token cut into several pieces can be read back from its pieces (a model whose pieces carry no
+        marker but are not whole words), or None."""
+        return None
 
     def pieces_of(self, words: Sequence[str]) -> list[tuple[str, ...]]:
         """The pieces of each token (a space inside a piece written '▁'; a token the model cuts into no piece,
@@ -116,6 +136,34 @@ def spells(pieces: Sequence[str], form: str, marker: str, kind: str, unknown: st
     return text == form or (kind == "start" and text == marker + form)
 
 
+SPECIAL_PIECES = "special_pieces"  # a token cut into a special piece of the model (`<pad>`, `</s>`, `[CLS]`)
+UNREAD_PIECES = "unread_pieces"  # a token's pieces do not spell it under the scheme's marker rule
+UNMARKED_PIECES = "unmarked_pieces"  # a token's pieces do not show its bounds by the marker
+
+
+def read_back(cutter: TokenCutter, forms: Sequence[str], pieces: Sequence[Sequence[str]]) -> tuple[str, str] | None:
+    """Why a sentence's pieces do not read back to its tokens under the cutter's rule: (reason, detail) for the
+    first token that does not, None when every token does. `forms`: the tokens as cut (inner whitespace '▁', an
+    empty token '▁'), `pieces`: each token's pieces. A token reads back when none of its pieces is a special piece
+    of the model (SPECIAL_PIECES: it would become padding or an end), its pieces spell it (`spells`, under the
+    model's normalization; else UNREAD_PIECES) and show its bounds by the marker (`features.token_marked`; marker
+    kind `none`: one piece; else UNMARKED_PIECES). The one read-back check of convert, `synprep align` and
+    `synprep validate`."""
+    from ..features import token_marked
+
+    specials, marker, kind = cutter.special_pieces(), cutter.marker, cutter.marker_kind
+    for index, (form, parts) in enumerate(zip(forms, pieces, strict=True)):
+        special = next((piece for piece in parts if piece in specials), None)
+        if special is not None:
+            return SPECIAL_PIECES, f"token {index + 1} {form!r} is cut into the special piece {special!r}"
+        if not spells(parts, cutter.normalize(form), marker, kind, cutter.unknown_piece):
+            return UNREAD_PIECES, f"token {index + 1} {form!r}: pieces {list(parts)} do not spell it"
+        if not (len(parts) == 1 if kind == "none" else token_marked(parts, marker, kind)):
+            return UNMARKED_PIECES, f"token {index + 1} {form!r}: pieces {list(parts)} do not show its bounds by " \
+                f"{marker!r} ({kind})"
+    return None
+
+
 def pieces_to_tokens(pieces: Sequence[str], marker: str, kind: str) -> list[str]:
     """Pieces -> the tokens they spell, by the marker (`start`: a piece beginning with it starts a token; byte
     pieces decoded: SentencePiece's '<0xE6>', and ByteLevel's, whose characters each stand for a UTF-8 byte,
@@ -132,3 +180,8 @@ def pieces_to_tokens(pieces: Sequence[str], marker: str, kind: str) -> list[str]
     if kind == "none":
         return list(pieces)
     return decode_bytes(pieces).replace(marker, " ").split()
+
+
+for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
+    if _module not in ("base", "registry", "load"):
+        importlib.import_module(f".{_module}", __name__)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 from collections.abc import Sequence
-
-from tokenizers import Tokenizer
+from typing import Any
 
 from ..errors import InputError
 from . import BYTE_LEVEL, TokenCutter
+from .base import Marker, Scheme
+from .registry import register
 
 
 def _read(path: str) -> dict:
@@ -35,14 +37,17 @@ def _components(part: dict | None) -> list[dict]:
 
 
 def tokenizer_marker(path: str) -> tuple[str, str]:
-    """(marker, kind) of a tokenizer.json's pieces: Metaspace '▁' or ByteLevel 'Ġ' (start of a token's first
-    piece), WordPiece '##' (start of each continuing piece), else no marker."""
+    """(marker, kind) of a tokenizer.json's pieces, read from what cuts them (its model and pre-tokenizer, never
+    its decoder): WordPiece '##' (start of each continuing piece); a Metaspace pre-tokenizer that prepends its
+    '▁' or a ByteLevel one that adds a prefix space 'Ġ' (start of a token's first piece); else no marker (a
+    ByteLevel pre-tokenizer without prefix space, GPT-2 style, puts no 'Ġ' on a token cut on its own)."""
     data = _read(path)
     model = data.get("model") or {}
     if model.get("type") == "WordPiece":
         return model.get("continuing_subword_prefix") or "##", "continue"
-    for part in _components(data.get("pre_tokenizer")) + _components(data.get("decoder")):
-        if part.get("type") == "Metaspace":
+    for part in _components(data.get("pre_tokenizer")):
+        if part.get("type") == "Metaspace" and part.get("prepend_scheme", "always") != "never" \
+                and part.get("add_prefix_space", True):
             return part.get("replacement", "\u2581"), "start"
         if part.get("type") == "ByteLevel" and part.get("add_prefix_space", False):
             return BYTE_LEVEL, "start"
@@ -53,8 +58,11 @@ class TokenizerCutter(TokenCutter):
     """A Hugging Face tokenizer cutting tokens (see the module)."""
 
     scheme = "hf-tokenizer"
+    tokenizer: Any
 
     def __init__(self, path: str) -> None:
+        from tokenizers import Tokenizer
+
         _read(path)
         try:
             self.tokenizer = Tokenizer.from_file(path)
@@ -94,6 +102,24 @@ class TokenizerCutter(TokenCutter):
         """The tokenizer's pieces in id order (added tokens included)."""
         vocab = self.tokenizer.get_vocab(with_added_tokens=True)
         return [piece for piece, _ in sorted(vocab.items(), key=lambda item: item[1])]
+
+    def special_pieces(self) -> frozenset[str]:
+        """The special pieces by role and every added token marked special, but the unknown piece."""
+        added = {token.content for token in self.tokenizer.get_added_tokens_decoder().values() if token.special}
+        return (super().special_pieces() | added) - {self.unknown_piece or ""}
+
+    def cut_text(self, text: str, tokens: Sequence[str]) -> list[list[str]] | None:
+        """`raw_cut`."""
+        return raw_cut(self, text, tokens)
+
+    def unreadable(self) -> str | None:
+        """A tokenizer whose pieces carry no marker reads back only when each token is one piece (WordLevel)."""
+        model = (_read(self.path).get("model") or {}).get("type")
+        if self.marker_kind != "none" or model == "WordLevel":
+            return None
+        return (f"its pieces carry no marker (neither a Metaspace/ByteLevel pre-tokenizer that marks a token's start "
+                f"nor WordPiece) and its {model} model cuts words into several pieces: a token cannot be read back "
+                "from its pieces")
 
     def specials(self) -> dict[str, str]:
         """The tokenizer's special pieces by role, as the usual names spell them."""
@@ -149,3 +175,30 @@ def compare_cuts(cutter: TokenizerCutter, sentences: Sequence[tuple[str, Sequenc
         counts["tokens_differ"] += differing
         counts["differ"] += bool(differing)
     return counts
+
+
+@register
+class HfTokenizerScheme(Scheme):
+    name = "hf-tokenizer"
+    order = 20
+    files = ("tokenizer{side}.json",)
+    package = "tokenizers"
+    keys = ("model", "cut")
+    needs_model = True
+    own_vocabulary = True
+    cuts = ("token", "raw")
+    pieces = "tokenizer pieces"
+    model_help = "a local tokenizer.json (or its folder)"
+    keys_help = "takes model, and cut"
+    unmarked_help = "neither Metaspace/ByteLevel nor WordPiece"
+
+    def model_path(self, path: str) -> str:
+        """A tokenizer folder means its tokenizer.json."""
+        return super().model_path(os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path)
+
+    def load(self, path: str | None, vocabulary: set[str] | None = None) -> TokenizerCutter:
+        return TokenizerCutter(path or "")
+
+    def marker_of(self, path: str | None) -> Marker:
+        """Read from the tokenizer.json (`tokenizer_marker`)."""
+        return tokenizer_marker(path or "")

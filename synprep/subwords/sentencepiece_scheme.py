@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Mapping
+from typing import Any
 
-import sentencepiece as spm
+import click
 
 from ..errors import InputError
 from ..textio import atomic_write
 from . import MODEL_TYPES, TokenCutter
+from .base import Scheme
+from .registry import register
 
 MARKER = "\u2581"
 
@@ -35,6 +38,8 @@ def learn(counts: Iterable[Mapping[str, int]], model: str, vocab_size: int, mode
             total[word] = total.get(word, 0) + count
     if not total:
         raise InputError("no train tokens to learn a SentencePiece model from")
+    import sentencepiece as spm
+
     lines = (f"{word}\t{count}" for word, count in sorted(total.items(), key=lambda item: (-item[1], item[0]))
              if "\t" not in word and "\n" not in word)
     written = io.BytesIO()  # no input file: the model records no temporary path, so the same counts give its bytes
@@ -56,6 +61,8 @@ class SentencePieceCutter(TokenCutter):
     marker_kind = "start"
 
     def __init__(self, path: str) -> None:
+        import sentencepiece as spm
+
         try:
             self.processor = spm.SentencePieceProcessor(model_file=path)
         except (OSError, RuntimeError) as err:
@@ -89,3 +96,49 @@ def learn_files(inputs: list[str], model: str, vocab_size: int, model_type: str 
     from ..bpe_learn import word_counts
 
     learn([word_counts(path) for path in inputs], model, vocab_size, model_type, character_coverage, byte_fallback)
+
+
+@register
+class SentencePieceScheme(Scheme):
+    name = "sentencepiece"
+    order = 10
+    files = ("subwords{side}.model",)
+    marker, marker_kind = MARKER, "start"
+    package = "sentencepiece"
+    keys = ("model", "vocab_size", "model_type", "character_coverage", "byte_fallback")
+    learn_keys = ("vocab_size", "model_type", "character_coverage", "byte_fallback")
+    learns = True
+    own_vocabulary = True
+    pieces = "SentencePiece pieces"
+    model_help = "a .model file"
+    keys_help = "takes model, or vocab_size to learn one"
+    learn_options = (
+        (("--vocab-size",), {"type": click.IntRange(min=8), "default": 8000, "show_default": True,
+                             "help": "sentencepiece: pieces of the model."}),
+        (("--model-type",), {"type": click.Choice(list(MODEL_TYPES)), "default": "unigram", "show_default": True,
+                             "help": "sentencepiece: the model learned."}),
+        (("--character-coverage",), {"type": click.FloatRange(0.98, 1.0), "default": 1.0, "show_default": True,
+                                     "help": "sentencepiece: share of the characters the model covers."}),
+        (("--byte-fallback",), {"is_flag": True, "help": "sentencepiece: unknown characters become byte pieces."}),
+    )
+
+    def load(self, path: str | None, vocabulary: set[str] | None = None) -> SentencePieceCutter:
+        return SentencePieceCutter(path or "")
+
+    def learn(self, counts: list[Mapping[str, int]], model: str, settings: Any) -> None:
+        learn(counts, model, settings.vocab_size, settings.model_type, settings.character_coverage,
+              settings.byte_fallback)
+
+    def learn_message(self, settings: Any, which: str) -> str:
+        return (f"learn a SentencePiece {settings.model_type} model: {settings.vocab_size} pieces on {which} train "
+                "tokens")
+
+    def learn_files(self, inputs: list[str], output: str, options: dict[str, Any]) -> str:
+        learn_files(inputs, output, options["vocab_size"], options["model_type"], options["character_coverage"],
+                    options["byte_fallback"])
+        return f"wrote {output} (a SentencePiece {options['model_type']} model, {options['vocab_size']} pieces max)"
+
+    def fairseq_pieces(self, configuration: dict[str, Any], flag: str) -> str | None:
+        joint = configuration.get("bpe", {}).get("joint", True)
+        model = "$E/subwords.model" if joint else "$E/subwords.tgt.model"
+        return f"--bpe sentencepiece --sentencepiece-model {model} {flag} sentencepiece "

@@ -15,7 +15,7 @@ from typing import Any
 
 from synprep.errors import InputError
 from synprep.shards import SourcePreparation, source_preparation
-from synprep.subwords.load import model_file_name
+from synprep.subwords import registry
 from synprep.textio import atomic_write
 
 SOURCE_DIR, SOURCE_INFO = "source", "source.json"
@@ -48,8 +48,9 @@ def write_source_files(out: str, configuration: dict[str, Any], signature: dict[
     except InputError:
         return
     os.makedirs(folder, exist_ok=True)
-    for path, name in ((preparation.codes, model_file_name(preparation.scheme)), (preparation.vocabulary, "vocab.src")):
-        if path and os.path.isfile(path):
+    for path, name in ((preparation.codes, registry.get(preparation.scheme).model_file()),
+                       (preparation.vocabulary, "vocab.src")):
+        if path and name and os.path.isfile(path):
             _copy(path, os.path.join(folder, name))
     parser = {key: os.path.abspath(value) if key in ("model", "model_dir") and value and os.path.exists(value)
               else value for key, value in preparation.parser.items()}
@@ -98,8 +99,8 @@ def travelling_preparation(ckpt: dict[str, Any], checkpoint: str, parser_model: 
                          "run folder", model)
     codes = preparation.codes
     if preparation.codes:
-        codes = bpe_codes or next((path for path in (os.path.join(folder, model_file_name(preparation.scheme)),
-                                                     preparation.codes)
+        stored = os.path.join(folder, registry.get(preparation.scheme).model_file() or "")
+        codes = bpe_codes or next((path for path in (stored, preparation.codes)
                                    if os.path.isfile(path)), None)
         if codes is None:
             raise InputError(f"the BPE codes are missing (not in {folder}, and the dataset's moved or was deleted): "
