@@ -15,9 +15,9 @@ import numpy as np
 from . import __version__
 from . import features as F
 from .features import parent_prior
-from .inspect import DatasetStats, arc_lanes, example_sides, flatten, summary_rows
 from .shards import Row
 from .trees import crossing_arcs
+from .views import DatasetStats, arc_lanes, example_sides, flatten, summary_rows
 
 CHAR = 7.8  # px per character of the 13px monospace font
 VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
