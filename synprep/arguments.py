@@ -1,6 +1,7 @@
-"""The checked options of the commands, declared once for the command line and the Python API: a command's click
-option is made from its declaration (`Arg.option`), and the API function checks its arguments against the same
-declaration (`check_arguments`), raising `InputError` with the line the command prints for the same value.
+"""The commands and the Python API together: the function of every command (`API_FUNCTIONS`), and the checked
+options, declared once for both: a command's click option is made from its declaration (`Arg.option`), and the
+API function checks its arguments against the same declaration (`check_arguments`), raising `InputError` with the
+line the command prints for the same value.
 
 Light: click is imported only when an option is made or a value checked.
 """
@@ -104,6 +105,19 @@ def declared(command: str, name: str, *decls: str, **attrs: Any) -> Callable[[An
     """The click option of `ARGUMENTS[command][name]` (a command line's decorator)."""
     return ARGUMENTS[command][name].option(*decls, name, **attrs)
 
+
+API_FUNCTIONS = {  # every command of both command lines -> its function in the Python API (docs/python-api.md)
+    "synprep bpe learn": "synprep.learn_bpe", "synprep bpe apply": "synprep.apply_bpe",
+    "synprep align": "synprep.align", "synprep parse": "synprep.parse",
+    "synprep parser train": "synprep.parser_train", "synprep parser eval": "synprep.parser_eval",
+    "synprep filter": "synprep.filter", "synprep convert": "synprep.convert",
+    "synprep cache info": "synprep.cache_info", "synprep cache verify": "synprep.cache_verify",
+    "synprep cache prune": "synprep.cache_prune", "synprep synth": "synprep.synth",
+    "synprep inspect": "synprep.inspect", "synprep challenge": "synprep.challenge",
+    "synprep validate": "synprep.validate", "synprep export": "synprep.export", "syntrain run": "syntrain.train",
+    "syntrain translate": "syntrain.Translator", "syntrain eval": "syntrain.evaluate",
+    "syntrain compare": "syntrain.compare", "syntrain average": "syntrain.average", "syntrain env": "syntrain.env",
+}
 
 WORKERS = Arg("--workers", int, min=0, default=0)
 SHARED_TREE_OPTIONS = {"root": Arg("--root", choices=options.ROOT_POLICIES, default="drop"),

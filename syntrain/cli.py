@@ -408,8 +408,7 @@ def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")
 @decoding_options
-@declared("syntrain compare", "samples", show_default=True,
-              help="Paired-bootstrap resamples.")
+@declared("syntrain compare", "samples", show_default=True, help="Paired-bootstrap resamples.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the tables here (JSON).")
 @click.option("--bleu-tokenize", type=DeclaredType("train", "bleu_tokenize"), default="auto", show_default=True,
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
