@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import options
@@ -60,7 +60,8 @@ class Arg:
         if self.multiple:
             if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
                 raise self.error(f"{value!r} is not a list of values", command)
-            return tuple(self.check(item, command) for item in value)
+            single = replace(self, multiple=False, default=None)
+            return tuple(single.check(item, command) for item in value)
         if not self.fits(value):
             raise self.error(f"{value!r} is not {KIND_WORDS[self.kind]}", command)
         if self.kind == "path":

@@ -33,7 +33,7 @@ from .views import (  # noqa: F401
 )
 
 if TYPE_CHECKING:
-    from .results import InspectResult
+    from .report import InspectResult
 
 
 
@@ -202,7 +202,7 @@ def inspect(path: str, *, show: int = 0, html: str | None = None, examples: int 
     terminal shows them (`result.show()`), and with `html` the self-contained report written there (in a
     notebook the result shows as that report, with `examples` example trees)."""
     from .arguments import check_arguments
-    from .results import InspectResult
+    from .report import InspectResult
 
     checked = check_arguments("synprep inspect", path=path, show=show, html_path=html, examples=examples)
     dataset = open_dataset(checked["path"])

@@ -106,23 +106,3 @@ class ExportResult(Printed):
     output: str
     summary: Any
     text: str
-
-
-@dataclass(frozen=True, repr=False)
-class InspectResult(Printed):
-    """`synprep.inspect`: the statistics (`stats`: per side lengths, labels, depths, ...), the report's examples
-    (`examples`: rows with their trees), those shown in the terminal (`shown`, rendered in `shown_text`), the
-    statistics' text and the HTML report's path; in a notebook it shows as the HTML report."""
-
-    path: str
-    stats: Any
-    examples: list[Any]
-    shown: list[Any]
-    shown_text: str  # the `shown` examples as the terminal renders them (`synprep inspect --show N`)
-    text: str
-    html: str | None = None
-
-    def _repr_html_(self) -> str:
-        from .report import build_html
-
-        return build_html(self.stats, self.examples)

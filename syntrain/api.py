@@ -72,59 +72,6 @@ def evaluate(checkpoint: str, data: str, *, beam: int | None = None, length_pena
     return {**result, "hypotheses": hyps, **settings.key(device)}
 
 
-DECODING_FIELDS = {"beam": "test_beam", "length_penalty": "length_penalty", "max_tokens": "max_tokens",
-                   "threads": "threads"}  # a decoding option -> the [train] field that declares it
-
-
-def check_decoding(command: str, beam: int | None, length_penalty: float | None, max_tokens: int | None,
-                   threads: int | None) -> dict[str, Any]:
-    """The decoding options of a command (None: the run's own) checked by their [train] declarations, as the
-    command's flags are (`syntrain.cli.DeclaredType`): ConfigError with the line the command prints."""
-    from .config.sections import check_value
-    from .config.values import ConfigError
-
-    given = {"beam": beam, "length_penalty": length_penalty, "max_tokens": max_tokens, "threads": threads}
-    try:
-        return {name: None if value is None else
-                check_value("train", DECODING_FIELDS[name], value, "--" + name.replace("_", "-"))
-                for name, value in given.items()}
-    except ConfigError as err:
-        raise ConfigError(f"{err} (see '{command} --help')") from None
-
-
-def syntrain_arguments(command: str, **values: Any) -> dict[str, Any]:  # noqa: ANN401
-    """`synprep.arguments.check_arguments` for a syntrain command: a ConfigError (a ValueError) with its line."""
-    from synprep.arguments import check_arguments
-    from synprep.errors import InputError
-
-    from .config.values import ConfigError
-
-    try:
-        return check_arguments(command, **values)
-    except InputError as err:
-        raise ConfigError(str(err)) from None
-
-
-def check_folders(paths: Sequence[str | None]) -> None:
-    """ValueError naming the first output path whose folder does not exist (before any decoding is spent)."""
-    import os
-
-    for path in filter(None, paths):
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise ValueError(f"{path}: the folder {folder} does not exist")
-
-
-def write_json(path: str, values: dict[str, Any]) -> None:
-    """One JSON object written whole or not at all (a temporary file renamed over `path`; a failure is one line
-    naming it)."""
-    import json
-
-    from synprep.textio import atomic_write
-
-    atomic_write(path, (json.dumps(values, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
-
-
 @dataclass(frozen=True, repr=False)
 class AverageResult(Printed):
     """`syntrain.average`: the averaged checkpoint written and how many were averaged."""
@@ -142,6 +89,7 @@ def average(checkpoints: Sequence[str], output: str, *, force: bool = False) -> 
     from synprep.errors import InputError
     from synprep.outputs import check_outputs
 
+    from .arguments import check_folders, syntrain_arguments
     from .runfolder.checkpoints import average_checkpoints, save_checkpoint
 
     checked = syntrain_arguments("syntrain average", checkpoints=list(checkpoints), output=output, force=force)
@@ -182,6 +130,7 @@ def env(checkpoint: str | None = None) -> EnvResult:
     import torch
 
     from . import __version__
+    from .arguments import syntrain_arguments
     from .attention import flex_available
     from .config.core import CORE_PARTS
     from .config.model import config_parts

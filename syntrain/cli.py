@@ -323,7 +323,8 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     from synprep.challenge import load_subsets
     from synprep.errors import InputError
 
-    from .api import check_folders, score_hypotheses, scored_split, write_json
+    from .api import score_hypotheses, scored_split
+    from .arguments import check_folders, write_json
     from .config.recipe import stored_train_config
     from .decode import decode_split, run_settings, settings_text
     from .runfolder.checkpoints import load_checkpoint

@@ -512,7 +512,7 @@ def compare(runs: Sequence[str], data: str, *, subsets: str | None = None, beam:
     from synprep.errors import InputError
     from synprep.outputs import check_outputs
 
-    from .api import check_decoding, check_folders, syntrain_arguments, write_json
+    from .arguments import check_decoding, check_folders, syntrain_arguments, write_json
 
     checked = syntrain_arguments("syntrain compare", samples=samples)
     settings = check_decoding("syntrain compare", beam, length_penalty, max_tokens, threads)
