@@ -86,8 +86,8 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
     settings = run_settings(stored_train_config(read_checkpoint(checkpoint), checkpoint), **given)
     key = decoding_key(checkpoint, data_path, settings.key(device))
     if os.path.isfile(cached) and _stored_key(run) == key:
-        print(f"compare {run}: {cached} reused (the same checkpoint, split and decoding settings: "
-              f"{settings_text(key)})", file=sys.stderr)
+        log.info(f"compare {run}: {cached} reused (the same checkpoint, split and decoding settings: "
+                 f"{settings_text(key)})")
         return read_hypotheses(cached, expected)
     from .dataset import ParallelData
 
