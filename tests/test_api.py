@@ -123,3 +123,24 @@ def test_arguments_of_the_wrong_type_are_refused_in_one_line():
         synprep.validate(123)
     with pytest.raises(ValueError, match="--beam must be an integer, got '2'"):
         syntrain.compare([str(REPO)], str(REPO), beam="2")
+
+
+SCRIPT = """import synprep
+corpus = synprep.synth({folder!r}, pairs=40, bpe_symbols=50)
+result = synprep.convert(corpus.pipeline, output={out!r}, workers=2, progress=False)
+print("rows", sum(stats.rows for stats in result.stats.values()))
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["plain-script", "main-guard"])
+def test_a_script_converts_with_or_without_the_main_guard(tmp_path, guarded):
+    """Convert learns BPE in a spawned process, which imports the program's __main__: a plain script would run
+    again there. It does not: the learner's process imports nothing of the script."""
+    code = SCRIPT.format(folder=str(tmp_path / "corpus"), out=str(tmp_path / "out"))
+    if guarded:
+        code = 'if __name__ == "__main__":\n' + "".join(f"    {line}\n" for line in code.splitlines())
+    script = tmp_path / "script.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "rows 40" and (tmp_path / "out" / "codes.bpe").stat().st_size  # BPE learned
