@@ -1,0 +1,48 @@
+"""docs/notebook.ipynb, the whole path through the Python API on the sample data, runs (nbclient, a real kernel)
+and shows what it says: each step's values, inspect's report with its trees, compare's table, no error and no
+progress-bar warning."""
+
+import json
+
+import pytest
+
+from .conftest import REPO
+
+nbclient = pytest.importorskip("nbclient")
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("ipykernel")
+
+NOTEBOOK = REPO / "docs" / "notebook.ipynb"
+EXPECTED = [  # (a line the notebook prints, as the saved notebook shows it)
+    "True ['gold', 'raw']", "ParserEvalResult: gold tokenization  UPOS", "['test', 'train', 'valid'] train rows 47",
+    "valid: True 47 rows", "pairs 47 |", "['test', 'train', 'validation'] 47", "The dog sleeps in the garden.",
+    "checkpoint: True", "test pairs 6 | BLEU", "2 translations; the empty line stays empty: True",
+    "| run | switches | seed | steps |", "['pascal']", "ExportResult: exported 47 rows",
+]
+
+
+def outputs(notebook) -> tuple[str, list[dict]]:
+    """All text the cells showed (streams, results' text/plain), and every output."""
+    every = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
+    text = "".join(out.get("text", "") + out.get("data", {}).get("text/plain", "") for out in every)
+    return text, every
+
+
+def test_the_saved_notebook_was_run():
+    text, every = outputs(nbformat.read(NOTEBOOK, as_version=4))
+    assert all(line in text for line in EXPECTED), [line for line in EXPECTED if line not in text]
+
+
+def test_the_notebook_runs_and_shows_each_step(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(REPO / "docs")}}).execute()
+    text, every = outputs(notebook)
+    assert [line for line in EXPECTED if line not in text] == []
+    assert not [out for out in every if out.output_type == "error"]
+    assert "IProgress" not in text and "TqdmWarning" not in text
+    html = [out["data"]["text/html"] for out in every if "text/html" in out.get("data", {})]
+    assert any("<svg" in page and "synprep inspect" in page for page in html)  # the report, its trees drawn
+    assert any(page.startswith("<table>") and "<td>run</td>" in page for page in html)  # compare's table
+    assert json.loads(nbformat.writes(notebook))  # still a notebook
