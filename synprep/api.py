@@ -175,13 +175,10 @@ def parser_eval(conllu: str, *, model: str | None = None, backend: str | None = 
     backend = checked["backend"] or ("stanza" if model_dir else "spacy" if model and os.path.isdir(model) else "udpipe")
     spec = {"backend": backend, "model": model, "model_dir": model_dir, "lang": lang}
     scores = evaluate_model(spec, checked["conllu"], MODES if mode == "both" else (mode,))
-    lines = []
-    for score in scores:
-        lines.append(score.format())
-        if score.mismatched:
-            lines.append(f"  {len(score.mismatched)} sentences with other characters than the gold text (not "
-                         f"aligned), e.g. {score.mismatched[0]}")
-    return ParserEvalResult(list(scores), "\n".join(lines))
+    notes = {score.mode: f"  {len(score.mismatched)} sentences with other characters than the gold text (not "
+                         f"aligned), e.g. {score.mismatched[0]}" for score in scores if score.mismatched}
+    lines = [line for score in scores for line in (score.format(), notes.get(score.mode)) if line]
+    return ParserEvalResult(list(scores), notes, "\n".join(lines))
 
 
 def cache_info(folder: str) -> CacheReport:

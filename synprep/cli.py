@@ -252,9 +252,8 @@ def parser_eval(backend: str | None, model: str | None, model_dir: str | None, l
     result = evaluate_parser(conllu, model=model, backend=backend, model_dir=model_dir, lang=lang, mode=mode)
     for score in result.scores:
         click.echo(score.format())
-        if score.mismatched:
-            log.info(f"  {len(score.mismatched)} sentences with other characters than the gold text "
-                     f"(not aligned), e.g. {score.mismatched[0]}")
+        if score.mode in result.notes:
+            log.info(result.notes[score.mode])
 
 
 @cli.command("filter")

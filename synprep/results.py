@@ -42,9 +42,11 @@ class ParserTrainResult(Printed):
 
 @dataclass(frozen=True, repr=False)
 class ParserEvalResult(Printed):
-    """`synprep.parser_eval`: one score object per mode (`.mode`, `.upos`, `.uas`, `.las`, ...)."""
+    """`synprep.parser_eval`: one score object per mode (`.mode`, `.metrics()`: upos, uas, las, ...), and per
+    mode the note on sentences whose text differs from the gold text (`notes`)."""
 
     scores: list[Any]
+    notes: dict[str, str]
     text: str
 
 

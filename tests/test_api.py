@@ -144,3 +144,20 @@ def test_a_script_converts_with_or_without_the_main_guard(tmp_path, guarded):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "rows 40" and (tmp_path / "out" / "codes.bpe").stat().st_size  # BPE learned
+
+
+def test_api_functions_have_the_defaults_of_their_commands():
+    import inspect
+
+    from synprep.arguments import API_FUNCTIONS, ARGUMENTS
+
+    compared = 0
+    for command, declared in ARGUMENTS.items():
+        package, name = API_FUNCTIONS[command].split(".")
+        parameters = inspect.signature(getattr({"synprep": synprep, "syntrain": syntrain}[package], name)).parameters
+        for option, arg in declared.items():
+            if option in parameters and parameters[option].default is not inspect.Parameter.empty:
+                expected = ((), None) if arg.multiple else (arg.default,)  # a repeated option: none given
+                assert parameters[option].default in expected, f"{command} {option}"
+                compared += 1
+    assert compared > 30
