@@ -479,7 +479,7 @@ def compare_table(runs: Sequence[str], data_path: str, beam: int | None = None, 
 @dataclass(frozen=True, repr=False)
 class CompareResult(Printed):
     """`syntrain.compare`: the table's rows (one dict per run: system, bleu, chrf, p values, flags, ...), as a
-    pandas DataFrame (`dataframe()`, where pandas is installed), the Markdown tables `syntrain compare` prints
+    pandas DataFrame (`dataframe`, where pandas is installed), the Markdown tables `syntrain compare` prints
     (`text`), every value of its --json (`results`) and the files written into the run folders."""
 
     rows: list[dict[str, Any]]
@@ -487,9 +487,13 @@ class CompareResult(Printed):
     written: list[str]
     text: str
 
-    def dataframe(self) -> Any:  # noqa: ANN401 (a pandas.DataFrame)
-        import pandas
-
+    @property
+    def dataframe(self) -> Any:  # noqa: ANN401 (a pandas.DataFrame, or None without pandas)
+        """The rows as a pandas DataFrame, where pandas is installed (else None)."""
+        try:
+            import pandas
+        except ImportError:
+            return None
         return pandas.DataFrame(self.rows)
 
     def _repr_html_(self) -> str:
