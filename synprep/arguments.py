@@ -50,8 +50,9 @@ class Arg:
         flags = [d for d in decls if d.startswith("-")]
         names = [d for d in decls if not d.startswith("-")]
         extra = {} if self.kind is bool else {"type": self.click_type()}
-        return click.option(*flags, self.flag, *names, default=self.default, multiple=self.multiple, **extra,
-                            **attrs)
+        if self.default is not None:  # an explicit None would satisfy `required` (click >= 8.3)
+            extra["default"] = self.default
+        return click.option(*flags, self.flag, *names, multiple=self.multiple, **extra, **attrs)
 
     def check(self, value: Any, command: str) -> Any:  # noqa: ANN401
         """`value` as the command would take it, or InputError with the command's line for it."""
