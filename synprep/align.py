@@ -206,13 +206,15 @@ def align(conllu: str, output: str = "-", *, bpe_codes: str | None = None, schem
     from .results import AlignResult
     from .subwords.load import model_path
 
-    checked = check_arguments("synprep align", conllu=conllu, output=output, scheme=scheme,
+    checked = check_arguments("synprep align", conllu=conllu, output=output, bpe_codes=bpe_codes, model=model,
+                              vocabulary=vocabulary, scheme=scheme,
                               vocabulary_threshold=vocabulary_threshold, feature_spec=features, fmt=fmt, root=root,
                               non_projective=non_projective, strip_subtypes=strip_subtypes, workers=workers)
     try:
         groups = parse_features(features)
     except ValueError as err:
         raise invalid("synprep align", "feature_spec", str(err)) from None
+    bpe_codes, model, vocabulary = checked["bpe_codes"], checked["model"], checked["vocabulary"]
     vocab = read_vocabulary(vocabulary, vocabulary_threshold) if vocabulary else None
     segmenter = Bpe(bpe_codes, vocab) if bpe_codes else None
     if scheme != SUBWORD_NMT:

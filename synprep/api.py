@@ -104,9 +104,12 @@ def parser_train(conllu: str, output: str, *, backend: str = "udpipe", heldout: 
     from .results import ParserTrainResult
     from .textio import rereadable
 
-    checked = check_arguments("synprep parser train", backend=backend, conllu=conllu, output=output, preset=preset,
-                              settings=settings, max_minutes=max_minutes)
-    backend, conllu, output, settings = (checked[k] for k in ("backend", "conllu", "output", "settings"))
+    checked = check_arguments("synprep parser train", backend=backend, conllu=conllu, output=output, heldout=heldout,
+                              preset=preset, tokenizer_options=tokenizer_options, tagger_options=tagger_options,
+                              parser_options=parser_options, settings=settings, lang=lang, max_minutes=max_minutes,
+                              allow_no_spaceafter=allow_no_spaceafter, verbose=verbose)
+    backend, conllu, output, heldout, settings = (checked[k] for k in ("backend", "conllu", "output", "heldout",
+                                                                       "settings"))
     check_backend_options(backend, {"--tokenizer-options": tokenizer_options, "--tagger-options": tagger_options,
                                     "--parser-options": parser_options, "--set": settings, "--lang": lang,
                                     "--max-minutes": max_minutes})
@@ -171,7 +174,9 @@ def parser_eval(conllu: str, *, model: str | None = None, backend: str | None = 
     from .parse.evaluate import MODES, evaluate_model
     from .results import ParserEvalResult
 
-    checked = check_arguments("synprep parser eval", backend=backend, conllu=conllu, mode=mode)
+    checked = check_arguments("synprep parser eval", backend=backend, conllu=conllu, model=model, model_dir=model_dir,
+                              lang=lang, mode=mode)
+    model, model_dir = checked["model"], checked["model_dir"]
     backend = checked["backend"] or ("stanza" if model_dir else "spacy" if model and os.path.isdir(model) else "udpipe")
     spec = {"backend": backend, "model": model, "model_dir": model_dir, "lang": lang}
     scores = evaluate_model(spec, checked["conllu"], MODES if mode == "both" else (mode,))
@@ -183,21 +188,24 @@ def parser_eval(conllu: str, *, model: str | None = None, backend: str | None = 
 
 def cache_info(folder: str) -> CacheReport:
     """`synprep cache info FOLDER`: entries, size, parsers and stages of a parse cache (`report`: as data)."""
+    from .arguments import check_arguments
     from .convert.parse_cache import cache_info as read_info
     from .convert.parse_cache import format_info
     from .results import CacheReport
 
-    info = read_info(os.fspath(folder))
+    info = read_info(check_arguments("synprep cache info", folder=folder)["folder"])
     return CacheReport(info, format_info(info))
 
 
 def cache_verify(folder: str, *, repair: bool = False) -> CacheReport:
     """`synprep cache verify FOLDER`: SQLite's integrity check and every entry decoded against its digest;
     `repair` deletes the damaged entries. `ok` is False where the command exits 1."""
+    from .arguments import check_arguments
     from .convert.parse_cache import format_verify, verify_cache
     from .results import CacheReport
 
-    report = verify_cache(os.fspath(folder), repair)
+    checked = check_arguments("synprep cache verify", folder=folder, repair=repair)
+    report = verify_cache(checked["folder"], repair)
     failed = report["integrity"] or report["damaged"] > report["deleted"] or (report["totals"] and not repair)
     return CacheReport(report, format_verify(report), not failed)
 
@@ -209,8 +217,8 @@ def cache_prune(folder: str, *, max_gb: float | None = None, parser: str | None 
     from .convert.parse_cache import format_prune, prune_cache
     from .results import CacheReport
 
-    checked = check_arguments("synprep cache prune", max_gb=max_gb)
+    checked = check_arguments("synprep cache prune", folder=folder, max_gb=max_gb, parser_id=parser)
     if max_gb is None and parser is None:
         raise InputError("give --max-gb and/or --parser (see 'synprep cache prune --help')")
-    report = prune_cache(os.fspath(folder), checked["max_gb"], parser)
+    report = prune_cache(checked["folder"], checked["max_gb"], parser)
     return CacheReport(report, format_prune(report))

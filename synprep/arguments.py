@@ -129,6 +129,8 @@ SHARED_TREE_OPTIONS = {"root": Arg("--root", choices=options.ROOT_POLICIES, defa
 ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> declaration
     "synprep align": {
         "conllu": Arg("--conllu", "path"), "output": Arg("--output", "path", default="-"),
+        "bpe_codes": Arg("--bpe-codes", "path"), "model": Arg("--model", "path"),
+        "vocabulary": Arg("--vocabulary", "path"),
         "scheme": Arg("--scheme", choices=("subword-nmt", "sentencepiece", "hf-tokenizer"), default="subword-nmt"),
         "vocabulary_threshold": Arg("--vocabulary-threshold", int, min=1),
         "feature_spec": Arg("--features", default="parents,transitions,labels"),
@@ -136,11 +138,16 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "strip_subtypes": Arg("--strip-subtypes", bool, default=False), "workers": WORKERS},
     "synprep parser train": {
         "backend": Arg("--backend", choices=("udpipe", "spacy", "stanza"), default="udpipe"),
-        "conllu": Arg("--conllu", "path"), "output": Arg("--output", "path"),
+        "conllu": Arg("--conllu", "path"), "output": Arg("--output", "path"), "heldout": Arg("--heldout", "path"),
         "preset": Arg("--preset", choices=options.UDPIPE_PRESETS, default="default"),
+        "tokenizer_options": Arg("--tokenizer-options"), "tagger_options": Arg("--tagger-options"),
+        "parser_options": Arg("--parser-options"), "lang": Arg("--lang"),
+        "allow_no_spaceafter": Arg("--allow-no-spaceafter", bool, default=False),
+        "verbose": Arg("--verbose", bool, default=False),
         "settings": Arg("--set", multiple=True), "max_minutes": Arg("--max-minutes", float, min=0)},
     "synprep parser eval": {
         "backend": Arg("--backend", choices=options.PARSER_BACKENDS), "conllu": Arg("--conllu", "path"),
+        "model": Arg("--model", "path"), "model_dir": Arg("--model-dir", "path"), "lang": Arg("--lang"),
         "mode": Arg("--mode", choices=("both", "gold", "raw"), default="both")},
     "synprep filter": {
         "src_path": Arg("--src", "path"), "tgt_path": Arg("--tgt", "path"), "output_dir": Arg("--output-dir", "path"),
@@ -152,7 +159,10 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "max_chars": Arg("--max-chars", int, min=1, default=options.MAX_LINE_CHARS),
         "segmentation": Arg("--segmentation", choices=options.SEGMENTATIONS, default="auto"),
         "workers": WORKERS, "overwrite": Arg("--overwrite", bool, default=False)},
-    "synprep cache prune": {"max_gb": Arg("--max-gb", float, min=0)},
+    "synprep cache info": {"folder": Arg("FOLDER", "path")},
+    "synprep cache verify": {"folder": Arg("FOLDER", "path"), "repair": Arg("--repair", bool, default=False)},
+    "synprep cache prune": {"folder": Arg("FOLDER", "path"), "max_gb": Arg("--max-gb", float, min=0),
+                            "parser_id": Arg("--parser")},
     "synprep synth": {
         "pairs": Arg("--pairs", int, min=1, default=5000), "seed": Arg("--seed", int, default=1),
         "output": Arg("--output", "path"), "max_depth": Arg("--max-depth", int, min=0, default=2),

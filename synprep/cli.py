@@ -136,12 +136,12 @@ def _cutter(scheme: str, model: str | None, codes: str | None):  # noqa: ANN202 
 
 @cli.command()
 @declared("synprep align", "conllu", required=True, help="Input CoNLL-U ('-' = stdin; .gz/.xz accepted).")
-@click.option("--bpe-codes", default=None, help="Joint BPE codes; without them sub-words = tokens.")
+@declared("synprep align", "bpe_codes", help="Joint BPE codes; without them sub-words = tokens.")
 @declared("synprep align", "scheme", show_default=True,
           help="sentencepiece / hf-tokenizer: cut each token with --model instead of BPE.")
-@click.option("--model", default=None, help="sentencepiece: a .model file; hf-tokenizer: a tokenizer.json or its "
-                                            "folder.")
-@click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
+@declared("synprep align", "model", help="sentencepiece: a .model file; hf-tokenizer: a tokenizer.json or its "
+                                         "folder.")
+@declared("synprep align", "vocabulary", help="BPE vocabulary file (as for bpe apply).")
 @declared("synprep align", "vocabulary_threshold",
           help="With --vocabulary: split pieces seen fewer times in it (as for bpe apply).")
 @declared("synprep align", "feature_spec", show_default=True,
@@ -203,26 +203,26 @@ def parser() -> None:
 @declared("synprep parser train", "backend", show_default=True,
           help="Parser library to train a model for (udpipe: one model file; spacy, stanza: a folder).")
 @declared("synprep parser train", "conllu", required=True, help="Training treebank (CoNLL-U; .gz/.xz accepted).")
-@click.option("--heldout", default=None, help="Held-out CoNLL-U: scored at the end (UPOS/UAS/LAS); spaCy, stanza "
-                                              "and UDPipe's default options also use it for early stopping.")
+@declared("synprep parser train", "heldout", help="Held-out CoNLL-U: scored at the end (UPOS/UAS/LAS); spaCy, stanza "
+                                                  "and UDPipe's default options also use it for early stopping.")
 @declared("synprep parser train", "output", "-o", required=True,
           help="Model file (udpipe) or folder (spacy, stanza) to write.")
 @declared("synprep parser train", "preset", show_default=True,
           help="udpipe: tiny (seconds, tests) < small (minutes on a dev set) < medium (the shared en/de "
                "models' options) < default (UDPipe's); spacy: tiny or default; stanza: tiny, small or default.")
-@click.option("--tokenizer-options", default=None, help="udpipe: replace the preset's tokenizer options "
-                                                         "(UDPipe syntax, `none`: no tokenizer).")
-@click.option("--tagger-options", default=None, help="udpipe: replace the preset's tagger options.")
-@click.option("--parser-options", default=None, help="udpipe: replace the preset's parser options.")
+@declared("synprep parser train", "tokenizer_options", help="udpipe: replace the preset's tokenizer options "
+                                                            "(UDPipe syntax, `none`: no tokenizer).")
+@declared("synprep parser train", "tagger_options", help="udpipe: replace the preset's tagger options.")
+@declared("synprep parser train", "parser_options", help="udpipe: replace the preset's parser options.")
 @declared("synprep parser train", "settings", help="spacy: KEY=VALUE configuration override; stanza: "
-               "PROCESSOR.OPTION=VALUE (tokenize, pos, depparse), "
-               "tokenize=none: no tokenizer (repeatable).")
-@click.option("--lang", default=None, help="spacy, stanza: language code (default: from the file name, "
-                                           "en_ewt-ud-train.conllu -> en).")
+                                                   "PROCESSOR.OPTION=VALUE (tokenize, pos, depparse), "
+                                                   "tokenize=none: no tokenizer (repeatable).")
+@declared("synprep parser train", "lang", help="spacy, stanza: language code (default: from the file name, "
+                                               "en_ewt-ud-train.conllu -> en).")
 @declared("synprep parser train", "max_minutes", help="spacy: training time budget.")
-@click.option("--allow-no-spaceafter", is_flag=True,
-              help="Train even when a treebank of a language written without spaces has no SpaceAfter=No.")
-@click.option("-v", "--verbose", is_flag=True, help="Show the trainer's own log.")
+@declared("synprep parser train", "allow_no_spaceafter", is_flag=True,
+          help="Train even when a treebank of a language written without spaces has no SpaceAfter=No.")
+@declared("synprep parser train", "verbose", "-v", is_flag=True, help="Show the trainer's own log.")
 def parser_train(backend: str, conllu: str, heldout: str | None, output: str, preset: str,
                  tokenizer_options: str | None, tagger_options: str | None, parser_options: str | None,
                  settings: tuple[str, ...], lang: str | None, max_minutes: float | None, allow_no_spaceafter: bool,
@@ -238,9 +238,9 @@ def parser_train(backend: str, conllu: str, heldout: str | None, output: str, pr
 
 @parser.command("eval")
 @declared("synprep parser eval", "backend", help="Default: spacy for a folder, udpipe for a file.")
-@click.option("--model", default=None, help="Model file (udpipe, spacy-udpipe) or pipeline (spacy).")
-@click.option("--model-dir", default=None, help="stanza model folder.")
-@click.option("--lang", default=None, help="Language code (stanza, spacy-udpipe).")
+@declared("synprep parser eval", "model", help="Model file (udpipe, spacy-udpipe) or pipeline (spacy).")
+@declared("synprep parser eval", "model_dir", help="stanza model folder.")
+@declared("synprep parser eval", "lang", help="Language code (stanza, spacy-udpipe).")
 @declared("synprep parser eval", "conllu", required=True, help="Gold treebank (CoNLL-U).")
 @declared("synprep parser eval", "mode", show_default=True,
           help="gold: parse the gold words; raw: parse each sentence's text (words aligned by characters).")
@@ -354,7 +354,8 @@ def cache_info(folder: str) -> None:
 
 @cache.command("verify")
 @click.argument("folder")
-@click.option("--repair", is_flag=True, help="Delete the damaged entries (a convert parses them again).")
+@declared("synprep cache verify", "repair", is_flag=True,
+          help="Delete the damaged entries (a convert parses them again).")
 def cache_verify(folder: str, repair: bool) -> None:
     """Check a parse cache: SQLite's integrity check, and every entry decodes and matches its digest (exit 1 if
     not)."""
@@ -370,9 +371,9 @@ def cache_verify(folder: str, repair: bool) -> None:
 @click.argument("folder")
 @declared("synprep cache prune", "max_gb",
           help="Delete the least recently used entries until the cache holds at most this much.")
-@click.option("--parser", "parser_id", default=None, help="Delete every entry of this parser (its id or digest "
-                                                           "prefix, from `synprep cache info`) or stage (filter, "
-                                                           "bpe, features).")
+@declared("synprep cache prune", "parser_id", help="Delete every entry of this parser (its id or digest "
+                                                   "prefix, from `synprep cache info`) or stage (filter, "
+                                                   "bpe, features).")
 def cache_prune(folder: str, max_gb: float | None, parser_id: str | None) -> None:
     """Make a parse cache smaller (the file shrinks: VACUUM)."""
     from .api import cache_prune as prune
