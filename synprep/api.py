@@ -27,8 +27,12 @@ def load_dataset(path: str) -> Any:  # noqa: ANN401 (datasets.Dataset or Dataset
     """A split folder as a Hugging Face `datasets.Dataset`, or a dataset folder (convert's output) as a
     `DatasetDict` of its splits (`valid` named `validation`); memory-mapped, every shard checked against its
     manifest first. Needs `datasets` (pip install 'synprep[hf]')."""
+    import warnings
+
     try:
-        import datasets
+        with warnings.catch_warnings():  # in a notebook without ipywidgets, importing datasets imports tqdm.auto,
+            warnings.filterwarnings("ignore", message="IProgress not found")  # which warns: its bars are plain
+            import datasets
     except ImportError:
         raise InputError("datasets is not installed: pip install 'synprep[hf]'") from None
     from .convert.dataset_card import hf_split_name

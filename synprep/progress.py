@@ -121,7 +121,9 @@ class ProgressLines:
 
 def in_notebook() -> bool:
     """Whether this runs in a Jupyter kernel whose notebook can draw tqdm's widget bars (ipywidgets imports)."""
-    if "ipykernel" not in sys.modules:
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":  # not a kernel (a terminal IPython either)
         return False
     try:
         import ipywidgets  # noqa: F401

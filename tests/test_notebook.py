@@ -46,3 +46,23 @@ def test_the_notebook_runs_and_shows_each_step(tmp_path, monkeypatch):
     assert any("<svg" in page and "synprep inspect" in page for page in html)  # the report, its trees drawn
     assert any(page.startswith("<table>") and "<td>run</td>" in page for page in html)  # compare's table
     assert json.loads(nbformat.writes(notebook))  # still a notebook
+
+
+@pytest.mark.parametrize(("setup", "expected"), [("", "auto"), ("sys.modules['ipywidgets'] = None", "plain")],
+                         ids=["ipywidgets", "no-ipywidgets"])
+def test_notebook_bars_only_where_ipywidgets_imports(setup, expected):
+    """In a kernel: tqdm.auto's notebook bars where ipywidgets imports; plain tqdm where it does not (tqdm.auto
+    would print "IProgress not found" at every bar)."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    notebook = new_notebook(cells=[new_code_cell(
+        f"import sys, tempfile\n{setup}\nimport synprep\nfrom synprep.progress import progress, tqdm_class\n"
+        "print({'tqdm.std': 'plain', 'tqdm.auto': 'auto'}[tqdm_class().__module__])\n"
+        "bar = progress('x', 3)\nbar.update(3)\nbar.close()\n"
+        "try:\n    synprep.load_dataset(tempfile.mkdtemp())  # imports datasets, which imports tqdm.auto\n"
+        "except synprep.InputError:\n    pass")])
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    text, every = outputs(notebook)
+    assert text.splitlines()[0] == expected and "IProgress" not in text
+    assert any("application/vnd.jupyter.widget-view+json" in out.get("data", {}) for out in every) == (
+        expected == "auto")
