@@ -17,7 +17,8 @@ default_handler("synprep")  # messages: logging.getLogger("synprep") (synprep/lo
 CALLABLE_MODULES = ("convert", "parse", "align", "filter", "synth", "inspect", "challenge", "validate", "export")
 _API = ("load_dataset", "learn_bpe", "apply_bpe", "load_bpe", "ConvertResult", "parser_train", "parser_eval",
         "cache_info", "cache_verify", "cache_prune")
-__all__ = ["__version__", "InputError", *CALLABLE_MODULES, *_API]
+__all__ = ["__version__", "InputError", *(name for name in CALLABLE_MODULES if name not in ("filter", "inspect")),
+           *_API]  # `from synprep import *` must not hide the built-in filter or the inspect module
 
 
 def __getattr__(name: str) -> Any:  # noqa: ANN401 (the API's functions and classes, imported on first use)
