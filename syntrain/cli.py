@@ -348,7 +348,7 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
     pieces: list[list[str]] = []
     hyps = decode_split(model, data, vocab, settings, device=device, progress="eval: translating", pieces=pieces)
-    click.echo(f"eval: {settings_text(settings.key(device))}", err=True)
+    log.info(f"eval: {settings_text(settings.key(device))}")
     from synprep.textio import atomic_write  # whole files or none; a write error is one line naming the file
 
     if output_path:
