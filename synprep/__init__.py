@@ -1,7 +1,7 @@
 """synprep: dependency trees aligned with BPE sub-words for syntax-aware NMT.
 
-The Python API (docs/python-api.md) is imported on first use, so `import synprep` stays light:
-`synprep.convert`, `synprep.load_dataset`, `synprep.parse`, `synprep.learn_bpe`, `synprep.apply_bpe`,
+The Python API (docs/python-api.md) is imported on first use, so `import synprep` stays light: one function
+per command (`synprep.convert`, `synprep.validate`, `synprep.parser_train`, ..., `__all__`), `synprep.load_dataset`,
 `synprep.load_bpe`, `synprep.ConvertResult`, `synprep.InputError`.
 """
 
@@ -14,12 +14,15 @@ from .logs import default_handler
 __version__ = "0.1.0"
 default_handler("synprep")  # messages: logging.getLogger("synprep") (synprep/logs.py)
 
-_API = ("convert", "load_dataset", "parse", "learn_bpe", "apply_bpe", "load_bpe", "ConvertResult")
-__all__ = ["__version__", "InputError", *_API]
+CALLABLE_MODULES = ("convert", "parse", "align", "filter", "synth", "inspect", "challenge", "validate", "export")
+_API = ("load_dataset", "learn_bpe", "apply_bpe", "load_bpe", "ConvertResult", "parser_train", "parser_eval",
+        "cache_info", "cache_verify", "cache_prune")
+__all__ = ["__version__", "InputError", *(name for name in CALLABLE_MODULES if name not in ("filter", "inspect")),
+           *_API]  # `from synprep import *` must not hide the built-in filter or the inspect module
 
 
 def __getattr__(name: str) -> Any:  # noqa: ANN401 (the API's functions and classes, imported on first use)
-    if name in ("convert", "parse"):  # callable packages: synprep.convert(...) is synprep.api.convert(...)
+    if name in CALLABLE_MODULES:  # callable modules: synprep.convert(...) is synprep.convert.convert(...)
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

@@ -11,11 +11,12 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from .bpe import Bpe, subword_file
+from .callables import make_callable
 from .conllu import chunk_trees, read_conllu_chunks
 from .featurize import FeatureConfig, boundary_of, featurize, read_back_of
 from .options import ALIGN_FORMATS
@@ -25,6 +26,9 @@ from .schema import align_schema, parse_features, record_to_json, uint8_lists_js
 from .subwords import TokenCutter, registry
 from .subwords.load import load_cutter
 from .textio import atomic_output
+
+if TYPE_CHECKING:
+    from .results import AlignResult
 
 FORMATS = ALIGN_FORMATS
 
@@ -185,3 +189,54 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
         _PARENT_BPE.clear()
         bar.close()
     return summary
+
+
+def align(conllu: str, output: str = "-", *, bpe_codes: str | None = None, scheme: str = registry.DEFAULT,
+          model: str | None = None, vocabulary: str | None = None, vocabulary_threshold: int | None = None,
+          features: str = "parents,transitions,labels", fmt: str = "jsonl", root: str = "drop",
+          non_projective: str = "keep", strip_subtypes: bool = False, workers: int = 0,
+          progress: bool | None = None) -> AlignResult:
+    """`synprep align --conllu CONLLU`: one record per sentence with the contract's features (`features`: the
+    groups, comma-separated), in `fmt`, sub-words from BPE `bpe_codes` or the `scheme`'s `model`. Returns an
+    `AlignResult` (sentences, written, non-projective kept, drops by reason)."""
+    from .arguments import check_arguments, invalid
+    from .bpe import read_vocabulary
+    from .errors import InputError
+    from .parallel import default_workers
+    from .results import AlignResult
+    from .subwords.load import cutter_of
+
+    checked = check_arguments("synprep align", conllu=conllu, output=output, bpe_codes=bpe_codes, model=model,
+                              vocabulary=vocabulary, scheme=scheme,
+                              vocabulary_threshold=vocabulary_threshold, feature_spec=features, fmt=fmt, root=root,
+                              non_projective=non_projective, strip_subtypes=strip_subtypes, workers=workers)
+    try:
+        groups = parse_features(features)
+    except ValueError as err:
+        raise invalid("synprep align", "feature_spec", str(err)) from None
+    bpe_codes, model, vocabulary = checked["bpe_codes"], checked["model"], checked["vocabulary"]
+    vocab = read_vocabulary(vocabulary, vocabulary_threshold) if vocabulary else None
+    segmenter = Bpe(bpe_codes, vocab) if bpe_codes else None
+    if not registry.get(checked["scheme"]).bpe_codes:
+        try:
+            segmenter = cutter_of(checked["scheme"], model, bpe_codes)
+        except InputError as err:
+            raise InputError(f"{err} (see 'synprep align --help')") from None
+        if "transitions" in groups and segmenter.marker_kind == "none":
+            raise invalid("synprep align", "feature_spec", f"transitions: the pieces of {model} carry no marker "
+                          "(neither Metaspace/ByteLevel nor WordPiece), so token ends cannot be read from them")
+        why = segmenter.unreadable()
+        if why:
+            raise invalid("synprep align", "model", f"{model}: {why}")
+    config = FeatureConfig(groups, checked["root"], checked["non_projective"], strip_subtypes)
+    summary = align_file(checked["conllu"], checked["output"], config, segmenter, checked["fmt"],
+                         checked["workers"] or default_workers(), progress=progress)
+    dropped = sum(summary.rejected.values()) if summary.rejected else 0
+    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(summary.rejected.items()) if n)
+    text = (f"aligned {summary.sentences} sentences: {summary.written} written, {summary.non_projective} "
+            f"non-projective kept, {dropped} dropped" + (f" ({reasons})" if dropped else ""))
+    return AlignResult(checked["output"], summary.sentences, summary.written, summary.non_projective,
+                       dict(summary.rejected), text)
+
+
+make_callable(__name__, align)  # synprep.align(...) is synprep.align.align(...) (docs/python-api.md)

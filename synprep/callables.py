@@ -18,4 +18,5 @@ def make_callable(module: str, function: Callable[..., Any]) -> None:
             return function(*args, **kwargs)
 
     CallableModule.__call__.__doc__ = function.__doc__
+    CallableModule.__call__.__wrapped__ = function  # type: ignore[attr-defined] (inspect.signature: the function's)
     sys.modules[module].__class__ = CallableModule

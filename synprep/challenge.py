@@ -29,11 +29,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from .callables import make_callable
 from .errors import InputError
 from .outputs import check_outputs
 from .textio import atomic_write
 
 if TYPE_CHECKING:
+    from .results import ChallengeResult
     from .shards import Split
 
 SUMMARY = "summary.json"
@@ -408,3 +410,25 @@ def conllu_language(path: str) -> str | None:
     if len(parts) >= 2 and len(parts[-2]) == 2 and parts[-2].isalpha():
         return parts[-2].lower()
     return None
+
+
+def challenge(split: str, output: str, *, side: str = "both", phenomena: Sequence[str] | str | None = None,
+              rules: str | None = None) -> ChallengeResult:
+    """`synprep challenge SPLIT -o OUTPUT`: the pairs of a converted split whose trees contain each phenomenon
+    (`phenomena`: rule names, default all; `rules`: a TOML file of extra [[rule]] tables), written to `output`
+    (summary.json, one .ids/.tsv per subset). Returns a `ChallengeResult` (`summary`)."""
+    from .arguments import check_arguments
+    from .results import ChallengeResult
+
+    checked = check_arguments("synprep challenge", split_path=split, output=output, side=side, rules_path=rules)
+    extra = load_rules(checked["rules_path"]) if checked["rules_path"] else ()
+    if isinstance(phenomena, str):
+        phenomena = phenomena.split(",")
+    names = [n.strip() for n in phenomena if n.strip()] if phenomena else None
+    sides = ("src", "tgt") if checked["side"] == "both" else (checked["side"],)
+    summary = write_challenge(checked["split_path"], checked["output"], sides, select_rules(names, extra))
+    return ChallengeResult(checked["output"], summary, format_summary(summary) + "\n"
+                           f"wrote {os.path.join(checked['output'], SUMMARY)}")
+
+
+make_callable(__name__, challenge)  # synprep.challenge(...) is synprep.challenge.challenge(...) (docs/python-api.md)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import shlex
 import sys
 from collections.abc import Callable
@@ -13,10 +11,10 @@ from typing import Any
 import click
 
 from . import __version__, options
+from .arguments import declared
 from .clihelp import add_examples, verbosity_options
 from .errors import InputError, Interrupted, run_cli
 from .logs import set_verbosity
-from .outputs import check_outputs
 from .subwords import registry
 
 log = logging.getLogger("synprep.cli")  # (not __name__: `python -m synprep.cli` runs it as __main__)
@@ -137,74 +135,45 @@ def bpe_apply(codes: str | None, scheme: str, model: str | None, input_path: str
 def _cutter(scheme: str, model: str | None, codes: str | None):  # noqa: ANN202 (a subwords.TokenCutter)
     """The cutter of --scheme/--model (usage errors: no model for a scheme with one, a model for one without,
     BPE codes too)."""
-    from .subwords.load import load_cutter, model_path
+    from .subwords.load import cutter_of
 
-    if not registry.get(scheme).files:
-        if model is not None or codes is not None:
-            raise click.UsageError(f"--scheme {scheme} has no model: give neither --model nor BPE codes")
-        return load_cutter(scheme, None)
-    if model is None or codes is not None:
-        raise click.UsageError(f"--scheme {scheme} takes --model (a {scheme} model), not BPE codes")
-    return load_cutter(scheme, model_path(scheme, model))
+    try:
+        return cutter_of(scheme, model, codes)
+    except InputError as err:
+        raise click.UsageError(str(err)) from None
 
 
 @cli.command()
-@click.option("--conllu", required=True, help="Input CoNLL-U ('-' = stdin; .gz/.xz accepted).")
-@click.option("--bpe-codes", default=None, help="Joint BPE codes; without them sub-words = tokens.")
-@click.option("--scheme", type=click.Choice(registry.names()), default=registry.DEFAULT,
-              show_default=True, help="sentencepiece / hf-tokenizer / characters: cut each token with the scheme (and "
-                                      "its --model) instead of BPE.")
-@click.option("--model", default=None, help=_model_help())
-@click.option("--vocabulary", default=None, help="BPE vocabulary file (as for bpe apply).")
-@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None,
-              help="With --vocabulary: split pieces seen fewer times in it (as for bpe apply).")
-@click.option("--features", "feature_spec", default="parents,transitions,labels", show_default=True,
-              help="Comma-separated feature groups: the per-sub-word groups declared in synprep/schema.py "
-                   "(parents, dbsa, depth, ...), distances, transitions, labels; a wrong name lists them all.")
-@click.option("--format", "fmt", type=click.Choice(options.ALIGN_FORMATS),
-              default="jsonl", show_default=True,
-              help="Line formats: pascal = parent_mid, transitions = the sequence, text = the sub-words "
-                   "(tokens without codes), one sentence per line.")
-@click.option("--root", type=click.Choice(options.ROOT_POLICIES), default="drop", show_default=True,
-              help="Root transition policy.")
-@click.option("--non-projective", type=click.Choice(options.NON_PROJECTIVE_POLICIES), default="keep",
-              show_default=True, help="drop: skip the sentence; lift: pseudo-projective; keep: transitions null.")
-@click.option("--strip-subtypes", is_flag=True, help="compound:prt -> compound in labels and transitions.")
-@click.option("-o", "--output", default="-", show_default=True, help="Output file ('-' = stdout).")
-@click.option("--workers", type=click.IntRange(min=0), default=0,
-              help="Processes (default 0 = all cores); the output is the same.")
+@declared("synprep align", "conllu", required=True, help="Input CoNLL-U ('-' = stdin; .gz/.xz accepted).")
+@declared("synprep align", "bpe_codes", help="Joint BPE codes; without them sub-words = tokens.")
+@declared("synprep align", "scheme", show_default=True,
+          help="sentencepiece / hf-tokenizer / characters: cut each token with the scheme (and its --model) instead "
+               "of BPE.")
+@declared("synprep align", "model", help=_model_help())
+@declared("synprep align", "vocabulary", help="BPE vocabulary file (as for bpe apply).")
+@declared("synprep align", "vocabulary_threshold",
+          help="With --vocabulary: split pieces seen fewer times in it (as for bpe apply).")
+@declared("synprep align", "feature_spec", show_default=True,
+          help="Comma-separated feature groups: the per-sub-word groups declared in synprep/schema.py "
+               "(parents, dbsa, depth, ...), distances, transitions, labels; a wrong name lists them all.")
+@declared("synprep align", "fmt", show_default=True,
+          help="Line formats: pascal = parent_mid, transitions = the sequence, text = the sub-words "
+               "(tokens without codes), one sentence per line.")
+@declared("synprep align", "root", show_default=True, help="Root transition policy.")
+@declared("synprep align", "non_projective", show_default=True,
+          help="drop: skip the sentence; lift: pseudo-projective; keep: transitions null.")
+@declared("synprep align", "strip_subtypes", is_flag=True, help="compound:prt -> compound in labels and transitions.")
+@declared("synprep align", "output", "-o", show_default=True, help="Output file ('-' = stdout).")
+@declared("synprep align", "workers", help="Processes (default 0 = all cores); the output is the same.")
 def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vocabulary: str | None,
           vocabulary_threshold: int | None, feature_spec: str, fmt: str, root: str, non_projective: str,
           strip_subtypes: bool, output: str, workers: int) -> None:
     """Trees (+ BPE) -> one record per sentence with the contract's features."""
-    from .align import align_file
-    from .bpe import Bpe, read_vocabulary
-    from .featurize import FeatureConfig
-    from .schema import parse_features
+    from .align import align as align_conllu
 
-    try:
-        features = parse_features(feature_spec)
-    except ValueError as err:
-        raise click.BadParameter(str(err), param_hint="--features") from None
-    vocab = read_vocabulary(vocabulary, vocabulary_threshold) if vocabulary else None
-    segmenter = Bpe(bpe_codes, vocab) if bpe_codes else None
-    if not registry.get(scheme).bpe_codes:
-        segmenter = _cutter(scheme, model, bpe_codes)
-        if "transitions" in features and segmenter.marker_kind == "none":
-            raise click.BadParameter(f"transitions: the pieces of {model} carry no marker (neither Metaspace/ByteLevel "
-                                     "nor WordPiece), so token ends cannot be read from them", param_hint="--features")
-        why = segmenter.unreadable()
-        if why:
-            raise click.BadParameter(f"{model}: {why}", param_hint="--model")
-    config = FeatureConfig(features, root, non_projective, strip_subtypes)
-    from .parallel import default_workers
-
-    summary = align_file(conllu, output, config, segmenter, fmt, workers or default_workers())
-    dropped = sum(summary.rejected.values()) if summary.rejected else 0
-    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(summary.rejected.items()) if n)
-    log.info(f"aligned {summary.sentences} sentences: {summary.written} written, "
-               f"{summary.non_projective} non-projective kept, {dropped} dropped"
-               + (f" ({reasons})" if dropped else ""))
+    log.info(align_conllu(conllu, output, bpe_codes=bpe_codes, scheme=scheme, model=model, vocabulary=vocabulary,
+                          vocabulary_threshold=vocabulary_threshold, features=feature_spec, fmt=fmt, root=root,
+                          non_projective=non_projective, strip_subtypes=strip_subtypes, workers=workers).text)
 
 
 @cli.command()
@@ -240,140 +209,96 @@ def parser() -> None:
 
 
 @parser.command("train")
-@click.option("--backend", type=click.Choice(["udpipe", "spacy", "stanza"]), default="udpipe", show_default=True,
-              help="Parser library to train a model for (udpipe: one model file; spacy, stanza: a folder).")
-@click.option("--conllu", required=True, help="Training treebank (CoNLL-U; .gz/.xz accepted).")
-@click.option("--heldout", default=None, help="Held-out CoNLL-U: scored at the end (UPOS/UAS/LAS); spaCy, stanza "
-                                              "and UDPipe's default options also use it for early stopping.")
-@click.option("-o", "--output", required=True, help="Model file (udpipe) or folder (spacy, stanza) to write.")
-@click.option("--preset", type=click.Choice(options.UDPIPE_PRESETS), default="default", show_default=True,
-              help="udpipe: tiny (seconds, tests) < small (minutes on a dev set) < medium (the shared en/de "
-                   "models' options) < default (UDPipe's); spacy: tiny or default; stanza: tiny, small or default.")
-@click.option("--tokenizer-options", default=None, help="udpipe: replace the preset's tokenizer options "
-                                                         "(UDPipe syntax, `none`: no tokenizer).")
-@click.option("--tagger-options", default=None, help="udpipe: replace the preset's tagger options.")
-@click.option("--parser-options", default=None, help="udpipe: replace the preset's parser options.")
-@click.option("--set", "settings", multiple=True, help="spacy: KEY=VALUE configuration override; stanza: "
-                                                        "PROCESSOR.OPTION=VALUE (tokenize, pos, depparse), "
-                                                        "tokenize=none: no tokenizer (repeatable).")
-@click.option("--lang", default=None, help="spacy, stanza: language code (default: from the file name, "
-                                           "en_ewt-ud-train.conllu -> en).")
-@click.option("--max-minutes", type=click.FloatRange(min=0), default=None, help="spacy: training time budget.")
-@click.option("--allow-no-spaceafter", is_flag=True,
-              help="Train even when a treebank of a language written without spaces has no SpaceAfter=No.")
-@click.option("-v", "--verbose", is_flag=True, help="Show the trainer's own log.")
+@declared("synprep parser train", "backend", show_default=True,
+          help="Parser library to train a model for (udpipe: one model file; spacy, stanza: a folder).")
+@declared("synprep parser train", "conllu", required=True, help="Training treebank (CoNLL-U; .gz/.xz accepted).")
+@declared("synprep parser train", "heldout", help="Held-out CoNLL-U: scored at the end (UPOS/UAS/LAS); spaCy, stanza "
+                                                  "and UDPipe's default options also use it for early stopping.")
+@declared("synprep parser train", "output", "-o", required=True,
+          help="Model file (udpipe) or folder (spacy, stanza) to write.")
+@declared("synprep parser train", "preset", show_default=True,
+          help="udpipe: tiny (seconds, tests) < small (minutes on a dev set) < medium (the shared en/de "
+               "models' options) < default (UDPipe's); spacy: tiny or default; stanza: tiny, small or default.")
+@declared("synprep parser train", "tokenizer_options", help="udpipe: replace the preset's tokenizer options "
+                                                            "(UDPipe syntax, `none`: no tokenizer).")
+@declared("synprep parser train", "tagger_options", help="udpipe: replace the preset's tagger options.")
+@declared("synprep parser train", "parser_options", help="udpipe: replace the preset's parser options.")
+@declared("synprep parser train", "settings", help="spacy: KEY=VALUE configuration override; stanza: "
+                                                   "PROCESSOR.OPTION=VALUE (tokenize, pos, depparse), "
+                                                   "tokenize=none: no tokenizer (repeatable).")
+@declared("synprep parser train", "lang", help="spacy, stanza: language code (default: from the file name, "
+                                               "en_ewt-ud-train.conllu -> en).")
+@declared("synprep parser train", "max_minutes", help="spacy: training time budget.")
+@declared("synprep parser train", "allow_no_spaceafter", is_flag=True,
+          help="Train even when a treebank of a language written without spaces has no SpaceAfter=No.")
+@declared("synprep parser train", "verbose", "-v", is_flag=True, help="Show the trainer's own log.")
 def parser_train(backend: str, conllu: str, heldout: str | None, output: str, preset: str,
                  tokenizer_options: str | None, tagger_options: str | None, parser_options: str | None,
                  settings: tuple[str, ...], lang: str | None, max_minutes: float | None, allow_no_spaceafter: bool,
                  verbose: bool) -> None:
     """Train a parser (UDPipe 1 tokenizer+tagger+parser, a spaCy tagger+parser, or stanza tokenizer+tagger+parser)
     from CoNLL-U."""
-    from .parse.quality import score_and_record
-    from .parse.train import check_backend_options, check_treebank, train_udpipe
-    from .textio import rereadable
+    from .api import parser_train as train_parser
 
-    check_backend_options(backend, {"--tokenizer-options": tokenizer_options, "--tagger-options": tagger_options,
-                                    "--parser-options": parser_options, "--set": settings, "--lang": lang,
-                                    "--max-minutes": max_minutes})
-    check_outputs({"-o": output}, {"the treebank (--conllu)": conllu, "the held-out treebank (--heldout)": heldout})
-    with contextlib.ExitStack() as stack:  # a named pipe or <(command) is copied once: each input is read twice
-        treebank, held = (stack.enter_context(rereadable(path)) for path in (conllu, heldout))
-        warning = check_treebank(treebank, allow_no_spaceafter)
-        if warning:
-            log.warning(warning)
-        if backend == "stanza":
-            from .parse.train_spacy import guess_lang, parse_overrides
-            from .parse.train_stanza import stanza_settings, train_stanza
-
-            lang = lang or guess_lang(conllu)
-            stanza_settings(preset, parse_overrides(settings))  # refuses a bad preset or option before any work
-            seconds = train_stanza(treebank, output, preset, held, lang, parse_overrides(settings),
-                                   quiet=not verbose, progress=sys.stderr)
-            spec: dict[str, object] = {"backend": "stanza", "model_dir": output, "lang": lang}
-        elif backend == "spacy":
-            from .parse.train_spacy import SPACY_PRESETS, guess_lang, parse_overrides, train_spacy
-
-            if preset not in SPACY_PRESETS:
-                raise click.UsageError(f"--preset {preset} is a UDPipe preset; spacy has {', '.join(SPACY_PRESETS)}")
-            seconds = train_spacy(treebank, output, preset, held, lang or guess_lang(conllu),
-                                  parse_overrides(settings), quiet=not verbose, max_minutes=max_minutes)
-            spec = {"backend": "spacy", "model": output}
-        else:
-            chosen = {"tokenizer": tokenizer_options, "tagger": tagger_options, "parser": parser_options}
-            seconds = train_udpipe(treebank, output, preset, held, quiet=not verbose, options=chosen,
-                                   progress=sys.stderr)
-            spec = {"backend": "udpipe", "model": output}
-        log.info(f"trained {backend} model {output} ({preset} preset) in {seconds:.1f}s")
-        model_path = os.path.join(output, str(spec["lang"])) if backend == "stanza" else output
-        scores, warning = score_and_record(spec, model_path, preset, held, seconds, heldout)
-        for score in scores:
-            log.info(f"held-out {heldout}: {score.format()}")
-        if warning:
-            log.warning(f"synprep: {warning}")
+    train_parser(conllu, output, backend=backend, heldout=heldout, preset=preset, tokenizer_options=tokenizer_options,
+                 tagger_options=tagger_options, parser_options=parser_options, settings=settings, lang=lang,
+                 max_minutes=max_minutes, allow_no_spaceafter=allow_no_spaceafter, verbose=verbose)
 
 
 @parser.command("eval")
-@click.option("--backend", type=click.Choice(options.PARSER_BACKENDS), default=None,
-              help="Default: spacy for a folder, udpipe for a file.")
-@click.option("--model", default=None, help="Model file (udpipe, spacy-udpipe) or pipeline (spacy).")
-@click.option("--model-dir", default=None, help="stanza model folder.")
-@click.option("--lang", default=None, help="Language code (stanza, spacy-udpipe).")
-@click.option("--conllu", required=True, help="Gold treebank (CoNLL-U).")
-@click.option("--mode", type=click.Choice(["both", "gold", "raw"]), default="both", show_default=True,
-              help="gold: parse the gold words; raw: parse each sentence's text (words aligned by characters).")
+@declared("synprep parser eval", "backend", help="Default: spacy for a folder, udpipe for a file.")
+@declared("synprep parser eval", "model", help="Model file (udpipe, spacy-udpipe) or pipeline (spacy).")
+@declared("synprep parser eval", "model_dir", help="stanza model folder.")
+@declared("synprep parser eval", "lang", help="Language code (stanza, spacy-udpipe).")
+@declared("synprep parser eval", "conllu", required=True, help="Gold treebank (CoNLL-U).")
+@declared("synprep parser eval", "mode", show_default=True,
+          help="gold: parse the gold words; raw: parse each sentence's text (words aligned by characters).")
 def parser_eval(backend: str | None, model: str | None, model_dir: str | None, lang: str | None, conllu: str,
                 mode: str) -> None:
     """UPOS, UAS and LAS of a parser on a gold treebank, from gold tokenization and from raw text."""
-    from .parse.evaluate import MODES, evaluate_model
+    from .api import parser_eval as evaluate_parser
 
-    backend = backend or ("stanza" if model_dir else "spacy" if model and os.path.isdir(model) else "udpipe")
-    spec = {"backend": backend, "model": model, "model_dir": model_dir, "lang": lang}
-    for scores in evaluate_model(spec, conllu, MODES if mode == "both" else (mode,)):
-        click.echo(scores.format())
-        if scores.mismatched:
-            log.info(f"  {len(scores.mismatched)} sentences with other characters than the gold text "
-                       f"(not aligned), e.g. {scores.mismatched[0]}")
+    result = evaluate_parser(conllu, model=model, backend=backend, model_dir=model_dir, lang=lang, mode=mode)
+    for score in result.scores:
+        click.echo(score.format())
+        if score.mode in result.notes:
+            log.info(result.notes[score.mode])
 
 
 @cli.command("filter")
-@click.option("--src", "src_path", required=True, help="Source side, one sentence per line (.gz/.xz accepted).")
-@click.option("--tgt", "tgt_path", required=True, help="Target side, line-aligned with --src.")
-@click.option("--src-lang", required=True, help="Source language, ISO 639-1 (e.g. en).")
-@click.option("--tgt-lang", required=True, help="Target language, ISO 639-1 (e.g. de).")
-@click.option("-o", "--output-dir", required=True, help="Folder for the kept sides, ids and rejected.tsv.")
-@click.option("--langid", type=click.Choice([*options.LANGID_BACKENDS, "none"]), default=options.DEFAULT_LANGID,
-              show_default=True, help="Language-ID backend (py3langid: faster than langdetect and more accurate, "
-                                      "docs/langid.md); none: no language checks.")
+@declared("synprep filter", "src_path", required=True, help="Source side, one sentence per line (.gz/.xz accepted).")
+@declared("synprep filter", "tgt_path", required=True, help="Target side, line-aligned with --src.")
+@declared("synprep filter", "src_lang", required=True, help="Source language, ISO 639-1 (e.g. en).")
+@declared("synprep filter", "tgt_lang", required=True, help="Target language, ISO 639-1 (e.g. de).")
+@declared("synprep filter", "output_dir", "-o", required=True, help="Folder for the kept sides, ids and rejected.tsv.")
+@declared("synprep filter", "langid", show_default=True,
+          help="Language-ID backend (py3langid: faster than langdetect and more accurate, "
+               "docs/langid.md); none: no language checks.")
 @click.option("--langid-languages", default=None,
               help="Comma-separated candidate languages for the identifier (default: the backend's set).")
-@click.option("--langid-min-letters", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Sides with fewer letters skip the language check (0: check all).")
-@click.option("--min-len", type=click.IntRange(min=0), default=1, show_default=True, help="Min tokens per side.")
-@click.option("--max-len", type=click.IntRange(min=1), default=80, show_default=True, help="Max tokens per side.")
-@click.option("--max-ratio", type=click.FloatRange(min=1), default=3.0, show_default=True,
-              help="Max token-count ratio longer/shorter side.")
-@click.option("--max-chars", type=click.IntRange(min=1), default=options.MAX_LINE_CHARS, show_default=True,
-              help="Max characters per side (longer lines are rejected first: bounded work per line).")
-@click.option("--segmentation", type=click.Choice(options.SEGMENTATIONS), default="auto", show_default=True,
-              help="Token counts: auto (a character rule for ja, zh, th, lo, km, my; whitespace elsewhere) or "
-                   "whitespace (input tokenized beforehand); docs/languages.md.")
-@click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
-@click.option("--overwrite", is_flag=True, help="Write into a non-empty output folder, replacing its output files.")
+@declared("synprep filter", "langid_min_letters", show_default=True,
+          help="Sides with fewer letters skip the language check (0: check all).")
+@declared("synprep filter", "min_len", show_default=True, help="Min tokens per side.")
+@declared("synprep filter", "max_len", show_default=True, help="Max tokens per side.")
+@declared("synprep filter", "max_ratio", show_default=True, help="Max token-count ratio longer/shorter side.")
+@declared("synprep filter", "max_chars", show_default=True,
+          help="Max characters per side (longer lines are rejected first: bounded work per line).")
+@declared("synprep filter", "segmentation", show_default=True,
+          help="Token counts: auto (a character rule for ja, zh, th, lo, km, my; whitespace elsewhere) or "
+               "whitespace (input tokenized beforehand); docs/languages.md.")
+@declared("synprep filter", "workers", help="Processes (default 0: all cores).")
+@declared("synprep filter", "overwrite", is_flag=True,
+          help="Write into a non-empty output folder, replacing its output files.")
 def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, output_dir: str, langid: str,
                    langid_languages: str | None, langid_min_letters: int, min_len: int, max_len: int,
                    max_ratio: float, max_chars: int, segmentation: str, workers: int, overwrite: bool) -> None:
     """Clean a parallel corpus: keep or reject (one counted reason) every pair; output identical for any --workers."""
-    from .filter import FilterSettings, filter_files
+    from .filter import filter_corpus
 
-    languages = tuple(c for c in langid_languages.split(",") if c.strip()) if langid_languages else None
-    try:
-        settings = FilterSettings(src_lang, tgt_lang, min_len, max_len, max_ratio,
-                                  None if langid == "none" else langid, languages, langid_min_letters, max_chars,
-                                  segmentation)
-        summary = filter_files(src_path, tgt_path, output_dir, settings, workers or None, overwrite=overwrite)
-    except ValueError as err:
-        raise click.UsageError(str(err)) from None
-    click.echo(summary.format())
+    click.echo(filter_corpus(src_path, tgt_path, src_lang, tgt_lang, output_dir, langid=langid,
+                             langid_languages=langid_languages, langid_min_letters=langid_min_letters,
+                             min_len=min_len, max_len=max_len, max_ratio=max_ratio, max_chars=max_chars,
+                             segmentation=segmentation, workers=workers, overwrite=overwrite).text)
 
 
 @cli.command()
@@ -431,156 +356,133 @@ def cache() -> None:
 @click.argument("folder")
 def cache_info(folder: str) -> None:
     """Entries, size, parsers and stages of a parse cache."""
-    from .convert.parse_cache import cache_info, format_info
+    from .api import cache_info as read_info
 
-    click.echo(format_info(cache_info(folder)))
+    click.echo(read_info(folder).text)
 
 
 @cache.command("verify")
 @click.argument("folder")
-@click.option("--repair", is_flag=True, help="Delete the damaged entries (a convert parses them again).")
+@declared("synprep cache verify", "repair", is_flag=True,
+          help="Delete the damaged entries (a convert parses them again).")
 def cache_verify(folder: str, repair: bool) -> None:
     """Check a parse cache: SQLite's integrity check, and every entry decodes and matches its digest (exit 1 if
     not)."""
-    from .convert.parse_cache import format_verify, verify_cache
+    from .api import cache_verify as verify
 
-    report = verify_cache(folder, repair)
-    click.echo(format_verify(report))
-    if report["integrity"] or report["damaged"] > report["deleted"] or (report["totals"] and not repair):
+    result = verify(folder, repair=repair)
+    click.echo(result.text)
+    if not result.ok:
         sys.exit(1)
 
 
 @cache.command("prune")
 @click.argument("folder")
-@click.option("--max-gb", type=click.FloatRange(min=0), default=None,
-              help="Delete the least recently used entries until the cache holds at most this much.")
-@click.option("--parser", "parser_id", default=None, help="Delete every entry of this parser (its id or digest "
-                                                           "prefix, from `synprep cache info`) or stage (filter, "
-                                                           "bpe, features).")
+@declared("synprep cache prune", "max_gb",
+          help="Delete the least recently used entries until the cache holds at most this much.")
+@declared("synprep cache prune", "parser_id", help="Delete every entry of this parser (its id or digest "
+                                                   "prefix, from `synprep cache info`) or stage (filter, "
+                                                   "bpe, features).")
 def cache_prune(folder: str, max_gb: float | None, parser_id: str | None) -> None:
     """Make a parse cache smaller (the file shrinks: VACUUM)."""
-    from .convert.parse_cache import format_prune, prune_cache
+    from .api import cache_prune as prune
 
-    if max_gb is None and parser_id is None:
-        raise click.UsageError("give --max-gb and/or --parser")
-    report = prune_cache(folder, max_gb, parser_id)
-    click.echo(format_prune(report))
+    click.echo(prune(folder, max_gb=max_gb, parser=parser_id).text)
 
 
 @cli.command()
-@click.option("--pairs", type=click.IntRange(min=1), default=5000, show_default=True, help="Pairs in all splits.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Same seed, same corpus.")
-@click.option("-o", "--output", required=True, help="Output folder (text, gold CoNLL-U, pipeline.toml).")
-@click.option("--max-depth", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Nesting depth of relative/complement clauses and PPs inside noun phrases.")
-@click.option("--non-projective-rate", type=click.FloatRange(0, 1), default=0.05, show_default=True,
-              help="Share of pairs with an extraposed relative clause (non-projective on both sides).")
-@click.option("--bpe-symbols", type=click.IntRange(min=1), default=300, show_default=True,
-              help="BPE merges in the written pipeline.toml.")
-@click.option("--lengths", type=click.Choice(["short", "wmt"]), default="short", show_default=True,
-              help="Sentence lengths: short (one clause, ~12 tokens) or wmt (mean ~25 tokens, a tail to 100).")
-@click.option("--vocabulary", type=click.Choice(["lexicon", "zipf"]), default="lexicon", show_default=True,
-              help="Words: lexicon (~100 per side) or zipf (Zipfian frequencies, distinct words growing with "
-                   "the corpus as in real text).")
+@declared("synprep synth", "pairs", show_default=True, help="Pairs in all splits.")
+@declared("synprep synth", "seed", show_default=True, help="Same seed, same corpus.")
+@declared("synprep synth", "output", "-o", required=True, help="Output folder (text, gold CoNLL-U, pipeline.toml).")
+@declared("synprep synth", "max_depth", show_default=True,
+          help="Nesting depth of relative/complement clauses and PPs inside noun phrases.")
+@declared("synprep synth", "non_projective_rate", show_default=True,
+          help="Share of pairs with an extraposed relative clause (non-projective on both sides).")
+@declared("synprep synth", "bpe_symbols", show_default=True, help="BPE merges in the written pipeline.toml.")
+@declared("synprep synth", "lengths", show_default=True,
+          help="Sentence lengths: short (one clause, ~12 tokens) or wmt (mean ~25 tokens, a tail to 100).")
+@declared("synprep synth", "vocabulary", show_default=True,
+          help="Words: lexicon (~100 per side) or zipf (Zipfian frequencies, distinct words growing with "
+               "the corpus as in real text).")
 def synth(pairs: int, seed: int, output: str, max_depth: int, non_projective_rate: float, bpe_symbols: int,
           lengths: str, vocabulary: str) -> None:
     """Synthetic en-like/de-like parallel corpus with gold trees (90/5/5 train/valid/test)."""
-    from .synth import SynthConfig, write_corpus
+    from .synth import synth as write_synth
 
-    summary = write_corpus(output, pairs, seed, SynthConfig(max_depth, non_projective_rate, lengths=lengths,
-                                                                vocabulary=vocabulary),
-                           bpe_symbols)
-    log.info(summary.format() + f" to {output}; next: synprep convert {os.path.join(output, 'pipeline.toml')}")
+    log.info(write_synth(output, pairs=pairs, seed=seed, max_depth=max_depth, non_projective_rate=non_projective_rate,
+                         bpe_symbols=bpe_symbols, lengths=lengths, vocabulary=vocabulary).text)
 
 
 @cli.command("inspect")
 @click.argument("path")
-@click.option("--show", type=click.IntRange(min=0), default=0, help="Render N examples in the terminal.")
-@click.option("--html", "html_path", default=None, help="Write a self-contained HTML report here.")
-@click.option("--examples", type=click.IntRange(min=0), default=3, show_default=True,
-              help="Examples in the HTML report.")
+@declared("synprep inspect", "show", help="Render N examples in the terminal.")
+@declared("synprep inspect", "html_path", help="Write a self-contained HTML report here.")
+@declared("synprep inspect", "examples", show_default=True, help="Examples in the HTML report.")
 @click.option("--stats/--no-stats", "print_stats", default=None,
               help="Print the statistics to stdout  [default: --stats, but --no-stats with --html]")
 def inspect_command(path: str, show: int, html_path: str | None, examples: int, print_stats: bool | None) -> None:
     """Statistics of a shard directory (manifest.json + part-*.arrow) or a CoNLL-U file."""
-    from .inspect import compute_stats, format_stats, open_dataset, pick_examples, render_example
+    from .inspect import inspect as inspect_data
 
-    dataset = open_dataset(path)
-    stats = compute_stats(dataset)
+    result = inspect_data(path, show=show, html=html_path, examples=examples)
     if print_stats or (print_stats is None and not html_path):  # the HTML report holds them already
-        click.echo(format_stats(stats))
-    for row in pick_examples(dataset, show) if show else []:
-        click.echo(render_example(row))
+        click.echo(result.text)
+    if result.shown:
+        click.echo(result.shown_text)
     if html_path:
-        from .report import write_html
-
-        write_html(html_path, stats, pick_examples(dataset, examples, max_tokens=24))
         log.info(f"wrote {html_path}")
 
 
 @cli.command()
 @click.argument("split_path", metavar="DATASET_SPLIT")
-@click.option("-o", "--output", required=True, help="Folder for summary.json and one .ids/.tsv per subset.")
-@click.option("--side", type=click.Choice(["src", "tgt", "both"]), default="both", show_default=True,
-              help="Which side's trees to search for the phenomena.")
+@declared("synprep challenge", "output", "-o", required=True,
+          help="Folder for summary.json and one .ids/.tsv per subset.")
+@declared("synprep challenge", "side", show_default=True, help="Which side's trees to search for the phenomena.")
 @click.option("--phenomena", default=None,
               help="Comma-separated rule names (default: all; built in: particle,reflexive,stranding).")
-@click.option("--rules", "rules_path", default=None, help="TOML file of extra [[rule]] tables (docs/synprep.md).")
+@declared("synprep challenge", "rules_path", help="TOML file of extra [[rule]] tables (docs/synprep.md).")
 def challenge(split_path: str, output: str, side: str, phenomena: str | None, rules_path: str | None) -> None:
     """Syntactic challenge sets: the pairs of a converted split whose trees contain each phenomenon."""
-    from .challenge import format_summary, load_rules, select_rules, write_challenge
+    from .challenge import challenge as write_challenge
 
-    extra = load_rules(rules_path) if rules_path else ()
-    names = [n.strip() for n in phenomena.split(",") if n.strip()] if phenomena else None
-    rules = select_rules(names, extra)
-    sides = ("src", "tgt") if side == "both" else (side,)
-    summary = write_challenge(split_path, output, sides, rules)
-    log.info(format_summary(summary))
-    log.info(f"wrote {os.path.join(output, 'summary.json')}")
+    for line in write_challenge(split_path, output, side=side, phenomena=phenomena, rules=rules_path).text.split("\n"):
+        log.info(line)
 
 
 @cli.command()
 @click.argument("directory")
-@click.option("--max-failures", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Failures listed at most (all are counted).")
-@click.option("--workers", type=click.IntRange(min=0), default=0,
-              help="Processes, one shard each at a time (default 0: all cores); the output is the same.")
+@declared("synprep validate", "max_failures", show_default=True, help="Failures listed at most (all are counted).")
+@declared("synprep validate", "workers",
+          help="Processes, one shard each at a time (default 0: all cores); the output is the same.")
 def validate(directory: str, max_failures: int, workers: int) -> None:
     """Check every contract invariant on every row of a shard directory; exit 1 on failures."""
-    from .parallel import default_workers
-    from .validate import validate_directory
+    from .validate import validate as validate_split
 
-    report, manifest = validate_directory(directory, max_failures, workers or default_workers())
-    for failure in report.failures:
+    result = validate_split(directory, max_failures=max_failures, workers=workers)
+    for failure in result.failures:
         click.echo(failure.format())
-    click.echo(report.summary(manifest), err=not report.ok)
-    if not report.ok:
+    click.echo(result.summary, err=not result.ok)
+    if not result.ok:
         sys.exit(1)
 
 
 @cli.command()
 @click.argument("split_path", metavar="SPLIT")
-@click.option("-o", "--output", required=True, help="Output folder: one subfolder per format.")
-@click.option("--format", "formats", multiple=True,
-              help="Comma-separated or repeated, each once: pascal (e-bug/pascal), dbsa (de9uch1/dbsa), nematus "
-                   "(borgr/nematus). Default: every one whose reader reads the dataset's pieces (all three for "
-                   "subword-nmt; pascal,dbsa for sentencepiece and hf-tokenizer pieces).")
-@click.option("--name", default=None, help="File name prefix (default: the split's name, e.g. train).")
-@click.option("--dbsa-release", type=click.Choice(["current", "2020"]), default="current", show_default=True,
-              help="DBSA .dep heads: current = de9uch1/dbsa master b0cdef6 (0-based, format since b96fb46); "
-                   "2020 = commits 43eef77/0e9dd5c (1-based).")
+@declared("synprep export", "output", "-o", required=True, help="Output folder: one subfolder per format.")
+@declared("synprep export", "formats",
+          help="Comma-separated or repeated, each once: pascal (e-bug/pascal), dbsa (de9uch1/dbsa), nematus "
+               "(borgr/nematus). Default: every one whose reader reads the dataset's pieces (all three for "
+               "subword-nmt; pascal,dbsa for sentencepiece and hf-tokenizer pieces).")
+@declared("synprep export", "name", help="File name prefix (default: the split's name, e.g. train).")
+@declared("synprep export", "dbsa_release", show_default=True,
+          help="DBSA .dep heads: current = de9uch1/dbsa master b0cdef6 (0-based, format since b96fb46); "
+               "2020 = commits 43eef77/0e9dd5c (1-based).")
 def export(split_path: str, output: str, formats: tuple[str, ...], name: str | None, dbsa_release: str) -> None:
     """A split (shard folder) in the input formats of the papers' released trainers, with BPE codes, references
     and a README of commands per format (docs/synprep.md, docs/handoff.md)."""
-    from .export import EXPORT_FORMATS, check_formats, export_split, summary_line
+    from .export import export as export_split
 
-    given = ",".join(formats)  # --format a,b and --format a --format b alike
-    chosen = tuple(f.strip() for f in given.split(",") if f.strip()) if formats else None
-    try:
-        check_formats(EXPORT_FORMATS if chosen is None else chosen, dbsa_release)
-    except ValueError as err:
-        raise click.BadParameter(f"{err}, got {given!r}", param_hint="--format") from None
-    log.info(summary_line(export_split(split_path, output, chosen, name, dbsa_release), output))
+    log.info(export_split(split_path, output, formats=formats, name=name, dbsa_release=dbsa_release).text)
 
 
 EXAMPLES = {

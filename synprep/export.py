@@ -37,9 +37,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from . import features as F
+from .callables import make_callable
 from .errors import InputError, WriteError
 from .export_readme import readme
 from .options import BPE_SEPARATOR
@@ -49,6 +50,9 @@ from .subwords import registry
 from .subwords.load import dataset_marker
 from .textio import atomic_copy, atomic_output, atomic_write
 from .trees import is_projective, lift_projective
+
+if TYPE_CHECKING:
+    from .results import ExportResult
 
 EXPORT_FORMATS = ("pascal", "dbsa", "nematus")
 DBSA_RELEASES = ("current", "2020")  # de9uch1/dbsa: master b0cdef6 (0-based heads), 2020 43eef77/0e9dd5c (1-based)
@@ -416,3 +420,30 @@ def summary_line(summary: ExportSummary, out: str) -> str:
     labels = "".join(f"; {path} given the arcs of {len(lacked)} label(s) of other splits it lacked "
                      f"({', '.join(lacked)})" for path, lacked in summary.added_labels.items())
     return f"exported {summary.rows} rows to {out}: " + ", ".join(parts) + codes + labels
+
+
+def export(split: str, output: str, *, formats: Sequence[str] | str | None = None, name: str | None = None,
+           dbsa_release: str = "current") -> ExportResult:
+    """`synprep export SPLIT -o OUTPUT`: the split in the input formats of the papers' released trainers
+    (`formats`: pascal, dbsa, nematus; a list or "a,b"; default: every one whose reader reads the dataset's
+    pieces), with BPE codes, references and a README. Returns an `ExportResult` (`summary`)."""
+    from .arguments import check_arguments
+    from .results import ExportResult
+
+    listed = [formats] if isinstance(formats, str) else formats
+    checked = check_arguments("synprep export", split_path=split, output=output, formats=listed, name=name,
+                              dbsa_release=dbsa_release)
+    given = ",".join(checked["formats"])  # "a,b" and ["a", "b"] alike
+    chosen = tuple(f.strip() for f in given.split(",") if f.strip()) if checked["formats"] else None
+    try:
+        check_formats(EXPORT_FORMATS if chosen is None else chosen, checked["dbsa_release"])
+    except ValueError as err:
+        from .arguments import invalid
+
+        raise invalid("synprep export", "formats", f"{err}, got {given!r}") from None
+    summary = export_split(checked["split_path"], checked["output"], chosen, checked["name"],
+                           checked["dbsa_release"])
+    return ExportResult(checked["output"], summary, summary_line(summary, checked["output"]))
+
+
+make_callable(__name__, export)  # synprep.export(...) is synprep.export.export(...) (docs/python-api.md)

@@ -31,9 +31,11 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import islice, zip_longest
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
+from .callables import make_callable
 from .errors import InputError, WriteError
 from .langid import BACKENDS, LanguageIdentifier, check_iso_639_1, get_identifier
 from .languages import SEGMENTATIONS, count_tokens
@@ -42,6 +44,9 @@ from .outputs import check_outputs
 from .parallel import default_workers, ordered_map
 from .tables import repeated
 from .textio import check_text_file, count_lines, is_standard, open_binary, tsv_field
+
+if TYPE_CHECKING:
+    from .results import FilterResult
 
 log = logging.getLogger(__name__)
 
@@ -450,3 +455,35 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
     if message:
         (warn or (lambda text: log.warning(f"synprep filter: {text}")))(message)
     return summary
+
+
+def filter_corpus(src: str, tgt: str, src_lang: str, tgt_lang: str, output_dir: str, *,
+                  langid: str = DEFAULT_LANGID, langid_languages: Sequence[str] | str | None = None,
+                  langid_min_letters: int = 0, min_len: int = 1, max_len: int = 80, max_ratio: float = 3.0,
+                  max_chars: int = MAX_LINE_CHARS, segmentation: str = "auto", workers: int = 0,
+                  overwrite: bool = False, progress: bool | None = None) -> FilterResult:
+    """`synprep filter`: keep or reject (one counted reason) every pair of `src`/`tgt` into `output_dir` (the
+    kept sides, ids, rejected.tsv); the same output for any `workers` (0: all cores). `synprep.filter(...)`.
+    Returns a `FilterResult` (`summary`: `kept`, `rejected` by reason)."""
+    from .arguments import check_arguments
+    from .results import FilterResult
+
+    checked = check_arguments("synprep filter", src_path=src, tgt_path=tgt, src_lang=src_lang, tgt_lang=tgt_lang,
+                              output_dir=output_dir, langid=langid, langid_min_letters=langid_min_letters,
+                              min_len=min_len, max_len=max_len, max_ratio=max_ratio, max_chars=max_chars,
+                              segmentation=segmentation, workers=workers, overwrite=overwrite)
+    if isinstance(langid_languages, str):
+        langid_languages = langid_languages.split(",")
+    languages = tuple(c for c in langid_languages if c.strip()) if langid_languages else None
+    try:
+        settings = FilterSettings(src_lang, tgt_lang, min_len, max_len, max_ratio,
+                                  None if langid == "none" else langid, languages, langid_min_letters, max_chars,
+                                  segmentation)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    summary = filter_files(checked["src_path"], checked["tgt_path"], checked["output_dir"], settings,
+                           workers or None, overwrite=overwrite, progress=progress)
+    return FilterResult(summary, summary.format())
+
+
+make_callable(__name__, filter_corpus)  # synprep.filter(...) is synprep.filter.filter_corpus(...)

@@ -2,7 +2,8 @@
 below them (`logging.getLogger(__name__)`). A program embedding the packages raises, lowers or routes them as it
 does any library's (`logging.getLogger("syntrain").setLevel(logging.WARNING)`). The handler, plain lines on
 stderr as the messages always were, is there from import (`default_handler`); the command lines set the level
-(-v / -q). `syntrain run` also writes them to the run's train.log (its stderr, teed). Progress bars keep their
+(-v / -q). `syntrain run` also writes them to the run's train.log (a logging file handler on both loggers,
+syntrain.runfolder.train_log). Progress bars keep their
 own stream (stderr, tqdm); data goes to stdout, never through logging."""
 
 from __future__ import annotations

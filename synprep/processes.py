@@ -137,3 +137,23 @@ def release_signals() -> None:
     """In a child forked within `signals_held`: its signals come again."""
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, *ENDING_SIGNALS})
+
+
+@contextlib.contextmanager
+def main_not_imported() -> Iterator[None]:
+    """Processes spawned within the block do not import the program's `__main__` (spawn imports it in every new
+    process, to find functions defined there): a script without `if __name__ == "__main__":` would run again in
+    it, call this again and end it ("the process ... ended without its result"). For processes whose function
+    lives in a module of the packages, which need nothing of the script: they work from any script."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {name: main.__dict__[name] for name in ("__file__", "__spec__") if name in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)

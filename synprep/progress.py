@@ -1,8 +1,8 @@
 """Progress of long commands, one implementation for synprep and syntrain (convert, parser training of every
 backend, decoding in eval / compare / translate / the final test of a run).
 
-On a terminal: a tqdm bar. Off a terminal (a log file, a pipe, a batch job): one plain line at a steady
-interval, never a carriage return, e.g.
+On a terminal: a tqdm bar; in a Jupyter notebook with ipywidgets: tqdm's notebook bar (`tqdm_class`). Off a
+terminal (a log file, a pipe, a batch job): one plain line at a steady interval, never a carriage return, e.g.
 
     convert: filter+parse 4000/12000 pairs (33%), 61.2 pairs/s, 1m05s elapsed, ETA 2m11s
 
@@ -119,6 +119,30 @@ class ProgressLines:
         self.close()
 
 
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel whose notebook can draw tqdm's widget bars (ipywidgets imports)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":  # not a kernel (a terminal IPython either)
+        return False
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def tqdm_class() -> Any:  # noqa: ANN401 (tqdm.auto.tqdm or tqdm.tqdm)
+    """The bar class of this session: tqdm.auto's (a widget in a notebook) where the notebook can draw it
+    (`in_notebook`), plain tqdm elsewhere: tqdm.auto without ipywidgets prints "IProgress not found" at every
+    bar."""
+    if in_notebook():
+        from tqdm.auto import tqdm
+    else:
+        from tqdm import tqdm
+    return tqdm
+
+
 def progress(desc: str, total: int | None = None, unit: str = "it", *, shown: bool | None = None,
              stream: IO[str] | None = None, prefix: str = "", estimate: Callable[[], float | None] | None = None,
              later_units: float = 0, leave: bool = True) -> Any:  # noqa: ANN401 (a tqdm or a ProgressLines)
@@ -126,11 +150,10 @@ def progress(desc: str, total: int | None = None, unit: str = "it", *, shown: bo
     stderr) is a terminal; plain lines at the interval, each starting with `prefix` (the command, in a log of
     several), where `shown` is None and it is not; nothing (a disabled tqdm) where `shown` is False. Every kind
     takes `update(n)`, `set_description`, `refresh`, `close`."""
-    from tqdm import tqdm
-
+    tqdm = tqdm_class()
     stream = stream if stream is not None else sys.stderr
     if shown is False:
         return tqdm(total=total, disable=True)
-    if shown or is_terminal(stream):
+    if shown or is_terminal(stream) or in_notebook():
         return tqdm(total=total, unit=f" {unit}", desc=desc, file=stream, leave=leave)
     return ProgressLines(prefix + desc, total, unit, stream, estimate=estimate, later_units=later_units)

@@ -2,22 +2,26 @@
 
 Summary tables, length and label histograms, and for a few examples per side: the dependency tree as arcs
 (crossing arcs in red), the Pascal Gaussian prior N(j | parent_mid_t, 1) and the syntax-distance matrix as
-heatmaps, and the transition sequence. The markup is well-formed XML (the tests parse it).
+heatmaps, and the transition sequence. The markup is well-formed XML (the tests parse it). `InspectResult`
+(synprep.inspect's result) shows in a notebook as this report.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from html import escape
+from typing import Any
 
 import numpy as np
 
 from . import __version__
 from . import features as F
 from .features import parent_prior
-from .inspect import DatasetStats, arc_lanes, example_sides, flatten, summary_rows
+from .results import Printed
 from .shards import Row
 from .trees import crossing_arcs
+from .views import DatasetStats, arc_lanes, example_sides, flatten, summary_rows
 
 CHAR = 7.8  # px per character of the 13px monospace font
 VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
@@ -274,3 +278,20 @@ def write_html(path: str, stats: DatasetStats, examples: list[Row]) -> None:
     with open(path, "w", encoding="utf-8") as out:
         out.write(build_html(stats, examples))
 
+
+@dataclass(frozen=True, repr=False)
+class InspectResult(Printed):
+    """`synprep.inspect`: the statistics (`stats`: per side lengths, labels, depths, ...), the report's examples
+    (`examples`: rows with their trees), those shown in the terminal (`shown`, rendered in `shown_text`), the
+    statistics' text and the HTML report's path; in a notebook it shows as the HTML report."""
+
+    path: str
+    stats: Any
+    examples: list[Any]
+    shown: list[Any]
+    shown_text: str  # the `shown` examples as the terminal renders them (`synprep inspect --show N`)
+    text: str
+    html: str | None = None
+
+    def _repr_html_(self) -> str:
+        return build_html(self.stats, self.examples)

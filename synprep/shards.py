@@ -500,13 +500,21 @@ def load_pandas(path: str, columns: Sequence[str] | None = None) -> Any:
 
 
 def load_hf_dataset(path: str) -> Any:
-    """A split as a Hugging Face `datasets.Dataset` over the memory-mapped shards (needs `datasets`)."""
+    """A split as a Hugging Face `datasets.Dataset` over the memory-mapped shards (needs `datasets`). Without
+    `datasets`' own progress bars: mapping files takes no time to show, and in a notebook without ipywidgets
+    each bar would print tqdm's "IProgress not found" warning."""
     import datasets
 
     split = open_split(path)
     split.table()  # checks every shard before handing the files over
-    parts = [datasets.Dataset.from_file(p) for p in split.shard_paths()]
-    return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+    shown = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        parts = [datasets.Dataset.from_file(p) for p in split.shard_paths()]
+        return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+    finally:
+        if shown:
+            datasets.enable_progress_bars()
 
 
 # --------------------------------------------------------------------------------- making raw text alike

@@ -21,11 +21,16 @@ import json
 import os
 import random
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from .callables import make_callable
 from .conllu import ConlluSentence, format_sentence
 from .errors import InputError
 from .outputs import check_outputs
 from .trees import is_projective
+
+if TYPE_CHECKING:
+    from .results import SynthResult
 
 SPLIT_SHARES = (("train", 0.90), ("valid", 0.05), ("test", 0.05))
 
@@ -439,3 +444,24 @@ def write_corpus(output: str, pairs: int, seed: int, config: SynthConfig = Synth
                    "non_projective_pairs": non_projective}, out, indent=2)
     files += [os.path.join(output, n) for n in ("lexicon.tsv", "pipeline.toml", "synth.json")]
     return SynthSummary(counts, non_projective, total, files)
+
+
+def synth(output: str, *, pairs: int = 5000, seed: int = 1, max_depth: int = 2, non_projective_rate: float = 0.05,
+          bpe_symbols: int = 300, lengths: str = "short", vocabulary: str = "lexicon") -> SynthResult:
+    """`synprep synth -o OUTPUT`: a synthetic en-like/de-like parallel corpus with gold trees (90/5/5
+    train/valid/test) and the pipeline.toml that converts it. Returns a `SynthResult` (`pipeline`, `summary`)."""
+    from .arguments import check_arguments
+    from .results import SynthResult
+
+    checked = check_arguments("synprep synth", output=output, pairs=pairs, seed=seed, max_depth=max_depth,
+                              non_projective_rate=non_projective_rate, bpe_symbols=bpe_symbols, lengths=lengths,
+                              vocabulary=vocabulary)
+    output = checked["output"]
+    config = SynthConfig(checked["max_depth"], checked["non_projective_rate"], lengths=checked["lengths"],
+                         vocabulary=checked["vocabulary"])
+    summary = write_corpus(output, checked["pairs"], checked["seed"], config, checked["bpe_symbols"])
+    pipeline = os.path.join(output, "pipeline.toml")
+    return SynthResult(output, pipeline, summary, summary.format() + f" to {output}; next: synprep convert {pipeline}")
+
+
+make_callable(__name__, synth)  # synprep.synth(...) is synprep.synth.synth(...) (docs/python-api.md)

@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from . import features as F
 from .bpe import SEPARATOR, align_subwords
+from .callables import make_callable
 from .errors import InputError
 from .featurize import boundary_of
 from .parallel import ordered_map
@@ -28,6 +29,9 @@ from .subwords import TokenCutter, read_back, registry
 from .subwords.load import load_cutter
 from .textio import file_sha256
 from .trees import find_cycle, is_projective, lift_projective
+
+if TYPE_CHECKING:
+    from .results import ValidateResult
 
 
 @dataclass(frozen=True)
@@ -370,3 +374,22 @@ def validate_directory(directory: str, max_failures: int = 1000, workers: int = 
     if report.rows != manifest.rows:
         fail("manifest.json", None, "rows", f"{report.rows} rows in the shards, manifest says {manifest.rows}")
     return report, manifest
+
+
+def validate(directory: str, *, max_failures: int = 1000, workers: int = 0) -> ValidateResult:
+    """`synprep validate DIRECTORY`: every contract invariant on every row of a split folder (`workers` 0: all
+    cores). Returns a `ValidateResult` (`ok`, `failures`, ...); its `text` is what the command prints."""
+    from .arguments import check_arguments
+    from .parallel import default_workers
+    from .results import ValidateResult
+
+    checked = check_arguments("synprep validate", directory=directory, max_failures=max_failures, workers=workers)
+    report, manifest = validate_directory(checked["directory"], checked["max_failures"],
+                                          checked["workers"] or default_workers())
+    summary = report.summary(manifest)
+    text = "\n".join([*(failure.format() for failure in report.failures), summary])
+    return ValidateResult(report.ok, report.rows, report.shards, list(report.failures), report.failure_count,
+                          summary, text)
+
+
+make_callable(__name__, validate)  # synprep.validate(...) is synprep.validate.validate(...) (docs/python-api.md)

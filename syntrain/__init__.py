@@ -1,7 +1,8 @@
 """syntrain: a lightweight Transformer trainer over synprep Arrow shards.
 
 The Python API (docs/python-api.md) is imported on first use, so `import syntrain` does not import torch:
-`syntrain.train`, `syntrain.Translator`, `syntrain.evaluate`.
+`syntrain.train`, `syntrain.Translator`, `syntrain.evaluate`, `syntrain.compare`, `syntrain.average`,
+`syntrain.env` (one per command).
 """
 
 from __future__ import annotations
@@ -13,18 +14,18 @@ from synprep.logs import default_handler
 __version__ = "0.1.0"
 default_handler("syntrain")  # messages: logging.getLogger("syntrain") (synprep/logs.py)
 
-__all__ = ["__version__", "train", "Translator", "evaluate"]
+__all__ = ["__version__", "train", "Translator", "evaluate", "compare", "average", "env"]
 
 
 def __getattr__(name: str) -> Any:  # noqa: ANN401 (the API's functions and classes, imported on first use)
-    if name == "train":  # a callable module: syntrain.train(...) is syntrain.train.run(...)
+    if name in ("train", "compare"):  # callable modules: syntrain.train(...) is syntrain.train.run(...)
         import importlib
 
-        return importlib.import_module(".train", __name__)
-    if name == "evaluate":
-        from .api import evaluate
+        return importlib.import_module(f".{name}", __name__)
+    if name in ("evaluate", "average", "env"):
+        from . import api
 
-        return evaluate
+        return getattr(api, name)
     if name == "Translator":
         from .translate import Translator
 

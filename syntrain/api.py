@@ -5,7 +5,10 @@ configuration) with the message the command line prints."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from synprep.results import Printed
 
 from .train import run as train
 from .translate import Translator, default_device
@@ -15,7 +18,8 @@ if TYPE_CHECKING:
     from .model import Transformer
     from .vocab import Vocab
 
-__all__ = ["Translator", "evaluate", "score_hypotheses", "scored_split", "train"]
+__all__ = ["AverageResult", "EnvResult", "Translator", "average", "env", "evaluate", "score_hypotheses",
+           "scored_split", "train"]
 
 
 def scored_split(model: Transformer, vocab: Vocab, path: str) -> ParallelData:
@@ -66,3 +70,87 @@ def evaluate(checkpoint: str, data: str, *, beam: int | None = None, length_pena
     for outputs in decoded(model.switches):
         result.update(outputs.scores(pieces, split, split.keep))
     return {**result, "hypotheses": hyps, **settings.key(device)}
+
+
+@dataclass(frozen=True, repr=False)
+class AverageResult(Printed):
+    """`syntrain.average`: the averaged checkpoint written and how many were averaged."""
+
+    output: str
+    count: int
+    text: str
+
+
+def average(checkpoints: Sequence[str], output: str, *, force: bool = False) -> AverageResult:
+    """`syntrain average CHECKPOINTS -o OUTPUT`: the mean of the weights of checkpoints of one run (`force`: of
+    different runs too), usable by translate and eval (no optimizer state)."""
+    import os
+
+    from synprep.errors import InputError
+    from synprep.outputs import check_outputs
+
+    from .arguments import check_folders, syntrain_arguments
+    from .runfolder.checkpoints import average_checkpoints, save_checkpoint
+
+    checked = syntrain_arguments("syntrain average", checkpoints=list(checkpoints), output=output, force=force)
+    paths, output = checked["checkpoints"], checked["output"]
+    missing = [path for path in paths if not os.path.isfile(path)]
+    if missing:
+        raise ValueError(f"Invalid value for 'CHECKPOINTS...': File '{missing[0]}' does not exist "
+                         "(see 'syntrain average --help')")
+    try:
+        check_folders([output])
+        check_outputs({"-o": output}, {f"the checkpoint {path} it averages": path for path in paths}, runs=True)
+        averaged = average_checkpoints(list(paths), checked["force"])
+    except InputError as err:
+        raise ValueError(str(err)) from None
+    save_checkpoint(averaged, output)
+    return AverageResult(output, len(paths), f"wrote {output}: the mean of {len(paths)} checkpoint(s)")
+
+
+@dataclass(frozen=True, repr=False)
+class EnvResult(Printed):
+    """`syntrain.env`: torch's version, the device training would use, what `auto` picks there, the syntax
+    switches ([model] keys per switch) and, with a checkpoint, the switches it was trained with."""
+
+    torch: str
+    device: str
+    precision: str
+    flex: bool
+    switches: dict[str, list[str]]
+    checkpoint: str | None
+    text: str
+
+
+def env(checkpoint: str | None = None) -> EnvResult:
+    """`syntrain env`: what this machine would train with (device, precision, attention kernels) and the syntax
+    switches; with `checkpoint`, also the switches it was trained with."""
+    from dataclasses import fields
+
+    import torch
+
+    from . import __version__
+    from .arguments import syntrain_arguments
+    from .attention import flex_available
+    from .config.core import CORE_PARTS
+    from .config.model import config_parts
+    from .precision import resolve_precision
+
+    cuda = torch.cuda.is_available()
+    device = f"cuda ({torch.cuda.get_device_name()})" if cuda else "cpu"
+    precision = resolve_precision("auto", torch.device("cuda" if cuda else "cpu"))
+    flex = flex_available()
+    switches = {name: [f.name for f in fields(cls) if not f.metadata.get("filled")]
+                for name, cls in config_parts().items() if name not in CORE_PARTS}
+    lines = [f"syntrain {__version__}, torch {torch.__version__}, device {device}; auto: precision {precision}, "
+             f"Pascal attention kernel math (flex on request: {'available' if flex else 'not in this torch'})",
+             "syntax switches ([model] keys, all off by default): "
+             + "; ".join(f"{name}: {', '.join(keys)}" for name, keys in switches.items())]
+    described = None
+    if checkpoint is not None:
+        from .runfolder.checkpoints import load_checkpoint
+
+        model, _, _ = load_checkpoint(syntrain_arguments("syntrain env", checkpoint=checkpoint)["checkpoint"])
+        described = model.switches.describe()
+        lines.append(f"{checkpoint}: {described}")
+    return EnvResult(torch.__version__, device, precision, flex, switches, described, "\n".join(lines))

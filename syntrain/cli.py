@@ -3,7 +3,6 @@ train.py and decode.py."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from synprep.arguments import declared
 from synprep.clihelp import add_examples, verbosity_options
 from synprep.logs import set_verbosity
 from synprep.options import NORMALIZERS
@@ -324,6 +324,7 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     from synprep.errors import InputError
 
     from .api import score_hypotheses, scored_split
+    from .arguments import check_folders, write_json
     from .config.recipe import stored_train_config
     from .decode import decode_split, run_settings, settings_text
     from .runfolder.checkpoints import load_checkpoint
@@ -336,7 +337,7 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
         outputs = decoded(model.switches)
         writers = _output_writers(outputs, output_paths)
         paths = {"-o": output_path, "--json": json_path, **{f"--{name}": path for name, (path, _) in writers.items()}}
-        _check_folders(list(paths.values()))
+        check_folders(list(paths.values()))
         check_outputs(paths, {"the checkpoint (--checkpoint)": checkpoint, "the split (--data)": data_path,
                               "the challenge sets (--subsets)": subsets_dir}, runs=True)
         data = scored_split(model, vocab, data_path)
@@ -347,7 +348,7 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
     pieces: list[list[str]] = []
     hyps = decode_split(model, data, vocab, settings, device=device, progress="eval: translating", pieces=pieces)
-    click.echo(f"eval: {settings_text(settings.key(device))}", err=True)
+    log.info(f"eval: {settings_text(settings.key(device))}")
     from synprep.textio import atomic_write  # whole files or none; a write error is one line naming the file
 
     if output_path:
@@ -378,23 +379,7 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     if json_path:
         scored = {"checkpoint": os.path.abspath(checkpoint), "data": os.path.abspath(data_path), "pairs": len(hyps),
                   **settings.key(device), "normalize_refs": list(normalize_refs)}
-        _write_json(json_path, {**result, **scored})
-
-
-def _check_folders(paths: list[str | None]) -> None:
-    """ValueError naming the first output path whose folder does not exist (before any decoding is spent)."""
-    for path in filter(None, paths):
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise ValueError(f"{path}: the folder {folder} does not exist")
-
-
-def _write_json(path: str, values: dict[str, Any]) -> None:
-    """One JSON object written whole or not at all (a temporary file renamed over `path`; a failure is one line
-    naming it)."""
-    from synprep.textio import atomic_write
-
-    atomic_write(path, (json.dumps(values, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+        write_json(json_path, {**result, **scored})
 
 
 def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]
@@ -424,8 +409,7 @@ def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")
 @decoding_options
-@click.option("--samples", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Paired-bootstrap resamples.")
+@declared("syntrain compare", "samples", show_default=True, help="Paired-bootstrap resamples.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the tables here (JSON).")
 @click.option("--bleu-tokenize", type=DeclaredType("train", "bleu_tokenize"), default="auto", show_default=True,
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
@@ -441,32 +425,17 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
     RUN/describe.json (switches, seed, steps) and, for tree-decoding runs, RUN/test.trans;
     it names every file it writes on stderr. A run whose hypotheses equal the baseline's is "identical" (no p
     value)."""
-    from synprep.errors import InputError
+    from .compare import compare
 
-    from .compare import DESCRIPTION, HYPOTHESES, HYPOTHESES_KEY, compare
-
-    missing = [run for run in runs if not any(os.path.isfile(os.path.join(run, name))
-                                              for name in ("best.pt", HYPOTHESES))]
-    if missing:
-        raise click.UsageError(f"no best.pt or {HYPOTHESES} in {', '.join(missing)} (train them first: syntrain run "
-                               "RECIPE)")
-    written: list[str] = []
-    results: dict[str, Any] = {}
     try:
-        own = {f"the {name} compare writes into {run}": os.path.join(run, name) for run in runs
-               for name in (HYPOTHESES, HYPOTHESES_KEY, DESCRIPTION)}
-        _check_folders([json_path])
-        check_outputs({"--json": json_path}, {**{f"the run {run}": run for run in runs}, **own,
-                                              "the split (--data)": data_path,
-                                              "the challenge sets (--subsets)": subsets_dir}, runs=True)
-        table = compare(runs, data_path, beam, length_penalty, samples, subsets_dir, written, bleu_tokenize,
-                        normalize_refs, results, max_tokens, threads)
-    except (ValueError, InputError) as err:
+        result = compare(runs, data_path, subsets=subsets_dir, beam=beam, length_penalty=length_penalty,
+                         max_tokens=max_tokens, threads=threads, samples=samples, json_path=json_path,
+                         bleu_tokenize=bleu_tokenize, normalize_refs=normalize_refs)
+    except ValueError as err:
         raise click.ClickException(str(err)) from None
-    click.echo(table)
-    if json_path:
-        _write_json(json_path, {"runs": list(runs), **results, "table": table})
-    log.info(f"compare wrote {', '.join(written)}" if written else "compare wrote nothing into the run folders")
+    click.echo(result.text)
+    log.info(f"compare wrote {', '.join(result.written)}" if result.written else
+             "compare wrote nothing into the run folders")
 
 
 @cli.command()
@@ -477,19 +446,12 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
               help="Average checkpoints of different runs (other run folder, training data or seed) too.")
 def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None:
     """Average the weights of checkpoints of one run (e.g. OUT/checkpoint_*.pt from --keep-last)."""
-    from synprep.errors import InputError
-
-    from .runfolder.checkpoints import average_checkpoints, save_checkpoint
+    from .api import average as average_checkpoints
 
     try:
-        _check_folders([output_path])
-        check_outputs({"-o": output_path}, {f"the checkpoint {path} it averages": path for path in checkpoints},
-                      runs=True)
-        averaged = average_checkpoints(list(checkpoints), force)
-    except (ValueError, InputError) as e:
+        log.info(average_checkpoints(checkpoints, output_path, force=force).text)
+    except ValueError as e:
         raise click.ClickException(str(e)) from e
-    save_checkpoint(averaged, output_path)
-    log.info(f"wrote {output_path}: the mean of {len(checkpoints)} checkpoint(s)")
 
 
 @cli.command()
@@ -498,32 +460,12 @@ def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None
 def env(checkpoint: str | None) -> None:
     """Print the torch version, the device training would use, what `auto` picks there, and the syntax
     switches (config keys of the recipe's [model] section; docs/switches.md)."""
-    import torch
+    from .api import env as describe_env
 
-    from .attention import flex_available
-
-    cuda = torch.cuda.is_available()
-    name = f"cuda ({torch.cuda.get_device_name()})" if cuda else "cpu"
-    from .precision import resolve_precision
-
-    precision = resolve_precision("auto", torch.device("cuda" if cuda else "cpu"))
-    flex = "available" if flex_available() else "not in this torch"
-    click.echo(f"syntrain {__version__}, torch {torch.__version__}, device {name}; auto: precision {precision}, "
-               f"Pascal attention kernel math (flex on request: {flex})")
-    from .config.core import CORE_PARTS
-    from .config.model import config_parts
-
-    switches = [f"{name}: {', '.join(f.name for f in fields(cls) if not f.metadata.get('filled'))}"
-                for name, cls in config_parts().items() if name not in CORE_PARTS]
-    click.echo("syntax switches ([model] keys, all off by default): " + "; ".join(switches))
-    if checkpoint:
-        from .runfolder.checkpoints import load_checkpoint
-
-        try:
-            model, _, _ = load_checkpoint(checkpoint)
-        except ValueError as e:
-            raise click.ClickException(str(e)) from e
-        click.echo(f"{checkpoint}: {model.switches.describe()}")
+    try:
+        click.echo(describe_env(checkpoint).text)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from e
 
 
 EXAMPLES = {

@@ -26,8 +26,11 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from synprep.callables import make_callable
+from synprep.results import Printed
 from synprep.textio import atomic_write
 
 if TYPE_CHECKING:
@@ -83,8 +86,8 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
     settings = run_settings(stored_train_config(read_checkpoint(checkpoint), checkpoint), **given)
     key = decoding_key(checkpoint, data_path, settings.key(device))
     if os.path.isfile(cached) and _stored_key(run) == key:
-        print(f"compare {run}: {cached} reused (the same checkpoint, split and decoding settings: "
-              f"{settings_text(key)})", file=sys.stderr)
+        log.info(f"compare {run}: {cached} reused (the same checkpoint, split and decoding settings: "
+                 f"{settings_text(key)})")
         return read_hypotheses(cached, expected)
     from .dataset import ParallelData
 
@@ -403,10 +406,10 @@ def run_table(runs: Sequence[str], data_path: str, systems: Sequence[tuple[str, 
     return lines
 
 
-def compare(runs: Sequence[str], data_path: str, beam: int | None = None, length_penalty: float | None = None,
-            samples: int = 1000, subsets_dir: str | None = None, written: list[str] | None = None,
-            tokenize: str = "auto", normalize_refs: Sequence[str] = (), results: dict | None = None,
-            max_tokens: int | None = None, threads: int | None = None) -> str:
+def compare_table(runs: Sequence[str], data_path: str, beam: int | None = None, length_penalty: float | None = None,
+                  samples: int = 1000, subsets_dir: str | None = None, written: list[str] | None = None,
+                  tokenize: str = "auto", normalize_refs: Sequence[str] = (), results: dict | None = None,
+                  max_tokens: int | None = None, threads: int | None = None) -> str:
     """The Markdown table (runs[0] = the baseline); with `subsets_dir` (synprep challenge's output) also the
     table over the whole split and every subset (`subset_table`). The files written into run folders are added to
     `written`. BLEU's tokenizer: `tokenize`, or with 'auto' the one for the split's target language. The
@@ -471,6 +474,77 @@ def compare(runs: Sequence[str], data_path: str, beam: int | None = None, length
                        signatures={m: str(signature) for m, signature in signatures.items()}, systems=scored,
                        subsets=subset_rows, groups=grouped, flags=notes)
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, repr=False)
+class CompareResult(Printed):
+    """`syntrain.compare`: the table's rows (one dict per run: system, bleu, chrf, p values, flags, ...), as a
+    pandas DataFrame (`dataframe`, where pandas is installed), the Markdown tables `syntrain compare` prints
+    (`text`), every value of its --json (`results`) and the files written into the run folders."""
+
+    rows: list[dict[str, Any]]
+    results: dict[str, Any]
+    written: list[str]
+    text: str
+
+    @property
+    def dataframe(self) -> Any:  # noqa: ANN401 (a pandas.DataFrame, or None without pandas)
+        """The rows as a pandas DataFrame, where pandas is installed (else None)."""
+        try:
+            import pandas
+        except ImportError:
+            return None
+        return pandas.DataFrame(self.rows)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        columns = list(dict.fromkeys(key for row in self.rows for key in row))
+        head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
+        body = "".join("<tr>" + "".join(f"<td>{escape(str(row.get(c, '')))}</td>" for c in columns) + "</tr>"
+                       for row in self.rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def compare(runs: Sequence[str], data: str, *, subsets: str | None = None, beam: int | None = None,
+            length_penalty: float | None = None, max_tokens: int | None = None, threads: int | None = None,
+            samples: int = 1000, json_path: str | None = None, bleu_tokenize: str = "auto",
+            normalize_refs: Sequence[str] = ()) -> CompareResult:
+    """`syntrain compare --data DATA RUNS...`: the results table of runs (folders with best.pt or test.hyp) on one
+    test split, each run against the first with a paired bootstrap (`samples` resamples); decoding settings
+    None: each run's own. `json_path`: also the tables as JSON. Returns a `CompareResult`."""
+    from synprep.errors import InputError
+    from synprep.outputs import check_outputs
+
+    from .arguments import check_decoding, check_folders, syntrain_arguments, write_json
+
+    checked = syntrain_arguments("syntrain compare", samples=samples)
+    settings = check_decoding("syntrain compare", beam, length_penalty, max_tokens, threads)
+    missing = [run for run in runs if not any(os.path.isfile(os.path.join(run, name))
+                                              for name in ("best.pt", HYPOTHESES))]
+    if missing:
+        raise ValueError(f"no best.pt or {HYPOTHESES} in {', '.join(missing)} (train them first: syntrain run "
+                         "RECIPE)")
+    written: list[str] = []
+    results: dict[str, Any] = {}
+    own = {f"the {name} compare writes into {run}": os.path.join(run, name) for run in runs
+           for name in (HYPOTHESES, HYPOTHESES_KEY, DESCRIPTION)}
+    try:
+        check_folders([json_path])
+        check_outputs({"--json": json_path}, {**{f"the run {run}": run for run in runs}, **own,
+                                              "the split (--data)": data, "the challenge sets (--subsets)": subsets},
+                      runs=True)
+        table = compare_table(runs, data, settings["beam"], settings["length_penalty"], checked["samples"], subsets,
+                              written, bleu_tokenize, normalize_refs, results, settings["max_tokens"],
+                              settings["threads"])
+    except InputError as err:
+        raise ValueError(str(err)) from None
+    if json_path:
+        write_json(json_path, {"runs": list(runs), **results, "table": table})
+    return CompareResult(list(results.get("systems", [])), results, written, table)
+
+
+make_callable(__name__, compare)  # syntrain.compare(...) is syntrain.compare.compare(...) (docs/python-api.md)
 
 
 if __name__ == "__main__":  # `python -m syntrain.compare ...`: the older spelling of `syntrain compare ...`

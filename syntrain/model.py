@@ -180,10 +180,11 @@ class Transformer(nn.Module):
             attn.kernel = kernel
 
     def kernel_in_use(self, device: torch.device) -> str:
-        """The attention kernel of the layers that have a choice (flex or math), for the run header."""
+        """The attention kernel of the layers that have a choice (flex or math), for the run header; "none" where no
+        layer has one (plain attention: no switch adds attention operations)."""
         layers = [attn for attn in self.attention_modules() if attn.layout.flex]
         if not layers:
-            return "none (no layer with attention operations)"
+            return "none"
         return "flex" if layers[0].uses_flex(device) else "math"
 
 

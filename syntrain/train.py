@@ -400,7 +400,7 @@ def log_header(cfg: TrainConfig, procs: Processes, data: RunData, model: Transfo
     long = f" ({skipped} longer than {within} skipped)" if skipped else ""
     procs.log(f"syntrain: {len(data.train)} training pairs{long}, vocabulary {sizes}, {n_params / 1e6:.1f}M "
               f"parameters, device {device}, {procs.world} process(es), precision {precision}"
-              f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n"
+              f", {attention_words(model.kernel_in_use(device))}, out {cfg.out}\n"
               f"  syntax switches: {model.switches.describe()}")
 
 
@@ -676,6 +676,11 @@ def _model_fields() -> set[str]:
     from .config.model import config_parts
 
     return {spec.name for part in config_parts().values() for spec in dataclass_fields(part)}
+
+
+def attention_words(kernel: str) -> str:
+    """The run header's words for the attention kernel in use ("none": plain attention, no kernel to choose)."""
+    return "plain attention" if kernel == "none" else f"attention kernel {kernel}"
 
 
 def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str, Any] | None = None,

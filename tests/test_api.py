@@ -72,3 +72,92 @@ def test_train_raises_what_the_command_prints(tmp_path):
 def test_load_dataset_refuses_a_folder_without_splits(tmp_path):
     with pytest.raises(synprep.InputError, match="neither a split folder"):
         synprep.load_dataset(str(tmp_path))
+
+
+def test_every_command_has_its_api_function():
+    from synprep.arguments import API_FUNCTIONS
+    from synprep.cli import cli as synprep_cli
+    from synprep.clihelp import leaf_commands
+    from syntrain.cli import cli as syntrain_cli
+
+    commands = {" ".join((prog, *path)) for prog, group in (("synprep", synprep_cli), ("syntrain", syntrain_cli))
+                for path, _ in leaf_commands(group)}
+    assert {"synprep cache prune", "synprep parser eval", "syntrain env"} <= commands  # groups walked
+    assert sorted(commands - set(API_FUNCTIONS)) == []  # a command without its function
+    assert sorted(set(API_FUNCTIONS) - commands) == []  # a function of a command that is gone
+    documented = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
+    for command, dotted in API_FUNCTIONS.items():
+        package, name = dotted.split(".")
+        assert callable(getattr({"synprep": synprep, "syntrain": syntrain}[package], name)), dotted
+        assert f"`{dotted}(" in documented and f"`{command}`" in documented, f"{dotted} ({command}) not documented"
+
+
+@pytest.mark.parametrize(("call", "command"), [
+    (lambda: synprep.validate("x", max_failures=0), ("synprep", "validate", "x", "--max-failures", "0")),
+    (lambda: synprep.inspect("x", show=-1), ("synprep", "inspect", "x", "--show", "-1")),
+    (lambda: synprep.synth("x", lengths="long"), ("synprep", "synth", "-o", "x", "--lengths", "long")),
+    (lambda: synprep.filter("a", "b", "en", "de", "o", max_ratio=0.5),
+     ("synprep", "filter", "--src", "a", "--tgt", "b", "--src-lang", "en", "--tgt-lang", "de", "-o", "o",
+      "--max-ratio", "0.5")),
+    (lambda: synprep.challenge("x", "o", side="left"), ("synprep", "challenge", "x", "-o", "o", "--side", "left")),
+    (lambda: synprep.export("x", "o", formats="moses"), ("synprep", "export", "x", "-o", "o", "--format", "moses")),
+    (lambda: synprep.cache_prune("x", max_gb=-1.0), ("synprep", "cache", "prune", "x", "--max-gb", "-1")),
+    (lambda: synprep.parser_eval("x", mode="fast"), ("synprep", "parser", "eval", "--conllu", "x", "--mode", "fast")),
+    (lambda: syntrain.compare([str(REPO)], str(REPO), samples=0),
+     ("syntrain", "compare", "--data", str(REPO), str(REPO), "--samples", "0")),
+    (lambda: syntrain.compare([str(REPO)], str(REPO), beam=0),
+     ("syntrain", "compare", "--data", str(REPO), str(REPO), "--beam", "0")),
+])
+def test_api_functions_raise_what_the_commands_print(call, command):
+    with pytest.raises((synprep.InputError, ValueError)) as raised:
+        call()
+    assert cli_error(*command) == f"{command[0]}: error: {raised.value}"
+
+
+def test_arguments_of_the_wrong_type_are_refused_in_one_line():
+    with pytest.raises(synprep.InputError, match=r"^Invalid value for '--workers': '2' is not an integer"):
+        synprep.validate("x", workers="2")
+    with pytest.raises(synprep.InputError, match="'--max-failures': True is not an integer"):
+        synprep.validate("x", max_failures=True)
+    with pytest.raises(synprep.InputError, match="'DIRECTORY': 123 is not a path"):
+        synprep.validate(123)
+    with pytest.raises(ValueError, match="--beam must be an integer, got '2'"):
+        syntrain.compare([str(REPO)], str(REPO), beam="2")
+
+
+SCRIPT = """import synprep
+corpus = synprep.synth({folder!r}, pairs=40, bpe_symbols=50)
+result = synprep.convert(corpus.pipeline, output={out!r}, workers=2, progress=False)
+print("rows", sum(stats.rows for stats in result.stats.values()))
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["plain-script", "main-guard"])
+def test_a_script_converts_with_or_without_the_main_guard(tmp_path, guarded):
+    """Convert learns BPE in a spawned process, which imports the program's __main__: a plain script would run
+    again there. It does not: the learner's process imports nothing of the script."""
+    code = SCRIPT.format(folder=str(tmp_path / "corpus"), out=str(tmp_path / "out"))
+    if guarded:
+        code = 'if __name__ == "__main__":\n' + "".join(f"    {line}\n" for line in code.splitlines())
+    script = tmp_path / "script.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "rows 40" and (tmp_path / "out" / "codes.bpe").stat().st_size  # BPE learned
+
+
+def test_api_functions_have_the_defaults_of_their_commands():
+    import inspect
+
+    from synprep.arguments import API_FUNCTIONS, ARGUMENTS
+
+    compared = 0
+    for command, declared in ARGUMENTS.items():
+        package, name = API_FUNCTIONS[command].split(".")
+        parameters = inspect.signature(getattr({"synprep": synprep, "syntrain": syntrain}[package], name)).parameters
+        for option, arg in declared.items():
+            if option in parameters and parameters[option].default is not inspect.Parameter.empty:
+                expected = ((), None) if arg.multiple else (arg.default,)  # a repeated option: none given
+                assert parameters[option].default in expected, f"{command} {option}"
+                compared += 1
+    assert compared > 30

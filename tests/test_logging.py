@@ -68,3 +68,25 @@ def test_embedding_program_lowers_and_routes_the_messages(train_split, tmp_path,
     steps = [r for r in records if r.getMessage().startswith("step 1 |")]
     assert steps and steps[0].name == "syntrain.train" and steps[0].levelno == logging.INFO
     assert "step 1 |" in capfd.readouterr().err  # the default handler too: stderr as before
+
+
+def test_train_log_is_written_by_a_logging_handler(train_split, tmp_path, capfd):
+    from syntrain.runfolder.train_log import RunLog
+
+    capfd.readouterr()
+    run = syntrain.train(data=str(train_split), out=str(tmp_path / "a"), max_steps=2, log_interval=1, threads=1,
+                         warmup=1, model=SMALL, tensorboard=False)
+    printed = capfd.readouterr().err
+    written = (tmp_path / "a" / "train.log").read_text(encoding="utf-8")
+    assert "step 1 |" in written and written == printed  # the lines of stderr, from the loggers
+    assert not any(isinstance(h, RunLog) for name in ("synprep", "syntrain") for h in logging.getLogger(name).handlers)
+    logger = logging.getLogger("syntrain")
+    saved = list(logger.handlers)
+    try:
+        logger.handlers.clear()  # a program that sends the messages elsewhere: none on stderr, the file keeps them
+        syntrain.train(data=str(train_split), out=str(tmp_path / "b"), max_steps=2, log_interval=1, threads=1,
+                       warmup=1, model=SMALL, tensorboard=False)
+    finally:
+        logger.handlers[:] = saved
+    kept = (tmp_path / "b" / "train.log").read_text(encoding="utf-8")
+    assert "step 1 |" not in capfd.readouterr().err and "step 1 |" in kept and run

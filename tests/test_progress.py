@@ -5,6 +5,10 @@ interval; a last line on close only where the count moved."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+
+import pytest
 
 from synprep import progress as progress_module
 from synprep.progress import ProgressLines, clock, progress, progress_interval
@@ -43,3 +47,14 @@ def test_interval_from_the_environment_and_the_kinds(monkeypatch):
     bar.close()
     assert "10/10" in stream.getvalue() and "\r" in stream.getvalue()
     assert progress("x", 10, stream=stream, shown=False).disable
+
+
+@pytest.mark.parametrize("setup", ["", "import ipykernel, ipywidgets, IPython"])
+def test_plain_bars_outside_a_notebook_kernel(setup):
+    """tqdm.auto's bars only in a running Jupyter kernel (tests/test_notebook.py runs one): a script, a terminal
+    or a program that merely imported the kernel's packages gets plain bars."""
+    code = (f"import sys, warnings; {setup}\nwarnings.simplefilter('error')\n"
+            "import tqdm, tqdm.auto\nfrom synprep.progress import tqdm_class\n"
+            "print({tqdm.tqdm: 'plain', tqdm.auto.tqdm: 'auto'}[tqdm_class()])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "plain", done.stderr

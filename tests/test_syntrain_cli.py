@@ -51,7 +51,7 @@ def test_existing_run_is_refused_unless_overwrite_or_resume(sample, tmp_path):
     assert _steps(tmp_path / "r") == [1, 3]  # the first and the last step, although log_interval is 100
     assert "step 3 |" in first.stderr and "ETA" in first.stderr
     precision = "bf16" if torch.cuda.is_available() else "fp32"  # auto: bf16 autocast on CUDA
-    assert f"precision {precision}, attention kernel none (no layer with attention operations)" in first.stderr
+    assert f"precision {precision}, plain attention, out" in first.stderr
     before = (tmp_path / "r" / "last.pt").read_bytes()
     again = syntrain(*args)
     assert again.returncode == 2 and (tmp_path / "r" / "last.pt").read_bytes() == before

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..bpe import read_vocabulary
 from ..bpe_learn import learn_joint_from_counts
 from ..errors import InputError
+from ..processes import main_not_imported
 from ..subwords import registry
 
 if TYPE_CHECKING:
@@ -84,7 +85,8 @@ def apart(func: Callable[..., T], *args: Any) -> T:
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
     process = context.Process(target=_answer, args=(send, func, args), daemon=True)
-    process.start()
+    with main_not_imported():  # `func` is this package's: any script may call this, guarded or not
+        process.start()
     send.close()
     try:
         ok, value = receive.recv()

@@ -54,6 +54,18 @@ def load_cutter(scheme: str, path: str | None, vocabulary: set[str] | None = Non
     return declared.load(path, vocabulary)
 
 
+def cutter_of(scheme: str, model: str | None, codes: str | None = None) -> Any:
+    """The cutter of a scheme and its model as `synprep bpe apply` / `align` take them: InputError for a model (or
+    BPE codes) given to a scheme without one, no model (or BPE codes too) for a scheme with one."""
+    if not registry.get(scheme).files:
+        if model is not None or codes is not None:
+            raise InputError(f"--scheme {scheme} has no model: give neither --model nor BPE codes")
+        return load_cutter(scheme, None)
+    if model is None or codes is not None:
+        raise InputError(f"--scheme {scheme} takes --model (a {scheme} model), not BPE codes")
+    return load_cutter(scheme, model_path(scheme, model))
+
+
 def marker_of(scheme: str, model: str | None) -> tuple[str, str]:
     """(marker, marker kind) of a scheme's pieces (hf-tokenizer: read from its tokenizer.json)."""
     return registry.get(scheme).marker_of(model)

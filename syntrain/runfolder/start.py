@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Iterator
 from dataclasses import asdict, replace
 from typing import Any
@@ -18,7 +17,7 @@ from synprep.textio import atomic_write
 from ..config.train import CONFIG_FILE, LOG_FILE, TrainConfig
 from .config_file import config_text
 from .files import clear_run, default_run_dir, existing_run_files
-from .train_log import RunLog
+from .train_log import attach_run_log
 
 
 def named_run(cfg: TrainConfig) -> TrainConfig:
@@ -54,7 +53,7 @@ def prepare_run_dir(cfg: TrainConfig, rank: int, world: int, stack: contextlib.E
 def start_run_folder(cfg: TrainConfig, model_config: Any, signature: dict[str, Any], vocab: Any, rank: int,
                      world: int) -> None:
     """A run's first write, after every check: an earlier run's files deleted (overwrite), the folder made,
-    vocab.json (a new run: `vocab` not None), config.toml, and train.log attached to the stderr of `logged_run`."""
+    vocab.json (a new run: `vocab` not None), config.toml, and train.log attached to the run log of `logged_run`."""
     if rank == 0:
         if cfg.overwrite and not cfg.resume:
             clear_run(cfg.out)
@@ -63,8 +62,7 @@ def start_run_folder(cfg: TrainConfig, model_config: Any, signature: dict[str, A
             vocab.save(os.path.join(cfg.out, "vocab.json"))
         model = model_config if isinstance(model_config, dict) else asdict(model_config)
         atomic_write(os.path.join(cfg.out, CONFIG_FILE), config_text(cfg, model, signature).encode("utf-8"))
-        if isinstance(sys.stderr, RunLog):
-            sys.stderr.attach(os.path.join(cfg.out, LOG_FILE), append=cfg.resume)
+        attach_run_log(os.path.join(cfg.out, LOG_FILE), append=cfg.resume)
     if world > 1:
         import torch.distributed as dist
 

@@ -1,92 +1,87 @@
-"""OUT/train.log: everything a run printed to stderr (`logged_run` tees stderr into it once `start_run_folder`
-has attached the file; what was printed before is written then)."""
+"""OUT/train.log: the run's messages, the lines the loggers "syntrain" and "synprep" print on stderr, written by a
+logging file handler (`RunLog`) that `logged_run` adds to both loggers for the run's duration. The messages
+before the run folder exists are kept and written once `start_run_folder` attaches the file. Progress bars keep
+their own stream (stderr) and are not in the file."""
 
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
-import sys
 from collections.abc import Iterator
-from typing import TextIO
+
+LOGGERS = ("syntrain", "synprep")
 
 
-class RunLog(io.TextIOBase):
-    """stderr, and OUT/train.log from `attach` on (with what was printed before it); a progress bar's
-    carriage-return updates leave only their last state in the file."""
+class RunLog(logging.Handler):
+    """The records of a run: kept until `attach` names the file, then written there by a `logging.FileHandler`
+    (appending on a resumed run), formatted as on stderr (the message only)."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self.stream, self.file, self.pending, self.partial, self.held = stream, None, [], "", []
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+        self.file: logging.FileHandler | None = None
+        self.pending: list[logging.LogRecord] = []
+        self.held: list[str] = []
 
     def hold(self, line: str) -> None:
-        """A warning about the configuration, printed once the run has started (a run refused at its start
-        ends in its one error line only)."""
+        """A warning about the configuration, logged once the run has started (a run refused at its start ends in
+        its one error line only)."""
         self.held.append(line)
 
-    def write(self, text: str) -> int:
-        self.stream.write(text)
-        self.partial += text
-        *lines, self.partial = self.partial.split("\n")
-        for line in lines:
-            self._keep(line.rsplit("\r", 1)[-1] + "\n")
-        return len(text)
-
-    def _keep(self, line: str) -> None:
+    def emit(self, record: logging.LogRecord) -> None:
         if self.file is None:
-            self.pending.append(line)
+            self.pending.append(record)
         else:
-            self.file.write(line)
-            self.file.flush()
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def isatty(self) -> bool:
-        return self.stream.isatty()
-
-    def fileno(self) -> int:
-        return self.stream.fileno()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self.stream, "encoding", "utf-8")
+            self.file.handle(record)
 
     def attach(self, path: str, append: bool) -> None:
-        """From now on also write to `path` (appending on a resumed run), starting with what was printed so far."""
-        self.file = open(path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
-        self.file.writelines(self.pending)
-        self.file.flush()
+        """From now on write to `path`, starting with the messages logged so far, then the held warnings."""
+        self.file = logging.FileHandler(path, "a" if append else "w", encoding="utf-8")
+        self.file.setFormatter(self.formatter)
+        for record in self.pending:
+            self.file.handle(record)
         self.pending = []
-        for line in self.held:  # through logging: on this stderr (the handler's), so in the file too
+        for line in self.held:  # through logging: on stderr and in the file alike
             logging.getLogger(__name__).warning(line)
         self.held = []
 
+    def write_line(self, line: str) -> None:
+        """A line that is not a message (the error that ended the run, which the command line prints)."""
+        if self.file is not None:
+            self.file.stream.write(line + "\n")
+            self.file.flush()
+
     def close(self) -> None:
         if self.file is not None:
-            if self.partial:
-                self._keep(self.partial.rsplit("\r", 1)[-1] + "\n")
             self.file.close()
             self.file = None
+        super().close()
+
+
+def attach_run_log(path: str, append: bool) -> None:
+    """The run log of `logged_run` (if this process runs one) writes to `path` from now on."""
+    for handler in logging.getLogger(LOGGERS[0]).handlers:
+        if isinstance(handler, RunLog):
+            handler.attach(path, append)
 
 
 @contextlib.contextmanager
 def logged_run(prog: str = "syntrain") -> Iterator[RunLog]:
-    """sys.stderr teed into the run's train.log for the duration (the file is attached by `start_run_folder`);
-    an error that ends the run is its last line there too."""
-    original = sys.stderr
-    log = RunLog(original)
-    sys.stderr = log
+    """The messages of both packages also go to the run's train.log for the duration (the file is attached by
+    `start_run_folder`); an error that ends the run is its last line there too."""
+    run_log = RunLog()
+    loggers = [logging.getLogger(name) for name in LOGGERS]
+    for logger in loggers:
+        logger.addHandler(run_log)
     try:
-        yield log
+        yield run_log
     except Exception as err:
-        if log.file is not None:  # Ctrl-C that keeps the run's work (Interrupted) is not an error
-            from synprep.errors import Interrupted
+        from synprep.errors import Interrupted  # Ctrl-C that keeps the run's work (Interrupted) is not an error
 
-            kind = "" if isinstance(err, Interrupted) else "error: "
-            log.file.write(f"{prog}: {kind}{' '.join(str(err).split())}\n")
+        kind = "" if isinstance(err, Interrupted) else "error: "
+        run_log.write_line(f"{prog}: {kind}{' '.join(str(err).split())}")
         raise
     finally:
-        sys.stderr = original
-        log.close()
-
-
+        for logger in loggers:
+            logger.removeHandler(run_log)
+        run_log.close()

@@ -1,0 +1,191 @@
+"""The commands and the Python API together: the function of every command (`API_FUNCTIONS`), and the checked
+options, declared once for both: a command's click option is made from its declaration (`Arg.option`), and the
+API function checks its arguments against the same declaration (`check_arguments`), raising `InputError` with the
+line the command prints for the same value.
+
+Light: click is imported only when an option is made or a value checked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from . import options
+from .errors import InputError
+from .subwords import registry
+from .tables import LiveChoices
+
+KIND_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "True or False", "path": "a path"}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One option: its flag (as the command line names it in errors), the Python type of its value, its bounds
+    or choices, its default, and whether it is repeated (a list of values)."""
+
+    flag: str
+    kind: Any = str  # int, float, str, bool or "path" (a str or os.PathLike)
+    min: float | None = None
+    max: float | None = None
+    choices: Sequence[str] | None = None  # a tuple, or LiveChoices read from a registry
+    default: Any = None
+    multiple: bool = False
+
+    def click_type(self) -> Any:  # noqa: ANN401 (a click.ParamType)
+        import click
+
+        if self.choices is not None:
+            return click.Choice(self.choices)
+        if self.kind is int:
+            return click.INT if self.min is None and self.max is None else click.IntRange(self.min, self.max)
+        if self.kind is float:
+            return click.FLOAT if self.min is None and self.max is None else click.FloatRange(self.min, self.max)
+        return click.BOOL if self.kind is bool else click.STRING
+
+    def option(self, *decls: str, **attrs: Any) -> Callable[[Any], Any]:  # noqa: ANN401
+        """The click option of this declaration; `decls`: its short flag and Python name where they differ."""
+        import click
+
+        flags = [d for d in decls if d.startswith("-")]
+        names = [d for d in decls if not d.startswith("-")]
+        extra = {} if self.kind is bool else {"type": self.click_type()}
+        if self.default is not None:  # an explicit None would satisfy `required` (click >= 8.3)
+            extra["default"] = self.default
+        return click.option(*flags, self.flag, *names, multiple=self.multiple, **extra, **attrs)
+
+    def check(self, value: Any, command: str) -> Any:  # noqa: ANN401
+        """`value` as the command would take it, or InputError with the command's line for it."""
+        if value is None and (self.default is None or self.multiple):
+            return () if self.multiple else None
+        if self.multiple:
+            if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+                raise self.error(f"{value!r} is not a list of values", command)
+            single = replace(self, multiple=False, default=None)
+            return tuple(single.check(item, command) for item in value)
+        if not self.fits(value):
+            raise self.error(f"{value!r} is not {KIND_WORDS[self.kind]}", command)
+        if self.kind == "path":
+            return os.fspath(value)
+        if self.kind in (int, float) or self.choices is not None:
+            import click
+
+            try:
+                return self.click_type().convert(value, None, None)
+            except click.BadParameter as err:
+                raise self.error(err.message, command) from None
+        return value
+
+    def fits(self, value: Any) -> bool:  # noqa: ANN401
+        if self.kind == "path":
+            return isinstance(value, str | os.PathLike)
+        if self.kind is bool:
+            return isinstance(value, bool)
+        if isinstance(value, bool):
+            return False
+        return isinstance(value, int | float) if self.kind is float else isinstance(value, self.kind)
+
+    def error(self, message: str, command: str) -> InputError:
+        """The line `run_cli` prints for click's usage error on this option."""
+        return InputError(f"Invalid value for '{self.flag}': {message.rstrip('.')} (see '{command} --help')")
+
+
+def check_arguments(command: str, **values: Any) -> dict[str, Any]:  # noqa: ANN401
+    """The values of the command's declared options (`ARGUMENTS[command]`), checked as the command checks them
+    (type, range, choice): InputError with the command's line (`synprep validate` -> "Invalid value for
+    '--max-failures': 0 is not in the range x>=1 (see 'synprep validate --help')")."""
+    declared = ARGUMENTS[command]
+    return {name: declared[name].check(value, command) for name, value in values.items()}
+
+
+def invalid(command: str, name: str, message: str) -> InputError:
+    """The command's line for a value of option `name` that a later check refused (`message`: why)."""
+    return ARGUMENTS[command][name].error(message, command)
+
+
+def declared(command: str, name: str, *decls: str, **attrs: Any) -> Callable[[Any], Any]:  # noqa: ANN401
+    """The click option of `ARGUMENTS[command][name]` (a command line's decorator)."""
+    return ARGUMENTS[command][name].option(*decls, name, **attrs)
+
+
+API_FUNCTIONS = {  # every command of both command lines -> its function in the Python API (docs/python-api.md)
+    "synprep bpe learn": "synprep.learn_bpe", "synprep bpe apply": "synprep.apply_bpe",
+    "synprep align": "synprep.align", "synprep parse": "synprep.parse",
+    "synprep parser train": "synprep.parser_train", "synprep parser eval": "synprep.parser_eval",
+    "synprep filter": "synprep.filter", "synprep convert": "synprep.convert",
+    "synprep cache info": "synprep.cache_info", "synprep cache verify": "synprep.cache_verify",
+    "synprep cache prune": "synprep.cache_prune", "synprep synth": "synprep.synth",
+    "synprep inspect": "synprep.inspect", "synprep challenge": "synprep.challenge",
+    "synprep validate": "synprep.validate", "synprep export": "synprep.export", "syntrain run": "syntrain.train",
+    "syntrain translate": "syntrain.Translator", "syntrain eval": "syntrain.evaluate",
+    "syntrain compare": "syntrain.compare", "syntrain average": "syntrain.average", "syntrain env": "syntrain.env",
+}
+
+WORKERS = Arg("--workers", int, min=0, default=0)
+SHARED_TREE_OPTIONS = {"root": Arg("--root", choices=options.ROOT_POLICIES, default="drop"),
+                       "non_projective": Arg("--non-projective", choices=options.NON_PROJECTIVE_POLICIES,
+                                             default="keep")}
+
+ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> declaration
+    "synprep align": {
+        "conllu": Arg("--conllu", "path"), "output": Arg("--output", "path", default="-"),
+        "bpe_codes": Arg("--bpe-codes", "path"), "model": Arg("--model", "path"),
+        "vocabulary": Arg("--vocabulary", "path"),
+        "scheme": Arg("--scheme", choices=LiveChoices(registry.names), default=registry.DEFAULT),
+        "vocabulary_threshold": Arg("--vocabulary-threshold", int, min=1),
+        "feature_spec": Arg("--features", default="parents,transitions,labels"),
+        "fmt": Arg("--format", choices=options.ALIGN_FORMATS, default="jsonl"), **SHARED_TREE_OPTIONS,
+        "strip_subtypes": Arg("--strip-subtypes", bool, default=False), "workers": WORKERS},
+    "synprep parser train": {
+        "backend": Arg("--backend", choices=("udpipe", "spacy", "stanza"), default="udpipe"),
+        "conllu": Arg("--conllu", "path"), "output": Arg("--output", "path"), "heldout": Arg("--heldout", "path"),
+        "preset": Arg("--preset", choices=options.UDPIPE_PRESETS, default="default"),
+        "tokenizer_options": Arg("--tokenizer-options"), "tagger_options": Arg("--tagger-options"),
+        "parser_options": Arg("--parser-options"), "lang": Arg("--lang"),
+        "allow_no_spaceafter": Arg("--allow-no-spaceafter", bool, default=False),
+        "verbose": Arg("--verbose", bool, default=False),
+        "settings": Arg("--set", multiple=True), "max_minutes": Arg("--max-minutes", float, min=0)},
+    "synprep parser eval": {
+        "backend": Arg("--backend", choices=options.PARSER_BACKENDS), "conllu": Arg("--conllu", "path"),
+        "model": Arg("--model", "path"), "model_dir": Arg("--model-dir", "path"), "lang": Arg("--lang"),
+        "mode": Arg("--mode", choices=("both", "gold", "raw"), default="both")},
+    "synprep filter": {
+        "src_path": Arg("--src", "path"), "tgt_path": Arg("--tgt", "path"), "output_dir": Arg("--output-dir", "path"),
+        "src_lang": Arg("--src-lang"), "tgt_lang": Arg("--tgt-lang"),
+        "langid": Arg("--langid", choices=(*options.LANGID_BACKENDS, "none"), default=options.DEFAULT_LANGID),
+        "langid_min_letters": Arg("--langid-min-letters", int, min=0, default=0),
+        "min_len": Arg("--min-len", int, min=0, default=1), "max_len": Arg("--max-len", int, min=1, default=80),
+        "max_ratio": Arg("--max-ratio", float, min=1, default=3.0),
+        "max_chars": Arg("--max-chars", int, min=1, default=options.MAX_LINE_CHARS),
+        "segmentation": Arg("--segmentation", choices=options.SEGMENTATIONS, default="auto"),
+        "workers": WORKERS, "overwrite": Arg("--overwrite", bool, default=False)},
+    "synprep cache info": {"folder": Arg("FOLDER", "path")},
+    "synprep cache verify": {"folder": Arg("FOLDER", "path"), "repair": Arg("--repair", bool, default=False)},
+    "synprep cache prune": {"folder": Arg("FOLDER", "path"), "max_gb": Arg("--max-gb", float, min=0),
+                            "parser_id": Arg("--parser")},
+    "synprep synth": {
+        "pairs": Arg("--pairs", int, min=1, default=5000), "seed": Arg("--seed", int, default=1),
+        "output": Arg("--output", "path"), "max_depth": Arg("--max-depth", int, min=0, default=2),
+        "non_projective_rate": Arg("--non-projective-rate", float, min=0, max=1, default=0.05),
+        "bpe_symbols": Arg("--bpe-symbols", int, min=1, default=300),
+        "lengths": Arg("--lengths", choices=("short", "wmt"), default="short"),
+        "vocabulary": Arg("--vocabulary", choices=("lexicon", "zipf"), default="lexicon")},
+    "synprep inspect": {
+        "path": Arg("PATH", "path"), "html_path": Arg("--html", "path"), "print_stats": Arg("--stats", bool),
+        "show": Arg("--show", int, min=0, default=0), "examples": Arg("--examples", int, min=0, default=3)},
+    "synprep challenge": {
+        "split_path": Arg("DATASET_SPLIT", "path"), "rules_path": Arg("--rules", "path"),
+        "output": Arg("--output", "path"), "side": Arg("--side", choices=("src", "tgt", "both"), default="both")},
+    "synprep validate": {"directory": Arg("DIRECTORY", "path"),
+                         "max_failures": Arg("--max-failures", int, min=1, default=1000), "workers": WORKERS},
+    "synprep export": {
+        "split_path": Arg("SPLIT", "path"), "name": Arg("--name"),
+        "output": Arg("--output", "path"), "formats": Arg("--format", multiple=True),
+        "dbsa_release": Arg("--dbsa-release", choices=("current", "2020"), default="current")},
+    "syntrain compare": {"samples": Arg("--samples", int, min=1, default=1000)},
+    "syntrain average": {"checkpoints": Arg("CHECKPOINTS...", "path", multiple=True), "output": Arg("--output", "path"),
+                         "force": Arg("--force", bool, default=False)},
+    "syntrain env": {"checkpoint": Arg("--checkpoint", "path")},
+}
