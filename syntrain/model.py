@@ -7,9 +7,11 @@ embedding and the decoder input; `forward` returns `Outputs` (logits plus the te
 need), and `auxiliary_losses` computes those losses from them. All switches are off by default. The model's
 options are `syntrain.config.model.ModelConfig`.
 
-Pre-norm residual blocks (LayerNorm before each sub-layer, a final LayerNorm per stack: the tensor2tensor /
-fairseq `--*-normalize-before` variant, which trains without tuning on small data), sinusoidal positions,
-embeddings scaled by sqrt(d_model), optionally one embedding matrix shared by source, target and output
+By default pre-norm residual blocks (LayerNorm before each sub-layer, a final LayerNorm per stack: the
+tensor2tensor / fairseq `--*-normalize-before` variant, which trains without tuning on small data), sinusoidal
+positions, embeddings scaled by sqrt(d_model), no output bias; `ModelConfig.architecture` changes each (post-norm,
+the activation, the sinusoid layout, the final norms, an output bias: what a pretrained model's family fixes,
+syntrain.pretrained). Optionally one embedding matrix shared by source, target and output
 (the vocabulary is joint; with a source vocabulary of its own, `src_vocab_size`, only target and output share).
 """
 
@@ -63,14 +65,17 @@ class Transformer(nn.Module):
         shared = cfg.sharing.share_embeddings and not sizes.src_vocab_size
         self.tgt_embed = self.src_embed if shared else nn.Embedding(sizes.vocab_size, sizes.d_model, padding_idx=PAD_ID)
         self._add_modules("source_modules")
-        self.register_buffer("positions", sinusoids(sizes.max_len, sizes.d_model), persistent=False)
+        arch = cfg.architecture
+        self.register_buffer("positions", sinusoids(sizes.max_len + arch.position_offset, sizes.d_model,
+                                                    arch.positions)[arch.position_offset:], persistent=False)
         self.drop = nn.Dropout(cfg.dropouts.dropout)
         self.encoder, self.decoder = Encoder(cfg, self.switches), Decoder(cfg, self.switches)
         self._add_modules("decoder_modules")
-        self.enc_norm, self.dec_norm = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
-        self.output = nn.Linear(sizes.d_model, sizes.vocab_size, bias=False)
+        self.enc_norm, self.dec_norm = (nn.LayerNorm(sizes.d_model) if on else nn.Identity()
+                                        for on in (arch.encoder_final_norm, arch.decoder_final_norm))
+        self.output = nn.Linear(sizes.d_model, sizes.vocab_size, bias=arch.output_bias)
         self.apply(functools.partial(init_weights, d_model=sizes.d_model))
-        if cfg.sharing.share_embeddings:
+        if cfg.sharing.output_tied:
             self.output.weight = self.tgt_embed.weight
 
     def _add_modules(self, kind: str) -> None:
@@ -87,7 +92,8 @@ class Transformer(nn.Module):
         if inputs is not None:  # the source: the switches' embedding steps
             for switch in self.switches:
                 x = switch.embed_source(self, x, inputs)
-        return self.drop(x * math.sqrt(self.cfg.sizes.d_model) + self.positions[start:end])
+        scale = math.sqrt(self.cfg.sizes.d_model) if self.cfg.architecture.scale_embeddings else 1.0
+        return self.drop(x * scale + self.positions[start:end])
 
     def encode(self, src: torch.Tensor, inputs: Inputs | None = None, records: dict | None = None,
                **named: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
