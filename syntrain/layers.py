@@ -19,8 +19,9 @@ from .switches.active import ActiveSwitches
 
 def sinusoids(length: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
     """(length, d_model) sinusoidal position encodings in one of the layouts of `[model] positions`
-    (syntrain.config.core.POSITION_LAYOUTS): "interleaved" in float32 as syntrain always computed it, the others
-    in float64 (as Marian and M2M100 compute theirs) returned in float32."""
+    (syntrain.config.core.POSITION_LAYOUTS), each computed in the precision its origin computes it: interleaved
+    (syntrain's own) and fairseq (M2M100's) in float32, halves (Marian's) in float64, returned in float32."""
+    half = d_model // 2
     if layout == "interleaved":
         position = torch.arange(length, dtype=torch.float32)[:, None]
         rate = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
@@ -28,11 +29,10 @@ def sinusoids(length: int, d_model: int, layout: str = "interleaved") -> torch.T
         table[:, 0::2] = torch.sin(position * rate)
         table[:, 1::2] = torch.cos(position * rate)
         return table
-    half = d_model // 2
+    dtype = torch.float32 if layout == "fairseq" else torch.float64
     step = math.log(10000.0) / (half - 1 if layout == "fairseq" else d_model / 2)
-    angle = torch.arange(length, dtype=torch.float64)[:, None] * torch.exp(torch.arange(half, dtype=torch.float64)
-                                                                              * -step)
-    table = torch.zeros(length, d_model, dtype=torch.float64)
+    angle = torch.arange(length, dtype=dtype)[:, None] * torch.exp(torch.arange(half, dtype=dtype) * -step)
+    table = torch.zeros(length, d_model, dtype=dtype)
     table[:, :half], table[:, half:2 * half] = torch.sin(angle), torch.cos(angle)
     return table.float()
 

@@ -1,0 +1,124 @@
+"""A Hugging Face Marian (OPUS-MT) or M2M100 (NLLB) folder loaded into syntrain's Transformer
+(syntrain.pretrained): on tiny random models built offline, the logits equal transformers' at every non-pad
+position (fp32, <= 1e-5), greedy decoding gives generate()'s tokens, a wrong mapping fails the comparison, and a
+family or setting syntrain cannot represent is refused in one line naming the config key."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("safetensors")
+
+import torch  # noqa: E402
+
+from syntrain.pretrained import PretrainedSource, load_mapped, load_pretrained, read_weights, syntrain_weights  # noqa: E402
+from syntrain.search import greedy  # noqa: E402
+from syntrain.vocab import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
+
+from .hf_models import build, load_hf  # noqa: E402
+
+FAMILIES = ("marian", "m2m100")
+TOLERANCE = 1e-5
+
+
+def batch(vocab_size: int, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sources (pieces + EOS, right-padded) and decoder inputs (BOS + pieces, right-padded) in syntrain ids."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, vocab_size, (3, 9), generator=g)
+    src[:, -1] = EOS_ID
+    src[1, 5], src[1, 6:] = EOS_ID, PAD_ID
+    tgt = torch.randint(4, vocab_size, (3, 7), generator=g)
+    tgt[:, 0] = BOS_ID
+    tgt[2, 4:] = PAD_ID
+    return src, tgt
+
+
+def logit_difference(model, hf, source: PretrainedSource) -> float:
+    """Max |syntrain - transformers| over the logits of every non-pad decoder position, syntrain's ids mapped."""
+    order = torch.tensor(source.order)
+    src, tgt = batch(len(order))
+    with torch.no_grad():
+        ours = model(src, tgt).logits
+        theirs = hf(input_ids=order[src], attention_mask=(src != PAD_ID).long(),
+                    decoder_input_ids=order[tgt]).logits[..., order]
+    return float((ours - theirs)[tgt != PAD_ID].abs().max())
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family_folder(request, tmp_path_factory):
+    return request.param, build(tmp_path_factory.mktemp(request.param), request.param)
+
+
+def test_logits_equal_transformers_at_every_non_pad_position(family_folder):
+    _, folder = family_folder
+    model, vocab, source = load_pretrained(str(folder))
+    assert len(vocab) == len(source.order) == json.loads((folder / "config.json").read_text())["vocab_size"] + 1
+    assert logit_difference(model, load_hf(folder), source) <= TOLERANCE
+
+
+def test_greedy_decoding_gives_generate_tokens(family_folder):
+    """num_beams 1, the family's start token, no forced BOS/EOS, pad forbidden (as OPUS-MT's generation config
+    forbids it), max_new_tokens N; compared up to the first EOS."""
+    import transformers
+
+    family, folder = family_folder
+    model, _, source = load_pretrained(str(folder))
+    hf, config, order = load_hf(folder), source.config, torch.tensor(source.order)
+    src, _ = batch(len(order), seed=3)
+    steps = 8
+    generation = transformers.GenerationConfig(
+        num_beams=1, do_sample=False, max_new_tokens=steps, decoder_start_token_id=config["decoder_start_token_id"],
+        eos_token_id=config["eos_token_id"], pad_token_id=config["pad_token_id"],
+        bad_words_ids=[[config["pad_token_id"]]], forced_bos_token_id=None, forced_eos_token_id=None)
+    with torch.no_grad():
+        theirs = hf.generate(input_ids=order[src], attention_mask=(src != PAD_ID).long(),
+                             generation_config=generation)[:, 1:].tolist()
+    ours = [[source.order[i] for i in row][:steps] for row in greedy(model, src)]
+
+    def upto_eos(ids: list[int]) -> list[int]:
+        eos = config["eos_token_id"]
+        return ids[: ids.index(eos) + 1] if eos in ids else ids
+
+    assert [upto_eos(row) for row in ours] == [upto_eos(row[:steps]) for row in theirs]
+    if family == "m2m100":  # tiny random post-norm Marian models repeat one token whatever the input
+        assert len({token for row in ours for token in row}) > 1, ours
+
+
+def test_a_wrong_mapping_fails_the_comparison(family_folder):
+    """Two decoder layers' weights swapped (and, apart, two encoder layers'): the logits differ far beyond the
+    tolerance, so the comparison above would catch a mapping error."""
+    _, folder = family_folder
+    model, _, source = load_pretrained(str(folder))
+    hf = load_hf(folder)
+    mapped = syntrain_weights(read_weights(str(folder)), model.cfg, source)
+    for stack in ("decoder", "encoder"):
+        swapped = dict(mapped)
+        for name in mapped:
+            if name.startswith(f"{stack}.0."):
+                other = name.replace(f"{stack}.0.", f"{stack}.1.", 1)
+                swapped[name], swapped[other] = mapped[other], mapped[name]
+        load_mapped(model, swapped, str(folder))
+        assert logit_difference(model, hf, source) > 1e-2
+    load_mapped(model, mapped, str(folder))
+    assert logit_difference(model, hf, source) <= TOLERANCE
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"model_type": "bart"}, "model_type"),
+    ({"activation_function": "tanh"}, "activation_function"),
+    ({"decoder_attention_heads": 4}, "decoder_attention_heads"),
+    ({"decoder_ffn_dim": 64}, "decoder_ffn_dim"),
+    ({"share_encoder_decoder_embeddings": False}, "share_encoder_decoder_embeddings"),
+    ({"decoder_start_token_id": None}, "decoder_start_token_id"),
+])
+def test_a_setting_syntrain_cannot_represent_is_refused_naming_the_config_key(tmp_path, change, key):
+    folder = build(tmp_path / "m", "marian")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **change}))
+    with pytest.raises(ValueError) as error:
+        load_pretrained(str(folder))
+    message = str(error.value)
+    assert "\n" not in message and f"{key} = " in message and "config.json" in message
