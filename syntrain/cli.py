@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from .switches import DecodedOutputs
 
 TRAIN_FLAGS = (  # the [train] fields that are `syntrain run` flags, in --help order (the model flags follow --preset)
-    "data", "valid", "test", "out", "preset", "max_steps", "max_minutes", "max_tokens", "accum_steps", "lr", "warmup",
-    "label_smoothing", "clip_norm", "eval_interval", "eval_sentences", "eval_beam", "test_beam", "length_penalty",
+    "data", "valid", "test", "out", "pretrained", "preset", "max_steps", "max_minutes", "max_tokens", "accum_steps",
+    "lr", "warmup", "label_smoothing", "clip_norm", "eval_interval", "eval_sentences", "eval_beam", "test_beam",
+    "length_penalty",
     "bleu_tokenize", "log_interval", "seed", "threads", "attention", "device", "precision", "max_len", "keep_last",
     "patience", "best_metric", "tensorboard", "wandb_project", "verify_shards", "shape_ladder", "compile", "name",
     "resume", "overwrite", "bundle")

@@ -259,12 +259,10 @@ def syntrain_weights(weights: dict[str, torch.Tensor], cfg: ModelConfig, source:
 def load_pretrained(folder: str, device: str | torch.device = "cpu", **changes: Any
                     ) -> tuple[Transformer, Vocab, PretrainedSource]:
     """A Hugging Face model folder -> (syntrain Transformer with its weights, in eval mode; its vocabulary; the
-    source record). `changes`: [model] options on top (switches, dropouts); the parameters a switch adds keep
-    their own initialisation (a switch that starts at the pretrained output: docs/pretrained.md)."""
+    source record). `changes`: [model] options on top (switches, dropouts), started as `load_into` starts them."""
     source = PretrainedSource.read(folder)
-    cfg = source.model_config(**changes)
-    model = Transformer(cfg)
-    load_mapped(model, syntrain_weights(read_weights(folder), cfg, source), folder)
+    model = Transformer(source.model_config(**changes))
+    load_into(model, source)
     return model.to(device).eval(), source.vocab(), source
 
 
@@ -281,3 +279,43 @@ def load_mapped(model: Transformer, mapped: dict[str, torch.Tensor], folder: str
     with torch.no_grad():
         for name, tensor in mapped.items():
             own[name].copy_(tensor)
+
+
+def missing_pieces(table: Any, vocab: Vocab, shown: int = 10) -> str:
+    """The pieces of a training split (`table`: its src_subwords and tgt_subwords) that the model's vocabulary
+    lacks, counted and named (they are read as <unk>, never mapped to another piece); "" when there is none."""
+    from .arrow import count_strings
+    from .columns import SRC_SUBWORDS, TGT_SUBWORDS
+
+    counts: dict[str, int] = {}
+    for column in (SRC_SUBWORDS, TGT_SUBWORDS):
+        for piece, count in count_strings(table.column(column), lambda piece: piece not in vocab.stoi).items():
+            counts[piece] = counts.get(piece, 0) + count
+    if not counts:
+        return ""
+    names = sorted(counts, key=lambda piece: (-counts[piece], piece))
+    listed = ", ".join(repr(piece) for piece in names[:shown]) + (", ..." if len(names) > shown else "")
+    return (f"warning: {sum(counts.values())} piece(s) of the training split ({len(names)} distinct) are not in the "
+            f"pretrained model's vocabulary and are read as <unk>: {listed}")
+
+
+def start_model_config(folder: str, options: dict[str, Any], table: Any, manifest: Any
+                       ) -> tuple[ModelConfig, Vocab, PretrainedSource]:
+    """A new run from a pretrained model: its model config (the model's sizes and architecture, `options` on top,
+    then what the switches derive from the training split), its vocabulary and the source record."""
+    from .config.fill import fill_from_data
+
+    source = PretrainedSource.read(folder)
+    mcfg = source.model_config(**options, vocab_size=0)
+    vocab = source.vocab()
+    fill_from_data(mcfg, table, manifest, vocab)
+    return mcfg, vocab, source
+
+
+def load_into(model: Transformer, source: PretrainedSource) -> None:
+    """The pretrained weights into a model built from `source.model_config`; then each switch sets its own
+    parameters so that the output equals the pretrained model's where it can (`Switch.start_from_pretrained`: an
+    added embedding at zeros; a switch that changes attention without parameters changes it from step 0)."""
+    load_mapped(model, syntrain_weights(read_weights(source.folder), model.cfg, source), source.folder)
+    for switch in model.switches:
+        switch.start_from_pretrained(model)

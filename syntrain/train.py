@@ -42,6 +42,7 @@ from .distributed import Processes, peer_faults, processes
 from .loss import objective, translation_loss
 from .model import Transformer
 from .precision import autocast_context, grad_scaler, resolve_precision
+from .pretrained import PretrainedSource, load_into, missing_pieces, start_model_config
 from .run_state import RunState, format_eta, rng_state, set_rng_state, trained_text
 from .runfolder.checkpoints import (
     checkpoint_vocab,
@@ -87,6 +88,8 @@ class RunData:
     valid: ParallelData | None
     test: ParallelData | None  # read (copied) at the start, scored at the end
     fingerprint: str
+    pretrained: PretrainedSource | None = None  # the model the run started from ([model] pretrained)
+    notes: tuple[str, ...] = ()  # header lines about the data (pieces the pretrained vocabulary lacks)
 
 
 @dataclass
@@ -163,7 +166,8 @@ class Run:
                 "signature": data.train.signature, "pipeline": data.train.configuration,
                 "dataset": os.path.dirname(os.path.abspath(cfg.data)), "data_fingerprint": data.fingerprint,
                 "elapsed_s": round(self.state.clock.seconds(), 3),
-                "valid_s": round(self.state.clock.valid_seconds(), 3), "stopped_early": stopping.stopped_early}
+                "valid_s": round(self.state.clock.valid_seconds(), 3), "stopped_early": stopping.stopped_early,
+                **({"pretrained": data.pretrained.record()} if data.pretrained else {})}
 
     def close(self) -> None:
         """Close the metrics and TensorBoard files and the process group this run opened."""
@@ -303,8 +307,13 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
     switches = ActiveSwitches(mcfg)
     decoder_target = switches.decoder_target
     split = read_split(cfg.data, data_columns(switches.batch_columns(training=True), decoder_target, references=False))
+    source, notes = None, ()
     if resumed:
         vocab = checkpoint_vocab(resumed.ckpt, mcfg, resumed.path)
+        source = PretrainedSource.from_record(resumed.ckpt["pretrained"]) if resumed.ckpt.get("pretrained") else None
+    elif cfg.pretrained:  # the model's sizes, architecture and vocabulary
+        mcfg, vocab, source = start_model_config(cfg.pretrained, cfg.model, *split)
+        notes = tuple(filter(None, [missing_pieces(split[0], vocab)]))
     else:  # one vocabulary per side when the dataset's BPE is per side
         joint = not separate_bpe(split[1].configuration)
         vocab = ((decoder_target is None and scheme_vocab(split[1].configuration, cfg.data))
@@ -328,7 +337,7 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
     for data in (train_data, valid_data):
         if data is not None:
             data.ladder, data.ladder_limit = ladder, mcfg.sizes.max_len
-    return RunData(vocab, mcfg, train_data, valid_data, test_data, data_fingerprint(cfg.data))
+    return RunData(vocab, mcfg, train_data, valid_data, test_data, data_fingerprint(cfg.data), source, notes)
 
 
 def training_max_len(cfg: TrainConfig, mcfg: ModelConfig) -> int:
@@ -365,6 +374,8 @@ def make_run(cfg: TrainConfig, procs: Processes, resumed: Resumed | None, data: 
     opened by `open_metrics`, after the checks."""
     device = procs.device
     model = new_model(cfg, data.mcfg, device)
+    if data.pretrained and not resumed:
+        load_into(model, data.pretrained)
     optimizer, scheduler = make_optimizer(model, cfg)
     ckpt = resumed.ckpt if resumed else None
     state, stopping = RunState.from_checkpoint(ckpt), EarlyStopping.from_checkpoint(cfg, ckpt)
@@ -403,6 +414,11 @@ def log_header(cfg: TrainConfig, procs: Processes, data: RunData, model: Transfo
               f"parameters, device {device}, {procs.world} process(es), precision {precision}"
               f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n"
               f"  syntax switches: {model.switches.describe()}")
+    if data.pretrained:
+        procs.log(f"  from the pretrained model {data.pretrained.folder}: vocabulary {len(vocab)} (its own, the "
+                  "start token a row of its own)")
+    for note in data.notes:
+        procs.log(note)
 
 
 def open_metrics(run: Run) -> MetricsLog:

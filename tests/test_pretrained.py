@@ -122,3 +122,55 @@ def test_a_setting_syntrain_cannot_represent_is_refused_naming_the_config_key(tm
         load_pretrained(str(folder))
     message = str(error.value)
     assert "\n" not in message and f"{key} = " in message and "config.json" in message
+
+
+# ------------------------------------------------------------------ switches on a pretrained model
+
+STARTS_AT_PRETRAINED = {  # a switch that adds parameters or only a loss: step 0 equals the pretrained model
+    "dbsa (paper)": {"dbsa_encoder": True, "dbsa_decoder": True},
+    "dbsa (released)": {"dbsa_encoder": True, "dbsa_decoder": True, "dbsa_biaffine": "released"},
+    "lisa": {"lisa_layer": 1},
+    "syncattn": {"dbsa_encoder": True, "dbsa_decoder": True, "sync_lambda": 0.5},
+    "s&h label embeddings (add)": {"label_embedding": 4, "label_combine": "add", "source_labels": ["nsubj", "obj"]},
+    "depth embeddings": {"depth_embedding": True},
+}
+
+
+def switch_inputs(src: torch.Tensor) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(5)
+    return {"src_labels": torch.randint(0, 4, src.shape, generator=g),
+            "src_depth": torch.randint(-1, 6, src.shape, generator=g)}
+
+
+@pytest.mark.parametrize("options", STARTS_AT_PRETRAINED.values(), ids=STARTS_AT_PRETRAINED)
+def test_a_switch_that_adds_parameters_or_a_loss_starts_at_the_pretrained_output(family_folder, options):
+    _, folder = family_folder
+    plain, _, source = load_pretrained(str(folder))
+    switched, _, _ = load_pretrained(str(folder), **options)
+    assert len(switched.switches.switches) >= 1
+    src, tgt = batch(len(source.order))
+    with torch.no_grad():
+        ours = switched(src, tgt, switch_inputs(src)).logits
+        theirs = plain(src, tgt).logits
+    # a parse head's scores go through the explicit attention path (log-softmax, then exp), the plain head through
+    # the fused kernel: equal up to float32 rounding, relative to the logits (up to ~15 in these random models)
+    torch.testing.assert_close(ours[tgt != PAD_ID], theirs[tgt != PAD_ID], rtol=TOLERANCE, atol=TOLERANCE)
+
+
+def test_replacing_embedding_dimensions_by_label_embeddings_is_refused_on_a_pretrained_model(tmp_path):
+    folder = build(tmp_path / "m", "marian")
+    with pytest.raises(ValueError, match="label_combine"):
+        load_pretrained(str(folder), label_embedding=4, source_labels=["nsubj"])
+
+
+def test_pascal_changes_attention_from_step_0(family_folder):
+    """Pascal has no parameters: it scales the pretrained heads' scores from the first step (docs/pretrained.md)."""
+    _, folder = family_folder
+    plain, _, source = load_pretrained(str(folder))
+    pascal, _, _ = load_pretrained(str(folder), pascal_heads=[1, 0])
+    src, tgt = batch(len(source.order))
+    parents = torch.zeros(src.shape, dtype=torch.float32)
+    with torch.no_grad():
+        ours = pascal(src, tgt, src_parent_mid=parents).logits
+        theirs = plain(src, tgt).logits
+    assert float((ours - theirs)[tgt != PAD_ID].abs().max()) > 1e-3

@@ -8,7 +8,7 @@ and the size presets (`PRESETS`). The Transformer reads these parts
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from synprep.tables import option
 
@@ -110,6 +110,13 @@ class DecoderOutput:
 # The parts of the generic model's options, by their name in `ModelConfig` (the switches' sections follow).
 CORE_PARTS: dict[str, type] = {"sizes": ModelSizes, "dropouts": DropoutRates, "sharing": WeightSharing,
                                "architecture": Architecture, "output": DecoderOutput}
+
+
+def fixed_by_pretrained() -> list[str]:
+    """The [model] options a pretrained model's config fixes (its sizes, sharing and architecture): a run from
+    one (`[model] pretrained`) refuses them, as it refuses a preset."""
+    return [spec.name for cls in (ModelSizes, WeightSharing, Architecture) for spec in fields(cls)]
+
 
 PRESETS: dict[str, dict] = {
     "cpu": dict(d_model=64, n_heads=4, d_ff=256, enc_layers=2, dec_layers=2, dropout=0.1),  # 2 CPU cores, minutes

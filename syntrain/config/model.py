@@ -22,7 +22,7 @@ def _reserve_core_names() -> None:
     """A switch option must not take a core name: [model] keys are one flat namespace (syntrain.config.train
     reserves the [train] names the same way)."""
     reserve("the model sizes, dropout and sharing ([model])",
-            [spec.name for cls in CORE_PARTS.values() for spec in fields(cls)] + ["preset"])
+            [spec.name for cls in CORE_PARTS.values() for spec in fields(cls)] + ["preset", "pretrained"])
 
 
 def config_parts() -> dict[str, type]:

@@ -17,7 +17,8 @@ from .values import check_field
 PRESET_NAMES = tuple(PRESETS)
 MAX_BEAM = 256  # the largest beam (eval_beam, test_beam, --beam); a beam is also at most the target vocabulary
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
-NOT_IN_TRAIN = ("data", "valid", "test", "preset", "model", "resume")  # [data], [model] preset, or a flag only
+MODEL_TABLE_KEYS = ("preset", "pretrained")  # [train] fields a recipe sets in its [model] table
+NOT_IN_TRAIN = ("data", "valid", "test", *MODEL_TABLE_KEYS, "model", "resume")  # [data], [model] or a flag only
 CONFIG_FILE, LOG_FILE = "config.toml", "train.log"  # a run folder's resolved configuration and its log
 
 
@@ -34,6 +35,8 @@ class TrainConfig:
     name: str = option("", help="names the default run folder ('': the recipe's file name, else the data folder's)")
     preset: str = option("tiny", choices=PRESET_NAMES, help="model size preset: cpu (d_model 64, 4 heads, 2+2 "
                          "layers, d_ff 256), tiny (256, 4, 3+3, 1024) or base (512, 8, 6+6, 2048)")
+    pretrained: str = option("", help="a Hugging Face model folder (Marian/OPUS-MT, M2M100/NLLB) the run starts "
+                             "from: its sizes and weights, no preset or size option (docs/pretrained.md)")
     model: dict[str, Any] = option(default_factory=dict, help="model options over the preset (the [model] table)")
     max_tokens: int = option(4096, ge=1, help="tokens per batch and process: sentences x longest side (padding "
                              "included)")

@@ -31,6 +31,8 @@ the names are flat `[model]` keys, `switched_by` the ones that turn it on) and t
   eval`); `files` + `file_text(name, pieces, rows)` (`syntrain eval --NAME PATH` files); `run_files(pieces)`,
   `describe_run()`, `compare_header` + `compare_column(run, data_path, described)` (what `syntrain compare`
   keeps in a run folder and shows in its table);
+- `start_from_pretrained(model)`: its parameters set so that the model's output equals the pretrained model's
+  it was loaded from (`syntrain.pretrained`; a switch that cannot start so refuses in one line);
 - `losses(model, outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`:
   logits, records, the encoder and decoder states; `state_layers()` names the decoder layers whose states it
   reads), the model inputs and the modules it added to the model; `loss_weights()` their lambdas.
@@ -366,6 +368,11 @@ class ModelHooks:
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda."""
         return {}
+
+    def start_from_pretrained(self, model: nn.Module) -> None:
+        """Set its parameters on `model` (just loaded from a pretrained model: syntrain.pretrained) so that the
+        output equals the pretrained model's (an added embedding: zeros); ValueError naming the option when it
+        cannot. The default: its parameters change no output at their initialisation (or it has none)."""
 
     def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
         """Its auxiliary losses (unweighted sums over the batch) from `outputs` (logits, records, the encoder
