@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from .config.core import TEXT
 from .config.model import ModelConfig
 from .model import Transformer
 from .vocab import SPECIALS, Vocab
@@ -171,8 +172,14 @@ class PretrainedSource:
         return cls(record["folder"], record["config"], tuple(record["order"]), tuple(record["pieces"]))
 
     def model_config(self, **changes: Any) -> ModelConfig:
-        """syntrain's model config of this model, with `changes` (switches, dropouts) on top."""
-        return ModelConfig.from_dict({**model_values(self.config, self.folder, len(self.order)), **changes})
+        """syntrain's model config of this model, with `changes` (switches, dropouts) on top. A decoder target
+        other than text (tree decoding's transitions) is refused: the model's vocabulary has no such tokens."""
+        cfg = ModelConfig.from_dict({**model_values(self.config, self.folder, len(self.order)), **changes})
+        if cfg.output.decoder_target != TEXT:
+            raise ValueError(f"decoder_target = {cfg.output.decoder_target!r} cannot start from the pretrained model "
+                             f"{self.folder}: its vocabulary has no {cfg.output.decoder_target} tokens and its "
+                             "decoder predicts text")
+        return cfg
 
     def vocab(self) -> Vocab:
         return Vocab(list(self.pieces))

@@ -174,3 +174,9 @@ def test_pascal_changes_attention_from_step_0(family_folder):
         ours = pascal(src, tgt, src_parent_mid=parents).logits
         theirs = plain(src, tgt).logits
     assert float((ours - theirs)[tgt != PAD_ID].abs().max()) > 1e-3
+
+
+def test_tree_decoding_is_refused_on_a_pretrained_model(tmp_path):
+    folder = build(tmp_path / "m", "m2m100")
+    with pytest.raises(ValueError, match="decoder_target = 'transitions' cannot start from the pretrained model"):
+        load_pretrained(str(folder), decoder_target="transitions")

@@ -1,0 +1,83 @@
+"""A run from a pretrained model (`syntrain run --pretrained FOLDER`, `[model] pretrained`) on shards cut by the
+model's own SentencePiece model (`[bpe] scheme = "sentencepiece"`, `model` = its source.spm): the sizes come from
+its config, training continues from its weights with a switch, a preset or size option given too is refused, and
+the checkpoint records the model it started from."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("sentencepiece")
+
+import torch  # noqa: E402
+
+from .conftest import SAMPLE_DATA, cli_in_process  # noqa: E402
+from .hf_models import marian_with_sentencepiece  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def pretrained_dataset(tmp_path_factory, tiny_udpipe):
+    """(the Marian folder, the dataset folder converted with its source.spm)."""
+    from .test_subwords import _convert_with_parsers, _pipeline
+
+    root = tmp_path_factory.mktemp("pretrained")
+    folder = marian_with_sentencepiece(root / "opus-mt-en-de", [SAMPLE_DATA / "parallel" / "train.en",
+                                                                 SAMPLE_DATA / "parallel" / "train.de"])
+    path = _pipeline(root, f'scheme = "sentencepiece"\nmodel = "{folder / "source.spm"}"',
+                     'src = ["parents", "dbsa", "labels"]\ntgt = ["parents", "dbsa"]\nroot = "drop"\n'
+                     'non_projective = "lift"')
+    _convert_with_parsers(path, tiny_udpipe)
+    return folder, root / "out"
+
+
+def run_args(folder, out, run, *more):
+    return ["run", "--pretrained", folder, "--data", out / "train", "--valid", out / "valid", "--out", run,
+            "--max-steps", "2", "--max-tokens", "800", "--warmup", "1", "--eval-interval", "2",
+            "--eval-sentences", "4", "--log-interval", "1", *more]
+
+
+def test_a_run_from_a_pretrained_model_trains_from_its_weights(pretrained_dataset, tmp_path):
+    from syntrain.pretrained import PretrainedSource
+
+    folder, out = pretrained_dataset
+    code, err = cli_in_process("syntrain", run_args(folder, out, tmp_path / "pascal", "--pascal-heads", "1,0"))
+    assert code == 0, err
+    source = PretrainedSource.read(str(folder))
+    assert f"from the pretrained model {folder}: vocabulary {len(source.order)}" in err
+    assert "not in the pretrained model's vocabulary" not in err  # the shards were cut by its own model
+    ckpt = torch.load(tmp_path / "pascal" / "last.pt", weights_only=False)
+    assert ckpt["pretrained"]["folder"] == str(folder) and ckpt["vocab"] == list(source.pieces)
+    assert ckpt["model_config"]["d_model"] == 16 and ckpt["model_config"]["norm_placement"] == "post"
+    with open(tmp_path / "pascal" / "config.toml", "rb") as handle:
+        model = tomllib.load(handle)["model"]
+    assert model["pretrained"] == str(folder) and "preset" not in model and "d_model" not in model
+    assert model["pascal_heads"] == [1, 0]
+
+
+@pytest.mark.parametrize("flag", [["--preset", "cpu"], ["--set", "model.d_model=32"],
+                                  ["--set", 'model.norm_placement="pre"']])
+def test_a_preset_or_size_option_is_refused_with_a_pretrained_model(pretrained_dataset, tmp_path, flag):
+    folder, out = pretrained_dataset
+    code, err = cli_in_process("syntrain", run_args(folder, out, tmp_path / "run", *flag))
+    assert code == 2 and "takes its sizes and architecture from the model's config.json" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_pieces_the_model_lacks_are_counted_and_named(pretrained_dataset, tmp_path):
+    """A model whose vocabulary lacks some pieces of the shards: the run says how many and which."""
+    import json
+    import shutil
+
+    folder, out = pretrained_dataset
+    smaller = tmp_path / "smaller"
+    shutil.copytree(folder, smaller)
+    ids = json.loads((smaller / "vocab.json").read_text(encoding="utf-8"))
+    dropped = next(piece for piece in ids if piece.startswith("\u2581") and len(piece) > 3)
+    ids[f"<gone:{dropped}>"] = ids.pop(dropped)
+    (smaller / "vocab.json").write_text(json.dumps(ids), encoding="utf-8")
+    code, err = cli_in_process("syntrain", run_args(smaller, out, tmp_path / "run"))
+    assert code == 0, err
+    assert "not in the pretrained model's vocabulary and are read as <unk>" in err and repr(dropped) in err
