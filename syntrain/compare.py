@@ -73,6 +73,8 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
     (`decoding_key`) is this call's; else decoded (progress on stderr). A run with only test.hyp (no
     checkpoint) is read as it is. The files written are added to `written`."""
     checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
+    if is_pretrained_folder(run):
+        return pretrained_hypotheses(run, data_path, device, **given)
     if not os.path.isfile(checkpoint):
         return read_hypotheses(cached, expected)
     from .config.recipe import stored_train_config
@@ -100,6 +102,25 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
                         progress=f"compare {run}: translating")
     write_hypotheses(run, model, hyps, pieces, key, written)
     return hyps
+
+
+def is_pretrained_folder(run: str) -> bool:
+    """A pretrained model's folder (config.json, no best.pt): compared as it is, nothing written into it."""
+    return os.path.isfile(os.path.join(run, "config.json")) and not os.path.isfile(os.path.join(run, "best.pt"))
+
+
+def pretrained_hypotheses(folder: str, data_path: str, device: str, **given: float | None) -> list[str]:
+    """The translations of the split by a pretrained model folder as it is, decoded with the declared [train]
+    defaults (`given` replacing them); nothing is written."""
+    from .api import scored_split
+    from .config.train import TrainConfig
+    from .decode import decode_split, run_settings
+    from .pretrained import load_pretrained
+
+    model, vocab, _ = load_pretrained(folder, device)
+    data = scored_split(model, vocab, data_path)
+    return decode_split(model, data, vocab, run_settings(TrainConfig(), **given), device=device,
+                        progress=f"compare {folder}: translating")
 
 
 def write_hypotheses(run: str, model: Transformer, hyps: list[str], pieces: list[list[str]], key: dict,
@@ -160,6 +181,9 @@ def describe(run: str, written: list[str] | None = None) -> dict:
     (`systems.system_key`): from best.pt when there is one (also written to RUN/describe.json, added to
     `written`), else from RUN/describe.json; '?' (the system: the run's own name) for what neither has."""
     checkpoint, path = os.path.join(run, "best.pt"), os.path.join(run, DESCRIPTION)
+    if is_pretrained_folder(run):
+        return {"switches": "none (pretrained, as it is)", "seed": "-", "steps": 0, "trained_steps": 0,
+                "minutes": 0, "system": f"pretrained {os.path.abspath(run)}"}
     if os.path.isfile(checkpoint):
         from .config.recipe import stored_model_config, stored_train_config
         from .runfolder.checkpoints import read_checkpoint

@@ -288,9 +288,10 @@ def load_mapped(model: Transformer, mapped: dict[str, torch.Tensor], folder: str
             own[name].copy_(tensor)
 
 
-def missing_pieces(table: Any, vocab: Vocab, shown: int = 10) -> str:
-    """The pieces of a training split (`table`: its src_subwords and tgt_subwords) that the model's vocabulary
-    lacks, counted and named (they are read as <unk>, never mapped to another piece); "" when there is none."""
+def missing_pieces(table: Any, vocab: Vocab, split: str = "the training split", shown: int = 10) -> str:
+    """The pieces of a split (`table`: its src_subwords and tgt_subwords; `split`: how the line names it) that
+    the model's vocabulary lacks, counted and named (read as <unk>, never mapped to another piece); "" when there
+    is none."""
     from .arrow import count_strings
     from .columns import SRC_SUBWORDS, TGT_SUBWORDS
 
@@ -302,7 +303,7 @@ def missing_pieces(table: Any, vocab: Vocab, shown: int = 10) -> str:
         return ""
     names = sorted(counts, key=lambda piece: (-counts[piece], piece))
     listed = ", ".join(repr(piece) for piece in names[:shown]) + (", ..." if len(names) > shown else "")
-    return (f"warning: {sum(counts.values())} piece(s) of the training split ({len(names)} distinct) are not in the "
+    return (f"warning: {sum(counts.values())} piece(s) of {split} ({len(names)} distinct) are not in the "
             f"pretrained model's vocabulary and are read as <unk>: {listed}")
 
 

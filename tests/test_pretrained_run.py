@@ -39,19 +39,28 @@ def run_args(folder, out, run, *more):
             "--eval-sentences", "4", "--log-interval", "1", *more]
 
 
-def test_a_run_from_a_pretrained_model_trains_from_its_weights(pretrained_dataset, tmp_path):
+@pytest.fixture(scope="module")
+def pascal_run(pretrained_dataset, tmp_path_factory):
+    """(a run from the pretrained model with Pascal heads, its stderr)."""
+    folder, out = pretrained_dataset
+    run = tmp_path_factory.mktemp("runs") / "pascal"
+    code, err = cli_in_process("syntrain", run_args(folder, out, run, "--pascal-heads", "1,0"))
+    assert code == 0, err
+    return run, err
+
+
+def test_a_run_from_a_pretrained_model_trains_from_its_weights(pretrained_dataset, pascal_run):
     from syntrain.pretrained import PretrainedSource
 
     folder, out = pretrained_dataset
-    code, err = cli_in_process("syntrain", run_args(folder, out, tmp_path / "pascal", "--pascal-heads", "1,0"))
-    assert code == 0, err
+    run, err = pascal_run
     source = PretrainedSource.read(str(folder))
     assert f"from the pretrained model {folder}: vocabulary {len(source.order)}" in err
     assert "not in the pretrained model's vocabulary" not in err  # the shards were cut by its own model
-    ckpt = torch.load(tmp_path / "pascal" / "last.pt", weights_only=False)
+    ckpt = torch.load(run / "last.pt", weights_only=False)
     assert ckpt["pretrained"]["folder"] == str(folder) and ckpt["vocab"] == list(source.pieces)
     assert ckpt["model_config"]["d_model"] == 16 and ckpt["model_config"]["norm_placement"] == "post"
-    with open(tmp_path / "pascal" / "config.toml", "rb") as handle:
+    with open(run / "config.toml", "rb") as handle:
         model = tomllib.load(handle)["model"]
     assert model["pretrained"] == str(folder) and "preset" not in model and "d_model" not in model
     assert model["pascal_heads"] == [1, 0]
@@ -81,3 +90,59 @@ def test_pieces_the_model_lacks_are_counted_and_named(pretrained_dataset, tmp_pa
     code, err = cli_in_process("syntrain", run_args(smaller, out, tmp_path / "run"))
     assert code == 0, err
     assert "not in the pretrained model's vocabulary and are read as <unk>" in err and repr(dropped) in err
+
+
+def hf_loss(folder, split) -> float:
+    """transformers' own mean cross-entropy over the split's target tokens (EOS included, no label smoothing)."""
+    from syntrain.dataset import ParallelData
+    from syntrain.pretrained import PretrainedSource
+    from syntrain.vocab import PAD_ID
+
+    from .hf_models import load_hf
+
+    source = PretrainedSource.read(str(folder))
+    order = torch.tensor(source.order)
+    data = ParallelData(str(split), source.vocab())
+    batch = data.collate(data.fitting(data.loss_rows, 64))
+    labels = order[batch.tgt_out].masked_fill(batch.tgt_out == PAD_ID, -100)
+    with torch.no_grad():
+        return float(load_hf(folder)(input_ids=order[batch.src], attention_mask=(batch.src != PAD_ID).long(),
+                                     decoder_input_ids=order[batch.tgt_in], labels=labels).loss)
+
+
+def test_eval_scores_the_pretrained_model_as_it_is_with_its_loss(pretrained_dataset, tmp_path):
+    import json
+
+    folder, out = pretrained_dataset
+    before = sorted(path.name for path in folder.iterdir())
+    code, err = cli_in_process("syntrain", ["eval", "--pretrained", folder, "--data", out / "test", "--beam", "1",
+                                            "--json", tmp_path / "scores.json", "-o", tmp_path / "test.hyp"])
+    assert code == 0, err
+    scores = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
+    assert scores["pretrained"] == str(folder) and {"bleu", "chrf", "loss"} <= set(scores)
+    assert abs(scores["loss"] - hf_loss(folder, out / "test")) < 1e-3
+    assert sorted(path.name for path in folder.iterdir()) == before
+    code, err = cli_in_process("syntrain", ["eval", "--data", out / "test"])
+    assert code == 2 and "--checkpoint CHECKPOINT or --pretrained FOLDER" in err
+
+
+def test_eval_of_a_checkpoint_reports_its_loss(pretrained_dataset, pascal_run, tmp_path):
+    import json
+
+    _, out = pretrained_dataset
+    run, _ = pascal_run
+    code, err = cli_in_process("syntrain", ["eval", "--checkpoint", run / "best.pt", "--data", out / "test",
+                                            "--beam", "1", "--json", tmp_path / "scores.json"])
+    assert code == 0, err
+    scores = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
+    assert scores["checkpoint"] == str(run / "best.pt") and scores["loss"] > 0
+
+
+def test_compare_takes_a_pretrained_folder_as_a_row_and_writes_nothing_into_it(pretrained_dataset, pascal_run):
+    folder, out = pretrained_dataset
+    run, _ = pascal_run
+    before = {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
+    code, err = cli_in_process("syntrain", ["compare", "--data", out / "test", "--beam", "1", "--samples", "10",
+                                            folder, run])
+    assert code == 0, err
+    assert {path.name: path.stat().st_mtime_ns for path in folder.iterdir()} == before
