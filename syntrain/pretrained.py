@@ -41,10 +41,10 @@ class Family:
 
 FAMILIES: dict[str, Family] = {
     "marian": Family({"norm_placement": "post", "positions": "halves", "encoder_final_norm": False,
-                      "decoder_final_norm": False, "output_bias": True},
+                      "decoder_final_norm": False, "output_bias": True, "output_start": False},
                      {"share_encoder_decoder_embeddings": True}),
     "m2m_100": Family({"norm_placement": "pre", "positions": "fairseq", "encoder_final_norm": True,
-                      "decoder_final_norm": True, "output_bias": False}, {}),
+                      "decoder_final_norm": True, "output_bias": False, "output_start": False}, {}),
 }
 ACTIVATION_NAMES = {"relu": "relu", "swish": "swish", "silu": "swish", "gelu": "gelu"}
 SIZE_KEYS = ("vocab_size", "src_vocab_size", "d_model", "n_heads", "d_ff", "enc_layers", "dec_layers", "max_len")

@@ -9,17 +9,17 @@ import logging
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from synprep.logs import warn_once
 
 from .config.train import TrainConfig
 from .dataset import ParallelData
 from .decode import DecodeSettings, decode_split
+from .loss import cross_entropy_sum, outside_softmax
 from .model import Transformer
 from .scoring import score
 from .switches import decoded
-from .vocab import PAD_ID, Vocab
+from .vocab import Vocab
 
 log = logging.getLogger("syntrain")
 
@@ -67,8 +67,7 @@ def split_loss(model: Transformer, data: ParallelData, max_tokens: int, device: 
     for rows in data.batches(max_tokens, shuffle=False, rows=loss_rows):
         batch = data.collate(rows).to(device)
         logits = model(batch.src, batch.tgt_in, batch.inputs).logits
-        total += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
-                                 label_smoothing=label_smoothing, reduction="sum").item()
+        total += cross_entropy_sum(logits, batch.tgt_out, label_smoothing, outside_softmax(model.cfg)).item()
         tokens += batch.tokens()
     return total / max(tokens, 1)
 

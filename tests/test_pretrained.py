@@ -180,3 +180,26 @@ def test_tree_decoding_is_refused_on_a_pretrained_model(tmp_path):
     folder = build(tmp_path / "m", "m2m100")
     with pytest.raises(ValueError, match="decoder_target = 'transitions' cannot start from the pretrained model"):
         load_pretrained(str(folder), decoder_target="transitions")
+
+
+def test_the_loss_equals_transformers_loss_with_label_smoothing(family_folder):
+    """The start token's column (a copy of the model's pad or end row) is out of the loss's softmax: syntrain's
+    label-smoothed cross-entropy equals transformers' (its Trainer's smoothing spreads over the model's vocabulary,
+    as F.cross_entropy's does)."""
+    import torch.nn.functional as F
+
+    from syntrain.loss import cross_entropy_sum, outside_softmax
+
+    _, folder = family_folder
+    model, _, source = load_pretrained(str(folder))
+    order = torch.tensor(source.order)
+    src, tgt_in = batch(len(order))
+    gold = torch.cat([tgt_in[:, 1:], torch.full((len(tgt_in), 1), EOS_ID)], 1).masked_fill(tgt_in == PAD_ID, PAD_ID)
+    with torch.no_grad():
+        ours = cross_entropy_sum(model(src, tgt_in).logits, gold, 0.1, outside_softmax(model.cfg))
+        logits = load_hf(folder)(input_ids=order[src], attention_mask=(src != PAD_ID).long(),
+                                 decoder_input_ids=order[tgt_in]).logits
+        theirs = F.cross_entropy(logits.flatten(0, 1), order[gold].masked_fill(gold == PAD_ID, -100).flatten(),
+                                 ignore_index=-100, label_smoothing=0.1, reduction="sum")
+    assert outside_softmax(model.cfg) == (BOS_ID,)
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-4)

@@ -120,7 +120,7 @@ def test_eval_scores_the_pretrained_model_as_it_is_with_its_loss(pretrained_data
     assert code == 0, err
     scores = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
     assert scores["pretrained"] == str(folder) and {"bleu", "chrf", "loss"} <= set(scores)
-    assert abs(scores["loss"] - hf_loss(folder, out / "test")) < 1e-3
+    assert abs(scores["loss"] - hf_loss(folder, out / "test")) <= 5e-5  # the JSON rounds to 4 decimals
     assert sorted(path.name for path in folder.iterdir()) == before
     code, err = cli_in_process("syntrain", ["eval", "--data", out / "test"])
     assert code == 2 and "--checkpoint CHECKPOINT or --pretrained FOLDER" in err

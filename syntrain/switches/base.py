@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 import torch
 
 from ..columns import BatchColumn, TargetColumn
-from ..config.core import DecoderOutput, DropoutRates, ModelSizes, WeightSharing
+from ..config.core import Architecture, DecoderOutput, DropoutRates, ModelSizes, WeightSharing
 
 if TYPE_CHECKING:
     from torch import nn
@@ -58,12 +58,13 @@ if TYPE_CHECKING:
 
 class ModelOptions(Protocol):
     """What a switch sees of the model config (`syntrain.config.model.ModelConfig` is one): the generic model's
-    parts (sizes, dropout rates, weight sharing, the decoder target), and any switch's typed section
+    parts (sizes, dropout rates, weight sharing, architecture, the decoder target), and any switch's typed section
     (`Switch.section` types it)."""
 
     sizes: ModelSizes
     dropouts: DropoutRates
     sharing: WeightSharing
+    architecture: Architecture
     output: DecoderOutput
 
     def section(self, switch: Any) -> Any: ...  # noqa: ANN401 (a switch class or name -> its config section)
