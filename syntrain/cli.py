@@ -539,6 +539,23 @@ def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None
     log.info(f"wrote {output_path}: the mean of {len(checkpoints)} checkpoint(s)")
 
 
+@cli.command(name="export-hf")
+@click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "output_path", required=True, type=click.Path(file_okay=False),
+              help="The Hugging Face model folder to write (config.json, model.safetensors, the tokenizer files).")
+def export_hf_command(checkpoint: str, output_path: str) -> None:
+    """Write a checkpoint of a run from a pretrained model ([model] pretrained) back as a Hugging Face folder
+    that transformers' AutoModelForSeq2SeqLM.from_pretrained loads with the same logits (docs/pretrained.md);
+    refused for switches that change inference (Pascal heads, label embeddings, ...)."""
+    from .export_hf import export_hf
+
+    try:
+        written = export_hf(checkpoint, output_path)
+    except ValueError as err:
+        raise click.ClickException(str(err)) from None
+    log.info(f"wrote {', '.join(written)}")
+
+
 @cli.command()
 @click.option("--checkpoint", type=click.Path(exists=True, dir_okay=False),
               help="Also print the syntax switches this checkpoint was trained with.")
@@ -579,6 +596,7 @@ EXAMPLES = {
     "eval": "syntrain eval --checkpoint runs/x/best.pt --data out/sample/test -o hyp.de",
     "compare": "syntrain compare --data out/sample/test runs/vanilla runs/pascal",
     "average": "syntrain average runs/x/checkpoint_*.pt -o runs/x/average.pt",
+    "export-hf": "syntrain export-hf runs/finetune/best.pt -o opus-mt-en-de-finetuned",
     "env": "syntrain env --checkpoint runs/x/best.pt",
 }
 add_examples(cli, "syntrain", EXAMPLES)

@@ -30,7 +30,7 @@ from .config.model import ModelConfig
 from .layers import Decoder, Encoder, sinusoids
 from .switches import DecoderStates, Inputs, Outputs, merge_inputs
 from .switches.active import ActiveSwitches
-from .vocab import PAD_ID
+from .vocab import BOS_ID, PAD_ID
 
 
 def init_weights(module: nn.Module, d_model: int) -> None:
@@ -95,6 +95,12 @@ class Transformer(nn.Module):
         scale = math.sqrt(self.cfg.sizes.d_model) if self.cfg.architecture.scale_embeddings else 1.0
         return self.drop(x * scale + self.positions[start:end])
 
+    def _start_row(self, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Decoder input ids with the start token reading `[model] start_row` (a pretrained model's start token:
+        the row of its pad or end; masks still read the ids)."""
+        row = self.cfg.architecture.start_row
+        return tgt_in if row == BOS_ID else tgt_in.masked_fill(tgt_in == BOS_ID, row)
+
     def encode(self, src: torch.Tensor, inputs: Inputs | None = None, records: dict | None = None,
                **named: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """src (B, S) ids and the model inputs (or by name) -> (memory
@@ -125,7 +131,7 @@ class Transformer(nn.Module):
             causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()
             self_mask = causal[None, None] & valid[:, None, None, :]
             limit = torch.arange(t, device=tgt_in.device)[None].expand(b, t)
-        x = self._embed(self.tgt_embed, tgt_in)
+        x = self._embed(self.tgt_embed, self._start_row(tgt_in))
         for switch in self.switches:
             x, inputs = switch.decoder_input(self, x, inputs, limit)
         return self.dec_norm(self.decoder(x, memory, self_mask, src_mask, inputs, records, layers, layer_states))
@@ -171,7 +177,7 @@ class Transformer(nn.Module):
                     cache: list[dict[str, KeyValueCache]], inputs: Inputs | None = None) -> torch.Tensor:
         """Incremental decoding: the token ids `last` (B, 1) at target position `step`, earlier positions read
         from `cache` -> logits (B, V) for the next token. Equals decode()'s last row (tested)."""
-        x = self._embed(self.tgt_embed, last, start=step)
+        x = self._embed(self.tgt_embed, self._start_row(last), start=step)
         for layer, layer_cache in zip(self.decoder, cache):
             x = layer(x, memory, None, src_mask, layer_cache, inputs)
         return self.output(self.dec_norm(x))[:, -1]

@@ -6,8 +6,9 @@ with its weights mapped exactly, and back (`hf_weights`, for `syntrain export-hf
 The family fixes the model's `[model] architecture` options (`Family.architecture`); the sizes come from the
 config. syntrain's fixed special ids (pad 0, start 1, end 2, unknown 3: syntrain.vocab) are met by permuting the
 embedding rows: `PretrainedSource.order[i]` is the Hugging Face id of syntrain id i. A decoder start token equal
-to the model's pad (Marian) or to its end (M2M100) gets a row of its own (a copy), so that the start is never
-masked as padding and the end still stops decoding; the vocabulary is then one entry longer than the model's.
+to the model's pad (Marian) or end (M2M100) keeps syntrain's start id, so that it is never masked as padding,
+but reads the row of that token (`[model] start_row`) and its own column is left out of the loss's softmax
+(`[model] output_start`): the vocabulary is one entry longer than the model's, and every probability equal.
 A family or a setting syntrain cannot represent is refused in one line naming the config key. Reading the
 weights needs `safetensors` (the `pretrained` extra) for a .safetensors file.
 """
@@ -24,7 +25,7 @@ import torch
 from .config.core import TEXT
 from .config.model import ModelConfig
 from .model import Transformer
-from .vocab import SPECIALS, Vocab
+from .vocab import BOS_ID, SPECIALS, Vocab
 
 CONFIG, VOCAB_JSON, TOKENIZER_JSON = "config.json", "vocab.json", "tokenizer.json"
 SAFETENSORS, SAFETENSORS_INDEX, TORCH_BIN = "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"
@@ -89,9 +90,9 @@ def _same(config: dict, folder: str, pairs: tuple[tuple[str, str], ...]) -> None
                                                          "has one value for both stacks)")
 
 
-def model_values(config: dict, folder: str, vocab_size: int) -> dict[str, Any]:
-    """The syntrain [model] values of a Hugging Face config (sizes, dropouts, architecture, sharing);
-    `vocab_size`: syntrain's vocabulary size (`PretrainedSource.order`)."""
+def model_values(config: dict, folder: str, order: tuple[int, ...]) -> dict[str, Any]:
+    """The syntrain [model] values of a Hugging Face config (sizes, dropouts, architecture, sharing); `order`:
+    the Hugging Face id of each syntrain id (`PretrainedSource.order`)."""
     family = family_of(config, folder)
     _same(config, folder, (("encoder_attention_heads", "decoder_attention_heads"),
                            ("encoder_ffn_dim", "decoder_ffn_dim")))
@@ -101,16 +102,23 @@ def model_values(config: dict, folder: str, vocab_size: int) -> dict[str, Any]:
     if activation not in ACTIVATION_NAMES:
         raise refuse(folder, "activation_function", activation,
                      f"syntrain's activations are {', '.join(ACTIVATION_NAMES)}")
-    arch = dict(family.architecture)
+    arch = {**family.architecture, "start_row": start_row(order)}
     if arch["positions"] == "fairseq":
         arch["position_offset"] = int(config["pad_token_id"]) + 1
-    return {"vocab_size": vocab_size, "d_model": config["d_model"], "n_heads": config["encoder_attention_heads"],
+    return {"vocab_size": len(order), "d_model": config["d_model"], "n_heads": config["encoder_attention_heads"],
             "d_ff": config["encoder_ffn_dim"], "enc_layers": config["encoder_layers"],
             "dec_layers": config["decoder_layers"], "max_len": config.get("max_position_embeddings", 1024),
             "dropout": config.get("dropout", 0.1), "attention_dropout": config.get("attention_dropout", 0.0),
             "activation_dropout": config.get("activation_dropout", 0.0), "share_embeddings": True,
             "tie_output": bool(config.get("tie_word_embeddings", True)), "activation": ACTIVATION_NAMES[activation],
             "scale_embeddings": bool(config.get("scale_embedding", False)), **arch}
+
+
+def start_row(order: tuple[int, ...]) -> int:
+    """The syntrain row the decoder's start token reads: the row of the model token it is (pad for Marian, end
+    for M2M100), so that one row serves both as the model's own does; its own row (1) when it is no other."""
+    start = order[BOS_ID]
+    return next((i for i, hf_id in enumerate(order) if hf_id == start and i != BOS_ID), BOS_ID)
 
 
 def hf_pieces(folder: str, size: int) -> list[str]:
@@ -174,7 +182,7 @@ class PretrainedSource:
     def model_config(self, **changes: Any) -> ModelConfig:
         """syntrain's model config of this model, with `changes` (switches, dropouts) on top. A decoder target
         other than text (tree decoding's transitions) is refused: the model's vocabulary has no such tokens."""
-        cfg = ModelConfig.from_dict({**model_values(self.config, self.folder, len(self.order)), **changes})
+        cfg = ModelConfig.from_dict({**model_values(self.config, self.folder, self.order), **changes})
         if cfg.output.decoder_target != TEXT:
             raise ValueError(f"decoder_target = {cfg.output.decoder_target!r} cannot start from the pretrained model "
                              f"{self.folder}: its vocabulary has no {cfg.output.decoder_target} tokens and its "

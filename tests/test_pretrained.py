@@ -36,15 +36,21 @@ def batch(vocab_size: int, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     return src, tgt
 
 
-def logit_difference(model, hf, source: PretrainedSource) -> float:
-    """Max |syntrain - transformers| over the logits of every non-pad decoder position, syntrain's ids mapped."""
+def logit_difference(model, hf, source: PretrainedSource, relative: bool = False) -> float:
+    """Max |syntrain - transformers| over the logits of every non-pad decoder position, syntrain's ids mapped;
+    the start token's column, out of the softmax and never decoded (`outside_softmax`), aside. `relative`: each
+    difference over max(1, |logit|) (a switch's explicit attention path rounds otherwise than the fused kernel)."""
+    from syntrain.loss import outside_softmax
+
     order = torch.tensor(source.order)
     src, tgt = batch(len(order))
     with torch.no_grad():
         ours = model(src, tgt).logits
         theirs = hf(input_ids=order[src], attention_mask=(src != PAD_ID).long(),
                     decoder_input_ids=order[tgt]).logits[..., order]
-    return float((ours - theirs)[tgt != PAD_ID].abs().max())
+    columns = [i for i in range(len(order)) if i not in outside_softmax(model.cfg)]
+    difference = (ours - theirs).abs() / (theirs.abs().clamp(min=1) if relative else 1)
+    return float(difference[tgt != PAD_ID][:, columns].max())
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -203,3 +209,44 @@ def test_the_loss_equals_transformers_loss_with_label_smoothing(family_folder):
                                  ignore_index=-100, label_smoothing=0.1, reduction="sum")
     assert outside_softmax(model.cfg) == (BOS_ID,)
     torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-4)
+
+
+# ------------------------------------------------------------------ back to Hugging Face (export-hf)
+
+def fine_tuned_checkpoint(folder, path, **options) -> tuple[object, PretrainedSource]:
+    """A checkpoint of the loaded model with every parameter moved (as a fine-tune moves them; the start
+    token's own row too), as a run writes one (model, model_config, vocab, pretrained)."""
+    from syntrain.runfolder.checkpoints import save_checkpoint
+
+    model, vocab, source = load_pretrained(str(folder), **options)
+    torch.manual_seed(7)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.1)
+    save_checkpoint({"model": model.state_dict(), "model_config": model.cfg.to_dict(), **vocab.checkpoint_fields(),
+                     "pretrained": source.record()}, str(path))
+    return model, source
+
+
+def test_export_hf_round_trip_gives_equal_logits(family_folder, tmp_path):
+    from syntrain.export_hf import export_hf
+
+    _, folder = family_folder
+    model, source = fine_tuned_checkpoint(folder, tmp_path / "best.pt", lisa_layer=1)
+    written = export_hf(str(tmp_path / "best.pt"), str(tmp_path / "hf"))
+    assert str(tmp_path / "hf" / "vocab.json") in written
+    exported = load_hf(tmp_path / "hf")
+    assert logit_difference(model, exported, source, relative=True) <= TOLERANCE  # LISA: the explicit path
+    assert logit_difference(model, load_hf(folder), source) > 1e-2  # the moved weights, not the original's
+
+
+def test_export_hf_refuses_switches_that_change_inference(family_folder, tmp_path):
+    from syntrain.export_hf import export_hf
+
+    _, folder = family_folder
+    fine_tuned_checkpoint(folder, tmp_path / "best.pt", pascal_heads=[1, 0], dbsa_encoder=True)
+    with pytest.raises(ValueError) as error:
+        export_hf(str(tmp_path / "best.pt"), str(tmp_path / "hf"))
+    message = str(error.value)
+    assert "\n" not in message and "pascal (pascal_heads)" in message and "parse_head" in message
+    assert not (tmp_path / "hf").exists()

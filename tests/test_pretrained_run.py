@@ -146,3 +146,28 @@ def test_compare_takes_a_pretrained_folder_as_a_row_and_writes_nothing_into_it(p
                                             folder, run])
     assert code == 0, err
     assert {path.name: path.stat().st_mtime_ns for path in folder.iterdir()} == before
+
+
+def test_export_hf_of_a_fine_tune(pretrained_dataset, pascal_run, tmp_path):
+    """A fine-tune with a training-only switch (LISA's supervised head) exports to a folder transformers loads
+    with the checkpoint's logits and the model's tokenizer files; a Pascal fine-tune is refused naming it."""
+    from syntrain.pretrained import PretrainedSource
+    from syntrain.runfolder.checkpoints import load_checkpoint
+
+    from .hf_models import load_hf
+    from .test_pretrained import logit_difference
+
+    folder, out = pretrained_dataset
+    code, err = cli_in_process("syntrain", run_args(folder, out, tmp_path / "lisa", "--set", "model.lisa_layer=1"))
+    assert code == 0, err
+    code, err = cli_in_process("syntrain", ["export-hf", tmp_path / "lisa" / "best.pt", "-o", tmp_path / "hf"])
+    assert code == 0, err
+    assert {"config.json", "model.safetensors", "vocab.json", "source.spm", "target.spm"} <= {
+        path.name for path in (tmp_path / "hf").iterdir()}
+    model, _, ckpt = load_checkpoint(str(tmp_path / "lisa" / "best.pt"))
+    source = PretrainedSource.from_record(ckpt["pretrained"])
+    assert logit_difference(model, load_hf(tmp_path / "hf"), source, relative=True) <= 1e-5
+    run, _ = pascal_run
+    code, err = cli_in_process("syntrain", ["export-hf", run / "best.pt", "-o", tmp_path / "pascal-hf"])
+    assert code == 2 and "pascal (pascal_heads)" in err and "change inference" in err, err
+    assert not (tmp_path / "pascal-hf").exists()

@@ -92,6 +92,8 @@ class Architecture:
     encoder_final_norm: bool = option(True, help="a LayerNorm after the encoder's last layer")
     decoder_final_norm: bool = option(True, help="a LayerNorm after the decoder's last layer")
     output_bias: bool = option(False, help="a bias on the output logits (Marian's final logits bias)")
+    start_row: int = option(1, ge=0, help="the embedding row the decoder's start token reads (1: its own; a "
+                                          "pretrained model's: the row of the token it starts with, pad or end)")
     output_start: bool = option(True, help="the start token's column is in the loss's softmax (false: left out, "
                                            "as for a pretrained model whose start token is a copy of its pad or "
                                            "end)")
