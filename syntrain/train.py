@@ -89,7 +89,7 @@ class RunData:
     test: ParallelData | None  # read (copied) at the start, scored at the end
     fingerprint: str
     pretrained: PretrainedSource | None = None  # the model the run started from ([model] pretrained)
-    notes: tuple[str, ...] = ()  # header lines about the data (pieces the pretrained vocabulary lacks)
+    notes: tuple[str, ...] = ()  # header lines about the vocabulary (its size and origin, pieces it lacks)
 
 
 @dataclass
@@ -307,17 +307,19 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
     switches = ActiveSwitches(mcfg)
     decoder_target = switches.decoder_target
     split = read_split(cfg.data, data_columns(switches.batch_columns(training=True), decoder_target, references=False))
-    source, notes = None, ()
+    source, notes, origin = None, (), "the checkpoint resumed"
     if resumed:
         vocab = checkpoint_vocab(resumed.ckpt, mcfg, resumed.path)
         source = PretrainedSource.from_record(resumed.ckpt["pretrained"]) if resumed.ckpt.get("pretrained") else None
     elif cfg.pretrained:  # the model's sizes, architecture and vocabulary
         mcfg, vocab, source = start_model_config(cfg.pretrained, cfg.model, *split)
-        notes = tuple(filter(None, [missing_pieces(split[0], vocab)]))
+        notes, origin = tuple(filter(None, [missing_pieces(split[0], vocab)])), f"the pretrained model {source.folder}"
     else:  # one vocabulary per side when the dataset's BPE is per side
         joint = not separate_bpe(split[1].configuration)
-        vocab = ((decoder_target is None and scheme_vocab(split[1].configuration, cfg.data))
-                 or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint))
+        whole = decoder_target is None and cfg.vocabulary == "model" and scheme_vocab(split[1].configuration, cfg.data)
+        vocab = whole or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint)
+        origin = ("the dataset's sub-word model (every piece)" if whole else "the training split (the pieces it "
+                  "holds)")
         fill_from_data(mcfg, *split, vocab)
     train_data = ParallelData(cfg.data, vocab, training_max_len(cfg, mcfg), skip_null=True, split=split,
                               **ActiveSwitches(mcfg).parallel_data_arguments(training=True))
@@ -337,7 +339,8 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
     for data in (train_data, valid_data):
         if data is not None:
             data.ladder, data.ladder_limit = ladder, mcfg.sizes.max_len
-    return RunData(vocab, mcfg, train_data, valid_data, test_data, data_fingerprint(cfg.data), source, notes)
+    return RunData(vocab, mcfg, train_data, valid_data, test_data, data_fingerprint(cfg.data), source,
+                   (f"  vocabulary: {len(vocab)} pieces from {origin}", *notes))
 
 
 def training_max_len(cfg: TrainConfig, mcfg: ModelConfig) -> int:
@@ -414,9 +417,6 @@ def log_header(cfg: TrainConfig, procs: Processes, data: RunData, model: Transfo
               f"parameters, device {device}, {procs.world} process(es), precision {precision}"
               f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n"
               f"  syntax switches: {model.switches.describe()}")
-    if data.pretrained:
-        procs.log(f"  from the pretrained model {data.pretrained.folder}: vocabulary {len(vocab)} (its own, the "
-                  "start token a row of its own)")
     for note in data.notes:
         procs.log(note)
 

@@ -55,7 +55,7 @@ def test_a_run_from_a_pretrained_model_trains_from_its_weights(pretrained_datase
     folder, out = pretrained_dataset
     run, err = pascal_run
     source = PretrainedSource.read(str(folder))
-    assert f"from the pretrained model {folder}: vocabulary {len(source.order)}" in err
+    assert f"vocabulary: {len(source.order)} pieces from the pretrained model {folder}" in err
     assert "not in the pretrained model's vocabulary" not in err  # the shards were cut by its own model
     ckpt = torch.load(run / "last.pt", weights_only=False)
     assert ckpt["pretrained"]["folder"] == str(folder) and ckpt["vocab"] == list(source.pieces)
@@ -171,3 +171,27 @@ def test_export_hf_of_a_fine_tune(pretrained_dataset, pascal_run, tmp_path):
     code, err = cli_in_process("syntrain", ["export-hf", run / "best.pt", "-o", tmp_path / "pascal-hf"])
     assert code == 2 and "pascal (pascal_heads)" in err and "change inference" in err, err
     assert not (tmp_path / "pascal-hf").exists()
+
+
+def test_from_scratch_with_the_pretrained_tokenizer_keeps_the_pieces_seen_in_training(pretrained_dataset, tmp_path):
+    """[train] vocabulary = "seen": a model trained from scratch on shards cut by the pretrained model's
+    tokenizer gets only the pieces of the training split (and the specials), and the run header says so."""
+    import sentencepiece as spm
+
+    from syntrain.arrow import count_strings
+    from syntrain.columns import SRC_SUBWORDS, TGT_SUBWORDS
+    from syntrain.dataset import read_split
+
+    folder, out = pretrained_dataset
+    common = ["run", "--data", out / "train", "--preset", "cpu", "--max-steps", "1", "--max-tokens", "800",
+              "--warmup", "1", "--eval-interval", "1"]
+    code, err = cli_in_process("syntrain", [*common, "--out", tmp_path / "seen", "--set", 'train.vocabulary="seen"'])
+    assert code == 0, err
+    table = read_split(str(out / "train"))[0]
+    seen = {piece for column in (SRC_SUBWORDS, TGT_SUBWORDS) for piece in count_strings(table.column(column))}
+    assert f"vocabulary: {len(seen) + 4} pieces from the training split (the pieces it holds)" in err
+    code, err = cli_in_process("syntrain", [*common, "--out", tmp_path / "whole"])
+    assert code == 0, err
+    size = spm.SentencePieceProcessor(model_file=str(folder / "source.spm")).get_piece_size()
+    assert f"vocabulary: {size - 3 + 4} pieces from the dataset's sub-word model (every piece)" in err
+    assert size - 3 > len(seen)  # the option made the vocabulary smaller

@@ -60,6 +60,9 @@ class TrainConfig:
     length_penalty: float = option(0.6, ge=0, help="length penalty (alpha) of beam search")
     bleu_tokenize: str = option("auto", choices=BLEU_TOKENIZERS, help="sacrebleu tokenizer of validation and test "
                                 "BLEU; auto: from the data's target language (ja-mecab for ja, zh for zh, else 13a)")
+    vocabulary: str = option("model", choices=("model", "seen"), help="a dataset cut by a sentencepiece or "
+                             "hf-tokenizer model (a pretrained model's tokenizer): model: every piece of that model "
+                             "is the vocabulary; seen: only the pieces of the training split (and the specials)")
     log_interval: int = option(100, ge=1, help="steps between progress lines (the first and the last step always)")
     seed: int = option(1, ge=0, help="random seed (initialization, batch order, dropout)")
     threads: int = option(0, ge=0, help="torch CPU threads (0: torch's default)")
