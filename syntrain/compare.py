@@ -112,13 +112,14 @@ def is_pretrained_folder(run: str) -> bool:
 def pretrained_hypotheses(folder: str, data_path: str, device: str, **given: float | None) -> list[str]:
     """The translations of the split by a pretrained model folder as it is, decoded with the declared [train]
     defaults (`given` replacing them); nothing is written."""
-    from .api import scored_split
     from .config.train import TrainConfig
+    from .dataset import ParallelData
     from .decode import decode_split, run_settings
     from .pretrained import load_pretrained
 
     model, vocab, _ = load_pretrained(folder, device)
-    data = scored_split(model, vocab, data_path)
+    data = ParallelData(data_path, vocab, batch_columns=model.switches.batch_columns(training=False),
+                        data_options=model.switches.data_options())
     return decode_split(model, data, vocab, run_settings(TrainConfig(), **given), device=device,
                         progress=f"compare {folder}: translating")
 
