@@ -417,8 +417,11 @@ def log_header(cfg: TrainConfig, procs: Processes, data: RunData, model: Transfo
               f"parameters, device {device}, {procs.world} process(es), precision {precision}"
               f", attention kernel {model.kernel_in_use(device)}, out {cfg.out}\n"
               f"  syntax switches: {model.switches.describe()}")
-    for note in data.notes:
-        procs.log(note)
+    for note in data.notes:  # a warning shows under --quiet too
+        if note.startswith("warning:") and procs.rank == 0:
+            log.warning(note)
+        else:
+            procs.log(note)
 
 
 def open_metrics(run: Run) -> MetricsLog:
