@@ -250,3 +250,21 @@ def test_export_hf_refuses_switches_that_change_inference(family_folder, tmp_pat
     message = str(error.value)
     assert "\n" not in message and "pascal (pascal_heads)" in message and "parse_head" in message
     assert not (tmp_path / "hf").exists()
+
+
+def test_a_vocabulary_from_tokenizer_json_as_nllb_ships_it(tmp_path):
+    """No vocab.json: the pieces come from tokenizer.json with its added tokens (NLLB's language codes)."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+
+    from .hf_models import m2m100_pieces
+
+    pieces = m2m100_pieces()
+    folder = build(tmp_path / "nllb", "m2m100", pieces)
+    (folder / "vocab.json").unlink()
+    tokenizer = Tokenizer(WordLevel({piece: i for i, piece in enumerate(pieces[:-2])}, unk_token="<unk>"))
+    tokenizer.add_special_tokens(pieces[-2:])  # as NLLB adds its language codes
+    tokenizer.save(str(folder / "tokenizer.json"))
+    source = PretrainedSource.read(str(folder))
+    assert [source.pieces[source.order.index(i)] for i in range(4, len(pieces))] == pieces[4:]
+    assert source.pieces[:4] == ("<pad>", "<s>", "</s>", "<unk>") and "<s>#0" in source.pieces

@@ -195,3 +195,15 @@ def test_from_scratch_with_the_pretrained_tokenizer_keeps_the_pieces_seen_in_tra
     size = spm.SentencePieceProcessor(model_file=str(folder / "source.spm")).get_piece_size()
     assert f"vocabulary: {size - 3 + 4} pieces from the dataset's sub-word model (every piece)" in err
     assert size - 3 > len(seen)  # the option made the vocabulary smaller
+
+
+def test_a_run_from_a_pretrained_model_resumes(pretrained_dataset, tmp_path):
+    """`--resume --out RUN` continues from the run's own config.toml (which names the folder, no preset and no
+    size) and its checkpoint, not from the pretrained weights again."""
+    folder, out = pretrained_dataset
+    code, err = cli_in_process("syntrain", run_args(folder, out, tmp_path / "run"))
+    assert code == 0, err
+    code, err = cli_in_process("syntrain", ["run", "--resume", "--out", tmp_path / "run", "--max-steps", "3"])
+    assert code == 0, err
+    assert "resuming" in err and "resumed from" in err
+    assert torch.load(tmp_path / "run" / "last.pt", weights_only=False)["step"] == 3
