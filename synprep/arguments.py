@@ -121,6 +121,7 @@ API_FUNCTIONS = {  # every command of both command lines -> its function in the 
     "synprep validate": "synprep.validate", "synprep export": "synprep.export", "syntrain run": "syntrain.train",
     "syntrain translate": "syntrain.Translator", "syntrain eval": "syntrain.evaluate",
     "syntrain compare": "syntrain.compare", "syntrain average": "syntrain.average", "syntrain env": "syntrain.env",
+    "syntrain export-hf": "syntrain.export_hf",
 }
 
 WORKERS = Arg("--workers", int, min=0, default=0)
@@ -188,4 +189,5 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
     "syntrain average": {"checkpoints": Arg("CHECKPOINTS...", "path", multiple=True), "output": Arg("--output", "path"),
                          "force": Arg("--force", bool, default=False)},
     "syntrain env": {"checkpoint": Arg("--checkpoint", "path")},
+    "syntrain export-hf": {"checkpoint": Arg("CHECKPOINT", "path"), "output": Arg("--output", "path")},
 }

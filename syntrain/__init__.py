@@ -2,7 +2,7 @@
 
 The Python API (docs/python-api.md) is imported on first use, so `import syntrain` does not import torch:
 `syntrain.train`, `syntrain.Translator`, `syntrain.evaluate`, `syntrain.compare`, `syntrain.average`,
-`syntrain.env` (one per command).
+`syntrain.env`, `syntrain.export_hf` (one per command).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from synprep.logs import default_handler
 __version__ = "0.1.0"
 default_handler("syntrain")  # messages: logging.getLogger("syntrain") (synprep/logs.py)
 
-__all__ = ["__version__", "train", "Translator", "evaluate", "compare", "average", "env"]
+__all__ = ["__version__", "train", "Translator", "evaluate", "compare", "average", "env", "export_hf"]
 
 
 def __getattr__(name: str) -> Any:  # noqa: ANN401 (the API's functions and classes, imported on first use)
@@ -22,7 +22,7 @@ def __getattr__(name: str) -> Any:  # noqa: ANN401 (the API's functions and clas
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
-    if name in ("evaluate", "average", "env"):
+    if name in ("evaluate", "average", "env", "export_hf"):
         from . import api
 
         return getattr(api, name)

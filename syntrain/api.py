@@ -47,26 +47,39 @@ def score_hypotheses(hypotheses: Sequence[str], data: ParallelData, normalize_re
     return score(hypotheses, references, data.tgt_lang, bleu_tokenize), references
 
 
-def evaluate(checkpoint: str, data: str, *, beam: int | None = None, length_penalty: float | None = None,
+def evaluate(checkpoint: str | None, data: str, *, beam: int | None = None, length_penalty: float | None = None,
              max_tokens: int | None = None, threads: int | None = None, bleu_tokenize: str = "auto",
-             normalize_refs: Sequence[str] = (), device: str | None = None, progress: bool = False) -> dict[str, Any]:
+             normalize_refs: Sequence[str] = (), device: str | None = None, progress: bool = False,
+             pretrained: str | None = None) -> dict[str, Any]:
     """`syntrain eval`: translate the split folder `data` with `checkpoint` and score it, decoding as the run's
     final test did (its beam, length penalty, max_tokens and threads, each replaced by a value given): the same
-    hypotheses as the run's test.hyp, `syntrain eval` and `syntrain compare`. Returns {"bleu", "bleu_signature",
-    "chrf", "chrf_signature", the switches' measures, "hypotheses", the decoding settings}."""
+    hypotheses as the run's test.hyp, `syntrain eval` and `syntrain compare`; or (`checkpoint` None) the
+    Hugging Face model folder `pretrained` as it is, with the declared [train] defaults. Returns {"bleu",
+    "bleu_signature", "chrf", "chrf_signature", "loss", the switches' measures, "hypotheses", the decoding
+    settings}."""
     from .config.recipe import stored_train_config
+    from .config.train import TrainConfig
     from .decode import decode_split, run_settings
+    from .pretrained import load_pretrained
     from .runfolder.checkpoints import load_checkpoint
     from .switches import decoded
+    from .validation import split_loss
 
+    if (checkpoint is None) == (pretrained is None):
+        raise ValueError("evaluate: give a checkpoint or pretrained=FOLDER (one)")
     device = device or default_device()
-    model, vocab, ckpt = load_checkpoint(checkpoint, device)
+    if checkpoint:
+        model, vocab, ckpt = load_checkpoint(checkpoint, device)
+        stored = stored_train_config(ckpt, checkpoint)
+    else:
+        (model, vocab, _), stored = load_pretrained(pretrained or "", device), TrainConfig()
     split = scored_split(model, vocab, data)
-    settings = run_settings(stored_train_config(ckpt, checkpoint), beam, length_penalty, max_tokens, threads)
+    settings = run_settings(stored, beam, length_penalty, max_tokens, threads)
     pieces: list[list[str]] = []
     hyps = decode_split(model, split, vocab, settings, device=device,
                         progress="eval: translating" if progress else False, pieces=pieces)
     result, _ = score_hypotheses(hyps, split, normalize_refs, bleu_tokenize)
+    result["loss"] = round(split_loss(model, split, settings.max_tokens, device), 4)
     for outputs in decoded(model.switches):
         result.update(outputs.scores(pieces, split, split.keep))
     return {**result, "hypotheses": hyps, **settings.key(device)}
@@ -79,6 +92,34 @@ class AverageResult(Printed):
     output: str
     count: int
     text: str
+
+
+@dataclass(frozen=True, repr=False)
+class ExportHfResult(Printed):
+    """`syntrain.export_hf`: the Hugging Face folder written and its files."""
+
+    output: str
+    files: list[str]
+    text: str
+
+
+def export_hf(checkpoint: str, output: str) -> ExportHfResult:
+    """`syntrain export-hf CHECKPOINT -o OUTPUT`: a checkpoint of a run from a pretrained model written back as a
+    Hugging Face folder (config.json, model.safetensors, the tokenizer files) that
+    `transformers.AutoModelForSeq2SeqLM.from_pretrained` loads with the same logits (docs/pretrained.md);
+    ValueError (one line) for a run from scratch or switches that change inference (named)."""
+    import os
+
+    from .arguments import syntrain_arguments
+    from .export_hf import export_hf as write_folder
+
+    checked = syntrain_arguments("syntrain export-hf", checkpoint=checkpoint, output=output)
+    checkpoint, output = checked["checkpoint"], checked["output"]
+    if not os.path.isfile(checkpoint):
+        raise ValueError(f"Invalid value for 'CHECKPOINT': File '{checkpoint}' does not exist "
+                         "(see 'syntrain export-hf --help')")
+    written = write_folder(checkpoint, output)
+    return ExportHfResult(output, written, f"wrote {', '.join(written)}")
 
 
 def average(checkpoints: Sequence[str], output: str, *, force: bool = False) -> AverageResult:

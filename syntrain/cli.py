@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from .switches import DecodedOutputs
 
 TRAIN_FLAGS = (  # the [train] fields that are `syntrain run` flags, in --help order (the model flags follow --preset)
-    "data", "valid", "test", "out", "preset", "max_steps", "max_minutes", "max_tokens", "accum_steps", "lr", "warmup",
-    "label_smoothing", "clip_norm", "eval_interval", "eval_sentences", "eval_beam", "test_beam", "length_penalty",
+    "data", "valid", "test", "out", "pretrained", "preset", "max_steps", "max_minutes", "max_tokens", "accum_steps",
+    "lr", "warmup", "label_smoothing", "clip_norm", "eval_interval", "eval_sentences", "eval_beam", "test_beam",
+    "length_penalty",
     "bleu_tokenize", "log_interval", "seed", "threads", "attention", "device", "precision", "max_len", "keep_last",
     "patience", "best_metric", "tensorboard", "wandb_project", "verify_shards", "shape_ladder", "compile", "name",
     "resume", "overwrite", "bundle")
@@ -298,16 +299,19 @@ class EvalCommand(click.Command):
 
 
 @cli.command(name="eval", cls=EvalCommand)
-@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--checkpoint", type=click.Path(exists=True, dir_okay=False),
               help="The checkpoint to decode with (a run's best.pt, last.pt or an average).")
+@click.option("--pretrained", "pretrained", type=click.Path(exists=True, file_okay=False),
+              help="Instead of a checkpoint: a Hugging Face model folder (Marian, M2M100/NLLB) scored as it is, the "
+              "baseline of its fine-tunes (docs/pretrained.md); decoded with the default settings.")
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False),
               help="The split folder (synprep convert output) to translate and score.")
 @decoding_options
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
-              help="Also write the scores as one JSON object: BLEU, chrF, their signatures, the switches' measures, "
-              "and what was scored (checkpoint, split, pairs, beam, length penalty, max_tokens, threads, device, "
-              "reference normalizers).")
+              help="Also write the scores as one JSON object: BLEU, chrF, their signatures, loss, the switches' "
+              "measures, and what was scored (checkpoint or pretrained model, split, pairs, beam, length penalty, "
+              "max_tokens, threads, device, reference normalizers).")
 @click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
               help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")
@@ -315,11 +319,13 @@ class EvalCommand(click.Command):
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
 @click.option("--normalize-refs", multiple=True, type=click.Choice(NORMALIZERS),
               help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
-def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: float | None, max_tokens: int | None,
-          threads: int | None, output_path: str | None, json_path: str | None, subsets_dir: str | None,
-          bleu_tokenize: str, normalize_refs: tuple[str, ...], **output_paths: str | None) -> None:
+def eval_(checkpoint: str | None, pretrained: str | None, data_path: str, beam: int | None,
+          length_penalty: float | None, max_tokens: int | None, threads: int | None, output_path: str | None,
+          json_path: str | None, subsets_dir: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...],
+          **output_paths: str | None) -> None:
     """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
-    subsets), and the measures of the model's switches (tree decoding: the tree measure, docs/tree-decoding.md)."""
+    subsets), the loss (teacher-forced cross-entropy per target token, EOS included, no label smoothing), and the
+    measures of the model's switches (tree decoding: the tree measure, docs/tree-decoding.md)."""
     from synprep.challenge import load_subsets
     from synprep.errors import InputError
 
@@ -327,24 +333,32 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     from .arguments import check_folders, write_json
     from .config.recipe import stored_train_config
     from .decode import decode_split, run_settings, settings_text
-    from .runfolder.checkpoints import load_checkpoint
     from .scoring import bleu_tokenizer
     from .switches import decoded
+    from .validation import split_loss
 
+    if (checkpoint is None) == (pretrained is None):
+        raise click.UsageError("give the model to score: --checkpoint CHECKPOINT or --pretrained FOLDER (one)")
     device = _device()
+    scored_model = checkpoint or pretrained or ""
     try:
-        model, vocab, ckpt = load_checkpoint(checkpoint, device)
+        model, vocab, ckpt = _scored_model(checkpoint, pretrained, device)
         outputs = decoded(model.switches)
         writers = _output_writers(outputs, output_paths)
         paths = {"-o": output_path, "--json": json_path, **{f"--{name}": path for name, (path, _) in writers.items()}}
         check_folders(list(paths.values()))
-        check_outputs(paths, {"the checkpoint (--checkpoint)": checkpoint, "the split (--data)": data_path,
-                              "the challenge sets (--subsets)": subsets_dir}, runs=True)
+        check_outputs(paths, {"the checkpoint (--checkpoint)": checkpoint, "the model (--pretrained)": pretrained,
+                              "the split (--data)": data_path, "the challenge sets (--subsets)": subsets_dir},
+                      runs=True)
         data = scored_split(model, vocab, data_path)
-        settings = run_settings(stored_train_config(ckpt, checkpoint), beam, length_penalty, max_tokens, threads)
+        stored = stored_train_config(ckpt, checkpoint) if checkpoint else None
+        settings = run_settings(stored or _default_train_config(), beam, length_penalty, max_tokens, threads)
     except (ValueError, FileNotFoundError, InputError) as e:
         raise click.ClickException(str(e)) from e
-    _warn_signature(ckpt, data)
+    if checkpoint:
+        _warn_signature(ckpt, data)
+    else:
+        _warn_missing_pieces(data, vocab)
     subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
     pieces: list[list[str]] = []
     hyps = decode_split(model, data, vocab, settings, device=device, progress="eval: translating", pieces=pieces)
@@ -364,9 +378,13 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
     note = normalization_note(data_path, normalize_refs)
     click.echo(f"BLEU {result['bleu']:.2f}  BLEU signature: {result['bleu_signature']}{note}")
     click.echo(f"chrF {result['chrf']:.2f}  chrF signature: {result['chrf_signature']}{note}")
+    result["loss"] = round(split_loss(model, data, settings.max_tokens, device), 4)
+    click.echo(f"loss {result['loss']:.4f}  (teacher-forced cross-entropy per target token, EOS included, no label "
+               "smoothing)")
     if subsets is not None:
         split_ids = data.table.column("id").to_pylist()
-        name = os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) or "model"
+        name = (os.path.basename(os.path.normpath(pretrained)) if pretrained
+                else os.path.basename(os.path.dirname(os.path.abspath(scored_model)))) or "model"
         click.echo("\n".join(["", *subset_table([(name, hyps)], references, split_ids, subsets,
                                                  tokenize=bleu_tokenizer(data.tgt_lang, bleu_tokenize),
                                                  normalized=note)]))
@@ -377,9 +395,38 @@ def eval_(checkpoint: str, data_path: str, beam: int | None, length_penalty: flo
         if text:
             click.echo(text)
     if json_path:
-        scored = {"checkpoint": os.path.abspath(checkpoint), "data": os.path.abspath(data_path), "pairs": len(hyps),
+        scored = {("checkpoint" if checkpoint else "pretrained"): os.path.abspath(scored_model),
+                  "data": os.path.abspath(data_path), "pairs": len(hyps),
                   **settings.key(device), "normalize_refs": list(normalize_refs)}
         write_json(json_path, {**result, **scored})
+
+
+def _scored_model(checkpoint: str | None, pretrained: str | None, device: str) -> tuple[Any, Any, dict]:
+    """(model, vocabulary, checkpoint dict) of a checkpoint, or of a pretrained model folder (an empty dict)."""
+    if pretrained:
+        from .pretrained import load_pretrained
+
+        model, vocab, _ = load_pretrained(pretrained, device)
+        return model, vocab, {}
+    from .runfolder.checkpoints import load_checkpoint
+
+    return load_checkpoint(checkpoint or "", device)
+
+
+def _default_train_config() -> Any:
+    """The declared [train] defaults: a pretrained model's decoding settings (no run of its own)."""
+    from .config.train import TrainConfig
+
+    return TrainConfig()
+
+
+def _warn_missing_pieces(data: Any, vocab: Any) -> None:
+    from .pretrained import missing_pieces
+
+    note = missing_pieces(data.table, vocab, f"the split {data.path}")
+    if note:
+        log.warning(note)
+
 
 
 def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]
@@ -420,10 +467,11 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
                     json_path: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...]) -> None:
     """Results table of runs on one test split: BLEU and chrF with sacrebleu signatures and a paired bootstrap of
     each run against the first (the baseline). A run is a folder with best.pt or test.hyp (hypotheses, one line
-    per pair of the split). Into a run folder with best.pt it writes only RUN/test.hyp (its decoding, reused while
-    the checkpoint, the split and the decoding settings recorded in RUN/test.hyp.json are the same),
-    RUN/describe.json (switches, seed, steps) and, for tree-decoding runs, RUN/test.trans;
-    it names every file it writes on stderr. A run whose hypotheses equal the baseline's is "identical" (no p
+    per pair of the split), or a pretrained model's folder (config.json: scored as it is, decoded with the default
+    settings, nothing written into it). Into a run folder with best.pt it writes only RUN/test.hyp (its decoding,
+    reused while the checkpoint, the split and the decoding settings recorded in RUN/test.hyp.json are the same),
+    RUN/describe.json (switches, seed, steps) and, for tree-decoding runs, RUN/test.trans; it names every file it
+    writes on stderr. A run whose hypotheses equal the baseline's is "identical" (no p
     value)."""
     from .compare import compare
 
@@ -454,6 +502,22 @@ def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None
         raise click.ClickException(str(e)) from e
 
 
+@cli.command(name="export-hf")
+@click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "output_path", required=True, type=click.Path(file_okay=False),
+              help="The Hugging Face model folder to write (config.json, model.safetensors, the tokenizer files).")
+def export_hf_command(checkpoint: str, output_path: str) -> None:
+    """Write a checkpoint of a run from a pretrained model ([model] pretrained) back as a Hugging Face folder
+    that transformers' AutoModelForSeq2SeqLM.from_pretrained loads with the same logits (docs/pretrained.md);
+    refused for switches that change inference (Pascal heads, label embeddings, ...)."""
+    from .api import export_hf
+
+    try:
+        log.info(export_hf(checkpoint, output_path).text)
+    except ValueError as err:
+        raise click.ClickException(str(err)) from None
+
+
 @cli.command()
 @click.option("--checkpoint", type=click.Path(exists=True, dir_okay=False),
               help="Also print the syntax switches this checkpoint was trained with.")
@@ -474,6 +538,7 @@ EXAMPLES = {
     "eval": "syntrain eval --checkpoint runs/x/best.pt --data out/sample/test -o hyp.de",
     "compare": "syntrain compare --data out/sample/test runs/vanilla runs/pascal",
     "average": "syntrain average runs/x/checkpoint_*.pt -o runs/x/average.pt",
+    "export-hf": "syntrain export-hf runs/finetune/best.pt -o opus-mt-en-de-finetuned",
     "env": "syntrain env --checkpoint runs/x/best.pt",
 }
 add_examples(cli, "syntrain", EXAMPLES)

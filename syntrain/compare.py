@@ -76,6 +76,8 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
     (`decoding_key`) is this call's; else decoded (progress on stderr). A run with only test.hyp (no
     checkpoint) is read as it is. The files written are added to `written`."""
     checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
+    if is_pretrained_folder(run):
+        return pretrained_hypotheses(run, data_path, device, **given)
     if not os.path.isfile(checkpoint):
         return read_hypotheses(cached, expected)
     from .config.recipe import stored_train_config
@@ -103,6 +105,26 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
                         progress=f"compare {run}: translating")
     write_hypotheses(run, model, hyps, pieces, key, written)
     return hyps
+
+
+def is_pretrained_folder(run: str) -> bool:
+    """A pretrained model's folder (config.json, no best.pt): compared as it is, nothing written into it."""
+    return os.path.isfile(os.path.join(run, "config.json")) and not os.path.isfile(os.path.join(run, "best.pt"))
+
+
+def pretrained_hypotheses(folder: str, data_path: str, device: str, **given: float | None) -> list[str]:
+    """The translations of the split by a pretrained model folder as it is, decoded with the declared [train]
+    defaults (`given` replacing them); nothing is written."""
+    from .config.train import TrainConfig
+    from .dataset import ParallelData
+    from .decode import decode_split, run_settings
+    from .pretrained import load_pretrained
+
+    model, vocab, _ = load_pretrained(folder, device)
+    data = ParallelData(data_path, vocab, batch_columns=model.switches.batch_columns(training=False),
+                        data_options=model.switches.data_options())
+    return decode_split(model, data, vocab, run_settings(TrainConfig(), **given), device=device,
+                        progress=f"compare {folder}: translating")
 
 
 def write_hypotheses(run: str, model: Transformer, hyps: list[str], pieces: list[list[str]], key: dict,
@@ -163,6 +185,9 @@ def describe(run: str, written: list[str] | None = None) -> dict:
     (`systems.system_key`): from best.pt when there is one (also written to RUN/describe.json, added to
     `written`), else from RUN/describe.json; '?' (the system: the run's own name) for what neither has."""
     checkpoint, path = os.path.join(run, "best.pt"), os.path.join(run, DESCRIPTION)
+    if is_pretrained_folder(run):
+        return {"switches": "none (pretrained, as it is)", "seed": "-", "steps": 0, "trained_steps": 0,
+                "minutes": 0, "system": f"pretrained {os.path.abspath(run)}"}
     if os.path.isfile(checkpoint):
         from .config.recipe import stored_model_config, stored_train_config
         from .runfolder.checkpoints import read_checkpoint
@@ -511,7 +536,8 @@ def compare(runs: Sequence[str], data: str, *, subsets: str | None = None, beam:
             samples: int = 1000, json_path: str | None = None, bleu_tokenize: str = "auto",
             normalize_refs: Sequence[str] = ()) -> CompareResult:
     """`syntrain compare --data DATA RUNS...`: the results table of runs (folders with best.pt or test.hyp) on one
-    test split, each run against the first with a paired bootstrap (`samples` resamples); decoding settings
+    test split (a pretrained model's folder, config.json: scored as it is, nothing written into it), each run against
+    the first with a paired bootstrap (`samples` resamples); decoding settings
     None: each run's own. `json_path`: also the tables as JSON. Returns a `CompareResult`."""
     from synprep.errors import InputError
     from synprep.outputs import check_outputs
@@ -520,15 +546,15 @@ def compare(runs: Sequence[str], data: str, *, subsets: str | None = None, beam:
 
     checked = syntrain_arguments("syntrain compare", samples=samples)
     settings = check_decoding("syntrain compare", beam, length_penalty, max_tokens, threads)
-    missing = [run for run in runs if not any(os.path.isfile(os.path.join(run, name))
-                                              for name in ("best.pt", HYPOTHESES))]
+    missing = [run for run in runs if not is_pretrained_folder(run) and not any(
+        os.path.isfile(os.path.join(run, name)) for name in ("best.pt", HYPOTHESES))]
     if missing:
         raise ValueError(f"no best.pt or {HYPOTHESES} in {', '.join(missing)} (train them first: syntrain run "
-                         "RECIPE)")
+                         "RECIPE), and no config.json of a pretrained model")
     written: list[str] = []
     results: dict[str, Any] = {}
     own = {f"the {name} compare writes into {run}": os.path.join(run, name) for run in runs
-           for name in (HYPOTHESES, HYPOTHESES_KEY, DESCRIPTION)}
+           if not is_pretrained_folder(run) for name in (HYPOTHESES, HYPOTHESES_KEY, DESCRIPTION)}
     try:
         check_folders([json_path])
         check_outputs({"--json": json_path}, {**{f"the run {run}": run for run in runs}, **own,

@@ -1,11 +1,12 @@
-"""The layers of the Transformer's stacks (pre-norm residual blocks) and the stacks themselves: `Encoder` and
-`Decoder`, each a list of layers with the attention hooks of the switches that are on (syntrain.attention), composed
-by `syntrain.model.Transformer`. A stack is an `nn.ModuleList`, so parameters are named `encoder.<i>.*` and
-`decoder.<i>.*` (the checkpoints' names)."""
+"""The layers of the Transformer's stacks (residual blocks, pre- or post-norm: `[model] norm_placement`) and the
+stacks themselves: `Encoder` and `Decoder`, each a list of layers with the attention hooks of the switches that are
+on (syntrain.attention), composed by `syntrain.model.Transformer`. A stack is an `nn.ModuleList`, so parameters are
+named `encoder.<i>.*` and `decoder.<i>.*` (the checkpoints' names)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -16,43 +17,65 @@ from .switches import AttentionHook, Inputs
 from .switches.active import ActiveSwitches
 
 
-def sinusoids(length: int, d_model: int) -> torch.Tensor:
-    """(length, d_model) sinusoidal position encodings."""
-    position = torch.arange(length, dtype=torch.float32)[:, None]
-    rate = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    table = torch.zeros(length, d_model)
-    table[:, 0::2] = torch.sin(position * rate)
-    table[:, 1::2] = torch.cos(position * rate)
-    return table
+def sinusoids(length: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
+    """(length, d_model) sinusoidal position encodings in one of the layouts of `[model] positions`
+    (syntrain.config.core.POSITION_LAYOUTS), each computed in the precision its origin computes it: interleaved
+    (syntrain's own) and fairseq (M2M100's) in float32, halves (Marian's) in float64, returned in float32."""
+    half = d_model // 2
+    if layout == "interleaved":
+        position = torch.arange(length, dtype=torch.float32)[:, None]
+        rate = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+        table = torch.zeros(length, d_model)
+        table[:, 0::2] = torch.sin(position * rate)
+        table[:, 1::2] = torch.cos(position * rate)
+        return table
+    dtype = torch.float32 if layout == "fairseq" else torch.float64
+    step = math.log(10000.0) / (half - 1 if layout == "fairseq" else d_model / 2)
+    angle = torch.arange(length, dtype=dtype)[:, None] * torch.exp(torch.arange(half, dtype=dtype) * -step)
+    table = torch.zeros(length, d_model, dtype=dtype)
+    table[:, :half], table[:, half:2 * half] = torch.sin(angle), torch.cos(angle)
+    return table.float()
+
+
+ACTIVATION_MODULES = {"relu": nn.ReLU, "swish": nn.SiLU, "gelu": nn.GELU}
 
 
 class FeedForward(nn.Sequential):
-    """Two linear layers with a ReLU."""
+    """Two linear layers with an activation (`[model] activation`)."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
-        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu") -> None:
+        super().__init__(nn.Linear(d_model, d_ff), ACTIVATION_MODULES[activation](), nn.Dropout(dropout),
+                         nn.Linear(d_ff, d_model))
+
+
+def residual(x: torch.Tensor, norm: nn.Module, post: bool, sublayer: Callable[[torch.Tensor], torch.Tensor]
+             ) -> torch.Tensor:
+    """One residual block: pre-norm x + sublayer(norm(x)), or post-norm norm(x + sublayer(x))."""
+    return norm(x + sublayer(x)) if post else x + sublayer(norm(x))
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention (with its switches' hooks) and feed-forward, pre-norm."""
+    """Self-attention (with its switches' hooks) and feed-forward, pre- or post-norm."""
 
     def __init__(self, cfg: ModelConfig, hooks: list[AttentionHook] = ()) -> None:
         super().__init__()
         sizes, dropouts = cfg.sizes, cfg.dropouts
         self.norm1, self.norm2 = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
         self.attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, dropouts.attn_dropout, hooks)
-        self.ff = FeedForward(sizes.d_model, sizes.d_ff, dropouts.ff_dropout)
+        self.ff = FeedForward(sizes.d_model, sizes.d_ff, dropouts.ff_dropout, cfg.architecture.activation)
         self.drop = nn.Dropout(dropouts.dropout)
+        self.post = cfg.architecture.norm_placement == "post"
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, inputs: Inputs | None = None,
                 records: dict | None = None) -> torch.Tensor:
         """x (B, S, C) -> (B, S, C)."""
-        x = x + self.drop(self.attn(self.norm1(x), mask=mask, inputs=inputs, records=records))
-        return x + self.drop(self.ff(self.norm2(x)))
+        x = residual(x, self.norm1, self.post,
+                     lambda h: self.drop(self.attn(h, mask=mask, inputs=inputs, records=records)))
+        return residual(x, self.norm2, self.post, lambda h: self.drop(self.ff(h)))
 
 
 class DecoderLayer(nn.Module):
-    """Causal self-attention, cross-attention over the encoder output, feed-forward, pre-norm (each attention
+    """Causal self-attention, cross-attention over the encoder output, feed-forward, pre- or post-norm (each attention
     with its switches' hooks)."""
 
     def __init__(self, cfg: ModelConfig, self_hooks: list[AttentionHook] = (),
@@ -62,19 +85,20 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(sizes.d_model) for _ in range(3))
         self.self_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, dropouts.attn_dropout, self_hooks)
         self.cross_attn = MultiHeadAttention(sizes.d_model, sizes.n_heads, dropouts.attn_dropout, cross_hooks)
-        self.ff = FeedForward(sizes.d_model, sizes.d_ff, dropouts.ff_dropout)
+        self.ff = FeedForward(sizes.d_model, sizes.d_ff, dropouts.ff_dropout, cfg.architecture.activation)
         self.drop = nn.Dropout(dropouts.dropout)
+        self.post = cfg.architecture.norm_placement == "post"
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None, src_mask: torch.Tensor,
                 cache: dict | None = None, inputs: Inputs | None = None, records: dict | None = None
                 ) -> torch.Tensor:
         """x (B, T, C), memory (B, S, C) -> (B, T, C); `cache` (`KeyValueCache`s by "self", "cross") for decoding."""
         self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
-        x = x + self.drop(self.self_attn(self.norm1(x), mask=self_mask, cache=self_cache, inputs=inputs,
-                                         records=records))
-        x = x + self.drop(self.cross_attn(self.norm2(x), memory=memory, mask=src_mask, cache=cross_cache,
-                                          inputs=inputs, records=records))
-        return x + self.drop(self.ff(self.norm3(x)))
+        x = residual(x, self.norm1, self.post, lambda h: self.drop(
+            self.self_attn(h, mask=self_mask, cache=self_cache, inputs=inputs, records=records)))
+        x = residual(x, self.norm2, self.post, lambda h: self.drop(
+            self.cross_attn(h, memory=memory, mask=src_mask, cache=cross_cache, inputs=inputs, records=records)))
+        return residual(x, self.norm3, self.post, lambda h: self.drop(self.ff(h)))
 
 
 class Encoder(nn.ModuleList):

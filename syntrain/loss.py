@@ -7,28 +7,50 @@ import torch
 import torch.nn.functional as F
 
 from .batch import Batch
-from .switches import Outputs
-from .vocab import PAD_ID
+from .switches import ModelOptions, Outputs
+from .vocab import BOS_ID, PAD_ID
 
 
-def translation_loss(outputs: Outputs, batch: Batch, tokens: int, label_smoothing: float) -> torch.Tensor:
+def outside_softmax(cfg: ModelOptions) -> tuple[int, ...]:
+    """The output ids the loss's softmax leaves out: the start token when `[model] output_start` is false (a
+    pretrained model's start token, a copy of its pad or end row: syntrain.pretrained)."""
+    return () if cfg.architecture.output_start else (BOS_ID,)
+
+
+def cross_entropy_sum(logits: torch.Tensor, gold: torch.Tensor, label_smoothing: float = 0.0,
+                      outside: tuple[int, ...] = ()) -> torch.Tensor:
+    """The (label-smoothed) cross-entropy of `logits` (..., V) against `gold` summed over the non-pad targets;
+    the columns `outside` are left out of the softmax and of the smoothing (never a target)."""
+    flat, gold = logits.float().flatten(0, -2), gold.flatten()
+    if outside:
+        keep = torch.ones(flat.shape[-1], dtype=torch.bool, device=flat.device)
+        keep[list(outside)] = False
+        flat, gold = flat[:, keep], (keep.cumsum(0) - 1)[gold]  # pad (0) stays 0: PAD_ID is never outside
+    return F.cross_entropy(flat, gold, ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
+
+
+def translation_loss(outputs: Outputs, batch: Batch, tokens: int, label_smoothing: float,
+                     outside: tuple[int, ...] = ()) -> torch.Tensor:
     """The label-smoothed cross-entropy of `outputs.logits` against `batch.tgt_out`, summed and divided by the
     update's `tokens`. When a switch computed only some positions (`outputs.loss_positions`: BiTran's sampled
-    prefixes) the loss of those is scaled to all of the batch's target tokens."""
+    prefixes) the loss of those is scaled to all of the batch's target tokens. `outside`: `outside_softmax`."""
     gold, weight = batch.tgt_out, 1.0
     if outputs.loss_positions is not None:  # only some positions predicted: scaled to all
         gold = gold.masked_fill(~outputs.loss_positions, PAD_ID)
         weight = batch.tokens() / (gold != PAD_ID).sum().clamp(min=1)  # on the device: no sync
-    return weight * F.cross_entropy(outputs.logits.float().flatten(0, 1), gold.flatten(), ignore_index=PAD_ID,
-                                    label_smoothing=label_smoothing, reduction="sum") / tokens
+    if not outside:
+        return weight * F.cross_entropy(outputs.logits.float().flatten(0, 1), gold.flatten(), ignore_index=PAD_ID,
+                                        label_smoothing=label_smoothing, reduction="sum") / tokens
+    return weight * cross_entropy_sum(outputs.logits, gold, label_smoothing, outside) / tokens
 
 
 def objective(model: torch.nn.Module, outputs: Outputs, batch: Batch, tokens: int, label_smoothing: float,
-              aux_totals: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+              aux_totals: dict[str, torch.Tensor] | None = None,
+              outside: tuple[int, ...] = ()) -> tuple[torch.Tensor, torch.Tensor]:
     """(the translation loss (`translation_loss`), the objective: it + lambda x each auxiliary loss of `model`'s
     switches (a `Transformer`, unwrapped) / `tokens`) of one batch, in one call; `aux_totals` gets each auxiliary
-    loss (unweighted, per target token) added."""
-    translation = translation_loss(outputs, batch, tokens, label_smoothing)
+    loss (unweighted, per target token) added; `outside`: `outside_softmax`."""
+    translation = translation_loss(outputs, batch, tokens, label_smoothing, outside)
     weights, total = model.stages.loss_weights, translation
     if not model.stages.losses:  # no switch gives a loss: nothing to ask
         return translation, total

@@ -7,9 +7,11 @@ embedding and the decoder input; `forward` returns `Outputs` (logits plus the te
 need), and `auxiliary_losses` computes those losses from them. All switches are off by default. The model's
 options are `syntrain.config.model.ModelConfig`.
 
-Pre-norm residual blocks (LayerNorm before each sub-layer, a final LayerNorm per stack: the tensor2tensor /
-fairseq `--*-normalize-before` variant, which trains without tuning on small data), sinusoidal positions,
-embeddings scaled by sqrt(d_model), optionally one embedding matrix shared by source, target and output
+By default pre-norm residual blocks (LayerNorm before each sub-layer, a final LayerNorm per stack: the
+tensor2tensor / fairseq `--*-normalize-before` variant, which trains without tuning on small data), sinusoidal
+positions, embeddings scaled by sqrt(d_model), no output bias; `ModelConfig.architecture` changes each (post-norm,
+the activation, the sinusoid layout, the final norms, an output bias: what a pretrained model's family fixes,
+syntrain.pretrained). Optionally one embedding matrix shared by source, target and output
 (the vocabulary is joint; with a source vocabulary of its own, `src_vocab_size`, only target and output share).
 """
 
@@ -28,7 +30,7 @@ from .config.model import ModelConfig
 from .layers import Decoder, Encoder, sinusoids
 from .switches import DecoderStates, Inputs, Outputs, merge_inputs
 from .switches.active import ActiveSwitches
-from .vocab import PAD_ID
+from .vocab import BOS_ID, PAD_ID
 
 
 def init_weights(module: nn.Module, d_model: int) -> None:
@@ -64,14 +66,17 @@ class Transformer(nn.Module):
         shared = cfg.sharing.share_embeddings and not sizes.src_vocab_size
         self.tgt_embed = self.src_embed if shared else nn.Embedding(sizes.vocab_size, sizes.d_model, padding_idx=PAD_ID)
         self._add_modules("source_modules")
-        self.register_buffer("positions", sinusoids(sizes.max_len, sizes.d_model), persistent=False)
+        arch = cfg.architecture
+        self.register_buffer("positions", sinusoids(sizes.max_len + arch.position_offset, sizes.d_model,
+                                                    arch.positions)[arch.position_offset:], persistent=False)
         self.drop = nn.Dropout(cfg.dropouts.dropout)
         self.encoder, self.decoder = Encoder(cfg, self.switches), Decoder(cfg, self.switches)
         self._add_modules("decoder_modules")
-        self.enc_norm, self.dec_norm = nn.LayerNorm(sizes.d_model), nn.LayerNorm(sizes.d_model)
-        self.output = nn.Linear(sizes.d_model, sizes.vocab_size, bias=False)
+        self.enc_norm, self.dec_norm = (nn.LayerNorm(sizes.d_model) if on else nn.Identity()
+                                        for on in (arch.encoder_final_norm, arch.decoder_final_norm))
+        self.output = nn.Linear(sizes.d_model, sizes.vocab_size, bias=arch.output_bias)
         self.apply(functools.partial(init_weights, d_model=sizes.d_model))
-        if cfg.sharing.share_embeddings:
+        if cfg.sharing.output_tied:
             self.output.weight = self.tgt_embed.weight
 
     def _add_modules(self, kind: str) -> None:
@@ -88,7 +93,14 @@ class Transformer(nn.Module):
         if inputs is not None:  # the source: the switches' embedding steps
             for step in self.stages.embed_source:
                 x = step(self, x, inputs)
-        return self.drop(x * math.sqrt(self.cfg.sizes.d_model) + self.positions[start:end])
+        scale = math.sqrt(self.cfg.sizes.d_model) if self.cfg.architecture.scale_embeddings else 1.0
+        return self.drop(x * scale + self.positions[start:end])
+
+    def _start_row(self, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Decoder input ids with the start token reading `[model] start_row` (a pretrained model's start token:
+        the row of its pad or end; masks still read the ids)."""
+        row = self.cfg.architecture.start_row
+        return tgt_in if row == BOS_ID else tgt_in.masked_fill(tgt_in == BOS_ID, row)
 
     def encode(self, src: torch.Tensor, inputs: Inputs | None = None, records: dict | None = None,
                **named: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -120,7 +132,7 @@ class Transformer(nn.Module):
             causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()
             self_mask = causal[None, None] & valid[:, None, None, :]
             limit = torch.arange(t, device=tgt_in.device)[None].expand(b, t)
-        x = self._embed(self.tgt_embed, tgt_in)
+        x = self._embed(self.tgt_embed, self._start_row(tgt_in))
         for step in self.stages.decoder_input:
             x, inputs = step(self, x, inputs, limit)
         return self.dec_norm(self.decoder(x, memory, self_mask, src_mask, inputs, records, layers, layer_states))
@@ -164,7 +176,7 @@ class Transformer(nn.Module):
                     cache: list[dict[str, KeyValueCache]], inputs: Inputs | None = None) -> torch.Tensor:
         """Incremental decoding: the token ids `last` (B, 1) at target position `step`, earlier positions read
         from `cache` -> logits (B, V) for the next token. Equals decode()'s last row (tested)."""
-        x = self._embed(self.tgt_embed, last, start=step)
+        x = self._embed(self.tgt_embed, self._start_row(last), start=step)
         for layer, layer_cache in zip(self.decoder, cache):
             x = layer(x, memory, None, src_mask, layer_cache, inputs)
         return self.output(self.dec_norm(x))[:, -1]

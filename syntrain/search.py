@@ -23,6 +23,8 @@ from .model import Transformer
 from .switches import Inputs, merge_inputs
 from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
+NEVER_CHOSEN = (PAD_ID, BOS_ID)  # ids decoding never outputs
+
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
     factor = max([1.5] + [switch.output_length_factor for switch in model.switches])
@@ -36,13 +38,16 @@ def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> Any:
 
 def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
                  cache: list[dict], inputs: Inputs, constraint: Any) -> torch.Tensor:
-    """Logits (N, V) for the token after `ys` (N, step + 1): incremental, or the whole prefix again."""
+    """Logits (N, V) for the token after `ys` (N, step + 1): incremental, or the whole prefix again; pad and the
+    start token are never chosen (a pretrained model's start may be a copy of its pad or end: syntrain.pretrained)."""
     if not model.switches.recomputes_prefix:
-        return model.decode_step(ys[:, -1:], step, memory, src_mask, cache, inputs)
-    added = constraint.inputs(ys.device) if constraint is not None else {}
-    hidden = model.decode_hidden(ys, memory, src_mask, merge_inputs(inputs, added))
-    last = (ys != PAD_ID).sum(1) - 1  # BiTran: finished rows hold pads after their end
-    return model.output(hidden[torch.arange(len(ys), device=ys.device), last])
+        logits = model.decode_step(ys[:, -1:], step, memory, src_mask, cache, inputs)
+    else:
+        added = constraint.inputs(ys.device) if constraint is not None else {}
+        hidden = model.decode_hidden(ys, memory, src_mask, merge_inputs(inputs, added))
+        last = (ys != PAD_ID).sum(1) - 1  # BiTran: finished rows hold pads after their end
+        logits = model.output(hidden[torch.arange(len(ys), device=ys.device), last])
+    return logits.index_fill(-1, torch.tensor(NEVER_CHOSEN, device=logits.device), float("-inf"))
 
 
 @torch.no_grad()

@@ -39,9 +39,10 @@ from .config.train import TrainConfig, inverse_sqrt
 from .dataset import ParallelData, data_columns, prefetch, read_split
 from .decode import run_settings
 from .distributed import Processes, peer_faults, processes
-from .loss import objective
+from .loss import objective, outside_softmax
 from .model import Transformer
 from .precision import autocast_context, grad_scaler, resolve_precision
+from .pretrained import PretrainedSource, load_into, missing_pieces, start_model_config
 from .run_state import RunState, format_eta, rng_state, set_rng_state, trained_text
 from .runfolder.checkpoints import (
     checkpoint_vocab,
@@ -87,6 +88,8 @@ class RunData:
     valid: ParallelData | None
     test: ParallelData | None  # read (copied) at the start, scored at the end
     fingerprint: str
+    pretrained: PretrainedSource | None = None  # the model the run started from ([model] pretrained)
+    notes: tuple[str, ...] = ()  # header lines about the vocabulary (its size and origin, pieces it lacks)
 
 
 @dataclass
@@ -163,7 +166,8 @@ class Run:
                 "signature": data.train.signature, "pipeline": data.train.configuration,
                 "dataset": os.path.dirname(os.path.abspath(cfg.data)), "data_fingerprint": data.fingerprint,
                 "elapsed_s": round(self.state.clock.seconds(), 3),
-                "valid_s": round(self.state.clock.valid_seconds(), 3), "stopped_early": stopping.stopped_early}
+                "valid_s": round(self.state.clock.valid_seconds(), 3), "stopped_early": stopping.stopped_early,
+                **({"pretrained": data.pretrained.record()} if data.pretrained else {})}
 
     def close(self) -> None:
         """Close the metrics and TensorBoard files and the process group this run opened."""
@@ -193,7 +197,8 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
         with no_sync:
             with autocast:
                 outputs = model(batch.src, batch.tgt_in, inputs)
-            loss, total_objective = objective(raw, outputs, batch, tokens, label_smoothing, aux_totals)
+            loss, total_objective = objective(raw, outputs, batch, tokens, label_smoothing, aux_totals,
+                                              outside_softmax(raw.cfg))
             (scaler.scale(total_objective) if scaler is not None else total_objective).backward()
         total += loss.detach()
     return total, tokens
@@ -302,12 +307,19 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
     switches = ActiveSwitches(mcfg)
     decoder_target = switches.decoder_target
     split = read_split(cfg.data, data_columns(switches.batch_columns(training=True), decoder_target, references=False))
+    source, notes, origin = None, (), "the checkpoint resumed"
     if resumed:
         vocab = checkpoint_vocab(resumed.ckpt, mcfg, resumed.path)
+        source = PretrainedSource.from_record(resumed.ckpt["pretrained"]) if resumed.ckpt.get("pretrained") else None
+    elif cfg.pretrained:  # the model's sizes, architecture and vocabulary
+        mcfg, vocab, source = start_model_config(cfg.pretrained, cfg.model, *split)
+        notes, origin = tuple(filter(None, [missing_pieces(split[0], vocab)])), f"the pretrained model {source.folder}"
     else:  # one vocabulary per side when the dataset's BPE is per side
         joint = not separate_bpe(split[1].configuration)
-        vocab = ((decoder_target is None and scheme_vocab(split[1].configuration, cfg.data))
-                 or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint))
+        whole = decoder_target is None and cfg.vocabulary == "model" and scheme_vocab(split[1].configuration, cfg.data)
+        vocab = whole or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint)
+        origin = ("the dataset's sub-word model (every piece)" if whole else "the training split (the pieces it "
+                  "holds)")
         fill_from_data(mcfg, *split, vocab)
     train_data = ParallelData(cfg.data, vocab, training_max_len(cfg, mcfg), skip_null=True, split=split,
                               **ActiveSwitches(mcfg).parallel_data_arguments(training=True))
@@ -327,7 +339,8 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
     for data in (train_data, valid_data):
         if data is not None:
             data.ladder, data.ladder_limit = ladder, mcfg.sizes.max_len
-    return RunData(vocab, mcfg, train_data, valid_data, test_data, data_fingerprint(cfg.data))
+    return RunData(vocab, mcfg, train_data, valid_data, test_data, data_fingerprint(cfg.data), source,
+                   (f"  vocabulary: {len(vocab)} pieces from {origin}", *notes))
 
 
 def training_max_len(cfg: TrainConfig, mcfg: ModelConfig) -> int:
@@ -364,6 +377,8 @@ def make_run(cfg: TrainConfig, procs: Processes, resumed: Resumed | None, data: 
     opened by `open_metrics`, after the checks."""
     device = procs.device
     model = new_model(cfg, data.mcfg, device)
+    if data.pretrained and not resumed:
+        load_into(model, data.pretrained)
     optimizer, scheduler = make_optimizer(model, cfg)
     ckpt = resumed.ckpt if resumed else None
     state, stopping = RunState.from_checkpoint(ckpt), EarlyStopping.from_checkpoint(cfg, ckpt)
@@ -402,6 +417,11 @@ def log_header(cfg: TrainConfig, procs: Processes, data: RunData, model: Transfo
               f"parameters, device {device}, {procs.world} process(es), precision {precision}"
               f", {attention_words(model.kernel_in_use(device))}, out {cfg.out}\n"
               f"  syntax switches: {model.switches.describe()}")
+    for note in data.notes:  # a warning shows under --quiet too
+        if note.startswith("warning:") and procs.rank == 0:
+            log.warning(note)
+        else:
+            procs.log(note)
 
 
 def open_metrics(run: Run) -> MetricsLog:

@@ -9,17 +9,17 @@ import logging
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from synprep.logs import warn_once
 
 from .config.train import TrainConfig
 from .dataset import ParallelData
 from .decode import DecodeSettings, decode_split
+from .loss import cross_entropy_sum, outside_softmax
 from .model import Transformer
 from .scoring import score
 from .switches import decoded
-from .vocab import PAD_ID, Vocab
+from .vocab import Vocab
 
 log = logging.getLogger("syntrain")
 
@@ -39,30 +39,37 @@ def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainCon
     run's `max_tokens`, `length_penalty` and `threads`: `decode.decode_split`); `progress`: the decoding's progress
     (`decode.decode_split`); `hyps` and `pieces` (lists) get the hypotheses and their pieces."""
     model.eval()
-    total, tokens = 0.0, 0
-    with torch.no_grad():
-        loss_rows = data.fitting(data.loss_rows, model.cfg.sizes.max_len)  # a longer pair: no forward pass
-        if len(loss_rows) < len(data.loss_rows):
-            warn_once(log, f"{data.path}: {len(data.loss_rows) - len(loss_rows)} pair(s) longer than the model's "
-                           f"{model.cfg.sizes.max_len} positions left out of the loss")
-        for rows in data.batches(cfg.max_tokens, shuffle=False, rows=loss_rows):
-            batch = data.collate(rows).to(device)
-            logits = model(batch.src, batch.tgt_in, batch.inputs).logits
-            total += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID,
-                                     label_smoothing=cfg.label_smoothing, reduction="sum").item()
-            tokens += batch.tokens()
+    loss = split_loss(model, data, cfg.max_tokens, device, cfg.label_smoothing)
     rows = data.keep[:sentences] if sentences else data.keep
     pieces = [] if pieces is None else pieces
     settings = DecodeSettings(beam, cfg.length_penalty, cfg.max_tokens, cfg.threads)
     decoded_hyps = decode_split(model, data, vocab, settings, rows, device, progress, pieces)
     if hyps is not None:
         hyps[:] = decoded_hyps
-    metrics = {"loss": round(total / max(tokens, 1), 4),
+    metrics = {"loss": round(loss, 4),
                **score(decoded_hyps, data.references(rows), data.tgt_lang, cfg.bleu_tokenize)}
     for outputs in decoded(model.switches):  # measures of the outputs beyond their text
         metrics.update(outputs.scores(pieces, data, rows))
     model.train()
     return metrics
+
+
+@torch.no_grad()
+def split_loss(model: Transformer, data: ParallelData, max_tokens: int, device: torch.device | str,
+               label_smoothing: float = 0.0) -> float:
+    """The teacher-forced cross-entropy per target token (EOS included) over the pairs of a split that fit the
+    model's positions (`label_smoothing`: the validation's; 0: the plain loss `syntrain eval` reports)."""
+    total, tokens = 0.0, 0
+    loss_rows = data.fitting(data.loss_rows, model.cfg.sizes.max_len)  # a longer pair: no forward pass
+    if len(loss_rows) < len(data.loss_rows):
+        warn_once(log, f"{data.path}: {len(data.loss_rows) - len(loss_rows)} pair(s) longer than the model's "
+                       f"{model.cfg.sizes.max_len} positions left out of the loss")
+    for rows in data.batches(max_tokens, shuffle=False, rows=loss_rows):
+        batch = data.collate(rows).to(device)
+        logits = model(batch.src, batch.tgt_in, batch.inputs).logits
+        total += cross_entropy_sum(logits, batch.tgt_out, label_smoothing, outside_softmax(model.cfg)).item()
+        tokens += batch.tokens()
+    return total / max(tokens, 1)
 
 
 def valid_metrics(step: int, result: dict) -> dict:

@@ -25,7 +25,7 @@ def test_metadata_and_extras():
     assert project["authors"] and project["urls"] and project["keywords"]
     assert "Typing :: Typed" in project["classifiers"]
     extras = project["optional-dependencies"]
-    for extra in ("langdetect", "ja", "hf", "ray", "stanza", "spacy", "train"):
+    for extra in ("langdetect", "ja", "hf", "ray", "stanza", "spacy", "train", "pretrained"):
         assert extra in extras and f"{extra}" in extras["all"][0], extra
     core = " ".join(project["dependencies"])
     assert "langdetect" not in core and "datasets" not in core

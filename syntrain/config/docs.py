@@ -57,7 +57,8 @@ def fields_markdown() -> str:
     filled = [f"`{name}`" + (" (a source vocabulary of its own: data with BPE per side)" if name == "src_vocab_size"
                              else "") for name in trainer_filled()]
     lines += ["", "### [model]", "", f"Sizes default to the preset's; {', '.join(filled[:-1])} and {filled[-1]} are "
-              "set by the trainer from the data.", "", *header, row("preset", "train", "preset")]
+              "set by the trainer from the data.", "", *header, row("preset", "train", "preset"),
+              row("pretrained", "train", "pretrained")]
     lines += [row(name, "model", name) for name in model_keys()]
     lines += ["", "### [train]", "", "A relative `out` resolves against the recipe's folder.", "", *header]
     lines += [row(name, "train", name) for name in train_keys()]

@@ -14,7 +14,7 @@ from synprep.tables import config_from_dict
 
 from ..switches import Switch, current_names, registered, reserve
 from .checks import check_model_config
-from .core import CORE_PARTS, DecoderOutput, DropoutRates, ModelSizes, WeightSharing
+from .core import CORE_PARTS, Architecture, DecoderOutput, DropoutRates, ModelSizes, WeightSharing
 
 
 @functools.cache
@@ -22,7 +22,7 @@ def _reserve_core_names() -> None:
     """A switch option must not take a core name: [model] keys are one flat namespace (syntrain.config.train
     reserves the [train] names the same way)."""
     reserve("the model sizes, dropout and sharing ([model])",
-            [spec.name for cls in CORE_PARTS.values() for spec in fields(cls)] + ["preset"])
+            [spec.name for cls in CORE_PARTS.values() for spec in fields(cls)] + ["preset", "pretrained"])
 
 
 def config_parts() -> dict[str, type]:
@@ -37,10 +37,10 @@ C = TypeVar("C")
 class ModelConfig:
     """The model options: typed parts read and written under flat option names.
 
-    The parts: `sizes` (ModelSizes), `dropouts` (DropoutRates), `sharing` (WeightSharing) and `output`
-    (DecoderOutput: the decoder target), what the generic model reads, and one section per registered switch (its
-    `Config` dataclass: `cfg.section(Pascal)`, or `self.options` inside the switch); recipes' `[model]` keys and
-    checkpoints' `model_config` name their fields flat.
+    The parts: `sizes` (ModelSizes), `dropouts` (DropoutRates), `sharing` (WeightSharing), `architecture`
+    (Architecture) and `output` (DecoderOutput: the decoder target), what the generic model reads, and one section
+    per registered switch (its `Config` dataclass: `cfg.section(Pascal)`, or `self.options` inside the switch);
+    recipes' `[model]` keys and checkpoints' `model_config` name their fields flat.
 
     Built once per run: from the recipe's values (or a checkpoint's), checked (`from_dict`); then, for a new run,
     `syntrain.config.fill.fill_from_data` sets the data-derived values (vocab_size, the switches' `filled_values`) once,
@@ -49,6 +49,7 @@ class ModelConfig:
     sizes: ModelSizes
     dropouts: DropoutRates
     sharing: WeightSharing
+    architecture: Architecture
     output: DecoderOutput
 
     def __init__(self, **values: Any) -> None:

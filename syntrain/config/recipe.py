@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from synprep.tables import did_you_mean
 
 from .sections import check_model_value, check_value, model_keys
-from .train import DATA_KEYS, TrainConfig, train_keys
+from .train import DATA_KEYS, MODEL_TABLE_KEYS, TrainConfig, train_keys
 from .values import ConfigError, parse_value, unknown_key
 
 if TYPE_CHECKING:
@@ -90,14 +90,17 @@ def load_run_config(path: str) -> dict[str, Any]:
     known = train_keys()
     for key, value in table.get("train", {}).items():
         if key not in known:
-            raise unknown_key(key, known, f"{path}: [train]", {"model": ["preset", *model_keys()],
+            raise unknown_key(key, known, f"{path}: [train]", {"model": [*MODEL_TABLE_KEYS, *model_keys()],
                                                               "data": ["data", "valid", "test"]})
         values[key] = check_value("train", key, value, f"{path}: [train] {key}")
     if values.get("out"):
         values["out"] = _resolve(values["out"], here)
     model = {key: check_model_value(key, value, f"{path}: [model] ") for key, value in table.get("model", {}).items()}
-    if "preset" in model:
-        values["preset"] = model.pop("preset")
+    for key in MODEL_TABLE_KEYS:
+        if key in model:
+            values[key] = model.pop(key)
+    if values.get("pretrained"):
+        values["pretrained"] = _resolve(values["pretrained"], here)
     values["model"] = model
     return values
 

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from .recipe import load_run_config, parse_set
-from .train import CONFIG_FILE, TrainConfig, inverse_sqrt
+from .train import CONFIG_FILE, MODEL_TABLE_KEYS, TrainConfig, inverse_sqrt
 from .values import ConfigError
 
 SIGNATURE_KEYS = {  # what makes shards incompatible
@@ -93,7 +93,12 @@ def check_model(cfg: TrainConfig, label: str) -> None:
     from .model import ModelConfig
 
     try:
-        mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": 8})  # runs every check
+        if cfg.pretrained:  # its sizes and architecture from its config.json, then the switches on top
+            from ..pretrained import PretrainedSource
+
+            mcfg = PretrainedSource.read(cfg.pretrained).model_config(**cfg.model)
+        else:
+            mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": 8})  # every check
         idle = idle_options(mcfg, cfg.model)
         if idle:
             raise ValueError(idle[0])
@@ -168,8 +173,8 @@ def resolve_run(recipe: str | None, flags: dict[str, Any], model_flags: dict[str
     model = dict(values["model"])
     for item in sets:
         section, name, value = parse_set(item)
-        if section == "model" and name == "preset":
-            values["preset"] = value
+        if section == "model" and name in MODEL_TABLE_KEYS:
+            values[name] = value
         elif section == "model":
             model[name] = value
         else:
@@ -177,8 +182,22 @@ def resolve_run(recipe: str | None, flags: dict[str, Any], model_flags: dict[str
     values.update(flags)
     model.update({key: value for key, value in model_flags.items() if value is not None})
     values["model"] = model
+    model_label = f"{recipe}: [model]" if recipe else "[model]"
+    if values.get("pretrained") and not values.get("resume"):
+        check_pretrained_run(values, model_label)
     notes = choose_splits(values, from_recipe, flags)
     if values.get("resume") and not values.get("out"):
         raise ConfigError("--resume needs the run folder: --out RUN (or [train] out in the recipe)")
-    model_label = f"{recipe}: [model]" if recipe else "[model]"
     return TrainConfig.from_dict(values), notes, model_label
+
+
+def check_pretrained_run(values: dict[str, Any], label: str) -> None:
+    """A run from a pretrained model takes its sizes, sharing and architecture from the model's config: a preset or
+    one of those options given too is refused (one line naming it)."""
+    from .core import fixed_by_pretrained
+
+    given = (["preset"] if "preset" in values else []) + [key for key in values["model"]
+                                                          if key in fixed_by_pretrained()]
+    if given:
+        raise ConfigError(f"{label} {given[0]}: a run from a pretrained model ({values['pretrained']}) takes its "
+                          f"sizes and architecture from the model's config.json: remove {given[0]}")

@@ -9,7 +9,7 @@ import typing
 from dataclasses import fields
 from typing import Any
 
-from .train import TrainConfig, train_keys
+from .train import MODEL_TABLE_KEYS, TrainConfig, train_keys
 from .values import ConfigError, check_field, unknown_key
 
 
@@ -57,14 +57,14 @@ def model_keys() -> list[str]:
 def check_model_value(name: str, value: Any, label: str) -> Any:
     """One [model] value (recipe, flag or --set) checked against its declaration; `label` names where it came
     from, without the field ('recipe.toml: [model]', '--set model.')."""
-    if name == "preset":
-        return check_value("train", "preset", value, f"{label}{name}")
+    if name in MODEL_TABLE_KEYS:
+        return check_value("train", name, value, f"{label}{name}")
     from ..switches import current_names
 
     name = next(iter(current_names({name: None}, label.rstrip(". :"))))  # an old spelling: checked as its name now
     if name in trainer_filled():
         raise ConfigError(f"{label}{name} is set by the trainer from the training data: remove it")
     if declaration("model", name) is None:
-        raise unknown_key(name, ["preset", *model_keys()], label.rstrip(". ") + ("" if label.endswith("] ") else ":"),
-                       {"train": train_keys()})
+        raise unknown_key(name, [*MODEL_TABLE_KEYS, *model_keys()],
+                          label.rstrip(". ") + ("" if label.endswith("] ") else ":"), {"train": train_keys()})
     return check_value("model", name, value, f"{label}{name}")

@@ -17,7 +17,8 @@ from .values import check_field
 PRESET_NAMES = tuple(PRESETS)
 MAX_BEAM = 256  # the largest beam (eval_beam, test_beam, --beam); a beam is also at most the target vocabulary
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
-NOT_IN_TRAIN = ("data", "valid", "test", "preset", "model", "resume")  # [data], [model] preset, or a flag only
+MODEL_TABLE_KEYS = ("preset", "pretrained")  # [train] fields a recipe sets in its [model] table
+NOT_IN_TRAIN = ("data", "valid", "test", *MODEL_TABLE_KEYS, "model", "resume")  # [data], [model] or a flag only
 CONFIG_FILE, LOG_FILE = "config.toml", "train.log"  # a run folder's resolved configuration and its log
 
 
@@ -34,6 +35,8 @@ class TrainConfig:
     name: str = option("", help="names the default run folder ('': the recipe's file name, else the data folder's)")
     preset: str = option("tiny", choices=PRESET_NAMES, help="model size preset: cpu (d_model 64, 4 heads, 2+2 "
                          "layers, d_ff 256), tiny (256, 4, 3+3, 1024) or base (512, 8, 6+6, 2048)")
+    pretrained: str = option("", help="a Hugging Face model folder (Marian/OPUS-MT, M2M100/NLLB) the run starts "
+                             "from: its sizes and weights, no preset or size option (docs/pretrained.md)")
     model: dict[str, Any] = option(default_factory=dict, help="model options over the preset (the [model] table)")
     max_tokens: int = option(4096, ge=1, help="tokens per batch and process: sentences x longest side (padding "
                              "included)")
@@ -57,6 +60,9 @@ class TrainConfig:
     length_penalty: float = option(0.6, ge=0, help="length penalty (alpha) of beam search")
     bleu_tokenize: str = option("auto", choices=BLEU_TOKENIZERS, help="sacrebleu tokenizer of validation and test "
                                 "BLEU; auto: from the data's target language (ja-mecab for ja, zh for zh, else 13a)")
+    vocabulary: str = option("model", choices=("model", "seen"), help="a dataset cut by a sentencepiece or "
+                             "hf-tokenizer model (a pretrained model's tokenizer): model: every piece of that model "
+                             "is the vocabulary; seen: only the pieces of the training split (and the specials)")
     log_interval: int = option(100, ge=1, help="steps between progress lines (the first and the last step always)")
     seed: int = option(1, ge=0, help="random seed (initialization, batch order, dropout)")
     threads: int = option(0, ge=0, help="torch CPU threads (0: torch's default)")

@@ -27,13 +27,25 @@ def toml_plain(value: Any) -> Any:
     return value
 
 
+def model_table(cfg: TrainConfig, model_config: dict[str, Any], filled: list[str]) -> dict[str, Any]:
+    """config.toml's [model]: the preset and the options, or for a run from a pretrained model its folder and the
+    options its config does not fix."""
+    if cfg.pretrained:
+        from ..config.core import fixed_by_pretrained
+
+        fixed = set(fixed_by_pretrained())
+        return {"pretrained": os.path.abspath(cfg.pretrained),
+                **{k: v for k, v in model_config.items() if k not in filled and k not in fixed}}
+    return {"preset": cfg.preset, **{k: v for k, v in model_config.items() if k not in filled}}
+
+
 def config_text(cfg: TrainConfig, model_config: dict[str, Any], signature: dict[str, Any]) -> str:
     """config.toml: the resolved configuration as a recipe ([data], [model], [train]) and the training data's
     synprep signature ([synprep], not read back)."""
     filled = trainer_filled()
     tables = {"data": {key: os.path.abspath(getattr(cfg, name)) if getattr(cfg, name) else ""
                        for key, name in DATA_KEYS.items()},
-              "model": {"preset": cfg.preset, **{k: v for k, v in model_config.items() if k not in filled}},
+              "model": model_table(cfg, model_config, filled),
               "train": {key: getattr(cfg, key) for key in train_keys() if key not in SESSION_ONLY} |
               {"out": os.path.abspath(cfg.out)},
               "synprep": {"signature": signature}}

@@ -124,17 +124,17 @@ def resume_changes(cfg: TrainConfig, ckpt: dict, path: str) -> tuple[list[str], 
         refused.append(f"the training data {cfg.data} is not the run's (other shards than at the start)")
     elif ckpt.get("signature") and ckpt["signature"] != split_signature(cfg.data):
         refused.append(f"the training data {cfg.data} was not made as the run's (synprep signatures differ)")
-    if stored.get("preset", cfg.preset) != cfg.preset:
+    if stored.get("preset", cfg.preset) != cfg.preset and not cfg.pretrained:
         refused.append(f"preset {stored['preset']} -> {cfg.preset}")
-    model = {**PRESETS.get(cfg.preset, {}), **cfg.model}
+    model = {**({} if cfg.pretrained else PRESETS.get(cfg.preset, {})), **cfg.model}  # pretrained: no preset
     recorded = ckpt.get("model_config") or {}
     refused += [f"model.{key} {recorded[key]!r} -> {value!r}" for key, value in model.items()
                 if key in recorded and toml_plain(recorded[key]) != toml_plain(value)]
     for key, value in asdict(cfg).items():
         if key in ("model", "preset") or key not in stored or toml_plain(stored[key]) == toml_plain(value):
             continue
-        if key in DATA_KEYS.values() and value and stored[key] and os.path.abspath(value) == os.path.abspath(
-                stored[key]):
+        paths = (*DATA_KEYS.values(), "pretrained")
+        if key in paths and value and stored[key] and os.path.abspath(value) == os.path.abspath(stored[key]):
             continue
         (applied if key in SESSION_KEYS else refused).append(f"{key} {stored[key]!r} -> {value!r}")
     return refused, [item for item in applied if not item.startswith(("resume ", "out ", "data "))]

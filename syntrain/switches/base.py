@@ -36,7 +36,9 @@ optional; the defaults do nothing):
   `describe_run()`, `compare_header` + `compare_column(run, data_path, described)` (what `syntrain compare`
   keeps in a run folder and shows in its table);
 - `loss_names`: the names of the auxiliary losses it may give (the generated loss list of docs/switches.md);
-  `losses(model, outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`:
+- `start_from_pretrained(model)`: its parameters set so that the model's output equals the pretrained model's
+  it was loaded from (`syntrain.pretrained`; a switch that cannot start so refuses in one line);
+- `losses(model, outputs, inputs)`: its auxiliary losses, computed only from what forward returned (`Outputs`:
   logits, records, the encoder and decoder states; `state_layers()` names the decoder layers whose states it
   reads), the model inputs and the modules it added to the model; `loss_weights()` their lambdas.
 
@@ -53,7 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 import torch
 
 from ..columns import BatchColumn, TargetColumn
-from ..config.core import DecoderOutput, DropoutRates, ModelSizes, WeightSharing
+from ..config.core import Architecture, DecoderOutput, DropoutRates, ModelSizes, WeightSharing
 
 if TYPE_CHECKING:
     from torch import nn
@@ -61,12 +63,13 @@ if TYPE_CHECKING:
 
 class ModelOptions(Protocol):
     """What a switch sees of the model config (`syntrain.config.model.ModelConfig` is one): the generic model's
-    parts (sizes, dropout rates, weight sharing, the decoder target), and any switch's typed section
+    parts (sizes, dropout rates, weight sharing, architecture, the decoder target), and any switch's typed section
     (`Switch.section` types it)."""
 
     sizes: ModelSizes
     dropouts: DropoutRates
     sharing: WeightSharing
+    architecture: Architecture
     output: DecoderOutput
 
     def section(self, switch: Any) -> Any: ...  # noqa: ANN401 (a switch class or name -> its config section)
@@ -375,6 +378,11 @@ class ModelHooks:
     def loss_weights(self) -> dict[str, float]:
         """Auxiliary loss name -> its lambda (names among its `loss_names`)."""
         return {}
+
+    def start_from_pretrained(self, model: nn.Module) -> None:
+        """Set its parameters on `model` (just loaded from a pretrained model: syntrain.pretrained) so that the
+        output equals the pretrained model's (an added embedding: zeros); ValueError naming the option when it
+        cannot. The default: its parameters change no output at their initialisation (or it has none)."""
 
     def losses(self, model: nn.Module, outputs: Outputs, inputs: Inputs) -> dict[str, torch.Tensor]:
         """Its auxiliary losses (unweighted sums over the batch) from `outputs` (logits, records, the encoder

@@ -64,6 +64,9 @@ class FeatureEmbedding(Switch[C]):
         rows = self.largest + 1 + self.OFFSET
         return {self.module_name: nn.Embedding(rows, self.cfg.sizes.d_model, padding_idx=self.OFFSET - 1)}
 
+    def start_from_pretrained(self, model: nn.Module) -> None:
+        nn.init.zeros_(getattr(model, self.module_name).weight)  # adds nothing until trained
+
     def embed_source(self, model: nn.Module, x: torch.Tensor, inputs: Inputs) -> torch.Tensor:
         values = inputs.get(self.column.name)
         if values is None:

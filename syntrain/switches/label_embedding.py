@@ -21,6 +21,7 @@ from .base import Inputs, ModelOptions, Switch
 from .registry import register
 
 SRC_LABELS = "src_labels"
+LABEL_COMBINES = ("replace", "add")
 
 
 def label_vocabulary(table: pa.Table) -> list[str]:
@@ -36,6 +37,10 @@ class LabelConfig:
     """[model] options of the S&H label embeddings."""
 
     label_embedding: int = option(0, ge=0, help="size of the source label embeddings (0: off)")
+    label_combine: str = option("replace", choices=LABEL_COMBINES,
+                                help="replace the last label_embedding dimensions of a source embedding by its "
+                                     "label's embedding, or add it to them (add: a run from a pretrained model "
+                                     "starts at its output, the table at zeros)")
     source_labels: list[str] = option(default_factory=list, filled=True,
                                       help="label vocabulary (from the training data)")
 
@@ -82,7 +87,17 @@ class LabelEmbeddings(Switch[LabelConfig], name="label_embedding", priority=50, 
         labels = inputs.get(SRC_LABELS)
         if labels is None:
             raise ValueError("S&H label embeddings need the source labels")
-        return torch.cat([x[..., : -self.options.label_embedding], model.label_embed(labels)], dim=-1)
+        size = self.options.label_embedding
+        label = model.label_embed(labels)
+        if self.options.label_combine == "add":
+            label = x[..., -size:] + label
+        return torch.cat([x[..., :-size], label], dim=-1)
+
+    def start_from_pretrained(self, model: nn.Module) -> None:
+        if self.options.label_combine == "replace":
+            raise ValueError("label_embedding on a pretrained model: its embeddings' last dimensions would be "
+                             "replaced; set label_combine = \"add\" (the label embeddings start at zeros)")
+        nn.init.zeros_(model.label_embed.weight)
 
 
 register(LabelEmbeddings)

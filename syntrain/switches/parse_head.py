@@ -273,6 +273,15 @@ class ParseHeads(Switch[ParseHeadConfig], name="parse_head", priority=30, config
 
     loss_names = ("dep_src", "dep_tgt", "lisa")
 
+    def start_from_pretrained(self, model: nn.Module) -> None:
+        """The released layer's W starts as the identity (its bias b is zeros): the parse head scores as the plain
+        head it replaces (the paper's U is the identity already)."""
+        for attn in model.modules():
+            if hasattr(attn, "parse_biaffine_weight"):
+                with torch.no_grad():
+                    attn.parse_biaffine_weight.copy_(torch.eye(attn.head_dim))
+                    attn.parse_biaffine_bias.zero_()
+
     def loss_weights(self) -> dict[str, float]:
         options = self.options
         return {"dep_src": options.dbsa_lambda, "dep_tgt": options.dbsa_lambda, "lisa": options.lisa_lambda}

@@ -1,0 +1,82 @@
+"""Tiny Hugging Face translation models built offline from configs (transformers), every tensor random (norms,
+biases and Marian's final logits bias too: a weight mapped wrong anywhere changes the logits), saved with a
+vocab.json: what tests/test_pretrained*.py load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+SIZES = dict(d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2,
+             encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64, dropout=0.0, attention_dropout=0.0,
+             activation_dropout=0.0)
+
+
+def marian_pieces(n: int = 40) -> list[str]:
+    """Marian's id order: </s> 0, <unk> 1, the pieces, <pad> last."""
+    return ["</s>", "<unk>", *(f"\u2581w{i}" for i in range(n - 3)), "<pad>"]
+
+
+def m2m100_pieces(n: int = 40) -> list[str]:
+    """M2M100's (fairseq's) id order: <s> 0, <pad> 1, </s> 2, <unk> 3, the pieces."""
+    return ["<s>", "<pad>", "</s>", "<unk>", *(f"\u2581w{i}" for i in range(n - 4))]
+
+
+def build(folder: Path, family: str, pieces: list[str] | None = None, seed: int = 0, scale: float = 1.0,
+          **config: object) -> Path:
+    """A tiny random `family` ("marian" or "m2m100") model saved in `folder` with vocab.json (`pieces` in id
+    order), every parameter `scale` x a standard normal draw; `config`: config values on top."""
+    import transformers
+
+    pieces = pieces or (marian_pieces() if family == "marian" else m2m100_pieces())
+    ids = {piece: i for i, piece in enumerate(pieces)}
+    if family == "marian":
+        cfg = transformers.MarianConfig(vocab_size=len(pieces), pad_token_id=ids["<pad>"], eos_token_id=ids["</s>"],
+                                        decoder_start_token_id=ids["<pad>"], forced_eos_token_id=None,
+                                        activation_function="swish", scale_embedding=True, **{**SIZES, **config})
+        model = transformers.MarianMTModel(cfg)
+    else:
+        cfg = transformers.M2M100Config(vocab_size=len(pieces), pad_token_id=ids["<pad>"], eos_token_id=ids["</s>"],
+                                        bos_token_id=ids["<s>"], decoder_start_token_id=ids["</s>"],
+                                        activation_function="relu", scale_embedding=True, **{**SIZES, **config})
+        model = transformers.M2M100ForConditionalGeneration(cfg)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn_like(parameter) * scale)
+        if family == "marian":
+            model.final_logits_bias.copy_(torch.randn_like(model.final_logits_bias) * scale)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    (folder / "vocab.json").write_text(json.dumps(ids, ensure_ascii=False), encoding="utf-8")
+    return folder
+
+
+def load_hf(folder: Path) -> object:
+    """The folder loaded by transformers, fp32, eval mode."""
+    import transformers
+
+    return transformers.AutoModelForSeq2SeqLM.from_pretrained(folder, torch_dtype=torch.float32).eval()
+
+
+def marian_with_sentencepiece(folder: Path, texts: list[Path], vocab_size: int = 200, seed: int = 0) -> Path:
+    """A tiny random Marian model whose vocabulary is a SentencePiece model learned on the tokens of `texts`
+    (source.spm = target.spm, vocab.json: </s> 0, <unk> 1, the model's pieces, <pad> last), as OPUS-MT folders
+    are laid out."""
+    import shutil
+
+    import sentencepiece as spm
+
+    from synprep.bpe_learn import word_counts
+    from synprep.subwords.sentencepiece_scheme import learn
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model = folder / "source.spm"
+    learn([word_counts(str(path)) for path in texts], str(model), vocab_size)
+    shutil.copy(model, folder / "target.spm")
+    processor = spm.SentencePieceProcessor(model_file=str(model))
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())
+              if not (processor.is_unknown(i) or processor.is_control(i))]
+    return build(folder, "marian", ["</s>", "<unk>", *pieces, "<pad>"], seed=seed, scale=0.5)
