@@ -47,6 +47,7 @@ from .runfolder.checkpoints import (
     checkpoint_vocab,
     load_checkpoint,
     load_weights,
+    nonfinite_weight,
     read_checkpoint,
     save_checkpoint,
     write_run_checkpoints,
@@ -429,10 +430,22 @@ def open_metrics(run: Run) -> MetricsLog:
 
 # checkpoints and validation
 
+def diverged(run: Run, what: str) -> ValueError:
+    """The one line of a run that diverged at its step (`what` says how it shows): it learns nothing from there
+    (fp16 skips every update, fp32 trains on in NaN), so it stops (exit 2); no checkpoint of it is written (`save`
+    refuses non-finite weights), the earlier ones stay."""
+    last = os.path.join(run.cfg.out, LAST)
+    kept = f"{last} holds the last checkpoint written before" if os.path.exists(last) else "no checkpoint was written"
+    return ValueError(f"{what} at step {run.state.step}: the run diverged (lower --lr, raise --warmup, set "
+                      f"--clip-norm or train in fp32); {kept}")
+
+
 def save(run: Run, also_best: bool, step_copy: bool = True) -> None:
     """last.pt (and best.pt, and with keep_last and `step_copy` a checkpoint_<step>.pt); a collective under DDP:
     every rank calls it, rank 0 writes, the others wait (for rank 0's validation before it too)."""
     rng: dict | list = rng_state()
+    if (name := nonfinite_weight(run.trainer.raw_model.state_dict())) is not None:  # never saved: same on all ranks
+        raise diverged(run, f"the weights hold NaN or infinite values ({name})")
     run.procs.wait_for_rank0()
     if run.procs.world > 1:  # every rank's RNG, so each continues its own dropout stream
         gathered: list = [None] * run.procs.world
@@ -521,9 +534,11 @@ class Window:
 
     def __init__(self) -> None:
         self.loss, self.tokens, self.aux, self.start = 0.0, 0, {}, time.time()
+        self.updates, self.finite = 0, 0  # `finite`: a tensor once a loss is added (no device sync per update)
 
     def add(self, loss: torch.Tensor, tokens: int, aux: dict[str, torch.Tensor]) -> None:
         self.loss, self.tokens = self.loss + loss.detach() * tokens, self.tokens + tokens
+        self.updates, self.finite = self.updates + 1, self.finite + torch.isfinite(loss.detach()).int()
         for name, value in aux.items():
             self.aux[name] = self.aux.get(name, 0.0) + value * tokens
 
@@ -531,6 +546,9 @@ class Window:
         """The log line and metrics.jsonl line of the window (then a new window starts); `elapsed_s`: the
         trained time (`TrainedClock`)."""
         cfg, tokens, state, world = run.cfg, self.tokens, run.state, run.procs.world
+        if self.updates and not int(self.finite):
+            raise diverged(run, f"the training loss is NaN or infinite in every update of the log window "
+                                f"({self.updates})")
         seconds, elapsed = max(time.time() - self.start, 1e-9), time.time() - state.clock.start
         values = {"step": state.step, "epoch": state.epoch, "loss": round(self.loss.item() / tokens, 4),
                   "lr": run.trainer.scheduler.get_last_lr()[0], "tokens": tokens * world,

@@ -652,6 +652,23 @@ def test_a_checkpoint_with_nan_weights_is_one_line(data, tmp_path, command):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("case", ["fp16, loss NaN", "fp32, weights NaN before a log step"])
+def test_a_run_that_diverges_stops_in_one_line_and_saves_no_nan_weights(data, tmp_path, case):
+    """A run whose loss is NaN or infinite for a whole log window learns nothing from there (fp16 skips every
+    update; fp32 trains on in NaN): one line, exit 2; the checkpoints it leaves hold finite weights only."""
+    import torch
+
+    run = tmp_path / "run"
+    extra = (["--precision", "fp16", "--lr", "1", "--log-interval", "5", "--eval-interval", "10"]
+             if case.startswith("fp16") else ["--lr", "1e6", "--log-interval", "50", "--eval-interval", "2"])
+    result = syntrain("run", "--data", data["shards"] / "train", "--valid", data["shards"] / "valid", "--out", run,
+                      *SMALL, "--max-steps", "40", *extra)
+    one_line_error(result, "the run diverged", "NaN or infinite")
+    for path in run.glob("*.pt"):
+        weights = torch.load(path, weights_only=False)["model"]
+        assert all(bool(torch.isfinite(value).all()) for value in weights.values() if value.is_floating_point())
+
+
 # ------------------------------------------------------------------------------ output paths
 
 
