@@ -146,3 +146,41 @@ def config_from_dict(cls: type, values: dict, what: str) -> Any:
         if typing.get_origin(hints[name]) is tuple and isinstance(value, list):
             values[name] = tuple(value)
     return cls(**values)
+
+
+def flag_name(name: str) -> str:
+    """The command-line option of a declared argument: `shard_size` -> `--shard-size`."""
+    return "--" + name.replace("_", "-")
+
+
+def check_arguments(cls: type, values: dict[str, Any], positional: Sequence[str] = ()) -> None:
+    """The arguments of an API function whose options `cls` declares (with `option`), checked as its command
+    checks them: a ValueError naming the first wrong one by its command-line option (`--workers must be an
+    integer, got '2'`; a `positional` argument by its name), so the function and the command say the same."""
+    hints = typing.get_type_hints(cls)
+    for spec in fields(cls):
+        if spec.name not in values:
+            continue
+        value, name = values[spec.name], spec.name.upper() if spec.name in positional else flag_name(spec.name)
+        if not _has_type(value, hints[spec.name]):
+            raise ValueError(f"{name} must be {_type_words(hints[spec.name])}, got {value!r}")
+        if value is None:
+            continue
+        problem = _range_error(name, value, spec)
+        if problem:
+            raise ValueError(problem)
+
+
+def parse_argument(cls: type, name: str, text: str) -> Any:  # noqa: ANN401 (the declared type)
+    """A command-line value of an argument `cls` declares, converted to its declared type (a number where the
+    declaration takes one) and checked by `check_arguments`: one declaration serves the command and the API."""
+    hint = typing.get_type_hints(cls)[name]
+    kind = float if _has_type(1.5, hint) else int if _has_type(1, hint) else None
+    value: Any = text
+    if kind is not None:
+        try:
+            value = kind(text)
+        except ValueError:
+            pass  # the text itself: 'must be an integer, got 'two''
+    check_arguments(cls, {name: value})
+    return value

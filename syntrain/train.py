@@ -697,6 +697,29 @@ def _model_fields() -> set[str]:
     return {spec.name for part in config_parts().values() for spec in dataclass_fields(part)}
 
 
+def check_api_arguments(recipe: Any, sets: Any, model: Any, fields: dict[str, Any]) -> str | None:  # noqa: ANN401
+    """`run`'s arguments of the wrong type, refused with the command line's message (`--max-steps must be an
+    integer, got '2'`: the [train] fields are checked by their declarations, as the flags are); the recipe path."""
+    from synprep.tables import check_arguments
+
+    from .config.values import ConfigError
+
+    if isinstance(recipe, os.PathLike):
+        recipe = os.fspath(recipe)
+    if recipe is not None and not isinstance(recipe, str):
+        raise ConfigError(f"CONFIG must be a recipe file's path, got {recipe!r}")
+    if isinstance(sets, str | bytes) or not isinstance(sets, Sequence) or not all(isinstance(i, str) for i in sets):
+        raise ConfigError(f"--set must be a list of 'SECTION.FIELD=VALUE' strings, got {sets!r}")
+    if model is not None and not isinstance(model, dict):
+        raise ConfigError(f"model must be a table of [model] fields, got {model!r}")
+    try:
+        check_arguments(TrainConfig, {name: os.fspath(value) if isinstance(value, os.PathLike) else value
+                                      for name, value in fields.items() if value is not None})
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    return recipe
+
+
 def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str, Any] | None = None,
           **fields: Any) -> str:  # noqa: ANN401 (TOML values)
     """`syntrain run`: train (or resume) from a TOML recipe and/or fields (recipe < `sets` ("model.d_model=512")
@@ -706,6 +729,7 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
     from .config.resolve import check_run, resolve_run
     from .runfolder.train_log import logged_run
 
+    recipe = check_api_arguments(recipe, sets, model, fields)
     model_values = dict(model or {})
     others = [name for name in fields if name not in {spec.name for spec in dataclass_fields(TrainConfig)}]
     if others:  # [model] fields by name (reading their declarations imports torch)

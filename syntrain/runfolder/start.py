@@ -87,7 +87,7 @@ def run_folder_lock(out: str) -> Iterator[None]:
         yield
         return
     refuse_dataset_folder(out)
-    made = not os.path.exists(out)
+    made = missing_folders(out)
     lock = WriterLock(out, "another syntrain run is writing this run folder")
     lock.acquire()
     _HELD.add(key)
@@ -98,7 +98,18 @@ def run_folder_lock(out: str) -> Iterator[None]:
         lock.release()
         if made and os.path.isdir(out) and os.listdir(out) == [LOCK]:
             os.remove(os.path.join(out, LOCK))
-            os.rmdir(out)
+            for folder in made:  # the run folder, then the folders made above it (runs/), while empty
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)
+
+
+def missing_folders(path: str) -> list[str]:
+    """`path` and each of its parent folders that do not exist yet, deepest first."""
+    missing, path = [], os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
 
 
 def refuse_dataset_folder(out: str) -> None:
