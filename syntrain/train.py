@@ -64,7 +64,7 @@ from .runfolder.resume import (
     resume_point,
 )
 from .runfolder.source import SOURCE_DIR, write_source_files
-from .runfolder.start import named_run, prepare_run_dir, run_folder_lock, start_run_folder
+from .runfolder.start import named_run, prepare_run_dir, remove_unstarted_run, run_folder_lock, start_run_folder
 from .scoring import bleu_metric
 from .shapes import LADDER_TEXT, choose_attention, chosen_attention, compile_model, ladder_in_use, shape_summary
 from .stop_request import StopRequest, stop_requests
@@ -726,6 +726,8 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
     < `fields`; docs/recipe-fields.md), every value checked before anything is read or written. Fields of
     [model] may be given by name too (`pascal_heads=2`) or in `model`. Returns the run folder (`out`, or the
     folder named runs/<name>-<time>), which holds best.pt, last.pt, config.toml, train.log and metrics.jsonl."""
+    from synprep.processes import Terminated, received_signal
+
     from .config.resolve import check_run, resolve_run
     from .runfolder.train_log import logged_run
 
@@ -740,17 +742,28 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
         cfg, notes, model_label = resolve_run(recipe, fields, model_values, tuple(sets))
         if world == 1:
             cfg = named_run(cfg)  # torchrun: rank 0 names it and tells the others (train)
+        made = bool(cfg.out) and not os.path.exists(cfg.out)
         if cfg.out and rank == 0:
             stack.enter_context(run_folder_lock(cfg.out))  # before the folder is looked at: one writer
-        point = resume_point(cfg.out) if cfg.resume else None
-        if point is not None and rank == 0:
-            origin = "" if os.path.basename(point[0]) == LAST else \
-                f" (from {os.path.basename(point[0])}: last.pt is missing or damaged)"
-            log.info(f"syntrain: resuming {cfg.out} at step {int(point[1]['step'])}{origin}")
-        notes += check_run(cfg, model_label)
-        for note in notes:
-            run_log.hold(note)  # printed when the run starts, after the checks that need the data
-        train(cfg)
+        try:
+            point = resume_point(cfg.out) if cfg.resume else None
+            if point is not None and rank == 0:
+                origin = "" if os.path.basename(point[0]) == LAST else \
+                    f" (from {os.path.basename(point[0])}: last.pt is missing or damaged)"
+                log.info(f"syntrain: resuming {cfg.out} at step {int(point[1]['step'])}{origin}")
+            notes += check_run(cfg, model_label)
+            for note in notes:
+                run_log.hold(note)  # printed when the run starts, after the checks that need the data
+            train(cfg)
+        except BaseException as err:  # Ctrl-C, or SIGTERM/SIGHUP (`Terminated`) before the loop
+            signum = received_signal()  # (its Terminated may have become another error, raised in an import)
+            if not isinstance(err, KeyboardInterrupt) and not signum:
+                raise
+            if cfg.out and rank == 0 and not cfg.resume:
+                remove_unstarted_run(cfg.out, made)  # a new run without a checkpoint: gone, as if never started
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            raise Terminated(signum) from None
     return cfg.out
 
 

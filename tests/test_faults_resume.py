@@ -6,6 +6,7 @@ real signals; the full disk is ENOSPC at the real fsync of the shard (tests/enos
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -90,6 +91,36 @@ def test_a_full_disk_while_shards_are_written_keeps_the_parsed_pieces(tmp_path, 
     assert resumed.returncode == 0, resumed.stderr[-1500:]
     assert run(SYNPREP, "validate", str(out / "train"), cwd=tmp_path).returncode == 0
     assert not (out / ".work").exists()
+
+
+def readable_shards(out: Path) -> list[Path]:
+    """The shards a reader of OUT finds (every `*.arrow` below it but in hidden folders, as datasets' data_dir
+    globbing), each checked to lie in a complete split folder whose manifest lists it."""
+    found = [path for path in out.rglob("*.arrow") if not any(part.startswith(".")
+                                                              for part in path.relative_to(out).parts)]
+    for path in found:
+        folder = path.resolve().parent
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert path.resolve().name in {shard["file"] for shard in manifest["shards"]}, path
+    return found
+
+
+def test_a_convert_stopped_in_the_shard_phase_shows_no_partial_split(tmp_path, synth):
+    """A convert stopped while it wrote a split's shards (here the disk full at the train split's second shard)
+    left OUT/train with the first shard and no manifest, which `datasets.load_dataset("arrow", data_dir=OUT)`
+    read as the whole split: split folders are written under OUT/.work and moved into OUT whole, OUT/data last;
+    `--resume` finishes the same dataset."""
+    out = tmp_path / "out"
+    result = run(sys.executable, ENOSPC, "*/train/part-00001*", "convert", str(synth), "--output", str(out),
+                 "--shard-size", "100", cwd=tmp_path)
+    one_line(result, "No space left on device", "part-00001.arrow")
+    assert list((out / ".work").glob("splits/train/part-00000.arrow"))  # the finished shard, kept for --resume
+    assert not (out / "train").exists() and not (out / "data").exists()
+    assert readable_shards(out) == []
+    resumed = run(SYNPREP, "convert", str(synth), "--output", str(out), "--shard-size", "100", "--resume",
+                  cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-1500:]
+    assert len({path.resolve() for path in readable_shards(out)}) == 3 + 1 + 1 and not (out / ".work").exists()
 
 
 def test_a_parse_cache_that_cannot_be_made_is_named_and_leaves_no_output_folder(tmp_path, tiny_udpipe):

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..outputs import run_files
-from ..shards import LOCK, write_paths
+from ..shards import LOCK, MANIFEST, write_paths
 from ..textio import atomic_write
 from .inputs import input_fingerprints
 from .pipeline import PipelineConfig
@@ -74,6 +74,23 @@ class OutputFolder:
         self.config = config
         self.out = config.output
         self.work = os.path.join(self.out, ".work")
+        self.staged = os.path.join(self.work, "splits")  # the split folders being written, each moved to OUT whole
+
+    def published(self, split: str) -> bool:
+        """Whether the split's folder is in OUT, complete (moved there whole by `publish`)."""
+        return os.path.isfile(os.path.join(self.out, split, MANIFEST)) and \
+            not os.path.isdir(os.path.join(self.staged, split))
+
+    def publish(self, split: str) -> None:
+        """The split's folder, complete (its manifest written last), moved from OUT/.work/splits into OUT in one
+        rename: a reader of OUT (`datasets.load_dataset("arrow", data_dir=OUT)`, which reads every shard below it)
+        never sees a split being written. A split folder an older synprep left half-written goes first."""
+        staged, final = os.path.join(self.staged, split), os.path.join(self.out, split)
+        if not os.path.isdir(staged):
+            return  # published already (a resumed run)
+        if os.path.isdir(final):
+            shutil.rmtree(final)
+        os.replace(staged, final)
 
     def contents(self) -> list[str]:
         """What the output folder holds besides the writer lock and the rejections reports of a stopped run."""
