@@ -70,7 +70,7 @@ from .shapes import LADDER_TEXT, choose_attention, chosen_attention, compile_mod
 from .stop_request import StopRequest, stop_requests
 from .switches.active import ActiveSwitches
 from .validation import EarlyStopping, evaluate, scores_text, valid_metrics
-from .vocab import Vocab, scheme_vocab, separate_bpe
+from .vocab import Vocab, check_subword_models, scheme_vocab, separate_bpe
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +307,7 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
     if resumed:
         vocab = checkpoint_vocab(resumed.ckpt, mcfg, resumed.path)
     else:  # one vocabulary per side when the dataset's BPE is per side
+        check_subword_models(cfg.data, split[1].signature)
         joint = not separate_bpe(split[1].configuration)
         vocab = ((decoder_target is None and scheme_vocab(split[1].configuration, cfg.data))
                  or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint))

@@ -123,6 +123,47 @@ def test_a_convert_stopped_in_the_shard_phase_shows_no_partial_split(tmp_path, s
     assert len({path.resolve() for path in readable_shards(out)}) == 3 + 1 + 1 and not (out / ".work").exists()
 
 
+def changed_in_place(path: Path) -> bytes:
+    """`path`'s last byte changed, its size and times kept (what a size-and-mtime check cannot see); returns the
+    old bytes (a folder: its largest file's)."""
+    if path.is_dir():
+        path = max((p for p in path.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+    before, info = path.read_bytes(), path.stat()
+    path.write_bytes(before[:-1] + bytes([before[-1] ^ 1]))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    return before
+
+
+def test_resume_refuses_every_file_the_pipeline_names_changed_in_place(tmp_path, tiny_udpipe):
+    """`convert --resume` after the parser model was replaced finished with exit 0, rows of the old model's trees
+    beside the new one's: every file the pipeline names (parser models, treebanks, sub-word models, codes: found
+    from the configuration, not listed here) is recorded by content and a change under the same name, size and
+    mtime is refused in one line naming it."""
+    from synprep.convert.inputs import dependency_digests
+    from synprep.convert.pipeline import load_pipeline
+
+    def models(lang: str) -> str:
+        copy = tmp_path / f"{lang}.udpipe"
+        if not copy.exists():
+            copy.write_bytes(Path(tiny_udpipe(lang)).read_bytes())
+        return str(copy)
+
+    pipeline = write_pipeline(tmp_path, models)
+    done = run(SYNPREP, "convert", str(pipeline), "--workers", "1", "--keep-work", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-1500:]
+    named = dependency_digests(load_pipeline(str(pipeline)))
+    assert {models("en"), models("de")} <= set(named)
+    for path in map(Path, named):
+        before = changed_in_place(path)
+        result = run(SYNPREP, "convert", str(pipeline), "--resume", cwd=tmp_path)
+        one_line(result, "--resume: this file changed since the interrupted run", path.name)
+        target = path if path.is_file() else max((p for p in path.rglob("*") if p.is_file()),
+                                                 key=lambda p: p.stat().st_size)
+        target.write_bytes(before)
+    again = run(SYNPREP, "convert", str(pipeline), "--resume", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-1500:]
+
+
 def test_a_parse_cache_that_cannot_be_made_is_named_and_leaves_no_output_folder(tmp_path, tiny_udpipe):
     """Before: `synprep: error: /x: Not a directory` without naming the cache, and the half-made output folder
     stayed, so the corrected command was refused ("output folder exists")."""

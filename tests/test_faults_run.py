@@ -712,6 +712,20 @@ def test_a_run_that_diverges_stops_in_one_line_and_saves_no_nan_weights(data, tm
         assert all(bool(torch.isfinite(value).all()) for value in weights.values() if value.is_floating_point())
 
 
+def test_a_dataset_whose_subword_model_was_replaced_is_refused(data, tmp_path):
+    """`syntrain run` on a dataset whose sub-word model (here codes.bpe; subwords.model and tokenizer.json by the
+    same record) was replaced after convert trained with the foreign vocabulary: every model file the manifest's
+    signature records a sha256 of is compared by content, one line naming it."""
+    dataset = tmp_path / "dataset"
+    shutil.copytree(data["shards"], dataset)
+    recorded = json.loads((dataset / "train" / "manifest.json").read_text())["signature"]
+    assert recorded["bpe_codes_sha256"]
+    shutil.copyfile(data["other"] / "codes.bpe", dataset / "codes.bpe")
+    result = syntrain("run", "--data", dataset / "train", "--out", tmp_path / "run", *SMALL, "--max-steps", "1")
+    one_line_error(result, str(dataset / "codes.bpe"), "not the sub-word model this dataset was cut with")
+    assert not (tmp_path / "run").exists()
+
+
 # ------------------------------------------------------------------------------ output paths
 
 

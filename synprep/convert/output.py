@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..outputs import run_files
 from ..shards import LOCK, MANIFEST, write_paths
 from ..textio import atomic_write
-from .inputs import input_fingerprints
+from .inputs import dependency_digests, input_fingerprints
 from .pipeline import PipelineConfig
 
 RUN_INFO = "run.json"  # at OUT: written last (workers, engine, timings, the configuration's fingerprint)
@@ -45,6 +45,11 @@ def _check_same_run(config: PipelineConfig, marker: str) -> None:
     for path, value in input_fingerprints(config).items():
         if path in recorded and list(recorded[path]) != value:
             raise InputError("--resume: this input changed since the interrupted run (other size or content): "
+                             "restore it, or start again with --overwrite", path)
+    files = previous.get("files")
+    for path, digest in dependency_digests(config).items() if isinstance(files, dict) else ():
+        if path in files and files[path] != digest:  # a parser or sub-word model, codes: the trees would mix
+            raise InputError("--resume: this file changed since the interrupted run (other content, same name): "
                              "restore it, or start again with --overwrite", path)
 
 
@@ -166,7 +171,7 @@ class OutputFolder:
                 os.remove(path)
         os.makedirs(self.work, exist_ok=True)
         record = {"fingerprint": fingerprint(self.config), "config": self.config.fingerprint_dict(),
-                  "inputs": input_fingerprints(self.config)}
+                  "inputs": input_fingerprints(self.config), "files": dependency_digests(self.config)}
         atomic_write(marker, json.dumps(record, indent=2, sort_keys=True).encode())
         write_paths(self.out, self.config.data_root, self.config.file or None)
 
