@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import shlex
 import sys
@@ -33,6 +34,34 @@ def cli(verbose: int, quiet: int) -> None:
 @cli.group()
 def bpe() -> None:
     """Joint BPE with subword-nmt (learn codes, apply them)."""
+
+
+class Finite(click.FloatRange):
+    """A number in a range, never NaN or an infinity (click's FloatRange takes `nan`: no comparison refuses it)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:  # noqa: ANN401
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+class Declared(click.ParamType):
+    """An option whose type and range an API function's declaration gives (`synprep.tables.parse_argument`):
+    the command and the function refuse a value with one message."""
+
+    def __init__(self, cls: type, name: str) -> None:
+        from .tables import describe_option
+
+        self.cls, self.field_name, self.name = cls, name, describe_option(cls, name)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:  # noqa: ANN401
+        from .tables import parse_argument
+
+        try:
+            return parse_argument(self.cls, self.field_name, value) if isinstance(value, str) else value
+        except ValueError as err:  # the API function's message, word for word
+            raise InputError(str(err)) from None
 
 
 def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
@@ -68,7 +97,7 @@ def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], A
               help="sentencepiece: pieces of the model.")
 @click.option("--model-type", type=click.Choice(["unigram", "bpe"]), default="unigram", show_default=True,
               help="sentencepiece: the model learned.")
-@click.option("--character-coverage", type=click.FloatRange(0.98, 1.0), default=1.0, show_default=True,
+@click.option("--character-coverage", type=Finite(0.98, 1.0), default=1.0, show_default=True,
               help="sentencepiece: share of the characters the model covers.")
 @click.option("--byte-fallback", is_flag=True, help="sentencepiece: unknown characters become byte pieces.")
 def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: str | None,
@@ -244,7 +273,7 @@ def parser() -> None:
                                                         "tokenize=none: no tokenizer (repeatable).")
 @click.option("--lang", default=None, help="spacy, stanza: language code (default: from the file name, "
                                            "en_ewt-ud-train.conllu -> en).")
-@click.option("--max-minutes", type=click.FloatRange(min=0), default=None, help="spacy: training time budget.")
+@click.option("--max-minutes", type=Finite(min=0), default=None, help="spacy: training time budget.")
 @click.option("--allow-no-spaceafter", is_flag=True,
               help="Train even when a treebank of a language written without spaces has no SpaceAfter=No.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the trainer's own log.")
@@ -336,7 +365,7 @@ def parser_eval(backend: str | None, model: str | None, model_dir: str | None, l
               help="Sides with fewer letters skip the language check (0: check all).")
 @click.option("--min-len", type=click.IntRange(min=0), default=1, show_default=True, help="Min tokens per side.")
 @click.option("--max-len", type=click.IntRange(min=1), default=80, show_default=True, help="Max tokens per side.")
-@click.option("--max-ratio", type=click.FloatRange(min=1), default=3.0, show_default=True,
+@click.option("--max-ratio", type=Finite(min=1), default=3.0, show_default=True,
               help="Max token-count ratio longer/shorter side.")
 @click.option("--max-chars", type=click.IntRange(min=1), default=options.MAX_LINE_CHARS, show_default=True,
               help="Max characters per side (longer lines are rejected first: bounded work per line).")
@@ -360,24 +389,6 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
     except ValueError as err:
         raise click.UsageError(str(err)) from None
     click.echo(summary.format())
-
-
-class Declared(click.ParamType):
-    """An option whose type and range an API function's declaration gives (`synprep.tables.parse_argument`):
-    the command and the function refuse a value with one message."""
-
-    def __init__(self, cls: type, name: str) -> None:
-        from .tables import describe_option
-
-        self.cls, self.field_name, self.name = cls, name, describe_option(cls, name)
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:  # noqa: ANN401
-        from .tables import parse_argument
-
-        try:
-            return parse_argument(self.cls, self.field_name, value) if isinstance(value, str) else value
-        except ValueError as err:  # the API function's message, word for word
-            raise InputError(str(err)) from None
 
 
 @cli.command()
@@ -457,7 +468,7 @@ def cache_verify(folder: str, repair: bool) -> None:
 
 @cache.command("prune")
 @click.argument("folder")
-@click.option("--max-gb", type=click.FloatRange(min=0), default=None,
+@click.option("--max-gb", type=Finite(min=0), default=None,
               help="Delete the least recently used entries until the cache holds at most this much.")
 @click.option("--parser", "parser_id", default=None, help="Delete every entry of this parser (its id or digest "
                                                            "prefix, from `synprep cache info`) or stage (filter, "
@@ -478,7 +489,7 @@ def cache_prune(folder: str, max_gb: float | None, parser_id: str | None) -> Non
 @click.option("-o", "--output", required=True, help="Output folder (text, gold CoNLL-U, pipeline.toml).")
 @click.option("--max-depth", type=click.IntRange(min=0), default=2, show_default=True,
               help="Nesting depth of relative/complement clauses and PPs inside noun phrases.")
-@click.option("--non-projective-rate", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+@click.option("--non-projective-rate", type=Finite(0, 1), default=0.05, show_default=True,
               help="Share of pairs with an extraposed relative clause (non-projective on both sides).")
 @click.option("--bpe-symbols", type=click.IntRange(min=1), default=300, show_default=True,
               help="BPE merges in the written pipeline.toml.")
