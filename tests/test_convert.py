@@ -17,7 +17,7 @@ import pytest
 from synprep.features import from_transitions
 from synprep.schema import pair_schema
 
-from .conftest import REPO, SAMPLE_DATA, SHARED
+from .conftest import REPO, SAMPLE_DATA, SHARED, assert_accounted
 
 BIN = Path(sys.executable).parent
 PARALLEL = SAMPLE_DATA / "parallel"
@@ -62,10 +62,18 @@ non_projective = "lift"
 
 
 def convert(pipeline, *args, check=True):
+    """`synprep convert PIPELINE ARGS`; a finished dataset's accounting checked (`assert_accounted`)."""
     result = subprocess.run([str(BIN / "synprep"), "convert", str(pipeline), *map(str, args)],
                             capture_output=True, text=True)
     if check:
         assert result.returncode == 0, result.stderr[-2000:]
+    if result.returncode == 0:
+        from synprep.convert.pipeline import load_pipeline
+
+        given = list(map(str, args))
+        out = given[given.index("--output") + 1] if "--output" in given else load_pipeline(str(pipeline)).output
+        if Path(out).is_dir():
+            assert_accounted(Path(out))
     return result
 
 
