@@ -726,6 +726,52 @@ def test_a_dataset_whose_subword_model_was_replaced_is_refused(data, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def _damaged_fields():
+    """(field, how, value) for every field `--resume` reads from a checkpoint (its declaration), each missing (if
+    required), of another type, or impossible; `None` as value: the field removed."""
+    from syntrain.runfolder.resume import CHECKPOINT_FIELDS, COUNTS, RESUMABLE
+
+    cases = []
+    for key, kinds in CHECKPOINT_FIELDS.items():
+        if key in RESUMABLE:
+            cases.append((key, "missing", None))
+        cases.append((key, "another type", b"x" if str not in kinds else 5))
+        if key in COUNTS:
+            cases.append((key, "below 0", -3))
+    return cases
+
+
+@pytest.mark.parametrize("key, how, value", _damaged_fields(), ids=lambda v: str(v))
+def test_resume_never_takes_a_checkpoint_field_that_is_missing_wrong_or_impossible(data, tmp_path, key, how, value):
+    """Every field --resume reads, damaged in last.pt: that file is not resumed from (the newest complete other
+    checkpoint is, or one line): before, a wrong `rng`, `position`, `optimizer`, `scheduler`, `best`, `bad_evals`
+    or `train_config` was a traceback mid-start."""
+    import torch
+
+    from syntrain.runfolder.resume import resume_point
+
+    run = copy_run(data, tmp_path)
+    ckpt = torch.load(run / "last.pt", weights_only=False)
+    if value is None:
+        del ckpt[key]
+    else:
+        ckpt[key] = value
+    torch.save(ckpt, run / "last.pt")
+    path, state = resume_point(str(run))
+    assert os.path.basename(path) != "last.pt" and state["step"] == 4, path
+
+
+def test_resume_from_a_damaged_last_pt_continues_from_the_newest_complete_checkpoint(data, tmp_path):
+    import torch
+
+    run = copy_run(data, tmp_path)
+    ckpt = torch.load(run / "last.pt", weights_only=False)
+    torch.save({**ckpt, "rng": "x"}, run / "last.pt")  # a traceback in set_rng_state before
+    result = syntrain("run", "--resume", "--out", run, "--max-steps", "5")
+    assert result.returncode == 0, result.stderr[-1500:]
+    assert "from checkpoint_4.pt" in result.stderr or "from best.pt" in result.stderr, result.stderr[-1500:]
+
+
 # ------------------------------------------------------------------------------ output paths
 
 
