@@ -27,12 +27,16 @@ _BOUNDS = (("ge", ">=", lambda v, b: v >= b), ("gt", ">", lambda v, b: v > b), (
 
 def option(default: Any = MISSING, *, default_factory: Any = MISSING, help: str = "",  # noqa: A002
            ge: float | None = None, gt: float | None = None, le: float | None = None, lt: float | None = None,
-           choices: Sequence[Any] | None = None, filled: bool = False, flag: bool = False) -> Any:
+           choices: Sequence[Any] | None = None, filled: bool = False, flag: bool = False,
+           requires: dict[str, Any] | None = None, conflicts: Sequence[str] = ()) -> Any:
     """A dataclass field with its help text and allowed values (bounds apply to each item of a list); `filled`:
     the trainer sets it from the training data (not a recipe key); `flag`: a [model] option that is also a
-    `syntrain run --NAME` flag."""
+    `syntrain run --NAME` flag; `requires` {other field: value}: set (not its default), it does nothing unless
+    each other field has that value; `conflicts`: fields that contradict it when both are set (`check_arguments`
+    refuses both)."""
     metadata = {"help": help, "ge": ge, "gt": gt, "le": le, "lt": lt,
-                "choices": tuple(choices) if choices is not None else None, "filled": filled, "flag": flag}
+                "choices": tuple(choices) if choices is not None else None, "filled": filled, "flag": flag,
+                "requires": dict(requires or {}), "conflicts": tuple(conflicts)}
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -169,6 +173,29 @@ def check_arguments(cls: type, values: dict[str, Any], positional: Sequence[str]
         problem = _range_error(name, value, spec)
         if problem:
             raise ValueError(problem)
+    _check_together(cls, values)
+
+
+def _check_together(cls: type, values: dict[str, Any]) -> None:
+    """The declared `requires` and `conflicts` of the arguments that are set (given, not their default)."""
+    specs = {spec.name: spec for spec in fields(cls)}
+
+    def is_set(name: str) -> bool:
+        return name in values and values[name] != specs[name].default
+
+    for spec in fields(cls):
+        if not is_set(spec.name):
+            continue
+        for other, wanted in spec.metadata.get("requires", {}).items():
+            if values.get(other, specs[other].default) != wanted:
+                if isinstance(wanted, bool):  # a flag: its --no- form when it must be on
+                    raise ValueError(f"{flag_name(spec.name)} does nothing with "
+                                     f"{flag_name(other) if not wanted else '--no-' + flag_name(other)[2:]}")
+                raise ValueError(f"{flag_name(spec.name)} is for {flag_name(other)} {wanted} (it would do nothing "
+                                 "here)")
+        for other in spec.metadata.get("conflicts", ()):
+            if is_set(other):
+                raise ValueError(f"{flag_name(spec.name)} and {flag_name(other)} exclude each other")
 
 
 def parse_argument(cls: type, name: str, text: str) -> Any:  # noqa: ANN401 (the declared type)

@@ -150,3 +150,32 @@ def test_train_refuses_an_argument_of_the_wrong_type_in_one_line(tmp_path, monke
     flag = {"recipe": "CONFIG", "sets": "--set", "model": "model"}.get(name, "--" + name.replace("_", "-"))
     assert "\n" not in message and flag in message
     assert list(tmp_path.iterdir()) == []
+
+
+def _together_cases():
+    """(arguments, flag named) for every declared `requires` and `conflicts` of convert's arguments."""
+    from dataclasses import fields
+
+    from synprep.convert import ConvertArguments
+
+    cases = []
+    for spec in fields(ConvertArguments):
+        given = {"parse_cache": "cache", "ray_address": "head:6379"}.get(spec.name, not spec.default)
+        for other, wanted in spec.metadata["requires"].items():
+            other_default = {f.name: f.default for f in fields(ConvertArguments)}[other]
+            unwanted = (not wanted) if isinstance(wanted, bool) else other_default
+            cases.append(({spec.name: given, other: unwanted}, "--" + spec.name.replace("_", "-")))
+        for other in spec.metadata["conflicts"]:
+            cases.append(({spec.name: given, other: True}, "exclude each other"))
+    return cases
+
+
+@pytest.mark.parametrize("arguments, named", _together_cases(), ids=repr)
+def test_convert_refuses_values_that_do_nothing_or_contradict(tmp_path, arguments, named):
+    """The `requires` and `conflicts` declared beside convert's arguments: a value that does nothing under the
+    others (`--parse-cache` with `--no-cache` was ignored) or two that contradict each other is one line."""
+    out = tmp_path / "out"
+    with pytest.raises(synprep.InputError, match=named):
+        synprep.convert(str(REPO / "pipelines" / "sample.toml"), output=str(out), **arguments)
+    assert not out.exists()
+    assert len(_together_cases()) >= 3
