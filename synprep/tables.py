@@ -42,13 +42,13 @@ def option(default: Any = MISSING, *, default_factory: Any = MISSING, help: str 
     return field(default=default, metadata=metadata)
 
 
-def _has_type(value: Any, hint: Any) -> bool:
+def has_type(value: Any, hint: Any) -> bool:
     """Whether a TOML/JSON value fits a dataclass field's type (int for float is fine, bool for int is not)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is typing.Any:
         return True
     if origin in (typing.Union, types.UnionType):
-        return any(_has_type(value, arg) for arg in args)
+        return any(has_type(value, arg) for arg in args)
     if hint is type(None):
         return value is None
     if hint is bool:
@@ -62,8 +62,8 @@ def _has_type(value: Any, hint: Any) -> bool:
         if not isinstance(value, list | tuple):
             return False
         if origin is tuple and args and args[-1] is not Ellipsis:
-            return len(value) == len(args) and all(map(_has_type, value, args))
-        return all(_has_type(v, args[0]) for v in value) if args else True
+            return len(value) == len(args) and all(map(has_type, value, args))
+        return all(has_type(v, args[0]) for v in value) if args else True
     if origin is dict or hint is dict:
         return isinstance(value, dict)
     return True
@@ -142,7 +142,7 @@ def config_from_dict(cls: type, values: dict, what: str) -> Any:
         raise ValueError(f"unknown {what} option(s): {', '.join(sorted(unknown))}")
     values = dict(values)
     for name, value in values.items():
-        if not _has_type(value, hints[name]):
+        if not has_type(value, hints[name]):
             raise ValueError(f"{what} {name} must be {_type_words(hints[name])}, got {value!r}")
         problem = _range_error(name, value, specs[name])
         if problem:
@@ -166,7 +166,7 @@ def check_arguments(cls: type, values: dict[str, Any], positional: Sequence[str]
         if spec.name not in values:
             continue
         value, name = values[spec.name], spec.name.upper() if spec.name in positional else flag_name(spec.name)
-        if not _has_type(value, hints[spec.name]):
+        if not has_type(value, hints[spec.name]):
             raise ValueError(f"{name} must be {_type_words(hints[spec.name])}, got {value!r}")
         if value is None:
             continue
@@ -202,7 +202,7 @@ def parse_argument(cls: type, name: str, text: str) -> Any:  # noqa: ANN401 (the
     """A command-line value of an argument `cls` declares, converted to its declared type (a number where the
     declaration takes one) and checked by `check_arguments`: one declaration serves the command and the API."""
     hint = typing.get_type_hints(cls)[name]
-    kind = float if _has_type(1.5, hint) else int if _has_type(1, hint) else None
+    kind = float if has_type(1.5, hint) else int if has_type(1, hint) else None
     value: Any = text
     if kind is not None:
         try:
