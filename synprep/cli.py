@@ -51,9 +51,13 @@ class Declared(click.ParamType):
     the command and the function refuse a value with one message."""
 
     def __init__(self, cls: type, name: str) -> None:
-        from .tables import describe_option
+        import typing
 
-        self.cls, self.field_name, self.name = cls, name, describe_option(cls, name)
+        from .tables import has_type
+
+        hint = typing.get_type_hints(cls)[name]
+        self.cls, self.field_name = cls, name
+        self.name = "number" if has_type(1.5, hint) else "integer" if has_type(1, hint) else "text"  # the metavar
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:  # noqa: ANN401
         from .tables import parse_argument
