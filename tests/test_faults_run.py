@@ -772,6 +772,28 @@ def test_resume_from_a_damaged_last_pt_continues_from_the_newest_complete_checkp
     assert "from checkpoint_4.pt" in result.stderr or "from best.pt" in result.stderr, result.stderr[-1500:]
 
 
+def _run_records():
+    from syntrain.runfolder.files import RUN_FILES
+
+    return [(name, how) for name in RUN_FILES if not name.endswith(".pt") and name != "vocab.src.json"
+            for how in ("missing", "garbage")]
+
+
+@pytest.mark.parametrize("name, how", _run_records())
+def test_resume_with_a_run_record_missing_or_damaged_is_one_line_or_goes_on(data, tmp_path, name, how):
+    """Every record of a run folder besides its checkpoints (from `RUN_FILES`: config.toml, metrics.jsonl,
+    train.log, vocab.json), missing or garbage: `--resume` goes on or refuses in one line, never a traceback."""
+    run = copy_run(data, tmp_path)
+    if how == "missing":
+        (run / name).unlink()
+    else:
+        (run / name).write_bytes(b"\x00\xff{[ not what it should be\n")
+    result = syntrain("run", "--resume", "--out", run, "--max-steps", "5")
+    assert "Traceback" not in result.stderr, result.stderr[-1500:]
+    if result.returncode:
+        one_line_error(result)
+
+
 # ------------------------------------------------------------------------------ output paths
 
 
