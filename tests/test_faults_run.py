@@ -568,6 +568,36 @@ def test_compare_decodes_again_for_other_decoding_settings_or_another_split(data
     assert "warning: " in other.stderr and "BPE codes" in other.stderr
 
 
+KEY_FIELDS = ("checkpoint", "data", "data_fingerprint", "beam", "length_penalty", "max_tokens", "threads", "device")
+
+
+def _hypotheses_key_cases():
+    """Damage to compare's cache of a run's hypotheses: the key file garbage, or each field of the key a run's
+    final test records (KEY_FIELDS: the test below fails when the key gets a field they do not list) missing or
+    of another type."""
+    cases = [("test.hyp.json", "garbage"), ("test.hyp.json", "a list"), ("test.hyp", "missing")]
+    return cases + [(field, how) for field in KEY_FIELDS for how in ("missing", "type")]
+
+
+@pytest.mark.parametrize("field, how", _hypotheses_key_cases())
+def test_compare_with_a_damaged_hypotheses_cache_decodes_again(data, tmp_path, field, how):
+    """A damaged cache of hypotheses is never used: compare decodes again (and writes a new one), never a
+    traceback."""
+    run = copy_run(data, tmp_path)
+    key = json.loads((run / "test.hyp.json").read_text())
+    assert set(key) == set(KEY_FIELDS)
+    if field == "test.hyp.json":
+        (run / field).write_bytes(b"\x00{" if how == "garbage" else b"[]")
+    elif field == "test.hyp":
+        (run / field).unlink()
+    else:
+        key = {k: v for k, v in key.items() if k != field} if how == "missing" else {**key, field: [["x"]]}
+        (run / "test.hyp.json").write_text(json.dumps(key))
+    result = syntrain("compare", "--data", data["shards"] / "test", "--samples", "10", run)
+    assert result.returncode == 0, result.stderr[-1500:]
+    assert str(run / "test.hyp") in result.stderr.strip().splitlines()[-1]  # decoded and written again
+
+
 # ------------------------------------------------------------------------------ run folders and datasets, lost best.pt
 
 
