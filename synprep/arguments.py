@@ -42,7 +42,9 @@ class Arg:
         if self.kind is int:
             return click.INT if self.min is None and self.max is None else click.IntRange(self.min, self.max)
         if self.kind is float:
-            return click.FLOAT if self.min is None and self.max is None else click.FloatRange(self.min, self.max)
+            from .clihelp import Finite
+
+            return Finite(self.min, self.max)
         return click.BOOL if self.kind is bool else click.STRING
 
     def option(self, *decls: str, **attrs: Any) -> Callable[[Any], Any]:  # noqa: ANN401

@@ -13,6 +13,7 @@ import click
 from . import __version__, options
 from .arguments import declared
 from .clihelp import add_examples, verbosity_options
+from .convert import ConvertArguments
 from .errors import InputError, Interrupted, run_cli
 from .logs import set_verbosity
 from .subwords import registry
@@ -31,6 +32,28 @@ def cli(verbose: int, quiet: int) -> None:
 @cli.group()
 def bpe() -> None:
     """Joint BPE with subword-nmt (learn codes, apply them)."""
+
+
+class Declared(click.ParamType):
+    """An option whose type and range an API function's declaration gives (`synprep.tables.parse_argument`):
+    the command and the function refuse a value with one message."""
+
+    def __init__(self, cls: type, name: str) -> None:
+        import typing
+
+        from .tables import has_type
+
+        hint = typing.get_type_hints(cls)[name]
+        self.cls, self.field_name = cls, name
+        self.name = "number" if has_type(1.5, hint) else "integer" if has_type(1, hint) else "text"  # the metavar
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:  # noqa: ANN401
+        from .tables import parse_argument
+
+        try:
+            return parse_argument(self.cls, self.field_name, value) if isinstance(value, str) else value
+        except ValueError as err:  # the API function's message, word for word
+            raise InputError(str(err)) from None
 
 
 def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
@@ -304,8 +327,9 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
 @cli.command()
 @click.argument("pipeline_file")
 @click.option("--output", default=None, help="Output folder (overrides the pipeline's `output`).")
-@click.option("--shard-size", type=int, default=None, help="Input pairs per shard (overrides `shard_size`).")
-@click.option("--workers", type=click.IntRange(min=0), default=0,
+@click.option("--shard-size", type=Declared(ConvertArguments, "shard_size"), default=None,
+              help="Input pairs per shard (overrides `shard_size`).")
+@click.option("--workers", type=Declared(ConvertArguments, "workers"), default=0,
               help="Processes (default 0 = all cores); same shards.")
 @click.option("--engine", type=click.Choice(options.ENGINES), default="local", show_default=True,
               help="local: worker processes on this machine; ray: a Ray cluster (docs/scale.md).")

@@ -32,3 +32,15 @@ def add_examples(group: click.Group, prog: str, examples: dict[str, str]) -> Non
         raise AssertionError(f"{prog}: examples differ from the commands: {sorted(set(commands) ^ set(examples))}")
     for path, command in commands.items():
         command.epilog = f"\b\nExample:\n  {examples[path]}"
+
+
+class Finite(click.FloatRange):
+    """A number in a range, never NaN or an infinity (click's FloatRange takes `nan`: no comparison refuses it)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:  # noqa: ANN401
+        import math
+
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number

@@ -91,6 +91,14 @@ class Terminated(KeyboardInterrupt):
 
 
 ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_RECEIVED: list[int] = []  # the ending signals `signals_interrupt` turned into Terminated in this process
+
+
+def received_signal() -> int:
+    """The ending signal this process received under `signals_interrupt` (0: none). Its Terminated, raised where
+    the signal came, may have been turned into another exception on the way (a C extension's import failing
+    with its own TypeError), so a command that cleans up after a signal asks here."""
+    return _RECEIVED[-1] if _RECEIVED else 0
 
 
 @contextlib.contextmanager
@@ -104,6 +112,7 @@ def signals_interrupt() -> Iterator[None]:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
+        _RECEIVED.append(signum)
         raise Terminated(signum)
 
     try:

@@ -231,9 +231,29 @@ class Manifest:
         atomic_write(os.path.join(folder, MANIFEST), self.to_json().encode("utf-8"))
 
 
-_REQUIRED: dict[str, type | tuple[type, ...]] = {
-    "split": str, "configuration": dict, "signature": dict, "input_lines": int, "rows": int, "rejected": dict,
-    "shards": list}
+def manifest_problem(data: dict) -> str | None:
+    """The first field of a manifest's JSON that is missing (a `Manifest` field without a default), of another
+    type than its declaration or an impossible count (below 0), in words; None when every field fits. Read from
+    the dataclass, so a field added to it is checked without more code."""
+    import dataclasses
+    import typing
+
+    from .tables import has_type
+
+    hints = typing.get_type_hints(Manifest)
+    for spec in dataclasses.fields(Manifest):
+        if spec.name not in data:
+            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+                return f"'{spec.name}' missing or of the wrong type"
+            continue
+        value = data[spec.name]
+        if not has_type(value, hints[spec.name]):
+            return f"'{spec.name}' missing or of the wrong type"
+        counts = [value] if hints[spec.name] is int else \
+            list(value.values()) if spec.name == "rejected" else []
+        if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in counts):
+            return f"'{spec.name}' holds an impossible count ({value!r})"
+    return None
 
 
 def load_manifest(folder: str) -> Manifest:
@@ -262,9 +282,8 @@ def load_manifest(folder: str) -> Manifest:
         raise InputError(f"cannot read manifest.json: {err.strerror}", path) from None
     if not isinstance(data, dict):
         raise InputError("manifest.json is not a JSON object", path)
-    for key, kind in _REQUIRED.items():
-        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
-            raise InputError(f"manifest.json: '{key}' missing or of the wrong type", path)
+    if (problem := manifest_problem(data)) is not None:
+        raise InputError(f"manifest.json: {problem}", path)
     for entry in data["shards"]:
         if not (isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("rows"), int)
                 and os.path.basename(entry["file"]) == entry["file"]):

@@ -548,4 +548,4 @@ def main() -> None:
     """Entry point: user errors become one line `syntrain: error: ...` and exit code 2."""
     from synprep.errors import run_cli
 
-    run_cli(cli, "syntrain")
+    run_cli(cli, "syntrain", ending_signals=True)  # SIGTERM/SIGHUP: one line (a run's loop saves last.pt first)

@@ -21,6 +21,30 @@ def wandb_installed() -> bool:
     return importlib.util.find_spec("wandb") is not None
 
 
+def wandb_login_problem() -> str | None:
+    """Why wandb would not start a run here, found offline (before the run folder is made), or None: not
+    logged in is no WANDB_API_KEY (or WANDB_IDENTITY_TOKEN_FILE) and no entry for the W&B host in the netrc file,
+    where wandb looks (`NETRC`, else ~/.netrc, else ~/_netrc); WANDB_MODE=offline or disabled needs no login."""
+    import netrc
+    from urllib.parse import urlparse
+
+    if os.environ.get("WANDB_MODE", "").lower() in ("offline", "dryrun", "disabled") or \
+            os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
+        return None
+    host = urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname or "api.wandb.ai"
+    path = os.path.expanduser(os.environ.get("NETRC") or "~/.netrc")
+    if not os.environ.get("NETRC") and not os.path.exists(path) and os.path.exists(os.path.expanduser("~/_netrc")):
+        path = os.path.expanduser("~/_netrc")
+    try:
+        entry = netrc.netrc(path).authenticators(host) if os.path.isfile(path) else None
+    except (netrc.NetrcParseError, OSError, UnicodeDecodeError) as err:
+        return f"wandb cannot read its login from {path}: {' '.join(str(err).split())}"
+    if entry and entry[2]:
+        return None
+    return (f"wandb is not logged in to {host} (no WANDB_API_KEY, no entry in {path}): run `wandb login`, or set "
+            "WANDB_MODE=offline to log locally")
+
+
 class Trackers:
     """The trackers a run's configuration asks for, opened in its run folder `out` (config.toml written)."""
 

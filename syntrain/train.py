@@ -48,6 +48,7 @@ from .runfolder.checkpoints import (
     checkpoint_vocab,
     load_checkpoint,
     load_weights,
+    nonfinite_weight,
     read_checkpoint,
     save_checkpoint,
     write_run_checkpoints,
@@ -64,13 +65,13 @@ from .runfolder.resume import (
     resume_point,
 )
 from .runfolder.source import SOURCE_DIR, write_source_files
-from .runfolder.start import named_run, prepare_run_dir, run_folder_lock, start_run_folder
+from .runfolder.start import named_run, prepare_run_dir, remove_unstarted_run, run_folder_lock, start_run_folder
 from .scoring import bleu_metric
 from .shapes import LADDER_TEXT, choose_attention, chosen_attention, compile_model, ladder_in_use, shape_summary
 from .stop_request import StopRequest, stop_requests
 from .switches.active import ActiveSwitches
 from .validation import EarlyStopping, evaluate, scores_text, valid_metrics
-from .vocab import Vocab, scheme_vocab, separate_bpe
+from .vocab import Vocab, check_subword_models, scheme_vocab, separate_bpe
 
 log = logging.getLogger(__name__)
 
@@ -315,6 +316,7 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
         mcfg, vocab, source = start_model_config(cfg.pretrained, cfg.model, *split)
         notes, origin = tuple(filter(None, [missing_pieces(split[0], vocab)])), f"the pretrained model {source.folder}"
     else:  # one vocabulary per side when the dataset's BPE is per side
+        check_subword_models(cfg.data, split[1].signature)
         joint = not separate_bpe(split[1].configuration)
         whole = decoder_target is None and cfg.vocabulary == "model" and scheme_vocab(split[1].configuration, cfg.data)
         vocab = whole or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint)
@@ -448,10 +450,22 @@ def open_metrics(run: Run) -> MetricsLog:
 
 # checkpoints and validation
 
+def diverged(run: Run, what: str) -> ValueError:
+    """The one line of a run that diverged at its step (`what` says how it shows): it learns nothing from there
+    (fp16 skips every update, fp32 trains on in NaN), so it stops (exit 2); no checkpoint of it is written (`save`
+    refuses non-finite weights), the earlier ones stay."""
+    last = os.path.join(run.cfg.out, LAST)
+    kept = f"{last} holds the last checkpoint written before" if os.path.exists(last) else "no checkpoint was written"
+    return ValueError(f"{what} at step {run.state.step}: the run diverged (lower --lr, raise --warmup, set "
+                      f"--clip-norm or train in fp32); {kept}")
+
+
 def save(run: Run, also_best: bool, step_copy: bool = True) -> None:
     """last.pt (and best.pt, and with keep_last and `step_copy` a checkpoint_<step>.pt); a collective under DDP:
     every rank calls it, rank 0 writes, the others wait (for rank 0's validation before it too)."""
     rng: dict | list = rng_state()
+    if (name := nonfinite_weight(run.trainer.raw_model.state_dict())) is not None:  # never saved: same on all ranks
+        raise diverged(run, f"the weights hold NaN or infinite values ({name})")
     run.procs.wait_for_rank0()
     if run.procs.world > 1:  # every rank's RNG, so each continues its own dropout stream
         gathered: list = [None] * run.procs.world
@@ -540,9 +554,11 @@ class Window:
 
     def __init__(self) -> None:
         self.loss, self.tokens, self.aux, self.start = 0.0, 0, {}, time.time()
+        self.updates, self.finite = 0, 0  # `finite`: a tensor once a loss is added (no device sync per update)
 
     def add(self, loss: torch.Tensor, tokens: int, aux: dict[str, torch.Tensor]) -> None:
         self.loss, self.tokens = self.loss + loss.detach() * tokens, self.tokens + tokens
+        self.updates, self.finite = self.updates + 1, self.finite + torch.isfinite(loss.detach()).int()
         for name, value in aux.items():
             self.aux[name] = self.aux.get(name, 0.0) + value * tokens
 
@@ -550,6 +566,9 @@ class Window:
         """The log line and metrics.jsonl line of the window (then a new window starts); `elapsed_s`: the
         trained time (`TrainedClock`)."""
         cfg, tokens, state, world = run.cfg, self.tokens, run.state, run.procs.world
+        if self.updates and not int(self.finite):
+            raise diverged(run, f"the training loss is NaN or infinite in every update of the log window "
+                                f"({self.updates})")
         seconds, elapsed = max(time.time() - self.start, 1e-9), time.time() - state.clock.start
         values = {"step": state.step, "epoch": state.epoch, "loss": round(self.loss.item() / tokens, 4),
                   "lr": run.trainer.scheduler.get_last_lr()[0], "tokens": tokens * world,
@@ -703,15 +722,41 @@ def attention_words(kernel: str) -> str:
     return "plain attention" if kernel == "none" else f"attention kernel {kernel}"
 
 
+def check_api_arguments(recipe: Any, sets: Any, model: Any, fields: dict[str, Any]) -> str | None:  # noqa: ANN401
+    """`run`'s arguments of the wrong type, refused with the command line's message (`--max-steps must be an
+    integer, got '2'`: the [train] fields are checked by their declarations, as the flags are); the recipe path."""
+    from synprep.tables import check_arguments
+
+    from .config.values import ConfigError
+
+    if isinstance(recipe, os.PathLike):
+        recipe = os.fspath(recipe)
+    if recipe is not None and not isinstance(recipe, str):
+        raise ConfigError(f"CONFIG must be a recipe file's path, got {recipe!r}")
+    if isinstance(sets, str | bytes) or not isinstance(sets, Sequence) or not all(isinstance(i, str) for i in sets):
+        raise ConfigError(f"--set must be a list of 'SECTION.FIELD=VALUE' strings, got {sets!r}")
+    if model is not None and not isinstance(model, dict):
+        raise ConfigError(f"model must be a table of [model] fields, got {model!r}")
+    try:
+        check_arguments(TrainConfig, {name: os.fspath(value) if isinstance(value, os.PathLike) else value
+                                      for name, value in fields.items() if value is not None})
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    return recipe
+
+
 def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str, Any] | None = None,
           **fields: Any) -> str:  # noqa: ANN401 (TOML values)
     """`syntrain run`: train (or resume) from a TOML recipe and/or fields (recipe < `sets` ("model.d_model=512")
     < `fields`; docs/recipe-fields.md), every value checked before anything is read or written. Fields of
     [model] may be given by name too (`pascal_heads=2`) or in `model`. Returns the run folder (`out`, or the
     folder named runs/<name>-<time>), which holds best.pt, last.pt, config.toml, train.log and metrics.jsonl."""
+    from synprep.processes import Terminated, received_signal
+
     from .config.resolve import check_run, resolve_run
     from .runfolder.train_log import logged_run
 
+    recipe = check_api_arguments(recipe, sets, model, fields)
     model_values = dict(model or {})
     others = [name for name in fields if name not in {spec.name for spec in dataclass_fields(TrainConfig)}]
     if others:  # [model] fields by name (reading their declarations imports torch)
@@ -722,17 +767,28 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
         cfg, notes, model_label = resolve_run(recipe, fields, model_values, tuple(sets))
         if world == 1:
             cfg = named_run(cfg)  # torchrun: rank 0 names it and tells the others (train)
+        made = bool(cfg.out) and not os.path.exists(cfg.out)
         if cfg.out and rank == 0:
             stack.enter_context(run_folder_lock(cfg.out))  # before the folder is looked at: one writer
-        point = resume_point(cfg.out) if cfg.resume else None
-        if point is not None and rank == 0:
-            origin = "" if os.path.basename(point[0]) == LAST else \
-                f" (from {os.path.basename(point[0])}: last.pt is missing or damaged)"
-            log.info(f"syntrain: resuming {cfg.out} at step {int(point[1]['step'])}{origin}")
-        notes += check_run(cfg, model_label)
-        for note in notes:
-            run_log.hold(note)  # printed when the run starts, after the checks that need the data
-        train(cfg)
+        try:
+            point = resume_point(cfg.out) if cfg.resume else None
+            if point is not None and rank == 0:
+                origin = "" if os.path.basename(point[0]) == LAST else \
+                    f" (from {os.path.basename(point[0])}: last.pt is missing or damaged)"
+                log.info(f"syntrain: resuming {cfg.out} at step {int(point[1]['step'])}{origin}")
+            notes += check_run(cfg, model_label)
+            for note in notes:
+                run_log.hold(note)  # printed when the run starts, after the checks that need the data
+            train(cfg)
+        except BaseException as err:  # Ctrl-C, or SIGTERM/SIGHUP (`Terminated`) before the loop
+            signum = received_signal()  # (its Terminated may have become another error, raised in an import)
+            if not isinstance(err, KeyboardInterrupt) and not signum:
+                raise
+            if cfg.out and rank == 0 and not cfg.resume:
+                remove_unstarted_run(cfg.out, made)  # a new run without a checkpoint: gone, as if never started
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            raise Terminated(signum) from None
     return cfg.out
 
 

@@ -167,6 +167,27 @@ def _with_specials(pieces: Iterable[str]) -> Vocab:
     return Vocab(list(SPECIALS) + [piece for piece in pieces if piece not in SPECIALS])
 
 
+def check_subword_models(split: str, signature: dict) -> None:
+    """The sub-word model files of the dataset of `split` (codes.bpe, subwords.model, tokenizer.json; joint or per
+    side) compared by content with the sha256 its manifest's signature records: a file replaced under the same
+    name (another dataset's model: its pieces would be read with a foreign vocabulary) is one ValueError naming it.
+    A missing file is left to the reader that needs it."""
+    from synprep.subwords.load import model_file_name
+    from synprep.textio import file_sha256
+
+    root = os.path.dirname(os.path.abspath(split))
+    scheme = signature.get("subword_scheme") or "subword-nmt"
+    for key, recorded in sorted(signature.items()):
+        named = re.fullmatch(r"(?:subword_model|bpe_codes)_sha256(?:_(src|tgt))?", key)
+        if not named or not isinstance(recorded, str):
+            continue
+        path = os.path.join(root, model_file_name(scheme, named.group(1)))
+        if os.path.isfile(path) and (found := file_sha256(path)) != recorded:
+            raise ValueError(f"{path}: not the sub-word model this dataset was cut with (its sha256 is "
+                             f"{found[:16]}..., the manifest of {split} records {recorded[:16]}...): it was "
+                             "replaced after convert; restore it, or convert the dataset again")
+
+
 def scheme_vocab(configuration: dict, train_split: str) -> Vocab | None:
     """The vocabulary of a dataset cut by a model whose pieces are the vocabulary (`Scheme.own_vocabulary`:
     sentencepiece, hf-tokenizer), used as is: the specials, then the model's pieces in id order, its own special

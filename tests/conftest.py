@@ -99,7 +99,26 @@ def convert_synth(root: Path, name: str, src: list[str], tgt: list[str] | None =
     (root / "corpus" / f"{name}.toml").write_text(pipeline)
     subprocess.run([sys.executable, "-m", "synprep.cli", "convert", str(root / "corpus" / f"{name}.toml"), "--output",
                     str(root / "shards"), "--workers", "1"], check=True, capture_output=True)
+    assert_accounted(root / "shards")
     return root / "shards" / "train"
+
+
+def assert_accounted(out: Path) -> None:
+    """The accounting every converted dataset keeps, for whatever reason a pair was rejected at whatever stage:
+    each split's input pairs = rows + rejected per reason (its manifest), and rejected.tsv lists each rejected
+    pair once, under its reason (so a reason counted but not listed, or listed but not counted, fails)."""
+    import json
+    from collections import Counter
+
+    splits = sorted(Path(out).glob("*/manifest.json"))
+    assert splits, f"{out}: no split folder"
+    for path in splits:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        counted = {reason: n for reason, n in manifest["rejected"].items() if n}
+        assert manifest["input_lines"] == manifest["rows"] + sum(counted.values()), (path, manifest["rejected"])
+        lines = [line.split("\t") for line in (path.parent / "rejected.tsv").read_text(encoding="utf-8").splitlines()]
+        assert Counter(fields[1] for fields in lines) == Counter(counted), path
+        assert len({fields[0] for fields in lines}) == len(lines), f"{path.parent}: a pair listed twice"
 
 
 @pytest.fixture(scope="session")

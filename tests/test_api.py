@@ -161,3 +161,110 @@ def test_api_functions_have_the_defaults_of_their_commands():
                 assert parameters[option].default in expected, f"{command} {option}"
                 compared += 1
     assert compared > 30
+
+
+# ------------------------------------------------------------------------------ every argument, from its declaration
+
+def _wrong_values(hint):
+    """Values of another type than `hint` and, for numbers, NaN and infinity (refused in every number)."""
+    import typing
+
+    args = set(typing.get_args(hint)) or {hint}
+    wrong = [object(), b"bytes"]
+    if bool not in args:
+        wrong.append(True if int in args or float in args else 7)
+    if int in args or float in args:
+        wrong += ["2", float("nan"), float("inf")]
+    if str in args:
+        wrong.append(123)
+    return wrong
+
+
+def _argument_cases(cls):
+    import typing
+    from dataclasses import fields
+
+    hints = typing.get_type_hints(cls)
+    return [(spec.name, value) for spec in fields(cls) if hints[spec.name] is not typing.Any
+            for value in _wrong_values(hints[spec.name])]
+
+
+def test_convert_declares_every_argument():
+    """`ConvertArguments` declares every argument of `synprep.convert` (the generator below reads it)."""
+    import inspect
+    from dataclasses import fields
+
+    from synprep.convert import ConvertArguments, convert
+
+    assert [spec.name for spec in fields(ConvertArguments)] == list(inspect.signature(convert).parameters)
+
+
+@pytest.mark.parametrize("name, value", _argument_cases(__import__("synprep.convert").convert.ConvertArguments),
+                         ids=repr)
+def test_convert_refuses_an_argument_of_the_wrong_type_in_one_line(tmp_path, name, value):
+    """Each argument of `synprep.convert`, of a wrong type (or NaN/inf): InputError naming its option, nothing
+    written (`convert(123)` opened file descriptor 123, `workers="2"` was a TypeError deep inside)."""
+    out = tmp_path / "out"
+    arguments = {"pipeline": str(REPO / "pipelines" / "sample.toml"), "output": str(out), name: value}
+    with pytest.raises(synprep.InputError) as raised:
+        synprep.convert(**arguments)
+    message = str(raised.value)
+    assert "\n" not in message and (name.upper() if name == "pipeline" else "--" + name.replace("_", "-")) in message
+    assert not out.exists()
+
+
+def test_convert_options_and_arguments_share_one_message(tmp_path):
+    """A declared option's bad value is one message in `synprep convert` and in `synprep.convert`."""
+    with pytest.raises(synprep.InputError) as raised:
+        synprep.convert(str(REPO / "pipelines" / "sample.toml"), output=str(tmp_path / "o"), workers=-1)
+    printed = cli_error("synprep", "convert", "pipelines/sample.toml", "--output", str(tmp_path / "o"),
+                        "--workers", "-1")
+    assert printed == f"synprep: error: {raised.value}"
+
+
+def _train_cases():
+    from syntrain.config.train import TrainConfig
+
+    return [*_argument_cases(TrainConfig), ("recipe", 5), ("sets", "model.d_model=8"), ("model", 5)]
+
+
+@pytest.mark.parametrize("name, value", _train_cases(), ids=repr)
+def test_train_refuses_an_argument_of_the_wrong_type_in_one_line(tmp_path, monkeypatch, name, value):
+    """Each argument of `syntrain.train` (every [train] field by its declaration, the recipe, `sets`, `model`), of
+    a wrong type: ConfigError naming it by its command-line option, nothing written (not even runs/)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as raised:
+        syntrain.train(**{name: value})
+    message = str(raised.value)
+    flag = {"recipe": "CONFIG", "sets": "--set", "model": "model"}.get(name, "--" + name.replace("_", "-"))
+    assert "\n" not in message and flag in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def _together_cases():
+    """(arguments, flag named) for every declared `requires` and `conflicts` of convert's arguments."""
+    from dataclasses import fields
+
+    from synprep.convert import ConvertArguments
+
+    cases = []
+    for spec in fields(ConvertArguments):
+        given = {"parse_cache": "cache", "ray_address": "head:6379"}.get(spec.name, not spec.default)
+        for other, wanted in spec.metadata["requires"].items():
+            other_default = {f.name: f.default for f in fields(ConvertArguments)}[other]
+            unwanted = (not wanted) if isinstance(wanted, bool) else other_default
+            cases.append(({spec.name: given, other: unwanted}, "--" + spec.name.replace("_", "-")))
+        for other in spec.metadata["conflicts"]:
+            cases.append(({spec.name: given, other: True}, "exclude each other"))
+    return cases
+
+
+@pytest.mark.parametrize("arguments, named", _together_cases(), ids=repr)
+def test_convert_refuses_values_that_do_nothing_or_contradict(tmp_path, arguments, named):
+    """The `requires` and `conflicts` declared beside convert's arguments: a value that does nothing under the
+    others (`--parse-cache` with `--no-cache` was ignored) or two that contradict each other is one line."""
+    out = tmp_path / "out"
+    with pytest.raises(synprep.InputError, match=named):
+        synprep.convert(str(REPO / "pipelines" / "sample.toml"), output=str(out), **arguments)
+    assert not out.exists()
+    assert len(_together_cases()) >= 3

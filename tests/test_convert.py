@@ -17,7 +17,7 @@ import pytest
 from synprep.features import from_transitions
 from synprep.schema import pair_schema
 
-from .conftest import REPO, SAMPLE_DATA, SHARED
+from .conftest import REPO, SAMPLE_DATA, SHARED, assert_accounted
 
 BIN = Path(sys.executable).parent
 PARALLEL = SAMPLE_DATA / "parallel"
@@ -62,10 +62,18 @@ non_projective = "lift"
 
 
 def convert(pipeline, *args, check=True):
+    """`synprep convert PIPELINE ARGS`; a finished dataset's accounting checked (`assert_accounted`)."""
     result = subprocess.run([str(BIN / "synprep"), "convert", str(pipeline), *map(str, args)],
                             capture_output=True, text=True)
     if check:
         assert result.returncode == 0, result.stderr[-2000:]
+    if result.returncode == 0:
+        from synprep.convert.pipeline import load_pipeline
+
+        given = list(map(str, args))
+        out = given[given.index("--output") + 1] if "--output" in given else load_pipeline(str(pipeline)).output
+        if Path(out).is_dir():
+            assert_accounted(Path(out))
     return result
 
 
@@ -158,7 +166,7 @@ def test_resume_after_sigkill_gives_the_same_shards(tmp_path, tiny_udpipe, kill_
     crash_dir.mkdir()
     pipeline = write_pipeline(crash_dir, tiny_udpipe, train=train, shard_size=50)
     out = crash_dir / "out"
-    pattern = ".work/train/piece-*.json" if kill_when == "piece" else "train/part-00000.arrow"
+    pattern = ".work/train/piece-*.json" if kill_when == "piece" else ".work/splits/train/part-00000.arrow"
     process = subprocess.Popen([str(BIN / "synprep"), "convert", str(pipeline), "--workers", "1"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 120
@@ -167,7 +175,8 @@ def test_resume_after_sigkill_gives_the_same_shards(tmp_path, tiny_udpipe, kill_
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert list(out.glob(pattern)), "the run ended before the kill point"
-    assert not (out / "train" / "manifest.json").exists(), "killed too late to test resuming"
+    assert not (out / ".work" / "splits" / "train" / "manifest.json").exists(), "killed too late to test resuming"
+    assert not (out / "train").exists()  # a split folder appears whole (moved into OUT), never while written
     refused = convert(pipeline, check=False)
     assert refused.returncode == 2 and "--resume" in refused.stderr
     convert(pipeline, "--resume", "--workers", "2")

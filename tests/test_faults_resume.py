@@ -6,6 +6,7 @@ real signals; the full disk is ENOSPC at the real fsync of the shard (tests/enos
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -90,6 +91,77 @@ def test_a_full_disk_while_shards_are_written_keeps_the_parsed_pieces(tmp_path, 
     assert resumed.returncode == 0, resumed.stderr[-1500:]
     assert run(SYNPREP, "validate", str(out / "train"), cwd=tmp_path).returncode == 0
     assert not (out / ".work").exists()
+
+
+def readable_shards(out: Path) -> list[Path]:
+    """The shards a reader of OUT finds (every `*.arrow` below it but in hidden folders, as datasets' data_dir
+    globbing), each checked to lie in a complete split folder whose manifest lists it."""
+    found = [path for path in out.rglob("*.arrow") if not any(part.startswith(".")
+                                                              for part in path.relative_to(out).parts)]
+    for path in found:
+        folder = path.resolve().parent
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert path.resolve().name in {shard["file"] for shard in manifest["shards"]}, path
+    return found
+
+
+def test_a_convert_stopped_in_the_shard_phase_shows_no_partial_split(tmp_path, synth):
+    """A convert stopped while it wrote a split's shards (here the disk full at the train split's second shard)
+    left OUT/train with the first shard and no manifest, which `datasets.load_dataset("arrow", data_dir=OUT)`
+    read as the whole split: split folders are written under OUT/.work and moved into OUT whole, OUT/data last;
+    `--resume` finishes the same dataset."""
+    out = tmp_path / "out"
+    result = run(sys.executable, ENOSPC, "*/train/part-00001*", "convert", str(synth), "--output", str(out),
+                 "--shard-size", "100", cwd=tmp_path)
+    one_line(result, "No space left on device", "part-00001.arrow")
+    assert list((out / ".work").glob("splits/train/part-00000.arrow"))  # the finished shard, kept for --resume
+    assert not (out / "train").exists() and not (out / "data").exists()
+    assert readable_shards(out) == []
+    resumed = run(SYNPREP, "convert", str(synth), "--output", str(out), "--shard-size", "100", "--resume",
+                  cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-1500:]
+    assert len({path.resolve() for path in readable_shards(out)}) == 3 + 1 + 1 and not (out / ".work").exists()
+
+
+def changed_in_place(path: Path) -> bytes:
+    """`path`'s last byte changed, its size and times kept (what a size-and-mtime check cannot see); returns the
+    old bytes (a folder: its largest file's)."""
+    if path.is_dir():
+        path = max((p for p in path.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+    before, info = path.read_bytes(), path.stat()
+    path.write_bytes(before[:-1] + bytes([before[-1] ^ 1]))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    return before
+
+
+def test_resume_refuses_every_file_the_pipeline_names_changed_in_place(tmp_path, tiny_udpipe):
+    """`convert --resume` after the parser model was replaced finished with exit 0, rows of the old model's trees
+    beside the new one's: every file the pipeline names (parser models, treebanks, sub-word models, codes: found
+    from the configuration, not listed here) is recorded by content and a change under the same name, size and
+    mtime is refused in one line naming it."""
+    from synprep.convert.inputs import dependency_digests
+    from synprep.convert.pipeline import load_pipeline
+
+    def models(lang: str) -> str:
+        copy = tmp_path / f"{lang}.udpipe"
+        if not copy.exists():
+            copy.write_bytes(Path(tiny_udpipe(lang)).read_bytes())
+        return str(copy)
+
+    pipeline = write_pipeline(tmp_path, models)
+    done = run(SYNPREP, "convert", str(pipeline), "--workers", "1", "--keep-work", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-1500:]
+    named = dependency_digests(load_pipeline(str(pipeline)))
+    assert {models("en"), models("de")} <= set(named)
+    for path in map(Path, named):
+        before = changed_in_place(path)
+        result = run(SYNPREP, "convert", str(pipeline), "--resume", cwd=tmp_path)
+        one_line(result, "--resume: this file changed since the interrupted run", path.name)
+        target = path if path.is_file() else max((p for p in path.rglob("*") if p.is_file()),
+                                                 key=lambda p: p.stat().st_size)
+        target.write_bytes(before)
+    again = run(SYNPREP, "convert", str(pipeline), "--resume", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-1500:]
 
 
 def test_a_parse_cache_that_cannot_be_made_is_named_and_leaves_no_output_folder(tmp_path, tiny_udpipe):

@@ -295,6 +295,49 @@ def test_a_signal_while_training_saves_last_pt_and_resume_goes_on_as_if_uninterr
     assert [losses[0][s] for s in range(step + 1, step + 4)] == [losses[1][s] for s in range(step + 1, step + 4)]
 
 
+def _terminated_when(out: Path, argv: list, moment: str | float, log: Path) -> subprocess.CompletedProcess:
+    """`syntrain ARGV` sent SIGTERM at `moment`: seconds after it started, when the run folder appears
+    ("folder"), when FILE appears in it."""
+    with open(log, "w") as sink:
+        process = subprocess.Popen([*SYNTRAIN, *map(str, argv)], stderr=sink, text=True)
+    try:
+        if isinstance(moment, float):  # (before ~1 s the interpreter is starting: it ends by the signal, no write)
+            time.sleep(moment)
+        else:
+            deadline, target = time.time() + TIMEOUT, out if moment == "folder" else out / moment
+            while not target.exists() and time.time() < deadline and process.poll() is None:
+                time.sleep(0.005)
+        assert process.poll() is None, log.read_text()[-2000:]
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return subprocess.CompletedProcess(argv, code, "", log.read_text())
+
+
+@pytest.mark.parametrize("moment", [1.0, "folder", "config.toml", "vocab.json", "train.log", "metrics.jsonl",
+                                    "resume 1.5", "resume 2.5", "resume 3.5"])
+def test_sigterm_at_any_moment_of_a_run_leaves_a_folder_resume_continues_or_none(data, tmp_path, moment):
+    """SIGTERM while `syntrain run` starts (checks, the run folder being set up, the data loading; a new run or
+    a resumed one) ended the process with no line and left a folder without a checkpoint that `--resume`
+    refused: one line (exit 143), and the folder is gone (a new run) or `--resume` continues it."""
+    resume = isinstance(moment, str) and moment.startswith("resume")
+    out = copy_run(data, tmp_path) if resume else tmp_path / "run"
+    argv = ["run", "--out", out, "--max-steps", "100000", "--log-interval", "1"]
+    argv += ["--resume"] if resume else ["--data", data["shards"] / "train", *SMALL]
+    result = _terminated_when(out, argv, float(moment.split()[1]) if resume else moment, tmp_path / "stderr.log")
+    assert result.returncode == 143, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1].startswith("syntrain: stopped by SIGTERM"), result.stderr[-500:]
+    if out.exists():
+        done = steps(out) if (out / "metrics.jsonl").exists() else []
+        continued = syntrain("run", "--resume", "--out", out, "--max-steps", max(done, default=0) + 1)
+        assert continued.returncode == 0, continued.stderr[-2000:]
+    else:
+        assert not resume
+
+
 # ------------------------------------------------------------------------------ odd files
 
 
@@ -525,6 +568,36 @@ def test_compare_decodes_again_for_other_decoding_settings_or_another_split(data
     assert "warning: " in other.stderr and "BPE codes" in other.stderr
 
 
+KEY_FIELDS = ("checkpoint", "data", "data_fingerprint", "beam", "length_penalty", "max_tokens", "threads", "device")
+
+
+def _hypotheses_key_cases():
+    """Damage to compare's cache of a run's hypotheses: the key file garbage, or each field of the key a run's
+    final test records (KEY_FIELDS: the test below fails when the key gets a field they do not list) missing or
+    of another type."""
+    cases = [("test.hyp.json", "garbage"), ("test.hyp.json", "a list"), ("test.hyp", "missing")]
+    return cases + [(field, how) for field in KEY_FIELDS for how in ("missing", "type")]
+
+
+@pytest.mark.parametrize("field, how", _hypotheses_key_cases())
+def test_compare_with_a_damaged_hypotheses_cache_decodes_again(data, tmp_path, field, how):
+    """A damaged cache of hypotheses is never used: compare decodes again (and writes a new one), never a
+    traceback."""
+    run = copy_run(data, tmp_path)
+    key = json.loads((run / "test.hyp.json").read_text())
+    assert set(key) == set(KEY_FIELDS)
+    if field == "test.hyp.json":
+        (run / field).write_bytes(b"\x00{" if how == "garbage" else b"[]")
+    elif field == "test.hyp":
+        (run / field).unlink()
+    else:
+        key = {k: v for k, v in key.items() if k != field} if how == "missing" else {**key, field: [["x"]]}
+        (run / "test.hyp.json").write_text(json.dumps(key))
+    result = syntrain("compare", "--data", data["shards"] / "test", "--samples", "10", run)
+    assert result.returncode == 0, result.stderr[-1500:]
+    assert str(run / "test.hyp") in result.stderr.strip().splitlines()[-1]  # decoded and written again
+
+
 # ------------------------------------------------------------------------------ run folders and datasets, lost best.pt
 
 
@@ -650,6 +723,105 @@ def test_a_checkpoint_with_nan_weights_is_one_line(data, tmp_path, command):
             "env": ["env", "--checkpoint", path]}[command]
     one_line_error(syntrain(*args), "edited.pt", "NaN or infinite")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("case", ["fp16, loss NaN", "fp32, weights NaN before a log step"])
+def test_a_run_that_diverges_stops_in_one_line_and_saves_no_nan_weights(data, tmp_path, case):
+    """A run whose loss is NaN or infinite for a whole log window learns nothing from there (fp16 skips every
+    update; fp32 trains on in NaN): one line, exit 2; the checkpoints it leaves hold finite weights only."""
+    import torch
+
+    run = tmp_path / "run"
+    extra = (["--precision", "fp16", "--lr", "1", "--log-interval", "5", "--eval-interval", "10"]
+             if case.startswith("fp16") else ["--lr", "1e6", "--log-interval", "50", "--eval-interval", "2"])
+    result = syntrain("run", "--data", data["shards"] / "train", "--valid", data["shards"] / "valid", "--out", run,
+                      *SMALL, "--max-steps", "40", *extra)
+    one_line_error(result, "the run diverged", "NaN or infinite")
+    for path in run.glob("*.pt"):
+        weights = torch.load(path, weights_only=False)["model"]
+        assert all(bool(torch.isfinite(value).all()) for value in weights.values() if value.is_floating_point())
+
+
+def test_a_dataset_whose_subword_model_was_replaced_is_refused(data, tmp_path):
+    """`syntrain run` on a dataset whose sub-word model (here codes.bpe; subwords.model and tokenizer.json by the
+    same record) was replaced after convert trained with the foreign vocabulary: every model file the manifest's
+    signature records a sha256 of is compared by content, one line naming it."""
+    dataset = tmp_path / "dataset"
+    shutil.copytree(data["shards"], dataset)
+    recorded = json.loads((dataset / "train" / "manifest.json").read_text())["signature"]
+    assert recorded["bpe_codes_sha256"]
+    shutil.copyfile(data["other"] / "codes.bpe", dataset / "codes.bpe")
+    result = syntrain("run", "--data", dataset / "train", "--out", tmp_path / "run", *SMALL, "--max-steps", "1")
+    one_line_error(result, str(dataset / "codes.bpe"), "not the sub-word model this dataset was cut with")
+    assert not (tmp_path / "run").exists()
+
+
+def _damaged_fields():
+    """(field, how, value) for every field `--resume` reads from a checkpoint (its declaration), each missing (if
+    required), of another type, or impossible; `None` as value: the field removed."""
+    from syntrain.runfolder.resume import CHECKPOINT_FIELDS, COUNTS, RESUMABLE
+
+    cases = []
+    for key, kinds in CHECKPOINT_FIELDS.items():
+        if key in RESUMABLE:
+            cases.append((key, "missing", None))
+        cases.append((key, "another type", b"x" if str not in kinds else 5))
+        if key in COUNTS:
+            cases.append((key, "below 0", -3))
+    return cases
+
+
+@pytest.mark.parametrize("key, how, value", _damaged_fields(), ids=lambda v: str(v))
+def test_resume_never_takes_a_checkpoint_field_that_is_missing_wrong_or_impossible(data, tmp_path, key, how, value):
+    """Every field --resume reads, damaged in last.pt: that file is not resumed from (the newest complete other
+    checkpoint is, or one line): before, a wrong `rng`, `position`, `optimizer`, `scheduler`, `best`, `bad_evals`
+    or `train_config` was a traceback mid-start."""
+    import torch
+
+    from syntrain.runfolder.resume import resume_point
+
+    run = copy_run(data, tmp_path)
+    ckpt = torch.load(run / "last.pt", weights_only=False)
+    if value is None:
+        del ckpt[key]
+    else:
+        ckpt[key] = value
+    torch.save(ckpt, run / "last.pt")
+    path, state = resume_point(str(run))
+    assert os.path.basename(path) != "last.pt" and state["step"] == 4, path
+
+
+def test_resume_from_a_damaged_last_pt_continues_from_the_newest_complete_checkpoint(data, tmp_path):
+    import torch
+
+    run = copy_run(data, tmp_path)
+    ckpt = torch.load(run / "last.pt", weights_only=False)
+    torch.save({**ckpt, "rng": "x"}, run / "last.pt")  # a traceback in set_rng_state before
+    result = syntrain("run", "--resume", "--out", run, "--max-steps", "5")
+    assert result.returncode == 0, result.stderr[-1500:]
+    assert "from checkpoint_4.pt" in result.stderr or "from best.pt" in result.stderr, result.stderr[-1500:]
+
+
+def _run_records():
+    from syntrain.runfolder.files import RUN_FILES
+
+    return [(name, how) for name in RUN_FILES if not name.endswith(".pt") and name != "vocab.src.json"
+            for how in ("missing", "garbage")]
+
+
+@pytest.mark.parametrize("name, how", _run_records())
+def test_resume_with_a_run_record_missing_or_damaged_is_one_line_or_goes_on(data, tmp_path, name, how):
+    """Every record of a run folder besides its checkpoints (from `RUN_FILES`: config.toml, metrics.jsonl,
+    train.log, vocab.json), missing or garbage: `--resume` goes on or refuses in one line, never a traceback."""
+    run = copy_run(data, tmp_path)
+    if how == "missing":
+        (run / name).unlink()
+    else:
+        (run / name).write_bytes(b"\x00\xff{[ not what it should be\n")
+    result = syntrain("run", "--resume", "--out", run, "--max-steps", "5")
+    assert "Traceback" not in result.stderr, result.stderr[-1500:]
+    if result.returncode:
+        one_line_error(result)
 
 
 # ------------------------------------------------------------------------------ output paths

@@ -112,3 +112,33 @@ def test_wandb_offline_logs_the_same_scalars_and_the_configuration(shards, tmp_p
     config = {item.key: json.loads(item.value_json) for item in started.config.update}
     assert started.project == "synprep-test"
     assert config["train"]["max_steps"] == 4 and config["model"]["d_model"] == 32  # config.toml's tables
+
+
+def _no_wandb_login(tmp_path, monkeypatch, netrc_text=None):
+    """No W&B login: no key in the environment, no online mode set, a netrc of `netrc_text` (or none)."""
+    for name in ("WANDB_API_KEY", "WANDB_IDENTITY_TOKEN_FILE", "WANDB_MODE", "WANDB_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    netrc = tmp_path / "netrc"
+    if netrc_text is not None:
+        netrc.write_text(netrc_text)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+def test_wandb_not_logged_in_is_one_line_before_the_run_folder(shards, tmp_path, monkeypatch):
+    """--wandb-project without a W&B login was wandb's traceback after the run folder was made (blocking the
+    rerun): one line, nothing written. A netrc entry for the W&B host is a login; WANDB_MODE=offline needs none."""
+    pytest.importorskip("wandb")
+    from syntrain.config import ConfigError
+    from syntrain.trackers import wandb_login_problem
+
+    _no_wandb_login(tmp_path, monkeypatch)
+    with pytest.raises(ConfigError, match="wandb is not logged in to api.wandb.ai .*WANDB_MODE=offline"):
+        small_run(shards, tmp_path / "run", wandb_project="p")
+    assert not (tmp_path / "run").exists()
+    _no_wandb_login(tmp_path, monkeypatch, "machine api.wandb.ai\n  login user\n  password " + "k" * 40 + "\n")
+    assert wandb_login_problem() is None
+    _no_wandb_login(tmp_path, monkeypatch, "machine other.host login user password key\n")
+    assert "not logged in" in wandb_login_problem()
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    assert wandb_login_problem() is None

@@ -207,19 +207,21 @@ class Converter:
         bpe_seconds = time.perf_counter() - started
         job = feature_job(self.config, codes, vocabularies, self.options.engine)
         signed = signature(self.config, specs, codes)
-        shards = ShardPhase(self.config, self.out, self.work, self.map, self.piece_pairs, self.stages)
         for i, split in enumerate(ordered):
             stats = self.stats[split.name]
             started = time.perf_counter()
             later = sum(self.stats[s.name].input_pairs for s in ordered[i + 1:])  # in the ETA of the lines
+            root = self.out if self.folder.published(split.name) else self.folder.staged  # (a resumed run's)
+            shards = ShardPhase(self.config, root, self.work, self.map, self.piece_pairs, self.stages)
             with self.progress.bar(f"features+shards {split.name}", stats.input_pairs, later) as bar:
                 written = shards.run(split, job, pieces[split.name], stats, bar)
             stats.seconds["phase3_wall"] = time.perf_counter() - started
-            stats.parsers = tree_check(self.out, split, written, specs, judged, self.progress.tell)
+            stats.parsers = tree_check(root, split, written, specs, judged, self.progress.tell)
             stats.seconds["learn_bpe"] = bpe_seconds if split.name == "train" else 0.0
             lines = rejected_lines.pop(split.name) + shards.rejected_lines.pop(split.name, [])
             lines.sort(key=lambda line: int(line.split("\t", 1)[0]))  # in input order, as phase 1 lists them
-            write_split(self.config, self.out, split, stats, written, signed, lines)
+            write_split(self.config, root, split, stats, written, signed, lines)
+            self.folder.publish(split.name)
         names = [split.name for split in self.config.splits]
         write_hf_links(self.out, names)
         write_dataset_card(self.out, names)

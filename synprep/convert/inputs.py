@@ -12,7 +12,7 @@ from itertools import islice, zip_longest
 
 from ..errors import InputError
 from ..filter import make_identifier
-from ..textio import check_text_file, count_lines, file_sha256
+from ..textio import check_text_file, count_lines, file_sha256, path_sha256
 from .corpus import detect_format, read_side
 from .pipeline import PipelineConfig, SplitConfig
 
@@ -49,6 +49,32 @@ def input_fingerprints(config: PipelineConfig) -> dict[str, list]:
         for path in (*split.src, *split.tgt):
             if os.path.isfile(path) and path not in found:
                 found[path] = [os.path.getsize(path), file_sha256(path)]
+    return found
+
+
+def dependency_digests(config: PipelineConfig) -> dict[str, str]:
+    """The sha256 of every other file or folder the configuration names (parser models, treebanks a parser is
+    trained on, sub-word models, BPE codes: any absolute path among its values, outside the output folder), so
+    that `--resume` finds one replaced under the same name, size and time (`path_sha256`: a folder's files)."""
+    out = os.path.abspath(config.output)
+    data = config.fingerprint_dict()
+    for key in ("output", "file", "splits", "data_root"):  # the output; inputs: `input_fingerprints`; a folder
+        data.pop(key, None)                                  # paths resolve against is no content
+    found: dict[str, str] = {}
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str) and os.path.isabs(value) and value not in found and \
+                (os.path.isfile(value) or os.path.isdir(value)) and \
+                os.path.commonpath([out, value]) not in (out, value):  # not in the output, nor holding it
+            found[value] = path_sha256(value)
+
+    walk(data)
     return found
 
 

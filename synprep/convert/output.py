@@ -17,9 +17,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..outputs import run_files
-from ..shards import LOCK, write_paths
+from ..shards import LOCK, MANIFEST, write_paths
 from ..textio import atomic_write
-from .inputs import input_fingerprints
+from .inputs import dependency_digests, input_fingerprints
 from .pipeline import PipelineConfig
 
 RUN_INFO = "run.json"  # at OUT: written last (workers, engine, timings, the configuration's fingerprint)
@@ -45,6 +45,11 @@ def _check_same_run(config: PipelineConfig, marker: str) -> None:
     for path, value in input_fingerprints(config).items():
         if path in recorded and list(recorded[path]) != value:
             raise InputError("--resume: this input changed since the interrupted run (other size or content): "
+                             "restore it, or start again with --overwrite", path)
+    files = previous.get("files")
+    for path, digest in dependency_digests(config).items() if isinstance(files, dict) else ():
+        if path in files and files[path] != digest:  # a parser or sub-word model, codes: the trees would mix
+            raise InputError("--resume: this file changed since the interrupted run (other content, same name): "
                              "restore it, or start again with --overwrite", path)
 
 
@@ -74,6 +79,23 @@ class OutputFolder:
         self.config = config
         self.out = config.output
         self.work = os.path.join(self.out, ".work")
+        self.staged = os.path.join(self.work, "splits")  # the split folders being written, each moved to OUT whole
+
+    def published(self, split: str) -> bool:
+        """Whether the split's folder is in OUT, complete (moved there whole by `publish`)."""
+        return os.path.isfile(os.path.join(self.out, split, MANIFEST)) and \
+            not os.path.isdir(os.path.join(self.staged, split))
+
+    def publish(self, split: str) -> None:
+        """The split's folder, complete (its manifest written last), moved from OUT/.work/splits into OUT in one
+        rename: a reader of OUT (`datasets.load_dataset("arrow", data_dir=OUT)`, which reads every shard below it)
+        never sees a split being written. A split folder an older synprep left half-written goes first."""
+        staged, final = os.path.join(self.staged, split), os.path.join(self.out, split)
+        if not os.path.isdir(staged):
+            return  # published already (a resumed run)
+        if os.path.isdir(final):
+            shutil.rmtree(final)
+        os.replace(staged, final)
 
     def contents(self) -> list[str]:
         """What the output folder holds besides the writer lock and the rejections reports of a stopped run."""
@@ -149,7 +171,7 @@ class OutputFolder:
                 os.remove(path)
         os.makedirs(self.work, exist_ok=True)
         record = {"fingerprint": fingerprint(self.config), "config": self.config.fingerprint_dict(),
-                  "inputs": input_fingerprints(self.config)}
+                  "inputs": input_fingerprints(self.config), "files": dependency_digests(self.config)}
         atomic_write(marker, json.dumps(record, indent=2, sort_keys=True).encode())
         write_paths(self.out, self.config.data_root, self.config.file or None)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from ..clihelp import Finite
 from ..errors import InputError
 from ..textio import atomic_write
 from . import MODEL_TYPES, TokenCutter
@@ -117,7 +118,7 @@ class SentencePieceScheme(Scheme):
                              "help": "sentencepiece: pieces of the model."}),
         (("--model-type",), {"type": click.Choice(list(MODEL_TYPES)), "default": "unigram", "show_default": True,
                              "help": "sentencepiece: the model learned."}),
-        (("--character-coverage",), {"type": click.FloatRange(0.98, 1.0), "default": 1.0, "show_default": True,
+        (("--character-coverage",), {"type": Finite(0.98, 1.0), "default": 1.0, "show_default": True,
                                      "help": "sentencepiece: share of the characters the model covers."}),
         (("--byte-fallback",), {"is_flag": True, "help": "sentencepiece: unknown characters become byte pieces."}),
     )

@@ -26,7 +26,11 @@ def stored_model_config(ckpt: dict, path: str) -> ModelConfig:
     from ..switches import registered
     from .model import ModelConfig  # imports torch: only when a checkpoint is read
 
-    stored = dict(ckpt["model_config"])
+    stored = ckpt.get("model_config")
+    if not isinstance(stored, dict):
+        raise ValueError(f"{path}: stored model configuration: not a table (got {type(stored).__name__}): the "
+                         "checkpoint is damaged or not syntrain's")
+    stored = dict(stored)
     for switch in registered():  # options added since: the value the older code had (not the new default)
         for name, value in switch.stored_defaults.items():
             stored.setdefault(name, value)

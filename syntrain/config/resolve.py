@@ -131,10 +131,12 @@ def check_run(cfg: TrainConfig, model_label: str) -> list[str]:
                 empty_split(path, {"data": "training", "valid": "validation", "test": "test"}[split])
             except InputError as err:
                 raise ConfigError(str(err)) from None
-    from ..trackers import tensorboard_installed, wandb_installed
+    from ..trackers import tensorboard_installed, wandb_installed, wandb_login_problem
 
     if cfg.wandb_project and not wandb_installed():
         raise ConfigError("--wandb-project needs the wandb package (pip install 'synprep[wandb]')")
+    if cfg.wandb_project and (problem := wandb_login_problem()):
+        raise ConfigError(f"--wandb-project {cfg.wandb_project}: {problem}")
     if cfg.attention == "flex" and cfg.device == "cpu":
         raise ConfigError("attention = 'flex' trains on CUDA only (PyTorch has no FlexAttention backward on CPU); "
                           "use 'auto' or 'math'")

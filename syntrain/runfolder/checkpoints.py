@@ -78,13 +78,20 @@ def load_weights(model: torch.nn.Module, weights: dict, path: str) -> None:
     model.load_state_dict(weights)
 
 
+def nonfinite_weight(weights: dict) -> str | None:
+    """The name of the first tensor of `weights` holding NaN or an infinity, or None."""
+    for name, tensor in weights.items():
+        if torch.is_tensor(tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            return name
+    return None
+
+
 def check_finite(weights: dict, path: str) -> None:
     """A ValueError naming the file and the first tensor holding NaN or an infinity: such a checkpoint (a run
     that diverged) decodes to empty lines, scores 0 and trains on in NaN, so it is refused wherever one is loaded."""
-    for name, tensor in weights.items():
-        if torch.is_tensor(tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise ValueError(f"{path}: the weights hold NaN or infinite values ({name}): the run diverged before "
-                             "this checkpoint was written; use an earlier checkpoint of the run")
+    if (name := nonfinite_weight(weights)) is not None:
+        raise ValueError(f"{path}: the weights hold NaN or infinite values ({name}): the run diverged before "
+                         "this checkpoint was written; use an earlier checkpoint of the run")
 
 
 def run_identity(ckpt: dict) -> dict:

@@ -16,7 +16,7 @@ from synprep.textio import atomic_write
 
 from ..config.train import CONFIG_FILE, LOG_FILE, TrainConfig
 from .config_file import config_text
-from .files import clear_run, default_run_dir, existing_run_files
+from .files import BEST, LAST, clear_run, default_run_dir, existing_run_files, step_checkpoints
 from .train_log import attach_run_log
 
 
@@ -85,18 +85,53 @@ def run_folder_lock(out: str) -> Iterator[None]:
         yield
         return
     refuse_dataset_folder(out)
-    made = not os.path.exists(out)
+    made = missing_folders(out)
     lock = WriterLock(out, "another syntrain run is writing this run folder")
-    lock.acquire()
-    _HELD.add(key)
     try:
+        lock.acquire()  # (a signal while it makes the folder: the folder goes too)
+        _HELD.add(key)
         yield
     finally:
         _HELD.discard(key)
         lock.release()
-        if made and os.path.isdir(out) and os.listdir(out) == [LOCK]:
-            os.remove(os.path.join(out, LOCK))
-            os.rmdir(out)
+        if made and os.path.isdir(out) and set(os.listdir(out)) <= {LOCK}:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(out, LOCK))
+            for folder in made:  # the run folder, then the folders made above it (runs/), while empty
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)
+
+
+def remove_unstarted_run(out: str, made: bool) -> None:
+    """A new run stopped (a signal, Ctrl-C) before its first checkpoint leaves nothing `--resume` could start
+    from: what it wrote is removed (the whole folder when the run made it, the run's files otherwise), so the
+    same command starts again; a run with a checkpoint is kept (`--resume` continues it)."""
+    import shutil
+
+    from synprep.shards import LOCK
+
+    from .source import SOURCE_DIR
+
+    if not os.path.isdir(out) or step_checkpoints(out) or any(
+            os.path.exists(os.path.join(out, name)) for name in (LAST, BEST)):
+        return
+    names = [name for name in os.listdir(out) if name != LOCK] if made else \
+        [*existing_run_files(out), SOURCE_DIR, "wandb"]
+    for name in names:
+        path = os.path.join(out, name.rstrip("/"))
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.remove(path)
+
+
+def missing_folders(path: str) -> list[str]:
+    """`path` and each of its parent folders that do not exist yet, deepest first."""
+    missing, path = [], os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
 
 
 def refuse_dataset_folder(out: str) -> None:
