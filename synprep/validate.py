@@ -310,6 +310,14 @@ def _scheme_models(directory: str, manifest: Manifest, fail: Callable[..., None]
         if recorded is not None and list(scheme.marker_of(path)) != list(recorded):
             fail(os.path.basename(path), None, "subword_model", f"marker {scheme.marker_of(path)} differs from "
                  f"the signature's subword_marker {recorded}")
+    recorded_files = manifest.signature.get("subword_files_sha256") or {}
+    for name in scheme.further_files(joint):
+        path = os.path.join(root, name)
+        if not os.path.isfile(path):
+            fail(name, None, "subword_model", f"the dataset's {bpe['scheme']} file {name} is missing")
+            return None
+        if file_sha256(path) != recorded_files.get(name):
+            fail(name, None, "subword_model", f"sha256 differs from the signature's subword_files_sha256[{name!r}]")
     return models  # type: ignore[return-value]
 
 

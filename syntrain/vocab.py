@@ -177,11 +177,13 @@ def check_subword_models(split: str, signature: dict) -> None:
 
     root = os.path.dirname(os.path.abspath(split))
     scheme = signature.get("subword_scheme") or "subword-nmt"
-    for key, recorded in sorted(signature.items()):
-        named = re.fullmatch(r"(?:subword_model|bpe_codes)_sha256(?:_(src|tgt))?", key)
-        if not named or not isinstance(recorded, str):
-            continue
-        path = os.path.join(root, model_file_name(scheme, named.group(1)))
+    files = [(os.path.join(root, model_file_name(scheme, named.group(1))), recorded)
+             for key, recorded in sorted(signature.items())
+             if (named := re.fullmatch(r"(?:subword_model|bpe_codes)_sha256(?:_(src|tgt))?", key))
+             and isinstance(recorded, str)]
+    files += [(os.path.join(root, name), recorded)  # a scheme's further files (`Scheme.files`)
+              for name, recorded in sorted((signature.get("subword_files_sha256") or {}).items())]
+    for path, recorded in files:
         if os.path.isfile(path) and (found := file_sha256(path)) != recorded:
             raise ValueError(f"{path}: not the sub-word model this dataset was cut with (its sha256 is "
                              f"{found[:16]}..., the manifest of {split} records {recorded[:16]}...): it was "

@@ -61,10 +61,11 @@ def load_hf(folder: Path) -> object:
     return transformers.AutoModelForSeq2SeqLM.from_pretrained(folder, torch_dtype=torch.float32).eval()
 
 
-def marian_with_sentencepiece(folder: Path, texts: list[Path], vocab_size: int = 200, seed: int = 0) -> Path:
+def marian_with_sentencepiece(folder: Path, texts: list[Path], vocab_size: int = 200, seed: int = 0,
+                              target_texts: list[Path] | None = None) -> Path:
     """A tiny random Marian model whose vocabulary is a SentencePiece model learned on the tokens of `texts`
     (source.spm = target.spm, vocab.json: </s> 0, <unk> 1, the model's pieces, <pad> last), as OPUS-MT folders
-    are laid out."""
+    are laid out; with `target_texts`, target.spm is learned on those and vocab.json holds both models' pieces."""
     import shutil
 
     import sentencepiece as spm
@@ -73,10 +74,15 @@ def marian_with_sentencepiece(folder: Path, texts: list[Path], vocab_size: int =
     from synprep.subwords.sentencepiece_scheme import learn
 
     folder.mkdir(parents=True, exist_ok=True)
-    model = folder / "source.spm"
-    learn([word_counts(str(path)) for path in texts], str(model), vocab_size)
-    shutil.copy(model, folder / "target.spm")
-    processor = spm.SentencePieceProcessor(model_file=str(model))
-    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())
-              if not (processor.is_unknown(i) or processor.is_control(i))]
+    pieces: list[str] = []
+    for name, paths in (("source.spm", texts), ("target.spm", target_texts)):
+        model = folder / name
+        if paths is None:
+            shutil.copy(folder / "source.spm", model)
+            continue
+        learn([word_counts(str(path)) for path in paths], str(model), vocab_size)
+        processor = spm.SentencePieceProcessor(model_file=str(model))
+        pieces += [piece for i in range(processor.get_piece_size())
+                   if not (processor.is_unknown(i) or processor.is_control(i))
+                   and (piece := processor.id_to_piece(i)) not in pieces]
     return build(folder, "marian", ["</s>", "<unk>", *pieces, "<pad>"], seed=seed, scale=0.5)

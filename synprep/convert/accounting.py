@@ -203,6 +203,9 @@ def signature(config: PipelineConfig, specs: dict[str, ParserSpec | None], codes
                   **(({"subword_model_sha256": file_sha256(codes[0])} if joint else  # type: ignore[arg-type]
                       {f"subword_model_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
                        for side, path in zip(SIDES, codes, strict=True)}) if subwords.files else {}),
+                  **({"subword_files_sha256": {name: file_sha256(os.path.join(os.path.dirname(codes[0]), name))
+                                               for name in subwords.further_files(joint)}}
+                     if codes[0] and subwords.further_files(joint) else {}),
                   # how transitions and decoded pieces are read: each side's (marker, marker kind)
                   "subword_marker": {side: list(subwords.marker_of(subwords.model_path(path) if path else None))
                                      for side, path in zip(SIDES, codes, strict=True)}}

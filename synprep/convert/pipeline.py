@@ -385,7 +385,12 @@ def _scheme_config(table: dict, root: str, given: dict[str, str], path: str) -> 
     if bpe.cut not in scheme.cuts:
         takers = " or ".join(f'"{other.name}"' for other in registry.schemes() if bpe.cut in other.cuts)
         raise InputError(f"[bpe] cut = \"{bpe.cut}\" is for scheme = {takers} (its offsets place the pieces)", path)
-    if isinstance(bpe.model, dict) == bpe.joint and bpe.model is not None:
+    if scheme.per_side:  # the model named once, each side cut by a file of its own: recorded as joint = false
+        if "joint" in table or isinstance(bpe.model, dict):
+            raise InputError(f"[bpe] scheme = \"{scheme.name}\" names its model once (model = {scheme.model_help}) "
+                             "and cuts each side with its own file: give neither joint nor a model table", path)
+        bpe = replace(bpe, joint=False)
+    elif isinstance(bpe.model, dict) == bpe.joint and bpe.model is not None:
         raise InputError("[bpe] model: one file when joint, a table {src = FILE, tgt = FILE} with joint = false", path)
     if isinstance(bpe.model, dict) and (sorted(bpe.model) != ["src", "tgt"]
                                         or not all(isinstance(v, str) for v in bpe.model.values())):

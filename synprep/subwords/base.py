@@ -22,7 +22,10 @@ class Scheme:
     Declarations (class attributes):
     - `name`: the `[bpe] scheme` value and `--scheme` choice; `order`: its place in choice lists and help.
     - `files`: the model's file name(s) in a dataset folder, `{side}` standing for "" (joint) or ".src" / ".tgt";
-      the first is the file the cutter loads (`load`), the others travel with it; () for a scheme without a model.
+      the first is the file the cutter loads (`load`), the others travel with it (copied, their digests in the
+      signature's `subword_files_sha256`, checked by validate and syntrain); () for a scheme without a model.
+    - `per_side`: its model, named once (`[bpe] model = FILE OR FOLDER`), cuts each side with a file of its own
+      (a pretrained model's source.spm and target.spm): the pipeline records it as joint = false.
     - `marker`, `marker_kind`: the marker of its pieces when it does not depend on the model (`marker_of`).
     - `package`: the optional library it needs (the extra `subwords`), or None.
     - `keys`: the `[bpe]` keys it takes besides scheme, joint and enabled (declared with their checks and help on
@@ -40,6 +43,7 @@ class Scheme:
     name: ClassVar[str] = ""
     order: ClassVar[int] = 100
     files: ClassVar[tuple[str, ...]] = ()
+    per_side: ClassVar[bool] = False
     marker: ClassVar[str] = ""
     marker_kind: ClassVar[str] = "none"
     package: ClassVar[str | None] = None
@@ -60,6 +64,13 @@ class Scheme:
     def model_file(self, side: str | None = None) -> str | None:
         """The (first) model file's name in a dataset folder (joint: `side` None); None without a model."""
         return self.files[0].format(side=f".{side}" if side else "") if self.files else None
+
+    def further_files(self, joint: bool) -> list[str]:
+        """The names in a dataset folder of its declared files beyond each side's first (the one `load` reads,
+        whose digest is `subword_model_sha256[_side]`): those `subword_files_sha256` covers."""
+        sides = [None] if joint else ["src", "tgt"]
+        names = [name.format(side=f".{side}" if side else "") for side in sides for name in self.files[1:]]
+        return sorted(set(names) - {self.model_file(side) for side in sides})
 
     def stored_files(self, given: str, side: str | None) -> list[tuple[str, str]]:
         """(file, its name in the dataset folder) of each file of a given model (`[bpe] model`: a file or a

@@ -48,8 +48,10 @@ def write_source_files(out: str, configuration: dict[str, Any], signature: dict[
     except InputError:
         return
     os.makedirs(folder, exist_ok=True)
-    for path, name in ((preparation.codes, registry.get(preparation.scheme).model_file()),
-                       (preparation.vocabulary, "vocab.src")):
+    scheme = registry.get(preparation.scheme)
+    further = [(os.path.join(os.path.dirname(preparation.codes), name), name)  # what `load` reads beside it
+               for name in scheme.further_files(joint=True)] if preparation.codes else []
+    for path, name in ((preparation.codes, scheme.model_file()), (preparation.vocabulary, "vocab.src"), *further):
         if path and name and os.path.isfile(path):
             _copy(path, os.path.join(folder, name))
     parser = {key: os.path.abspath(value) if key in ("model", "model_dir") and value and os.path.exists(value)
