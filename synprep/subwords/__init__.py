@@ -5,7 +5,8 @@ how to write one); importing this package imports every module of it, so a new m
 generic code (pipeline checks, convert's learning, the CLI, validate, align, export, the dataset card, syntrain's
 vocabulary) asks the registry and never branches on a scheme's name. The schemes: `subword-nmt` (subword_nmt.py,
 BPE codes applied by synprep.bpe; the default), `sentencepiece` (sentencepiece_scheme.py), `hf-tokenizer`
-(hf_tokenizer.py: a local tokenizer.json) and `characters` (characters.py: no model, each character a piece).
+(hf_tokenizer.py: a local tokenizer.json), `pretrained` (pretrained.py: a pretrained translation model's
+folder) and `characters` (characters.py: no model, each character a piece).
 A scheme's cutter gives `segment_word` (a token -> its pieces joined by spaces, which `synprep.featurize` cuts
 with); `TokenCutter` is what the cutters of the model-file schemes share (their marker, vocabulary and special
 pieces); `synprep.subwords.load` loads any of them. Every scheme cuts one token at a time (hf-tokenizer may also cut
