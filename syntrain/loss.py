@@ -3,6 +3,8 @@ each switch's auxiliary loss (`Transformer.auxiliary_losses`), per target token 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
@@ -17,16 +19,49 @@ def outside_softmax(cfg: ModelOptions) -> tuple[int, ...]:
     return () if cfg.architecture.output_start else (BOS_ID,)
 
 
+class _OutsideCrossEntropy(torch.autograd.Function):
+    """`cross_entropy_sum` with columns left out, forward and backward written out: the log-partition of the kept
+    columns is the whole one less the outside columns' share (`log1p`; an outside column is a copy of a kept
+    one, so its share stays below one half), the smoothing term reads the kept columns' sum, and the gradient is
+    the kept columns' softmax less the (smoothed) target, zero in the outside columns. No copy of the logits
+    without those columns is made: one (N, V) temporary each way, as `F.cross_entropy`'s."""
+
+    @staticmethod
+    def forward(ctx: Any, flat: torch.Tensor, gold: torch.Tensor, smoothing: float, columns: torch.Tensor
+                ) -> torch.Tensor:
+        left_out = flat.index_select(-1, columns)
+        whole = torch.logsumexp(flat, -1)
+        kept = whole + torch.log1p(-torch.exp(left_out - whole[:, None]).sum(-1))
+        loss = kept - flat.gather(-1, gold[:, None]).squeeze(-1)
+        classes = flat.shape[-1] - len(columns)
+        if smoothing:
+            loss = (1 - smoothing) * loss + smoothing * (kept - (flat.sum(-1) - left_out.sum(-1)) / classes)
+        valid = gold != PAD_ID
+        ctx.save_for_backward(flat, gold, kept, valid, columns)
+        ctx.smoothing, ctx.classes = smoothing, classes
+        return torch.where(valid, loss, 0.0).sum()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:
+        flat, gold, kept, valid, columns = ctx.saved_tensors
+        out = torch.exp(flat - kept[:, None])
+        if ctx.smoothing:
+            out.sub_(ctx.smoothing / ctx.classes)
+        out.index_fill_(-1, columns, 0.0)
+        out.scatter_add_(-1, gold[:, None], torch.full_like(kept[:, None], ctx.smoothing - 1))
+        return out.mul_((valid * grad)[:, None]), None, None, None
+
+
 def cross_entropy_sum(logits: torch.Tensor, gold: torch.Tensor, label_smoothing: float = 0.0,
                       outside: tuple[int, ...] = ()) -> torch.Tensor:
     """The (label-smoothed) cross-entropy of `logits` (..., V) against `gold` summed over the non-pad targets;
-    the columns `outside` are left out of the softmax and of the smoothing (never a target)."""
+    the columns `outside` are left out of the softmax and of the smoothing (never a target): exactly
+    `F.cross_entropy` over the other columns (`_OutsideCrossEntropy`)."""
     flat, gold = logits.float().flatten(0, -2), gold.flatten()
-    if outside:
-        keep = torch.ones(flat.shape[-1], dtype=torch.bool, device=flat.device)
-        keep[list(outside)] = False
-        flat, gold = flat[:, keep], (keep.cumsum(0) - 1)[gold]  # pad (0) stays 0: PAD_ID is never outside
-    return F.cross_entropy(flat, gold, ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
+    if not outside:
+        return F.cross_entropy(flat, gold, ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
+    columns = torch.tensor(outside, device=flat.device)
+    return _OutsideCrossEntropy.apply(flat, gold, float(label_smoothing), columns)
 
 
 def translation_loss(outputs: Outputs, batch: Batch, tokens: int, label_smoothing: float,
