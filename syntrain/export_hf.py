@@ -19,6 +19,7 @@ from .config.model import ModelConfig
 from .model import Transformer
 from .pretrained import (
     CONFIG,
+    PARAMETER_KINDS,
     SAFETENSORS,
     PretrainedSource,
     key_value_pairs,
@@ -71,7 +72,7 @@ def hf_weights(state: dict[str, torch.Tensor], cfg: ModelConfig, source: Pretrai
     for ours, theirs in layer_pairs(cfg):
         out[f"model.{theirs}"] = state[ours]
     for ours, theirs in key_value_pairs(cfg):
-        for kind in ("weight", "bias"):
+        for kind in PARAMETER_KINDS:
             key, value = state[f"{ours}.{kind}"].chunk(2)
             out[f"model.{theirs}.k_proj.{kind}"], out[f"model.{theirs}.v_proj.{kind}"] = key, value
     return {name: tensor.detach().float().contiguous().clone() for name, tensor in out.items()}

@@ -48,6 +48,8 @@ FAMILIES: dict[str, Family] = {
                       "decoder_final_norm": True, "output_bias": False, "output_start": False}, {}),
 }
 ACTIVATION_NAMES = {"relu": "relu", "swish": "swish", "silu": "swish", "gelu": "gelu"}
+# the parameters of a linear layer and of a norm, by name: ("weight", "bias")
+PARAMETER_KINDS = tuple(name for name, _ in torch.nn.Linear(1, 1).named_parameters())
 SIZE_KEYS = ("vocab_size", "src_vocab_size", "d_model", "n_heads", "d_ff", "enc_layers", "dec_layers", "max_len")
 
 
@@ -236,10 +238,10 @@ def layer_pairs(cfg: ModelConfig) -> list[tuple[str, str]]:
                                  ("decoder", DECODER_NAMES, cfg.sizes.dec_layers)):
         for i in range(layers):
             pairs += [(f"{stack}.{i}.{ours}.{kind}", f"{stack}.layers.{i}.{theirs}.{kind}")
-                      for ours, theirs in names for kind in ("weight", "bias")]
+                      for ours, theirs in names for kind in PARAMETER_KINDS]
     for ours, theirs, on in (("enc_norm", "encoder.layer_norm", cfg.architecture.encoder_final_norm),
                              ("dec_norm", "decoder.layer_norm", cfg.architecture.decoder_final_norm)):
-        pairs += [(f"{ours}.{kind}", f"{theirs}.{kind}") for kind in ("weight", "bias")] if on else []
+        pairs += [(f"{ours}.{kind}", f"{theirs}.{kind}") for kind in PARAMETER_KINDS] if on else []
     return pairs
 
 
@@ -265,7 +267,7 @@ def syntrain_weights(weights: dict[str, torch.Tensor], cfg: ModelConfig, source:
     for ours, theirs in layer_pairs(cfg):
         out[ours] = _first(weights, folder, theirs)
     for ours, theirs in key_value_pairs(cfg):
-        for kind in ("weight", "bias"):
+        for kind in PARAMETER_KINDS:
             out[f"{ours}.{kind}"] = torch.cat([_first(weights, folder, f"{theirs}.k_proj.{kind}"),
                                                _first(weights, folder, f"{theirs}.v_proj.{kind}")])
     return out
