@@ -33,6 +33,19 @@ class Arg:
     choices: Sequence[str] | None = None  # a tuple, or LiveChoices read from a registry
     default: Any = None
     multiple: bool = False
+    requires: dict[str, Any] | None = None  # set (not its default), it does nothing unless each other has a value
+    conflicts: tuple[str, ...] = ()  # options that contradict it when both are set
+
+    @property
+    def switch(self) -> str:
+        """The flag as a click flag: `--dedupe/--no-dedupe` for an option that is on by default."""
+        return f"{self.flag}/--no-{self.flag[2:]}" if self.kind is bool and self.default is True else self.flag
+
+    def setting(self, value: Any) -> str:  # noqa: ANN401
+        """The command line's words for this option at `value`: `--engine ray`, `--no-cache`, `--resume`."""
+        if self.kind is bool:
+            return self.flag if value else f"--no-{self.flag[2:]}"
+        return f"{self.flag} {value}"
 
     def click_type(self) -> Any:  # noqa: ANN401 (a click.ParamType)
         import click
@@ -56,7 +69,9 @@ class Arg:
         extra = {} if self.kind is bool else {"type": self.click_type()}
         if self.default is not None:  # an explicit None would satisfy `required` (click >= 8.3)
             extra["default"] = self.default
-        return click.option(*flags, self.flag, *names, multiple=self.multiple, **extra, **attrs)
+        if self.kind is bool:
+            extra["is_flag"] = True
+        return click.option(*flags, self.switch, *names, multiple=self.multiple, **{**extra, **attrs})
 
     def check(self, value: Any, command: str) -> Any:  # noqa: ANN401
         """`value` as the command would take it, or InputError with the command's line for it."""
@@ -99,7 +114,32 @@ def check_arguments(command: str, **values: Any) -> dict[str, Any]:  # noqa: ANN
     (type, range, choice): InputError with the command's line (`synprep validate` -> "Invalid value for
     '--max-failures': 0 is not in the range x>=1 (see 'synprep validate --help')")."""
     declared = ARGUMENTS[command]
-    return {name: declared[name].check(value, command) for name, value in values.items()}
+    checked = {name: declared[name].check(value, command) for name, value in values.items()}
+    check_together(declared, checked)
+    return checked
+
+
+def check_together(declared: dict[str, Arg], values: dict[str, Any]) -> None:
+    """The declared `requires` and `conflicts` of the options that are set (given, not their default): InputError
+    in one line, `--ray-address is for --engine ray, not local`, `--resume and --overwrite exclude each other`."""
+
+    def value(name: str) -> Any:  # noqa: ANN401
+        return values.get(name, declared[name].default)
+
+    def is_set(name: str) -> bool:
+        return values.get(name) not in (None, (), declared[name].default)
+
+    for name, arg in declared.items():
+        if not is_set(name):
+            continue
+        for other, wanted in (arg.requires or {}).items():
+            allowed = wanted if isinstance(wanted, tuple) else (wanted,)
+            if value(other) not in allowed:
+                words = " or ".join(declared[other].setting(v) for v in allowed)
+                raise InputError(f"{arg.flag} is for {words}, not {declared[other].setting(value(other))}")
+        for other in arg.conflicts:
+            if is_set(other):
+                raise InputError(f"{arg.flag} and {declared[other].flag} exclude each other")
 
 
 def invalid(command: str, name: str, message: str) -> InputError:
@@ -132,6 +172,17 @@ SHARED_TREE_OPTIONS = {"root": Arg("--root", choices=options.ROOT_POLICIES, defa
                                              default="keep")}
 
 ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> declaration
+    "synprep convert": {
+        "pipeline": Arg("PIPELINE", "path"), "output": Arg("--output", "path"), "workers": WORKERS,
+        "shard_size": Arg("--shard-size", int, min=1), "engine": Arg("--engine", choices=options.ENGINES,
+                                                                      default="local"),
+        "ray_address": Arg("--ray-address", requires={"engine": "ray"}),
+        "resume": Arg("--resume", bool, default=False, conflicts=("overwrite",)),
+        "overwrite": Arg("--overwrite", bool, default=False),
+        "compression": Arg("--compression", choices=options.COMPRESSIONS),
+        "keep_work": Arg("--keep-work", bool, default=False), "dedupe": Arg("--dedupe", bool, default=True),
+        "parse_cache": Arg("--parse-cache", "path", requires={"cache": True}),
+        "cache": Arg("--cache", bool, default=True), "progress": Arg("--progress", bool)},
     "synprep align": {
         "conllu": Arg("--conllu", "path"), "output": Arg("--output", "path", default="-"),
         "bpe_codes": Arg("--bpe-codes", "path"), "model": Arg("--model", "path"),

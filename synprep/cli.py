@@ -13,7 +13,6 @@ import click
 from . import __version__, options
 from .arguments import declared
 from .clihelp import add_examples, verbosity_options
-from .convert import ConvertArguments
 from .errors import InputError, Interrupted, run_cli
 from .logs import set_verbosity
 from .subwords import registry
@@ -32,28 +31,6 @@ def cli(verbose: int, quiet: int) -> None:
 @cli.group()
 def bpe() -> None:
     """Joint BPE with subword-nmt (learn codes, apply them)."""
-
-
-class Declared(click.ParamType):
-    """An option whose type and range an API function's declaration gives (`synprep.tables.parse_argument`):
-    the command and the function refuse a value with one message."""
-
-    def __init__(self, cls: type, name: str) -> None:
-        import typing
-
-        from .tables import has_type
-
-        hint = typing.get_type_hints(cls)[name]
-        self.cls, self.field_name = cls, name
-        self.name = "number" if has_type(1.5, hint) else "integer" if has_type(1, hint) else "text"  # the metavar
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:  # noqa: ANN401
-        from .tables import parse_argument
-
-        try:
-            return parse_argument(self.cls, self.field_name, value) if isinstance(value, str) else value
-        except ValueError as err:  # the API function's message, word for word
-            raise InputError(str(err)) from None
 
 
 def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
@@ -326,30 +303,28 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
 
 @cli.command()
 @click.argument("pipeline_file")
-@click.option("--output", default=None, help="Output folder (overrides the pipeline's `output`).")
-@click.option("--shard-size", type=Declared(ConvertArguments, "shard_size"), default=None,
-              help="Input pairs per shard (overrides `shard_size`).")
-@click.option("--workers", type=Declared(ConvertArguments, "workers"), default=0,
-              help="Processes (default 0 = all cores); same shards.")
-@click.option("--engine", type=click.Choice(options.ENGINES), default="local", show_default=True,
-              help="local: worker processes on this machine; ray: a Ray cluster (docs/scale.md).")
-@click.option("--ray-address", default=None, help="Existing Ray cluster (default: start a local one).")
-@click.option("--resume", is_flag=True, help="Continue an interrupted run into the same output folder.")
-@click.option("--overwrite", is_flag=True, help="Delete an existing output folder made by convert first.")
-@click.option("--compression", type=click.Choice(options.COMPRESSIONS), default=None,
-              help="Shard compression (overrides the pipeline's `compression`; default none: memory-mappable).")
-@click.option("--keep-work", is_flag=True,
-              help="Keep OUT/.work (parsed CoNLL-U, tokens) after a finished run; by default it is removed.")
-@click.option("--dedupe/--no-dedupe", default=True, show_default=True,
-              help="Parse each distinct sentence of a side once and reuse its tree (same shards either way).")
-@click.option("--parse-cache", default=None, metavar="DIR",
-              help="Parse cache folder shared by converts (overrides [parse] cache): sentences an earlier convert "
-                   "parsed with the same parser are not parsed again (same shards).")
-@click.option("--no-cache", is_flag=True,
-              help="Use no cache in this convert: neither the parse cache nor the stage caches beside it.")
+@declared("synprep convert", "output", help="Output folder (overrides the pipeline's `output`).")
+@declared("synprep convert", "shard_size", help="Input pairs per shard (overrides `shard_size`).")
+@declared("synprep convert", "workers", help="Processes (default 0 = all cores); same shards.")
+@declared("synprep convert", "engine", show_default=True,
+          help="local: worker processes on this machine; ray: a Ray cluster (docs/scale.md).")
+@declared("synprep convert", "ray_address", help="Existing Ray cluster (default: start a local one).")
+@declared("synprep convert", "resume", help="Continue an interrupted run into the same output folder.")
+@declared("synprep convert", "overwrite", help="Delete an existing output folder made by convert first.")
+@declared("synprep convert", "compression",
+          help="Shard compression (overrides the pipeline's `compression`; default none: memory-mappable).")
+@declared("synprep convert", "keep_work",
+          help="Keep OUT/.work (parsed CoNLL-U, tokens) after a finished run; by default it is removed.")
+@declared("synprep convert", "dedupe", show_default=True,
+          help="Parse each distinct sentence of a side once and reuse its tree (same shards either way).")
+@declared("synprep convert", "parse_cache", metavar="DIR",
+          help="Parse cache folder shared by converts (overrides [parse] cache): sentences an earlier convert "
+               "parsed with the same parser are not parsed again (same shards).")
+@declared("synprep convert", "cache", show_default=True,
+          help="--no-cache: use no cache in this convert, neither the parse cache nor the stage caches beside it.")
 def convert(pipeline_file: str, output: str | None, shard_size: int | None, workers: int, engine: str,
             ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool,
-            dedupe: bool, parse_cache: str | None, no_cache: bool) -> None:
+            dedupe: bool, parse_cache: str | None, cache: bool) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
     from .api import convert as convert_pipeline
     from .convert.converter import WorkKept
@@ -360,7 +335,7 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
         result = convert_pipeline(pipeline_file, output, workers=workers, shard_size=shard_size, engine=engine,
                                   ray_address=ray_address, resume=resume, overwrite=overwrite,
                                   compression=compression, keep_work=keep_work, dedupe=dedupe,
-                                  parse_cache=parse_cache, cache=not no_cache)
+                                  parse_cache=parse_cache, cache=cache)
     except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGHUP
         why = f"stopped by {err}" if isinstance(err, Terminated) else "interrupted"
         raise Interrupted(f"{why}; the finished pieces are kept: continue with {again} --resume",

@@ -133,7 +133,7 @@ def average(checkpoints: Sequence[str], output: str, *, force: bool = False) -> 
     from .arguments import check_folders, syntrain_arguments
     from .runfolder.checkpoints import average_checkpoints, save_checkpoint
 
-    checked = syntrain_arguments("syntrain average", checkpoints=list(checkpoints), output=output, force=force)
+    checked = syntrain_arguments("syntrain average", checkpoints=checkpoints, output=output, force=force)
     paths, output = checked["checkpoints"], checked["output"]
     missing = [path for path in paths if not os.path.isfile(path)]
     if missing:
