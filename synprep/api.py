@@ -104,7 +104,7 @@ def parser_train(conllu: str, output: str, *, backend: str = "udpipe", heldout: 
     from .arguments import check_arguments
     from .outputs import check_outputs
     from .parse.quality import score_and_record
-    from .parse.train import check_backend_options, check_treebank
+    from .parse.train import check_treebank
     from .results import ParserTrainResult
     from .textio import rereadable
 
@@ -114,9 +114,6 @@ def parser_train(conllu: str, output: str, *, backend: str = "udpipe", heldout: 
                               allow_no_spaceafter=allow_no_spaceafter, verbose=verbose)
     backend, conllu, output, heldout, settings = (checked[k] for k in ("backend", "conllu", "output", "heldout",
                                                                        "settings"))
-    check_backend_options(backend, {"--tokenizer-options": tokenizer_options, "--tagger-options": tagger_options,
-                                    "--parser-options": parser_options, "--set": settings, "--lang": lang,
-                                    "--max-minutes": max_minutes})
     check_outputs({"-o": output}, {"the treebank (--conllu)": conllu, "the held-out treebank (--heldout)": heldout})
     with contextlib.ExitStack() as stack:  # a named pipe or <(command) is copied once: each input is read twice
         treebank, held = (stack.enter_context(rereadable(path)) for path in (conllu, heldout))

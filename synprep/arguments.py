@@ -41,11 +41,12 @@ class Arg:
         """The flag as a click flag: `--dedupe/--no-dedupe` for an option that is on by default."""
         return f"{self.flag}/--no-{self.flag[2:]}" if self.kind is bool and self.default is True else self.flag
 
-    def setting(self, value: Any) -> str:  # noqa: ANN401
-        """The command line's words for this option at `value`: `--engine ray`, `--no-cache`, `--resume`."""
+    def setting(self, *values: Any, named: bool = True) -> str:  # noqa: ANN401
+        """The command line's words for this option at one of `values`: `--engine ray`, `--backend spacy or
+        stanza`, `--no-cache`, `--resume`; `named` False: the value alone (`local`) where it is not a flag."""
         if self.kind is bool:
-            return self.flag if value else f"--no-{self.flag[2:]}"
-        return f"{self.flag} {value}"
+            return " or ".join(self.flag if value else f"--no-{self.flag[2:]}" for value in values)
+        return f"{self.flag} " * named + " or ".join(map(str, values))
 
     def click_type(self) -> Any:  # noqa: ANN401 (a click.ParamType)
         import click
@@ -135,8 +136,8 @@ def check_together(declared: dict[str, Arg], values: dict[str, Any]) -> None:
         for other, wanted in (arg.requires or {}).items():
             allowed = wanted if isinstance(wanted, tuple) else (wanted,)
             if value(other) not in allowed:
-                words = " or ".join(declared[other].setting(v) for v in allowed)
-                raise InputError(f"{arg.flag} is for {words}, not {declared[other].setting(value(other))}")
+                raise InputError(f"{arg.flag} is for {declared[other].setting(*allowed)}, not "
+                                 f"{declared[other].setting(value(other), named=False)}")
         for other in arg.conflicts:
             if is_set(other):
                 raise InputError(f"{arg.flag} and {declared[other].flag} exclude each other")
@@ -167,6 +168,7 @@ API_FUNCTIONS = {  # every command of both command lines -> its function in the 
 }
 
 WORKERS = Arg("--workers", int, min=0, default=0)
+UDPIPE, SPACY_STANZA = {"backend": "udpipe"}, {"backend": ("spacy", "stanza")}  # the trainers reading an option
 SHARED_TREE_OPTIONS = {"root": Arg("--root", choices=options.ROOT_POLICIES, default="drop"),
                        "non_projective": Arg("--non-projective", choices=options.NON_PROJECTIVE_POLICIES,
                                              default="keep")}
@@ -196,11 +198,14 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "backend": Arg("--backend", choices=("udpipe", "spacy", "stanza"), default="udpipe"),
         "conllu": Arg("--conllu", "path"), "output": Arg("--output", "path"), "heldout": Arg("--heldout", "path"),
         "preset": Arg("--preset", choices=options.UDPIPE_PRESETS, default="default"),
-        "tokenizer_options": Arg("--tokenizer-options"), "tagger_options": Arg("--tagger-options"),
-        "parser_options": Arg("--parser-options"), "lang": Arg("--lang"),
+        "tokenizer_options": Arg("--tokenizer-options", requires=UDPIPE),
+        "tagger_options": Arg("--tagger-options", requires=UDPIPE),
+        "parser_options": Arg("--parser-options", requires=UDPIPE), "settings": Arg("--set", multiple=True,
+                                                                                   requires=SPACY_STANZA),
+        "lang": Arg("--lang", requires=SPACY_STANZA),
+        "max_minutes": Arg("--max-minutes", float, min=0, requires={"backend": "spacy"}),
         "allow_no_spaceafter": Arg("--allow-no-spaceafter", bool, default=False),
-        "verbose": Arg("--verbose", bool, default=False),
-        "settings": Arg("--set", multiple=True), "max_minutes": Arg("--max-minutes", float, min=0)},
+        "verbose": Arg("--verbose", bool, default=False)},
     "synprep parser eval": {
         "backend": Arg("--backend", choices=options.PARSER_BACKENDS), "conllu": Arg("--conllu", "path"),
         "model": Arg("--model", "path"), "model_dir": Arg("--model-dir", "path"), "lang": Arg("--lang"),

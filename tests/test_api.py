@@ -283,6 +283,8 @@ def _together_cases():
     from synprep.arguments import ARGUMENTS
 
     def given(arg):  # a value that sets the option (not its default)
+        if arg.multiple:
+            return ("somewhere",)
         return (not arg.default) if arg.kind is bool else arg.min or 1 if arg.kind in (int, float) else \
             arg.choices[0] if arg.choices else "somewhere"
 
