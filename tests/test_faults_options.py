@@ -1,7 +1,7 @@
-"""A generator over every option of both command lines: the cases come from each option's declared type
-(click's types, made from `synprep.arguments.Arg` declarations, and syntrain's `DeclaredType`), so a new
-option is covered without a new test. Each wrong value (a word for a number, a number out of its range, NaN or infinity, a choice not offered,
-an empty text for a number) must end in exit 2 and one line naming the option, with nothing written."""
+"""A generator over every option of both command lines: the cases come from each option's declared type (click's
+types, made from `synprep.arguments.Arg` declarations, and syntrain's `DeclaredType`), so a new option is covered
+without a new test. Each wrong value (a word for a number, a number out of its range, NaN or infinity, a choice
+not offered, an empty text for a number) must end in exit 2 and one line naming the option, with nothing written."""
 
 from __future__ import annotations
 
