@@ -174,6 +174,25 @@ SHARED_TREE_OPTIONS = {"root": Arg("--root", choices=options.ROOT_POLICIES, defa
                                              default="keep")}
 
 ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> declaration
+    "synprep bpe learn": {
+        "inputs": Arg("--input", "path", multiple=True), "output": Arg("--output", "path"),
+        "symbols": Arg("--symbols", int, min=1, default=16000), "vocab_prefix": Arg("--vocab-prefix", "path"),
+        "min_frequency": Arg("--min-frequency", int, min=1, default=2), "verbose": Arg("--verbose", bool,
+                                                                                       default=False)},
+    "synprep bpe apply": {
+        "codes": Arg("--codes", "path"), "input": Arg("--input", "path", default="-"),
+        "output": Arg("--output", "path", default="-"), "vocabulary": Arg("--vocabulary", "path"),
+        "vocabulary_threshold": Arg("--vocabulary-threshold", int, min=1),
+        "merges": Arg("--merges", int, min=-1, default=-1),
+        "separator": Arg("--separator", default=options.BPE_SEPARATOR), "glossaries": Arg("--glossaries",
+                                                                                          multiple=True)},
+    "synprep parse": {
+        "input": Arg("--input", "path", default="-"), "output": Arg("--output", "path", default="-"),
+        "backend": Arg("--backend", choices=options.PARSER_BACKENDS), "model": Arg("--model", "path"),
+        "model_dir": Arg("--model-dir", "path"), "lang": Arg("--lang"),
+        "pretokenized": Arg("--pretokenized", bool, default=False), "workers": WORKERS,
+        "batch_size": Arg("--batch-size", int, min=1, default=64),
+        "max_chars": Arg("--max-chars", int, min=1, default=options.MAX_LINE_CHARS)},
     "synprep convert": {
         "pipeline": Arg("PIPELINE", "path"), "output": Arg("--output", "path"), "workers": WORKERS,
         "shard_size": Arg("--shard-size", int, min=1), "engine": Arg("--engine", choices=options.ENGINES,

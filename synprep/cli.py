@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from . import __version__, options
+from . import __version__
 from .arguments import declared
 from .clihelp import add_examples, verbosity_options
 from .errors import InputError, Interrupted, run_cli
@@ -62,16 +62,15 @@ def _model_help() -> str:
 
 
 @bpe.command("learn")
-@click.option("-i", "--input", "inputs", multiple=True, required=True,
-              help="Tokenized text (repeat per language: joint codes; one side's files only: that side's codes).")
-@click.option("-o", "--output", required=True, help="Where to write the BPE codes (learned on all inputs together).")
-@click.option("-s", "--symbols", type=click.IntRange(min=1), default=16000, show_default=True,
-              help="Number of merge operations.")
-@click.option("--vocab-prefix", default=None,
-              help="Also write one vocabulary per input: PREFIX.<suffix of the input file>.")
-@click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Stop when no pair is this frequent.")
-@click.option("-v", "--verbose", is_flag=True, help="Show subword-nmt's own progress and messages.")
+@declared("synprep bpe learn", "inputs", "-i", required=True,
+          help="Tokenized text (repeat per language: joint codes; one side's files only: that side's codes).")
+@declared("synprep bpe learn", "output", "-o", required=True,
+          help="Where to write the BPE codes (learned on all inputs together).")
+@declared("synprep bpe learn", "symbols", "-s", show_default=True, help="Number of merge operations.")
+@declared("synprep bpe learn", "vocab_prefix",
+          help="Also write one vocabulary per input: PREFIX.<suffix of the input file>.")
+@declared("synprep bpe learn", "min_frequency", show_default=True, help="Stop when no pair is this frequent.")
+@declared("synprep bpe learn", "verbose", "-v", help="Show subword-nmt's own progress and messages.")
 @click.option("--scheme", type=click.Choice([s.name for s in registry.schemes() if s.learns]),
               default=registry.DEFAULT, show_default=True,
               help="sentencepiece: learn a SentencePiece model on the files' tokens (-o: the .model file), as "
@@ -97,22 +96,21 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
 
 
 @bpe.command("apply")
-@click.option("-c", "--codes", default=None, help="BPE codes file (subword-nmt).")
+@declared("synprep bpe apply", "codes", "-c", help="BPE codes file (subword-nmt).")
 @click.option("--scheme", type=click.Choice(registry.names()), default=registry.DEFAULT,
               show_default=True, help="sentencepiece / hf-tokenizer / characters: cut each token of the input with "
                                       "the scheme (and its --model).")
 @click.option("--model", default=None, help=_model_help())
-@click.option("-i", "--input", "input_path", default="-", show_default=True, help="Input text ('-' = stdin).")
-@click.option("-o", "--output", default="-", show_default=True, help="Output ('-' = stdout).")
-@click.option("--vocabulary", default=None, help="Vocabulary file: revert merges that produce rare pieces.")
-@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None,
-              help="Pieces rarer than this count as OOV.")
-@click.option("--merges", type=click.IntRange(min=-1), default=-1, help="Use only the first N merges (default: all).")
-@click.option("--separator", default=options.BPE_SEPARATOR, show_default=True, callback=_checked_by("check_separator"),
-              help="Marks a piece that continues (non-empty, no whitespace).")
-@click.option("--glossaries", multiple=True, callback=_checked_by("check_glossaries"),
-              help="Words/regexes never split (repeatable).")
-def bpe_apply(codes: str | None, scheme: str, model: str | None, input_path: str, output: str,
+@declared("synprep bpe apply", "input", "-i", show_default=True, help="Input text ('-' = stdin).")
+@declared("synprep bpe apply", "output", "-o", show_default=True, help="Output ('-' = stdout).")
+@declared("synprep bpe apply", "vocabulary", help="Vocabulary file: revert merges that produce rare pieces.")
+@declared("synprep bpe apply", "vocabulary_threshold", help="Pieces rarer than this count as OOV.")
+@declared("synprep bpe apply", "merges", help="Use only the first N merges (default: all).")
+@declared("synprep bpe apply", "separator", show_default=True, callback=_checked_by("check_separator"),
+          help="Marks a piece that continues (non-empty, no whitespace).")
+@declared("synprep bpe apply", "glossaries", callback=_checked_by("check_glossaries"),
+          help="Words/regexes never split (repeatable).")
+def bpe_apply(codes: str | None, scheme: str, model: str | None, input: str, output: str,
               vocabulary: str | None, vocabulary_threshold: int | None, merges: int, separator: str,
               glossaries: tuple[str, ...]) -> None:
     """Apply BPE codes: byte-identical to `subword-nmt apply-bpe`, faster. With --scheme sentencepiece or
@@ -121,14 +119,14 @@ def bpe_apply(codes: str | None, scheme: str, model: str | None, input_path: str
     from .bpe import apply_file
 
     if not registry.get(scheme).bpe_codes:
-        apply_file(_cutter(scheme, model, codes), input_path, output)
+        apply_file(_cutter(scheme, model, codes), input, output)
         return
     if codes is None:
         raise click.UsageError("give --codes (subword-nmt), or --scheme with --model")
 
     if vocabulary_threshold is not None and vocabulary is None:
         raise click.UsageError("--vocabulary-threshold needs --vocabulary")
-    apply_bpe(codes, input_path, output, vocabulary=vocabulary, vocabulary_threshold=vocabulary_threshold,
+    apply_bpe(codes, input, output, vocabulary=vocabulary, vocabulary_threshold=vocabulary_threshold,
               merges=merges, separator=separator, glossaries=glossaries)
 
 
@@ -177,25 +175,25 @@ def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vo
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice(options.PARSER_BACKENDS), required=True,
-              help="Parser library (docs/synprep.md: models and extras of each).")
-@click.option("--model", default=None, help="UDPipe model file (udpipe, spacy-udpipe) or spaCy pipeline name/path.")
-@click.option("--model-dir", default=None, help="stanza: local model folder (nothing is downloaded).")
-@click.option("--lang", default=None, help="Language code (stanza, spacy-udpipe).")
-@click.option("-i", "--input", "input_path", default="-", show_default=True,
-              help="One sentence per line ('-' = stdin; .gz/.xz accepted).")
-@click.option("-o", "--output", default="-", show_default=True, help="CoNLL-U output ('-' = stdout).")
-@click.option("--pretokenized", is_flag=True, help="Input is tokenized (space-separated): keep the tokens.")
-@click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, help="Lines per task.")
-@click.option("--max-chars", type=click.IntRange(min=1), default=options.MAX_LINE_CHARS, show_default=True,
-              help="Longer lines are not parsed: an empty sentence with `# skipped = ...` keeps the alignment.")
-def parse(backend: str, model: str | None, model_dir: str | None, lang: str | None, input_path: str, output: str,
+@declared("synprep parse", "backend", required=True,
+          help="Parser library (docs/synprep.md: models and extras of each).")
+@declared("synprep parse", "model", help="UDPipe model file (udpipe, spacy-udpipe) or spaCy pipeline name/path.")
+@declared("synprep parse", "model_dir", help="stanza: local model folder (nothing is downloaded).")
+@declared("synprep parse", "lang", help="Language code (stanza, spacy-udpipe).")
+@declared("synprep parse", "input", "-i", show_default=True,
+          help="One sentence per line ('-' = stdin; .gz/.xz accepted).")
+@declared("synprep parse", "output", "-o", show_default=True, help="CoNLL-U output ('-' = stdout).")
+@declared("synprep parse", "pretokenized", help="Input is tokenized (space-separated): keep the tokens.")
+@declared("synprep parse", "workers", help="Processes (default 0: all cores).")
+@declared("synprep parse", "batch_size", show_default=True, help="Lines per task.")
+@declared("synprep parse", "max_chars", show_default=True,
+          help="Longer lines are not parsed: an empty sentence with `# skipped = ...` keeps the alignment.")
+def parse(backend: str, model: str | None, model_dir: str | None, lang: str | None, input: str, output: str,
           pretokenized: bool, workers: int, batch_size: int, max_chars: int) -> None:
     """Parse text into CoNLL-U: exactly one sentence per input line, in order."""
     from .api import parse as parse_text
 
-    summary = parse_text(input_path, output, backend, model=model, model_dir=model_dir, lang=lang,
+    summary = parse_text(input, output, backend, model=model, model_dir=model_dir, lang=lang,
                          pretokenized=pretokenized, workers=workers, batch_size=batch_size, max_chars=max_chars)
     log.info(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
                f"joined from several sentences, {summary.skipped} longer than {max_chars} characters) with {backend} "

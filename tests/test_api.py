@@ -205,7 +205,10 @@ def _placeholders(command):
     required = [name for name, parameter in _parameters(command).items()
                 if parameter.default is inspect.Parameter.empty and parameter.kind not in (
                     inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
-    return {name: ["nowhere"] if name in declared and declared[name].multiple else "nowhere" for name in required}
+    def harmless(arg):
+        return ["nowhere"] if arg.multiple else arg.choices[0] if arg.choices else "nowhere"
+
+    return {name: harmless(declared[name]) if name in declared else "nowhere" for name in required}
 
 
 def _argument_cases():
