@@ -168,6 +168,7 @@ API_FUNCTIONS = {  # every command of both command lines -> its function in the 
 }
 
 WORKERS = Arg("--workers", int, min=0, default=0)
+NORMALIZE_REFS = Arg("--normalize-refs", choices=options.NORMALIZERS, multiple=True)
 UDPIPE, SPACY_STANZA = {"backend": "udpipe"}, {"backend": ("spacy", "stanza")}  # the trainers reading an option
 SHARED_TREE_OPTIONS = {"root": Arg("--root", choices=options.ROOT_POLICIES, default="drop"),
                        "non_projective": Arg("--non-projective", choices=options.NON_PROJECTIVE_POLICIES,
@@ -262,7 +263,15 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "split_path": Arg("SPLIT", "path"), "name": Arg("--name"),
         "output": Arg("--output", "path"), "formats": Arg("--format", multiple=True),
         "dbsa_release": Arg("--dbsa-release", choices=("current", "2020"), default="current")},
-    "syntrain compare": {"samples": Arg("--samples", int, min=1, default=1000)},
+    "syntrain compare": {"samples": Arg("--samples", int, min=1, default=1000), "normalize_refs": NORMALIZE_REFS},
+    "syntrain translate": {
+        "checkpoint": Arg("--checkpoint", "path"), "device": Arg("--device"),
+        "nbest": Arg("--nbest", int, min=0, default=0), "progress": Arg("--progress", bool, default=True),
+        "parser_model": Arg("--parser-model", "path"), "bpe_codes": Arg("--bpe-codes", "path")},
+    "syntrain eval": {
+        "checkpoint": Arg("--checkpoint", "path"), "data": Arg("--data", "path"), "normalize_refs": NORMALIZE_REFS,
+        "device": Arg("--device"), "progress": Arg("--progress", bool, default=False),
+        "pretrained": Arg("--pretrained", "path")},
     "syntrain average": {"checkpoints": Arg("CHECKPOINTS...", "path", multiple=True), "output": Arg("--output", "path"),
                          "force": Arg("--force", bool, default=False)},
     "syntrain env": {"checkpoint": Arg("--checkpoint", "path")},
