@@ -110,15 +110,3 @@ def export_hf(checkpoint: str, folder: str) -> list[str]:
             shutil.copy(os.path.join(source.folder, name), os.path.join(folder, name))
             written.append(name)
     return [os.path.join(folder, name) for name in written]
-
-
-def _api_function() -> None:
-    """`syntrain.export_hf` stays the API function once this module is imported (it would shadow it)."""
-    from synprep.callables import make_callable
-
-    from .api import export_hf as api_export_hf
-
-    make_callable(__name__, api_export_hf)
-
-
-_api_function()
