@@ -7,7 +7,6 @@ workers and serializes.
 from __future__ import annotations
 
 import gc
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -120,26 +119,6 @@ def _format_line(record: dict[str, Any], fmt: str, distances: str | None = None)
     return " ".join(transitions) if transitions is not None else ""
 
 
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(progress: bool | None) -> Any:
-    """tqdm on stderr; by default (None) only when stderr is a terminal, as tqdm's disable=None
-    (tqdm is imported only then)."""
-    if progress is None:
-        progress = not hasattr(sys.stderr, "isatty") or sys.stderr.isatty()
-    if not progress:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(unit=" sent", file=sys.stderr)
-
-
 def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: Bpe | TokenCutter | None = None,
                fmt: str = "jsonl", workers: int = 1, progress: bool | None = None,
                sentences_per_chunk: int = 256) -> AlignSummary:
@@ -169,7 +148,9 @@ def align_file(conllu_path: str, output_path: str, config: FeatureConfig, bpe: B
             _PARENT_BPE[job] = bpe
         results = ordered_map(_align_chunk, chunks, workers, _load, (job,))
     summary = AlignSummary()
-    bar = _progress_bar(progress)
+    from .progress import progress as progress_bar
+
+    bar = progress_bar("align", unit="sent", shown=progress, lines=False)  # None: on a terminal or in a notebook
     try:
         with atomic_output(output_path, text=False) as sink:
             if fmt == "arrow":

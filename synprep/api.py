@@ -60,10 +60,12 @@ def learn_bpe(inputs: Sequence[str], output: str, symbols: int = 16000, *, vocab
               min_frequency: int = 2, verbose: bool = False) -> list[str]:
     """`synprep bpe learn`: joint codes from all `inputs` (subword-nmt's bytes) into `output`, and one
     vocabulary per input when `vocab_prefix` is given; returns the vocabularies' paths."""
+    from .arguments import check_arguments
     from .bpe_learn import learn_joint
 
-    if min_frequency < 1:
-        raise InputError(f"--min-frequency must be >= 1, got {min_frequency}")
+    checked = check_arguments("synprep bpe learn", inputs=inputs, output=output, symbols=symbols,
+                              vocab_prefix=vocab_prefix, min_frequency=min_frequency, verbose=verbose)
+    inputs, output, vocab_prefix = checked["inputs"], checked["output"], checked["vocab_prefix"]
     vocab_paths = vocabulary_paths(vocab_prefix, inputs) if vocab_prefix else None
     learn_joint(list(inputs), output, symbols, vocab_paths, min_frequency, verbose=verbose)
     return vocab_paths or []
@@ -83,12 +85,19 @@ def load_bpe(codes: str, *, vocabulary: str | None = None, vocabulary_threshold:
     return Bpe(codes, vocab, merges, separator, list(glossaries) or None)
 
 
-def apply_bpe(codes: str, input: str = "-", output: str = "-", **settings: Any) -> int:  # noqa: ANN401
-    """`synprep bpe apply`: segment a file (`-` = stdin/stdout); `settings` as for `load_bpe`. Returns the
+def apply_bpe(codes: str, input: str = "-", output: str = "-", *, vocabulary: str | None = None,
+              vocabulary_threshold: int | None = None, merges: int = -1, separator: str = options.BPE_SEPARATOR,
+              glossaries: Sequence[str] = ()) -> int:
+    """`synprep bpe apply`: segment a file (`-` = stdin/stdout); the settings as for `load_bpe`. Returns the
     lines written."""
+    from .arguments import check_arguments
     from .bpe import apply_file
 
-    return apply_file(load_bpe(codes, **settings), input, output)
+    checked = check_arguments("synprep bpe apply", codes=codes, input=input, output=output, vocabulary=vocabulary,
+                              vocabulary_threshold=vocabulary_threshold, merges=merges, separator=separator,
+                              glossaries=glossaries)
+    codes, input, output = checked.pop("codes"), checked.pop("input"), checked.pop("output")
+    return apply_file(load_bpe(codes, **checked), input, output)
 
 
 def parser_train(conllu: str, output: str, *, backend: str = "udpipe", heldout: str | None = None,
@@ -104,7 +113,7 @@ def parser_train(conllu: str, output: str, *, backend: str = "udpipe", heldout: 
     from .arguments import check_arguments
     from .outputs import check_outputs
     from .parse.quality import score_and_record
-    from .parse.train import check_backend_options, check_treebank
+    from .parse.train import check_treebank
     from .results import ParserTrainResult
     from .textio import rereadable
 
@@ -114,9 +123,6 @@ def parser_train(conllu: str, output: str, *, backend: str = "udpipe", heldout: 
                               allow_no_spaceafter=allow_no_spaceafter, verbose=verbose)
     backend, conllu, output, heldout, settings = (checked[k] for k in ("backend", "conllu", "output", "heldout",
                                                                        "settings"))
-    check_backend_options(backend, {"--tokenizer-options": tokenizer_options, "--tagger-options": tagger_options,
-                                    "--parser-options": parser_options, "--set": settings, "--lang": lang,
-                                    "--max-minutes": max_minutes})
     check_outputs({"-o": output}, {"the treebank (--conllu)": conllu, "the held-out treebank (--heldout)": heldout})
     with contextlib.ExitStack() as stack:  # a named pipe or <(command) is copied once: each input is read twice
         treebank, held = (stack.enter_context(rereadable(path)) for path in (conllu, heldout))

@@ -33,6 +33,20 @@ class Arg:
     choices: Sequence[str] | None = None  # a tuple, or LiveChoices read from a registry
     default: Any = None
     multiple: bool = False
+    requires: dict[str, Any] | None = None  # set (not its default), it does nothing unless each other has a value
+    conflicts: tuple[str, ...] = ()  # options that contradict it when both are set
+
+    @property
+    def switch(self) -> str:
+        """The flag as a click flag: `--dedupe/--no-dedupe` for an option that is on by default."""
+        return f"{self.flag}/--no-{self.flag[2:]}" if self.kind is bool and self.default is True else self.flag
+
+    def setting(self, *values: Any, named: bool = True) -> str:  # noqa: ANN401
+        """The command line's words for this option at one of `values`: `--engine ray`, `--backend spacy or
+        stanza`, `--no-cache`, `--resume`; `named` False: the value alone (`local`) where it is not a flag."""
+        if self.kind is bool:
+            return " or ".join(self.flag if value else f"--no-{self.flag[2:]}" for value in values)
+        return f"{self.flag} " * named + " or ".join(map(str, values))
 
     def click_type(self) -> Any:  # noqa: ANN401 (a click.ParamType)
         import click
@@ -56,7 +70,9 @@ class Arg:
         extra = {} if self.kind is bool else {"type": self.click_type()}
         if self.default is not None:  # an explicit None would satisfy `required` (click >= 8.3)
             extra["default"] = self.default
-        return click.option(*flags, self.flag, *names, multiple=self.multiple, **extra, **attrs)
+        if self.kind is bool:
+            extra["is_flag"] = True
+        return click.option(*flags, self.switch, *names, multiple=self.multiple, **{**extra, **attrs})
 
     def check(self, value: Any, command: str) -> Any:  # noqa: ANN401
         """`value` as the command would take it, or InputError with the command's line for it."""
@@ -99,7 +115,32 @@ def check_arguments(command: str, **values: Any) -> dict[str, Any]:  # noqa: ANN
     (type, range, choice): InputError with the command's line (`synprep validate` -> "Invalid value for
     '--max-failures': 0 is not in the range x>=1 (see 'synprep validate --help')")."""
     declared = ARGUMENTS[command]
-    return {name: declared[name].check(value, command) for name, value in values.items()}
+    checked = {name: declared[name].check(value, command) for name, value in values.items()}
+    check_together(declared, checked)
+    return checked
+
+
+def check_together(declared: dict[str, Arg], values: dict[str, Any]) -> None:
+    """The declared `requires` and `conflicts` of the options that are set (given, not their default): InputError
+    in one line, `--ray-address is for --engine ray, not local`, `--resume and --overwrite exclude each other`."""
+
+    def value(name: str) -> Any:  # noqa: ANN401
+        return values.get(name, declared[name].default)
+
+    def is_set(name: str) -> bool:
+        return values.get(name) not in (None, (), declared[name].default)
+
+    for name, arg in declared.items():
+        if not is_set(name):
+            continue
+        for other, wanted in (arg.requires or {}).items():
+            allowed = wanted if isinstance(wanted, tuple) else (wanted,)
+            if value(other) not in allowed:
+                raise InputError(f"{arg.flag} is for {declared[other].setting(*allowed)}, not "
+                                 f"{declared[other].setting(value(other), named=False)}")
+        for other in arg.conflicts:
+            if is_set(other):
+                raise InputError(f"{arg.flag} and {declared[other].flag} exclude each other")
 
 
 def invalid(command: str, name: str, message: str) -> InputError:
@@ -127,11 +168,43 @@ API_FUNCTIONS = {  # every command of both command lines -> its function in the 
 }
 
 WORKERS = Arg("--workers", int, min=0, default=0)
+NORMALIZE_REFS = Arg("--normalize-refs", choices=options.NORMALIZERS, multiple=True)
+UDPIPE, SPACY_STANZA = {"backend": "udpipe"}, {"backend": ("spacy", "stanza")}  # the trainers reading an option
 SHARED_TREE_OPTIONS = {"root": Arg("--root", choices=options.ROOT_POLICIES, default="drop"),
                        "non_projective": Arg("--non-projective", choices=options.NON_PROJECTIVE_POLICIES,
                                              default="keep")}
 
 ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> declaration
+    "synprep bpe learn": {
+        "inputs": Arg("--input", "path", multiple=True), "output": Arg("--output", "path"),
+        "symbols": Arg("--symbols", int, min=1, default=16000), "vocab_prefix": Arg("--vocab-prefix", "path"),
+        "min_frequency": Arg("--min-frequency", int, min=1, default=2), "verbose": Arg("--verbose", bool,
+                                                                                       default=False)},
+    "synprep bpe apply": {
+        "codes": Arg("--codes", "path"), "input": Arg("--input", "path", default="-"),
+        "output": Arg("--output", "path", default="-"), "vocabulary": Arg("--vocabulary", "path"),
+        "vocabulary_threshold": Arg("--vocabulary-threshold", int, min=1),
+        "merges": Arg("--merges", int, min=-1, default=-1),
+        "separator": Arg("--separator", default=options.BPE_SEPARATOR), "glossaries": Arg("--glossaries",
+                                                                                          multiple=True)},
+    "synprep parse": {
+        "input": Arg("--input", "path", default="-"), "output": Arg("--output", "path", default="-"),
+        "backend": Arg("--backend", choices=options.PARSER_BACKENDS), "model": Arg("--model", "path"),
+        "model_dir": Arg("--model-dir", "path"), "lang": Arg("--lang"),
+        "pretokenized": Arg("--pretokenized", bool, default=False), "workers": WORKERS,
+        "batch_size": Arg("--batch-size", int, min=1, default=64),
+        "max_chars": Arg("--max-chars", int, min=1, default=options.MAX_LINE_CHARS)},
+    "synprep convert": {
+        "pipeline": Arg("PIPELINE", "path"), "output": Arg("--output", "path"), "workers": WORKERS,
+        "shard_size": Arg("--shard-size", int, min=1), "engine": Arg("--engine", choices=options.ENGINES,
+                                                                      default="local"),
+        "ray_address": Arg("--ray-address", requires={"engine": "ray"}),
+        "resume": Arg("--resume", bool, default=False, conflicts=("overwrite",)),
+        "overwrite": Arg("--overwrite", bool, default=False),
+        "compression": Arg("--compression", choices=options.COMPRESSIONS),
+        "keep_work": Arg("--keep-work", bool, default=False), "dedupe": Arg("--dedupe", bool, default=True),
+        "parse_cache": Arg("--parse-cache", "path", requires={"cache": True}),
+        "cache": Arg("--cache", bool, default=True), "progress": Arg("--progress", bool)},
     "synprep align": {
         "conllu": Arg("--conllu", "path"), "output": Arg("--output", "path", default="-"),
         "bpe_codes": Arg("--bpe-codes", "path"), "model": Arg("--model", "path"),
@@ -145,11 +218,14 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "backend": Arg("--backend", choices=("udpipe", "spacy", "stanza"), default="udpipe"),
         "conllu": Arg("--conllu", "path"), "output": Arg("--output", "path"), "heldout": Arg("--heldout", "path"),
         "preset": Arg("--preset", choices=options.UDPIPE_PRESETS, default="default"),
-        "tokenizer_options": Arg("--tokenizer-options"), "tagger_options": Arg("--tagger-options"),
-        "parser_options": Arg("--parser-options"), "lang": Arg("--lang"),
+        "tokenizer_options": Arg("--tokenizer-options", requires=UDPIPE),
+        "tagger_options": Arg("--tagger-options", requires=UDPIPE),
+        "parser_options": Arg("--parser-options", requires=UDPIPE), "settings": Arg("--set", multiple=True,
+                                                                                   requires=SPACY_STANZA),
+        "lang": Arg("--lang", requires=SPACY_STANZA),
+        "max_minutes": Arg("--max-minutes", float, min=0, requires={"backend": "spacy"}),
         "allow_no_spaceafter": Arg("--allow-no-spaceafter", bool, default=False),
-        "verbose": Arg("--verbose", bool, default=False),
-        "settings": Arg("--set", multiple=True), "max_minutes": Arg("--max-minutes", float, min=0)},
+        "verbose": Arg("--verbose", bool, default=False)},
     "synprep parser eval": {
         "backend": Arg("--backend", choices=options.PARSER_BACKENDS), "conllu": Arg("--conllu", "path"),
         "model": Arg("--model", "path"), "model_dir": Arg("--model-dir", "path"), "lang": Arg("--lang"),
@@ -187,7 +263,15 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "split_path": Arg("SPLIT", "path"), "name": Arg("--name"),
         "output": Arg("--output", "path"), "formats": Arg("--format", multiple=True),
         "dbsa_release": Arg("--dbsa-release", choices=("current", "2020"), default="current")},
-    "syntrain compare": {"samples": Arg("--samples", int, min=1, default=1000)},
+    "syntrain compare": {"samples": Arg("--samples", int, min=1, default=1000), "normalize_refs": NORMALIZE_REFS},
+    "syntrain translate": {
+        "checkpoint": Arg("--checkpoint", "path"), "device": Arg("--device"),
+        "nbest": Arg("--nbest", int, min=0, default=0), "progress": Arg("--progress", bool, default=True),
+        "parser_model": Arg("--parser-model", "path"), "bpe_codes": Arg("--bpe-codes", "path")},
+    "syntrain eval": {
+        "checkpoint": Arg("--checkpoint", "path"), "data": Arg("--data", "path"), "normalize_refs": NORMALIZE_REFS,
+        "device": Arg("--device"), "progress": Arg("--progress", bool, default=False),
+        "pretrained": Arg("--pretrained", "path")},
     "syntrain average": {"checkpoints": Arg("CHECKPOINTS...", "path", multiple=True), "output": Arg("--output", "path"),
                          "force": Arg("--force", bool, default=False)},
     "syntrain env": {"checkpoint": Arg("--checkpoint", "path")},

@@ -71,7 +71,8 @@ def learn_codes_from_counts(counts: dict[str, int], outfile: TextIO, num_symbols
     as `counts` (words without a space and not starting with a line break; in its order). `counts` is emptied
     once the words are in the learner's own tables, so that they are not held twice while merging."""
     from subword_nmt import learn_bpe  # imports tqdm: only here
-    from tqdm import tqdm
+
+    from .progress import progress as progress_bar
 
     if min_frequency < 1 or any(freq < 1 for freq in counts.values()):
         lines = [f"{word} {freq}" for word, freq in counts.items()]  # the lines these counts were read from
@@ -87,8 +88,8 @@ def learn_codes_from_counts(counts: dict[str, int], outfile: TextIO, num_symbols
         num_symbols -= _character_count(words)
     pairs = _PairHeap()
     threshold = max(stats.values()) / 10  # ValueError without pairs, as in subword-nmt
-    with tqdm(total=num_symbols, unit=" merges", desc="learn BPE", file=sys.stderr, disable=not progress,
-              mininterval=0.5) as bar:  # closed before anything else is said (also on Ctrl-C)
+    with progress_bar("learn BPE", num_symbols, "merges", shown=bool(progress),
+                      mininterval=0.5) as bar:  # closed before anything else is said (also on Ctrl-C)
         _merge_loop(num_symbols, min_frequency, outfile, words, freqs, spaced, stats, big_stats, indices, pairs,
                     threshold, bar)
 

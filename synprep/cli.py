@@ -10,10 +10,9 @@ from typing import Any
 
 import click
 
-from . import __version__, options
+from . import __version__
 from .arguments import declared
 from .clihelp import add_examples, verbosity_options
-from .convert import ConvertArguments
 from .errors import InputError, Interrupted, run_cli
 from .logs import set_verbosity
 from .subwords import registry
@@ -32,28 +31,6 @@ def cli(verbose: int, quiet: int) -> None:
 @cli.group()
 def bpe() -> None:
     """Joint BPE with subword-nmt (learn codes, apply them)."""
-
-
-class Declared(click.ParamType):
-    """An option whose type and range an API function's declaration gives (`synprep.tables.parse_argument`):
-    the command and the function refuse a value with one message."""
-
-    def __init__(self, cls: type, name: str) -> None:
-        import typing
-
-        from .tables import has_type
-
-        hint = typing.get_type_hints(cls)[name]
-        self.cls, self.field_name = cls, name
-        self.name = "number" if has_type(1.5, hint) else "integer" if has_type(1, hint) else "text"  # the metavar
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:  # noqa: ANN401
-        from .tables import parse_argument
-
-        try:
-            return parse_argument(self.cls, self.field_name, value) if isinstance(value, str) else value
-        except ValueError as err:  # the API function's message, word for word
-            raise InputError(str(err)) from None
 
 
 def _checked_by(check: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
@@ -85,16 +62,15 @@ def _model_help() -> str:
 
 
 @bpe.command("learn")
-@click.option("-i", "--input", "inputs", multiple=True, required=True,
-              help="Tokenized text (repeat per language: joint codes; one side's files only: that side's codes).")
-@click.option("-o", "--output", required=True, help="Where to write the BPE codes (learned on all inputs together).")
-@click.option("-s", "--symbols", type=click.IntRange(min=1), default=16000, show_default=True,
-              help="Number of merge operations.")
-@click.option("--vocab-prefix", default=None,
-              help="Also write one vocabulary per input: PREFIX.<suffix of the input file>.")
-@click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Stop when no pair is this frequent.")
-@click.option("-v", "--verbose", is_flag=True, help="Show subword-nmt's own progress and messages.")
+@declared("synprep bpe learn", "inputs", "-i", required=True,
+          help="Tokenized text (repeat per language: joint codes; one side's files only: that side's codes).")
+@declared("synprep bpe learn", "output", "-o", required=True,
+          help="Where to write the BPE codes (learned on all inputs together).")
+@declared("synprep bpe learn", "symbols", "-s", show_default=True, help="Number of merge operations.")
+@declared("synprep bpe learn", "vocab_prefix",
+          help="Also write one vocabulary per input: PREFIX.<suffix of the input file>.")
+@declared("synprep bpe learn", "min_frequency", show_default=True, help="Stop when no pair is this frequent.")
+@declared("synprep bpe learn", "verbose", "-v", help="Show subword-nmt's own progress and messages.")
 @click.option("--scheme", type=click.Choice([s.name for s in registry.schemes() if s.learns]),
               default=registry.DEFAULT, show_default=True,
               help="sentencepiece: learn a SentencePiece model on the files' tokens (-o: the .model file), as "
@@ -120,22 +96,21 @@ def bpe_learn(inputs: tuple[str, ...], output: str, symbols: int, vocab_prefix: 
 
 
 @bpe.command("apply")
-@click.option("-c", "--codes", default=None, help="BPE codes file (subword-nmt).")
+@declared("synprep bpe apply", "codes", "-c", help="BPE codes file (subword-nmt).")
 @click.option("--scheme", type=click.Choice(registry.names()), default=registry.DEFAULT,
               show_default=True, help="sentencepiece / hf-tokenizer / characters: cut each token of the input with "
                                       "the scheme (and its --model).")
 @click.option("--model", default=None, help=_model_help())
-@click.option("-i", "--input", "input_path", default="-", show_default=True, help="Input text ('-' = stdin).")
-@click.option("-o", "--output", default="-", show_default=True, help="Output ('-' = stdout).")
-@click.option("--vocabulary", default=None, help="Vocabulary file: revert merges that produce rare pieces.")
-@click.option("--vocabulary-threshold", type=click.IntRange(min=1), default=None,
-              help="Pieces rarer than this count as OOV.")
-@click.option("--merges", type=click.IntRange(min=-1), default=-1, help="Use only the first N merges (default: all).")
-@click.option("--separator", default=options.BPE_SEPARATOR, show_default=True, callback=_checked_by("check_separator"),
-              help="Marks a piece that continues (non-empty, no whitespace).")
-@click.option("--glossaries", multiple=True, callback=_checked_by("check_glossaries"),
-              help="Words/regexes never split (repeatable).")
-def bpe_apply(codes: str | None, scheme: str, model: str | None, input_path: str, output: str,
+@declared("synprep bpe apply", "input", "-i", show_default=True, help="Input text ('-' = stdin).")
+@declared("synprep bpe apply", "output", "-o", show_default=True, help="Output ('-' = stdout).")
+@declared("synprep bpe apply", "vocabulary", help="Vocabulary file: revert merges that produce rare pieces.")
+@declared("synprep bpe apply", "vocabulary_threshold", help="Pieces rarer than this count as OOV.")
+@declared("synprep bpe apply", "merges", help="Use only the first N merges (default: all).")
+@declared("synprep bpe apply", "separator", show_default=True, callback=_checked_by("check_separator"),
+          help="Marks a piece that continues (non-empty, no whitespace).")
+@declared("synprep bpe apply", "glossaries", callback=_checked_by("check_glossaries"),
+          help="Words/regexes never split (repeatable).")
+def bpe_apply(codes: str | None, scheme: str, model: str | None, input: str, output: str,
               vocabulary: str | None, vocabulary_threshold: int | None, merges: int, separator: str,
               glossaries: tuple[str, ...]) -> None:
     """Apply BPE codes: byte-identical to `subword-nmt apply-bpe`, faster. With --scheme sentencepiece or
@@ -144,14 +119,14 @@ def bpe_apply(codes: str | None, scheme: str, model: str | None, input_path: str
     from .bpe import apply_file
 
     if not registry.get(scheme).bpe_codes:
-        apply_file(_cutter(scheme, model, codes), input_path, output)
+        apply_file(_cutter(scheme, model, codes), input, output)
         return
     if codes is None:
         raise click.UsageError("give --codes (subword-nmt), or --scheme with --model")
 
     if vocabulary_threshold is not None and vocabulary is None:
         raise click.UsageError("--vocabulary-threshold needs --vocabulary")
-    apply_bpe(codes, input_path, output, vocabulary=vocabulary, vocabulary_threshold=vocabulary_threshold,
+    apply_bpe(codes, input, output, vocabulary=vocabulary, vocabulary_threshold=vocabulary_threshold,
               merges=merges, separator=separator, glossaries=glossaries)
 
 
@@ -200,25 +175,25 @@ def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vo
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice(options.PARSER_BACKENDS), required=True,
-              help="Parser library (docs/synprep.md: models and extras of each).")
-@click.option("--model", default=None, help="UDPipe model file (udpipe, spacy-udpipe) or spaCy pipeline name/path.")
-@click.option("--model-dir", default=None, help="stanza: local model folder (nothing is downloaded).")
-@click.option("--lang", default=None, help="Language code (stanza, spacy-udpipe).")
-@click.option("-i", "--input", "input_path", default="-", show_default=True,
-              help="One sentence per line ('-' = stdin; .gz/.xz accepted).")
-@click.option("-o", "--output", default="-", show_default=True, help="CoNLL-U output ('-' = stdout).")
-@click.option("--pretokenized", is_flag=True, help="Input is tokenized (space-separated): keep the tokens.")
-@click.option("--workers", type=click.IntRange(min=0), default=0, help="Processes (default 0: all cores).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, help="Lines per task.")
-@click.option("--max-chars", type=click.IntRange(min=1), default=options.MAX_LINE_CHARS, show_default=True,
-              help="Longer lines are not parsed: an empty sentence with `# skipped = ...` keeps the alignment.")
-def parse(backend: str, model: str | None, model_dir: str | None, lang: str | None, input_path: str, output: str,
+@declared("synprep parse", "backend", required=True,
+          help="Parser library (docs/synprep.md: models and extras of each).")
+@declared("synprep parse", "model", help="UDPipe model file (udpipe, spacy-udpipe) or spaCy pipeline name/path.")
+@declared("synprep parse", "model_dir", help="stanza: local model folder (nothing is downloaded).")
+@declared("synprep parse", "lang", help="Language code (stanza, spacy-udpipe).")
+@declared("synprep parse", "input", "-i", show_default=True,
+          help="One sentence per line ('-' = stdin; .gz/.xz accepted).")
+@declared("synprep parse", "output", "-o", show_default=True, help="CoNLL-U output ('-' = stdout).")
+@declared("synprep parse", "pretokenized", help="Input is tokenized (space-separated): keep the tokens.")
+@declared("synprep parse", "workers", help="Processes (default 0: all cores).")
+@declared("synprep parse", "batch_size", show_default=True, help="Lines per task.")
+@declared("synprep parse", "max_chars", show_default=True,
+          help="Longer lines are not parsed: an empty sentence with `# skipped = ...` keeps the alignment.")
+def parse(backend: str, model: str | None, model_dir: str | None, lang: str | None, input: str, output: str,
           pretokenized: bool, workers: int, batch_size: int, max_chars: int) -> None:
     """Parse text into CoNLL-U: exactly one sentence per input line, in order."""
     from .api import parse as parse_text
 
-    summary = parse_text(input_path, output, backend, model=model, model_dir=model_dir, lang=lang,
+    summary = parse_text(input, output, backend, model=model, model_dir=model_dir, lang=lang,
                          pretokenized=pretokenized, workers=workers, batch_size=batch_size, max_chars=max_chars)
     log.info(f"parsed {summary.lines} lines ({summary.words} words; {summary.empty} empty, {summary.joined} "
                f"joined from several sentences, {summary.skipped} longer than {max_chars} characters) with {backend} "
@@ -326,30 +301,28 @@ def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, o
 
 @cli.command()
 @click.argument("pipeline_file")
-@click.option("--output", default=None, help="Output folder (overrides the pipeline's `output`).")
-@click.option("--shard-size", type=Declared(ConvertArguments, "shard_size"), default=None,
-              help="Input pairs per shard (overrides `shard_size`).")
-@click.option("--workers", type=Declared(ConvertArguments, "workers"), default=0,
-              help="Processes (default 0 = all cores); same shards.")
-@click.option("--engine", type=click.Choice(options.ENGINES), default="local", show_default=True,
-              help="local: worker processes on this machine; ray: a Ray cluster (docs/scale.md).")
-@click.option("--ray-address", default=None, help="Existing Ray cluster (default: start a local one).")
-@click.option("--resume", is_flag=True, help="Continue an interrupted run into the same output folder.")
-@click.option("--overwrite", is_flag=True, help="Delete an existing output folder made by convert first.")
-@click.option("--compression", type=click.Choice(options.COMPRESSIONS), default=None,
-              help="Shard compression (overrides the pipeline's `compression`; default none: memory-mappable).")
-@click.option("--keep-work", is_flag=True,
-              help="Keep OUT/.work (parsed CoNLL-U, tokens) after a finished run; by default it is removed.")
-@click.option("--dedupe/--no-dedupe", default=True, show_default=True,
-              help="Parse each distinct sentence of a side once and reuse its tree (same shards either way).")
-@click.option("--parse-cache", default=None, metavar="DIR",
-              help="Parse cache folder shared by converts (overrides [parse] cache): sentences an earlier convert "
-                   "parsed with the same parser are not parsed again (same shards).")
-@click.option("--no-cache", is_flag=True,
-              help="Use no cache in this convert: neither the parse cache nor the stage caches beside it.")
+@declared("synprep convert", "output", help="Output folder (overrides the pipeline's `output`).")
+@declared("synprep convert", "shard_size", help="Input pairs per shard (overrides `shard_size`).")
+@declared("synprep convert", "workers", help="Processes (default 0 = all cores); same shards.")
+@declared("synprep convert", "engine", show_default=True,
+          help="local: worker processes on this machine; ray: a Ray cluster (docs/scale.md).")
+@declared("synprep convert", "ray_address", help="Existing Ray cluster (default: start a local one).")
+@declared("synprep convert", "resume", help="Continue an interrupted run into the same output folder.")
+@declared("synprep convert", "overwrite", help="Delete an existing output folder made by convert first.")
+@declared("synprep convert", "compression",
+          help="Shard compression (overrides the pipeline's `compression`; default none: memory-mappable).")
+@declared("synprep convert", "keep_work",
+          help="Keep OUT/.work (parsed CoNLL-U, tokens) after a finished run; by default it is removed.")
+@declared("synprep convert", "dedupe", show_default=True,
+          help="Parse each distinct sentence of a side once and reuse its tree (same shards either way).")
+@declared("synprep convert", "parse_cache", metavar="DIR",
+          help="Parse cache folder shared by converts (overrides [parse] cache): sentences an earlier convert "
+               "parsed with the same parser are not parsed again (same shards).")
+@declared("synprep convert", "cache", show_default=True,
+          help="--no-cache: use no cache in this convert, neither the parse cache nor the stage caches beside it.")
 def convert(pipeline_file: str, output: str | None, shard_size: int | None, workers: int, engine: str,
             ray_address: str | None, resume: bool, overwrite: bool, compression: str | None, keep_work: bool,
-            dedupe: bool, parse_cache: str | None, no_cache: bool) -> None:
+            dedupe: bool, parse_cache: str | None, cache: bool) -> None:
     """Convert a whole corpus (pipeline TOML) into Arrow shards: filter, parse, BPE, features."""
     from .api import convert as convert_pipeline
     from .convert.converter import WorkKept
@@ -360,7 +333,7 @@ def convert(pipeline_file: str, output: str | None, shard_size: int | None, work
         result = convert_pipeline(pipeline_file, output, workers=workers, shard_size=shard_size, engine=engine,
                                   ray_address=ray_address, resume=resume, overwrite=overwrite,
                                   compression=compression, keep_work=keep_work, dedupe=dedupe,
-                                  parse_cache=parse_cache, cache=not no_cache)
+                                  parse_cache=parse_cache, cache=cache)
     except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGHUP
         why = f"stopped by {err}" if isinstance(err, Terminated) else "interrupted"
         raise Interrupted(f"{why}; the finished pieces are kept: continue with {again} --resume",

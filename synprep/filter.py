@@ -25,15 +25,12 @@ import logging
 import lzma
 import os
 import shutil
-import sys
 import tempfile
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import islice, zip_longest
 from typing import TYPE_CHECKING
-
-from tqdm import tqdm
 
 from .callables import make_callable
 from .errors import InputError, WriteError
@@ -42,6 +39,7 @@ from .languages import SEGMENTATIONS, count_tokens
 from .options import DEFAULT_LANGID, MAX_LINE_CHARS
 from .outputs import check_outputs
 from .parallel import default_workers, ordered_map
+from .progress import progress as progress_bar
 from .tables import repeated
 from .textio import check_text_file, count_lines, is_standard, open_binary, tsv_field
 
@@ -421,8 +419,7 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
         try:
             src_out, tgt_out, ids_out, rejected_out = outputs
             chunks = _chunks(_read_pairs(src_path, tgt_path), chunk_size)
-            bar = tqdm(total=counts[0], unit=" pairs", desc="filter", file=sys.stderr,
-                       disable=None if progress is None else not progress)  # None: only on a terminal
+            bar = progress_bar("filter", counts[0], "pairs", shown=progress, lines=False)  # None: on a terminal
             for chunk, results in _results(chunks, settings, workers, langid):
                 start = summary.total
                 for offset, ((src, tgt), (reason, detail)) in enumerate(zip(chunk, results)):

@@ -145,15 +145,19 @@ def tqdm_class() -> Any:  # noqa: ANN401 (tqdm.auto.tqdm or tqdm.tqdm)
 
 def progress(desc: str, total: int | None = None, unit: str = "it", *, shown: bool | None = None,
              stream: IO[str] | None = None, prefix: str = "", estimate: Callable[[], float | None] | None = None,
-             later_units: float = 0, leave: bool = True) -> Any:  # noqa: ANN401 (a tqdm or a ProgressLines)
+             later_units: float = 0, leave: bool = True, lines: bool = True,
+             **bar_options: Any) -> Any:  # noqa: ANN401 (a tqdm or a ProgressLines)
     """A progress counter for one phase: a tqdm bar where `shown` is True, or None and `stream` (default
-    stderr) is a terminal; plain lines at the interval, each starting with `prefix` (the command, in a log of
-    several), where `shown` is None and it is not; nothing (a disabled tqdm) where `shown` is False. Every kind
-    takes `update(n)`, `set_description`, `refresh`, `close`."""
+    stderr) is a terminal (a notebook's widget bar in a Jupyter kernel with ipywidgets: `tqdm_class`); plain
+    lines at the interval, each starting with `prefix` (the command, in a log of several), where `shown` is None
+    and it is not (`lines` False: nothing there); nothing (a disabled tqdm) where `shown` is False. Every kind
+    takes `update(n)`, `set_description`, `refresh`, `close`; `bar_options` go to tqdm (`mininterval`)."""
     tqdm = tqdm_class()
     stream = stream if stream is not None else sys.stderr
     if shown is False:
         return tqdm(total=total, disable=True)
     if shown or is_terminal(stream) or in_notebook():
-        return tqdm(total=total, unit=f" {unit}", desc=desc, file=stream, leave=leave)
+        return tqdm(total=total, unit=f" {unit}", desc=desc, file=stream, leave=leave, **bar_options)
+    if not lines:
+        return tqdm(total=total, disable=True)
     return ProgressLines(prefix + desc, total, unit, stream, estimate=estimate, later_units=later_units)

@@ -41,16 +41,13 @@ class LiveChoices(Sequence[str]):
 
 def option(default: Any = MISSING, *, default_factory: Any = MISSING, help: str = "",  # noqa: A002
            ge: float | None = None, gt: float | None = None, le: float | None = None, lt: float | None = None,
-           choices: Sequence[Any] | None = None, filled: bool = False, flag: bool = False,
-           requires: dict[str, Any] | None = None, conflicts: Sequence[str] = ()) -> Any:
+           choices: Sequence[Any] | None = None, filled: bool = False, flag: bool = False) -> Any:
     """A dataclass field with its help text and allowed values (bounds apply to each item of a list); `filled`:
     the trainer sets it from the training data (not a recipe key); `flag`: a [model] option that is also a
-    `syntrain run --NAME` flag; `requires` {other field: value}: set (not its default), it does nothing unless
-    each other field has that value; `conflicts`: fields that contradict it when both are set (`check_arguments`
-    refuses both)."""
+    `syntrain run --NAME` flag."""
     metadata = {"help": help, "ge": ge, "gt": gt, "le": le, "lt": lt,
                 "choices": choices if choices is None or isinstance(choices, tuple | LiveChoices) else tuple(choices),
-                "filled": filled, "flag": flag, "requires": dict(requires or {}), "conflicts": tuple(conflicts)}
+                "filled": filled, "flag": flag}
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -164,64 +161,3 @@ def config_from_dict(cls: type, values: dict, what: str) -> Any:
         if typing.get_origin(hints[name]) is tuple and isinstance(value, list):
             values[name] = tuple(value)
     return cls(**values)
-
-
-def flag_name(name: str) -> str:
-    """The command-line option of a declared argument: `shard_size` -> `--shard-size`."""
-    return "--" + name.replace("_", "-")
-
-
-def check_arguments(cls: type, values: dict[str, Any], positional: Sequence[str] = ()) -> None:
-    """The arguments of an API function whose options `cls` declares (with `option`), checked as its command
-    checks them: a ValueError naming the first wrong one by its command-line option (`--workers must be an
-    integer, got '2'`; a `positional` argument by its name), so the function and the command say the same."""
-    hints = typing.get_type_hints(cls)
-    for spec in fields(cls):
-        if spec.name not in values:
-            continue
-        value, name = values[spec.name], spec.name.upper() if spec.name in positional else flag_name(spec.name)
-        if not has_type(value, hints[spec.name]):
-            raise ValueError(f"{name} must be {_type_words(hints[spec.name])}, got {value!r}")
-        if value is None:
-            continue
-        problem = _range_error(name, value, spec)
-        if problem:
-            raise ValueError(problem)
-    _check_together(cls, values)
-
-
-def _check_together(cls: type, values: dict[str, Any]) -> None:
-    """The declared `requires` and `conflicts` of the arguments that are set (given, not their default)."""
-    specs = {spec.name: spec for spec in fields(cls)}
-
-    def is_set(name: str) -> bool:
-        return name in values and values[name] != specs[name].default
-
-    for spec in fields(cls):
-        if not is_set(spec.name):
-            continue
-        for other, wanted in spec.metadata.get("requires", {}).items():
-            if values.get(other, specs[other].default) != wanted:
-                if isinstance(wanted, bool):  # a flag: its --no- form when it must be on
-                    raise ValueError(f"{flag_name(spec.name)} does nothing with "
-                                     f"{flag_name(other) if not wanted else '--no-' + flag_name(other)[2:]}")
-                raise ValueError(f"{flag_name(spec.name)} is for {flag_name(other)} {wanted} (it would do nothing "
-                                 "here)")
-        for other in spec.metadata.get("conflicts", ()):
-            if is_set(other):
-                raise ValueError(f"{flag_name(spec.name)} and {flag_name(other)} exclude each other")
-
-
-def parse_argument(cls: type, name: str, text: str) -> Any:  # noqa: ANN401 (the declared type)
-    """A command-line value of an argument `cls` declares, converted to its declared type (a number where the
-    declaration takes one) and checked by `check_arguments`: one declaration serves the command and the API."""
-    hint = typing.get_type_hints(cls)[name]
-    kind = float if has_type(1.5, hint) else int if has_type(1, hint) else None
-    value: Any = text
-    if kind is not None:
-        try:
-            value = kind(text)
-        except ValueError:
-            pass  # the text itself: 'must be an integer, got 'two''
-    check_arguments(cls, {name: value})
-    return value

@@ -57,6 +57,7 @@ def evaluate(checkpoint: str | None, data: str, *, beam: int | None = None, leng
     Hugging Face model folder `pretrained` as it is, with the declared [train] defaults. Returns {"bleu",
     "bleu_signature", "chrf", "chrf_signature", "loss", the switches' measures, "hypotheses", the decoding
     settings}."""
+    from .arguments import check_decoding, syntrain_arguments
     from .config.recipe import stored_train_config
     from .config.train import TrainConfig
     from .decode import decode_split, run_settings
@@ -65,6 +66,11 @@ def evaluate(checkpoint: str | None, data: str, *, beam: int | None = None, leng
     from .switches import decoded
     from .validation import split_loss
 
+    checked = syntrain_arguments("syntrain eval", checkpoint=checkpoint, data=data, normalize_refs=normalize_refs,
+                                 device=device, progress=progress, pretrained=pretrained)
+    check_decoding("syntrain eval", beam=beam, length_penalty=length_penalty, max_tokens=max_tokens, threads=threads,
+                   bleu_tokenize=bleu_tokenize)
+    checkpoint, data, pretrained = checked["checkpoint"], checked["data"], checked["pretrained"]
     if (checkpoint is None) == (pretrained is None):
         raise ValueError("evaluate: give a checkpoint or pretrained=FOLDER (one)")
     device = device or default_device()
@@ -133,7 +139,7 @@ def average(checkpoints: Sequence[str], output: str, *, force: bool = False) -> 
     from .arguments import check_folders, syntrain_arguments
     from .runfolder.checkpoints import average_checkpoints, save_checkpoint
 
-    checked = syntrain_arguments("syntrain average", checkpoints=list(checkpoints), output=output, force=force)
+    checked = syntrain_arguments("syntrain average", checkpoints=checkpoints, output=output, force=force)
     paths, output = checked["checkpoints"], checked["output"]
     missing = [path for path in paths if not os.path.isfile(path)]
     if missing:

@@ -7,17 +7,16 @@ from collections.abc import Sequence
 from typing import Any
 
 DECODING_FIELDS = {"beam": "test_beam", "length_penalty": "length_penalty", "max_tokens": "max_tokens",
-                   "threads": "threads"}  # a decoding option -> the [train] field that declares it
+                   "threads": "threads", "bleu_tokenize": "bleu_tokenize"}  # option -> the [train] field declaring it
 
 
-def check_decoding(command: str, beam: int | None, length_penalty: float | None, max_tokens: int | None,
-                   threads: int | None) -> dict[str, Any]:
-    """The decoding options of a command (None: the run's own) checked by their [train] declarations, as the
-    command's flags are (`syntrain.cli.DeclaredType`): ConfigError with the line the command prints."""
+def check_decoding(command: str, **given: Any) -> dict[str, Any]:  # noqa: ANN401
+    """The decoding and scoring options of a command (`beam`, `length_penalty`, `max_tokens`, `threads`: None,
+    the run's own; `bleu_tokenize`) checked by their [train] declarations, as the command's flags are
+    (`syntrain.cli.DeclaredType`): ConfigError with the line the command prints."""
     from .config.sections import check_value
     from .config.values import ConfigError
 
-    given = {"beam": beam, "length_penalty": length_penalty, "max_tokens": max_tokens, "threads": threads}
     try:
         return {name: None if value is None else
                 check_value("train", DECODING_FIELDS[name], value, "--" + name.replace("_", "-"))

@@ -15,7 +15,6 @@ import click
 from synprep.arguments import declared
 from synprep.clihelp import add_examples, verbosity_options
 from synprep.logs import set_verbosity
-from synprep.options import NORMALIZERS
 from synprep.outputs import check_outputs
 
 from . import __version__
@@ -203,12 +202,12 @@ def _device() -> str:
 @click.option("--interactive", is_flag=True,
               help="Translate raw text line by line as it arrives, writing and flushing each result at once (on a "
               "terminal: a '> ' prompt on stderr before each line).")
-@click.option("--nbest", type=click.IntRange(min=1), default=None,
-              help="Write the N best translations per input line: LINE<TAB>SCORE<TAB>TRANSLATION (N <= --beam).")
+@declared("syntrain translate", "nbest", help="Write the N best translations per input line: "
+                                              "LINE<TAB>SCORE<TAB>TRANSLATION (N <= --beam; 0: the best only).")
 @decoding_options
-@click.option("--parser-model", default=None, help="Raw text: the source parser model, where neither the run "
+@declared("syntrain translate", "parser_model", help="Raw text: the source parser model, where neither the run "
               "folder (source/, --bundle) nor the path it was trained with has it (docs/syntrain.md).")
-@click.option("--bpe-codes", default=None, help="Raw text: the BPE codes, where neither the run folder (source/) "
+@declared("syntrain translate", "bpe_codes", help="Raw text: the BPE codes, where neither the run folder (source/) "
               "nor the dataset has them.")
 def translate(checkpoint: str, input_path: str, output_path: str, interactive: bool, nbest: int | None,
               beam: int | None, length_penalty: float | None, max_tokens: int | None, threads: int | None,
@@ -317,8 +316,8 @@ class EvalCommand(click.Command):
               "every subset.")
 @click.option("--bleu-tokenize", type=DeclaredType("train", "bleu_tokenize"), default="auto", show_default=True,
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
-@click.option("--normalize-refs", multiple=True, type=click.Choice(NORMALIZERS),
-              help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
+@declared("syntrain eval", "normalize_refs",
+          help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
 def eval_(checkpoint: str | None, pretrained: str | None, data_path: str, beam: int | None,
           length_penalty: float | None, max_tokens: int | None, threads: int | None, output_path: str | None,
           json_path: str | None, subsets_dir: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...],
@@ -460,8 +459,8 @@ def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the tables here (JSON).")
 @click.option("--bleu-tokenize", type=DeclaredType("train", "bleu_tokenize"), default="auto", show_default=True,
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
-@click.option("--normalize-refs", multiple=True, type=click.Choice(NORMALIZERS),
-              help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
+@declared("syntrain compare", "normalize_refs",
+          help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
 def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | None, beam: int | None,
                     length_penalty: float | None, max_tokens: int | None, threads: int | None, samples: int,
                     json_path: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...]) -> None:

@@ -545,7 +545,10 @@ def compare(runs: Sequence[str], data: str, *, subsets: str | None = None, beam:
     from .arguments import check_decoding, check_folders, syntrain_arguments, write_json
 
     checked = syntrain_arguments("syntrain compare", samples=samples)
-    settings = check_decoding("syntrain compare", beam, length_penalty, max_tokens, threads)
+    settings = check_decoding("syntrain compare", beam=beam, length_penalty=length_penalty, max_tokens=max_tokens,
+                              threads=threads)
+    check_decoding("syntrain compare", bleu_tokenize=bleu_tokenize)
+    syntrain_arguments("syntrain compare", normalize_refs=normalize_refs)
     missing = [run for run in runs if not is_pretrained_folder(run) and not any(
         os.path.isfile(os.path.join(run, name)) for name in ("best.pt", HYPOTHESES))]
     if missing:

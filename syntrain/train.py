@@ -724,9 +724,9 @@ def attention_words(kernel: str) -> str:
 
 def check_api_arguments(recipe: Any, sets: Any, model: Any, fields: dict[str, Any]) -> str | None:  # noqa: ANN401
     """`run`'s arguments of the wrong type, refused with the command line's message (`--max-steps must be an
-    integer, got '2'`: the [train] fields are checked by their declarations, as the flags are); the recipe path."""
-    from synprep.tables import check_arguments
-
+    integer, got '2'`: each [train] field by its declaration, `check_value`, the check of its `syntrain run` flag);
+    the recipe path."""
+    from .config.sections import check_value
     from .config.values import ConfigError
 
     if isinstance(recipe, os.PathLike):
@@ -737,11 +737,11 @@ def check_api_arguments(recipe: Any, sets: Any, model: Any, fields: dict[str, An
         raise ConfigError(f"--set must be a list of 'SECTION.FIELD=VALUE' strings, got {sets!r}")
     if model is not None and not isinstance(model, dict):
         raise ConfigError(f"model must be a table of [model] fields, got {model!r}")
-    try:
-        check_arguments(TrainConfig, {name: os.fspath(value) if isinstance(value, os.PathLike) else value
-                                      for name, value in fields.items() if value is not None})
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
+    train_fields = {spec.name for spec in dataclass_fields(TrainConfig)}
+    for name, value in fields.items():
+        if name in train_fields and value is not None:
+            check_value("train", name, os.fspath(value) if isinstance(value, os.PathLike) else value,
+                        "--" + name.replace("_", "-"))
     return recipe
 
 

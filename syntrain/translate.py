@@ -52,6 +52,13 @@ class Translator:
                  threads: int | None = None) -> None:
         """Decoding settings left None are the run's (`decode.run_settings`); `threads` is set at once;
         `device` None: cuda where there is one."""
+        from .arguments import check_decoding, syntrain_arguments
+
+        checkpoint = syntrain_arguments("syntrain translate", checkpoint=checkpoint, device=device, nbest=nbest,
+                                        progress=progress, parser_model=parser_model,
+                                        bpe_codes=bpe_codes)["checkpoint"]
+        check_decoding("syntrain translate", beam=beam, length_penalty=length_penalty, max_tokens=max_tokens,
+                       threads=threads)
         if device is None:
             device = default_device()
         self.model, self.vocab, self.ckpt = load_checkpoint(checkpoint, device)

@@ -165,52 +165,87 @@ def test_api_functions_have_the_defaults_of_their_commands():
 
 # ------------------------------------------------------------------------------ every argument, from its declaration
 
-def _wrong_values(hint):
-    """Values of another type than `hint` and, for numbers, NaN and infinity (refused in every number)."""
-    import typing
-
-    args = set(typing.get_args(hint)) or {hint}
-    wrong = [object(), b"bytes"]
-    if bool not in args:
-        wrong.append(True if int in args or float in args else 7)
-    if int in args or float in args:
+def _wrong_values(arg):
+    """Values an API argument declared by `arg` (synprep.arguments.Arg) must refuse: another type, NaN and
+    infinity for a number, a value out of its range, a choice not offered, one value for a repeated option."""
+    wrong = [object(), b"bytes", 7 if arg.kind is bool else True]
+    if arg.multiple:
+        return [*wrong, "one"]
+    if arg.kind in (int, float):
         wrong += ["2", float("nan"), float("inf")]
-    if str in args:
+    if arg.kind in (str, "path"):
         wrong.append(123)
-    return wrong
+    wrong += [bound for bound in (arg.min - 1 if arg.min is not None else None,
+                                  arg.max + 1 if arg.max is not None else None) if bound is not None]
+    return [*wrong, "no-such-choice"] if arg.choices is not None else wrong
 
 
-def _argument_cases(cls):
-    import typing
-    from dataclasses import fields
+def _api_function(command):
+    """The function of `command`, from its package's `api` module where it is defined there (`syntrain.export_hf`
+    is the module syntrain/export_hf.py once that is imported)."""
+    import importlib
 
-    hints = typing.get_type_hints(cls)
-    return [(spec.name, value) for spec in fields(cls) if hints[spec.name] is not typing.Any
-            for value in _wrong_values(hints[spec.name])]
+    from synprep.arguments import API_FUNCTIONS
+
+    package, name = API_FUNCTIONS[command].split(".")
+    api = importlib.import_module(f"{package}.api")
+    return getattr(api, name) if name in api.__dict__ else getattr({"synprep": synprep, "syntrain": syntrain}[package],
+                                                                     name)
 
 
-def test_convert_declares_every_argument():
-    """`ConvertArguments` declares every argument of `synprep.convert` (the generator below reads it)."""
+def _parameters(command):
+    """The parameters of the command's API function (a callable module's: its function's)."""
     import inspect
-    from dataclasses import fields
 
-    from synprep.convert import ConvertArguments, convert
-
-    assert [spec.name for spec in fields(ConvertArguments)] == list(inspect.signature(convert).parameters)
+    function = _api_function(command)
+    return inspect.signature(getattr(function.__call__, "__wrapped__", function)).parameters
 
 
-@pytest.mark.parametrize("name, value", _argument_cases(__import__("synprep.convert").convert.ConvertArguments),
-                         ids=repr)
-def test_convert_refuses_an_argument_of_the_wrong_type_in_one_line(tmp_path, name, value):
-    """Each argument of `synprep.convert`, of a wrong type (or NaN/inf): InputError naming its option, nothing
-    written (`convert(123)` opened file descriptor 123, `workers="2"` was a TypeError deep inside)."""
-    out = tmp_path / "out"
-    arguments = {"pipeline": str(REPO / "pipelines" / "sample.toml"), "output": str(out), name: value}
-    with pytest.raises(synprep.InputError) as raised:
-        synprep.convert(**arguments)
+def _placeholders(command):
+    """The function's required arguments, each a harmless value of its declared kind (a path that is not there)."""
+    import inspect
+
+    from synprep.arguments import ARGUMENTS
+
+    declared = ARGUMENTS[command]
+    required = [name for name, parameter in _parameters(command).items()
+                if parameter.default is inspect.Parameter.empty and parameter.kind not in (
+                    inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    def harmless(arg):
+        return ["nowhere"] if arg.multiple else arg.choices[0] if arg.choices else "nowhere"
+
+    return {name: harmless(declared[name]) if name in declared else "nowhere" for name in required}
+
+
+def _argument_cases():
+    from synprep.arguments import ARGUMENTS
+
+    return [(command, name, value) for command, declared in ARGUMENTS.items() for name, arg in declared.items()
+            if name in _parameters(command) for value in _wrong_values(arg)]
+
+
+def test_the_declarations_name_the_api_arguments():
+    """Convert's declarations are its function's arguments, one for one; every command's declarations that
+    name an argument of its function are tried by the generator below."""
+    from synprep.arguments import ARGUMENTS
+
+    assert list(ARGUMENTS["synprep convert"]) == list(_parameters("synprep convert"))
+    assert len(_argument_cases()) > 200
+
+
+@pytest.mark.parametrize("command, name, value", _argument_cases(), ids=repr)
+def test_api_functions_refuse_a_wrong_argument_in_one_line(tmp_path, monkeypatch, command, name, value):
+    """Each declared argument of each API function, of a wrong type, NaN/inf, out of range or not a choice:
+    the exception with the line naming its option (as the command prints it), nothing written
+    (`convert(123)` opened file descriptor 123, `workers="2"` was a TypeError deep inside)."""
+    from synprep.arguments import ARGUMENTS
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises((synprep.InputError, ValueError)) as raised:
+        _api_function(command)(**{**_placeholders(command), name: value})
     message = str(raised.value)
-    assert "\n" not in message and (name.upper() if name == "pipeline" else "--" + name.replace("_", "-")) in message
-    assert not out.exists()
+    assert "\n" not in message and ARGUMENTS[command][name].flag in message, message
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_convert_options_and_arguments_share_one_message(tmp_path):
@@ -223,9 +258,20 @@ def test_convert_options_and_arguments_share_one_message(tmp_path):
 
 
 def _train_cases():
+    """Values of another type than each [train] field's (NaN and infinity for a number), from its declaration."""
+    import typing
+    from dataclasses import fields
+
     from syntrain.config.train import TrainConfig
 
-    return [*_argument_cases(TrainConfig), ("recipe", 5), ("sets", "model.d_model=8"), ("model", 5)]
+    cases = []
+    for spec in fields(TrainConfig):
+        kinds = set(typing.get_args(typing.get_type_hints(TrainConfig)[spec.name])) or \
+            {typing.get_type_hints(TrainConfig)[spec.name]}
+        wrong = [object(), b"bytes", 7 if bool in kinds else True]
+        wrong += ["2", float("nan"), float("inf")] if kinds & {int, float} else []
+        cases += [(spec.name, value) for value in wrong + ([123] if str in kinds else [])]
+    return [*cases, ("recipe", 5), ("sets", "model.d_model=8"), ("model", 5)]
 
 
 @pytest.mark.parametrize("name, value", _train_cases(), ids=repr)
@@ -242,29 +288,35 @@ def test_train_refuses_an_argument_of_the_wrong_type_in_one_line(tmp_path, monke
 
 
 def _together_cases():
-    """(arguments, flag named) for every declared `requires` and `conflicts` of convert's arguments."""
-    from dataclasses import fields
+    """(command, arguments, flag named) for every declared `requires` and `conflicts` of every command."""
+    from synprep.arguments import ARGUMENTS
 
-    from synprep.convert import ConvertArguments
+    def given(arg):  # a value that sets the option (not its default)
+        if arg.multiple:
+            return ("somewhere",)
+        return (not arg.default) if arg.kind is bool else arg.min or 1 if arg.kind in (int, float) else \
+            arg.choices[0] if arg.choices else "somewhere"
 
     cases = []
-    for spec in fields(ConvertArguments):
-        given = {"parse_cache": "cache", "ray_address": "head:6379"}.get(spec.name, not spec.default)
-        for other, wanted in spec.metadata["requires"].items():
-            other_default = {f.name: f.default for f in fields(ConvertArguments)}[other]
-            unwanted = (not wanted) if isinstance(wanted, bool) else other_default
-            cases.append(({spec.name: given, other: unwanted}, "--" + spec.name.replace("_", "-")))
-        for other in spec.metadata["conflicts"]:
-            cases.append(({spec.name: given, other: True}, "exclude each other"))
+    for command, declared in ARGUMENTS.items():
+        for name, arg in declared.items():
+            for other, wanted in (arg.requires or {}).items():
+                allowed = wanted if isinstance(wanted, tuple) else (wanted,)
+                unwanted = next(value for value in (*(declared[other].choices or ()), True, False, None)
+                                if value not in allowed)
+                cases.append((command, {name: given(arg), other: unwanted}, arg.flag))
+            for other in arg.conflicts:
+                cases.append((command, {name: given(arg), other: given(declared[other])}, "exclude each other"))
     return cases
 
 
-@pytest.mark.parametrize("arguments, named", _together_cases(), ids=repr)
-def test_convert_refuses_values_that_do_nothing_or_contradict(tmp_path, arguments, named):
-    """The `requires` and `conflicts` declared beside convert's arguments: a value that does nothing under the
-    others (`--parse-cache` with `--no-cache` was ignored) or two that contradict each other is one line."""
-    out = tmp_path / "out"
+@pytest.mark.parametrize("command, arguments, named", _together_cases(), ids=repr)
+def test_api_functions_refuse_values_that_do_nothing_or_contradict(tmp_path, monkeypatch, command, arguments, named):
+    """The `requires` and `conflicts` declared beside the options: a value that does nothing under the others
+    (`--parse-cache` with `--no-cache` was ignored) or two that contradict each other is one line, nothing
+    written."""
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(synprep.InputError, match=named):
-        synprep.convert(str(REPO / "pipelines" / "sample.toml"), output=str(out), **arguments)
-    assert not out.exists()
+        _api_function(command)(**{**_placeholders(command), **arguments})
+    assert list(tmp_path.iterdir()) == []
     assert len(_together_cases()) >= 3

@@ -1,14 +1,13 @@
-"""A generator over every option of both command lines: the cases come from each option's declared type
-(click's types, `synprep.cli.Declared`, syntrain's `DeclaredType`), so a new option is covered without a new
-test. Each wrong value (a word for a number, a number out of its range, NaN or infinity, a choice not offered,
-an empty text for a number) must end in exit 2 and one line naming the option, with nothing written."""
+"""A generator over every option of both command lines: the cases come from each option's declared type (click's
+types, made from `synprep.arguments.Arg` declarations, and syntrain's `DeclaredType`), so a new option is covered
+without a new test. Each wrong value (a word for a number, a number out of its range, NaN or infinity, a choice
+not offered, an empty text for a number) must end in exit 2 and one line naming the option, with nothing written."""
 
 from __future__ import annotations
 
 import math
 import os
 import typing
-from dataclasses import fields
 
 import click
 import pytest
@@ -26,15 +25,6 @@ def _groups() -> list[tuple[str, click.Group]]:
 
 def _numbers(kind: click.ParamType) -> tuple[type | None, float | None, float | None]:
     """(int or float or None, lower bound, upper bound) of an option's type, read from its declaration."""
-    from synprep.cli import Declared
-
-    if isinstance(kind, Declared):
-
-        hint = typing.get_type_hints(kind.cls)[kind.field_name]
-        meta = {f.name: f for f in fields(kind.cls)}[kind.field_name].metadata
-        number = float if float in typing.get_args(hint) or hint is float else \
-            int if int in typing.get_args(hint) or hint is int else None
-        return number, meta.get("ge", meta.get("gt")), meta.get("le", meta.get("lt"))
     if type(kind).__name__ == "DeclaredType":  # syntrain's flags of recipe fields
         from syntrain.config.sections import declaration
 

@@ -66,3 +66,23 @@ def test_notebook_bars_only_where_ipywidgets_imports(setup, expected):
     assert text.splitlines()[0] == expected and "IProgress" not in text
     assert any("application/vnd.jupyter.widget-view+json" in out.get("data", {}) for out in every) == (
         expected == "auto")
+
+
+def test_every_phase_bar_is_a_notebook_bar(tmp_path, tiny_udpipe):
+    """In a kernel with ipywidgets, the bars of filter, align, parse and BPE learning are notebook widgets (they
+    are made by `synprep.progress`, as convert's are), one per call."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    data, out = REPO / "sample_data", tmp_path
+    calls = [
+        f"synprep.filter({str(data / 'parallel' / 'train.en')!r}, {str(data / 'parallel' / 'train.de')!r}, 'en', "
+        f"'de', {str(out / 'filtered')!r}, langid='none')",
+        f"synprep.align({str(data / 'en.conllu')!r}, {str(out / 'aligned.jsonl')!r}, workers=1)",
+        f"synprep.parse({str(data / 'parallel' / 'train.en')!r}, {str(out / 'en.conllu')!r}, 'udpipe', "
+        f"model={str(tiny_udpipe('en'))!r}, workers=1)",
+        f"synprep.learn_bpe([{str(data / 'parallel' / 'train.en')!r}], {str(out / 'codes.bpe')!r}, 200, "
+        "verbose=True)"]
+    notebook = new_notebook(cells=[new_code_cell("import synprep"), *map(new_code_cell, calls)])
+    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3").execute()
+    widgets = ["application/vnd.jupyter.widget-view+json" in str(cell.outputs) for cell in notebook.cells[1:]]
+    assert widgets == [True] * len(calls), [cell.outputs for cell in notebook.cells[1:]]

@@ -25,9 +25,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..callables import make_callable
-from ..errors import InputError
-from ..options import COMPRESSIONS, ENGINES
-from ..tables import check_arguments, option
 
 if TYPE_CHECKING:
     from .accounting import SplitStats
@@ -44,27 +41,6 @@ class ConvertResult:
     summary: str
 
 
-@dataclass(frozen=True)
-class ConvertArguments:
-    """The arguments of `synprep.convert`, declared once: `synprep convert` takes its options' types and ranges
-    from here and the function checks its arguments against them, so both refuse a value with one message."""
-
-    pipeline: str = option("", help="the pipeline file")
-    output: str | None = option(None, help="the output folder (overrides the pipeline's)")
-    workers: int = option(0, ge=0, help="processes (0: all cores)")
-    shard_size: int | None = option(None, ge=1, help="input pairs per shard")
-    engine: str = option("local", choices=ENGINES)
-    ray_address: str | None = option(None, requires={"engine": "ray"})
-    resume: bool = option(False, conflicts=("overwrite",))
-    overwrite: bool = option(False)
-    compression: str | None = option(None, choices=COMPRESSIONS)
-    keep_work: bool = option(False)
-    dedupe: bool = option(True)
-    parse_cache: str | None = option(None, requires={"cache": True})
-    cache: bool = option(True)
-    progress: bool | None = option(None)
-
-
 def convert(pipeline: str, output: str | None = None, *, workers: int = 0, shard_size: int | None = None,
             engine: str = "local", ray_address: str | None = None, resume: bool = False, overwrite: bool = False,
             compression: str | None = None, keep_work: bool = False, dedupe: bool = True,
@@ -72,12 +48,10 @@ def convert(pipeline: str, output: str | None = None, *, workers: int = 0, shard
     """`synprep convert PIPELINE`: filter, parse, BPE, features, Arrow shards (docs/synprep.md). `output`
     overrides the pipeline's; `workers` 0: all cores; `cache` False: neither the parse cache nor the stage
     caches (`--no-cache`); `progress` None: bars when stderr is a terminal."""
-    arguments = {name: os.fspath(value) if isinstance(value, os.PathLike) else value
-                 for name, value in locals().items()}  # every argument, as given
-    try:
-        check_arguments(ConvertArguments, arguments, positional=("pipeline",))
-    except ValueError as err:
-        raise InputError(str(err)) from None
+    given = dict(locals())  # every argument, as given
+    from ..arguments import check_arguments
+
+    arguments = check_arguments("synprep convert", **given)  # as the command checks them
     pipeline, output, parse_cache = arguments["pipeline"], arguments["output"], arguments["parse_cache"]
     from .accounting import format_summary
     from .converter import Converter, ConvertOptions

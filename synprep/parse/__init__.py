@@ -92,12 +92,15 @@ def parse(input: str, output: str, backend: str, *, model: str | None = None, mo
           lang: str | None = None, pretokenized: bool = False, workers: int = 0, batch_size: int = 64,
           max_chars: int = MAX_LINE_CHARS) -> ParseSummary:
     """`synprep parse`: one sentence per input line -> CoNLL-U (`-` = stdin/stdout), in order."""
+    from ..arguments import check_arguments
     from .runner import parse_file
 
-    if backend not in PARSER_BACKENDS:
-        raise InputError(f"unknown parser backend {backend!r} (choose from {', '.join(PARSER_BACKENDS)})")
-    spec = ParserSpec(backend, model, model_dir, lang, pretokenized)
-    return parse_file(spec, input, output, workers or None, batch_size, max_chars=max_chars)
+    checked = check_arguments("synprep parse", input=input, output=output, backend=backend, model=model,
+                              model_dir=model_dir, lang=lang, pretokenized=pretokenized, workers=workers,
+                              batch_size=batch_size, max_chars=max_chars)
+    spec = ParserSpec(*(checked[name] for name in ("backend", "model", "model_dir", "lang", "pretokenized")))
+    return parse_file(spec, checked["input"], checked["output"], checked["workers"] or None, checked["batch_size"],
+                      max_chars=checked["max_chars"])
 
 
 make_callable(__name__, parse)  # synprep.parse(...) is synprep.parse.parse(...) (docs/python-api.md)

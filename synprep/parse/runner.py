@@ -8,18 +8,16 @@ so the output is byte-identical to `workers=1`.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-
-from tqdm import tqdm
 
 from ..conllu import format_sentence
 from ..errors import InputError
 from ..options import MAX_LINE_CHARS
 from ..outputs import check_outputs
 from ..parallel import default_workers, ordered_map
+from ..progress import progress as progress_bar
 from ..textio import atomic_output, read_lines
 from . import ParserSpec
 from .base import Parser
@@ -137,7 +135,7 @@ def parse_file(spec: ParserSpec, input_path: str, output_path: str, workers: int
     start = time.perf_counter()
     if spec.threads is None and spec.backend == "stanza" and workers > 1:
         spec = ParserSpec(**{**spec.__dict__, "threads": 1})  # one torch thread per worker: no oversubscription
-    bar = tqdm(unit=" lines", desc="parse", file=sys.stderr, disable=None if progress is None else not progress)
+    bar = progress_bar("parse", unit="lines", shown=progress, lines=False)  # None: on a terminal or in a notebook
     try:
         tasks = batches(read_lines(input_path), batch_size)
         with atomic_output(output_path) as out:

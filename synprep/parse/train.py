@@ -97,18 +97,6 @@ def written_without_spaces(path: str, sample: int = 2000) -> tuple[bool, bool]:
     return space_after, letters > 0 and unspaced > letters / 2
 
 
-BACKEND_OPTIONS = {"--tokenizer-options": ("udpipe",), "--tagger-options": ("udpipe",),
-                   "--parser-options": ("udpipe",), "--set": ("spacy", "stanza"), "--lang": ("spacy", "stanza"),
-                   "--max-minutes": ("spacy",)}  # the trainers that read each backend-specific option
-
-
-def check_backend_options(backend: str, given: dict[str, object]) -> None:
-    """Refuse an option that `backend`'s trainer does not read (it would be silently ignored)."""
-    for name, backends in BACKEND_OPTIONS.items():
-        if backend not in backends and given.get(name) not in (None, (), []):
-            raise InputError(f"{name} is for --backend {' or '.join(backends)}, not {backend}")
-
-
 def check_treebank(path: str, allow_no_spaceafter: bool = False) -> str | None:
     """A refusal (InputError) or, with `allow_no_spaceafter`, a warning for a treebank without SpaceAfter=No
     in a language written without spaces; None when the treebank is fine. Every tree is checked first (heads in
