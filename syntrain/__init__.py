@@ -18,11 +18,11 @@ __all__ = ["__version__", "train", "Translator", "evaluate", "compare", "average
 
 
 def __getattr__(name: str) -> Any:  # noqa: ANN401 (the API's functions and classes, imported on first use)
-    if name in ("train", "compare"):  # callable modules: syntrain.train(...) is syntrain.train.run(...)
+    if name in ("train", "compare", "export_hf"):  # callable modules: syntrain.train(...) is syntrain.train.run(...)
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
-    if name in ("evaluate", "average", "env", "export_hf"):
+    if name in ("evaluate", "average", "env"):
         from . import api
 
         return getattr(api, name)

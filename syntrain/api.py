@@ -100,34 +100,6 @@ class AverageResult(Printed):
     text: str
 
 
-@dataclass(frozen=True, repr=False)
-class ExportHfResult(Printed):
-    """`syntrain.export_hf`: the Hugging Face folder written and its files."""
-
-    output: str
-    files: list[str]
-    text: str
-
-
-def export_hf(checkpoint: str, output: str) -> ExportHfResult:
-    """`syntrain export-hf CHECKPOINT -o OUTPUT`: a checkpoint of a run from a pretrained model written back as a
-    Hugging Face folder (config.json, model.safetensors, the tokenizer files) that
-    `transformers.AutoModelForSeq2SeqLM.from_pretrained` loads with the same logits (docs/pretrained.md);
-    ValueError (one line) for a run from scratch or switches that change inference (named)."""
-    import os
-
-    from .arguments import syntrain_arguments
-    from .export_hf import export_hf as write_folder
-
-    checked = syntrain_arguments("syntrain export-hf", checkpoint=checkpoint, output=output)
-    checkpoint, output = checked["checkpoint"], checked["output"]
-    if not os.path.isfile(checkpoint):
-        raise ValueError(f"Invalid value for 'CHECKPOINT': File '{checkpoint}' does not exist "
-                         "(see 'syntrain export-hf --help')")
-    written = write_folder(checkpoint, output)
-    return ExportHfResult(output, written, f"wrote {', '.join(written)}")
-
-
 def average(checkpoints: Sequence[str], output: str, *, force: bool = False) -> AverageResult:
     """`syntrain average CHECKPOINTS -o OUTPUT`: the mean of the weights of checkpoints of one run (`force`: of
     different runs too), usable by translate and eval (no optimizer state)."""

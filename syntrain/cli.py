@@ -509,7 +509,7 @@ def export_hf_command(checkpoint: str, output_path: str) -> None:
     """Write a checkpoint of a run from a pretrained model ([model] pretrained) back as a Hugging Face folder
     that transformers' AutoModelForSeq2SeqLM.from_pretrained loads with the same logits (docs/pretrained.md);
     refused for switches that change inference (Pascal heads, label embeddings, ...)."""
-    from .api import export_hf
+    from .export_hf import export_hf
 
     try:
         log.info(export_hf(checkpoint, output_path).text)

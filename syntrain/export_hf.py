@@ -12,8 +12,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import dataclass
 
 import torch
+
+from synprep.callables import make_callable
+from synprep.results import Printed
 
 from .config.model import ModelConfig
 from .model import Transformer
@@ -78,7 +82,7 @@ def hf_weights(state: dict[str, torch.Tensor], cfg: ModelConfig, source: Pretrai
     return {name: tensor.detach().float().contiguous().clone() for name, tensor in out.items()}
 
 
-def export_hf(checkpoint: str, folder: str) -> list[str]:
+def write_hf_folder(checkpoint: str, folder: str) -> list[str]:
     """Write the Hugging Face folder of a checkpoint of a run from a pretrained model; returns the files written.
     ValueError (one line) for a checkpoint of a run from scratch, or one whose switches change inference."""
     from safetensors.torch import save_file
@@ -111,3 +115,31 @@ def export_hf(checkpoint: str, folder: str) -> list[str]:
             shutil.copy(os.path.join(source.folder, name), os.path.join(folder, name))
             written.append(name)
     return [os.path.join(folder, name) for name in written]
+
+
+@dataclass(frozen=True, repr=False)
+class ExportHfResult(Printed):
+    """`syntrain.export_hf`: the Hugging Face folder written and its files."""
+
+    output: str
+    files: list[str]
+    text: str
+
+
+def export_hf(checkpoint: str, output: str) -> ExportHfResult:
+    """`syntrain export-hf CHECKPOINT -o OUTPUT`: a checkpoint of a run from a pretrained model written back as a
+    Hugging Face folder (config.json, model.safetensors, the tokenizer files) that
+    `transformers.AutoModelForSeq2SeqLM.from_pretrained` loads with the same logits (docs/pretrained.md);
+    ValueError (one line) for a run from scratch or switches that change inference (named)."""
+    from .arguments import syntrain_arguments
+
+    checked = syntrain_arguments("syntrain export-hf", checkpoint=checkpoint, output=output)
+    checkpoint, output = checked["checkpoint"], checked["output"]
+    if not os.path.isfile(checkpoint):
+        raise ValueError(f"Invalid value for 'CHECKPOINT': File '{checkpoint}' does not exist "
+                         "(see 'syntrain export-hf --help')")
+    written = write_hf_folder(checkpoint, output)
+    return ExportHfResult(output, written, f"wrote {', '.join(written)}")
+
+
+make_callable(__name__, export_hf)  # syntrain.export_hf(...) is syntrain.export_hf.export_hf(...) (docs/python-api.md)

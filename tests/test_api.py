@@ -181,16 +181,11 @@ def _wrong_values(arg):
 
 
 def _api_function(command):
-    """The function of `command`, from its package's `api` module where it is defined there (`syntrain.export_hf`
-    is the module syntrain/export_hf.py once that is imported)."""
-    import importlib
-
+    """The function of `command` (a callable module, `synprep.convert`, is its function)."""
     from synprep.arguments import API_FUNCTIONS
 
     package, name = API_FUNCTIONS[command].split(".")
-    api = importlib.import_module(f"{package}.api")
-    return getattr(api, name) if name in api.__dict__ else getattr({"synprep": synprep, "syntrain": syntrain}[package],
-                                                                     name)
+    return getattr({"synprep": synprep, "syntrain": syntrain}[package], name)
 
 
 def _parameters(command):

@@ -233,7 +233,7 @@ def test_export_hf_round_trip_gives_equal_logits(family_folder, tmp_path):
 
     _, folder = family_folder
     model, source = fine_tuned_checkpoint(folder, tmp_path / "best.pt", lisa_layer=1)
-    written = export_hf(str(tmp_path / "best.pt"), str(tmp_path / "hf"))
+    written = export_hf(str(tmp_path / "best.pt"), str(tmp_path / "hf")).files
     assert str(tmp_path / "hf" / "vocab.json") in written
     exported = load_hf(tmp_path / "hf")
     assert logit_difference(model, exported, source, relative=True) <= TOLERANCE  # LISA: the explicit path
