@@ -29,7 +29,6 @@ import torch.distributed as dist
 from synprep.callables import make_callable
 from synprep.shards import open_split
 
-from .attention import flex_available
 from .batch import Batch
 from .config.core import PRESETS
 from .config.fill import fill_from_data
@@ -70,6 +69,7 @@ from .scoring import bleu_metric
 from .shapes import LADDER_TEXT, choose_attention, chosen_attention, compile_model, ladder_in_use, shape_summary
 from .stop_request import StopRequest, stop_requests
 from .switches.active import ActiveSwitches
+from .transformer_layers import flex_available
 from .validation import EarlyStopping, evaluate, scores_text, valid_metrics
 from .vocab import Vocab, check_subword_models, scheme_vocab, separate_bpe
 
