@@ -38,7 +38,7 @@ from .config.train import TrainConfig, inverse_sqrt
 from .dataset import ParallelData, data_columns, prefetch, read_split
 from .decode import run_settings
 from .distributed import Processes, peer_faults, processes
-from .loss import objective, outside_softmax
+from .loss import objective
 from .model import Transformer
 from .precision import autocast_context, grad_scaler, resolve_precision
 from .pretrained import PretrainedSource, load_into, missing_pieces, start_model_config
@@ -198,8 +198,7 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
         with no_sync:
             with autocast:
                 outputs = model(batch.src, batch.tgt_in, inputs)
-            loss, total_objective = objective(raw, outputs, batch, tokens, label_smoothing, aux_totals,
-                                              outside_softmax(raw.cfg))
+            loss, total_objective = objective(raw, outputs, batch, tokens, label_smoothing, aux_totals)
             (scaler.scale(total_objective) if scaler is not None else total_objective).backward()
         total += loss.detach()
     return total, tokens
