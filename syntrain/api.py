@@ -150,10 +150,10 @@ def env(checkpoint: str | None = None) -> EnvResult:
 
     from . import __version__
     from .arguments import syntrain_arguments
-    from .attention import flex_available
     from .config.core import CORE_PARTS
     from .config.model import config_parts
     from .precision import resolve_precision
+    from .transformer_layers import flex_available
 
     cuda = torch.cuda.is_available()
     device = f"cuda ({torch.cuda.get_device_name()})" if cuda else "cpu"

@@ -80,12 +80,12 @@ def translation_loss(outputs: Outputs, batch: Batch, tokens: int, label_smoothin
 
 
 def objective(model: torch.nn.Module, outputs: Outputs, batch: Batch, tokens: int, label_smoothing: float,
-              aux_totals: dict[str, torch.Tensor] | None = None,
-              outside: tuple[int, ...] = ()) -> tuple[torch.Tensor, torch.Tensor]:
-    """(the translation loss (`translation_loss`), the objective: it + lambda x each auxiliary loss of `model`'s
-    switches (a `Transformer`, unwrapped) / `tokens`) of one batch, in one call; `aux_totals` gets each auxiliary
-    loss (unweighted, per target token) added; `outside`: `outside_softmax`."""
-    translation = translation_loss(outputs, batch, tokens, label_smoothing, outside)
+              aux_totals: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the translation loss (`translation_loss`, its softmax without the ids `outside_softmax` of the model's
+    config leaves out), the objective: it + lambda x each auxiliary loss of `model`'s switches (a `Transformer`,
+    unwrapped) / `tokens`) of one batch, in one call; `aux_totals` gets each auxiliary loss (unweighted, per
+    target token) added."""
+    translation = translation_loss(outputs, batch, tokens, label_smoothing, outside_softmax(model.cfg))
     weights, total = model.stages.loss_weights, translation
     if not model.stages.losses:  # no switch gives a loss: nothing to ask
         return translation, total

@@ -23,13 +23,12 @@ import math
 import torch
 from torch import nn
 
-from .attention import KeyValueCache, MultiHeadAttention, check_kernel
 from .config.checks import check_model_config
 from .config.core import PRESETS
 from .config.model import ModelConfig
-from .layers import Decoder, Encoder, sinusoids
 from .switches import DecoderStates, Inputs, Outputs, merge_inputs
 from .switches.active import ActiveSwitches
+from .transformer_layers import Decoder, Encoder, KeyValueCache, MultiHeadAttention, check_kernel, sinusoids
 from .vocab import BOS_ID, PAD_ID
 
 
@@ -186,7 +185,7 @@ class Transformer(nn.Module):
         return [module for module in self.modules() if isinstance(module, MultiHeadAttention)]
 
     def set_attention_kernel(self, kernel: str) -> None:
-        """'auto', 'math' or 'flex' for the layers whose hooks can run on FlexAttention (see attention.py)."""
+        """'auto', 'math' or 'flex' for the layers whose hooks can run on FlexAttention (see transformer_layers.py)."""
         check_kernel(kernel)
         for attn in self.attention_modules():
             attn.kernel = kernel

@@ -10,8 +10,8 @@ target (tests/test_shapes_compile.py).
 
 Attention backend: on CUDA `scaled_dot_product_attention` has several backends (math, flash, memory-efficient,
 cuDNN), and the attention layers whose operations FlexAttention can run (`HeadLayout.flex`: the hooks' scales,
-biases and masks, not "record"; syntrain.attention) have a kernel of their own to choose, math or flex; which is
-fastest depends on the model's shapes and the GPU.
+biases and masks, not "record"; syntrain.transformer_layers) have a kernel of their own to choose, math or flex;
+which is fastest depends on the model's shapes and the GPU.
 `choose_attention` times a forward + backward of each candidate on sample batches once at the start of a run
 and keeps the fastest; on the CPU torch's own choice is kept (no timing).
 """

@@ -29,7 +29,6 @@ import torch.distributed as dist
 from synprep.callables import make_callable
 from synprep.shards import open_split
 
-from .attention import flex_available
 from .batch import Batch
 from .config.core import PRESETS
 from .config.fill import fill_from_data
@@ -39,7 +38,7 @@ from .config.train import TrainConfig, inverse_sqrt
 from .dataset import ParallelData, data_columns, prefetch, read_split
 from .decode import run_settings
 from .distributed import Processes, peer_faults, processes
-from .loss import objective, outside_softmax
+from .loss import objective
 from .model import Transformer
 from .precision import autocast_context, grad_scaler, resolve_precision
 from .pretrained import PretrainedSource, load_into, missing_pieces, start_model_config
@@ -70,6 +69,7 @@ from .scoring import bleu_metric
 from .shapes import LADDER_TEXT, choose_attention, chosen_attention, compile_model, ladder_in_use, shape_summary
 from .stop_request import StopRequest, stop_requests
 from .switches.active import ActiveSwitches
+from .transformer_layers import flex_available
 from .validation import EarlyStopping, evaluate, scores_text, valid_metrics
 from .vocab import Vocab, check_subword_models, scheme_vocab, separate_bpe
 
@@ -198,8 +198,7 @@ def accumulate_gradients(model: torch.nn.Module, batches: list[Batch], device: t
         with no_sync:
             with autocast:
                 outputs = model(batch.src, batch.tgt_in, inputs)
-            loss, total_objective = objective(raw, outputs, batch, tokens, label_smoothing, aux_totals,
-                                              outside_softmax(raw.cfg))
+            loss, total_objective = objective(raw, outputs, batch, tokens, label_smoothing, aux_totals)
             (scaler.scale(total_objective) if scaler is not None else total_objective).backward()
         total += loss.detach()
     return total, tokens

@@ -1,4 +1,4 @@
-"""Attention hooks as operations on the logits (syntrain.attention): their one order of composition on a
+"""Attention hooks as operations on the logits (syntrain.transformer_layers): their one order of composition on a
 hand-computed case, what cannot compose, and a switch defined here, a learned tree-distance logit bias on every
 head of an encoder layer that also has Pascal heads, which gives the same outputs on the math and the flex
 kernel, changes the outputs, trains, is checkpointed, loads and translates."""
@@ -12,7 +12,6 @@ import pytest
 import torch
 from torch import nn
 
-from syntrain.attention import MultiHeadAttention, check_hooks
 from syntrain.config import option
 from syntrain.config.model import ModelConfig
 from syntrain.dataset import ParallelData, read_split
@@ -23,6 +22,7 @@ from syntrain.switches.active import ActiveSwitches
 from syntrain.switches.directed import DirectedHeads
 from syntrain.switches.parse_head import ParseHead
 from syntrain.switches.tree_decoding import ParentHead
+from syntrain.transformer_layers import MultiHeadAttention, check_hooks
 from syntrain.vocab import Vocab
 
 from .data import make_switch_fixtures as fixtures

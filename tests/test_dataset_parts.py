@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from syntrain.attention import KeyValueCache
 from syntrain.batch import Bucketing
 from syntrain.dataset import Collator, EncodedSplit, ParallelData, References, data_columns, read_split
 from syntrain.shapes import padded_length
 from syntrain.switches import declared
+from syntrain.transformer_layers import KeyValueCache
 from syntrain.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 from .data.make_switch_fixtures import SHARDS

@@ -20,7 +20,6 @@ import torch
 
 from synprep.shards import source_preparation
 from synprep.synth import SynthConfig, write_corpus
-from syntrain.attention import MultiHeadAttention
 from syntrain.dataset import ParallelData, read_split
 from syntrain.distributed import training_device
 from syntrain.model import build_model
@@ -29,6 +28,7 @@ from syntrain.search import beam_search, greedy
 from syntrain.switches import declared
 from syntrain.switches.pascal import NO_PARENT, PascalHeads, pascal_scale
 from syntrain.train import TrainConfig, train
+from syntrain.transformer_layers import MultiHeadAttention
 from syntrain.vocab import EOS_ID, PAD_ID, Vocab
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -172,7 +172,7 @@ def test_attention_kernel_choice():
 
 def test_flex_kernel_errors_propagate(monkeypatch):
     """A compile failure of the flex kernel (simulated: no GPU here) is raised, never silently replaced."""
-    import syntrain.attention as attention
+    import syntrain.transformer_layers as attention
 
     def broken(*args, **kwargs):
         raise RuntimeError("triton: out of shared memory\nmore detail")

@@ -1,6 +1,6 @@
-"""docs/switches-api.md quotes what benchmarks/trace_batch.py measures of one training batch (files entered,
-returns into a file entered already), and a batch enters at most twelve files. The script runs in a process of
-its own, as a reader runs it: what earlier tests cached in this one would shorten its set-up."""
+"""docs/switches-api.md quotes what benchmarks/trace_batch.py measures of one training batch (files entered, returns
+into a file entered already), and a batch enters at most twelve files and returns at most twenty times. The script
+runs in a process of its own, as a reader runs it: what earlier tests cached in this one would shorten its set-up."""
 
 from __future__ import annotations
 
@@ -24,5 +24,6 @@ def test_the_guide_quotes_the_traced_figures():
     measured = {name: f"{result[key]['files']} files, {result[key]['returns']} returns"
                 for name, key in (("per batch", "batch"), ("in all", "all"))}
     assert quoted == measured, "run python benchmarks/trace_batch.py and quote its figures"
-    assert result["batch"]["files"] <= 12
+    assert result["batch"]["files"] <= 12, result["batch"]["entered"]
+    assert result["batch"]["returns"] <= 20, result["batch"]["by_file"]
     assert "syntrain/switches/base.py" not in result["batch"]["entered"]  # no call-backs through the defaults

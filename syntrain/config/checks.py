@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from ..attention import check_hooks
 from ..switches import ModelOptions, registered, target_column
 from ..switches.active import ActiveSwitches
+from ..transformer_layers import check_hooks
 
 
 def check_model_config(cfg: ModelOptions) -> None:

@@ -180,7 +180,7 @@ class HeadView:
 
 class AttentionHook:
     """One switch's part in one attention module: operations on the attention logits of the heads `heads`, which
-    syntrain.attention composes in one order with the other hooks' operations on the same heads (its module
+    syntrain.transformer_layers composes in one order with the other hooks' operations on the same heads (its module
     docstring). `ops` names the operations (of OPS); `operations(attn, view)` gives their values in a forward, for
     its h heads (a tensor broadcastable to (B, h, T, S) unless said otherwise):
 

@@ -9,7 +9,7 @@ Batches: the prior is built per sentence from that sentence's own parent vector,
 Rows without a parent (the source EOS, pad queries: parent < 0) and rows dropped by parent ignoring get a
 prior of 1 (plain attention). Pad keys are masked after the scaling, as usual.
 
-The prior is a "scale" operation on these heads (syntrain.attention): "math" computes their scores explicitly;
+The prior is a "scale" operation on these heads (syntrain.transformer_layers): "math" computes their scores explicitly;
 "flex" runs the whole layer on FlexAttention with the prior computed inside the kernel (`PascalHeads.elementwise`:
 no (B, T, S) prior tensor).
 """
