@@ -19,12 +19,7 @@ from syntrain.switches.tree_decoding import TreeDecoding
 
 from .conftest import REPO
 from .data import make_switch_fixtures as fixtures
-
-GENERIC = ["attention", "model", "train", "decode", "translate", "compare", "cli", "arrow", "columns", "vocab",
-           "batch", "dataset", "shapes", "validation", "run_state", "distributed", "precision", "runfolder/checkpoints",
-           "runfolder/resume", "runfolder/source", "runfolder/start", "runfolder/config_file", "runfolder/metrics_file",
-           "search", "postprocess", "scoring", "layers", "loss", "config/model", "config/checks", "config/fill",
-           "config/resolve", "switches/active"]
+from .test_generic_modules import GENERIC  # every module outside the switches' package (switches/active too)
 
 
 def test_sizes_and_sections_are_typed_parts_under_the_flat_names():
