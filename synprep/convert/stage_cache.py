@@ -124,8 +124,16 @@ class StageCache:
             self._ids[stage] = self.cache.producer(identity)
         return self._ids[stage]
 
-    def get(self, stage: str, key: bytes) -> bytes | None:
-        return self.cache.get(self._id(stage), key)
+    def get(self, stage: str, key: bytes) -> Any:
+        """The stage's value under `key`, decoded (`decode_value`); None when missing, damaged or not decoding (the
+        stage is computed again and the entry replaced)."""
+        data = self.cache.get(self._id(stage), key)
+        if data is None:
+            return None
+        try:
+            return decode_value(stage, data)
+        except ValueError:
+            return None
 
     def put(self, stage: str, key: bytes, data: bytes) -> None:
         self.cache.put(self._id(stage), key, data)
@@ -166,8 +174,8 @@ class StageCache:
         def items() -> Iterator[tuple[tuple[str, bytes | None], Known, Any]]:
             for split, job, lines, task in pieces:
                 key = self.filter_key(job, lines)
-                data = self.get("filter", key) if key is not None else None
-                known = None if data is None else (lambda data=data: {**json.loads(data), "seconds": {}})
+                value = self.get("filter", key) if key is not None else None
+                known = None if value is None else (lambda value=value: {**value, "seconds": {}})
                 yield (split, key), known, task
 
         for (split, key), result, computed in map_missing(run, items()):
@@ -189,11 +197,11 @@ class StageCache:
                 info = json.load(handle)
             digest.update(json.dumps([info.get("src_counts"), info.get("tgt_counts")], ensure_ascii=False).encode())
         key = fingerprint(_with_digests(settings), digest.digest())
-        data = self.get("bpe", key)
-        if data is not None:
-            for name, stored in json.loads(data).items():
+        files = self.get("bpe", key)
+        if files is not None:
+            for name, data in files.items():
                 if not os.path.isfile(os.path.join(out, name)):
-                    atomic_write(os.path.join(out, name), _file_bytes(stored))
+                    atomic_write(os.path.join(out, name), data)
             self.bpe = "reused"
             return learn()
         before = _files(out)
@@ -219,8 +227,8 @@ class StageCache:
         def items() -> Iterator[tuple[bytes, Known, tuple[str, str, str]]]:
             for task in tasks:
                 key = fingerprint(settings, task[1].encode("utf-8"), task[2].encode("utf-8"))
-                data = self.get("features", key)
-                yield key, (None if data is None else (lambda data=data: _decode_batch(data))), task
+                value = self.get("features", key)
+                yield key, (None if value is None else (lambda value=value: value)), task
 
         for key, result, computed in map_missing(run, items()):
             self.count(split, "features", not computed)
@@ -249,6 +257,37 @@ def _file_bytes(stored: str | dict[str, str]) -> bytes:
     return base64.b64decode(stored["base64"]) if isinstance(stored, dict) else stored.encode("utf-8")
 
 
+def _decode_filter(data: bytes) -> dict[str, Any]:
+    value = json.loads(data)
+    if not isinstance(value, dict):
+        raise ValueError("not a filter result")
+    return value
+
+
+def _decode_files(data: bytes) -> dict[str, bytes]:
+    """The learned files a bpe value holds: plain file names -> their bytes."""
+    stored = json.loads(data)
+    if not isinstance(stored, dict) or not all(isinstance(name, str) and name and os.path.basename(name) == name
+                                               and name not in (".", "..") for name in stored):
+        raise ValueError("not learned files")
+    try:
+        return {name: _file_bytes(value) for name, value in stored.items()}
+    except (TypeError, KeyError, AttributeError) as err:
+        raise ValueError(f"not a learned file: {err}") from None
+
+
+def decode_value(stage: str, data: bytes) -> Any:
+    """A stage's stored value (inflated) decoded: the filter's result, the bpe stage's files, the features' (batch,
+    counts); ValueError when it does not decode (an entry written by no synprep of this FORMAT)."""
+    decode = {"filter": _decode_filter, "bpe": _decode_files, "features": _decode_batch}.get(stage)
+    if decode is None:
+        raise ValueError(f"no stage {stage!r}")
+    try:
+        return decode(data)
+    except (TypeError, KeyError, IndexError, pa.ArrowException, OSError) as err:
+        raise ValueError(f"{type(err).__name__}: {err}") from None
+
+
 def _encode_batch(batch: pa.RecordBatch | None, info: dict[str, Any]) -> bytes:
     """A piece's features as a stage value: its counts (JSON) and its record batch (Arrow IPC stream)."""
     head = json.dumps({k: v for k, v in info.items() if k != "seconds"}).encode()
@@ -260,7 +299,10 @@ def _encode_batch(batch: pa.RecordBatch | None, info: dict[str, Any]) -> bytes:
 
 def _decode_batch(data: bytes) -> tuple[pa.RecordBatch | None, dict[str, Any]]:
     size = int.from_bytes(data[:4], "little")
-    info = {**json.loads(data[4:4 + size]), "seconds": {}}
+    head = json.loads(data[4:4 + size])
+    if not isinstance(head, dict):
+        raise ValueError("not a features result")
+    info = {**head, "seconds": {}}
     body = data[4 + size:]
     if not body:
         return None, info
