@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import check_converted
+
 BIN = Path(sys.executable).parent
 SYNPREP = [str(BIN / "synprep")]
 SYNTRAIN = [sys.executable, "-m", "syntrain"]
@@ -34,7 +36,9 @@ SMALL = ["--preset", "tiny", "--set", "model.d_model=32", "--set", "model.d_ff=6
 
 def call(*argv: object, timeout: int = TIMEOUT, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """A command's result; a hang is a failure of the test (the time limit raises)."""
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    check_converted(result.args, result.returncode, cwd)
+    return result
 
 
 def syntrain(*argv: object) -> subprocess.CompletedProcess:
