@@ -14,7 +14,6 @@ import pytest
 from synprep.conllu import read_trees
 from synprep.synth import WMT_MAX_TOKENS, SynthConfig, write_corpus
 from synprep.trees import is_projective
-
 from tests.conftest import check_converted
 
 # ------------------------------------------------------------------------------------- synth --lengths wmt

@@ -523,7 +523,7 @@ def verify_cache(folder: str, repair: bool = False) -> dict[str, Any]:
     """SQLite's integrity_check, then every entry: its digest matches and its value decodes. `repair` deletes
     the damaged entries (a convert would parse those sentences again anyway); without it, the database is only
     read."""
-    from .stage_cache import decode_value
+    from .stage_values import decode_value
 
     cache = _open_existing(folder, read_only=not repair)
     damaged: list[tuple[Any, Any]] = []
