@@ -86,8 +86,8 @@ def dataset(tmp_path_factory) -> Path:
     """A converted synthetic corpus (60 pairs, pre-parsed: no parser)."""
     root = tmp_path_factory.mktemp("faults_inputs")
     subprocess.run([*SYNPREP, "synth", "--pairs", "60", "-o", str(root / "synth")], check=True, capture_output=True)
-    subprocess.run([*SYNPREP, "convert", str(root / "synth" / "pipeline.toml"), "--output", str(root / "out")],
-                   check=True, capture_output=True)
+    check_converted(subprocess.run([*SYNPREP, "convert", str(root / "synth" / "pipeline.toml"), "--output",
+                                    str(root / "out")], check=True, capture_output=True).args, 0)
     return root
 
 

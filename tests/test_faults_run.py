@@ -87,8 +87,8 @@ def data(tmp_path_factory) -> dict:
         synth = root / f"synth{seed}"
         subprocess.run([*SYNPREP, "synth", "--pairs", "300", "--seed", str(seed), "-o", str(synth)], check=True,
                        capture_output=True)
-        subprocess.run([*SYNPREP, "convert", str(synth / "pipeline.toml"), "--output", str(root / f"shards{seed}")],
-                       check=True, capture_output=True)
+        check_converted(subprocess.run([*SYNPREP, "convert", str(synth / "pipeline.toml"), "--output",
+                                        str(root / f"shards{seed}")], check=True, capture_output=True).args, 0)
         found[f"synth{seed}"] = synth
     data = {"root": root, "synth": found["synth1"], "shards": root / "shards1", "other": root / "shards2"}
     run = train(data, root / "run", "--max-steps", "4", "--eval-interval", "2", "--keep-last", "2", "--log-interval",
