@@ -216,7 +216,8 @@ def cache_verify(folder: str, *, repair: bool = False) -> CacheReport:
 
     checked = check_arguments("synprep cache verify", folder=folder, repair=repair)
     report = verify_cache(checked["folder"], repair)
-    failed = report["integrity"] or report["damaged"] > report["deleted"] or (report["totals"] and not repair)
+    failed = report["integrity"] or report["damaged"] > report["deleted"] or \
+        ((report["totals"] or report["producers"]) and not repair)
     return CacheReport(report, format_verify(report), not failed)
 
 

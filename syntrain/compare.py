@@ -154,9 +154,10 @@ def decoding_key(checkpoint: str, data_path: str, settings: dict) -> dict:
 def _stored_key(run: str) -> dict | None:
     try:
         with open(os.path.join(run, HYPOTHESES_KEY), encoding="utf-8") as f:
-            return json.load(f)
+            key = json.load(f)
     except (OSError, ValueError):
         return None
+    return key if isinstance(key, dict) else None
 
 
 def _write_lines(path: str, lines: list[str], written: list[str] | None) -> None:
@@ -202,7 +203,8 @@ def describe(run: str, written: list[str] | None = None) -> dict:
         switches = ActiveSwitches(cfg)
         described = {"switches": switches.describe(), "seed": train_config.seed, "steps": ckpt.get("step", "?"),
                      "trained_steps": trained_steps, "minutes": round(seconds / 60, 1),
-                     "system": system_key(cfg.to_dict(), dict(ckpt.get("train_config", {})))}
+                     "system": system_key(cfg.to_dict(), dict(ckpt.get("train_config", {}))),
+                     "training_data": _digest(ckpt.get("signature"))}
         for outputs in decoded(switches):
             described.update(outputs.describe_run())
         atomic_write(path, (json.dumps(described, indent=1) + "\n").encode("utf-8"))
@@ -213,6 +215,13 @@ def describe(run: str, written: list[str] | None = None) -> dict:
     return {"switches": "?", "seed": "?", "steps": "?", "minutes": "?", **described,
             "trained_steps": described.get("trained_steps", described.get("steps", "?")),
             "system": described.get("system") or f"run {os.path.abspath(run)}"}
+
+
+def _digest(value: Any) -> str:
+    """A short digest of a recorded value (a dataset's synprep signature), as the table shows it."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def trained(run: str, ckpt: dict) -> tuple[int, float]:
@@ -323,6 +332,13 @@ def normalization_note(data_path: str, normalize_refs: Sequence[str] = ()) -> st
 
 
 DECODING = ("beam", "length_penalty", "max_tokens", "threads", "device")  # a hypothesis key's decoding settings
+# Every field of a row's hypotheses key (`decoding_key`) makes two rows incomparable when it differs, except what
+# each run is (its checkpoint), where the split lies (its content, `data_fingerprint`, is compared) and the CPU
+# threads (the order of sums: rounding, not another system); so does its run's training data (`describe`). The
+# budget (trained_steps) is flagged as unequal budgets; the rest of a description (switches, seed, system, best.pt's
+# step) is what a comparison compares.
+NOT_COMPARED = ("checkpoint", "data", "threads")
+DESCRIPTION_COMPARED = ("training_data",)
 
 
 def _steps(described: Sequence[dict]) -> list[int]:
@@ -337,6 +353,36 @@ def _budget_flag(facts: dict, described: Sequence[dict]) -> list[str]:
     return []
 
 
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 24 else _digest(value)
+
+
+def row_flags(described: Sequence[dict], keys: Sequence[dict | None], fingerprint: str) -> list[list[str]]:
+    """Per row, the recorded fields in which it differs from the first row that records them (`NOT_COMPARED`
+    aside), or that it lacks where others record them; and hypotheses of another split than `fingerprint`."""
+    recorded = [{**{name: facts[name] for name in DESCRIPTION_COMPARED if name in facts},
+                 **{name: value for name, value in (key or {}).items() if name not in NOT_COMPARED}}
+                for facts, key in zip(described, keys)]
+    names = list(dict.fromkeys(name for fields in recorded for name in fields))
+    flags: list[list[str]] = [[] for _ in recorded]
+    for fields, flagged in zip(recorded, flags):
+        missing = [name for name in names if name not in fields]
+        if missing:
+            flagged.append(f"{', '.join(missing)} not recorded (other runs record them)")
+        for name in names:
+            if name not in fields:
+                continue
+            base = next(other[name] for other in recorded if name in other)
+            if name == "data_fingerprint":
+                if fields[name] != fingerprint:
+                    flagged.append("its hypotheses were decoded from another split (data_fingerprint "
+                                   f"{_shown(fields[name])}, this split's {_shown(fingerprint)})")
+            elif fields[name] != base:
+                flagged.append(f"{name} {_shown(fields[name])}, another run's {_shown(base)}")
+    return flags
+
+
 def comparison_flags(runs: Sequence[str], described: Sequence[dict], keys: Sequence[dict | None]) -> list[str]:
     """What makes the runs' scores hard to compare, in words: unequal steps, other decoding settings."""
     flags = []
@@ -345,7 +391,7 @@ def comparison_flags(runs: Sequence[str], described: Sequence[dict], keys: Seque
                             for run, facts in zip(runs, described))
         flags.append(f"unequal budgets: the runs trained different numbers of steps ({counted}); under one time "
                      "budget a slower system trains fewer steps: compare runs of equal steps, or say so")
-    decodings = {(key["beam"], key["length_penalty"]) for key in keys if key}
+    decodings = {(key.get("beam"), key.get("length_penalty")) for key in keys if key}
     if len(decodings) > 1:
         flags.append("the runs were decoded with different beams or length penalties (their own final tests' "
                      "settings): give --beam and --length-penalty to decode them alike")
@@ -402,18 +448,20 @@ def system_table(groups: Sequence[Sequence[int]], systems: Sequence[tuple[str, l
 
 
 def run_table(runs: Sequence[str], data_path: str, systems: Sequence[tuple[str, list[str]]], scored: list[dict],
-              described: Sequence[dict], keys: Sequence[dict | None]) -> list[str]:
+              described: Sequence[dict], keys: Sequence[dict | None], fingerprint: str) -> list[str]:
     """Markdown lines of the runs' table: per run its switches, seed, steps, trained minutes, scores, p values
-    (`(flagged)` beside a flag) and flags (`systems.degeneracy`, unequal budgets), and the switches' columns;
+    (`(flagged)` beside a flag) and flags (`systems.degeneracy`, unequal budgets, `row_flags`), and the switches'
+    columns;
     each run's values and flags are added to its `scored` dict."""
     from .switches import registered
     from .systems import degeneracy
 
-    for (_, hyps), result, run, facts, key in zip(systems, scored, runs, described, keys):
+    differ = row_flags(described, keys, fingerprint)
+    for (_, hyps), result, run, facts, key, fields in zip(systems, scored, runs, described, keys, differ):
         result.update(run=run, **{name: facts[name] for name in ("switches", "seed", "steps", "trained_steps",
                                                                  "minutes")},
-                      system_key=facts["system"], decoding=None if key is None else {k: key[k] for k in DECODING},
-                      flags=degeneracy(hyps, result["bleu"]) + _budget_flag(facts, described))
+                      system_key=facts["system"], decoding=None if key is None else {k: key.get(k) for k in DECODING},
+                      flags=degeneracy(hyps, result["bleu"]) + _budget_flag(facts, described) + fields)
     extra = [switch for switch in registered() if switch.Decoded.compare_header]  # the switches' columns
     lines = ["| run | switches | seed | steps | minutes | BLEU | p (BLEU) | chrF | p (chrF) | flags |"
              + "".join(f" {switch.Decoded.compare_header} |" for switch in extra), "|---" * (10 + len(extra)) + "|"]
@@ -466,11 +514,14 @@ def compare_table(runs: Sequence[str], data_path: str, beam: int | None = None, 
     tokenize = bleu_tokenizer(load_manifest(data_path).configuration.get("tgt_lang", ""), tokenize)
     signatures, scored = system_cells(systems, references, samples, tokenize)
     described = [describe(run, written) for run in runs]
-    keys = [_stored_key(run) if os.path.isfile(os.path.join(run, "best.pt")) else None for run in runs]
+    keys = [_stored_key(run) for run in runs]  # a run brought as hypotheses: the key they were decoded with
     notes = comparison_flags(runs, described, keys)
-    lines = run_table(runs, data_path, systems, scored, described, keys)
+    from .runfolder.resume import data_fingerprint
+
+    lines = run_table(runs, data_path, systems, scored, described, keys, data_fingerprint(data_path))
     lines.append("")
-    settings = "; ".join(sorted({settings_text(key) for key in keys if key})) or "as the hypothesis files were made"
+    settings = "; ".join(sorted({settings_text(key) for key in keys if key and all(k in key for k in DECODING)})) \
+        or "as the hypothesis files were made"
     lines.append(f"Test: {data_path} ({len(references)} sentences), decoded with {settings}; "
                  f"paired bootstrap of each run against {systems[0][0]} (test-set resampling of one run each), "
                  f"{samples} resamples (p: the share of resamples whose "

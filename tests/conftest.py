@@ -103,6 +103,29 @@ def convert_synth(root: Path, name: str, src: list[str], tgt: list[str] | None =
     return root / "shards" / "train"
 
 
+def check_converted(argv: list, code: int, cwd: Path | str | None = None) -> None:
+    """After a command of the suite: when it is a `synprep convert` that finished (exit 0), its dataset's
+    accounting (`assert_accounted`). The command helpers of the test modules call it, so every convert test
+    asserts it."""
+    import contextlib
+
+    argv = [str(arg) for arg in argv]
+    if code != 0 or "convert" not in argv:
+        return
+    at = argv.index("convert")
+    if not any("synprep" in arg or "enospc" in arg for arg in argv[:at]) or at + 1 >= len(argv):
+        return
+    with contextlib.chdir(cwd or "."):
+        if "--output" in argv:
+            out = argv[argv.index("--output") + 1]
+        else:
+            from synprep.convert.pipeline import load_pipeline
+
+            out = load_pipeline(argv[at + 1]).output
+        if Path(out).is_dir() and any(Path(out).glob("*/manifest.json")):
+            assert_accounted(Path(out).resolve())
+
+
 def assert_accounted(out: Path) -> None:
     """The accounting every converted dataset keeps, for whatever reason a pair was rejected at whatever stage:
     each split's input pairs = rows + rejected per reason (its manifest), and rejected.tsv lists each rejected
@@ -154,4 +177,6 @@ def cli_in_process(program: str, argv: list[str]) -> tuple[int, str]:
         code = exit_.code if isinstance(exit_.code, int) else 1
     finally:
         sys.argv = saved
+    if program == "synprep":
+        check_converted(["synprep", *argv], code)
     return code, err.getvalue()

@@ -27,14 +27,16 @@ from synprep.conllu import parse_conllu_text, to_tree
 from synprep.errors import InputError
 from synprep.shards import open_split
 
-from .conftest import REPO
+from .conftest import REPO, check_converted
 
 RULE = {rule.name: rule for rule in RULES}
 SHARED_UD = REPO.parent / "shared" / "data" / "ud"
 
 
 def run(*args: str, module: str = "synprep.cli") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=REPO)
+    check_converted(result.args, result.returncode, REPO)
+    return result
 
 
 def tree(spec: str) -> dict:

@@ -17,7 +17,7 @@ import pytest
 from synprep.features import from_transitions
 from synprep.schema import pair_schema
 
-from .conftest import REPO, SAMPLE_DATA, SHARED, assert_accounted
+from .conftest import REPO, SAMPLE_DATA, SHARED, check_converted
 
 BIN = Path(sys.executable).parent
 PARALLEL = SAMPLE_DATA / "parallel"
@@ -67,13 +67,7 @@ def convert(pipeline, *args, check=True):
                             capture_output=True, text=True)
     if check:
         assert result.returncode == 0, result.stderr[-2000:]
-    if result.returncode == 0:
-        from synprep.convert.pipeline import load_pipeline
-
-        given = list(map(str, args))
-        out = given[given.index("--output") + 1] if "--output" in given else load_pipeline(str(pipeline)).output
-        if Path(out).is_dir():
-            assert_accounted(Path(out))
+    check_converted(result.args, result.returncode)
     return result
 
 

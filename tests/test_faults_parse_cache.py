@@ -63,16 +63,20 @@ def test_not_a_cache_is_one_line(tmp_path, tiny_udpipe):
     assert result.returncode == 2 and "no parse cache here" in result.stderr
 
 
+PRODUCER = {"backend": "test"}  # the parser of the entries these tests write (recorded: verify checks it)
+
+
 def _writer(folder: str, worker: int) -> None:
     """Record overlapping entries in small batches, look them up, under a size limit that evicts."""
     cache = ParseCache(folder, max_gb=20_000 * 1e-9)
+    parser = cache.producer(PRODUCER)
     block = "# text = {}\n1\t{}\t_\t_\t_\t_\t0\troot\t_\t_\n\n"
     for start in range(0, 600, 20):
         texts = {text_key(f"s{i}"): f"s{i}" for i in range(start + 7 * worker, start + 7 * worker + 40)}
-        found = cache.lookup(1, texts)
+        found = cache.lookup(parser, texts)
         assert not found.damaged and all(result[0] == block.format(texts[k], texts[k]) for k, result in
                                          found.found.items())
-        cache.record(1, [(k, t, (block.format(t, t), 0)) for k, t in texts.items() if k not in found.found],
+        cache.record(parser, [(k, t, (block.format(t, t), 0)) for k, t in texts.items() if k not in found.found],
                      found.found)
     cache.close()
 
@@ -162,7 +166,7 @@ def _killed_mid_transaction(folder: str) -> None:
 
 def _writer_entries(cache: ParseCache, first: int, count: int) -> None:
     block = "# text = {}\n1\t{}\t_\t_\t_\t_\t0\troot\t_\t_\n\n"
-    cache.record(1, [(text_key(f"s{i}"), f"s{i}", (block.format(f"s{i}", f"s{i}"), 0))
+    cache.record(cache.producer(PRODUCER), [(text_key(f"s{i}"), f"s{i}", (block.format(f"s{i}", f"s{i}"), 0))
                      for i in range(first, first + count)], [])
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import check_converted
 from .test_convert import write_pipeline
 from .test_faults_workers import children, finish, gone, start_convert
 
@@ -24,7 +25,9 @@ ENOSPC = str(Path(__file__).with_name("enospc.py"))
 
 
 def run(*argv: object, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, cwd=cwd)
+    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, cwd=cwd)
+    check_converted(result.args, result.returncode, cwd)
+    return result
 
 
 def one_line(result: subprocess.CompletedProcess, *wanted: str, code: int = 2) -> str:

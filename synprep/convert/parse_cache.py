@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -69,7 +70,6 @@ CREATE TABLE IF NOT EXISTS entries(parser INTEGER NOT NULL, key BLOB NOT NULL, v
 CREATE INDEX IF NOT EXISTS entries_used ON entries(used);
 CREATE TABLE IF NOT EXISTS totals(id INTEGER PRIMARY KEY CHECK (id = 0), entries INTEGER NOT NULL,
     value_bytes INTEGER NOT NULL);
-INSERT OR IGNORE INTO totals VALUES (0, 0, 0);
 CREATE TRIGGER IF NOT EXISTS entry_added AFTER INSERT ON entries BEGIN
     UPDATE totals SET entries = entries + 1, value_bytes = value_bytes + length(NEW.value) WHERE id = 0; END;
 CREATE TRIGGER IF NOT EXISTS entry_deleted AFTER DELETE ON entries BEGIN
@@ -77,6 +77,9 @@ CREATE TRIGGER IF NOT EXISTS entry_deleted AFTER DELETE ON entries BEGIN
 CREATE TRIGGER IF NOT EXISTS entry_replaced AFTER UPDATE OF value ON entries BEGIN
     UPDATE totals SET value_bytes = value_bytes - length(OLD.value) + length(NEW.value) WHERE id = 0; END;
 """
+# the tables, indexes and triggers the schema declares
+OBJECTS = frozenset(re.findall(r"CREATE (TABLE|INDEX|TRIGGER) IF NOT EXISTS (\w+)", _SCHEMA_SQL))
+FUTURE_SECONDS = 86_400  # an entry's `used` time may be this far ahead of the clock (another machine's clock)
 ENTRY_BYTES = 64  # what an entry takes besides its value (key, digest, time, the index on time, B-tree cells)
 
 Result = tuple[str, int]  # a worker's result for one sentence: (block without sent_id or error message, flags)
@@ -196,6 +199,23 @@ def entry_digest(parser: int, key: bytes, value: bytes) -> int:
     return int.from_bytes(raw, "little", signed=True)
 
 
+def entry_ok(parser: Any, key: Any, value: Any, digest: Any) -> bool:
+    """Whether an entry's columns have their types and its digest matches (a damaged entry is never served)."""
+    return (type(parser) is int and isinstance(key, bytes) and isinstance(value, bytes) and type(digest) is int
+            and entry_digest(parser, key, value) == digest)
+
+
+def used_ok(used: Any, now: int) -> bool:
+    """Whether an entry's `used` time is a time at all (not before 1970, not a day ahead of the clock)."""
+    return type(used) is int and 0 <= used <= now + FUTURE_SECONDS
+
+
+def missing_objects(db: sqlite3.Connection) -> set[tuple[str, str]]:
+    """The declared tables, indexes and triggers that the database lacks."""
+    found = {(kind.upper(), name) for kind, name in db.execute("SELECT type, name FROM sqlite_master")}
+    return set(OBJECTS) - found
+
+
 def cache_file(folder: str) -> str:
     return os.path.join(folder, FILE)
 
@@ -219,6 +239,7 @@ class ParseCache:
         read as immutable: SQLite then needs no -shm file beside it)."""
         self.folder = folder
         self.path = cache_file(folder)
+        self.read_only = read_only
         self._lock = threading.Lock()
         self.max_bytes = None if max_gb is None else int(max_gb * 1e9)
         self._parsers: dict[ParserSpec, int] = {}
@@ -239,6 +260,10 @@ class ParseCache:
                 self.db = sqlite3.connect(target, timeout=BUSY_MS / 1000, isolation_level=None,
                                           check_same_thread=False, uri=True)
                 self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+                missing = {name for kind, name in missing_objects(self.db) if kind == "TABLE"}
+                if missing:
+                    raise InputError(f"the parse cache is damaged: its table {', '.join(sorted(missing))} is missing "
+                                     "(`synprep cache verify --repair` or a convert makes it again)", self.path)
                 self._check_schema(write=False)
             return
         # Setting a new database up (WAL mode, the tables) is done by one process at a time: before WAL mode, two
@@ -259,8 +284,11 @@ class ParseCache:
                     self.db.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first writer
                 # WAL: never corrupt; a power cut may lose the last pieces
                 self.db.execute("PRAGMA synchronous = NORMAL")
-                self.db.executescript(_SCHEMA_SQL)
+                missing = missing_objects(self.db)
+                self.db.executescript(_SCHEMA_SQL)  # makes what is missing (a new database: everything)
                 self._check_schema()
+                if missing & {("TABLE", "entries"), ("TABLE", "totals")} or any(k == "TRIGGER" for k, _ in missing):
+                    self.recount()  # the size limit's totals no longer follow the entries
         finally:
             setup.release()
 
@@ -272,15 +300,29 @@ class ParseCache:
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
         row = self.db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
         schema = row[0] if row else None
+        if schema is None:
+            raise InputError("the parse cache is damaged: its schema record is missing (`synprep cache verify "
+                             "--repair` or a convert writes it again)", self.path)
         if schema != str(SCHEMA):
             raise InputError(f"a parse cache of schema {schema}, this synprep reads schema {SCHEMA}: use another "
-                             "folder", self.folder)
+                             "folder", self.path)
 
     def size(self) -> tuple[int, int]:
         """(entries, their bytes: values and ENTRY_BYTES each), what the size limit counts (the file is larger:
         B-tree pages are partly filled, and deleted entries leave room that new ones reuse)."""
-        entries, value_bytes = self.db.execute("SELECT entries, value_bytes FROM totals").fetchone()
+        row = self.db.execute("SELECT entries, value_bytes FROM totals WHERE id = 0").fetchone()
+        if row is None or not all(type(n) is int and n >= 0 for n in row):  # missing or damaged: counted again
+            row = self.recount()
+        entries, value_bytes = row
         return entries, value_bytes + ENTRY_BYTES * entries
+
+    def recount(self) -> tuple[int, int]:
+        """(entries, value bytes) counted from the entries, and recorded as the totals unless read-only."""
+        entries, value_bytes = self.db.execute("SELECT count(*), coalesce(sum(length(value)), 0) FROM "
+                                               "entries").fetchone()
+        if not self.read_only:
+            self.db.execute("INSERT OR REPLACE INTO totals VALUES (0, ?, ?)", (entries, value_bytes))
+        return entries, value_bytes
 
     def close(self) -> None:
         with self._lock:
@@ -298,8 +340,24 @@ class ParseCache:
         description = json.dumps(identity, sort_keys=True)
         digest = hashlib.sha256(description.encode()).hexdigest()
         with self._guard(), self._lock:
-            self.db.execute("INSERT OR IGNORE INTO parsers(digest, description) VALUES (?, ?)", (digest, description))
-            return self.db.execute("SELECT id FROM parsers WHERE digest = ?", (digest,)).fetchone()[0]
+            row = self.db.execute("SELECT id, description FROM parsers WHERE digest = ?", (digest,)).fetchone()
+            if row is not None and row[1] == description and type(row[0]) is int:
+                return row[0]
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self.db.execute("SELECT id FROM parsers WHERE digest = ?", (digest,)).fetchone()
+                if row is not None:  # its description damaged: written again
+                    self.db.execute("UPDATE parsers SET description = ? WHERE id = ?", (description, row[0]))
+                    producer = row[0]
+                else:  # new; entries left under its id by a lost record of another producer are not its own
+                    producer = self.db.execute("INSERT INTO parsers(digest, description) VALUES (?, ?)",
+                                               (digest, description)).lastrowid
+                    self.db.execute("DELETE FROM entries WHERE parser = ?", (producer,))
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            return producer
 
     def get(self, producer: int, key: bytes) -> bytes | None:
         """A stage's value stored under `key` (inflated), None when missing or damaged (its digest does not match,
@@ -309,15 +367,15 @@ class ParseCache:
                                   (producer, key)).fetchone()
             if row is None:
                 return None
-            value, digest, used = bytes(row[0]), row[1], row[2]
-            if entry_digest(producer, key, value) != digest:
+            value, digest, used = row
+            if not entry_ok(producer, key, value, digest):
                 return None
             try:
                 data = zlib.decompress(value)
             except zlib.error:
                 return None
             now = int(time.time())
-            if used < now - TOUCH_SECONDS:
+            if not used_ok(used, now) or used < now - TOUCH_SECONDS:
                 self.db.execute("UPDATE entries SET used = ? WHERE parser = ? AND key = ?", (now, producer, key))
         return data
 
@@ -342,9 +400,8 @@ class ParseCache:
                 rows = self.db.execute(f"SELECT key, value, digest FROM entries WHERE parser = ? AND key IN "
                                        f"({','.join('?' * len(part))})", (parser, *part)).fetchall()
                 for key, value, digest in rows:
-                    key, value = bytes(key), bytes(value)
                     try:
-                        if key not in texts or entry_digest(parser, key, value) != digest:
+                        if key not in texts or not entry_ok(parser, key, value, digest):
                             raise ValueError("digest")
                         out.found[key] = decode_result(texts[key], value)
                     except ValueError:
@@ -359,7 +416,7 @@ class ParseCache:
         for key, text, result in parsed:
             value = encode_result(text, result)
             rows.append((parser, key, value, entry_digest(parser, key, value), now))
-        stale = [(now, parser, key, now - TOUCH_SECONDS) for key in hits]
+        stale = [(now, parser, key, now - TOUCH_SECONDS, now + FUTURE_SECONDS) for key in hits]
         if not rows and not stale:
             return
         with self._guard(), self._lock:
@@ -367,7 +424,8 @@ class ParseCache:
             try:
                 self.db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?) ON CONFLICT (parser, key) DO UPDATE "
                                     "SET value = excluded.value, digest = excluded.digest, used = excluded.used", rows)
-                self.db.executemany("UPDATE entries SET used = ? WHERE parser = ? AND key = ? AND used < ?", stale)
+                self.db.executemany("UPDATE entries SET used = ? WHERE parser = ? AND key = ? AND NOT (typeof(used) = "
+                                    "'integer' AND used BETWEEN ? AND ?)", stale)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
@@ -382,8 +440,11 @@ class ParseCache:
         entries, size = self.size()
         while size > target and entries:
             count = max(1, int((size - target) / (size / entries)))
-            deleted += self.db.execute("DELETE FROM entries WHERE (parser, key) IN (SELECT parser, key FROM entries "
-                                       "ORDER BY used LIMIT ?)", (count,)).rowcount
+            removed = self.db.execute("DELETE FROM entries WHERE (parser, key) IN (SELECT parser, key FROM entries "
+                                      "ORDER BY used LIMIT ?)", (count,)).rowcount
+            if not removed:  # the totals counted entries that are not there
+                self.recount()
+            deleted += removed
             entries, size = self.size()
         return deleted
 
@@ -410,9 +471,30 @@ def _open_existing(folder: str, read_only: bool = False) -> ParseCache:
     return ParseCache(folder, None, create=False, read_only=read_only)
 
 
-def _parser_digests(cache: ParseCache) -> dict[int, tuple[str, dict[str, Any]]]:
-    return {pid: (digest, json.loads(description)) for pid, digest, description in
-            cache.db.execute("SELECT id, digest, description FROM parsers ORDER BY id")}
+def _description(digest: Any, description: Any) -> dict[str, Any] | None:
+    """A producer's recorded identity, None when its record is damaged (the digest is not that of the text, the
+    text is not an identity)."""
+    if not (isinstance(digest, str) and isinstance(description, str)
+            and hashlib.sha256(description.encode("utf-8", "replace")).hexdigest() == digest):
+        return None
+    try:
+        identity = json.loads(description)
+    except ValueError:
+        return None
+    return identity if isinstance(identity, dict) else None
+
+
+def _parser_digests(cache: ParseCache, damaged: list[int] | None = None) -> dict[int, tuple[str, dict[str, Any]]]:
+    """The producers whose record is sound (id -> digest, identity); the ids of the others into `damaged`."""
+    sound = {}
+    for pid, digest, description in cache.db.execute("SELECT id, digest, description FROM parsers ORDER BY id"):
+        identity = _description(digest, description)
+        if identity is None:
+            if damaged is not None:
+                damaged.append(pid)
+        else:
+            sound[pid] = (digest, identity)
+    return sound
 
 
 def cache_info(folder: str) -> dict[str, Any]:
@@ -420,7 +502,8 @@ def cache_info(folder: str) -> dict[str, Any]:
     cache = _open_existing(folder, read_only=True)
     try:
         with cache._guard():
-            parsers = _parser_digests(cache)
+            damaged: list[int] = []
+            parsers = _parser_digests(cache, damaged)
             rows = cache.db.execute("SELECT parser, count(*), sum(length(value)), max(used) FROM entries "
                                     "GROUP BY parser").fetchall()
             used = cache.size()[1]
@@ -432,46 +515,54 @@ def cache_info(folder: str) -> dict[str, Any]:
             "data_bytes": used, "entries": sum(n for n, _, _ in counts.values()),
             "parsers": [{"id": pid, "digest": digest, **description, "entries": counts.get(pid, (0,))[0],
                          "value_bytes": counts.get(pid, (0, 0))[1] or 0, "last_used": counts.get(pid, (0, 0, None))[2]}
-                        for pid, (digest, description) in parsers.items()]}
+                        for pid, (digest, description) in parsers.items()]
+            + [{"id": pid, "damaged": True, "entries": counts.get(pid, (0,))[0]} for pid in damaged]}
 
 
 def verify_cache(folder: str, repair: bool = False) -> dict[str, Any]:
     """SQLite's integrity_check, then every entry: its digest matches and its value decodes. `repair` deletes
     the damaged entries (a convert would parse those sentences again anyway); without it, the database is only
     read."""
+    from .stage_values import decode_value
+
     cache = _open_existing(folder, read_only=not repair)
-    damaged: list[tuple[int, bytes]] = []
+    damaged: list[tuple[Any, Any]] = []
+    producers: list[int] = []  # damaged producer records
     checked = value_bytes = 0
-    wrong_totals, totals = False, (0, 0)
+    now = int(time.time())
     try:
         with cache._guard():
             problems = [row[0] for row in cache.db.execute("PRAGMA integrity_check")]
             problems = [] if problems == ["ok"] else problems
-            stages = {pid for pid, (_, description) in _parser_digests(cache).items() if "stage" in description}
-            for parser, key, value, digest in cache.db.execute("SELECT parser, key, value, digest FROM entries"):
+            problems += [f"the {kind.lower()} {name} is missing" for kind, name in sorted(missing_objects(cache.db))]
+            sound = _parser_digests(cache, producers)
+            for parser, key, value, digest, used, size in cache.db.execute(
+                    "SELECT parser, key, value, digest, used, length(value) FROM entries"):
                 checked += 1
-                value_bytes += len(value)
-                try:
-                    if entry_digest(parser, bytes(key), bytes(value)) != digest:
-                        raise ValueError("digest")
-                    if parser in stages:
-                        zlib.decompress(bytes(value))
+                value_bytes += size or 0
+                try:  # an entry of no sound producer, of another type, not matching its digest, not decoding
+                    if parser not in sound or not entry_ok(parser, key, value, digest) or not used_ok(used, now):
+                        raise ValueError("damaged")
+                    stage = sound[parser][1].get("stage")
+                    if stage is not None:
+                        decode_value(stage, zlib.decompress(value))
                     else:
-                        decode_result("", bytes(value))
+                        decode_result("", value)
                 except (ValueError, zlib.error):
-                    damaged.append((parser, bytes(key)))
-            totals = cache.db.execute("SELECT entries, value_bytes FROM totals").fetchone()
-            wrong_totals = totals != (checked, value_bytes)  # what the size limit counts (kept by triggers)
+                    damaged.append((parser, key))
+            totals = cache.db.execute("SELECT entries, value_bytes FROM totals WHERE id = 0").fetchone()
             if repair:
                 cache.db.executemany("DELETE FROM entries WHERE parser = ? AND key = ?", damaged)
-                cache.db.execute("UPDATE totals SET entries = (SELECT count(*) FROM entries), value_bytes = "
-                                 "(SELECT coalesce(sum(length(value)), 0) FROM entries)")
+                cache.db.executemany("DELETE FROM parsers WHERE id = ?", [(pid,) for pid in producers])
+                cache.recount()
     finally:
         cache.close()
+    # the size limit's totals (kept by triggers) against what they count
+    wrong = None if totals == (checked, value_bytes) else "are missing" if totals is None else \
+        f"said {totals[0]!r} entries of {totals[1]!r} bytes"
     return {"path": cache.path, "integrity": problems, "entries": checked, "damaged": len(damaged),
-            "deleted": len(damaged) if repair else 0,
-            "totals": None if not wrong_totals else f"the size limit's totals said {totals[0]} entries of "
-                                                    f"{totals[1]} bytes" + (", recounted" if repair else "")}
+            "deleted": len(damaged) if repair else 0, "producers": len(producers), "repair": repair,
+            "totals": None if wrong is None else f"the size limit's totals {wrong}" + (", recounted" if repair else "")}
 
 
 def prune_cache(folder: str, max_gb: float | None = None, parser: str | None = None) -> dict[str, Any]:
@@ -517,6 +608,10 @@ def format_info(info: dict[str, Any]) -> str:
              f"{_size(info['file_bytes'])} on disk"]
     for parser in info["parsers"]:
         last = time.strftime("%Y-%m-%d %H:%M", time.gmtime(parser["last_used"])) if parser["last_used"] else "-"
+        if parser.get("damaged"):
+            lines.append(f"  record {parser['id']}: damaged ({parser['entries']} entries; `synprep cache verify "
+                         "--repair` deletes them)")
+            continue
         if "stage" in parser:  # a stage of convert (stage_cache)
             lines.append(f"  stage {parser['id']} ({parser['digest'][:12]}): {parser['stage']} "
                          f"[synprep {parser['synprep']}]: {parser['entries']} entries, "
@@ -535,6 +630,9 @@ def format_verify(report: dict[str, Any]) -> str:
     integrity = "integrity ok" if not report["integrity"] else "integrity_check: " + "; ".join(report["integrity"][:5])
     repaired = f", {report['deleted']} deleted" if report["deleted"] else ""
     totals = f"; {report['totals']}" if report["totals"] else ""
+    if report.get("producers"):
+        totals += (f"; {report['producers']} damaged parser or stage records"
+                   + (", deleted" if report["repair"] else ""))
     return (f"{report['path']}: {integrity}; {report['entries']} entries checked, {report['damaged']} damaged"
             f"{repaired}{totals}")
 

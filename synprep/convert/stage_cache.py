@@ -21,7 +21,6 @@ shards, codes and vocabularies of a convert are the same with or without the cac
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -33,9 +32,9 @@ from typing import Any
 import pyarrow as pa
 
 from .. import __version__
-from ..shards import batch_bytes, batch_from_bytes
 from ..textio import atomic_write, file_sha256
 from .parse_cache import ParseCache
+from .stage_values import decode_value, encode_batch, file_value
 
 FORMAT = 1  # of the stages' values (bump when what a stage stores changes)
 STAGES = ("filter", "bpe", "features")
@@ -124,8 +123,16 @@ class StageCache:
             self._ids[stage] = self.cache.producer(identity)
         return self._ids[stage]
 
-    def get(self, stage: str, key: bytes) -> bytes | None:
-        return self.cache.get(self._id(stage), key)
+    def get(self, stage: str, key: bytes) -> Any:
+        """The stage's value under `key`, decoded (`decode_value`); None when missing, damaged or not decoding (the
+        stage is computed again and the entry replaced)."""
+        data = self.cache.get(self._id(stage), key)
+        if data is None:
+            return None
+        try:
+            return decode_value(stage, data)
+        except ValueError:
+            return None
 
     def put(self, stage: str, key: bytes, data: bytes) -> None:
         self.cache.put(self._id(stage), key, data)
@@ -166,8 +173,8 @@ class StageCache:
         def items() -> Iterator[tuple[tuple[str, bytes | None], Known, Any]]:
             for split, job, lines, task in pieces:
                 key = self.filter_key(job, lines)
-                data = self.get("filter", key) if key is not None else None
-                known = None if data is None else (lambda data=data: {**json.loads(data), "seconds": {}})
+                value = self.get("filter", key) if key is not None else None
+                known = None if value is None else (lambda value=value: {**value, "seconds": {}})
                 yield (split, key), known, task
 
         for (split, key), result, computed in map_missing(run, items()):
@@ -189,16 +196,16 @@ class StageCache:
                 info = json.load(handle)
             digest.update(json.dumps([info.get("src_counts"), info.get("tgt_counts")], ensure_ascii=False).encode())
         key = fingerprint(_with_digests(settings), digest.digest())
-        data = self.get("bpe", key)
-        if data is not None:
-            for name, stored in json.loads(data).items():
+        files = self.get("bpe", key)
+        if files is not None:
+            for name, data in files.items():
                 if not os.path.isfile(os.path.join(out, name)):
-                    atomic_write(os.path.join(out, name), _file_bytes(stored))
+                    atomic_write(os.path.join(out, name), data)
             self.bpe = "reused"
             return learn()
         before = _files(out)
         result = learn()
-        made = {name: _file_value(os.path.join(out, name)) for name in sorted(_files(out) - before)}
+        made = {name: file_value(os.path.join(out, name)) for name in sorted(_files(out) - before)}
         if made:
             self.put("bpe", key, json.dumps(made, ensure_ascii=False).encode())
         self.bpe = "computed"
@@ -219,49 +226,15 @@ class StageCache:
         def items() -> Iterator[tuple[bytes, Known, tuple[str, str, str]]]:
             for task in tasks:
                 key = fingerprint(settings, task[1].encode("utf-8"), task[2].encode("utf-8"))
-                data = self.get("features", key)
-                yield key, (None if data is None else (lambda data=data: _decode_batch(data))), task
+                value = self.get("features", key)
+                yield key, (None if value is None else (lambda value=value: value)), task
 
         for key, result, computed in map_missing(run, items()):
             self.count(split, "features", not computed)
             if computed:
-                self.put("features", key, _encode_batch(*result))
+                self.put("features", key, encode_batch(*result))
             yield result
 
 
 def _files(folder: str) -> set[str]:
     return {entry.name for entry in os.scandir(folder) if entry.is_file()} if os.path.isdir(folder) else set()
-
-
-def _file_value(path: str) -> str | dict[str, str]:
-    """A learned file as a stage value: its text (BPE codes, vocabularies: as stored before binary models), or
-    {"base64": ...} for a file that is not UTF-8 text (a SentencePiece .model)."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
-
-
-def _file_bytes(stored: str | dict[str, str]) -> bytes:
-    """The bytes of a file stored by `_file_value`."""
-    return base64.b64decode(stored["base64"]) if isinstance(stored, dict) else stored.encode("utf-8")
-
-
-def _encode_batch(batch: pa.RecordBatch | None, info: dict[str, Any]) -> bytes:
-    """A piece's features as a stage value: its counts (JSON) and its record batch (Arrow IPC stream)."""
-    head = json.dumps({k: v for k, v in info.items() if k != "seconds"}).encode()
-    body = b""
-    if batch is not None:
-        body = batch_bytes(batch)
-    return len(head).to_bytes(4, "little") + head + body
-
-
-def _decode_batch(data: bytes) -> tuple[pa.RecordBatch | None, dict[str, Any]]:
-    size = int.from_bytes(data[:4], "little")
-    info = {**json.loads(data[4:4 + size]), "seconds": {}}
-    body = data[4 + size:]
-    if not body:
-        return None, info
-    return batch_from_bytes(body), info
