@@ -405,7 +405,7 @@ def test_eval_and_compare_by_subset(split, tmp_path):
                module="syntrain.compare")
     assert done.returncode == 0, done.stderr
     described = json.loads((model_run / "describe.json").read_text())
-    assert set(described) == {"switches", "seed", "steps", "trained_steps", "minutes", "system"}
+    assert set(described) == {"switches", "seed", "steps", "trained_steps", "minutes", "system", "training_data"}
     assert (described["seed"], described["steps"], described["trained_steps"]) == (1, 3, 3)
     assert (model_run / "test.hyp").read_text(encoding="utf-8").splitlines() == hyps  # the same decoding as eval
     # a hypothesis file of another length is an error naming it
