@@ -867,10 +867,16 @@ def test_a_beam_over_the_target_vocabulary_is_refused_before_decoding(data):
     """Before: a beam was never bounded (`--beam 20000` on one line: no output in 5 minutes, 1.1 GB and growing);
     under the cap, a beam is at most the target vocabulary (the API's check, which `translate`, `eval` and
     `compare` share)."""
+    from syntrain.config.train import MAX_BEAM
     from syntrain.search import check_beam
     from syntrain.translate import Translator
 
     size = Translator(str(data["checkpoint"]), "cpu", beam=1).model.cfg.sizes.vocab_size
-    with pytest.raises(ValueError, match=f"--beam {size + 1} is larger than the model's target vocabulary"):
-        Translator(str(data["checkpoint"]), "cpu", beam=size + 1)
+    beam = min(size, MAX_BEAM)  # the largest beam both bounds let through
+    assert Translator(str(data["checkpoint"]), "cpu", beam=beam).settings.beam == beam
+    bound = "larger than the model's target vocabulary" if size < MAX_BEAM else f"--beam must be <= {MAX_BEAM}"
+    with pytest.raises(ValueError, match=bound):
+        Translator(str(data["checkpoint"]), "cpu", beam=beam + 1)
+    with pytest.raises(ValueError, match=r"--beam 11 is larger than the model's target vocabulary \(10 pieces\)"):
+        check_beam(11, 10)  # under the cap, the vocabulary bounds a beam
     check_beam(size, size)
