@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -78,16 +79,8 @@ def syntrain_steps(folder: str, device: torch.device, args: argparse.Namespace) 
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-5)
     src, tgt_in, tgt_out = batch(len(vocab), args.sentences, args.length)
     data = Batch(src, tgt_in, tgt_out, None)
-    times = []
-    for _ in range(args.warmup + args.steps):
-        start = time.perf_counter()
-        accumulate_gradients(model, [data], device, autocast(args.precision, device), 0.1)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return times[args.warmup:]
+    return timed(lambda: accumulate_gradients(model, [data], device, autocast(args.precision, device), 0.1),
+                 optimizer, device, args)
 
 
 def transformers_steps(folder: str, device: torch.device, args: argparse.Namespace) -> list[float]:
@@ -102,14 +95,25 @@ def transformers_steps(folder: str, device: torch.device, args: argparse.Namespa
     order = torch.tensor(PretrainedSource.read(folder).order)
     src, tgt_in, tgt_out = (order[ids].to(device) for ids in batch(len(order), args.sentences, args.length))
     mask = torch.ones_like(src)
-    times = []
-    for _ in range(args.warmup + args.steps):
-        start = time.perf_counter()
+
+    def backward() -> None:
         with autocast(args.precision, device):
             logits = model(input_ids=src, attention_mask=mask, decoder_input_ids=tgt_in).logits
         loss = F.cross_entropy(logits.float().flatten(0, 1), tgt_out.flatten(), label_smoothing=0.1,
                                ignore_index=int(order[PAD_ID]), reduction="sum") / tgt_out.numel()
         loss.backward()
+
+    return timed(backward, optimizer, device, args)
+
+
+def timed(backward: Callable[[], object], optimizer: torch.optim.Optimizer, device: torch.device,
+          args: argparse.Namespace) -> list[float]:
+    """Seconds of each of `args.steps` updates (forward + backward by `backward`, then the optimizer step) after
+    `args.warmup` untimed ones."""
+    times = []
+    for _ in range(args.warmup + args.steps):
+        start = time.perf_counter()
+        backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         if device.type == "cuda":
