@@ -180,3 +180,17 @@ def cli_in_process(program: str, argv: list[str]) -> tuple[int, str]:
     if program == "synprep":
         check_converted(["synprep", *argv], code)
     return code, err.getvalue()
+
+
+
+def value_id(val: object) -> str:
+    """A test's id from a value: its repr, but a value whose repr names its address (`<object object at 0x...>`)
+    by its type's name, so that the ids are the same in every process (pytest-xdist's workers must collect the same
+    tests)."""
+    text = repr(val)
+    return type(val).__name__ if " at 0x" in text else text
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """The default ids, stable across processes (`value_id`) where pytest's own would name an address."""
+    return type(val).__name__ if " at 0x" in repr(val) else None

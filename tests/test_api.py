@@ -10,7 +10,7 @@ import synprep
 import syntrain
 from syntrain.config import ConfigError
 
-from .conftest import REPO
+from .conftest import REPO, value_id
 
 
 def test_imports_stay_light():
@@ -228,7 +228,7 @@ def test_the_declarations_name_the_api_arguments():
     assert len(_argument_cases()) > 200
 
 
-@pytest.mark.parametrize("command, name, value", _argument_cases(), ids=repr)
+@pytest.mark.parametrize("command, name, value", _argument_cases(), ids=value_id)
 def test_api_functions_refuse_a_wrong_argument_in_one_line(tmp_path, monkeypatch, command, name, value):
     """Each declared argument of each API function, of a wrong type, NaN/inf, out of range or not a choice:
     the exception with the line naming its option (as the command prints it), nothing written
@@ -269,7 +269,7 @@ def _train_cases():
     return [*cases, ("recipe", 5), ("sets", "model.d_model=8"), ("model", 5)]
 
 
-@pytest.mark.parametrize("name, value", _train_cases(), ids=repr)
+@pytest.mark.parametrize("name, value", _train_cases(), ids=value_id)
 def test_train_refuses_an_argument_of_the_wrong_type_in_one_line(tmp_path, monkeypatch, name, value):
     """Each argument of `syntrain.train` (every [train] field by its declaration, the recipe, `sets`, `model`), of
     a wrong type: ConfigError naming it by its command-line option, nothing written (not even runs/)."""
@@ -305,7 +305,7 @@ def _together_cases():
     return cases
 
 
-@pytest.mark.parametrize("command, arguments, named", _together_cases(), ids=repr)
+@pytest.mark.parametrize("command, arguments, named", _together_cases(), ids=value_id)
 def test_api_functions_refuse_values_that_do_nothing_or_contradict(tmp_path, monkeypatch, command, arguments, named):
     """The `requires` and `conflicts` declared beside the options: a value that does nothing under the others
     (`--parse-cache` with `--no-cache` was ignored) or two that contradict each other is one line, nothing
