@@ -312,7 +312,7 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
         vocab = checkpoint_vocab(resumed.ckpt, mcfg, resumed.path)
         source = PretrainedSource.from_record(resumed.ckpt["pretrained"]) if resumed.ckpt.get("pretrained") else None
     elif cfg.pretrained:  # the model's sizes, architecture and vocabulary
-        mcfg, vocab, source = start_model_config(cfg.pretrained, cfg.model, *split)
+        mcfg, vocab, source = start_model_config(cfg.pretrained, cfg.model, *split, **cfg.language_codes())
         notes, origin = tuple(filter(None, [missing_pieces(split[0], vocab)])), f"the pretrained model {source.folder}"
     else:  # one vocabulary per side when the dataset's BPE is per side
         check_subword_models(cfg.data, split[1].signature)
