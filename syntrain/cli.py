@@ -324,10 +324,9 @@ class EvalCommand(click.Command):
 @declared("syntrain eval", "normalize_refs",
           help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
 def eval_(checkpoint: str | None, pretrained: str | None, src_lang_code: str, tgt_lang_code: str, data_path: str,
-          beam: int | None,
-          length_penalty: float | None, max_tokens: int | None, threads: int | None, output_path: str | None,
-          json_path: str | None, subsets_dir: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...],
-          **output_paths: str | None) -> None:
+          beam: int | None, length_penalty: float | None, max_tokens: int | None, threads: int | None,
+          output_path: str | None, json_path: str | None, subsets_dir: str | None, bleu_tokenize: str,
+          normalize_refs: tuple[str, ...], **output_paths: str | None) -> None:
     """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
     subsets), the loss (teacher-forced cross-entropy per target token, EOS included, no label smoothing), and the
     measures of the model's switches (tree decoding: the tree measure, docs/tree-decoding.md)."""
@@ -344,13 +343,10 @@ def eval_(checkpoint: str | None, pretrained: str | None, src_lang_code: str, tg
 
     if (checkpoint is None) == (pretrained is None):
         raise click.UsageError("give the model to score: --checkpoint CHECKPOINT or --pretrained FOLDER (one)")
-    codes = {"src_lang_code": src_lang_code, "tgt_lang_code": tgt_lang_code}
-    if checkpoint and any(codes.values()):
-        raise click.UsageError("--src-lang-code/--tgt-lang-code go with --pretrained: a checkpoint keeps its run's")
     device = _device()
     scored_model = checkpoint or pretrained or ""
     try:
-        model, vocab, ckpt = _scored_model(checkpoint, pretrained, device, codes)
+        model, vocab, ckpt = _scored_model(checkpoint, pretrained, device, src_lang_code, tgt_lang_code)
         outputs = decoded(model.switches)
         writers = _output_writers(outputs, output_paths)
         paths = {"-o": output_path, "--json": json_path, **{f"--{name}": path for name, (path, _) in writers.items()}}
@@ -409,10 +405,13 @@ def eval_(checkpoint: str | None, pretrained: str | None, src_lang_code: str, tg
         write_json(json_path, {**result, **scored})
 
 
-def _scored_model(checkpoint: str | None, pretrained: str | None, device: str, codes: dict[str, str]
-                  ) -> tuple[Any, Any, dict]:
+def _scored_model(checkpoint: str | None, pretrained: str | None, device: str, src_lang_code: str = "",
+                  tgt_lang_code: str = "") -> tuple[Any, Any, dict]:
     """(model, vocabulary, checkpoint dict) of a checkpoint, or of a pretrained model folder with its language
-    `codes` (an empty dict)."""
+    codes (an empty dict); codes with a checkpoint, which keeps its run's, are refused."""
+    codes = {"src_lang_code": src_lang_code, "tgt_lang_code": tgt_lang_code}
+    if checkpoint and any(codes.values()):
+        raise click.UsageError("--src-lang-code/--tgt-lang-code go with --pretrained: a checkpoint keeps its run's")
     if pretrained:
         from .pretrained import load_pretrained
 
