@@ -276,3 +276,38 @@ def test_export_hf_of_a_fine_tune_with_codes(folder, converted, tmp_path):
 
     cut = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
     assert cut(SOURCES[0])["input_ids"][0] == source.codes["en"]
+
+
+@pytest.mark.slow
+def test_the_pages_language_code_blocks_run(tmp_path, tiny_udpipe):
+    """docs/pretrained.md's language-code commands and Python, in a folder holding a tiny multilingual M2M100
+    model as `m2m100_418M`, the page's pipeline with its output and model changed as the page says."""
+    import sys
+
+    from .conftest import REPO
+    from .test_docs_commands import fenced_blocks
+    from .test_pretrained_docs import run_block
+
+    text = (REPO / "docs" / "pretrained.md").read_text(encoding="utf-8")
+    (tmp_path / "sample_data").symlink_to(SAMPLE_DATA)
+    parallel = SAMPLE_DATA / "parallel"
+    m2m100_with_sentencepiece(tmp_path / "m2m100_418M", [parallel / "train.en", parallel / "train.de"])
+    [(_, pipeline)] = fenced_blocks(text, {"toml"})
+    for old, new in (('output = "out/en-de-opus"', 'output = "out/en-de-m2m100"'),
+                     ('model = "../opus-mt-en-de"', 'model = "../m2m100_418M"'),
+                     ('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"'),
+                     ('train_conllu = "de.conllu"', f'model = "{tiny_udpipe("de")}"')):
+        assert old in pipeline
+        pipeline = pipeline.replace(old, new)
+    (tmp_path / "en-de-m2m100.toml").write_text(pipeline, encoding="utf-8")
+    [(_, commands)] = fenced_blocks(text, {"bash"}, after="<!-- pretrained-languages-run -->")
+    done = run_block(["bash", "-e", "-c", commands], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "m2m100-baseline.json").is_file() and (tmp_path / "test-m2m100.de").read_text(encoding="utf-8")
+    mark = ("<!-- pretrained-languages-python (run by tests/test_pretrained_languages.py in a folder holding the "
+            "model) -->")
+    [(_, python)] = fenced_blocks(text, {"py"}, after=mark)
+    done = run_block([sys.executable, "-c", python], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    generation = json.loads((tmp_path / "m2m100-en-de-finetuned" / "generation_config.json").read_text())
+    assert generation["forced_bos_token_id"] == PretrainedSource.read(str(tmp_path / "m2m100_418M")).codes["de"]
