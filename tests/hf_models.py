@@ -114,3 +114,18 @@ def m2m100_with_sentencepiece(folder: Path, texts: list[Path], vocab_size: int =
     tokenizer = transformers.M2M100Tokenizer(str(folder / "vocab.json"), str(model), src_lang="en", tgt_lang="de")
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def nllb_with_tokenizer(folder: Path, texts: list[Path], seed: int = 0) -> Path:
+    """A tiny random NLLB-style model: an M2M100 model whose vocabulary is a tokenizer.json written by
+    NllbTokenizer (the characters of `texts` as pieces, no merges; its language codes, eng_Latn ..., added tokens
+    after them), no vocab.json, vocab_size the tokenizer's length."""
+    import transformers
+
+    chars = sorted({char for path in texts for char in path.read_text(encoding="utf-8") if not char.isspace()})
+    vocab = {piece: i for i, piece in enumerate(["<s>", "<pad>", "</s>", "<unk>", "\u2581", *chars])}
+    tokenizer = transformers.NllbTokenizer(vocab=vocab, merges=[], src_lang="eng_Latn", tgt_lang="deu_Latn")
+    build(folder, "m2m100", list(vocab), seed=seed, scale=0.5, vocab_size=len(tokenizer))
+    (folder / "vocab.json").unlink()  # NLLB folders have none: the vocabulary is tokenizer.json's
+    tokenizer.save_pretrained(folder)
+    return folder

@@ -25,11 +25,12 @@ from syntrain.search import beam_search, greedy  # noqa: E402
 from syntrain.vocab import BOS_ID, PAD_ID  # noqa: E402
 
 from .conftest import SAMPLE_DATA, cli_in_process  # noqa: E402
-from .hf_models import load_hf, m2m100_with_sentencepiece  # noqa: E402
+from .hf_models import load_hf, m2m100_with_sentencepiece, nllb_with_tokenizer  # noqa: E402
 
 SOURCES = ["The cat sleeps on the mat.", "A dog runs.", "We read books in the garden every day."]
 TARGETS = ["Die Katze schläft.", "Ein Hund läuft schnell nach Hause.", "Wir lesen."]
 CODES = {"src_lang_code": "en", "tgt_lang_code": "de"}
+NLLB_CODES = {"src_lang_code": "eng_Latn", "tgt_lang_code": "deu_Latn"}
 TOLERANCE = 1e-5
 
 
@@ -40,16 +41,32 @@ def folder(tmp_path_factory):
                                                                                     parallel / "train.de"])
 
 
-def tokenizer(folder):
+@pytest.fixture(scope="module")
+def nllb(tmp_path_factory):
+    parallel = SAMPLE_DATA / "parallel"
+    return nllb_with_tokenizer(tmp_path_factory.mktemp("models") / "nllb", [parallel / "train.en",
+                                                                            parallel / "train.de"])
+
+
+@pytest.fixture(scope="module", params=["m2m100", "nllb"])
+def multilingual(request):
+    """(an M2M100 folder (codes after vocab.json) or an NLLB-style one (codes added tokens of tokenizer.json), its
+    language codes en -> de)."""
+    return (request.getfixturevalue("folder"), CODES) if request.param == "m2m100" else (
+        request.getfixturevalue("nllb"), NLLB_CODES)
+
+
+def tokenizer(folder, codes=CODES):
     import transformers
 
-    return transformers.AutoTokenizer.from_pretrained(folder, src_lang="en", tgt_lang="de")
+    return transformers.AutoTokenizer.from_pretrained(folder, src_lang=codes["src_lang_code"],
+                                                      tgt_lang=codes["tgt_lang_code"])
 
 
-def text_split(model, vocab, folder, prefixes=None) -> ParallelData:
+def text_split(model, vocab, folder, prefixes=None, codes=CODES) -> ParallelData:
     """SOURCES / TARGETS cut by the model's tokenizer, as a split with the model's data arguments (its
     prefixes), or with other `prefixes`."""
-    cut = tokenizer(folder)
+    cut = tokenizer(folder, codes)
     table = pa.table({ID: list(range(len(SOURCES))), SRC_TEXT: SOURCES, TGT_TEXT: TARGETS,
                       SRC_SUBWORDS: [cut.tokenize(text) for text in SOURCES],
                       TGT_SUBWORDS: [cut.tokenize(text) for text in TARGETS]})
@@ -57,6 +74,13 @@ def text_split(model, vocab, folder, prefixes=None) -> ParallelData:
     if prefixes is not None:
         arguments["prefixes"] = prefixes
     return ParallelData("<texts>", vocab, table=table, **arguments)
+
+
+def test_nllb_codes_are_the_added_tokens_of_its_tokenizer_json(nllb):
+    cut, source = tokenizer(nllb, NLLB_CODES), PretrainedSource.read(str(nllb))
+    assert not (nllb / "vocab.json").exists()
+    assert source.codes["deu_Latn"] == cut.convert_tokens_to_ids("deu_Latn") and "<mask>" not in source.codes
+    assert len(source.codes) == 202  # transformers' NLLB language list
 
 
 def test_the_codes_are_read_where_the_tokenizer_numbers_them(folder):
@@ -69,11 +93,12 @@ def test_the_codes_are_read_where_the_tokenizer_numbers_them(folder):
         cut.convert_tokens_to_ids("__en__"), cut.convert_tokens_to_ids("__de__")]
 
 
-def test_batches_begin_as_the_tokenizer_encodes_and_logits_equal_transformers(folder):
-    model, vocab, source = load_pretrained(str(folder), **CODES)
+def test_batches_begin_as_the_tokenizer_encodes_and_logits_equal_transformers(multilingual):
+    folder, codes = multilingual
+    model, vocab, source = load_pretrained(str(folder), **codes)
     order = torch.tensor(source.order)
-    batch = text_split(model, vocab, folder).collate([0, 1, 2])
-    encoded = tokenizer(folder)(SOURCES, text_target=TARGETS, padding=True, return_tensors="pt")
+    batch = text_split(model, vocab, folder, codes=codes).collate([0, 1, 2])
+    encoded = tokenizer(folder, codes)(SOURCES, text_target=TARGETS, padding=True, return_tensors="pt")
     assert torch.equal(order[batch.src], encoded["input_ids"])
     labels, config = encoded["labels"], source.config
     decoder_input = torch.cat([torch.full((len(labels), 1), config["decoder_start_token_id"]), labels[:, :-1]], 1)
@@ -92,15 +117,16 @@ def test_batches_begin_as_the_tokenizer_encodes_and_logits_equal_transformers(fo
     assert float((ours - theirs).abs()[seen][:, columns].max()) <= TOLERANCE
 
 
-def test_without_the_codes_the_batches_and_logits_differ(folder):
+def test_without_the_codes_the_batches_and_logits_differ(multilingual):
     """Left out (a split collated without the model's prefixes), the source is not the tokenizer's and the
     logits of the target pieces are not transformers' on the tokenizer's encoding: the test above can fail."""
-    model, vocab, source = load_pretrained(str(folder), **CODES)
+    folder, codes = multilingual
+    model, vocab, source = load_pretrained(str(folder), **codes)
     order = torch.tensor(source.order)
-    plain = text_split(model, vocab, folder, NO_PREFIXES).collate([0, 1, 2])
-    encoded = tokenizer(folder)(SOURCES, text_target=TARGETS, padding=True, return_tensors="pt")
+    plain = text_split(model, vocab, folder, NO_PREFIXES, codes).collate([0, 1, 2])
+    encoded = tokenizer(folder, codes)(SOURCES, text_target=TARGETS, padding=True, return_tensors="pt")
     assert plain.src.shape[1] == encoded["input_ids"].shape[1] - 1
-    coded = text_split(model, vocab, folder).collate([0, 1, 2])
+    coded = text_split(model, vocab, folder, codes=codes).collate([0, 1, 2])
     with torch.no_grad():
         ours = model(plain.src, plain.tgt_in).logits[:, 1:]  # the pieces' positions, without the codes
         theirs = load_hf(folder)(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"],
@@ -109,16 +135,17 @@ def test_without_the_codes_the_batches_and_logits_differ(folder):
     assert float((ours - theirs).abs()[seen].max()) > 1e-2
 
 
-def test_greedy_decoding_gives_generate_tokens_with_the_target_code_forced(folder):
+def test_greedy_decoding_gives_generate_tokens_with_the_target_code_forced(multilingual):
     """num_beams 1, decoder start = eos, forced_bos_token_id = the target code, pad forbidden (as the Marian
     comparison), max_new_tokens N; compared up to the first EOS; the code is not in syntrain's output. Beam
     search starts with the code too, and leaves it out."""
     import transformers
 
-    model, vocab, source = load_pretrained(str(folder), **CODES)
+    folder, codes = multilingual
+    model, vocab, source = load_pretrained(str(folder), **codes)
     config, order, steps = source.config, torch.tensor(source.order), 10
-    batch = text_split(model, vocab, folder).collate([0, 1, 2])
-    code = source.codes["de"]
+    batch = text_split(model, vocab, folder, codes=codes).collate([0, 1, 2])
+    code = source.codes[codes["tgt_lang_code"]]
     generation = transformers.GenerationConfig(
         num_beams=1, do_sample=False, max_new_tokens=steps, decoder_start_token_id=config["decoder_start_token_id"],
         eos_token_id=config["eos_token_id"], pad_token_id=config["pad_token_id"],
