@@ -266,6 +266,19 @@ def test_eval_of_the_fine_tune_and_of_the_model_with_its_codes(folder, converted
     assert code != 0 and "src_lang_code: the pretrained model" in err and "multilingual" in err, err
 
 
+def test_a_run_with_codes_resumes_with_them(folder, converted, tmp_path):
+    """`--resume --out RUN` reads the codes back from the run's config.toml; another code is refused."""
+    code, err = cli_in_process("syntrain", run_args(folder, converted, tmp_path / "run"))
+    assert code == 0, err
+    code, err = cli_in_process("syntrain", ["run", "--resume", "--out", tmp_path / "run", "--max-steps", "3"])
+    assert code == 0, err
+    ckpt = torch.load(tmp_path / "run" / "last.pt", weights_only=False)
+    assert ckpt["step"] == 3 and ckpt["model_config"]["target_prefix"]
+    code, err = cli_in_process("syntrain", ["run", "--resume", "--out", tmp_path / "run", "--max-steps", "4",
+                                            "--tgt-lang-code", "fr"])
+    assert code == 2 and "tgt_lang_code 'de' -> 'fr'" in err, err
+
+
 def test_a_code_without_a_pretrained_model_is_refused(converted, tmp_path):
     code, err = cli_in_process("syntrain", ["run", "--data", converted / "train", "--preset", "cpu",
                                             "--src-lang-code", "en", "--out", tmp_path / "run"])
