@@ -185,6 +185,17 @@ def test_a_code_for_a_model_without_codes_is_refused(tmp_path):
         load_pretrained(str(marian), src_lang_code="en", tgt_lang_code="de")
 
 
+def test_tree_decoding_with_a_target_prefix_is_refused_naming_it(folder):
+    """Tree decoding reads its decoder input from the start token on: a target code does not fit it (and it cannot
+    start from a pretrained model at all)."""
+    from syntrain.config.model import ModelConfig
+
+    with pytest.raises(ValueError, match=r"target_prefix \[5\]: decoder_target = 'transitions'"):
+        ModelConfig.from_dict({"target_prefix": [5], "decoder_target": "transitions", "vocab_size": 8})
+    with pytest.raises(ValueError, match="target_prefix \\[[0-9]+\\]: decoder_target = 'transitions'"):
+        load_pretrained(str(folder), decoder_target="transitions", **CODES)
+
+
 @pytest.fixture(scope="module")
 def converted(folder, tmp_path_factory, tiny_udpipe):
     """The sample pipeline cut by the model's own tokenizer files (`[bpe] scheme = "pretrained"`), with the
