@@ -11,6 +11,13 @@ but reads the row of that token (`[model] start_row`) and its own column is left
 (`[model] output_start`): the vocabulary is one entry longer than the model's, and every probability equal.
 A family or a setting syntrain cannot represent is refused in one line naming the config key. Reading the
 weights needs `safetensors` (the `pretrained` extra) for a .safetensors file.
+
+A multilingual model's language codes (`PretrainedSource.codes`) are read where its tokenizer finds them: an
+M2M100 model's (`__en__`) after vocab.json, numbered as M2M100Tokenizer numbers them (`m2m100_codes`, transformers'
+list), an NLLB model's (`eng_Latn`) among tokenizer.json's added tokens. The run's codes (`[model]
+src_lang_code`, `tgt_lang_code`) become the model's `source_prefix` and `target_prefix` (`PretrainedSource.prefixes`):
+each source begins with its code and the decoder input with the target's after the start token, as the tokenizer
+encodes them and `generate()` forces them (syntrain.dataset, syntrain.search).
 """
 
 from __future__ import annotations
@@ -129,7 +136,8 @@ def start_row(order: tuple[int, ...]) -> int:
 def hf_pieces(folder: str, config: dict) -> tuple[list[str], dict[str, int]]:
     """(the model's pieces in id order, vocab_size of them; its language codes -> their ids): the pieces from
     vocab.json (Marian, M2M100), else tokenizer.json with its added tokens (NLLB); an id no file names gets the
-    placeholder `<hf:ID>`. The codes (`language_codes`) as its tokenizer's src_lang / tgt_lang spell them."""
+    placeholder `<hf:ID>`. The codes as its tokenizer's src_lang / tgt_lang spell them: M2M100's after vocab.json
+    (`m2m100_codes`, named `__en__` among the pieces), NLLB's the added special tokens of tokenizer.json."""
     size = int(config["vocab_size"])
     ids: dict[str, int] = {}
     vocab_json, tokenizer_json = os.path.join(folder, VOCAB_JSON), os.path.join(folder, TOKENIZER_JSON)
@@ -159,7 +167,7 @@ def m2m100_codes(folder: str, config: dict, pieces: int) -> list[str]:
     """An M2M100 model's language codes in its tokenizer's order (transformers' FAIRSEQ_LANGUAGE_CODES of the
     folder's tokenizer_config.json `language_codes`, m2m100 by default): M2M100Tokenizer gives code i the id
     len(vocab.json) + i. None for a model whose vocab_size leaves no room for them (Marian; an M2M100 model
-    without codes)."""
+    without codes). Naming them needs transformers (the `pretrained` extra)."""
     if config.get("model_type") != "m2m_100" or int(config["vocab_size"]) <= pieces:
         return []
     from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
