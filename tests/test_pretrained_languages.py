@@ -275,6 +275,8 @@ def test_eval_of_the_fine_tune_and_of_the_model_with_its_codes(folder, converted
     assert code == 0, err
     code, err = cli_in_process("syntrain", ["eval", "--pretrained", folder, "--data", converted / "test"])
     assert code != 0 and "src_lang_code: the pretrained model" in err and "multilingual" in err, err
+    code, err = cli_in_process("syntrain", ["compare", "--data", converted / "test", "--beam", "1", folder, run])
+    assert code != 0 and "src_lang_code: the pretrained model" in err, err  # compare takes no codes for a folder
 
 
 def test_a_run_with_codes_resumes_with_them(folder, converted, tmp_path):
