@@ -388,6 +388,15 @@ def missing_pieces(table: Any, vocab: Vocab, split: str = "the training split", 
             f"pretrained model's vocabulary and are read as <unk>: {listed}")
 
 
+def language_note(cfg: ModelConfig, vocab: Vocab) -> str:
+    """The run header's line on a multilingual model's language codes (its prefixes); "" without."""
+    source, target = cfg.architecture.source_prefix, cfg.architecture.target_prefix
+    if not (source or target):
+        return ""
+    return (f"language codes: each source begins with {' '.join(vocab.itos[i] for i in source)}, the decoder input "
+            f"with {' '.join(vocab.itos[i] for i in target)} after its start token (forced in decoding, no loss)")
+
+
 def start_model_config(folder: str, options: dict[str, Any], table: Any, manifest: Any, **codes: str
                        ) -> tuple[ModelConfig, Vocab, PretrainedSource]:
     """A new run from a pretrained model: its model config (the model's sizes and architecture, its language

@@ -236,6 +236,7 @@ def test_a_converted_run_trains_with_its_codes_and_its_columns_move_with_them(fo
 
     run, err = fine_tune
     assert "not in the pretrained model's vocabulary" not in err
+    assert "language codes: each source begins with __en__, the decoder input with __de__ after its start" in err
     with open(run / "config.toml", "rb") as handle:
         table = tomllib.load(handle)["model"]
     assert table["src_lang_code"] == "en" and table["tgt_lang_code"] == "de" and "source_prefix" not in table
