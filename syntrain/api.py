@@ -50,11 +50,12 @@ def score_hypotheses(hypotheses: Sequence[str], data: ParallelData, normalize_re
 def evaluate(checkpoint: str | None, data: str, *, beam: int | None = None, length_penalty: float | None = None,
              max_tokens: int | None = None, threads: int | None = None, bleu_tokenize: str = "auto",
              normalize_refs: Sequence[str] = (), device: str | None = None, progress: bool = False,
-             pretrained: str | None = None) -> dict[str, Any]:
+             pretrained: str | None = None, src_lang_code: str = "", tgt_lang_code: str = "") -> dict[str, Any]:
     """`syntrain eval`: translate the split folder `data` with `checkpoint` and score it, decoding as the run's
     final test did (its beam, length penalty, max_tokens and threads, each replaced by a value given): the same
     hypotheses as the run's test.hyp, `syntrain eval` and `syntrain compare`; or (`checkpoint` None) the
-    Hugging Face model folder `pretrained` as it is, with the declared [train] defaults. Returns {"bleu",
+    Hugging Face model folder `pretrained` as it is (a multilingual one with its `src_lang_code` and
+    `tgt_lang_code`), with the declared [train] defaults. Returns {"bleu",
     "bleu_signature", "chrf", "chrf_signature", "loss", the switches' measures, "hypotheses", the decoding
     settings}."""
     from .arguments import check_decoding, syntrain_arguments
@@ -78,7 +79,8 @@ def evaluate(checkpoint: str | None, data: str, *, beam: int | None = None, leng
         model, vocab, ckpt = load_checkpoint(checkpoint, device)
         stored = stored_train_config(ckpt, checkpoint)
     else:
-        (model, vocab, _), stored = load_pretrained(pretrained or "", device), TrainConfig()
+        codes = {"src_lang_code": src_lang_code, "tgt_lang_code": tgt_lang_code}
+        (model, vocab, _), stored = load_pretrained(pretrained or "", device, **codes), TrainConfig()
     split = scored_split(model, vocab, data)
     settings = run_settings(stored, beam, length_penalty, max_tokens, threads)
     pieces: list[list[str]] = []

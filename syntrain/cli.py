@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from .switches import DecodedOutputs
 
 TRAIN_FLAGS = (  # the [train] fields that are `syntrain run` flags, in --help order (the model flags follow --preset)
-    "data", "valid", "test", "out", "pretrained", "preset", "max_steps", "max_minutes", "max_tokens", "accum_steps",
+    "data", "valid", "test", "out", "pretrained", "src_lang_code", "tgt_lang_code", "preset", "max_steps",
+    "max_minutes", "max_tokens", "accum_steps",
     "lr", "warmup", "label_smoothing", "clip_norm", "eval_interval", "eval_sentences", "eval_beam", "test_beam",
     "length_penalty",
     "bleu_tokenize", "log_interval", "seed", "threads", "attention", "device", "precision", "max_len", "keep_last",
@@ -303,6 +304,10 @@ class EvalCommand(click.Command):
 @click.option("--pretrained", "pretrained", type=click.Path(exists=True, file_okay=False),
               help="Instead of a checkpoint: a Hugging Face model folder (Marian, M2M100/NLLB) scored as it is, the "
               "baseline of its fine-tunes (docs/pretrained.md); decoded with the default settings.")
+@click.option("--src-lang-code", default="", help="With --pretrained: a multilingual model's source language code "
+              "(M2M100: en, NLLB: eng_Latn).")
+@click.option("--tgt-lang-code", default="", help="With --pretrained: a multilingual model's target language code, "
+              "forced first in decoding.")
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False),
               help="The split folder (synprep convert output) to translate and score.")
 @decoding_options
@@ -318,10 +323,10 @@ class EvalCommand(click.Command):
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
 @declared("syntrain eval", "normalize_refs",
           help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
-def eval_(checkpoint: str | None, pretrained: str | None, data_path: str, beam: int | None,
-          length_penalty: float | None, max_tokens: int | None, threads: int | None, output_path: str | None,
-          json_path: str | None, subsets_dir: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...],
-          **output_paths: str | None) -> None:
+def eval_(checkpoint: str | None, pretrained: str | None, src_lang_code: str, tgt_lang_code: str, data_path: str,
+          beam: int | None, length_penalty: float | None, max_tokens: int | None, threads: int | None,
+          output_path: str | None, json_path: str | None, subsets_dir: str | None, bleu_tokenize: str,
+          normalize_refs: tuple[str, ...], **output_paths: str | None) -> None:
     """BLEU and chrF (sacrebleu, detokenized output against the raw `tgt_text`) on a split (and its challenge
     subsets), the loss (teacher-forced cross-entropy per target token, EOS included, no label smoothing), and the
     measures of the model's switches (tree decoding: the tree measure, docs/tree-decoding.md)."""
@@ -341,7 +346,7 @@ def eval_(checkpoint: str | None, pretrained: str | None, data_path: str, beam: 
     device = _device()
     scored_model = checkpoint or pretrained or ""
     try:
-        model, vocab, ckpt = _scored_model(checkpoint, pretrained, device)
+        model, vocab, ckpt = _scored_model(checkpoint, pretrained, device, src_lang_code, tgt_lang_code)
         outputs = decoded(model.switches)
         writers = _output_writers(outputs, output_paths)
         paths = {"-o": output_path, "--json": json_path, **{f"--{name}": path for name, (path, _) in writers.items()}}
@@ -400,12 +405,17 @@ def eval_(checkpoint: str | None, pretrained: str | None, data_path: str, beam: 
         write_json(json_path, {**result, **scored})
 
 
-def _scored_model(checkpoint: str | None, pretrained: str | None, device: str) -> tuple[Any, Any, dict]:
-    """(model, vocabulary, checkpoint dict) of a checkpoint, or of a pretrained model folder (an empty dict)."""
+def _scored_model(checkpoint: str | None, pretrained: str | None, device: str, src_lang_code: str = "",
+                  tgt_lang_code: str = "") -> tuple[Any, Any, dict]:
+    """(model, vocabulary, checkpoint dict) of a checkpoint, or of a pretrained model folder with its language
+    codes (an empty dict); codes with a checkpoint, which keeps its run's, are refused."""
+    codes = {"src_lang_code": src_lang_code, "tgt_lang_code": tgt_lang_code}
+    if checkpoint and any(codes.values()):
+        raise click.UsageError("--src-lang-code/--tgt-lang-code go with --pretrained: a checkpoint keeps its run's")
     if pretrained:
         from .pretrained import load_pretrained
 
-        model, vocab, _ = load_pretrained(pretrained, device)
+        model, vocab, _ = load_pretrained(pretrained, device, **codes)
         return model, vocab, {}
     from .runfolder.checkpoints import load_checkpoint
 

@@ -44,9 +44,13 @@ class BatchColumn:
     the losses only, in training (decoding does not read it).
 
     Its layout: `shape` ("token": one value per position of its side, (B, S) on the source, (B, T) on the
-    target; "pair": (B, S, S); "edges": rows of its own, (E, k)), `dtype`; `shift`, the positions its values
-    move right (the target's BOS: 1; the source: 0); `pad` the value at padding, `eos` at the source's EOS
-    position and `bos` at the target's BOS position (both default: `pad`).
+    target; "pair": (B, S, S); "edges": rows of its own, (E, k)), `dtype`; `positional`: its values are positions
+    of its side (head positions), moved with the positions (a value < 0, none, kept); `pad` the value at
+    padding, `eos` at the source's EOS position and `bos` at the positions before the first sub-word (both
+    default: `pad`). Those positions are the side's prefix, which the caller gives as `shift` (`Collator`): the
+    target's start token (BOS) and any target prefix, the source's prefix (none, or a multilingual model's
+    language code: `[model] source_prefix`, `target_prefix`); a sub-word's values move right by it, and a
+    positional value too, so that a head still points at its sub-word.
 
     The defaults collate a per-sub-word number list ("token"); a declaration overrides `row` (one row's values),
     `load` (once per split) and `collate` (per batch) for anything else (a matrix, ids from a vocabulary)."""
@@ -54,11 +58,11 @@ class BatchColumn:
     def __init__(self, name: str, column: str, side: str, group: str, *, shape: str = "token", pad: float = -1,
                  eos: float | None = None, bos: float | None = None, dtype: type = np.int64,
                  supervision: bool = False, reads: tuple[str, ...] = (), made_from: tuple[str, ...] = (),
-                 make: Callable[..., np.ndarray] | None = None) -> None:
+                 make: Callable[..., np.ndarray] | None = None, positional: bool = False) -> None:
         if side not in ("src", "tgt") or shape not in SHAPES:
             raise ValueError(f"batch column {name!r}: side is src or tgt, shape one of {', '.join(SHAPES)}")
         self.name, self.column, self.side, self.group, self.shape = name, column, side, group, shape
-        self.shift = 1 if side == "tgt" else 0  # the decoder input begins with BOS
+        self.positional = positional
         self.pad, self.eos, self.bos = pad, pad if eos is None else eos, pad if bos is None else bos
         self.dtype, self.supervision, self.reads = dtype, supervision, reads
         self.made_from, self.make = made_from, make
@@ -93,38 +97,44 @@ class BatchColumn:
         global_owner = owner[0].astype(np.int64) + np.repeat(heads[1][:-1], pieces)
         return self.make(heads[0], sizes, global_owner), owner[1]
 
-    def row(self, values: np.ndarray) -> np.ndarray:
-        """One row's values as collated (default: as stored)."""
-        return values
+    def row(self, values: np.ndarray, shift: int) -> np.ndarray:
+        """One row's values as collated at positions `shift` on (default: as stored; positional values moved
+        by `shift`)."""
+        if not self.positional or not shift:
+            return values
+        return np.where(values >= 0, values + shift, values).astype(values.dtype)
 
     def row_values(self, loaded: Any, row: int) -> np.ndarray:
         """The values of split row `row` from what `load` gave (default: the slice of the flat values)."""
         values, offsets = loaded
         return values[offsets[row] : offsets[row + 1]]
 
-    def collate(self, loaded: Any, rows: Sequence[int], s: int, t: int) -> np.ndarray:
-        """The padded (B, S) array (side "tgt": (B, T), values from decoder input position `shift` on), with the
-        declared values at padding, EOS and BOS."""
+    def collate(self, loaded: Any, rows: Sequence[int], s: int, t: int, shift: int) -> np.ndarray:
+        """The padded (B, S) array (side "tgt": (B, T)), values from position `shift` on (the side's prefix: see
+        the class), with the declared values at padding, EOS and the prefix (`bos`)."""
         out = np.full((len(rows), t if self.side == "tgt" else s), self.pad, self.dtype)
-        if self.side == "tgt":
-            out[:, 0] = self.bos
+        out[:, :shift] = self.bos
         for b, row in enumerate(rows):
-            part = self.row(self.row_values(loaded, row))
-            out[b, self.shift : self.shift + len(part)] = part
-            if self.side == "src" and len(part) < s:
-                out[b, len(part)] = self.eos
+            part = self.row(self.row_values(loaded, row), shift)
+            out[b, shift : shift + len(part)] = part
+            if self.side == "src" and shift + len(part) < s:
+                out[b, shift + len(part)] = self.eos
         return out
 
 
 class HeadColumn(BatchColumn):
-    """Head positions (one per sub-word, -1 = none: EOS, BOS, pad). On the target, positions of the decoder
-    *input* (the BOS shift: + 1), and -1 for sub-words whose head comes later (the causal mask hides it: no loss)."""
+    """Head positions (one per sub-word, -1 = none: EOS, BOS, a prefix, pad), positional. On the target,
+    positions of the decoder *input* (the shift: + 1 for BOS, + the target prefix), and -1 for sub-words whose
+    head comes later (the causal mask hides it: no loss)."""
 
-    def row(self, values: np.ndarray) -> np.ndarray:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, positional=True, **kwargs)
+
+    def row(self, values: np.ndarray, shift: int) -> np.ndarray:
         if self.side == "src":
-            return values
+            return super().row(values, shift)
         head = values.astype(np.int64)
-        return np.where(head <= np.arange(len(head)), head + 1, -1)
+        return np.where(head <= np.arange(len(head)), head + shift, -1)
 
 
 class LabelColumn(BatchColumn):
@@ -151,13 +161,14 @@ class LabelColumn(BatchColumn):
 
 class DistanceColumn(BatchColumn):
     """`distances` (B, S, S) uint8 sub-word syntax distances, made from the source heads of the batch's rows at
-    once (`forest_tree_distances`, then `subword_distances`); the EOS and pad rows/columns are 0: EOS stays
-    inside every syntax-directed window, unscaled. (Shards of format 1 also stored them token x token: not read.)"""
+    once (`forest_tree_distances`, then `subword_distances`), placed after the source prefix (`shift`); the
+    prefix, EOS and pad rows/columns are 0: they stay inside every syntax-directed window, unscaled. (Shards of
+    format 1 also stored them token x token: not read.)"""
 
     def load(self, data: Any) -> tuple:
         return tuple(flat_numbers(data.table.column(name)) for name in (self.column, *self.reads))
 
-    def collate(self, loaded: tuple, rows: Sequence[int], s: int, t: int) -> np.ndarray:
+    def collate(self, loaded: tuple, rows: Sequence[int], s: int, t: int, shift: int) -> np.ndarray:
         (heads, head_offsets), (owners, owner_offsets) = loaded
         out = np.zeros((len(rows), s, s), np.uint8)
         parts = [heads[head_offsets[row] : head_offsets[row + 1]] for row in rows]
@@ -167,7 +178,8 @@ class DistanceColumn(BatchColumn):
         for b, row in enumerate(rows):
             owner = owners[owner_offsets[row] : owner_offsets[row + 1]]
             n = len(owner)
-            out[b, :n, :n] = subword_distances(token_distances[cells[b] : cells[b + 1]], owner)
+            at = slice(shift, shift + n)
+            out[b, at, at] = subword_distances(token_distances[cells[b] : cells[b + 1]], owner)
         return out
 
 

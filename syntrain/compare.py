@@ -94,8 +94,7 @@ def run_hypotheses(run: str, data_path: str, device: str, expected: int | None =
     from .dataset import ParallelData
 
     model, vocab, ckpt = load_checkpoint(checkpoint, device)
-    data = ParallelData(data_path, vocab, batch_columns=model.switches.batch_columns(training=False),
-                        data_options=model.switches.data_options())
+    data = ParallelData(data_path, vocab, **model.switches.decoding_data_arguments())
     differ = signature_differences(ckpt.get("signature", {}), data.signature)
     if differ:
         log.warning(f"warning: {data_path} was not made with the {' and '.join(differ)} of {run}'s training data "
@@ -121,8 +120,7 @@ def pretrained_hypotheses(folder: str, data_path: str, device: str, **given: flo
     from .pretrained import load_pretrained
 
     model, vocab, _ = load_pretrained(folder, device)
-    data = ParallelData(data_path, vocab, batch_columns=model.switches.batch_columns(training=False),
-                        data_options=model.switches.data_options())
+    data = ParallelData(data_path, vocab, **model.switches.decoding_data_arguments())
     return decode_split(model, data, vocab, run_settings(TrainConfig(), **given), device=device,
                         progress=f"compare {folder}: translating")
 

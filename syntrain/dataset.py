@@ -4,6 +4,10 @@ cut into token-count batches and collated (`syntrain.batch`), with the reference
 Positions (CONTRACT.md): shards store 0-based sub-word positions with no BOS/EOS. The encoder reads
 `subwords + [EOS]` with **no BOS on the source**, so source positions need no shift; the decoder reads
 `[BOS] + subwords` and predicts `subwords + [EOS]` (a target-side batch column starts at input position 1).
+A multilingual pretrained model's language codes (`Prefixes`: `[model] source_prefix`, `target_prefix`) add
+positions: the encoder reads `prefix + subwords + [EOS]`, the decoder `[BOS] + prefix + subwords` and predicts
+`[pad] * len(prefix) + subwords + [EOS]` (the prefix is given, never predicted: no loss); every batch column
+moves by the same shift (`BatchColumn.collate`).
 
 Model inputs (`Batch.inputs`): only the batch columns the caller passes (`BatchColumn`s: those the active
 switches read, `ActiveSwitches.batch_columns`), collated as their modules declare them; this module names none.
@@ -19,7 +23,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +36,22 @@ from .arrow import in_memory
 from .batch import Batch, Bucketing
 from .columns import ID, SRC_SUBWORDS, SRC_TEXT, TGT_SUBWORDS, TGT_TEXT, BatchColumn, TargetColumn
 from .vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+
+
+class Prefixes(NamedTuple):
+    """The ids each side begins with before its sub-words (`[model] source_prefix`, `target_prefix`: a
+    multilingual pretrained model's language codes; none by default); the target's after its start token."""
+
+    src: tuple[int, ...] = ()
+    tgt: tuple[int, ...] = ()
+
+    @property
+    def shifts(self) -> tuple[int, int]:
+        """(source, target) positions a sub-word's values move right: the source prefix; BOS + the target's."""
+        return len(self.src), 1 + len(self.tgt)
+
+
+NO_PREFIXES = Prefixes()  # syntrain's own models: the source's sub-words first, the target's after the start
 
 
 def check_scored_split(path: str) -> None:
@@ -104,13 +124,14 @@ class EncodedSplit:
     (references and sources read later are not mapped from the shards); `configuration`, `signature`: with
     `table`, its dataset's manifest's (what the pieces are: `synprep.subwords.load.dataset_marker`). `vocab` and
     `data_options` (what the batch columns read of the run, by name: the switches' label vocabularies) are what
-    `BatchColumn.load` reads besides the table."""
+    `BatchColumn.load` reads besides the table. `prefixes`: the ids before each side's sub-words (`Prefixes`;
+    the lengths count them)."""
 
     def __init__(self, path: str, vocab: Vocab, columns: Sequence[str], table: pa.Table | None = None,
                  configuration: dict | None = None, decoder_target: TargetColumn | None = None,
                  data_options: dict[str, Any] | None = None, split: tuple[pa.Table, Manifest] | None = None,
-                 copy: bool = False, signature: dict | None = None) -> None:
-        self.path = path
+                 copy: bool = False, signature: dict | None = None, prefixes: Prefixes = NO_PREFIXES) -> None:
+        self.path, self.prefixes = path, prefixes
         if table is None:
             self.table, manifest = split or read_split(path, columns)
             if copy:
@@ -122,8 +143,8 @@ class EncodedSplit:
         self.data_options = dict(data_options or {})
         self.null = self._encode(table is None)
         self.skipped_null = int(self.null.sum())
-        self.src_len = np.diff(self.src_off) + 1  # + EOS
-        self.tgt_len = np.diff(self.tgt_off) + 1  # + BOS (input) / EOS (output)
+        self.src_len = np.diff(self.src_off) + 1 + len(prefixes.src)  # + EOS
+        self.tgt_len = np.diff(self.tgt_off) + 1 + len(prefixes.tgt)  # + BOS (input) / EOS (output)
 
     def _encode(self, has_targets: bool) -> np.ndarray:
         """Source and target ids (`src_ids`/`src_off`, `tgt_ids`/`tgt_off`); the rows without a decoder target (a
@@ -144,10 +165,11 @@ class EncodedSplit:
 
 class Collator:
     """Rows of an encoded split -> their `Batch`: the source, target input and target output ids padded right
-    (EOS after the source and the target output, BOS before the target input) and the model inputs of the
-    batch columns, each checked against the split and loaded once here (`BatchColumn.load`), collated as it
-    declares (`BatchColumn.collate`). `batch_columns`: the columns -> who needs each (named in the error when the
-    shards lack it)."""
+    (EOS after the source and the target output, BOS before the target input, the split's `prefixes` before
+    each side's sub-words, padding in the target output under the target prefix) and the model inputs of the
+    batch columns, moved by the same shifts, each checked against the split and loaded once here
+    (`BatchColumn.load`), collated as it declares (`BatchColumn.collate`). `batch_columns`: the columns -> who
+    needs each (named in the error when the shards lack it)."""
 
     def __init__(self, split: EncodedSplit, batch_columns: Mapping[BatchColumn, str]) -> None:
         for column, needed_by in batch_columns.items():
@@ -162,21 +184,23 @@ class Collator:
         """`rows` -> their batch of `shape` (rows, source length, target length: at least their longest)."""
         split = self.split
         n, s, t = shape
+        (sp, tp), prefixes = split.prefixes.shifts, split.prefixes
         src = np.full((n, s), PAD_ID, np.int64)
         tgt_in = np.full((n, t), PAD_ID, np.int64)
         tgt_out = np.full((n, t), PAD_ID, np.int64)
+        src[:, :sp], tgt_in[:, :tp] = prefixes.src, (BOS_ID, *prefixes.tgt)
         for b, row in enumerate(rows):
             a, z = split.src_off[row], split.src_off[row + 1]
-            src[b, : z - a] = split.src_ids[a:z]
-            src[b, z - a] = EOS_ID
+            src[b, sp : sp + z - a] = split.src_ids[a:z]
+            src[b, sp + z - a] = EOS_ID
             a, z = split.tgt_off[row], split.tgt_off[row + 1]
-            tgt_in[b, 0] = BOS_ID
-            tgt_in[b, 1 : z - a + 1] = split.tgt_ids[a:z]
-            tgt_out[b, : z - a] = split.tgt_ids[a:z]
-            tgt_out[b, z - a] = EOS_ID
-        inputs = {column.name: torch.from_numpy(column.collate(loaded, rows, s, t))
+            tgt_in[b, tp : tp + z - a] = split.tgt_ids[a:z]
+            tgt_out[b, tp - 1 : tp - 1 + z - a] = split.tgt_ids[a:z]
+            tgt_out[b, tp - 1 + z - a] = EOS_ID
+        shifts = {"src": sp, "tgt": tp}
+        inputs = {column.name: torch.from_numpy(column.collate(loaded, rows, s, t, shifts[column.side]))
                   for column, loaded in self.loaded.values()}
-        tokens = int(split.tgt_len[rows].sum())  # target items + one EOS each
+        tokens = int(split.tgt_len[rows].sum()) - len(rows) * len(prefixes.tgt)  # target items + one EOS each
         return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), np.asarray(rows),
                      inputs, tokens, self.supervision)
 
@@ -233,16 +257,17 @@ class ParallelData:
     are skipped when `skip_null`, else kept for decoding but left out of `loss_rows`. `max_len` > 0: rows with a
     side longer are left out (`skipped_long`). `split`, `table`, `configuration`, `copy`: see `EncodedSplit`.
     `ladder` (set by the trainer): pad batch lengths to the shape ladder of `syntrain.shapes`, capped at
-    `ladder_limit` when > 0; the padding counts against `max_tokens` in `batches`."""
+    `ladder_limit` when > 0; the padding counts against `max_tokens` in `batches`. `prefixes`: the ids before
+    each side's sub-words (`Prefixes`, the model's: `ActiveSwitches.parallel_data_arguments` gives them)."""
 
     def __init__(self, path: str, vocab: Vocab, max_len: int = 0, table: pa.Table | None = None,
                  configuration: dict | None = None, batch_columns: Mapping[BatchColumn, str] | None = None,
                  decoder_target: TargetColumn | None = None, data_options: dict[str, Any] | None = None,
                  skip_null: bool = False, split: tuple[pa.Table, Manifest] | None = None, copy: bool = False,
-                 signature: dict | None = None) -> None:
+                 signature: dict | None = None, prefixes: Prefixes = NO_PREFIXES) -> None:
         batch_columns = dict(batch_columns or {})
         self.encoded = EncodedSplit(path, vocab, data_columns(batch_columns, decoder_target), table, configuration,
-                                    decoder_target, data_options, split, copy, signature)
+                                    decoder_target, data_options, split, copy, signature, prefixes)
         encoded = self.encoded
         self.path, self.table = path, encoded.table  # the encoded split's, for the callers
         self.configuration, self.signature = encoded.configuration, encoded.signature

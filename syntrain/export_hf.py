@@ -2,7 +2,8 @@
 Hugging Face folder that `transformers.AutoModelForSeq2SeqLM.from_pretrained` loads with the same logits: the
 model's config.json (its dropouts as the run trained them), model.safetensors (syntrain's weights mapped back:
 `hf_weights`, the inverse of `syntrain.pretrained.syntrain_weights`) and the tokenizer files of the folder the run
-started from. A model whose switches change inference (`inference_switches`: Pascal heads, label or depth
+started from, with a multilingual model's language codes (`language_settings`) in its generation and tokenizer
+configs. A model whose switches change inference (`inference_switches`: Pascal heads, label or depth
 embeddings, DBSA's bi-affine query, syntax-directed heads) is refused in one line naming them: their computation
 is not in transformers' model; switches that only supervise or add a loss (LISA, SyncAttn) export.
 """
@@ -114,7 +115,29 @@ def write_hf_folder(checkpoint: str, folder: str) -> list[str]:
         if os.path.isfile(os.path.join(source.folder, name)):
             shutil.copy(os.path.join(source.folder, name), os.path.join(folder, name))
             written.append(name)
+    for name, settings in language_settings(model.cfg, source).items():
+        path = os.path.join(folder, name)
+        stored = json.load(open(path, encoding="utf-8")) if os.path.isfile(path) else {}
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({**stored, **settings}, handle, indent=2)
+        written += [] if name in written else [name]
     return [os.path.join(folder, name) for name in written]
+
+
+def language_settings(cfg: ModelConfig, source: PretrainedSource) -> dict[str, dict]:
+    """A multilingual model's language codes as its folder keeps them: the generation config forces the target
+    code first (`forced_bos_token_id`, after the decoder start token) and the tokenizer config names both
+    languages (`src_lang`, `tgt_lang`), so that transformers translates as the run decoded; none without codes."""
+    prefixes = cfg.architecture.source_prefix, cfg.architecture.target_prefix
+    if not any(prefixes):
+        return {}
+    names = {hf_id: code for code, hf_id in source.codes.items()}
+    src, tgt = (names[source.order[prefix[0]]] for prefix in prefixes)
+    config = source.config
+    return {"generation_config.json": {"forced_bos_token_id": source.order[prefixes[1][0]],
+                                       "decoder_start_token_id": config["decoder_start_token_id"],
+                                       "eos_token_id": config["eos_token_id"], "pad_token_id": config["pad_token_id"]},
+            "tokenizer_config.json": {"src_lang": src, "tgt_lang": tgt}}
 
 
 @dataclass(frozen=True, repr=False)

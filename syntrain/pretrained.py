@@ -11,23 +11,33 @@ but reads the row of that token (`[model] start_row`) and its own column is left
 (`[model] output_start`): the vocabulary is one entry longer than the model's, and every probability equal.
 A family or a setting syntrain cannot represent is refused in one line naming the config key. Reading the
 weights needs `safetensors` (the `pretrained` extra) for a .safetensors file.
+
+A multilingual model's language codes (`PretrainedSource.codes`) are read where its tokenizer finds them: an
+M2M100 model's (`__en__`) after vocab.json, numbered as M2M100Tokenizer numbers them (`m2m100_codes`, transformers'
+list), an NLLB model's (`eng_Latn`) among tokenizer.json's added tokens. The run's codes (`[model]
+src_lang_code`, `tgt_lang_code`) become the model's `source_prefix` and `target_prefix` (`PretrainedSource.prefixes`):
+each source begins with its code and the decoder input with the target's after the start token, as the tokenizer
+encodes them and `generate()` forces them (syntrain.dataset, syntrain.search).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from .config.core import TEXT
 from .config.model import ModelConfig
+from .config.train import LANGUAGE_KEYS
 from .model import Transformer
 from .vocab import BOS_ID, SPECIALS, Vocab
 
 CONFIG, VOCAB_JSON, TOKENIZER_JSON = "config.json", "vocab.json", "tokenizer.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+NOT_CODES = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")  # a tokenizer.json's added special tokens besides its codes
 SAFETENSORS, SAFETENSORS_INDEX, TORCH_BIN = "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"
 
 
@@ -123,37 +133,68 @@ def start_row(order: tuple[int, ...]) -> int:
     return next((i for i, hf_id in enumerate(order) if hf_id == start and i != BOS_ID), BOS_ID)
 
 
-def hf_pieces(folder: str, size: int) -> list[str]:
-    """The model's pieces in id order (`size` of them): from vocab.json (Marian, M2M100), else tokenizer.json
-    with its added tokens (NLLB); an id no file names gets the placeholder `<hf:ID>`."""
+def hf_pieces(folder: str, config: dict) -> tuple[list[str], dict[str, int]]:
+    """(the model's pieces in id order, vocab_size of them; its language codes -> their ids): the pieces from
+    vocab.json (Marian, M2M100), else tokenizer.json with its added tokens (NLLB); an id no file names gets the
+    placeholder `<hf:ID>`. The codes as its tokenizer's src_lang / tgt_lang spell them: M2M100's after vocab.json
+    (`m2m100_codes`, named `__en__` among the pieces), NLLB's the added special tokens of tokenizer.json."""
+    size = int(config["vocab_size"])
     ids: dict[str, int] = {}
     vocab_json, tokenizer_json = os.path.join(folder, VOCAB_JSON), os.path.join(folder, TOKENIZER_JSON)
     if os.path.isfile(vocab_json):
         with open(vocab_json, encoding="utf-8") as handle:
             ids = json.load(handle)
+        codes = {code: len(ids) + i for i, code in enumerate(m2m100_codes(folder, config, len(ids)))}
+        ids.update({f"__{code}__": i for code, i in codes.items()})  # not in vocab.json: M2M100Tokenizer's ids
     elif os.path.isfile(tokenizer_json):
+        with open(tokenizer_json, encoding="utf-8") as handle:
+            added = json.load(handle).get("added_tokens") or []
         from tokenizers import Tokenizer
 
         ids = Tokenizer.from_file(tokenizer_json).get_vocab(with_added_tokens=True)
+        codes = {token["content"]: token["id"] for token in added
+                 if token.get("special") and token["content"] not in NOT_CODES}
     else:
         raise ValueError(f"{folder}: no {VOCAB_JSON} or {TOKENIZER_JSON}: the model's vocabulary is unknown")
     pieces = [f"<hf:{i}>" for i in range(size)]
     for piece, i in ids.items():
         if 0 <= i < size:
             pieces[i] = piece
-    return pieces
+    return pieces, {code: i for code, i in codes.items() if 0 <= i < size}
+
+
+def m2m100_codes(folder: str, config: dict, pieces: int) -> list[str]:
+    """An M2M100 model's language codes in its tokenizer's order (transformers' FAIRSEQ_LANGUAGE_CODES of the
+    folder's tokenizer_config.json `language_codes`, m2m100 by default): M2M100Tokenizer gives code i the id
+    len(vocab.json) + i. None for a model whose vocab_size leaves no room for them (Marian; an M2M100 model
+    without codes). Naming them needs transformers (the `pretrained` extra)."""
+    if config.get("model_type") != "m2m_100" or int(config["vocab_size"]) <= pieces:
+        return []
+    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
+
+    path = os.path.join(folder, TOKENIZER_CONFIG)
+    kind = "m2m100"
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as handle:
+            kind = json.load(handle).get("language_codes") or kind
+    if kind not in FAIRSEQ_LANGUAGE_CODES:
+        raise ValueError(f"{path}: language_codes = {json.dumps(kind)}: not one of M2M100's code lists "
+                         f"({', '.join(FAIRSEQ_LANGUAGE_CODES)})")
+    return list(FAIRSEQ_LANGUAGE_CODES[kind])
 
 
 @dataclass(frozen=True)
 class PretrainedSource:
     """Where a model came from and how its ids map: `order[i]` the Hugging Face id of syntrain id i, `pieces`
     syntrain's vocabulary (the specials, then the model's other pieces in id order), `config` the Hugging Face
-    config (stored in checkpoints: export-hf writes it back)."""
+    config (stored in checkpoints: export-hf writes it back), `codes` its language codes (a multilingual M2M100 /
+    NLLB model's, as its tokenizer's src_lang / tgt_lang spell them: en, eng_Latn) -> their Hugging Face ids."""
 
     folder: str
     config: dict
     order: tuple[int, ...]
     pieces: tuple[str, ...]
+    codes: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def read(cls, folder: str) -> PretrainedSource:
@@ -161,7 +202,7 @@ class PretrainedSource:
         config = read_config(folder)
         family_of(config, folder)
         size = int(config["vocab_size"])
-        pieces = hf_pieces(folder, size)
+        pieces, codes = hf_pieces(folder, config)
         unk = config.get("unk_token_id", pieces.index("<unk>") if "<unk>" in pieces else None)
         roles = {"pad_token_id": config.get("pad_token_id"), "decoder_start_token_id":
                  config.get("decoder_start_token_id"), "eos_token_id": config.get("eos_token_id"), "unk_token_id": unk}
@@ -171,20 +212,49 @@ class PretrainedSource:
         specials = list(roles.values())
         rest = [i for i in range(size) if i not in specials]
         names = [f"{pieces[i]}#{i}" if pieces[i] in SPECIALS else pieces[i] for i in rest]
-        return cls(os.path.abspath(folder), config, tuple(specials + rest), (*SPECIALS, *names))
+        return cls(os.path.abspath(folder), config, tuple(specials + rest), (*SPECIALS, *names), codes)
 
     def record(self) -> dict:
         """What a checkpoint stores of it (`from_record` reads it back)."""
-        return {"folder": self.folder, "config": self.config, "order": list(self.order), "pieces": list(self.pieces)}
+        return {"folder": self.folder, "config": self.config, "order": list(self.order), "pieces": list(self.pieces),
+                "codes": self.codes}
 
     @classmethod
     def from_record(cls, record: dict) -> PretrainedSource:
-        return cls(record["folder"], record["config"], tuple(record["order"]), tuple(record["pieces"]))
+        return cls(record["folder"], record["config"], tuple(record["order"]), tuple(record["pieces"]),
+                   dict(record.get("codes") or {}))
 
-    def model_config(self, **changes: Any) -> ModelConfig:
-        """syntrain's model config of this model, with `changes` (switches, dropouts) on top. A decoder target
-        other than text (tree decoding's transitions) is refused: the model's vocabulary has no such tokens."""
-        cfg = ModelConfig.from_dict({**model_values(self.config, self.folder, self.order), **changes})
+    def prefixes(self, src_lang_code: str = "", tgt_lang_code: str = "") -> dict[str, list[int]]:
+        """The [model] source_prefix and target_prefix (syntrain ids) of the language codes: a multilingual
+        model's source begins with its source code and its decoder input with the target code after the start
+        token, as M2M100Tokenizer and NllbTokenizer (non-legacy) encode them; none for a model without codes. A
+        code missing for a multilingual model, given to one without codes, or not the model's: one line naming
+        the option."""
+        given = dict(zip(LANGUAGE_KEYS, (src_lang_code, tgt_lang_code)))
+        if not self.codes:
+            key = next((key for key, code in given.items() if code), None)
+            if key:
+                raise ValueError(f"{key} = {json.dumps(given[key])}: the pretrained model {self.folder} has no "
+                                 f"language codes (one language pair): leave {key} out")
+            return {}
+        shown = ", ".join(list(self.codes)[:6]) + (", ..." if len(self.codes) > 6 else "")
+        for key, code in given.items():
+            side = "source" if key.startswith("src") else "target"
+            if not code:
+                raise ValueError(f"{key}: the pretrained model {self.folder} is multilingual (language codes {shown}): "
+                                 f"give its {side} language code")
+            if code not in self.codes:
+                raise ValueError(f"{key} = {json.dumps(code)}: not a language code of the pretrained model "
+                                 f"{self.folder} ({shown})")
+        row = {hf_id: i for i, hf_id in enumerate(self.order)}
+        return {"source_prefix": [row[self.codes[src_lang_code]]], "target_prefix": [row[self.codes[tgt_lang_code]]]}
+
+    def model_config(self, src_lang_code: str = "", tgt_lang_code: str = "", **changes: Any) -> ModelConfig:
+        """syntrain's model config of this model, with its language codes' prefixes (`prefixes`) and `changes`
+        (switches, dropouts) on top. A decoder target other than text (tree decoding's transitions) is refused:
+        the model's vocabulary has no such tokens."""
+        cfg = ModelConfig.from_dict({**model_values(self.config, self.folder, self.order),
+                                     **self.prefixes(src_lang_code, tgt_lang_code), **changes})
         if cfg.output.decoder_target != TEXT:
             raise ValueError(f"decoder_target = {cfg.output.decoder_target!r} cannot start from the pretrained model "
                              f"{self.folder}: its vocabulary has no {cfg.output.decoder_target} tokens and its "
@@ -276,7 +346,8 @@ def syntrain_weights(weights: dict[str, torch.Tensor], cfg: ModelConfig, source:
 def load_pretrained(folder: str, device: str | torch.device = "cpu", **changes: Any
                     ) -> tuple[Transformer, Vocab, PretrainedSource]:
     """A Hugging Face model folder -> (syntrain Transformer with its weights, in eval mode; its vocabulary; the
-    source record). `changes`: [model] options on top (switches, dropouts), started as `load_into` starts them."""
+    source record). `changes`: the language codes (src_lang_code, tgt_lang_code: a multilingual model's) and
+    [model] options on top (switches, dropouts), started as `load_into` starts them."""
     source = PretrainedSource.read(folder)
     model = Transformer(source.model_config(**changes))
     load_into(model, source)
@@ -317,14 +388,24 @@ def missing_pieces(table: Any, vocab: Vocab, split: str = "the training split", 
             f"pretrained model's vocabulary and are read as <unk>: {listed}")
 
 
-def start_model_config(folder: str, options: dict[str, Any], table: Any, manifest: Any
+def language_note(cfg: ModelConfig, vocab: Vocab) -> str:
+    """The run header's line on a multilingual model's language codes (its prefixes); "" without."""
+    source, target = cfg.architecture.source_prefix, cfg.architecture.target_prefix
+    if not (source or target):
+        return ""
+    return (f"language codes: each source begins with {' '.join(vocab.itos[i] for i in source)}, the decoder input "
+            f"with {' '.join(vocab.itos[i] for i in target)} after its start token (forced in decoding, no loss)")
+
+
+def start_model_config(folder: str, options: dict[str, Any], table: Any, manifest: Any, **codes: str
                        ) -> tuple[ModelConfig, Vocab, PretrainedSource]:
-    """A new run from a pretrained model: its model config (the model's sizes and architecture, `options` on top,
-    then what the switches derive from the training split), its vocabulary and the source record."""
+    """A new run from a pretrained model: its model config (the model's sizes and architecture, its language
+    `codes`' prefixes, `options` on top, then what the switches derive from the training split), its vocabulary
+    and the source record."""
     from .config.fill import fill_from_data
 
     source = PretrainedSource.read(folder)
-    mcfg = source.model_config(**options, vocab_size=0)
+    mcfg = source.model_config(**codes, **options, vocab_size=0)
     vocab = source.vocab()
     fill_from_data(mcfg, table, manifest, vocab)
     return mcfg, vocab, source

@@ -9,6 +9,9 @@ Switches may constrain the search (`Switch.constraint`: the allowed next tokens,
 the whole prefix reads), lengthen the outputs (`output_length_factor`) and turn off the incremental cache
 (`recomputes_prefix`: the decoder re-runs over the whole prefix at every step, O(T^2) per sentence). Tree
 decoding does all three (syntrain.switches.tree_decoding, docs/tree-decoding.md).
+
+A model with a target prefix (`[model] target_prefix`: a multilingual pretrained model's target language code)
+is forced to emit it first, as transformers' `forced_bos_token_id` forces it, and the outputs leave it out.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ NEVER_CHOSEN = (PAD_ID, BOS_ID)  # ids decoding never outputs
 
 def _max_steps(model: Transformer, src: torch.Tensor) -> int:
     factor = max([1.5] + [switch.output_length_factor for switch in model.switches])
-    return min(model.cfg.sizes.max_len - 1, int(src.shape[1] * factor) + 10)
+    forced = len(model.cfg.architecture.target_prefix)
+    return min(model.cfg.sizes.max_len - 1, int(src.shape[1] * factor) + 10 + forced)
 
 
 def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> Any:
@@ -39,7 +43,8 @@ def _constraint(model: Transformer, vocab: Vocab | None, rows: int) -> Any:
 def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.Tensor, src_mask: torch.Tensor,
                  cache: list[dict], inputs: Inputs, constraint: Any) -> torch.Tensor:
     """Logits (N, V) for the token after `ys` (N, step + 1): incremental, or the whole prefix again; pad and the
-    start token are never chosen (a pretrained model's start may be a copy of its pad or end: syntrain.pretrained)."""
+    start token are never chosen (a pretrained model's start may be a copy of its pad or end: syntrain.pretrained);
+    the target prefix's token at its steps is the only one allowed (logit 0, the others -inf)."""
     if not model.switches.recomputes_prefix:
         logits = model.decode_step(ys[:, -1:], step, memory, src_mask, cache, inputs)
     else:
@@ -47,13 +52,18 @@ def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.
         hidden = model.decode_hidden(ys, memory, src_mask, merge_inputs(inputs, added))
         last = (ys != PAD_ID).sum(1) - 1  # BiTran: finished rows hold pads after their end
         logits = model.output(hidden[torch.arange(len(ys), device=ys.device), last])
+    forced = model.cfg.architecture.target_prefix
+    if step < len(forced):
+        return torch.full_like(logits, float("-inf")).index_fill(-1, torch.tensor([forced[step]], device=logits.device),
+                                                                 0.0)
     return logits.index_fill(-1, torch.tensor(NEVER_CHOSEN, device=logits.device), float("-inf"))
 
 
 @torch.no_grad()
 def greedy(model: Transformer, src: torch.Tensor, inputs: Inputs | None = None, vocab: Vocab | None = None,
            **named: torch.Tensor | None) -> list[list[int]]:
-    """Most probable next token at each step; ids without BOS (EOS kept when produced). `inputs` (or by
+    """Most probable next token at each step; ids without BOS and the target prefix (EOS kept when produced).
+    `inputs` (or by
     name): the source inputs of the syntax switches. A switch's decoding constraint
     (`vocab` needed: it reads the token strings) limits the tokens chosen."""
     inputs = merge_inputs(inputs, named)
@@ -75,7 +85,8 @@ def greedy(model: Transformer, src: torch.Tensor, inputs: Inputs | None = None, 
         done |= next_id == EOS_ID
         if done.all():
             break
-    return [row[1:] for row in ys.tolist()]
+    start = 1 + len(model.cfg.architecture.target_prefix)
+    return [row[start:] for row in ys.tolist()]
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -121,6 +132,7 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, inputs: Inputs | No
     max_steps = _max_steps(model, src)
     cache = model.new_cache()
     constraint = _constraint(model, vocab, n * k)
+    forced = len(model.cfg.architecture.target_prefix)  # steps whose token is given: out of the length and output
     for step in range(1, max_steps + 1):
         logits = _next_logits(model, ys, step - 1, memory, src_mask, cache, inputs, constraint).float()
         if constraint is not None:
@@ -143,7 +155,8 @@ def beam_search_nbest(model: Transformer, src: torch.Tensor, inputs: Inputs | No
                 row = b * k + origin
                 if token == EOS_ID or step == max_steps:
                     if len(finished[b]) < k:
-                        finished[b].append((score / length_penalty(step, alpha), ys[row, 1:].tolist() + [token]))
+                        finished[b].append((score / length_penalty(step - forced, alpha),
+                                            ys[row, 1 + forced :].tolist() + [token]))
                 else:
                     new_rows[b, live], new_tokens[b, live], new_scores[b, live] = row, token, score
                     live += 1

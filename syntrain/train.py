@@ -41,7 +41,7 @@ from .distributed import Processes, peer_faults, processes
 from .loss import objective
 from .model import Transformer
 from .precision import autocast_context, grad_scaler, resolve_precision
-from .pretrained import PretrainedSource, load_into, missing_pieces, start_model_config
+from .pretrained import PretrainedSource, language_note, load_into, missing_pieces, start_model_config
 from .run_state import RunState, format_eta, rng_state, set_rng_state, trained_text
 from .runfolder.checkpoints import (
     checkpoint_vocab,
@@ -312,8 +312,9 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
         vocab = checkpoint_vocab(resumed.ckpt, mcfg, resumed.path)
         source = PretrainedSource.from_record(resumed.ckpt["pretrained"]) if resumed.ckpt.get("pretrained") else None
     elif cfg.pretrained:  # the model's sizes, architecture and vocabulary
-        mcfg, vocab, source = start_model_config(cfg.pretrained, cfg.model, *split)
-        notes, origin = tuple(filter(None, [missing_pieces(split[0], vocab)])), f"the pretrained model {source.folder}"
+        mcfg, vocab, source = start_model_config(cfg.pretrained, cfg.model, *split, **cfg.language_codes())
+        notes = tuple(filter(None, [missing_pieces(split[0], vocab), language_note(mcfg, vocab)]))
+        origin = f"the pretrained model {source.folder}"
     else:  # one vocabulary per side when the dataset's BPE is per side
         check_subword_models(cfg.data, split[1].signature)
         joint = not separate_bpe(split[1].configuration)

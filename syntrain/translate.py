@@ -71,13 +71,13 @@ class Translator:
         settings.apply()
         self.device, self.settings = device, settings
         self.nbest, self.progress = nbest, progress
-        self.positions = self.model.cfg.sizes.max_len - 1  # sub-words a source may have (+ EOS)
+        # sub-words a source may have (+ EOS, + the source prefix)
+        self.positions = self.model.cfg.sizes.max_len - 1 - len(self.model.cfg.architecture.source_prefix)
         self.longest = max((len(piece.removesuffix("@@")) for piece in self.vocab.src.itos), default=1)
 
     def split(self, path: str) -> ParallelData:
         """A split folder written by synprep convert, with this model's vocabulary."""
-        return ParallelData(path, self.vocab, batch_columns=self.model.switches.batch_columns(training=False),
-                            data_options=self.model.switches.data_options())
+        return ParallelData(path, self.vocab, **self.model.switches.decoding_data_arguments())
 
     def _decode(self, data: ParallelData) -> list[Ranked]:
         return decode_split_nbest(self.model, data, self.vocab, self.settings, self.nbest, device=self.device,
@@ -108,8 +108,7 @@ class Translator:
         # every source feature of the training dataset (distances, labels, ...), made as convert made them
         data = ParallelData("<input>", self.vocab, table=table, configuration=self.ckpt["pipeline"],
                             signature=self.ckpt.get("signature", {}),
-                            batch_columns=self.model.switches.batch_columns(training=False),
-                            data_options=self.model.switches.data_options())
+                            **self.model.switches.decoding_data_arguments())
         for row, ranked in zip(table.column("id").to_pylist(), self._decode(data)):
             results[filled[row]] = ranked
         return results

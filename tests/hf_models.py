@@ -32,13 +32,14 @@ def build(folder: Path, family: str, pieces: list[str] | None = None, seed: int 
 
     pieces = pieces or (marian_pieces() if family == "marian" else m2m100_pieces())
     ids = {piece: i for i, piece in enumerate(pieces)}
+    config = {"vocab_size": len(pieces), **config}  # more than the pieces: room for M2M100's language codes
     if family == "marian":
-        cfg = transformers.MarianConfig(vocab_size=len(pieces), pad_token_id=ids["<pad>"], eos_token_id=ids["</s>"],
+        cfg = transformers.MarianConfig(pad_token_id=ids["<pad>"], eos_token_id=ids["</s>"],
                                         decoder_start_token_id=ids["<pad>"], forced_eos_token_id=None,
                                         activation_function="swish", scale_embedding=True, **{**SIZES, **config})
         model = transformers.MarianMTModel(cfg)
     else:
-        cfg = transformers.M2M100Config(vocab_size=len(pieces), pad_token_id=ids["<pad>"], eos_token_id=ids["</s>"],
+        cfg = transformers.M2M100Config(pad_token_id=ids["<pad>"], eos_token_id=ids["</s>"],
                                         bos_token_id=ids["<s>"], decoder_start_token_id=ids["</s>"],
                                         activation_function="relu", scale_embedding=True, **{**SIZES, **config})
         model = transformers.M2M100ForConditionalGeneration(cfg)
@@ -86,3 +87,45 @@ def marian_with_sentencepiece(folder: Path, texts: list[Path], vocab_size: int =
                    if not (processor.is_unknown(i) or processor.is_control(i))
                    and (piece := processor.id_to_piece(i)) not in pieces]
     return build(folder, "marian", ["</s>", "<unk>", *pieces, "<pad>"], seed=seed, scale=0.5)
+
+
+def m2m100_with_sentencepiece(folder: Path, texts: list[Path], vocab_size: int = 200, seed: int = 0) -> Path:
+    """A tiny random multilingual M2M100 model laid out as facebook/m2m100_418M is: one sentencepiece.bpe.model
+    learned on the tokens of `texts`, vocab.json (<s> 0, <pad> 1, </s> 2, <unk> 3, the model's pieces) without
+    the language codes, which M2M100Tokenizer numbers after it (len(vocab.json) + their index), and room for
+    them and its 8 made-up words in vocab_size; the tokenizer's files saved beside (tokenizer_config.json)."""
+    import sentencepiece as spm
+    import transformers
+    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
+
+    from synprep.bpe_learn import word_counts
+    from synprep.subwords.sentencepiece_scheme import learn
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model = folder / "sentencepiece.bpe.model"
+    learn([word_counts(str(path)) for path in texts], str(model), vocab_size)
+    processor = spm.SentencePieceProcessor(model_file=str(model))
+    pieces = [piece for i in range(processor.get_piece_size())
+              if not (processor.is_unknown(i) or processor.is_control(i))
+              and (piece := processor.id_to_piece(i)) not in ("<s>", "<pad>", "</s>", "<unk>")]
+    ids = ["<s>", "<pad>", "</s>", "<unk>", *pieces]
+    size = len(ids) + len(FAIRSEQ_LANGUAGE_CODES["m2m100"]) + 8
+    build(folder, "m2m100", ids, seed=seed, scale=0.5, vocab_size=size)
+    tokenizer = transformers.M2M100Tokenizer(str(folder / "vocab.json"), str(model), src_lang="en", tgt_lang="de")
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def nllb_with_tokenizer(folder: Path, texts: list[Path], seed: int = 0) -> Path:
+    """A tiny random NLLB-style model: an M2M100 model whose vocabulary is a tokenizer.json written by
+    NllbTokenizer (the characters of `texts` as pieces, no merges; its language codes, eng_Latn ..., added tokens
+    after them), no vocab.json, vocab_size the tokenizer's length."""
+    import transformers
+
+    chars = sorted({char for path in texts for char in path.read_text(encoding="utf-8") if not char.isspace()})
+    vocab = {piece: i for i, piece in enumerate(["<s>", "<pad>", "</s>", "<unk>", "\u2581", *chars])}
+    tokenizer = transformers.NllbTokenizer(vocab=vocab, merges=[], src_lang="eng_Latn", tgt_lang="deu_Latn")
+    build(folder, "m2m100", list(vocab), seed=seed, scale=0.5, vocab_size=len(tokenizer))
+    (folder / "vocab.json").unlink()  # NLLB folders have none: the vocabulary is tokenizer.json's
+    tokenizer.save_pretrained(folder)
+    return folder

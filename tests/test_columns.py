@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from synprep.features import per_subword
-from syntrain.columns import LABEL_NONE, SHARED, BatchColumn, LabelColumn
+from syntrain.columns import LABEL_NONE, SHARED, BatchColumn, HeadColumn, LabelColumn
 from syntrain.dataset import ParallelData, read_split
 from syntrain.switches import Switch, declared, register, registered
 from syntrain.vocab import Vocab
@@ -34,7 +34,7 @@ def test_one_label_declaration_serves_either_side():
     src_vocabulary, tgt_vocabulary = ["det", "nsubj", "root"], ["obj", "punct"]
     source, target = declared("src_labels"), declared("tgt_labels")
     assert type(source) is type(target) is LabelColumn
-    assert (source.side, source.shift, target.side, target.shift) == ("src", 0, "tgt", 1)
+    assert (source.side, target.side) == ("src", "tgt")  # the shift is the collator's: 0 and 1 (BOS) here
     data = ParallelData(path, Vocab.build([table]), batch_columns={source: "test", target: "test"},
                         data_options={"source_labels": src_vocabulary, "target_labels": tgt_vocabulary})
     rows = [0, 1, 2]
@@ -54,14 +54,32 @@ def test_one_label_declaration_serves_either_side():
 def test_a_declaration_names_its_layout_and_its_end_values():
     column = BatchColumn("example_marks", "src_parent_first", "src", "parents", pad=-1, eos=-2)
     loaded = (np.array([3, 4, 5]), np.array([0, 2, 3]))
-    assert column.collate(loaded, [0, 1], 4, 0).tolist() == [[3, 4, -2, -1], [5, -2, -1, -1]]
+    assert column.collate(loaded, [0, 1], 4, 0, 0).tolist() == [[3, 4, -2, -1], [5, -2, -1, -1]]
     target = BatchColumn("example_marks", "tgt_parent_first", "tgt", "parents", pad=-1, bos=-3)
-    assert target.collate(loaded, [0, 1], 0, 4).tolist() == [[-3, 3, 4, -1], [-3, 5, -1, -1]]
+    assert target.collate(loaded, [0, 1], 0, 4, 1).tolist() == [[-3, 3, 4, -1], [-3, 5, -1, -1]]
     assert column.layout() == "src (B, S) int64, pad -1, EOS -2"
     assert target.layout() == "tgt (B, T) int64, pad -1, shifted 1 (BOS), BOS -3"
     assert declared("distances").layout() == "src (B, S, S) uint8, pad 0, EOS 0"
     with pytest.raises(ValueError, match="side is src or tgt"):
         BatchColumn("example_marks", "x", "both", "parents")
+
+
+def test_a_prefix_moves_positions_and_positional_values():
+    """A side's prefix (a language code) moves every value right by its length, a positional value (a head) by
+    as much, so that it still points at its sub-word; the prefix positions hold `bos`, none of them supervised."""
+    loaded = (np.array([1, 0, 0]), np.array([0, 2, 3]))  # row 0: two sub-words, the first's head the second
+    plain = BatchColumn("example_marks", "src_parent_first", "src", "parents", pad=-1, eos=-2)
+    heads = HeadColumn("example_heads", "src_parent_first", "src", "parents", pad=-1, eos=-2)
+    assert plain.collate(loaded, [0, 1], 5, 0, 1).tolist() == [[-1, 1, 0, -2, -1], [-1, 0, -2, -1, -1]]
+    assert heads.collate(loaded, [0, 1], 5, 0, 1).tolist() == [[-1, 2, 1, -2, -1], [-1, 1, -2, -1, -1]]
+    target = HeadColumn("example_heads", "tgt_parent_first", "tgt", "parents", pad=-1)
+    # start + code: the second sub-word's head (the first, position 0) is decoder input position 2
+    assert target.collate((np.array([1, 0]), np.array([0, 2])), [0], 0, 5, 2).tolist() == [[-1, -1, -1, 2, -1]]
+    distances = declared("distances")
+    source = (np.array([0, 1]), np.array([0, 2])), (np.array([0, 1]), np.array([0, 2]))
+    shifted, plain_distances = distances.collate(source, [0], 4, 0, 1), distances.collate(source, [0], 3, 0, 0)
+    assert (shifted[0, 1:3, 1:3] == plain_distances[0, :2, :2]).all() and plain_distances[0, 0, 1] > 0
+    assert (shifted[0, 0] == 0).all() and (shifted[0, :, 0] == 0).all()
 
 
 def test_a_switch_cannot_declare_a_shared_column_again():

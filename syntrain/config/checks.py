@@ -12,6 +12,7 @@ from typing import Any
 from ..switches import ModelOptions, registered, target_column
 from ..switches.active import ActiveSwitches
 from ..transformer_layers import check_hooks
+from .core import TEXT
 
 
 def check_model_config(cfg: ModelOptions) -> None:
@@ -21,6 +22,10 @@ def check_model_config(cfg: ModelOptions) -> None:
     if sizes.d_model % sizes.n_heads:
         raise ValueError(f"d_model {sizes.d_model} is not a multiple of n_heads {sizes.n_heads}")
     target_column(cfg.output.decoder_target)  # TEXT or a declared decoder target, else the ValueError
+    if cfg.architecture.target_prefix and cfg.output.decoder_target != TEXT:
+        raise ValueError(f"target_prefix {cfg.architecture.target_prefix}: decoder_target = "
+                         f"{cfg.output.decoder_target!r} reads its decoder input from the start token on, with no "
+                         "prefix (a target language code fits text decoding only)")
     for switch in registered():
         switch.check(cfg)
     active = ActiveSwitches(cfg)

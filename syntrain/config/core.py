@@ -77,8 +77,9 @@ POSITION_LAYOUTS = ("interleaved", "halves", "fairseq")
 @dataclass
 class Architecture:
     """How the layers are wired: where the LayerNorms sit, the feed-forward activation, the sinusoid layout and
-    offset of the positions, the embedding scale, the final norms of the stacks and the output bias (what a
-    pretrained model's family fixes; the defaults are syntrain's own model)."""
+    offset of the positions, the embedding scale, the final norms of the stacks, the output bias and the prefixes
+    of both sides (what a pretrained model's family and language codes fix; the defaults are syntrain's own
+    model)."""
 
     norm_placement: str = option("pre", choices=NORM_PLACEMENTS,
                                  help="LayerNorm before each sub-layer (pre) or after its residual sum (post)")
@@ -97,6 +98,13 @@ class Architecture:
     output_start: bool = option(True, help="the start token's column is in the loss's softmax (false: left out, "
                                            "as for a pretrained model whose start token is a copy of its pad or "
                                            "end)")
+    source_prefix: list[int] = option(default_factory=list, ge=0,
+                                      help="ids every source begins with, before its pieces (a multilingual pretrained "
+                                           "model's source language code: set from src_lang_code)")
+    target_prefix: list[int] = option(default_factory=list, ge=0,
+                                      help="ids the decoder input holds after its start token, forced in decoding "
+                                           "and left out of the loss (a multilingual pretrained model's target "
+                                           "language code: set from tgt_lang_code)")
 
 
 TEXT = "text"  # the decoder target of the plain model: the target sub-words

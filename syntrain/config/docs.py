@@ -58,7 +58,8 @@ def fields_markdown() -> str:
                              else "") for name in trainer_filled()]
     lines += ["", "### [model]", "", f"Sizes default to the preset's; {', '.join(filled[:-1])} and {filled[-1]} are "
               "set by the trainer from the data.", "", *header, row("preset", "train", "preset"),
-              row("pretrained", "train", "pretrained")]
+              row("pretrained", "train", "pretrained"), row("src_lang_code", "train", "src_lang_code"),
+              row("tgt_lang_code", "train", "tgt_lang_code")]
     lines += [row(name, "model", name) for name in model_keys()]
     lines += ["", "### [train]", "", "A relative `out` resolves against the recipe's folder.", "", *header]
     lines += [row(name, "train", name) for name in train_keys()]

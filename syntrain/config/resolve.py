@@ -4,11 +4,12 @@ signature, the model builds, the options fit each other and the machine, no earl
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 from .recipe import load_run_config, parse_set
-from .train import CONFIG_FILE, MODEL_TABLE_KEYS, TrainConfig, inverse_sqrt
+from .train import CONFIG_FILE, LANGUAGE_KEYS, MODEL_TABLE_KEYS, TrainConfig, inverse_sqrt
 from .values import ConfigError
 
 SIGNATURE_KEYS = {  # what makes shards incompatible
@@ -96,7 +97,7 @@ def check_model(cfg: TrainConfig, label: str) -> None:
         if cfg.pretrained:  # its sizes and architecture from its config.json, then the switches on top
             from ..pretrained import PretrainedSource
 
-            mcfg = PretrainedSource.read(cfg.pretrained).model_config(**cfg.model)
+            mcfg = PretrainedSource.read(cfg.pretrained).model_config(**cfg.language_codes(), **cfg.model)
         else:
             mcfg = ModelConfig.from_dict({**PRESETS[cfg.preset], **cfg.model, "vocab_size": 8})  # every check
         idle = idle_options(mcfg, cfg.model)
@@ -187,6 +188,10 @@ def resolve_run(recipe: str | None, flags: dict[str, Any], model_flags: dict[str
     model_label = f"{recipe}: [model]" if recipe else "[model]"
     if values.get("pretrained") and not values.get("resume"):
         check_pretrained_run(values, model_label)
+    given = [key for key in LANGUAGE_KEYS if values.get(key)]
+    if given and not values.get("pretrained"):
+        raise ConfigError(f"{model_label} {given[0]} = {json.dumps(values[given[0]])}: a language code of a "
+                          "multilingual pretrained model: it does nothing without pretrained")
     notes = choose_splits(values, from_recipe, flags)
     if values.get("resume") and not values.get("out"):
         raise ConfigError("--resume needs the run folder: --out RUN (or [train] out in the recipe)")

@@ -17,7 +17,8 @@ from .values import check_field
 PRESET_NAMES = tuple(PRESETS)
 MAX_BEAM = 256  # the largest beam (eval_beam, test_beam, --beam); a beam is also at most the target vocabulary
 DATA_KEYS = {"train": "data", "valid": "valid", "test": "test"}  # [data] key -> TrainConfig field
-MODEL_TABLE_KEYS = ("preset", "pretrained")  # [train] fields a recipe sets in its [model] table
+LANGUAGE_KEYS = ("src_lang_code", "tgt_lang_code")  # a multilingual pretrained model's language codes
+MODEL_TABLE_KEYS = ("preset", "pretrained", *LANGUAGE_KEYS)  # [train] fields a recipe sets in its [model] table
 NOT_IN_TRAIN = ("data", "valid", "test", *MODEL_TABLE_KEYS, "model", "resume")  # [data], [model] or a flag only
 CONFIG_FILE, LOG_FILE = "config.toml", "train.log"  # a run folder's resolved configuration and its log
 
@@ -37,6 +38,12 @@ class TrainConfig:
                          "layers, d_ff 256), tiny (256, 4, 3+3, 1024) or base (512, 8, 6+6, 2048)")
     pretrained: str = option("", help="a Hugging Face model folder (Marian/OPUS-MT, M2M100/NLLB) the run starts "
                              "from: its sizes and weights, no preset or size option (docs/pretrained.md)")
+    src_lang_code: str = option("", help="a multilingual pretrained model's source language code as its tokenizer "
+                                "spells it (M2M100: en, NLLB: eng_Latn): every source begins with it ('': a model "
+                                "without codes)")
+    tgt_lang_code: str = option("", help="a multilingual pretrained model's target language code: the decoder "
+                                "input begins with it after the start token, forced in decoding ('': a model "
+                                "without codes)")
     model: dict[str, Any] = option(default_factory=dict, help="model options over the preset (the [model] table)")
     max_tokens: int = option(4096, ge=1, help="tokens per batch and process: sentences x longest side (padding "
                              "included)")
@@ -90,6 +97,10 @@ class TrainConfig:
                                "eager CPU")
     compile: bool = option(False, help="compile the model with torch.compile for training (static shapes, one "
                            "graph per batch shape; CUDA graphs on CUDA with the shape ladder)")
+
+    def language_codes(self) -> dict[str, str]:
+        """The pretrained model's language codes given (`PretrainedSource.model_config` keywords)."""
+        return {key: getattr(self, key) for key in LANGUAGE_KEYS}
 
     def __post_init__(self) -> None:  # built in Python too, every value is checked against its declaration
         for spec in fields(self):

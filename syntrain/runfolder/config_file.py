@@ -34,7 +34,7 @@ def model_table(cfg: TrainConfig, model_config: dict[str, Any], filled: list[str
         from ..config.core import fixed_by_pretrained
 
         fixed = set(fixed_by_pretrained())
-        return {"pretrained": os.path.abspath(cfg.pretrained),
+        return {"pretrained": os.path.abspath(cfg.pretrained), **{k: v for k, v in cfg.language_codes().items() if v},
                 **{k: v for k, v in model_config.items() if k not in filled and k not in fixed}}
     return {"preset": cfg.preset, **{k: v for k, v in model_config.items() if k not in filled}}
 

@@ -76,10 +76,19 @@ class ActiveSwitches:
         return target_column(self.decoder_target_name)
 
     def parallel_data_arguments(self, training: bool) -> dict[str, Any]:
-        """The keyword arguments of `ParallelData` that come from the switches: the `batch_columns` they read,
-        their `data_options` and the declaration of the decoder target."""
+        """The keyword arguments of `ParallelData` that come from the model: the `batch_columns` its switches
+        read, their `data_options`, the declaration of the decoder target and the `prefixes` of both sides
+        (`[model] source_prefix`, `target_prefix`)."""
+        from ..dataset import Prefixes
+
+        architecture = self.cfg.architecture
         return {"batch_columns": self.batch_columns(training), "data_options": self.data_options(),
-                "decoder_target": self.decoder_target}
+                "decoder_target": self.decoder_target,
+                "prefixes": Prefixes(tuple(architecture.source_prefix), tuple(architecture.target_prefix))}
+
+    def decoding_data_arguments(self) -> dict[str, Any]:
+        """`parallel_data_arguments` of a split only decoded (translate, compare): no decoder target."""
+        return {**self.parallel_data_arguments(training=False), "decoder_target": None}
 
     def stages(self) -> Stages:
         """The switches' steps per stage (`Stages`), asked once: the model calls only these in a batch."""

@@ -31,8 +31,9 @@ from .base import AttentionHook, Heads, HeadView, Inputs, ModelOptions, Switch
 from .registry import register
 
 NO_PARENT = -1.0  # the parent of EOS and pad (no scaling)
-# `src_parent_mid` as is (no BOS on the source: no shift); EOS and pad rows: NO_PARENT
-PARENT = BatchColumn("src_parent_mid", "src_parent_mid", "src", "parents", pad=NO_PARENT, dtype=np.float32)
+# `src_parent_mid`, positions moved by the source prefix (none without one); EOS, prefix and pad rows: NO_PARENT
+PARENT = BatchColumn("src_parent_mid", "src_parent_mid", "src", "parents", pad=NO_PARENT, dtype=np.float32,
+                     positional=True)
 
 
 def prior_rows(parent: torch.Tensor, ignore_prob: float = 0.0, training: bool = False) -> torch.Tensor:

@@ -95,7 +95,8 @@ class GraphColumn(BatchColumn):
         offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.int64)
         return (np.concatenate(edges) if edges else np.zeros((0, 4), np.int64)), offsets
 
-    def collate(self, loaded: tuple[np.ndarray, np.ndarray], rows: Sequence[int], s: int, t: int) -> np.ndarray:
+    def collate(self, loaded: tuple[np.ndarray, np.ndarray], rows: Sequence[int], s: int, t: int, shift: int
+                ) -> np.ndarray:
         edges, offsets = loaded
         parts = [edges[offsets[row] : offsets[row + 1]] for row in rows]
         batch = np.repeat(np.arange(len(parts)), [len(part) for part in parts])
