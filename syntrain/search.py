@@ -63,9 +63,8 @@ def _next_logits(model: Transformer, ys: torch.Tensor, step: int, memory: torch.
 def greedy(model: Transformer, src: torch.Tensor, inputs: Inputs | None = None, vocab: Vocab | None = None,
            **named: torch.Tensor | None) -> list[list[int]]:
     """Most probable next token at each step; ids without BOS and the target prefix (EOS kept when produced).
-    `inputs` (or by
-    name): the source inputs of the syntax switches. A switch's decoding constraint
-    (`vocab` needed: it reads the token strings) limits the tokens chosen."""
+    `inputs` (or by name): the source inputs of the syntax switches. A switch's decoding constraint (`vocab`
+    needed: it reads the token strings) limits the tokens chosen."""
     inputs = merge_inputs(inputs, named)
     memory, src_mask = model.encode(src, inputs)
     cache = model.new_cache()
