@@ -725,13 +725,11 @@ def check_api_arguments(recipe: Any, sets: Any, model: Any, fields: dict[str, An
     """`run`'s arguments of the wrong type, refused with the command line's message (`--max-steps must be an
     integer, got '2'`: each [train] field by its declaration, `check_value`, the check of its `syntrain run` flag);
     the recipe path."""
+    from .arguments import syntrain_arguments
     from .config.sections import check_value
     from .config.values import ConfigError
 
-    if isinstance(recipe, os.PathLike):
-        recipe = os.fspath(recipe)
-    if recipe is not None and not isinstance(recipe, str):
-        raise ConfigError(f"CONFIG must be a recipe file's path, got {recipe!r}")
+    recipe = syntrain_arguments("syntrain run", recipe=recipe)["recipe"]  # a recipe file that is there
     if isinstance(sets, str | bytes) or not isinstance(sets, Sequence) or not all(isinstance(i, str) for i in sets):
         raise ConfigError(f"--set must be a list of 'SECTION.FIELD=VALUE' strings, got {sets!r}")
     if model is not None and not isinstance(model, dict):

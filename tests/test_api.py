@@ -206,8 +206,9 @@ def _placeholders(command):
     required = [name for name, parameter in _parameters(command).items()
                 if parameter.default is inspect.Parameter.empty and parameter.kind not in (
                     inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
-    def harmless(arg):
-        return ["nowhere"] if arg.multiple else arg.choices[0] if arg.choices else "nowhere"
+    def harmless(arg):  # a path that must be there: one that is (this file, the repository's folder)
+        path = {"file": __file__, "folder": str(REPO)}.get(arg.exists, "nowhere")
+        return [path] if arg.multiple else arg.choices[0] if arg.choices else path
 
     return {name: harmless(declared[name]) if name in declared else "nowhere" for name in required}
 
