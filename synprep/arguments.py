@@ -30,12 +30,35 @@ class Arg:
     kind: Any = str  # int, float, str, bool or "path" (a str or os.PathLike)
     min: float | None = None
     max: float | None = None
+    min_open: bool = False  # the bounds themselves are outside (a field declared gt= / lt=)
+    max_open: bool = False
     choices: Sequence[str] | None = None  # a tuple, or LiveChoices read from a registry
     default: Any = None
     multiple: bool = False
     requires: dict[str, Any] | None = None  # set (not its default), it does nothing unless each other has a value
     conflicts: tuple[str, ...] = ()  # options that contradict it when both are set
     exists: str = ""  # a path that must be there: "file" or "folder" (click.Path(exists=True))
+
+    @classmethod
+    def of_field(cls, owner: type, name: str, flag: str) -> Arg | None:
+        """Field `name` of a config dataclass (declared with `synprep.tables.option`: type, bounds, choices) as
+        the option `flag` that sets it (`syntrain run --warmup`, `--beam`), so that its values are checked and
+        refused in the words of every other option; None for a field that is not one number, text or choice (a
+        list, a table, a boolean: the declaration's own check)."""
+        import types
+        import typing
+        from dataclasses import fields
+
+        hint = typing.get_type_hints(owner)[name]
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        kinds = [kind for kind in (typing.get_args(hint) if union else (hint,)) if kind is not type(None)]
+        if kinds not in ([int], [float], [str]):
+            return None
+        meta = {spec.name: spec for spec in fields(owner)}[name].metadata
+        low, high = (meta.get(closed) if meta.get(closed) is not None else meta.get(opened)
+                     for closed, opened in (("ge", "gt"), ("le", "lt")))
+        return cls(flag, kinds[0], min=low, max=high, min_open=meta.get("gt") is not None,
+                   max_open=meta.get("lt") is not None, choices=meta.get("choices"))
 
     @property
     def switch(self) -> str:
@@ -55,11 +78,12 @@ class Arg:
         if self.choices is not None:
             return click.Choice(self.choices)
         if self.kind is int:
-            return click.INT if self.min is None and self.max is None else click.IntRange(self.min, self.max)
+            return click.INT if self.min is None and self.max is None else \
+                click.IntRange(self.min, self.max, self.min_open, self.max_open)
         if self.kind is float:
             from .clihelp import Finite
 
-            return Finite(self.min, self.max)
+            return Finite(self.min, self.max, self.min_open, self.max_open)
         if self.exists:
             return click.Path(exists=True, dir_okay=self.exists == "folder", file_okay=self.exists == "file")
         return click.BOOL if self.kind is bool else click.STRING

@@ -68,17 +68,21 @@ class DeclaredType(click.ParamType):
         return words.get(hint, "N,N,...")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from .arguments import field_option
         from .config.sections import check_value, declaration
         from .config.values import ConfigError, parse_value
 
         if not isinstance(value, str):
             return value
         flag = param.opts[0] if param else self.field_name
+        arg = field_option(self.section, self.field_name, flag)  # a number, text or choice: as any option
+        if arg is not None:
+            return arg.click_type().convert(value, param, ctx)
         try:
             return check_value(self.section, self.field_name,
                                parse_value(value, declaration(self.section, self.field_name)[2]), flag)
         except ConfigError as err:
-            raise click.UsageError(str(err), ctx) from None
+            self.fail(str(err).removeprefix(f"{flag} "), param, ctx)
 
 
 class DeclaredOption(click.Option):

@@ -722,11 +722,10 @@ def attention_words(kernel: str) -> str:
 
 
 def check_api_arguments(recipe: Any, sets: Any, model: Any, fields: dict[str, Any]) -> str | None:  # noqa: ANN401
-    """`run`'s arguments of the wrong type, refused with the command line's message (`--max-steps must be an
-    integer, got '2'`: each [train] field by its declaration, `check_value`, the check of its `syntrain run` flag);
-    the recipe path."""
-    from .arguments import syntrain_arguments
-    from .config.sections import check_value
+    """`run`'s arguments of the wrong type, refused with the command line's message (`Invalid value for
+    '--max-steps': '2' is not an integer (see 'syntrain run --help')`: each [train] field by its declaration, as
+    its `syntrain run` flag is checked); the recipe path."""
+    from .arguments import check_field_option, syntrain_arguments
     from .config.values import ConfigError
 
     recipe = syntrain_arguments("syntrain run", recipe=recipe)["recipe"]  # a recipe file that is there
@@ -737,8 +736,8 @@ def check_api_arguments(recipe: Any, sets: Any, model: Any, fields: dict[str, An
     train_fields = {spec.name for spec in dataclass_fields(TrainConfig)}
     for name, value in fields.items():
         if name in train_fields and value is not None:
-            check_value("train", name, os.fspath(value) if isinstance(value, os.PathLike) else value,
-                        "--" + name.replace("_", "-"))
+            fields[name] = check_field_option("syntrain run", "train", name, os.fspath(value) if isinstance(
+                value, os.PathLike) else value, "--" + name.replace("_", "-"))
     return recipe
 
 

@@ -121,7 +121,7 @@ def test_arguments_of_the_wrong_type_are_refused_in_one_line():
         synprep.validate("x", max_failures=True)
     with pytest.raises(synprep.InputError, match="'DIRECTORY': 123 is not a path"):
         synprep.validate(123)
-    with pytest.raises(ValueError, match="--beam must be an integer, got '2'"):
+    with pytest.raises(ValueError, match="'--beam': '2' is not an integer"):
         syntrain.compare([str(REPO)], str(REPO), beam="2")
 
 
