@@ -710,10 +710,12 @@ def train(cfg: TrainConfig) -> Transformer:
         return run.trainer.raw_model
 
 
-def _model_fields() -> set[str]:
+def _model_fields(flags: bool = False) -> set[str]:
+    """The [model] fields (`flags`: those that are `syntrain run` flags too)."""
     from .config.model import config_parts
 
-    return {spec.name for part in config_parts().values() for spec in dataclass_fields(part)}
+    return {spec.name for part in config_parts().values() for spec in dataclass_fields(part)
+            if spec.metadata.get("flag") or not flags}
 
 
 def attention_words(kernel: str) -> str:
@@ -723,8 +725,8 @@ def attention_words(kernel: str) -> str:
 
 def check_api_arguments(recipe: Any, sets: Any, model: Any, fields: dict[str, Any]) -> str | None:  # noqa: ANN401
     """`run`'s arguments of the wrong type, refused with the command line's message (`Invalid value for
-    '--max-steps': '2' is not an integer (see 'syntrain run --help')`: each [train] field by its declaration, as
-    its `syntrain run` flag is checked); the recipe path."""
+    '--max-steps': '2' is not an integer (see 'syntrain run --help')`: each [train] field, and each [model] field
+    that is a flag, by its declaration, as its `syntrain run` flag is checked); the recipe path."""
     from .arguments import check_field_option, syntrain_arguments
     from .config.values import ConfigError
 
@@ -734,10 +736,12 @@ def check_api_arguments(recipe: Any, sets: Any, model: Any, fields: dict[str, An
     if model is not None and not isinstance(model, dict):
         raise ConfigError(f"model must be a table of [model] fields, got {model!r}")
     train_fields = {spec.name for spec in dataclass_fields(TrainConfig)}
+    flags = _model_fields(flags=True) if set(fields) - train_fields else set()  # [model] fields given by name
     for name, value in fields.items():
-        if name in train_fields and value is not None:
-            fields[name] = check_field_option("syntrain run", "train", name, os.fspath(value) if isinstance(
-                value, os.PathLike) else value, "--" + name.replace("_", "-"))
+        if (name in train_fields or name in flags) and value is not None:
+            fields[name] = check_field_option("syntrain run", "train" if name in train_fields else "model", name,
+                                              os.fspath(value) if isinstance(value, os.PathLike) else value,
+                                              "--" + name.replace("_", "-"))
     return recipe
 
 

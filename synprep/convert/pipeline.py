@@ -475,9 +475,7 @@ def _normalize_config(table: Any, path: str) -> NormalizeConfig:
 def _parse_config(table: dict, here: str, path: str) -> ParseConfig:
     """[parse]: the parse cache folder (relative to the pipeline file's folder) and its size limit."""
     _check_keys(table, _KEYS["parse"], "parse", path)
-    config = _typed(ParseConfig, table, "parse", path)
-    if config.cache is not None and not config.cache.strip():
-        raise InputError("[parse] cache must name a folder (leave the key out for no cache)", path)
+    config = _typed(ParseConfig, table, "parse", path)  # cache = "": refused as every empty optional text
     return replace(config, cache=_resolve(config.cache, here)) if config.cache else config
 
 
