@@ -9,7 +9,7 @@ and `describe_option` words it for `--help` and the docs:
         warmup: int = option(4000, ge=1, help="warm-up steps")
 
 NaN and infinity are refused in every float field; strings are never taken as booleans; an empty string is
-refused where the field's "none" is None (`model = ""`: leave the key out).
+refused where the field's default is None (`model = ""`: leave the key out).
 """
 
 from __future__ import annotations
@@ -206,7 +206,8 @@ def config_from_dict(cls: type, values: dict, what: str) -> Any:
     for name, value in values.items():
         if not has_type(value, hints[name]):
             raise ValueError(f"{what} {name} must be {_type_words(hints[name])}, got {value!r}")
-        if isinstance(value, str) and not value.strip() and has_type(None, hints[name]):
+        if isinstance(value, str) and not value.strip() and has_type(None, hints[name]) \
+                and _default(specs[name]) is None:
             raise ValueError(f"{what} {name} is empty: leave the key out for none")  # an unset $VARIABLE, a slip
         problem = _range_error(name, value, specs[name])
         if problem:

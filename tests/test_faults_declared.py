@@ -62,7 +62,7 @@ def wrong_values(cls: type, spec: Any) -> list[Any]:  # noqa: ANN401
     if number is float:
         bad += [math.nan, math.inf]
     wrong += [[value] for value in bad] if items else bad
-    if has_type(None, hint) and has_type("x", hint):
+    if _default(spec) is None and has_type("x", hint):
         wrong.append("")
     if meta.get("choices") and has_type("x", hint):
         wrong.append("no-such-choice")
@@ -205,11 +205,13 @@ def _recipe_cases() -> list[tuple[str, dict[str, Any], str]]:
             cases += [(section, {key: value}, f"[{section}] {key}") for value in wrong_values(cls, spec)]
     cases += [("train", values, words) for values, words in together_cases(TrainConfig)
               if set(values) <= set(train_keys())]
+    parts = {declaration("model", key)[0] for key in model_keys()}  # type: ignore[index]
+    cases += [("model", values, words) for cls in parts for values, words in together_cases(cls)]
     for switch in registered():
         if not switch.switched_by:
             continue
         for spec in _declared(switch.Config):
-            if spec.name not in switch.switched_by:
+            if spec.name not in switch.switched_by and not spec.metadata.get("requires"):  # (else: its own)
                 value = set_value(switch.Config, spec)
                 cases.append(("model", {spec.name: value}, f"{spec.name} = {value!r} does nothing without "))
     return cases
@@ -227,6 +229,9 @@ def test_the_generator_covers_every_recipe_key():
     assert {key for key in model_keys() if key != "decoder_target"} <= covered
     assert sum(1 for *_, words in RECIPE_CASES if "does nothing without" in words) >= 5
     assert _flag_together_cases()[0][0] == ["--resume", "--overwrite"]
+    together = {key for section, values, words in RECIPE_CASES if " is for " in words or "without " in words
+                and " = " not in words for key in values}
+    assert {"gcn_labeled", "gcn_gated", "bidirectional_prefixes", "lisa_lambda"} <= together
 
 
 @pytest.mark.parametrize("section, values, named", RECIPE_CASES, ids=repr)
