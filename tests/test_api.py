@@ -65,8 +65,10 @@ def test_train_raises_what_the_command_prints(tmp_path):
         syntrain.train(data=missing, out=str(tmp_path / "run"))
     printed = cli_error("syntrain", "run", "--data", missing, "--out", str(tmp_path / "run"))
     assert printed == f"syntrain: error: {' '.join(str(raised.value).split())}"
-    with pytest.raises(ConfigError, match="pascal_heads"):
-        syntrain.train(data=missing, pascal_heads="two")  # a [model] field by name, checked as in a recipe
+    with pytest.raises(ConfigError, match="'--pascal-heads': must be a list of integers"):
+        syntrain.train(data=missing, pascal_heads="two")  # a [model] field that is a flag, checked as the flag
+    with pytest.raises(ConfigError, match=r"\[model\] d_model must be an integer"):
+        syntrain.train(data=missing, d_model="two")  # one that is not: checked as in a recipe
 
 
 def test_load_dataset_refuses_a_folder_without_splits(tmp_path):
