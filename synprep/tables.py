@@ -148,9 +148,11 @@ def did_you_mean(key: str, known: Iterable[str]) -> str:
 
 
 def toml_words(value: Any) -> str:
-    """A value as a TOML file writes it: `false`, `"tsv"`, `3`."""
+    """A value as a TOML file writes it: `false`, `"tsv"`, `3` (None: none, not set)."""
     if isinstance(value, bool):
         return str(value).lower()
+    if value is None:
+        return "none"
     return f'"{value}"' if isinstance(value, str) else repr(value)
 
 

@@ -26,7 +26,8 @@ PIPELINE_BASE = {  # a pipeline that loads (pre-parsed input; the refusals come 
     "splits": {"train": {"src": "train.src.conllu", "tgt": "train.tgt.conllu"}},
 }
 TABLES = {"SplitConfig": ("splits", "train"), "ParserConfig": ("parser", "src"), "BpeConfig": ("bpe",),
-          "FeaturesConfig": ("features",), "NormalizeConfig": ("normalize",), "ParseConfig": ("parse",)}
+          "FeaturesConfig": ("features",), "NormalizeConfig": ("normalize",), "ParseConfig": ("parse",),
+          "FilterSettings": ("filter",)}
 WRONG_TYPES = (5, "ten", True, [1], 1.5, {"a": 1})
 
 
@@ -81,15 +82,17 @@ def set_value(cls: type, spec: Any) -> Any:  # noqa: ANN401
         low = meta.get("ge") if meta.get("ge") is not None else (meta.get("gt") or 0) + 1
         value = kind(max(low, 1))
         return value if value != default else value + 1
-    if typing.get_origin(hint) in (list, tuple):
-        return [1]
+    listed = [kind for kind in (typing.get_args(hint) if typing.get_origin(hint) not in (list, tuple) else ()) or
+              (hint,) if typing.get_origin(kind) in (list, tuple)]
+    if listed:
+        return ["en"] if typing.get_args(listed[0])[0] is str else [1]
     return "somewhere.txt"
 
 
 def other_value(cls: type, name: str, allowed: tuple) -> Any:  # noqa: ANN401
     """A value of field `name` outside `allowed` (what the field that requires it does nothing under)."""
     spec = {spec.name: spec for spec in fields(cls)}[name]
-    return next(value for value in (*(spec.metadata.get("choices") or ()), True, False)
+    return next(value for value in (*(spec.metadata.get("choices") or ()), True, False, "none")  # ("none": none)
                 if value not in allowed and has_type(value, typing.get_type_hints(cls)[name]))
 
 
@@ -167,7 +170,8 @@ def test_the_generator_covers_every_pipeline_table():
     together = {(cls_name, next(iter(values))) for cls_name, values, words in PIPELINE_CASES
                 if "exclude each other" in words or " is for " in words or "does nothing without" in words}
     assert {("ParserConfig", "model_dir"), ("ParserConfig", "train_conllu"), ("ParserConfig", "preset"),
-            ("BpeConfig", "codes"), ("BpeConfig", "src_symbols"), ("BpeConfig", "tgt_symbols")} <= together
+            ("BpeConfig", "codes"), ("BpeConfig", "src_symbols"), ("BpeConfig", "tgt_symbols"),
+            ("FilterSettings", "langid_languages"), ("FilterSettings", "langid_min_letters")} <= together
 
 
 @pytest.mark.parametrize("cls_name, values, named", PIPELINE_CASES, ids=repr)
