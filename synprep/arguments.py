@@ -30,11 +30,35 @@ class Arg:
     kind: Any = str  # int, float, str, bool or "path" (a str or os.PathLike)
     min: float | None = None
     max: float | None = None
+    min_open: bool = False  # the bounds themselves are outside (a field declared gt= / lt=)
+    max_open: bool = False
     choices: Sequence[str] | None = None  # a tuple, or LiveChoices read from a registry
     default: Any = None
     multiple: bool = False
     requires: dict[str, Any] | None = None  # set (not its default), it does nothing unless each other has a value
     conflicts: tuple[str, ...] = ()  # options that contradict it when both are set
+    exists: str = ""  # a path that must be there: "file" or "folder" (click.Path(exists=True))
+
+    @classmethod
+    def of_field(cls, owner: type, name: str, flag: str) -> Arg | None:
+        """Field `name` of a config dataclass (declared with `synprep.tables.option`: type, bounds, choices) as
+        the option `flag` that sets it (`syntrain run --warmup`, `--beam`), so that its values are checked and
+        refused in the words of every other option; None for a field that is not one number, text or choice (a
+        list, a table, a boolean: the declaration's own check)."""
+        import types
+        import typing
+        from dataclasses import fields
+
+        hint = typing.get_type_hints(owner)[name]
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        kinds = [kind for kind in (typing.get_args(hint) if union else (hint,)) if kind is not type(None)]
+        if kinds not in ([int], [float], [str]):
+            return None
+        meta = {spec.name: spec for spec in fields(owner)}[name].metadata
+        low, high = (meta.get(closed) if meta.get(closed) is not None else meta.get(opened)
+                     for closed, opened in (("ge", "gt"), ("le", "lt")))
+        return cls(flag, kinds[0], min=low, max=high, min_open=meta.get("gt") is not None,
+                   max_open=meta.get("lt") is not None, choices=meta.get("choices"))
 
     @property
     def switch(self) -> str:
@@ -54,11 +78,14 @@ class Arg:
         if self.choices is not None:
             return click.Choice(self.choices)
         if self.kind is int:
-            return click.INT if self.min is None and self.max is None else click.IntRange(self.min, self.max)
+            return click.INT if self.min is None and self.max is None else \
+                click.IntRange(self.min, self.max, self.min_open, self.max_open)
         if self.kind is float:
             from .clihelp import Finite
 
-            return Finite(self.min, self.max)
+            return Finite(self.min, self.max, self.min_open, self.max_open)
+        if self.exists:
+            return click.Path(exists=True, dir_okay=self.exists == "folder", file_okay=self.exists == "file")
         return click.BOOL if self.kind is bool else click.STRING
 
     def option(self, *decls: str, **attrs: Any) -> Callable[[Any], Any]:  # noqa: ANN401
@@ -74,6 +101,14 @@ class Arg:
             extra["is_flag"] = True
         return click.option(*flags, self.switch, *names, multiple=self.multiple, **{**extra, **attrs})
 
+    def argument(self, name: str, **attrs: Any) -> Callable[[Any], Any]:  # noqa: ANN401
+        """The click argument of this declaration (`name`: its Python name), shown and named in errors as the
+        declared flag (`CHECKPOINTS...`, `[CONFIG]`)."""
+        import click
+
+        return click.argument(name, type=self.click_type(), nargs=-1 if self.multiple else 1,
+                              **{"metavar": self.flag, **attrs})
+
     def check(self, value: Any, command: str) -> Any:  # noqa: ANN401
         """`value` as the command would take it, or InputError with the command's line for it."""
         if value is None and (self.default is None or self.multiple):
@@ -85,13 +120,13 @@ class Arg:
             return tuple(single.check(item, command) for item in value)
         if not self.fits(value):
             raise self.error(f"{value!r} is not {KIND_WORDS[self.kind]}", command)
-        if self.kind == "path":
+        if self.kind == "path" and not self.exists:
             return os.fspath(value)
-        if self.kind in (int, float) or self.choices is not None:
+        if self.kind in (int, float) or self.choices is not None or self.exists:
             import click
 
             try:
-                return self.click_type().convert(value, None, None)
+                return self.click_type().convert(os.fspath(value) if self.exists else value, None, None)
             except click.BadParameter as err:
                 raise self.error(err.message, command) from None
         return value
@@ -149,8 +184,13 @@ def invalid(command: str, name: str, message: str) -> InputError:
 
 
 def declared(command: str, name: str, *decls: str, **attrs: Any) -> Callable[[Any], Any]:  # noqa: ANN401
-    """The click option of `ARGUMENTS[command][name]` (a command line's decorator)."""
-    return ARGUMENTS[command][name].option(*decls, name, **attrs)
+    """The click option of `ARGUMENTS[command][name]` (a command line's decorator; `decls`: a short flag, and the
+    command function's name for it where that is not `name`); an argument for a declaration named without a dash
+    (`CHECKPOINTS...`, `[CONFIG]`)."""
+    arg = ARGUMENTS[command][name]
+    if not arg.flag.startswith("-"):
+        return arg.argument(name, **attrs)
+    return arg.option(*decls, *([] if any(not d.startswith("-") for d in decls) else [name]), **attrs)
 
 
 API_FUNCTIONS = {  # every command of both command lines -> its function in the Python API (docs/python-api.md)
@@ -170,6 +210,9 @@ API_FUNCTIONS = {  # every command of both command lines -> its function in the 
 WORKERS = Arg("--workers", int, min=0, default=0)
 NORMALIZE_REFS = Arg("--normalize-refs", choices=options.NORMALIZERS, multiple=True)
 UDPIPE, SPACY_STANZA = {"backend": "udpipe"}, {"backend": ("spacy", "stanza")}  # the trainers reading an option
+CHECKPOINT = Arg("--checkpoint", "path", exists="file")
+DATA_SPLIT = Arg("--data", "path", exists="folder")  # a split folder a command scores
+SUBSETS = Arg("--subsets", "path", exists="folder")
 SHARED_TREE_OPTIONS = {"root": Arg("--root", choices=options.ROOT_POLICIES, default="drop"),
                        "non_projective": Arg("--non-projective", choices=options.NON_PROJECTIVE_POLICIES,
                                              default="keep")}
@@ -263,17 +306,21 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "split_path": Arg("SPLIT", "path"), "name": Arg("--name"),
         "output": Arg("--output", "path"), "formats": Arg("--format", multiple=True),
         "dbsa_release": Arg("--dbsa-release", choices=("current", "2020"), default="current")},
-    "syntrain compare": {"samples": Arg("--samples", int, min=1, default=1000), "normalize_refs": NORMALIZE_REFS},
+    "syntrain run": {"recipe": Arg("[CONFIG]", "path", exists="file")},
+    "syntrain compare": {
+        "runs": Arg("RUNS...", "path", multiple=True, exists="folder"), "data": DATA_SPLIT, "subsets": SUBSETS,
+        "samples": Arg("--samples", int, min=1, default=1000), "normalize_refs": NORMALIZE_REFS},
     "syntrain translate": {
-        "checkpoint": Arg("--checkpoint", "path"), "device": Arg("--device"),
+        "checkpoint": CHECKPOINT, "device": Arg("--device"),
         "nbest": Arg("--nbest", int, min=0, default=0), "progress": Arg("--progress", bool, default=True),
         "parser_model": Arg("--parser-model", "path"), "bpe_codes": Arg("--bpe-codes", "path")},
     "syntrain eval": {
-        "checkpoint": Arg("--checkpoint", "path"), "data": Arg("--data", "path"), "normalize_refs": NORMALIZE_REFS,
+        "checkpoint": CHECKPOINT, "data": DATA_SPLIT, "normalize_refs": NORMALIZE_REFS,
         "device": Arg("--device"), "progress": Arg("--progress", bool, default=False),
-        "pretrained": Arg("--pretrained", "path")},
-    "syntrain average": {"checkpoints": Arg("CHECKPOINTS...", "path", multiple=True), "output": Arg("--output", "path"),
+        "pretrained": Arg("--pretrained", "path", exists="folder"), "subsets": SUBSETS},
+    "syntrain average": {"checkpoints": Arg("CHECKPOINTS...", "path", multiple=True, exists="file"),
+                         "output": Arg("--output", "path"),
                          "force": Arg("--force", bool, default=False)},
-    "syntrain env": {"checkpoint": Arg("--checkpoint", "path")},
-    "syntrain export-hf": {"checkpoint": Arg("CHECKPOINT", "path"), "output": Arg("--output", "path")},
+    "syntrain env": {"checkpoint": CHECKPOINT},
+    "syntrain export-hf": {"checkpoint": Arg("CHECKPOINT", "path", exists="file"), "output": Arg("--output", "path")},
 }

@@ -42,5 +42,5 @@ class Finite(click.FloatRange):
 
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
+            self.fail(f"{number!r} is not a finite number.", param, ctx)  # 'nan' given, nan in the API: one line
         return number

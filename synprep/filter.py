@@ -40,7 +40,7 @@ from .options import DEFAULT_LANGID, MAX_LINE_CHARS
 from .outputs import check_outputs
 from .parallel import default_workers, ordered_map
 from .progress import progress as progress_bar
-from .tables import repeated
+from .tables import option, repeated
 from .textio import check_text_file, count_lines, is_standard, open_binary, tsv_field
 
 if TYPE_CHECKING:
@@ -53,6 +53,9 @@ REASONS = ("invalid_utf8", "empty", "line_too_long", "identical", "too_short", "
 WARN_REJECTED_SHARE = 0.30  # warn (one stderr line) when more than this share of pairs is rejected
 CHUNK_SIZE = 1000  # pairs per unit of work; memory is O(workers x chunk), not O(corpus)
 IDS_NAME, REJECTED_NAME = "ids", "rejected.tsv"
+
+
+LANGUAGE_CHECKS = {"langid": tuple(BACKENDS)}  # the keys that tune the language checks do nothing without them
 
 
 @dataclass(frozen=True)
@@ -71,14 +74,20 @@ class FilterSettings:
 
     src_lang: str
     tgt_lang: str
-    min_len: int = 1
-    max_len: int = 80
-    max_ratio: float = 3.0
-    langid: str | None = DEFAULT_LANGID
-    langid_languages: tuple[str, ...] | None = field(default=None)
-    langid_min_letters: int = 0
-    max_chars: int = MAX_LINE_CHARS  # longer lines are rejected before anything else looks at them
-    segmentation: str = "auto"
+    min_len: int = option(1, ge=0, help="pairs with a shorter side (tokens) are rejected")
+    max_len: int = option(80, ge=1, help="pairs with a longer side (tokens) are rejected")
+    max_ratio: float = option(3.0, ge=1, help="pairs whose longer side has more than this times the tokens of the "
+                                             "other are rejected")
+    langid: str | None = option(DEFAULT_LANGID, help="language identifier: py3langid, langdetect (none: no "
+                                                     "language checks)")
+    langid_languages: tuple[str, ...] | None = option(None, requires=LANGUAGE_CHECKS,
+                                                      help="candidate languages of the identifier (default: its own "
+                                                           "set)")
+    langid_min_letters: int = option(0, ge=0, requires=LANGUAGE_CHECKS,
+                                     help="a side with fewer letters skips its language check")
+    max_chars: int = option(MAX_LINE_CHARS, ge=1, help="longer lines are rejected before anything else looks at "
+                                                      "them")
+    segmentation: str = option("auto", choices=SEGMENTATIONS, help="how lengths are counted")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "src_lang", check_iso_639_1(self.src_lang))

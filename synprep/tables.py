@@ -8,7 +8,8 @@ and `describe_option` words it for `--help` and the docs:
     class TrainConfig:
         warmup: int = option(4000, ge=1, help="warm-up steps")
 
-NaN and infinity are refused in every float field; strings are never taken as booleans.
+NaN and infinity are refused in every float field; strings are never taken as booleans; an empty string is
+refused where the field's default is None (`model = ""`: leave the key out).
 """
 
 from __future__ import annotations
@@ -41,13 +42,17 @@ class LiveChoices(Sequence[str]):
 
 def option(default: Any = MISSING, *, default_factory: Any = MISSING, help: str = "",  # noqa: A002
            ge: float | None = None, gt: float | None = None, le: float | None = None, lt: float | None = None,
-           choices: Sequence[Any] | None = None, filled: bool = False, flag: bool = False) -> Any:
+           choices: Sequence[Any] | None = None, filled: bool = False, flag: bool = False,
+           requires: dict[str, Any] | None = None, conflicts: tuple[str, ...] = ()) -> Any:
     """A dataclass field with its help text and allowed values (bounds apply to each item of a list); `filled`:
     the trainer sets it from the training data (not a recipe key); `flag`: a [model] option that is also a
-    `syntrain run --NAME` flag."""
+    `syntrain run --NAME` flag. `requires` and `conflicts` say what it needs of the fields of its own dataclass,
+    as `synprep.arguments.Arg` does of a command's options: `requires={"joint": False}` (set, it does nothing
+    unless joint is false; a tuple: one of those values; None: unless the other is set), `conflicts=("overwrite",)`
+    (the two set together contradict each other); `check_together` refuses such values."""
     metadata = {"help": help, "ge": ge, "gt": gt, "le": le, "lt": lt,
                 "choices": choices if choices is None or isinstance(choices, tuple | LiveChoices) else tuple(choices),
-                "filled": filled, "flag": flag}
+                "filled": filled, "flag": flag, "requires": dict(requires or {}), "conflicts": tuple(conflicts)}
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -142,10 +147,58 @@ def did_you_mean(key: str, known: Iterable[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+def toml_words(value: Any) -> str:
+    """A value as a TOML file writes it: `false`, `"tsv"`, `3` (None: none, not set)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value is None:
+        return "none"
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _default(spec: Field) -> Any:
+    return spec.default_factory() if spec.default is MISSING and spec.default_factory is not MISSING \
+        else spec.default
+
+
+def is_set(cls: type, values: dict, name: str) -> bool:
+    """Whether field `name` is set in `values`: given, and neither nothing (None, an empty list) nor its default."""
+    value = values.get(name)
+    return value not in (None, (), []) and value != _default({f.name: f for f in fields(cls)}[name])
+
+
+def check_together(cls: type, values: dict, what: str = "", name: Callable[[str], str] = str) -> None:
+    """The declared `requires` and `conflicts` of the fields set in `values` (`is_set`): a ValueError in one line
+    that starts with `what` and words each field by `name` ('[bpe] src_symbols is for joint = false, not true',
+    '[parser.src] preset does nothing without train_conllu', '--resume and --overwrite exclude each other')."""
+    specs = {f.name: f for f in fields(cls)}
+
+    def value(other: str) -> Any:  # noqa: ANN401
+        return values[other] if other in values else _default(specs[other])
+
+    def refuse(message: str) -> ValueError:
+        return ValueError(f"{what} {message}".strip())
+
+    for key, spec in specs.items():
+        if not is_set(cls, values, key):
+            continue
+        for other, wanted in spec.metadata.get("requires", {}).items():
+            allowed = wanted if isinstance(wanted, tuple) else (wanted,)
+            if wanted is None and not is_set(cls, values, other):
+                raise refuse(f"{name(key)} does nothing without {name(other)}")
+            if wanted is not None and value(other) not in allowed:
+                raise refuse(f"{name(key)} is for {name(other)} = {' or '.join(map(toml_words, allowed))}, not "
+                             f"{toml_words(value(other))}")
+        for other in spec.metadata.get("conflicts", ()):
+            if is_set(cls, values, other):
+                raise refuse(f"{name(key)} and {name(other)} exclude each other")
+
+
 def config_from_dict(cls: type, values: dict, what: str) -> Any:
     """A config dataclass from a dict (a recipe table, flags, a checkpoint): unknown keys, values of the wrong
-    type and values outside the declared range are a ValueError naming them ('[train] warmup must be >= 1, got 0');
-    lists become tuples where the field is a tuple."""
+    type, values outside the declared range and values that need or contradict others (`check_together`) are a
+    ValueError naming them ('[train] warmup must be >= 1, got 0'); lists become tuples where the field is a
+    tuple."""
     hints = typing.get_type_hints(cls)
     specs = {f.name: f for f in fields(cls)}
     unknown = set(values) - set(specs)
@@ -155,9 +208,13 @@ def config_from_dict(cls: type, values: dict, what: str) -> Any:
     for name, value in values.items():
         if not has_type(value, hints[name]):
             raise ValueError(f"{what} {name} must be {_type_words(hints[name])}, got {value!r}")
+        if isinstance(value, str) and not value.strip() and has_type(None, hints[name]) \
+                and _default(specs[name]) is None:
+            raise ValueError(f"{what} {name} is empty: leave the key out for none")  # an unset $VARIABLE, a slip
         problem = _range_error(name, value, specs[name])
         if problem:
             raise ValueError(f"{what} {problem}")
         if typing.get_origin(hints[name]) is tuple and isinstance(value, list):
             values[name] = tuple(value)
+    check_together(cls, values, what)
     return cls(**values)

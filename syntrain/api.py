@@ -105,7 +105,6 @@ class AverageResult(Printed):
 def average(checkpoints: Sequence[str], output: str, *, force: bool = False) -> AverageResult:
     """`syntrain average CHECKPOINTS -o OUTPUT`: the mean of the weights of checkpoints of one run (`force`: of
     different runs too), usable by translate and eval (no optimizer state)."""
-    import os
 
     from synprep.errors import InputError
     from synprep.outputs import check_outputs
@@ -115,10 +114,6 @@ def average(checkpoints: Sequence[str], output: str, *, force: bool = False) -> 
 
     checked = syntrain_arguments("syntrain average", checkpoints=checkpoints, output=output, force=force)
     paths, output = checked["checkpoints"], checked["output"]
-    missing = [path for path in paths if not os.path.isfile(path)]
-    if missing:
-        raise ValueError(f"Invalid value for 'CHECKPOINTS...': File '{missing[0]}' does not exist "
-                         "(see 'syntrain average --help')")
     try:
         check_folders([output])
         check_outputs({"-o": output}, {f"the checkpoint {path} it averages": path for path in paths}, runs=True)

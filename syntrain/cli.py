@@ -69,17 +69,21 @@ class DeclaredType(click.ParamType):
         return words.get(hint, "N,N,...")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from .arguments import field_option
         from .config.sections import check_value, declaration
         from .config.values import ConfigError, parse_value
 
         if not isinstance(value, str):
             return value
         flag = param.opts[0] if param else self.field_name
+        arg = field_option(self.section, self.field_name, flag)  # a number, text or choice: as any option
+        if arg is not None:
+            return arg.click_type().convert(value, param, ctx)
         try:
             return check_value(self.section, self.field_name,
                                parse_value(value, declaration(self.section, self.field_name)[2]), flag)
         except ConfigError as err:
-            raise click.UsageError(str(err), ctx) from None
+            self.fail(str(err).removeprefix(f"{flag} "), param, ctx)
 
 
 class DeclaredOption(click.Option):
@@ -169,12 +173,12 @@ def cli(verbose: int, quiet: int) -> None:
 
 
 @cli.command(cls=RunCommand)
-@click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False))
+@declared("syntrain run", "recipe", required=False)
 @run_flags
 @click.option("--set", "sets", multiple=True, metavar="SECTION.FIELD=VALUE",
               help="Set any [model] or [train] field, e.g. --set model.d_model=512 --set train.warmup=100 "
               "(VALUE is a TOML value: true, 100, 1e-3, [2, 0], \"text\"; docs/recipe-fields.md lists the fields).")
-def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
+def run(recipe: str | None, sets: tuple[str, ...], **options: Any) -> None:
     """Train a model from a TOML recipe and/or flags (flags win; docs/recipe-fields.md). Every value is checked
     before anything is read or written; the run folder gets config.toml (the resolved configuration) and
     train.log. An earlier run in OUT is refused unless --resume (which needs only --out RUN) or --overwrite."""
@@ -182,7 +186,7 @@ def run(config: str | None, sets: tuple[str, ...], **options: Any) -> None:
 
     model_values = {name: options.pop(name, None) for name in model_flags()}  # absent: none was given
     try:
-        train(config, sets=sets, model=model_values, **options)
+        train(recipe, sets=sets, model=model_values, **options)
     except (ValueError, OSError) as err:  # ConfigError is a ValueError
         raise click.ClickException(str(err)) from None
 
@@ -194,8 +198,8 @@ def _device() -> str:
 
 
 @cli.command()
-@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="The checkpoint to decode with (a run's best.pt, last.pt or an average).")
+@declared("syntrain translate", "checkpoint", required=True,
+          help="The checkpoint to decode with (a run's best.pt, last.pt or an average).")
 @click.option("-i", "--input", "input_path", default="-", show_default=True,
               help="Raw source text (one sentence a line, '-' = stdin: parsed and BPE'd with the run's parser model "
               "and codes) or a split directory written by synprep convert.")
@@ -299,26 +303,25 @@ class EvalCommand(click.Command):
 
 
 @cli.command(name="eval", cls=EvalCommand)
-@click.option("--checkpoint", type=click.Path(exists=True, dir_okay=False),
-              help="The checkpoint to decode with (a run's best.pt, last.pt or an average).")
-@click.option("--pretrained", "pretrained", type=click.Path(exists=True, file_okay=False),
-              help="Instead of a checkpoint: a Hugging Face model folder (Marian, M2M100/NLLB) scored as it is, the "
+@declared("syntrain eval", "checkpoint", help="The checkpoint to decode with (a run's best.pt, last.pt or an average).")
+@declared("syntrain eval", "pretrained",
+          help="Instead of a checkpoint: a Hugging Face model folder (Marian, M2M100/NLLB) scored as it is, the "
               "baseline of its fine-tunes (docs/pretrained.md); decoded with the default settings.")
 @click.option("--src-lang-code", default="", help="With --pretrained: a multilingual model's source language code "
               "(M2M100: en, NLLB: eng_Latn).")
 @click.option("--tgt-lang-code", default="", help="With --pretrained: a multilingual model's target language code, "
               "forced first in decoding.")
-@click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False),
-              help="The split folder (synprep convert output) to translate and score.")
+@declared("syntrain eval", "data", "data_path", required=True,
+          help="The split folder (synprep convert output) to translate and score.")
 @decoding_options
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Also write the hypotheses.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Also write the scores as one JSON object: BLEU, chrF, their signatures, loss, the switches' "
               "measures, and what was scored (checkpoint or pretrained model, split, pairs, beam, length penalty, "
               "max_tokens, threads, device, reference normalizers).")
-@click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
-              help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
-              "every subset.")
+@declared("syntrain eval", "subsets", "subsets_dir",
+          help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
+          "every subset.")
 @click.option("--bleu-tokenize", type=DeclaredType("train", "bleu_tokenize"), default="auto", show_default=True,
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
 @declared("syntrain eval", "normalize_refs",
@@ -458,11 +461,11 @@ def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]
 
 
 @cli.command(name="compare")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--data", "data_path", required=True, type=click.Path(exists=True, file_okay=False),
-              help="The test split folder (synprep convert output) every run is scored on.")
-@click.option("--subsets", "subsets_dir", type=click.Path(exists=True, file_okay=False),
-              help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
+@declared("syntrain compare", "runs", required=True)
+@declared("syntrain compare", "data", "data_path", required=True,
+          help="The test split folder (synprep convert output) every run is scored on.")
+@declared("syntrain compare", "subsets", "subsets_dir",
+          help="Challenge sets of the split (synprep challenge -o DIR): also one table over the whole split and "
               "every subset.")
 @decoding_options
 @declared("syntrain compare", "samples", show_default=True, help="Paired-bootstrap resamples.")
@@ -496,7 +499,7 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
 
 
 @cli.command()
-@click.argument("checkpoints", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@declared("syntrain average", "checkpoints", required=True)
 @click.option("-o", "--output", "output_path", required=True, type=click.Path(dir_okay=False),
               help="The averaged checkpoint (usable by translate/eval; no optimizer state).")
 @click.option("--force", is_flag=True,
@@ -512,7 +515,7 @@ def average(checkpoints: tuple[str, ...], output_path: str, force: bool) -> None
 
 
 @cli.command(name="export-hf")
-@click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False))
+@declared("syntrain export-hf", "checkpoint")
 @click.option("-o", "--output", "output_path", required=True, type=click.Path(file_okay=False),
               help="The Hugging Face model folder to write (config.json, model.safetensors, the tokenizer files).")
 def export_hf_command(checkpoint: str, output_path: str) -> None:
@@ -528,8 +531,7 @@ def export_hf_command(checkpoint: str, output_path: str) -> None:
 
 
 @cli.command()
-@click.option("--checkpoint", type=click.Path(exists=True, dir_okay=False),
-              help="Also print the syntax switches this checkpoint was trained with.")
+@declared("syntrain env", "checkpoint", help="Also print the syntax switches this checkpoint was trained with.")
 def env(checkpoint: str | None) -> None:
     """Print the torch version, the device training would use, what `auto` picks there, and the syntax
     switches (config keys of the recipe's [model] section; docs/switches.md)."""

@@ -158,9 +158,6 @@ def export_hf(checkpoint: str, output: str) -> ExportHfResult:
 
     checked = syntrain_arguments("syntrain export-hf", checkpoint=checkpoint, output=output)
     checkpoint, output = checked["checkpoint"], checked["output"]
-    if not os.path.isfile(checkpoint):
-        raise ValueError(f"Invalid value for 'CHECKPOINT': File '{checkpoint}' does not exist "
-                         "(see 'syntrain export-hf --help')")
     written = write_hf_folder(checkpoint, output)
     return ExportHfResult(output, written, f"wrote {', '.join(written)}")
 

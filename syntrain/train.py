@@ -711,10 +711,12 @@ def train(cfg: TrainConfig) -> Transformer:
         return run.trainer.raw_model
 
 
-def _model_fields() -> set[str]:
+def _model_fields(flags: bool = False) -> set[str]:
+    """The [model] fields (`flags`: those that are `syntrain run` flags too)."""
     from .config.model import config_parts
 
-    return {spec.name for part in config_parts().values() for spec in dataclass_fields(part)}
+    return {spec.name for part in config_parts().values() for spec in dataclass_fields(part)
+            if spec.metadata.get("flag") or not flags}
 
 
 def attention_words(kernel: str) -> str:
@@ -723,25 +725,24 @@ def attention_words(kernel: str) -> str:
 
 
 def check_api_arguments(recipe: Any, sets: Any, model: Any, fields: dict[str, Any]) -> str | None:  # noqa: ANN401
-    """`run`'s arguments of the wrong type, refused with the command line's message (`--max-steps must be an
-    integer, got '2'`: each [train] field by its declaration, `check_value`, the check of its `syntrain run` flag);
-    the recipe path."""
-    from .config.sections import check_value
+    """`run`'s arguments of the wrong type, refused with the command line's message (`Invalid value for
+    '--max-steps': '2' is not an integer (see 'syntrain run --help')`: each [train] field, and each [model] field
+    that is a flag, by its declaration, as its `syntrain run` flag is checked); the recipe path."""
+    from .arguments import check_field_option, syntrain_arguments
     from .config.values import ConfigError
 
-    if isinstance(recipe, os.PathLike):
-        recipe = os.fspath(recipe)
-    if recipe is not None and not isinstance(recipe, str):
-        raise ConfigError(f"CONFIG must be a recipe file's path, got {recipe!r}")
+    recipe = syntrain_arguments("syntrain run", recipe=recipe)["recipe"]  # a recipe file that is there
     if isinstance(sets, str | bytes) or not isinstance(sets, Sequence) or not all(isinstance(i, str) for i in sets):
         raise ConfigError(f"--set must be a list of 'SECTION.FIELD=VALUE' strings, got {sets!r}")
     if model is not None and not isinstance(model, dict):
         raise ConfigError(f"model must be a table of [model] fields, got {model!r}")
     train_fields = {spec.name for spec in dataclass_fields(TrainConfig)}
+    flags = _model_fields(flags=True) if set(fields) - train_fields else set()  # [model] fields given by name
     for name, value in fields.items():
-        if name in train_fields and value is not None:
-            check_value("train", name, os.fspath(value) if isinstance(value, os.PathLike) else value,
-                        "--" + name.replace("_", "-"))
+        if (name in train_fields or name in flags) and value is not None:
+            fields[name] = check_field_option("syntrain run", "train" if name in train_fields else "model", name,
+                                              os.fspath(value) if isinstance(value, os.PathLike) else value,
+                                              "--" + name.replace("_", "-"))
     return recipe
 
 

@@ -65,8 +65,10 @@ def test_train_raises_what_the_command_prints(tmp_path):
         syntrain.train(data=missing, out=str(tmp_path / "run"))
     printed = cli_error("syntrain", "run", "--data", missing, "--out", str(tmp_path / "run"))
     assert printed == f"syntrain: error: {' '.join(str(raised.value).split())}"
-    with pytest.raises(ConfigError, match="pascal_heads"):
-        syntrain.train(data=missing, pascal_heads="two")  # a [model] field by name, checked as in a recipe
+    with pytest.raises(ConfigError, match="'--pascal-heads': must be a list of integers"):
+        syntrain.train(data=missing, pascal_heads="two")  # a [model] field that is a flag, checked as the flag
+    with pytest.raises(ConfigError, match=r"\[model\] d_model must be an integer"):
+        syntrain.train(data=missing, d_model="two")  # one that is not: checked as in a recipe
 
 
 def test_load_dataset_refuses_a_folder_without_splits(tmp_path):
@@ -121,7 +123,7 @@ def test_arguments_of_the_wrong_type_are_refused_in_one_line():
         synprep.validate("x", max_failures=True)
     with pytest.raises(synprep.InputError, match="'DIRECTORY': 123 is not a path"):
         synprep.validate(123)
-    with pytest.raises(ValueError, match="--beam must be an integer, got '2'"):
+    with pytest.raises(ValueError, match="'--beam': '2' is not an integer"):
         syntrain.compare([str(REPO)], str(REPO), beam="2")
 
 
@@ -206,8 +208,9 @@ def _placeholders(command):
     required = [name for name, parameter in _parameters(command).items()
                 if parameter.default is inspect.Parameter.empty and parameter.kind not in (
                     inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
-    def harmless(arg):
-        return ["nowhere"] if arg.multiple else arg.choices[0] if arg.choices else "nowhere"
+    def harmless(arg):  # a path that must be there: one that is (this file, the repository's folder)
+        path = {"file": __file__, "folder": str(REPO)}.get(arg.exists, "nowhere")
+        return [path] if arg.multiple else arg.choices[0] if arg.choices else path
 
     return {name: harmless(declared[name]) if name in declared else "nowhere" for name in required}
 

@@ -654,7 +654,7 @@ def empty_valid_split(data, tmp):
 
 BOUND_CASES = [
     Case("translate --beam 20000 (over the documented cap)", "bad values", _translate("--beam", "20000"),
-         names="--beam must be <= 256", absent=("out.txt",)),
+         names="'--beam': 20000 is not in the range 1<=x<=256", absent=("out.txt",)),
     Case("translate with standard input closed", "bad values", _translate(shell="<&-"),
          names="<stdin>: standard input is closed"),
     Case("translate with standard output closed", "bad values", _translate("-i", "in.txt", shell=">&-"),
@@ -874,7 +874,8 @@ def test_a_beam_over_the_target_vocabulary_is_refused_before_decoding(data):
     size = Translator(str(data["checkpoint"]), "cpu", beam=1).model.cfg.sizes.vocab_size
     beam = min(size, MAX_BEAM)  # the largest beam both bounds let through
     assert Translator(str(data["checkpoint"]), "cpu", beam=beam).settings.beam == beam
-    bound = "larger than the model's target vocabulary" if size < MAX_BEAM else f"--beam must be <= {MAX_BEAM}"
+    bound = "larger than the model's target vocabulary" if size < MAX_BEAM else \
+        f"'--beam': {beam + 1} is not in the range 1<=x<={MAX_BEAM}"
     with pytest.raises(ValueError, match=bound):
         Translator(str(data["checkpoint"]), "cpu", beam=beam + 1)
     with pytest.raises(ValueError, match=r"--beam 11 is larger than the model's target vocabulary \(10 pieces\)"):

@@ -1,7 +1,8 @@
 """A generator over every option of both command lines: the cases come from each option's declared type (click's
 types, made from `synprep.arguments.Arg` declarations, and syntrain's `DeclaredType`), so a new option is covered
 without a new test. Each wrong value (a word for a number, a number out of its range, NaN or infinity, a choice
-not offered, an empty text for a number) must end in exit 2 and one line naming the option, with nothing written."""
+not offered, an empty text for a number, a path that is not there where one must be) must end in exit 2 and one
+line naming the option, with nothing written."""
 
 from __future__ import annotations
 
@@ -42,11 +43,13 @@ def _numbers(kind: click.ParamType) -> tuple[type | None, float | None, float | 
     return None, None, None
 
 
-def wrong_values(option: click.Option) -> list[str]:
-    """The values an option must refuse, derived from its type."""
-    if option.is_flag or option.count:
+def wrong_values(option: click.Parameter) -> list[str]:
+    """The values an option or argument must refuse, derived from its type."""
+    if getattr(option, "is_flag", False) or getattr(option, "count", False):
         return []
     kind = option.type
+    if isinstance(kind, click.Path) and kind.exists:  # declared `Arg(exists="file" | "folder")`
+        return ["no-such-path"]
     if isinstance(kind, click.Choice):
         return ["no-such-choice", ""]
     number, low, high = _numbers(kind)
@@ -69,6 +72,8 @@ def _cases() -> list[tuple[str, tuple[str, ...], str, str]]:
             for param in command.params:
                 if isinstance(param, click.Option):
                     found += [(program, path, param.opts[0], value) for value in wrong_values(param)]
+                elif isinstance(param, click.Argument) and param.metavar:  # declared: named by its metavar
+                    found += [(program, path, param.metavar, value) for value in wrong_values(param)]
     return found
 
 
@@ -79,13 +84,14 @@ def test_the_generator_covers_both_command_lines():
     options = {(program, path, flag) for program, path, flag, _ in CASES}
     assert len(options) > 40
     assert ("synprep", ("convert",), "--workers") in options and ("syntrain", ("eval",), "--beam") in options
+    assert ("syntrain", ("average",), "CHECKPOINTS...") in options and ("syntrain", ("run",), "[CONFIG]") in options
 
 
 @pytest.mark.parametrize("program, path, flag, value", CASES, ids=lambda v: " ".join(v) if isinstance(v, tuple)
                          else str(v))
 def test_every_option_refuses_a_wrong_value_in_one_line(program, path, flag, value, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, err = cli_in_process(program, [*path, f"{flag}={value}"])
+    code, err = cli_in_process(program, [*path, f"{flag}={value}" if flag.startswith("-") else value])
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err[-1500:]
     assert lines[0].startswith(f"{program}: error: ") and flag in lines[0], lines[0]

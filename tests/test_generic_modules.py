@@ -274,7 +274,7 @@ def test_a_switch_option_declared_a_flag_is_a_run_flag():
         assert "--gate-gain NUMBER" in shown and "Gain of the gate (a number >= 0 and <= 10).  [default: 0.0]" in shown
         assert "--gate-layer" not in shown and model_flags()[-1] == "gate_gain"
         refused = run("--gate-gain", "11")
-        assert refused.exit_code == 2 and "--gate-gain must be <= 10, got 11" in refused.output
+        assert refused.exit_code == 2 and "'--gate-gain': 11.0 is not in the range 0<=x<=10" in refused.output
         given = run("--gate-gain", "2.5", "--data", "nowhere")
         assert given.exit_code == 1 and "gate_gain 2.5 reached the model" in given.output, given.output
     finally:

@@ -121,13 +121,14 @@ def test_resume_learns_the_side_that_was_not_learned(datasets, tiny_udpipe, tmp_
 
 
 @pytest.mark.parametrize(("bpe", "message"), [
-    ("joint = true\nsrc_symbols = 100", "[bpe] src_symbols is for separate BPE per side: add joint = false"),
+    ("joint = true\nsrc_symbols = 100", "[bpe] src_symbols is for joint = false, not true"),
     ('joint = false\ncodes = "c.bpe"', "[bpe] joint = false: codes must be a table {src = \"FILE\", tgt = \"FILE\"}"),
     ('codes = {src = "c.bpe", tgt = "c.bpe"}', "[bpe] codes is a table {src, tgt} only with joint = false"),
     ('joint = false\ncodes = {src = "c.bpe"}', "[bpe] codes must name one file for each side"),
     ('joint = false\ncodes = {src = "c.bpe", tgt = "c.bpe", de = "c.bpe"}', "[bpe] codes must name one file for"),
     ('joint = false\ncodes = {src = "c.bpe", tgt = 3}', "[bpe] codes must name one file for each side"),
-    ('joint = false\ntgt_symbols = 10\ncodes = {src = "c.bpe", tgt = "c.bpe"}', "[bpe] tgt_symbols is for learning"),
+    ('joint = false\ntgt_symbols = 10\ncodes = {src = "c.bpe", tgt = "c.bpe"}',
+     "[bpe] codes and tgt_symbols exclude each other"),
     ("joint = false\nenabled = false", "[bpe] enabled = false takes no other key, got joint"),
     ('joint = "no"', "[bpe] joint must be true or false"),
     ("joint = false\nsrc_symbols = 0", "[bpe] src_symbols must be >= 1"),

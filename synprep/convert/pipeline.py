@@ -59,28 +59,38 @@ class SplitConfig:
 @dataclass(frozen=True)
 class ParserConfig:
     backend: str = option("udpipe", choices=PARSER_BACKENDS, help="parser backend")
-    model: str | None = option(None, help="model file (udpipe, spacy-udpipe) or spaCy pipeline")
-    model_dir: str | None = option(None, help="stanza: local model folder")
+    model: str | None = option(None, requires={"backend": ("udpipe", "spacy-udpipe", "spacy")},
+                               help="model file (udpipe, spacy-udpipe) or spaCy pipeline")
+    model_dir: str | None = option(None, requires={"backend": "stanza"}, help="stanza: local model folder")
     lang: str | None = option(None, help="language code (default: the side's language)")
     pretokenized: bool = option(False, help="the input is tokenized: keep its tokens")
-    train_conllu: str | None = option(None, help="train a UDPipe model from this treebank when `model` is missing")
-    preset: str = option("tiny", choices=UDPIPE_PRESETS, help="UDPipe training preset (with train_conllu)")
+    train_conllu: str | None = option(None, requires={"backend": ("udpipe", "spacy-udpipe")}, conflicts=("model",),
+                                      help="train a UDPipe model from this treebank when `model` is missing")
+    preset: str = option("tiny", choices=UDPIPE_PRESETS, requires={"train_conllu": None},
+                         help="UDPipe training preset (with train_conllu)")
+
+
+LEARNING_KEYS = ("symbols", "src_symbols", "tgt_symbols", "min_frequency", "vocabulary_threshold")  # of BPE codes
+PER_SIDE = {"joint": False}  # the keys of separate BPE per side
 
 
 @dataclass(frozen=True)
 class BpeConfig:
     symbols: int | None = option(16000, ge=1, help="merges of the joint codes learned on the train split "
                                                    "(joint = false: merges of each side's codes)")
-    codes: str | dict | None = option(None, help="use these codes instead of learning them: one file (joint) or "
-                                                  "a table {src = FILE, tgt = FILE} (joint = false)")
+    codes: str | dict | None = option(None, conflicts=LEARNING_KEYS,
+                                      help="use these codes instead of learning them: one file (joint) or a table "
+                                           "{src = FILE, tgt = FILE} (joint = false)")
     min_frequency: int = option(2, ge=1, help="learning stops when no pair is this frequent")
     vocabulary_threshold: int | None = option(None, ge=1, help="with learned codes: revert merges rarer than this "
                                                                 "in each side's vocabulary")
     enabled: bool = option(True, help="false: no BPE, the sub-words are the tokens")
     # Added fields go last and leave the manifest of a joint run as before (`PipelineConfig.to_dict`).
     joint: bool = option(True, help="one set of codes learned on both sides; false: separate codes per side")
-    src_symbols: int | None = option(None, ge=1, help="joint = false: merges of the source codes (default: symbols)")
-    tgt_symbols: int | None = option(None, ge=1, help="joint = false: merges of the target codes (default: symbols)")
+    src_symbols: int | None = option(None, ge=1, requires=PER_SIDE,
+                                       help="joint = false: merges of the source codes (default: symbols)")
+    tgt_symbols: int | None = option(None, ge=1, requires=PER_SIDE,
+                                       help="joint = false: merges of the target codes (default: symbols)")
     scheme: str = option(registry.DEFAULT, choices=LiveChoices(registry.names),
                          help="how tokens are cut into pieces: subword-nmt (BPE codes), sentencepiece, hf-tokenizer "
                               "(a local tokenizer.json), characters (each character a piece), or another registered "
@@ -330,12 +340,6 @@ def _bpe_config(table: dict, root: str, given: dict[str, str], path: str) -> Bpe
         if extra:
             raise InputError(f"[bpe] enabled = false takes no other key, got {', '.join(extra)}", path)
         table["symbols"] = None
-    elif "codes" in table:
-        for key in ("symbols", "src_symbols", "tgt_symbols", "min_frequency", "vocabulary_threshold"):
-            if key in table:
-                raise InputError(f"[bpe] {key} is for learning codes: give symbols (learn codes) or codes (use "
-                                 "them), not both", path)
-        table["symbols"] = None
     bpe = _typed(BpeConfig, table, "bpe", path)
     _check_sides(bpe, path)
     if bpe.codes is not None:
@@ -438,11 +442,7 @@ def _check_readable(bpe: BpeConfig, path: str) -> None:
 def _check_sides(bpe: BpeConfig, path: str) -> None:
     """The per-side keys fit `joint`: src_symbols / tgt_symbols and a codes table only with joint = false, and a
     codes table names a file for src and for tgt (nothing else)."""
-    if bpe.joint:
-        for key in ("src_symbols", "tgt_symbols"):
-            if getattr(bpe, key) is not None:
-                raise InputError(f"[bpe] {key} is for separate BPE per side: add joint = false (joint codes "
-                                 "take symbols)", path)
+    if bpe.joint:  # src_symbols and tgt_symbols: declared (`requires`)
         if isinstance(bpe.codes, dict):
             raise InputError("[bpe] codes is a table {src, tgt} only with joint = false (joint codes are one file)",
                              path)
@@ -475,9 +475,7 @@ def _normalize_config(table: Any, path: str) -> NormalizeConfig:
 def _parse_config(table: dict, here: str, path: str) -> ParseConfig:
     """[parse]: the parse cache folder (relative to the pipeline file's folder) and its size limit."""
     _check_keys(table, _KEYS["parse"], "parse", path)
-    config = _typed(ParseConfig, table, "parse", path)
-    if config.cache is not None and not config.cache.strip():
-        raise InputError("[parse] cache must name a folder (leave the key out for no cache)", path)
+    config = _typed(ParseConfig, table, "parse", path)  # cache = "": refused as every empty optional text
     return replace(config, cache=_resolve(config.cache, here)) if config.cache else config
 
 

@@ -8,8 +8,10 @@ import json
 import os
 from typing import Any
 
+from synprep.tables import check_together
+
 from .recipe import load_run_config, parse_set
-from .train import CONFIG_FILE, LANGUAGE_KEYS, MODEL_TABLE_KEYS, TrainConfig, inverse_sqrt
+from .train import CONFIG_FILE, DATA_KEYS, LANGUAGE_KEYS, MODEL_TABLE_KEYS, TrainConfig, inverse_sqrt
 from .values import ConfigError
 
 SIGNATURE_KEYS = {  # what makes shards incompatible
@@ -118,8 +120,6 @@ def check_run(cfg: TrainConfig, model_label: str) -> list[str]:
 
     from ..runfolder.files import existing_run_files
 
-    if cfg.resume and cfg.overwrite:
-        raise ConfigError("--resume and --overwrite exclude each other")
     check_model(cfg, model_label)
     if not cfg.data:
         raise ConfigError("no training data: give a recipe with [data] train or --data")
@@ -171,6 +171,7 @@ def resolve_run(recipe: str | None, flags: dict[str, Any], model_flags: dict[str
                               "recipe and flags it was started with")
     values = load_run_config(recipe) if recipe else {"model": {}}
     from_recipe = dict(values)
+    origin: dict[str, str] = {}  # a field -> how to name it where it was set (a flag, --set, the recipe)
     if recipe and not values.get("name") and os.path.basename(recipe) != CONFIG_FILE:
         values["name"] = os.path.splitext(os.path.basename(recipe))[0]
     model = dict(values["model"])
@@ -182,7 +183,9 @@ def resolve_run(recipe: str | None, flags: dict[str, Any], model_flags: dict[str
             model[name] = value
         else:
             values[name] = value
+        origin[name] = f"--set {section}.{name}"
     values.update(flags)
+    origin.update({name: "--" + name.replace("_", "-") for name in flags})
     model.update({key: value for key, value in model_flags.items() if value is not None})
     values["model"] = model
     model_label = f"{recipe}: [model]" if recipe else "[model]"
@@ -195,7 +198,19 @@ def resolve_run(recipe: str | None, flags: dict[str, Any], model_flags: dict[str
     notes = choose_splits(values, from_recipe, flags)
     if values.get("resume") and not values.get("out"):
         raise ConfigError("--resume needs the run folder: --out RUN (or [train] out in the recipe)")
+    try:
+        check_together(TrainConfig, values, name=lambda name: origin.get(name) or recipe_key(recipe, name))
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     return TrainConfig.from_dict(values), notes, model_label
+
+
+def recipe_key(recipe: str | None, name: str) -> str:
+    """A [train] field named as a recipe sets it: `recipe.toml: [data] train`, `[model] preset`, `[train] lr`."""
+    data = {field: key for key, field in DATA_KEYS.items()}
+    where = f"[data] {data[name]}" if name in data else \
+        f"[{'model' if name in MODEL_TABLE_KEYS else 'train'}] {name}"
+    return f"{recipe}: {where}" if recipe else where
 
 
 def check_pretrained_run(values: dict[str, Any], label: str) -> None:

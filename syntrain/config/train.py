@@ -9,10 +9,10 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from synprep.options import BLEU_TOKENIZERS
-from synprep.tables import config_from_dict, option
+from synprep.tables import check_together, config_from_dict, option
 
 from .core import PRESETS
-from .values import check_field
+from .values import ConfigError, check_field
 
 PRESET_NAMES = tuple(PRESETS)
 MAX_BEAM = 256  # the largest beam (eval_beam, test_beam, --beam); a beam is also at most the target vocabulary
@@ -78,8 +78,9 @@ class TrainConfig:
                             "math), math, flex (FlexAttention: CUDA training, compiled per shape)")
     precision: str = option("auto", choices=("auto", "fp32", "bf16", "fp16"), help="auto: bf16 autocast on CUDA "
                             "with bf16 support, fp16 (autocast with loss scaling) on other CUDA GPUs, else fp32")
-    resume: bool = option(False, help="continue the run in the run folder from its last.pt (or newest complete "
-                          "checkpoint); the data, model and optimization settings must be the run's")
+    resume: bool = option(False, conflicts=("overwrite",), help="continue the run in the run folder from its "
+                          "last.pt (or newest complete checkpoint); the data, model and optimization settings must "
+                          "be the run's")
     bundle: bool = option(False, help="also copy the source parser model into OUT/source/ (with the BPE codes "
                           "always there): the run folder then translates raw text on any machine")
     keep_last: int = option(0, ge=0, help="also keep the N most recent OUT/checkpoint_<step>.pt (0: only last.pt "
@@ -107,6 +108,10 @@ class TrainConfig:
             if spec.name != "model":
                 setattr(self, spec.name, check_field(type(self), spec.name, getattr(self, spec.name),
                                                      f"[train] {spec.name}"))
+        try:
+            check_together(type(self), {spec.name: getattr(self, spec.name) for spec in fields(self)}, "[train]")
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
 
     @classmethod
     def from_dict(cls, values: dict, what: str = "training") -> TrainConfig:

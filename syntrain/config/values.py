@@ -25,9 +25,10 @@ class ConfigError(ValueError):
 
 @functools.cache
 def _one_field(cls: type, name: str) -> type:
-    """A dataclass of field `name` of `cls` alone (its declaration, no checks across fields)."""
+    """A dataclass of field `name` of `cls` alone (its declaration, no checks across fields: no `requires` or
+    `conflicts`, which name the others)."""
     spec, hint = {f.name: f for f in fields(cls)}[name], typing.get_type_hints(cls)[name]
-    copy = field(default=None, metadata=spec.metadata)
+    copy = field(default=None, metadata={**spec.metadata, "requires": {}, "conflicts": ()})
     return dataclass(type(cls.__name__, (), {"__annotations__": {name: hint}, name: copy}))
 
 

@@ -30,9 +30,8 @@ def named_run(cfg: TrainConfig) -> TrainConfig:
 
 def prepare_run_dir(cfg: TrainConfig, rank: int, world: int, stack: contextlib.ExitStack) -> TrainConfig:
     """Name the run folder when none is given (rank 0's name for all ranks); take its writer lock (rank 0, for
-    the whole run: on `stack`); refuse an earlier run there unless resuming or overwriting."""
-    if cfg.resume and cfg.overwrite:
-        raise ValueError("--resume and --overwrite exclude each other")
+    the whole run: on `stack`); refuse an earlier run there unless resuming or overwriting (not both:
+    `TrainConfig` refuses them)."""
     if not cfg.out:
         name = [named_run(cfg).out]
         if world > 1:  # one name for all ranks

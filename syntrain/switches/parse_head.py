@@ -112,7 +112,7 @@ class ParseHeadConfig:
                                      "released (the authors' layer: Q W^T K^T / sqrt(d_k) + K b, W Xavier-uniform "
                                      "with gain 1/sqrt(2), b from zeros)")
     lisa_layer: int = option(0, ge=0, help="1-based encoder layer of the LISA parse head (0: off)")
-    lisa_lambda: float = option(1.0, ge=0, help="weight of the LISA loss")
+    lisa_lambda: float = option(1.0, ge=0, requires={"lisa_layer": None}, help="weight of the LISA loss")
 
 
 def parse_layer(options: ParseHeadConfig) -> int:

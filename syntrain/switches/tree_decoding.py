@@ -282,10 +282,13 @@ class TreeConfig:
     parent_layers: list[int] = option(default_factory=list, ge=1,
                                       help="1-based decoder layers with a PARENT head (head 0)")
     gcn_layer_count: int = option(0, ge=0, help="gated GCN layers over the generated graph (paper: 2)")
-    gcn_labeled: bool = option(True, help="False: the unlabeled ablation (one bias for every arc label)")
-    gcn_gated: bool = option(True, help="False: the ungated ablation (gate = 1)")
+    gcn_labeled: bool = option(True, requires={"gcn_layer_count": None},
+                               help="False: the unlabeled ablation (one bias for every arc label)")
+    gcn_gated: bool = option(True, requires={"gcn_layer_count": None},
+                             help="False: the ungated ablation (gate = 1)")
     bidirectional: bool = option(False, help="BiTran: generated tokens attend to all generated tokens")
-    bidirectional_prefixes: int = option(0, ge=0, help="training: 0 = every prefix, k = k sampled prefixes")
+    bidirectional_prefixes: int = option(0, ge=0, requires={"bidirectional": True},
+                                         help="training: 0 = every prefix, k = k sampled prefixes")
     transition_root: str = option("drop", choices=ROOT_POLICIES, filled=True,
                                   help="root policy of the training transitions (from the training split)")
     arc_labels: list[str] = option(default_factory=list, filled=True,
