@@ -394,9 +394,12 @@ def eval_(checkpoint: str | None, pretrained: str | None, data_path: str, beam: 
         if text:
             click.echo(text)
     if json_path:
+        from .compare import decoding_key
+
         scored = {("checkpoint" if checkpoint else "pretrained"): os.path.abspath(scored_model),
                   "data": os.path.abspath(data_path), "pairs": len(hyps),
-                  **settings.key(device), "normalize_refs": list(normalize_refs)}
+                  **settings.key(device), "normalize_refs": list(normalize_refs),
+                  "key": decoding_key(scored_model, data_path, settings.key(device))}  # as RUN/test.hyp.json's
         write_json(json_path, {**result, **scored})
 
 
