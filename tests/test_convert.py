@@ -62,7 +62,7 @@ non_projective = "lift"
 
 
 def convert(pipeline, *args, check=True):
-    """`synprep convert PIPELINE ARGS`; a finished dataset's accounting checked (`assert_accounted`)."""
+    """`synprep convert PIPELINE ARGS`; a finished dataset's accounting is checked (conftest's `assert_accounted`)."""
     result = subprocess.run([str(BIN / "synprep"), "convert", str(pipeline), *map(str, args)],
                             capture_output=True, text=True)
     if check:
