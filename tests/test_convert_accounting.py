@@ -90,3 +90,15 @@ def test_a_dataset_finished_before_the_child_started_is_not_its_own(tmp_path):
     with pytest.raises(AssertionError):
         subprocess.run([sys.executable, "-c", _unaccounted_dataset(tmp_path / "out")], cwd=tmp_path, check=True)
     assert subprocess.run([sys.executable, "-c", "pass"], cwd=tmp_path).returncode == 0
+
+
+def test_a_convert_named_by_its_arguments_is_checked_wherever_its_output_lies(tmp_path):
+    """`... synprep convert P --output O`: O is checked, outside the child's working folder too (a program named
+    synprep here writes an unaccounted dataset there)."""
+    program = tmp_path / "bin" / "synprep"
+    program.parent.mkdir()
+    program.write_text(f"#!{sys.executable}\nimport sys\n" + _unaccounted_dataset(tmp_path / "O").replace(
+        repr(str(tmp_path / "O")), "sys.argv[sys.argv.index('--output') + 1]"))
+    program.chmod(0o755)
+    with pytest.raises(AssertionError, match="O/train/manifest.json"):
+        subprocess.run([str(program), "convert", "p.toml", "--output", str(tmp_path / "O")], check=True)
