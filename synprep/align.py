@@ -189,12 +189,13 @@ def align(conllu: str, output: str = "-", *, bpe_codes: str | None = None, schem
 
     checked = check_arguments("synprep align", conllu=conllu, output=output, bpe_codes=bpe_codes, model=model,
                               vocabulary=vocabulary, scheme=scheme,
-                              vocabulary_threshold=vocabulary_threshold, feature_spec=features, fmt=fmt, root=root,
-                              non_projective=non_projective, strip_subtypes=strip_subtypes, workers=workers)
+                              vocabulary_threshold=vocabulary_threshold, features=features, fmt=fmt, root=root,
+                              non_projective=non_projective, strip_subtypes=strip_subtypes, workers=workers,
+                              progress=progress)
     try:
         groups = parse_features(features)
     except ValueError as err:
-        raise invalid("synprep align", "feature_spec", str(err)) from None
+        raise invalid("synprep align", "features", str(err)) from None
     bpe_codes, model, vocabulary = checked["bpe_codes"], checked["model"], checked["vocabulary"]
     vocab = read_vocabulary(vocabulary, vocabulary_threshold) if vocabulary else None
     segmenter = Bpe(bpe_codes, vocab) if bpe_codes else None
@@ -204,7 +205,7 @@ def align(conllu: str, output: str = "-", *, bpe_codes: str | None = None, schem
         except InputError as err:
             raise InputError(f"{err} (see 'synprep align --help')") from None
         if "transitions" in groups and segmenter.marker_kind == "none":
-            raise invalid("synprep align", "feature_spec", f"transitions: the pieces of {model} carry no marker "
+            raise invalid("synprep align", "features", f"transitions: the pieces of {model} carry no marker "
                           "(neither Metaspace/ByteLevel nor WordPiece), so token ends cannot be read from them")
         why = segmenter.unreadable()
         if why:

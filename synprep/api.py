@@ -228,7 +228,7 @@ def cache_prune(folder: str, *, max_gb: float | None = None, parser: str | None 
     from .convert.parse_cache import format_prune, prune_cache
     from .results import CacheReport
 
-    checked = check_arguments("synprep cache prune", folder=folder, max_gb=max_gb, parser_id=parser)
+    checked = check_arguments("synprep cache prune", folder=folder, max_gb=max_gb, parser=parser)
     if max_gb is None and parser is None:
         raise InputError("give --max-gb and/or --parser (see 'synprep cache prune --help')")
     report = prune_cache(checked["folder"], checked["max_gb"], parser)

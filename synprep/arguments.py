@@ -254,9 +254,10 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "vocabulary": Arg("--vocabulary", "path"),
         "scheme": Arg("--scheme", choices=LiveChoices(registry.names), default=registry.DEFAULT),
         "vocabulary_threshold": Arg("--vocabulary-threshold", int, min=1),
-        "feature_spec": Arg("--features", default="parents,transitions,labels"),
+        "features": Arg("--features", default="parents,transitions,labels"),
         "fmt": Arg("--format", choices=options.ALIGN_FORMATS, default="jsonl"), **SHARED_TREE_OPTIONS,
-        "strip_subtypes": Arg("--strip-subtypes", bool, default=False), "workers": WORKERS},
+        "strip_subtypes": Arg("--strip-subtypes", bool, default=False), "workers": WORKERS,
+        "progress": Arg("--progress", bool)},
     "synprep parser train": {
         "backend": Arg("--backend", choices=("udpipe", "spacy", "stanza"), default="udpipe"),
         "conllu": Arg("--conllu", "path"), "output": Arg("--output", "path"), "heldout": Arg("--heldout", "path"),
@@ -274,7 +275,7 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "model": Arg("--model", "path"), "model_dir": Arg("--model-dir", "path"), "lang": Arg("--lang"),
         "mode": Arg("--mode", choices=("both", "gold", "raw"), default="both")},
     "synprep filter": {
-        "src_path": Arg("--src", "path"), "tgt_path": Arg("--tgt", "path"), "output_dir": Arg("--output-dir", "path"),
+        "src": Arg("--src", "path"), "tgt": Arg("--tgt", "path"), "output_dir": Arg("--output-dir", "path"),
         "src_lang": Arg("--src-lang"), "tgt_lang": Arg("--tgt-lang"),
         "langid": Arg("--langid", choices=(*options.LANGID_BACKENDS, "none"), default=options.DEFAULT_LANGID),
         "langid_min_letters": Arg("--langid-min-letters", int, min=0, default=0),
@@ -282,11 +283,11 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "max_ratio": Arg("--max-ratio", float, min=1, default=3.0),
         "max_chars": Arg("--max-chars", int, min=1, default=options.MAX_LINE_CHARS),
         "segmentation": Arg("--segmentation", choices=options.SEGMENTATIONS, default="auto"),
-        "workers": WORKERS, "overwrite": Arg("--overwrite", bool, default=False)},
+        "workers": WORKERS, "overwrite": Arg("--overwrite", bool, default=False), "progress": Arg("--progress", bool)},
     "synprep cache info": {"folder": Arg("FOLDER", "path")},
     "synprep cache verify": {"folder": Arg("FOLDER", "path"), "repair": Arg("--repair", bool, default=False)},
     "synprep cache prune": {"folder": Arg("FOLDER", "path"), "max_gb": Arg("--max-gb", float, min=0),
-                            "parser_id": Arg("--parser")},
+                            "parser": Arg("--parser")},
     "synprep synth": {
         "pairs": Arg("--pairs", int, min=1, default=5000), "seed": Arg("--seed", int, default=1),
         "output": Arg("--output", "path"), "max_depth": Arg("--max-depth", int, min=0, default=2),
@@ -295,21 +296,22 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
         "lengths": Arg("--lengths", choices=("short", "wmt"), default="short"),
         "vocabulary": Arg("--vocabulary", choices=("lexicon", "zipf"), default="lexicon")},
     "synprep inspect": {
-        "path": Arg("PATH", "path"), "html_path": Arg("--html", "path"), "print_stats": Arg("--stats", bool),
+        "path": Arg("PATH", "path"), "html": Arg("--html", "path"), "stats": Arg("--stats", bool),
         "show": Arg("--show", int, min=0, default=0), "examples": Arg("--examples", int, min=0, default=3)},
     "synprep challenge": {
-        "split_path": Arg("DATASET_SPLIT", "path"), "rules_path": Arg("--rules", "path"),
+        "split": Arg("DATASET_SPLIT", "path"), "rules": Arg("--rules", "path"),
         "output": Arg("--output", "path"), "side": Arg("--side", choices=("src", "tgt", "both"), default="both")},
     "synprep validate": {"directory": Arg("DIRECTORY", "path"),
                          "max_failures": Arg("--max-failures", int, min=1, default=1000), "workers": WORKERS},
     "synprep export": {
-        "split_path": Arg("SPLIT", "path"), "name": Arg("--name"),
+        "split": Arg("SPLIT", "path"), "name": Arg("--name"),
         "output": Arg("--output", "path"), "formats": Arg("--format", multiple=True),
         "dbsa_release": Arg("--dbsa-release", choices=("current", "2020"), default="current")},
     "syntrain run": {"recipe": Arg("[CONFIG]", "path", exists="file")},
     "syntrain compare": {
         "runs": Arg("RUNS...", "path", multiple=True, exists="folder"), "data": DATA_SPLIT, "subsets": SUBSETS,
-        "samples": Arg("--samples", int, min=1, default=1000), "normalize_refs": NORMALIZE_REFS},
+        "samples": Arg("--samples", int, min=1, default=1000), "json_path": Arg("--json", "path"),
+        "normalize_refs": NORMALIZE_REFS},
     "syntrain translate": {
         "checkpoint": CHECKPOINT, "device": Arg("--device"),
         "nbest": Arg("--nbest", int, min=0, default=0), "progress": Arg("--progress", bool, default=True),

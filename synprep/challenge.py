@@ -420,13 +420,13 @@ def challenge(split: str, output: str, *, side: str = "both", phenomena: Sequenc
     from .arguments import check_arguments
     from .results import ChallengeResult
 
-    checked = check_arguments("synprep challenge", split_path=split, output=output, side=side, rules_path=rules)
-    extra = load_rules(checked["rules_path"]) if checked["rules_path"] else ()
+    checked = check_arguments("synprep challenge", split=split, output=output, side=side, rules=rules)
+    extra = load_rules(checked["rules"]) if checked["rules"] else ()
     if isinstance(phenomena, str):
         phenomena = phenomena.split(",")
     names = [n.strip() for n in phenomena if n.strip()] if phenomena else None
     sides = ("src", "tgt") if checked["side"] == "both" else (checked["side"],)
-    summary = write_challenge(checked["split_path"], checked["output"], sides, select_rules(names, extra))
+    summary = write_challenge(checked["split"], checked["output"], sides, select_rules(names, extra))
     return ChallengeResult(checked["output"], summary, format_summary(summary) + "\n"
                            f"wrote {os.path.join(checked['output'], SUMMARY)}")
 

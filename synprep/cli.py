@@ -151,7 +151,7 @@ def _cutter(scheme: str, model: str | None, codes: str | None):  # noqa: ANN202 
 @declared("synprep align", "vocabulary", help="BPE vocabulary file (as for bpe apply).")
 @declared("synprep align", "vocabulary_threshold",
           help="With --vocabulary: split pieces seen fewer times in it (as for bpe apply).")
-@declared("synprep align", "feature_spec", show_default=True,
+@declared("synprep align", "features", show_default=True,
           help="Comma-separated feature groups: the per-sub-word groups declared in synprep/schema.py "
                "(parents, dbsa, depth, ...), distances, transitions, labels; a wrong name lists them all.")
 @declared("synprep align", "fmt", show_default=True,
@@ -164,13 +164,13 @@ def _cutter(scheme: str, model: str | None, codes: str | None):  # noqa: ANN202 
 @declared("synprep align", "output", "-o", show_default=True, help="Output file ('-' = stdout).")
 @declared("synprep align", "workers", help="Processes (default 0 = all cores); the output is the same.")
 def align(conllu: str, bpe_codes: str | None, scheme: str, model: str | None, vocabulary: str | None,
-          vocabulary_threshold: int | None, feature_spec: str, fmt: str, root: str, non_projective: str,
+          vocabulary_threshold: int | None, features: str, fmt: str, root: str, non_projective: str,
           strip_subtypes: bool, output: str, workers: int) -> None:
     """Trees (+ BPE) -> one record per sentence with the contract's features."""
     from .align import align as align_conllu
 
     log.info(align_conllu(conllu, output, bpe_codes=bpe_codes, scheme=scheme, model=model, vocabulary=vocabulary,
-                          vocabulary_threshold=vocabulary_threshold, features=feature_spec, fmt=fmt, root=root,
+                          vocabulary_threshold=vocabulary_threshold, features=features, fmt=fmt, root=root,
                           non_projective=non_projective, strip_subtypes=strip_subtypes, workers=workers).text)
 
 
@@ -264,8 +264,8 @@ def parser_eval(backend: str | None, model: str | None, model_dir: str | None, l
 
 
 @cli.command("filter")
-@declared("synprep filter", "src_path", required=True, help="Source side, one sentence per line (.gz/.xz accepted).")
-@declared("synprep filter", "tgt_path", required=True, help="Target side, line-aligned with --src.")
+@declared("synprep filter", "src", required=True, help="Source side, one sentence per line (.gz/.xz accepted).")
+@declared("synprep filter", "tgt", required=True, help="Target side, line-aligned with --src.")
 @declared("synprep filter", "src_lang", required=True, help="Source language, ISO 639-1 (e.g. en).")
 @declared("synprep filter", "tgt_lang", required=True, help="Target language, ISO 639-1 (e.g. de).")
 @declared("synprep filter", "output_dir", "-o", required=True, help="Folder for the kept sides, ids and rejected.tsv.")
@@ -287,13 +287,13 @@ def parser_eval(backend: str | None, model: str | None, model_dir: str | None, l
 @declared("synprep filter", "workers", help="Processes (default 0: all cores).")
 @declared("synprep filter", "overwrite", is_flag=True,
           help="Write into a non-empty output folder, replacing its output files.")
-def filter_command(src_path: str, tgt_path: str, src_lang: str, tgt_lang: str, output_dir: str, langid: str,
+def filter_command(src: str, tgt: str, src_lang: str, tgt_lang: str, output_dir: str, langid: str,
                    langid_languages: str | None, langid_min_letters: int, min_len: int, max_len: int,
                    max_ratio: float, max_chars: int, segmentation: str, workers: int, overwrite: bool) -> None:
     """Clean a parallel corpus: keep or reject (one counted reason) every pair; output identical for any --workers."""
     from .filter import filter_corpus
 
-    click.echo(filter_corpus(src_path, tgt_path, src_lang, tgt_lang, output_dir, langid=langid,
+    click.echo(filter_corpus(src, tgt, src_lang, tgt_lang, output_dir, langid=langid,
                              langid_languages=langid_languages, langid_min_letters=langid_min_letters,
                              min_len=min_len, max_len=max_len, max_ratio=max_ratio, max_chars=max_chars,
                              segmentation=segmentation, workers=workers, overwrite=overwrite).text)
@@ -377,14 +377,14 @@ def cache_verify(folder: str, repair: bool) -> None:
 @click.argument("folder")
 @declared("synprep cache prune", "max_gb",
           help="Delete the least recently used entries until the cache holds at most this much.")
-@declared("synprep cache prune", "parser_id", help="Delete every entry of this parser (its id or digest "
+@declared("synprep cache prune", "parser", help="Delete every entry of this parser (its id or digest "
                                                    "prefix, from `synprep cache info`) or stage (filter, "
                                                    "bpe, features).")
-def cache_prune(folder: str, max_gb: float | None, parser_id: str | None) -> None:
+def cache_prune(folder: str, max_gb: float | None, parser: str | None) -> None:
     """Make a parse cache smaller (the file shrinks: VACUUM)."""
     from .api import cache_prune as prune
 
-    click.echo(prune(folder, max_gb=max_gb, parser=parser_id).text)
+    click.echo(prune(folder, max_gb=max_gb, parser=parser).text)
 
 
 @cli.command()
@@ -413,36 +413,36 @@ def synth(pairs: int, seed: int, output: str, max_depth: int, non_projective_rat
 @cli.command("inspect")
 @click.argument("path")
 @declared("synprep inspect", "show", help="Render N examples in the terminal.")
-@declared("synprep inspect", "html_path", help="Write a self-contained HTML report here.")
+@declared("synprep inspect", "html", help="Write a self-contained HTML report here.")
 @declared("synprep inspect", "examples", show_default=True, help="Examples in the HTML report.")
-@click.option("--stats/--no-stats", "print_stats", default=None,
+@click.option("--stats/--no-stats", "stats", default=None,
               help="Print the statistics to stdout  [default: --stats, but --no-stats with --html]")
-def inspect_command(path: str, show: int, html_path: str | None, examples: int, print_stats: bool | None) -> None:
+def inspect_command(path: str, show: int, html: str | None, examples: int, stats: bool | None) -> None:
     """Statistics of a shard directory (manifest.json + part-*.arrow) or a CoNLL-U file."""
     from .inspect import inspect as inspect_data
 
-    result = inspect_data(path, show=show, html=html_path, examples=examples)
-    if print_stats or (print_stats is None and not html_path):  # the HTML report holds them already
+    result = inspect_data(path, show=show, html=html, examples=examples)
+    if stats or (stats is None and not html):  # the HTML report holds them already
         click.echo(result.text)
     if result.shown:
         click.echo(result.shown_text)
-    if html_path:
-        log.info(f"wrote {html_path}")
+    if html:
+        log.info(f"wrote {html}")
 
 
 @cli.command()
-@click.argument("split_path", metavar="DATASET_SPLIT")
+@click.argument("split", metavar="DATASET_SPLIT")
 @declared("synprep challenge", "output", "-o", required=True,
           help="Folder for summary.json and one .ids/.tsv per subset.")
 @declared("synprep challenge", "side", show_default=True, help="Which side's trees to search for the phenomena.")
 @click.option("--phenomena", default=None,
               help="Comma-separated rule names (default: all; built in: particle,reflexive,stranding).")
-@declared("synprep challenge", "rules_path", help="TOML file of extra [[rule]] tables (docs/synprep.md).")
-def challenge(split_path: str, output: str, side: str, phenomena: str | None, rules_path: str | None) -> None:
+@declared("synprep challenge", "rules", help="TOML file of extra [[rule]] tables (docs/synprep.md).")
+def challenge(split: str, output: str, side: str, phenomena: str | None, rules: str | None) -> None:
     """Syntactic challenge sets: the pairs of a converted split whose trees contain each phenomenon."""
     from .challenge import challenge as write_challenge
 
-    for line in write_challenge(split_path, output, side=side, phenomena=phenomena, rules=rules_path).text.split("\n"):
+    for line in write_challenge(split, output, side=side, phenomena=phenomena, rules=rules).text.split("\n"):
         log.info(line)
 
 
@@ -464,7 +464,7 @@ def validate(directory: str, max_failures: int, workers: int) -> None:
 
 
 @cli.command()
-@click.argument("split_path", metavar="SPLIT")
+@click.argument("split", metavar="SPLIT")
 @declared("synprep export", "output", "-o", required=True, help="Output folder: one subfolder per format.")
 @declared("synprep export", "formats",
           help="Comma-separated or repeated, each once: pascal (e-bug/pascal), dbsa (de9uch1/dbsa), nematus "
@@ -474,12 +474,12 @@ def validate(directory: str, max_failures: int, workers: int) -> None:
 @declared("synprep export", "dbsa_release", show_default=True,
           help="DBSA .dep heads: current = de9uch1/dbsa master b0cdef6 (0-based, format since b96fb46); "
                "2020 = commits 43eef77/0e9dd5c (1-based).")
-def export(split_path: str, output: str, formats: tuple[str, ...], name: str | None, dbsa_release: str) -> None:
+def export(split: str, output: str, formats: tuple[str, ...], name: str | None, dbsa_release: str) -> None:
     """A split (shard folder) in the input formats of the papers' released trainers, with BPE codes, references
     and a README of commands per format (docs/synprep.md, docs/handoff.md)."""
     from .export import export as export_split
 
-    log.info(export_split(split_path, output, formats=formats, name=name, dbsa_release=dbsa_release).text)
+    log.info(export_split(split, output, formats=formats, name=name, dbsa_release=dbsa_release).text)
 
 
 EXAMPLES = {

@@ -431,7 +431,7 @@ def export(split: str, output: str, *, formats: Sequence[str] | str | None = Non
     from .results import ExportResult
 
     listed = [formats] if isinstance(formats, str) else formats
-    checked = check_arguments("synprep export", split_path=split, output=output, formats=listed, name=name,
+    checked = check_arguments("synprep export", split=split, output=output, formats=listed, name=name,
                               dbsa_release=dbsa_release)
     given = ",".join(checked["formats"])  # "a,b" and ["a", "b"] alike
     chosen = tuple(f.strip() for f in given.split(",") if f.strip()) if checked["formats"] else None
@@ -441,7 +441,7 @@ def export(split: str, output: str, *, formats: Sequence[str] | str | None = Non
         from .arguments import invalid
 
         raise invalid("synprep export", "formats", f"{err}, got {given!r}") from None
-    summary = export_split(checked["split_path"], checked["output"], chosen, checked["name"],
+    summary = export_split(checked["split"], checked["output"], chosen, checked["name"],
                            checked["dbsa_release"])
     return ExportResult(checked["output"], summary, summary_line(summary, checked["output"]))
 

@@ -474,10 +474,11 @@ def filter_corpus(src: str, tgt: str, src_lang: str, tgt_lang: str, output_dir: 
     from .arguments import check_arguments
     from .results import FilterResult
 
-    checked = check_arguments("synprep filter", src_path=src, tgt_path=tgt, src_lang=src_lang, tgt_lang=tgt_lang,
+    checked = check_arguments("synprep filter", src=src, tgt=tgt, src_lang=src_lang, tgt_lang=tgt_lang,
                               output_dir=output_dir, langid=langid, langid_min_letters=langid_min_letters,
                               min_len=min_len, max_len=max_len, max_ratio=max_ratio, max_chars=max_chars,
-                              segmentation=segmentation, workers=workers, overwrite=overwrite)
+                              segmentation=segmentation, workers=workers, overwrite=overwrite,
+                              progress=progress)
     if isinstance(langid_languages, str):
         langid_languages = langid_languages.split(",")
     languages = tuple(c for c in langid_languages if c.strip()) if langid_languages else None
@@ -487,7 +488,7 @@ def filter_corpus(src: str, tgt: str, src_lang: str, tgt_lang: str, output_dir: 
                                   segmentation)
     except ValueError as err:
         raise InputError(str(err)) from None
-    summary = filter_files(checked["src_path"], checked["tgt_path"], checked["output_dir"], settings,
+    summary = filter_files(checked["src"], checked["tgt"], checked["output_dir"], settings,
                            workers or None, overwrite=overwrite, progress=progress)
     return FilterResult(summary, summary.format())
 

@@ -204,17 +204,17 @@ def inspect(path: str, *, show: int = 0, html: str | None = None, examples: int 
     from .arguments import check_arguments
     from .report import InspectResult
 
-    checked = check_arguments("synprep inspect", path=path, show=show, html_path=html, examples=examples)
+    checked = check_arguments("synprep inspect", path=path, show=show, html=html, examples=examples)
     dataset = open_dataset(checked["path"])
     stats = compute_stats(dataset)
     picked = pick_examples(dataset, checked["show"]) if checked["show"] else []
     report_examples = pick_examples(dataset, checked["examples"], max_tokens=24)
-    if checked["html_path"]:
+    if checked["html"]:
         from .report import write_html
 
-        write_html(checked["html_path"], stats, report_examples)
+        write_html(checked["html"], stats, report_examples)
     return InspectResult(checked["path"], stats, report_examples, picked,
-                         "\n".join(render_example(row) for row in picked), format_stats(stats), checked["html_path"])
+                         "\n".join(render_example(row) for row in picked), format_stats(stats), checked["html"])
 
 
 make_callable(__name__, inspect)  # synprep.inspect(...) is synprep.inspect.inspect(...) (docs/python-api.md)

@@ -57,7 +57,8 @@ def evaluate(checkpoint: str | None, data: str, *, beam: int | None = None, leng
     Hugging Face model folder `pretrained` as it is (a multilingual one with its `src_lang_code` and
     `tgt_lang_code`), with the declared [train] defaults. Returns {"bleu",
     "bleu_signature", "chrf", "chrf_signature", "loss", the switches' measures, "hypotheses", the decoding
-    settings}."""
+    settings, "normalize_refs", "key": what the scores depend on, as `syntrain compare` records it
+    (`compare.decoding_key`: the checkpoint, the split's path and content, the decoding settings)}."""
     from .arguments import check_decoding, syntrain_arguments
     from .config.recipe import stored_train_config
     from .config.train import TrainConfig
@@ -90,7 +91,10 @@ def evaluate(checkpoint: str | None, data: str, *, beam: int | None = None, leng
     result["loss"] = round(split_loss(model, split, settings.max_tokens, device), 4)
     for outputs in decoded(model.switches):
         result.update(outputs.scores(pieces, split, split.keep))
-    return {**result, "hypotheses": hyps, **settings.key(device)}
+    from .compare import decoding_key
+
+    key = decoding_key(checkpoint or pretrained or "", data, settings.key(device))  # as RUN/test.hyp.json's
+    return {**result, "hypotheses": hyps, **settings.key(device), "normalize_refs": list(normalize_refs), "key": key}
 
 
 @dataclass(frozen=True, repr=False)

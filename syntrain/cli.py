@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -402,10 +402,20 @@ def eval_(checkpoint: str | None, pretrained: str | None, src_lang_code: str, tg
         if text:
             click.echo(text)
     if json_path:
-        scored = {("checkpoint" if checkpoint else "pretrained"): os.path.abspath(scored_model),
-                  "data": os.path.abspath(data_path), "pairs": len(hyps),
-                  **settings.key(device), "normalize_refs": list(normalize_refs)}
-        write_json(json_path, {**result, **scored})
+        write_json(json_path, {**result, **_scored(checkpoint, scored_model, data_path, len(hyps),
+                                                   settings.key(device), normalize_refs)})
+
+
+def _scored(checkpoint: str | None, model: str, data: str, pairs: int, settings: dict,
+            normalize_refs: Sequence[str]) -> dict[str, Any]:
+    """What `eval --json` scored: the checkpoint or pretrained model, the split, its pairs, the decoding settings,
+    the references' normalizers, and the key of the hypotheses (as RUN/test.hyp.json records it: what the
+    scores depend on)."""
+    from .compare import decoding_key
+
+    return {("checkpoint" if checkpoint else "pretrained"): os.path.abspath(model), "data": os.path.abspath(data),
+            "pairs": pairs, **settings, "normalize_refs": list(normalize_refs),
+            "key": decoding_key(model, data, settings)}
 
 
 def _scored_model(checkpoint: str | None, pretrained: str | None, device: str, src_lang_code: str = "",

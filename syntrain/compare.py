@@ -593,8 +593,9 @@ def compare(runs: Sequence[str], data: str, *, subsets: str | None = None, beam:
 
     from .arguments import check_decoding, check_folders, syntrain_arguments, write_json
 
-    checked = syntrain_arguments("syntrain compare", runs=runs, data=data, subsets=subsets, samples=samples)
-    runs, data, subsets = checked["runs"], checked["data"], checked["subsets"]
+    checked = syntrain_arguments("syntrain compare", runs=runs, data=data, subsets=subsets, samples=samples,
+                                 json_path=json_path)
+    runs, data, subsets, json_path = list(checked["runs"]), checked["data"], checked["subsets"], checked["json_path"]
     settings = check_decoding("syntrain compare", beam=beam, length_penalty=length_penalty, max_tokens=max_tokens,
                               threads=threads)
     check_decoding("syntrain compare", bleu_tokenize=bleu_tokenize)

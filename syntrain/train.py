@@ -36,7 +36,7 @@ from .config.model import ModelConfig
 from .config.recipe import stored_model_config
 from .config.train import TrainConfig, inverse_sqrt
 from .dataset import ParallelData, data_columns, prefetch, read_split
-from .decode import run_settings
+from .decode import run_settings, settings_text
 from .distributed import Processes, peer_faults, processes
 from .loss import objective
 from .model import Transformer
@@ -665,7 +665,7 @@ def score_test_split(run: Run) -> None:
         hyps: list[str] = []
         pieces: list[list[str]] = []
         result = evaluate(model_best, data.test, data.vocab, cfg, device, cfg.test_beam,
-                          progress="test: translating", hyps=hyps, pieces=pieces)
+                          progress="test: translating", hyps=hyps, pieces=pieces, label_smoothing=0.0)
     except KeyboardInterrupt:
         command = ["syntrain", "eval", "--checkpoint", run.best_path, "--data", cfg.test, "--beam",
                    str(cfg.test_beam), "--length-penalty", f"{cfg.length_penalty:g}"]
@@ -673,14 +673,15 @@ def score_test_split(run: Run) -> None:
             command += ["--bleu-tokenize", cfg.bleu_tokenize]
         raise Interrupted(f"interrupted while scoring the test split; training is done and {run.best_path} is "
                           f"intact: score it with {shlex.join(command)}") from None
-    run.log(f"test ({cfg.test}, best.pt, beam {cfg.test_beam}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
-            f"{scores_text(model_best, result)}"
-            f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}")
-    run.metrics.write({"step": run.state.step, "test": cfg.test, **{f"test_{k}": v for k, v in result.items()}})
     from .compare import decoding_key, write_hypotheses  # compare reuses them while its key is this one
 
-    write_hypotheses(cfg.out, model_best, hyps, pieces,
-                     decoding_key(run.best_path, cfg.test, run_settings(cfg).key(device)))
+    key = decoding_key(run.best_path, cfg.test, run_settings(cfg).key(device))  # what the scores depend on
+    run.log(f"test ({cfg.test}, best.pt, {settings_text(key)}): BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}"
+            f"{scores_text(model_best, result)}"
+            f"\n  BLEU signature: {result['bleu_signature']}\n  chrF signature: {result['chrf_signature']}")
+    run.metrics.write({"step": run.state.step, "test": cfg.test, **{f"test_{k}": v for k, v in result.items()},
+                       "test_key": key})
+    write_hypotheses(cfg.out, model_best, hyps, pieces, key)
 
 
 def train(cfg: TrainConfig) -> Transformer:

@@ -14,7 +14,7 @@ from synprep.logs import warn_once
 
 from .config.train import TrainConfig
 from .dataset import ParallelData
-from .decode import DecodeSettings, decode_split
+from .decode import decode_split, run_settings
 from .loss import cross_entropy_sum, outside_softmax
 from .model import Transformer
 from .scoring import score
@@ -33,16 +33,18 @@ def scores_text(model: Transformer, result: dict) -> str:
 
 def evaluate(model: Transformer, data: ParallelData, vocab: Vocab, cfg: TrainConfig, device: torch.device,
              beam: int, sentences: int = 0, progress: bool | str = False, hyps: list[str] | None = None,
-             pieces: list[list[str]] | None = None) -> dict:
-    """Validation loss (label-smoothed, per target token, over the pairs that fit the model's positions) and
-    BLEU/chrF of `sentences` decoded rows (a source longer than the positions: an empty translation) (with the
-    run's `max_tokens`, `length_penalty` and `threads`: `decode.decode_split`); `progress`: the decoding's progress
-    (`decode.decode_split`); `hyps` and `pieces` (lists) get the hypotheses and their pieces."""
+             pieces: list[list[str]] | None = None, label_smoothing: float | None = None) -> dict:
+    """Validation loss (per target token, over the pairs that fit the model's positions; label-smoothed as the
+    run trains, or by `label_smoothing` when given: 0, the plain loss of the final test and `syntrain eval`) and
+    BLEU/chrF of `sentences` decoded rows (a source longer than the positions: an empty translation), decoded with
+    the run's settings and `beam` (`decode.run_settings`, as the final test's key records them); `progress`: the
+    decoding's progress (`decode.decode_split`); `hyps` and `pieces` (lists) get the hypotheses and their pieces."""
     model.eval()
-    loss = split_loss(model, data, cfg.max_tokens, device, cfg.label_smoothing)
+    smoothing = cfg.label_smoothing if label_smoothing is None else label_smoothing
+    loss = split_loss(model, data, cfg.max_tokens, device, smoothing)
     rows = data.keep[:sentences] if sentences else data.keep
     pieces = [] if pieces is None else pieces
-    settings = DecodeSettings(beam, cfg.length_penalty, cfg.max_tokens, cfg.threads)
+    settings = run_settings(cfg, beam=beam)
     decoded_hyps = decode_split(model, data, vocab, settings, rows, device, progress, pieces)
     if hyps is not None:
         hyps[:] = decoded_hyps

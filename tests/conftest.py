@@ -99,14 +99,13 @@ def convert_synth(root: Path, name: str, src: list[str], tgt: list[str] | None =
     (root / "corpus" / f"{name}.toml").write_text(pipeline)
     subprocess.run([sys.executable, "-m", "synprep.cli", "convert", str(root / "corpus" / f"{name}.toml"), "--output",
                     str(root / "shards"), "--workers", "1"], check=True, capture_output=True)
-    assert_accounted(root / "shards")
     return root / "shards" / "train"
 
 
 def check_converted(argv: list, code: int, cwd: Path | str | None = None) -> None:
-    """After a command of the suite: when it is a `synprep convert` that finished (exit 0), its dataset's
-    accounting (`assert_accounted`). The command helpers of the test modules call it, so every convert test
-    asserts it."""
+    """After a command: when it is a `synprep convert` that finished (exit 0), its dataset's accounting
+    (`assert_accounted`). Every child process of the suite is checked so (`_AccountedPopen`), and every convert
+    in the suite's own process (`Converter.run`, below): no test calls it."""
     import contextlib
 
     argv = [str(arg) for arg in argv]
@@ -124,6 +123,77 @@ def check_converted(argv: list, code: int, cwd: Path | str | None = None) -> Non
             out = load_pipeline(argv[at + 1]).output
         if Path(out).is_dir() and any(Path(out).glob("*/manifest.json")):
             assert_accounted(Path(out).resolve())
+
+
+BASE_TEMP: list[Path] = []  # the session's base temporary folder, where the tests' folders are
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _base_temp(tmp_path_factory):
+    BASE_TEMP.append(tmp_path_factory.getbasetemp().resolve())
+
+
+def finished_datasets(folder: Path | str | None) -> dict[str, tuple[int, int]]:
+    """The datasets a finished convert left under `folder` (a test's folder; none elsewhere, such as the
+    repository): OUT/run.json, written last, beside a split's manifest -> its inode and mtime."""
+    found: dict[str, tuple[int, int]] = {}
+    if folder is None or not any(Path(folder).resolve().is_relative_to(base) for base in BASE_TEMP):
+        return found
+    for root, _, files in os.walk(folder):
+        if "run.json" in files and any(Path(root).glob("*/manifest.json")):
+            stat = os.stat(os.path.join(root, "run.json"))
+            found[root] = (stat.st_ino, stat.st_mtime_ns)
+    return found
+
+
+class _AccountedPopen(subprocess.Popen):
+    """subprocess.Popen (so subprocess.run, check_output and every library's children too), whose child, when it
+    exits 0, has its converts checked (`assert_accounted`): the one its arguments name (`synprep convert P
+    --output O`, `check_converted`), and every dataset it finished in its working folder when that is a test's
+    folder (a script, a documentation block, `make demo` that converts). tests/test_convert_accounting.py keeps
+    the other ways to start a process out of the suite."""
+
+    def __init__(self, args: object, *rest: object, **kwargs: object) -> None:
+        self._launch = (args, kwargs.get("cwd"), finished_datasets(kwargs.get("cwd")))  # before the child runs
+        super().__init__(args, *rest, **kwargs)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.__dict__.get("_returncode")
+
+    @returncode.setter
+    def returncode(self, code: int | None) -> None:
+        finished = self.__dict__.get("_returncode") is None and code == 0 and hasattr(self, "_launch")
+        self.__dict__["_returncode"] = code
+        if finished:
+            args, cwd, before = self._launch
+            if isinstance(args, list | tuple):
+                check_converted(list(args), code, cwd)
+            for folder, stat in finished_datasets(cwd).items():
+                if before.get(folder) != stat:
+                    assert_accounted(Path(folder))
+
+
+def _account_in_process_converts() -> None:
+    """Every convert the suite runs in its own process (the API, `cli_in_process`, click's CliRunner, a
+    Converter) ends in `Converter.run`: a dataset it finishes is checked (`assert_accounted`) before it returns."""
+    import functools
+
+    from synprep.convert.converter import Converter
+
+    run = Converter.run
+
+    @functools.wraps(run)
+    def accounted(self: Converter) -> dict:
+        stats = run(self)
+        assert_accounted(Path(self.out))
+        return stats
+
+    Converter.run = accounted
+
+
+subprocess.Popen = _AccountedPopen  # before the test modules and the libraries import it (`from subprocess ...`)
+_account_in_process_converts()
 
 
 def assert_accounted(out: Path) -> None:
@@ -177,8 +247,6 @@ def cli_in_process(program: str, argv: list[str]) -> tuple[int, str]:
         code = exit_.code if isinstance(exit_.code, int) else 1
     finally:
         sys.argv = saved
-    if program == "synprep":
-        check_converted(["synprep", *argv], code)
     return code, err.getvalue()
 
 

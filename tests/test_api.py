@@ -215,20 +215,78 @@ def _placeholders(command):
     return {name: harmless(declared[name]) if name in declared else "nowhere" for name in required}
 
 
+# The parameters of API functions that no declaration checks, each with why; a new parameter must be declared
+# (synprep.arguments.ARGUMENTS, under its own name), be a decoding option (checked by its [train] declaration,
+# syntrain.arguments.DECODING_FIELDS) or be listed here.
+FREE_FORM = {
+    "synprep filter": {"langid_languages": "a list or comma-separated codes, each checked against the identifier's "
+                                           "languages (a name that is none is one line)"},
+    "synprep challenge": {"phenomena": "a list or comma-separated rule names, each checked against the rules"},
+    "syntrain run": {"recipe": "checked by type in syntrain.train (ConfigError), then read as a recipe",
+                     "sets": "checked by type in syntrain.train, each KEY=VALUE by the field it sets",
+                     "model": "checked by type in syntrain.train, each key by its [model] declaration",
+                     "fields": "the [train] fields, checked by their declarations (TrainConfig, _train_cases)"},
+}
+# Declarations of command-line options that have no API parameter, each with why.
+COMMAND_LINE_ONLY = {"synprep inspect": {"stats": "what the command prints; the API returns the statistics"}}
+
+
+def _decoding(command):
+    """The decoding and scoring parameters of a syntrain API function (checked by their [train] fields)."""
+    from syntrain.arguments import DECODING_FIELDS
+
+    return [name for name in _parameters(command) if command.startswith("syntrain") and name in DECODING_FIELDS]
+
+
+def test_every_api_parameter_is_declared_or_listed():
+    """Every parameter of every API function (synprep's and syntrain's) is checked by a declaration of its own
+    name, or is listed free-form with a reason; every declaration names a parameter (one name per argument)."""
+    from synprep.arguments import API_FUNCTIONS, ARGUMENTS
+
+    unchecked, unknown = [], []
+    for command in API_FUNCTIONS:
+        declared, parameters = ARGUMENTS.get(command, {}), _parameters(command)
+        listed = {*declared, *_decoding(command), *FREE_FORM.get(command, {})}
+        unchecked += [f"{command}: {name}" for name in parameters if name not in listed]
+        unknown += [f"{command}: {name}" for name in declared
+                    if name not in parameters and name not in COMMAND_LINE_ONLY.get(command, {})]
+    assert not unchecked, "API parameters no declaration checks (declare them, or list them in FREE_FORM):\n" + \
+        "\n".join(unchecked)
+    assert not unknown, "declarations named unlike any API parameter:\n" + "\n".join(unknown)
+    listed = [(command, name) for table in (FREE_FORM, COMMAND_LINE_ONLY) for command, names in table.items()
+              for name in names]
+    assert all(name in _parameters(command) or name in ARGUMENTS[command] for command, name in listed), listed
+
+
+def _decoding_wrong_values(field):
+    """Values a decoding parameter declared by the [train] `field` must refuse, from its type."""
+    import typing
+
+    from syntrain.config.train import TrainConfig
+
+    hint = typing.get_type_hints(TrainConfig)[field]
+    kinds = set(typing.get_args(hint)) or {hint}
+    return [object(), b"bytes", True, *(["2", float("nan"), float("inf")] if kinds & {int, float} else [123])]
+
+
 def _argument_cases():
     from synprep.arguments import ARGUMENTS
+    from syntrain.arguments import DECODING_FIELDS
 
-    return [(command, name, value) for command, declared in ARGUMENTS.items() for name, arg in declared.items()
-            if name in _parameters(command) for value in _wrong_values(arg)]
+    declared = [(command, name, value) for command, arguments in ARGUMENTS.items() for name, arg in arguments.items()
+                if name not in COMMAND_LINE_ONLY.get(command, {}) for value in _wrong_values(arg)]
+    decoding = [(command, name, value) for command in ARGUMENTS for name in _decoding(command)
+                for value in _decoding_wrong_values(DECODING_FIELDS[name])]
+    return declared + decoding
 
 
 def test_the_declarations_name_the_api_arguments():
-    """Convert's declarations are its function's arguments, one for one; every command's declarations that
-    name an argument of its function are tried by the generator below."""
+    """Convert's declarations are its function's arguments, one for one; every declaration and decoding option
+    of every API function is tried by the generator below."""
     from synprep.arguments import ARGUMENTS
 
     assert list(ARGUMENTS["synprep convert"]) == list(_parameters("synprep convert"))
-    assert len(_argument_cases()) > 200
+    assert len(_argument_cases()) > 250
 
 
 @pytest.mark.parametrize("command, name, value", _argument_cases(), ids=value_id)
@@ -242,7 +300,8 @@ def test_api_functions_refuse_a_wrong_argument_in_one_line(tmp_path, monkeypatch
     with pytest.raises((synprep.InputError, ValueError)) as raised:
         _api_function(command)(**{**_placeholders(command), name: value})
     message = str(raised.value)
-    assert "\n" not in message and ARGUMENTS[command][name].flag in message, message
+    flag = ARGUMENTS[command][name].flag if name in ARGUMENTS[command] else "--" + name.replace("_", "-")
+    assert "\n" not in message and flag in message, message
     assert list(tmp_path.iterdir()) == []
 
 

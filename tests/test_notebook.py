@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .conftest import REPO
+from .conftest import REPO, assert_accounted
 
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
@@ -35,9 +35,12 @@ def test_the_saved_notebook_was_run():
 
 def test_the_notebook_runs_and_shows_each_step(tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebook's work folder (tempfile.mkdtemp)
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(REPO / "docs")}}).execute()
+    [dataset] = tmp_path.glob("synprep-notebook-*/sample")
+    assert_accounted(dataset)  # its convert ran in the kernel
     text, every = outputs(notebook)
     assert [line for line in EXPECTED if line not in text] == [] and "| as DataFrame" in text
     assert not [out for out in every if out.output_type == "error"]
