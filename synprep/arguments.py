@@ -35,7 +35,8 @@ class Arg:
     choices: Sequence[str] | None = None  # a tuple, or LiveChoices read from a registry
     default: Any = None
     multiple: bool = False
-    requires: dict[str, Any] | None = None  # set (not its default), it does nothing unless each other has a value
+    requires: dict[str, Any] | None = None  # set (not its default), it does nothing unless each other has this
+    # value (a tuple: one of them; None: any value, i.e. the other is set)
     conflicts: tuple[str, ...] = ()  # options that contradict it when both are set
     exists: str = ""  # a path that must be there: "file" or "folder" (click.Path(exists=True))
 
@@ -170,7 +171,9 @@ def check_together(declared: dict[str, Arg], values: dict[str, Any]) -> None:
             continue
         for other, wanted in (arg.requires or {}).items():
             allowed = wanted if isinstance(wanted, tuple) else (wanted,)
-            if value(other) not in allowed:
+            if wanted is None and not is_set(other):  # None: any value of the other (as synprep.tables.option's)
+                raise InputError(f"{arg.flag} does nothing without {declared[other].flag}")
+            if wanted is not None and value(other) not in allowed:
                 raise InputError(f"{arg.flag} is for {declared[other].setting(*allowed)}, not "
                                  f"{declared[other].setting(value(other), named=False)}")
         for other in arg.conflicts:
@@ -319,7 +322,9 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
     "syntrain eval": {
         "checkpoint": CHECKPOINT, "data": DATA_SPLIT, "normalize_refs": NORMALIZE_REFS,
         "device": Arg("--device"), "progress": Arg("--progress", bool, default=False),
-        "pretrained": Arg("--pretrained", "path", exists="folder"), "subsets": SUBSETS},
+        "pretrained": Arg("--pretrained", "path", exists="folder"), "subsets": SUBSETS,
+        "src_lang_code": Arg("--src-lang-code", default="", requires={"pretrained": None}),
+        "tgt_lang_code": Arg("--tgt-lang-code", default="", requires={"pretrained": None})},
     "syntrain average": {"checkpoints": Arg("CHECKPOINTS...", "path", multiple=True, exists="file"),
                          "output": Arg("--output", "path"),
                          "force": Arg("--force", bool, default=False)},

@@ -69,7 +69,8 @@ def evaluate(checkpoint: str | None, data: str, *, beam: int | None = None, leng
     from .validation import split_loss
 
     checked = syntrain_arguments("syntrain eval", checkpoint=checkpoint, data=data, normalize_refs=normalize_refs,
-                                 device=device, progress=progress, pretrained=pretrained)
+                                 device=device, progress=progress, pretrained=pretrained,
+                                 src_lang_code=src_lang_code, tgt_lang_code=tgt_lang_code)
     check_decoding("syntrain eval", beam=beam, length_penalty=length_penalty, max_tokens=max_tokens, threads=threads,
                    bleu_tokenize=bleu_tokenize)
     checkpoint, data, pretrained = checked["checkpoint"], checked["data"], checked["pretrained"]

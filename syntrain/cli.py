@@ -307,10 +307,10 @@ class EvalCommand(click.Command):
 @declared("syntrain eval", "pretrained",
           help="Instead of a checkpoint: a Hugging Face model folder (Marian, M2M100/NLLB) scored as it is, the "
               "baseline of its fine-tunes (docs/pretrained.md); decoded with the default settings.")
-@click.option("--src-lang-code", default="", help="With --pretrained: a multilingual model's source language code "
-              "(M2M100: en, NLLB: eng_Latn).")
-@click.option("--tgt-lang-code", default="", help="With --pretrained: a multilingual model's target language code, "
-              "forced first in decoding.")
+@declared("syntrain eval", "src_lang_code", help="With --pretrained: a multilingual model's source language code "
+          "(M2M100: en, NLLB: eng_Latn).")
+@declared("syntrain eval", "tgt_lang_code", help="With --pretrained: a multilingual model's target language code, "
+          "forced first in decoding.")
 @declared("syntrain eval", "data", "data_path", required=True,
           help="The split folder (synprep convert output) to translate and score.")
 @decoding_options
