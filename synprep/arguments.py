@@ -314,7 +314,8 @@ ARGUMENTS: dict[str, dict[str, Arg]] = {  # "PROG COMMAND" -> Python name -> dec
     "syntrain compare": {
         "runs": Arg("RUNS...", "path", multiple=True, exists="folder"), "data": DATA_SPLIT, "subsets": SUBSETS,
         "samples": Arg("--samples", int, min=1, default=1000), "json_path": Arg("--json", "path"),
-        "normalize_refs": NORMALIZE_REFS},
+        "normalize_refs": NORMALIZE_REFS, "src_lang_code": Arg("--src-lang-code", default=""),
+        "tgt_lang_code": Arg("--tgt-lang-code", default="")},  # for the multilingual pretrained rows (compare's check)
     "syntrain translate": {
         "checkpoint": CHECKPOINT, "device": Arg("--device"),
         "nbest": Arg("--nbest", int, min=0, default=0), "progress": Arg("--progress", bool, default=True),

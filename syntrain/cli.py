@@ -484,13 +484,17 @@ def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]
               help="sacrebleu tokenizer; auto: from the split's target language (ja-mecab, zh, else 13a).")
 @declared("syntrain compare", "normalize_refs",
           help="Normalize the references first, in the order given (e.g. romanian, as the training target was).")
+@declared("syntrain compare", "src_lang_code", help="The source language code of the multilingual pretrained "
+          "model folders among the runs (M2M100: en, NLLB: eng_Latn).")
+@declared("syntrain compare", "tgt_lang_code", help="Their target language code, forced first in decoding.")
 def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | None, beam: int | None,
                     length_penalty: float | None, max_tokens: int | None, threads: int | None, samples: int,
-                    json_path: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...]) -> None:
+                    json_path: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...], src_lang_code: str,
+                    tgt_lang_code: str) -> None:
     """Results table of runs on one test split: BLEU and chrF with sacrebleu signatures and a paired bootstrap of
     each run against the first (the baseline). A run is a folder with best.pt or test.hyp (hypotheses, one line
     per pair of the split), or a pretrained model's folder (config.json: scored as it is, decoded with the default
-    settings, nothing written into it). Into a run folder with best.pt it writes only RUN/test.hyp (its decoding,
+    settings, nothing written into it; a multilingual one with --src-lang-code and --tgt-lang-code). Into a run folder with best.pt it writes only RUN/test.hyp (its decoding,
     reused while the checkpoint, the split and the decoding settings recorded in RUN/test.hyp.json are the same),
     RUN/describe.json (switches, seed, steps) and, for tree-decoding runs, RUN/test.trans; it names every file it
     writes on stderr. A run whose hypotheses equal the baseline's is "identical" (no p
@@ -500,7 +504,8 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
     try:
         result = compare(runs, data_path, subsets=subsets_dir, beam=beam, length_penalty=length_penalty,
                          max_tokens=max_tokens, threads=threads, samples=samples, json_path=json_path,
-                         bleu_tokenize=bleu_tokenize, normalize_refs=normalize_refs)
+                         bleu_tokenize=bleu_tokenize, normalize_refs=normalize_refs, src_lang_code=src_lang_code,
+                         tgt_lang_code=tgt_lang_code)
     except ValueError as err:
         raise click.ClickException(str(err)) from None
     click.echo(result.text)

@@ -69,15 +69,17 @@ def read_hypotheses(path: str, expected: int | None = None) -> list[str]:
 
 
 def run_hypotheses(run: str, data_path: str, device: str, expected: int | None = None,
-                   written: list[str] | None = None, **given: float | None) -> list[str]:
+                   written: list[str] | None = None, codes: dict[str, str] | None = None,
+                   **given: float | None) -> list[str]:
     """Detokenized translations of the split by RUN/best.pt with the run's decoding settings (its final test's:
     `decode.run_settings`; `given`: beam, length_penalty, max_tokens, threads that replace them), cached in
     RUN/test.hyp: the run's final test writes them there, and they are reused while the key recorded beside them
     (`decoding_key`) is this call's; else decoded (progress on stderr). A run with only test.hyp (no
-    checkpoint) is read as it is. The files written are added to `written`."""
+    checkpoint) is read as it is; a pretrained model's folder is decoded with `codes` (`row_codes`). The files
+    written are added to `written`."""
     checkpoint, cached = os.path.join(run, "best.pt"), os.path.join(run, HYPOTHESES)
     if is_pretrained_folder(run):
-        return pretrained_hypotheses(run, data_path, device, **given)
+        return pretrained_hypotheses(run, data_path, device, row_codes(run, codes or {}), **given)
     if not os.path.isfile(checkpoint):
         return read_hypotheses(cached, expected)
     from .config.recipe import stored_train_config
@@ -111,15 +113,43 @@ def is_pretrained_folder(run: str) -> bool:
     return os.path.isfile(os.path.join(run, "config.json")) and not os.path.isfile(os.path.join(run, "best.pt"))
 
 
-def pretrained_hypotheses(folder: str, data_path: str, device: str, **given: float | None) -> list[str]:
-    """The translations of the split by a pretrained model folder as it is, decoded with the declared [train]
-    defaults (`given` replacing them); nothing is written."""
+def row_codes(folder: str, codes: dict[str, str]) -> dict[str, str]:
+    """The language codes compare decodes a pretrained model's folder with: `codes` (src_lang_code,
+    tgt_lang_code) for a multilingual model, none for a model without codes (Marian)."""
+    from .pretrained import PretrainedSource
+
+    return dict(codes) if PretrainedSource.read(folder).codes else {}
+
+
+def check_codes(runs: Sequence[str], codes: dict[str, str]) -> None:
+    """compare's --src-lang-code / --tgt-lang-code: they go to every multilingual pretrained folder among the runs
+    (checked there, `PretrainedSource.prefixes`), so given without one they do nothing, and such a folder needs
+    both: ValueError in one line, before any decoding."""
+    from .pretrained import PretrainedSource
+
+    sources = [PretrainedSource.read(run) for run in runs if is_pretrained_folder(run)]
+    multilingual = [source for source in sources if source.codes]
+    if any(codes.values()) and not multilingual:
+        raise ValueError("--src-lang-code/--tgt-lang-code do nothing without a multilingual pretrained model's "
+                         "folder (M2M100, NLLB) among the runs")
+    for source in multilingual:
+        if not all(codes.values()):
+            shown = ", ".join(list(source.codes)[:6]) + (", ..." if len(source.codes) > 6 else "")
+            raise ValueError(f"{source.folder} is a multilingual pretrained model (language codes {shown}): give "
+                             "--src-lang-code and --tgt-lang-code")
+        source.prefixes(**codes)  # a code the model lacks: one line naming it
+
+
+def pretrained_hypotheses(folder: str, data_path: str, device: str, codes: dict[str, str] | None = None,
+                          **given: float | None) -> list[str]:
+    """The translations of the split by a pretrained model folder as it is (a multilingual one with its language
+    `codes`), decoded with the declared [train] defaults (`given` replacing them); nothing is written."""
     from .config.train import TrainConfig
     from .dataset import ParallelData
     from .decode import decode_split, run_settings
     from .pretrained import load_pretrained
 
-    model, vocab, _ = load_pretrained(folder, device)
+    model, vocab, _ = load_pretrained(folder, device, **(codes or {}))
     data = ParallelData(data_path, vocab, **model.switches.decoding_data_arguments())
     return decode_split(model, data, vocab, run_settings(TrainConfig(), **given), device=device,
                         progress=f"compare {folder}: translating")
@@ -480,8 +510,10 @@ def run_table(runs: Sequence[str], data_path: str, systems: Sequence[tuple[str, 
 def compare_table(runs: Sequence[str], data_path: str, beam: int | None = None, length_penalty: float | None = None,
                   samples: int = 1000, subsets_dir: str | None = None, written: list[str] | None = None,
                   tokenize: str = "auto", normalize_refs: Sequence[str] = (), results: dict | None = None,
-                  max_tokens: int | None = None, threads: int | None = None) -> str:
-    """The Markdown table (runs[0] = the baseline); with `subsets_dir` (synprep challenge's output) also the
+                  max_tokens: int | None = None, threads: int | None = None, codes: dict[str, str] | None = None
+                  ) -> str:
+    """The Markdown table (runs[0] = the baseline; a multilingual pretrained folder's row decoded with the language
+    `codes`); with `subsets_dir` (synprep challenge's output) also the
     table over the whole split and every subset (`subset_table`). The files written into run folders are added to
     `written`. BLEU's tokenizer: `tokenize`, or with 'auto' the one for the split's target language. The
     references are normalized by `normalize_refs` (synprep.normalize) first. `results` gets the tables' values
@@ -501,7 +533,7 @@ def compare_table(runs: Sequence[str], data_path: str, beam: int | None = None, 
     references = [normalize(ref) for ref in references]
     given = {"beam": beam, "length_penalty": length_penalty, "max_tokens": max_tokens, "threads": threads}
     systems = [(os.path.basename(os.path.normpath(run)), run_hypotheses(run, data_path, device, len(references),
-                                                                         written, **given))
+                                                                         written, codes, **given))
                for run in runs]
     from synprep.shards import load_manifest
 
@@ -583,11 +615,11 @@ class CompareResult(Printed):
 def compare(runs: Sequence[str], data: str, *, subsets: str | None = None, beam: int | None = None,
             length_penalty: float | None = None, max_tokens: int | None = None, threads: int | None = None,
             samples: int = 1000, json_path: str | None = None, bleu_tokenize: str = "auto",
-            normalize_refs: Sequence[str] = ()) -> CompareResult:
+            normalize_refs: Sequence[str] = (), src_lang_code: str = "", tgt_lang_code: str = "") -> CompareResult:
     """`syntrain compare --data DATA RUNS...`: the results table of runs (folders with best.pt or test.hyp) on one
-    test split (a pretrained model's folder, config.json: scored as it is, nothing written into it), each run against
-    the first with a paired bootstrap (`samples` resamples); decoding settings
-    None: each run's own. `json_path`: also the tables as JSON. Returns a `CompareResult`."""
+    test split (a pretrained model's folder, config.json: scored as it is, nothing written into it; a multilingual
+    one with `src_lang_code` and `tgt_lang_code`, which do nothing without one), each run against the first with a
+    paired bootstrap (`samples` resamples); decoding settings None: each run's own. `json_path`: also the tables as JSON. Returns a `CompareResult`."""
     from synprep.errors import InputError
     from synprep.outputs import check_outputs
 
@@ -599,12 +631,15 @@ def compare(runs: Sequence[str], data: str, *, subsets: str | None = None, beam:
     settings = check_decoding("syntrain compare", beam=beam, length_penalty=length_penalty, max_tokens=max_tokens,
                               threads=threads)
     check_decoding("syntrain compare", bleu_tokenize=bleu_tokenize)
-    syntrain_arguments("syntrain compare", normalize_refs=normalize_refs)
+    codes = syntrain_arguments("syntrain compare", normalize_refs=normalize_refs, src_lang_code=src_lang_code,
+                               tgt_lang_code=tgt_lang_code)
+    codes = {name: codes[name] for name in ("src_lang_code", "tgt_lang_code")}
     missing = [run for run in runs if not is_pretrained_folder(run) and not any(
         os.path.isfile(os.path.join(run, name)) for name in ("best.pt", HYPOTHESES))]
     if missing:
         raise ValueError(f"no best.pt or {HYPOTHESES} in {', '.join(missing)} (train them first: syntrain run "
                          "RECIPE), and no config.json of a pretrained model")
+    check_codes(runs, codes)
     written: list[str] = []
     results: dict[str, Any] = {}
     own = {f"the {name} compare writes into {run}": os.path.join(run, name) for run in runs
@@ -616,7 +651,7 @@ def compare(runs: Sequence[str], data: str, *, subsets: str | None = None, beam:
                       runs=True)
         table = compare_table(runs, data, settings["beam"], settings["length_penalty"], checked["samples"], subsets,
                               written, bleu_tokenize, normalize_refs, results, settings["max_tokens"],
-                              settings["threads"])
+                              settings["threads"], codes)
     except InputError as err:
         raise ValueError(str(err)) from None
     if json_path:

@@ -276,8 +276,38 @@ def test_eval_of_the_fine_tune_and_of_the_model_with_its_codes(folder, converted
     assert code == 0, err
     code, err = cli_in_process("syntrain", ["eval", "--pretrained", folder, "--data", converted / "test"])
     assert code != 0 and "src_lang_code: the pretrained model" in err and "multilingual" in err, err
-    code, err = cli_in_process("syntrain", ["compare", "--data", converted / "test", "--beam", "1", folder, run])
-    assert code != 0 and "src_lang_code: the pretrained model" in err, err  # compare takes no codes for a folder
+
+
+def test_compare_of_the_fine_tune_and_the_multilingual_folder_with_its_codes(folder, converted, fine_tune, tmp_path):
+    """Both rows scored (the folder decoded with the codes), nothing written into the model's folder; the folder
+    without the codes, or the codes without a multilingual folder among the runs, refused in one line naming the
+    flags (the command line's and the Python API's)."""
+    import syntrain
+
+    run, _ = fine_tune
+    before = sorted((path.name, path.stat().st_mtime_ns) for path in folder.iterdir())
+    code, err = cli_in_process("syntrain", ["compare", "--data", converted / "test", "--beam", "1", "--samples", "10",
+                                            "--src-lang-code", "en", "--tgt-lang-code", "de", "--json",
+                                            tmp_path / "table.json", run, folder])
+    assert code == 0, err
+    systems = json.loads((tmp_path / "table.json").read_text(encoding="utf-8"))["systems"]
+    assert [row["system"] for row in systems] == [run.name, folder.name]
+    assert all(row["bleu"] >= 0 and row["chrf"] > 0 for row in systems), systems
+    assert sorted((path.name, path.stat().st_mtime_ns) for path in folder.iterdir()) == before
+    result = syntrain.compare([str(folder)], str(converted / "test"), beam=1, samples=10, src_lang_code="en",
+                              tgt_lang_code="de")
+    assert result.rows[0]["bleu"] == systems[1]["bleu"] and result.written == []
+    refused = [(["--src-lang-code", "en"], [folder], "give --src-lang-code and --tgt-lang-code"),
+               ([], [run, folder], "multilingual pretrained model (language codes af, "),
+               (["--src-lang-code", "en", "--tgt-lang-code", "de"], [run], "do nothing without a multilingual"),
+               (["--src-lang-code", "en", "--tgt-lang-code", "xx"], [folder], 'tgt_lang_code = "xx": not a language')]
+    for flags, runs, words in refused:
+        code, err = cli_in_process("syntrain", ["compare", "--data", converted / "test", *flags, *runs])
+        assert code != 0 and words in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(ValueError, match="do nothing without a multilingual"):
+        syntrain.compare([str(run)], str(converted / "test"), src_lang_code="en", tgt_lang_code="de")
+    with pytest.raises(ValueError, match="give --src-lang-code and --tgt-lang-code"):
+        syntrain.compare([str(folder)], str(converted / "test"))
 
 
 def test_a_run_with_codes_resumes_with_them(folder, converted, tmp_path):
