@@ -129,3 +129,30 @@ def nllb_with_tokenizer(folder: Path, texts: list[Path], seed: int = 0) -> Path:
     (folder / "vocab.json").unlink()  # NLLB folders have none: the vocabulary is tokenizer.json's
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def nllb_with_sentencepiece(folder: Path, texts: list[Path], vocab_size: int = 200, seed: int = 0) -> Path:
+    """A tiny random NLLB model laid out as facebook/nllb-200-distilled-600M is: one sentencepiece.bpe.model (BPE)
+    learned on the tokens of `texts`, and a tokenizer.json written by NllbTokenizer from it (fairseq's ids: <s> 0,
+    <pad> 1, </s> 2, <unk> 3, the model's other pieces one further on, as NLLB's converter numbers them; its
+    merges; its language codes, eng_Latn ..., added tokens after them), no vocab.json, vocab_size the tokenizer's
+    length."""
+    import transformers
+    from transformers.convert_slow_tokenizer import SentencePieceExtractor
+
+    from synprep.bpe_learn import word_counts
+    from synprep.subwords.sentencepiece_scheme import learn
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model = folder / "sentencepiece.bpe.model"
+    learn([word_counts(str(path)) for path in texts], str(model), vocab_size, model_type="bpe")
+    extracted = SentencePieceExtractor(str(model)).extract(None)
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    vocab = {piece: i for i, piece in enumerate(specials)}
+    vocab.update({piece: i + 1 for piece, i in extracted["vocab"].items() if piece not in specials})
+    tokenizer = transformers.NllbTokenizer(vocab=vocab, merges=extracted["merges"], src_lang="eng_Latn",
+                                           tgt_lang="deu_Latn")
+    build(folder, "m2m100", sorted(vocab, key=vocab.__getitem__), seed=seed, scale=0.5, vocab_size=len(tokenizer))
+    (folder / "vocab.json").unlink()  # NLLB folders have none: the vocabulary is tokenizer.json's
+    tokenizer.save_pretrained(folder)
+    return folder

@@ -200,9 +200,13 @@ def test_tree_decoding_with_a_target_prefix_is_refused_naming_it(folder):
 def converted(folder, tmp_path_factory, tiny_udpipe):
     """The sample pipeline cut by the model's own tokenizer files (`[bpe] scheme = "pretrained"`), with the
     source's parents and DBSA heads and the target's parents, converted by `synprep convert`."""
+    return convert_with(folder, tmp_path_factory.mktemp("m2m100-scheme"), tiny_udpipe)
+
+
+def convert_with(folder, root, tiny_udpipe):
+    """The sample pipeline cut by `folder`'s tokenizer files, converted into root/out (its folder)."""
     from .test_subwords import _pipeline
 
-    root = tmp_path_factory.mktemp("m2m100-scheme")
     path = _pipeline(root, f'scheme = "pretrained"\nmodel = "{folder}"',
                      'src = ["parents", "dbsa", "labels"]\ntgt = ["parents", "dbsa"]')
     text = path.read_text(encoding="utf-8").replace('train_conllu = "en.conllu"', f'model = "{tiny_udpipe("en")}"')
@@ -212,8 +216,9 @@ def converted(folder, tmp_path_factory, tiny_udpipe):
     return root / "out"
 
 
-def run_args(folder, out, run, *more):
-    return ["run", "--pretrained", folder, "--src-lang-code", "en", "--tgt-lang-code", "de", "--data", out / "train",
+def run_args(folder, out, run, *more, codes=CODES):
+    return ["run", "--pretrained", folder, "--src-lang-code", codes["src_lang_code"], "--tgt-lang-code",
+            codes["tgt_lang_code"], "--data", out / "train",
             "--valid", out / "valid", "--out", run, "--max-steps", "2", "--max-tokens", "800", "--warmup", "1",
             "--eval-interval", "2", "--eval-sentences", "4", "--log-interval", "1", *more]
 
@@ -308,6 +313,28 @@ def test_compare_of_the_fine_tune_and_the_multilingual_folder_with_its_codes(fol
         syntrain.compare([str(run)], str(converted / "test"), src_lang_code="en", tgt_lang_code="de")
     with pytest.raises(ValueError, match="give --src-lang-code and --tgt-lang-code"):
         syntrain.compare([str(folder)], str(converted / "test"))
+
+
+def test_an_nllb_folder_converts_trains_and_scores_with_its_codes(tmp_path, tiny_udpipe):
+    """An NLLB folder as facebook/nllb-200 lays it out (sentencepiece.bpe.model, tokenizer.json with fairseq's ids
+    and the codes as added tokens, no vocab.json): `synprep convert` with `[bpe] scheme = "pretrained"` cuts both
+    sides into the model's pieces (none unknown to it), a 2-step run with its codes trains, and eval scores it."""
+    from .hf_models import nllb_with_sentencepiece
+
+    parallel = SAMPLE_DATA / "parallel"
+    folder = nllb_with_sentencepiece(tmp_path / "nllb", [parallel / "train.en", parallel / "train.de"])
+    assert not (folder / "vocab.json").exists()
+    out = convert_with(folder, tmp_path, tiny_udpipe)
+    stored = json.loads((out / "pretrained-vocab.json").read_text(encoding="utf-8"))
+    assert stored["model"]["vocab"]["<unk>"] == 3 and any(t["content"] == "deu_Latn" for t in stored["added_tokens"])
+    code, err = cli_in_process("syntrain", run_args(folder, out, tmp_path / "run", codes=NLLB_CODES))
+    assert code == 0, err
+    assert "not in the pretrained model's vocabulary" not in err
+    assert "each source begins with eng_Latn, the decoder input with deu_Latn" in err, err
+    code, err = cli_in_process("syntrain", ["eval", "--checkpoint", tmp_path / "run" / "best.pt", "--data",
+                                            out / "test", "--beam", "1", "--json", tmp_path / "scores.json"])
+    assert code == 0, err
+    assert json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))["loss"] > 0
 
 
 def test_a_run_with_codes_resumes_with_them(folder, converted, tmp_path):
