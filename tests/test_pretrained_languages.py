@@ -331,6 +331,15 @@ def test_an_nllb_folder_converts_trains_and_scores_with_its_codes(tmp_path, tiny
     assert code == 0, err
     assert "not in the pretrained model's vocabulary" not in err
     assert "each source begins with eng_Latn, the decoder input with deu_Latn" in err, err
+    from syntrain.dataset import read_split
+    from syntrain.runfolder.checkpoints import load_checkpoint
+
+    _, vocab, ckpt = load_checkpoint(str(tmp_path / "run" / "best.pt"))
+    order, cut = PretrainedSource.from_record(ckpt["pretrained"]).order, tokenizer(folder, NLLB_CODES)
+    for row in read_split(str(out / "train"))[0].slice(0, 4).to_pylist():  # the model's ids, as transformers' are
+        for pieces in (row["src_subwords"], row["tgt_subwords"]):
+            assert [order[vocab.stoi[piece]] for piece in pieces] == cut.convert_tokens_to_ids(pieces)
+            assert cut.unk_token_id not in cut.convert_tokens_to_ids(pieces)
     code, err = cli_in_process("syntrain", ["eval", "--checkpoint", tmp_path / "run" / "best.pt", "--data",
                                             out / "test", "--beam", "1", "--json", tmp_path / "scores.json"])
     assert code == 0, err
