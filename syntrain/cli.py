@@ -491,14 +491,14 @@ def compare_command(runs: tuple[str, ...], data_path: str, subsets_dir: str | No
                     length_penalty: float | None, max_tokens: int | None, threads: int | None, samples: int,
                     json_path: str | None, bleu_tokenize: str, normalize_refs: tuple[str, ...], src_lang_code: str,
                     tgt_lang_code: str) -> None:
-    """Results table of runs on one test split: BLEU and chrF with sacrebleu signatures and a paired bootstrap of
-    each run against the first (the baseline). A run is a folder with best.pt or test.hyp (hypotheses, one line
-    per pair of the split), or a pretrained model's folder (config.json: scored as it is, decoded with the default
-    settings, nothing written into it; a multilingual one with --src-lang-code and --tgt-lang-code). Into a run folder with best.pt it writes only RUN/test.hyp (its decoding,
-    reused while the checkpoint, the split and the decoding settings recorded in RUN/test.hyp.json are the same),
-    RUN/describe.json (switches, seed, steps) and, for tree-decoding runs, RUN/test.trans; it names every file it
-    writes on stderr. A run whose hypotheses equal the baseline's is "identical" (no p
-    value)."""
+    """Results table of runs on one test split: BLEU and chrF with sacrebleu signatures and a paired bootstrap of each
+    run against the first (the baseline). A run is a folder with best.pt or test.hyp (hypotheses, one line per pair
+    of the split), or a pretrained model's folder (config.json: scored as it is, decoded with the default settings,
+    nothing written into it; a multilingual one with --src-lang-code and --tgt-lang-code). Into a run folder with
+    best.pt it writes only RUN/test.hyp (its decoding, reused while the checkpoint, the split and the decoding
+    settings recorded in RUN/test.hyp.json are the same), RUN/describe.json (switches, seed, steps) and, for
+    tree-decoding runs, RUN/test.trans; it names every file it writes on stderr. A run whose hypotheses equal the
+    baseline's is "identical" (no p value)."""
     from .compare import compare
 
     try:

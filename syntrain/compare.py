@@ -619,7 +619,8 @@ def compare(runs: Sequence[str], data: str, *, subsets: str | None = None, beam:
     """`syntrain compare --data DATA RUNS...`: the results table of runs (folders with best.pt or test.hyp) on one
     test split (a pretrained model's folder, config.json: scored as it is, nothing written into it; a multilingual
     one with `src_lang_code` and `tgt_lang_code`, which do nothing without one), each run against the first with a
-    paired bootstrap (`samples` resamples); decoding settings None: each run's own. `json_path`: also the tables as JSON. Returns a `CompareResult`."""
+    paired bootstrap (`samples` resamples); decoding settings None: each run's own. `json_path`: also the tables
+    as JSON. Returns a `CompareResult`."""
     from synprep.errors import InputError
     from synprep.outputs import check_outputs
 
