@@ -315,6 +315,19 @@ def test_compare_of_the_fine_tune_and_the_multilingual_folder_with_its_codes(fol
         syntrain.compare([str(folder)], str(converted / "test"))
 
 
+def test_compare_gives_the_codes_to_the_multilingual_folders_only(folder, tmp_path):
+    """A Marian folder beside a multilingual one takes no codes (it has none, and would refuse them)."""
+    from syntrain.compare import check_codes, row_codes
+
+    from .hf_models import build
+
+    marian = str(build(tmp_path / "marian", "marian"))
+    assert row_codes(str(folder), CODES) == CODES and row_codes(marian, CODES) == {}
+    check_codes([marian, str(folder)], CODES)
+    with pytest.raises(ValueError, match="do nothing without a multilingual"):
+        check_codes([marian], CODES)
+
+
 def test_an_nllb_folder_converts_trains_and_scores_with_its_codes(tmp_path, tiny_udpipe):
     """An NLLB folder as facebook/nllb-200 lays it out (sentencepiece.bpe.model, tokenizer.json with fairseq's ids
     and the codes as added tokens, no vocab.json): `synprep convert` with `[bpe] scheme = "pretrained"` cuts both
