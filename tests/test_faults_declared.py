@@ -25,9 +25,9 @@ PIPELINE_BASE = {  # a pipeline that loads (pre-parsed input; the refusals come 
     "pipeline": {"name": "x", "src_lang": "en", "tgt_lang": "de"},
     "splits": {"train": {"src": "train.src.conllu", "tgt": "train.tgt.conllu"}},
 }
-TABLES = {"HeadConfig": ("pipeline",), "SplitConfig": ("splits", "train"), "ParserConfig": ("parser", "src"), "BpeConfig": ("bpe",),
-          "FeaturesConfig": ("features",), "NormalizeConfig": ("normalize",), "ParseConfig": ("parse",),
-          "FilterSettings": ("filter",)}
+TABLES = {"HeadConfig": ("pipeline",), "SplitConfig": ("splits", "train"), "ParserConfig": ("parser", "src"),
+          "BpeConfig": ("bpe",), "FeaturesConfig": ("features",), "NormalizeConfig": ("normalize",),
+          "ParseConfig": ("parse",), "FilterSettings": ("filter",)}
 WRONG_TYPES = (5, "ten", True, [1], 1.5, {"a": 1})
 
 
@@ -178,9 +178,10 @@ def test_the_generator_covers_every_pipeline_table():
         assert {(cls_name, spec.name) for spec in _declared(cls)} <= covered, cls_name
     together = {(cls_name, next(iter(values))) for cls_name, values, words in PIPELINE_CASES
                 if "exclude each other" in words or " is for " in words or "does nothing without" in words}
-    assert {("SplitConfig", "tsv"), ("ParserConfig", "model_dir"), ("ParserConfig", "train_conllu"), ("ParserConfig", "preset"),
-            ("BpeConfig", "codes"), ("BpeConfig", "src_symbols"), ("BpeConfig", "tgt_symbols"),
-            ("FilterSettings", "langid_languages"), ("FilterSettings", "langid_min_letters")} <= together
+    assert {("SplitConfig", "tsv"), ("ParserConfig", "model_dir"), ("ParserConfig", "train_conllu"),
+            ("ParserConfig", "preset"), ("BpeConfig", "codes"), ("BpeConfig", "src_symbols"),
+            ("BpeConfig", "tgt_symbols"), ("FilterSettings", "langid_languages"),
+            ("FilterSettings", "langid_min_letters")} <= together
 
 
 @pytest.mark.parametrize("cls_name, values, named", PIPELINE_CASES, ids=repr)
