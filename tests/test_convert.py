@@ -433,7 +433,7 @@ def test_tsv_corpora_read_both_sides_from_columns_and_count_bad_rows(tmp_path, t
     test = read_split(tmp_path / "out" / "test")
     assert test.column("src_text").to_pylist() == en[:5] and test.column("tgt_text").to_pylist() == de[:5]
 
-    for split, message in [("tsv = 'a.tsv'\nsrc = 'a.en'\n", "takes tsv (both sides in one file) or src and tgt"),
+    for split, message in [("tsv = 'a.tsv'\nsrc = 'a.en'\n", "[splits.train] tsv and src exclude each other"),
                            ("tsv = 'a.tsv'\ntgt_column = 0\n", "src_column and tgt_column are the same column"),
                            ("src = 'a.en'\n", "needs src and tgt (or tsv = a file with both sides in columns)")]:
         pipeline.write_text(head + "[splits.train]\n" + split)

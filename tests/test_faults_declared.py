@@ -25,9 +25,9 @@ PIPELINE_BASE = {  # a pipeline that loads (pre-parsed input; the refusals come 
     "pipeline": {"name": "x", "src_lang": "en", "tgt_lang": "de"},
     "splits": {"train": {"src": "train.src.conllu", "tgt": "train.tgt.conllu"}},
 }
-TABLES = {"SplitConfig": ("splits", "train"), "ParserConfig": ("parser", "src"), "BpeConfig": ("bpe",),
-          "FeaturesConfig": ("features",), "NormalizeConfig": ("normalize",), "ParseConfig": ("parse",),
-          "FilterSettings": ("filter",)}
+TABLES = {"HeadConfig": ("pipeline",), "SplitConfig": ("splits", "train"), "ParserConfig": ("parser", "src"),
+          "BpeConfig": ("bpe",), "FeaturesConfig": ("features",), "NormalizeConfig": ("normalize",),
+          "ParseConfig": ("parse",), "FilterSettings": ("filter",)}
 WRONG_TYPES = (5, "ten", True, [1], 1.5, {"a": 1})
 
 
@@ -37,7 +37,8 @@ def _declared(cls: type) -> list[Any]:
 
 
 def _default(spec: Any) -> Any:  # noqa: ANN401
-    return spec.default_factory() if spec.default is MISSING else spec.default
+    """The field's default (MISSING: a key that must be given)."""
+    return spec.default_factory() if spec.default_factory is not MISSING else spec.default
 
 
 def _scalar(hint: Any) -> Any:  # noqa: ANN401
@@ -137,6 +138,13 @@ def _scheme_for(key: str) -> Any:  # noqa: ANN401
     return sorted((scheme for scheme in registry.schemes() if key in scheme.keys), key=lambda s: s.needs_model)[0]
 
 
+def _clashing(cls: type, values: dict[str, Any]) -> set[str]:
+    """The keys of the base table that a key of `values` is declared to exclude, or is excluded by (left out of
+    the case: `tsv` stands for the base's src and tgt)."""
+    pairs = {(spec.name, other) for spec in _declared(cls) for other in spec.metadata.get("conflicts", ())}
+    return {key for pair in pairs for key, given in (pair, pair[::-1]) if given in values and key not in values}
+
+
 def _pipeline_text(cls_name: str, values: dict[str, Any]) -> str:
     tables = {name: dict(table) for name, table in PIPELINE_BASE.items()}
     tables["splits"] = {"train": dict(PIPELINE_BASE["splits"]["train"])}
@@ -144,7 +152,8 @@ def _pipeline_text(cls_name: str, values: dict[str, Any]) -> str:
     target = tables
     for part in outer:
         target = target.setdefault(part, {})
-    table = target[last] = {**target.get(last, {}), **values}
+    clashing = _clashing(_pipeline_classes()[cls_name], values)
+    table = target[last] = {**{k: v for k, v in target.get(last, {}).items() if k not in clashing}, **values}
     scheme = _scheme_for(next(iter(values))) if cls_name == "BpeConfig" else None
     if scheme is not None:  # the key of another scheme than the default: that scheme's table (a model named)
         table.update({"scheme": scheme.name, **({"model": "tokenizer.json"} if scheme.needs_model else {})})
@@ -169,9 +178,10 @@ def test_the_generator_covers_every_pipeline_table():
         assert {(cls_name, spec.name) for spec in _declared(cls)} <= covered, cls_name
     together = {(cls_name, next(iter(values))) for cls_name, values, words in PIPELINE_CASES
                 if "exclude each other" in words or " is for " in words or "does nothing without" in words}
-    assert {("ParserConfig", "model_dir"), ("ParserConfig", "train_conllu"), ("ParserConfig", "preset"),
-            ("BpeConfig", "codes"), ("BpeConfig", "src_symbols"), ("BpeConfig", "tgt_symbols"),
-            ("FilterSettings", "langid_languages"), ("FilterSettings", "langid_min_letters")} <= together
+    assert {("SplitConfig", "tsv"), ("ParserConfig", "model_dir"), ("ParserConfig", "train_conllu"),
+            ("ParserConfig", "preset"), ("BpeConfig", "codes"), ("BpeConfig", "src_symbols"),
+            ("BpeConfig", "tgt_symbols"), ("FilterSettings", "langid_languages"),
+            ("FilterSettings", "langid_min_letters")} <= together
 
 
 @pytest.mark.parametrize("cls_name, values, named", PIPELINE_CASES, ids=repr)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from ..errors import InputError
@@ -27,10 +27,53 @@ from ..textio import UTF8_BOM, wide_encoding
 from .corpus import detect_format
 
 SPLITS = ("train", "valid", "test")
+
+
+@dataclass(frozen=True)
+class HeadConfig:
+    """The [pipeline] table: the languages, the run's name and where and how its shards are written."""
+
+    src_lang: str = option(help="the source language (ISO 639-1)")
+    tgt_lang: str = option(help="the target language (ISO 639-1)")
+    name: str | None = option(None, help="the run's name, kept in the manifests (default: the file's name)")
+    output: str | None = option(None, help="the output folder, relative to the file's folder (default: out/NAME); "
+                                           "--output overrides")
+    data_root: str | None = option(None, help="where relative input and model paths resolve (default: the "
+                                              "file's folder)")
+    shard_size: int = option(10000, ge=1, help="input pairs per shard; --shard-size overrides")
+    source: str = option("", help="where to get the data (free text, kept in the manifest)")
+    compression: str = option(DEFAULT_COMPRESSION, choices=COMPRESSIONS,
+                              help="of the shards (none: memory-mappable); --compression overrides")
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    """A [splits.X] table; loaded, `src` and `tgt` are tuples of resolved paths (`tsv` folded into them)."""
+
+    name: str
+    src: str | tuple[str, ...] | None = option(None, help="the source input: a file or a list (concatenated)")
+    tgt: str | tuple[str, ...] | None = option(None, help="the target input: a file or a list (concatenated)")
+    format: str | None = option(None, choices=INPUT_FORMATS,
+                                help="format of every input file (default: from each file name)")
+    filter: bool = option(True, help="apply the [filter] settings (default: true for train, false for valid/test)")
+    src_column: int = option(0, ge=0, help="TSV input: the source's column (0-based)")
+    tgt_column: int = option(1, ge=0, help="TSV input: the target's column (0-based)")
+    max_pairs: int | None = option(None, ge=1, help="take only the first N pairs of the split's input (default: all)")
+    # Added fields go last; `tsv` is never recorded (it stands for src = tgt = the files, format = "tsv").
+    tsv: str | tuple[str, ...] | None = option(None, conflicts=("src", "tgt"),
+                                               help="both sides in one TSV file or a list of them (columns "
+                                                    "src_column / tgt_column): src = tgt = the files, format = tsv")
+
+
+def _keys(cls: type) -> set[str]:
+    """The keys of a table: the fields its dataclass declares with `option`."""
+    return {spec.name for spec in fields(cls) if "help" in spec.metadata}
+
+
 _KEYS = {
     "": {"pipeline", "splits", "filter", "parser", "bpe", "features", "normalize", "parse"},
-    "pipeline": {"name", "src_lang", "tgt_lang", "output", "shard_size", "data_root", "source", "compression"},
-    "split": {"src", "tgt", "format", "filter", "tsv", "src_column", "tgt_column", "max_pairs"},
+    "pipeline": _keys(HeadConfig),
+    "split": _keys(SplitConfig),
     "filter": {"langid", "min_len", "max_len", "max_ratio", "langid_languages", "langid_min_letters", "max_chars",
                "segmentation"},
     "parser": {"backend", "model", "model_dir", "lang", "pretokenized", "train_conllu", "preset"},
@@ -41,19 +84,6 @@ _KEYS = {
     "normalize": {"src", "tgt"},
     "parse": {"cache", "cache_max_gb", "cache_stages"},
 }
-
-
-@dataclass(frozen=True)
-class SplitConfig:
-    name: str
-    src: tuple[str, ...]
-    tgt: tuple[str, ...]
-    format: str | None = option(None, choices=INPUT_FORMATS,
-                                help="format of every input file (default: from each file name)")
-    filter: bool = option(True, help="apply the [filter] settings (default: true for train, false for valid/test)")
-    src_column: int = option(0, ge=0, help="tsv: the source's column (0-based)")
-    tgt_column: int = option(1, ge=0, help="tsv: the target's column (0-based)")
-    max_pairs: int | None = option(None, ge=1, help="take only the first N pairs of the split's input (default: all)")
 
 
 @dataclass(frozen=True)
@@ -230,9 +260,11 @@ class PipelineConfig:
 
 
 def _without_unset(data: dict[str, Any]) -> dict[str, Any]:
-    """A split's `max_pairs` only where it is set: the manifests and fingerprints of splits without it stay as
-    they were before the key existed (a resume or a signature comparison across versions still matches)."""
+    """A split's `max_pairs` only where it is set, and never `tsv` (folded into src and tgt): the manifests and
+    fingerprints stay as they were before the keys existed (a resume or a signature comparison across versions
+    still matches)."""
     for split in data["splits"]:
+        split.pop("tsv", None)
         if split.get("max_pairs") is None:
             split.pop("max_pairs", None)
     return data
@@ -264,37 +296,31 @@ def _resolve(value: str, root: str, given: dict[str, str] | None = None) -> str:
     return resolved
 
 
-def _paths(value: Any, key: str, root: str, path: str, given: dict[str, str]) -> tuple[str, ...]:
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not items or not all(isinstance(v, str) for v in items):
-        raise InputError(f"{key} must be a file name or a non-empty list of file names", path)
-    return tuple(_resolve(v, root, given) for v in items)
-
-
-def _tsv_split(table: dict, name: str, path: str) -> dict:
-    """[splits.X]: `tsv = FILE(S)` (both sides in columns src_column / tgt_column, default 0 / 1) stands for
-    src = tgt = FILE(S), format = "tsv"; otherwise src and tgt are needed."""
-    if "tsv" in table:
-        if "src" in table or "tgt" in table:
-            raise InputError(f"[splits.{name}] takes tsv (both sides in one file) or src and tgt, not both", path)
-        if table.get("format", "tsv") != "tsv":
-            raise InputError(f"[splits.{name}] tsv = ... reads TSV: leave out format = {table['format']!r}", path)
-        files = table.pop("tsv")
-        table.update(src=files, tgt=files, format="tsv")
-    elif "src" not in table or "tgt" not in table:
-        raise InputError(f"[splits.{name}] needs src and tgt (or tsv = a file with both sides in columns)", path)
+def _tsv_split(split: SplitConfig, table: dict, path: str) -> SplitConfig:
+    """A [splits.X] table read (types, ranges and `tsv` against src / tgt: declared): `tsv = FILE(S)` (both sides
+    in columns src_column / tgt_column, default 0 / 1) stands for src = tgt = FILE(S), format = "tsv"; otherwise
+    src and tgt are needed; the columns are for TSV input only, and two."""
+    where = f"[splits.{split.name}]"
+    if split.tsv is not None:
+        if split.format not in (None, "tsv"):
+            raise InputError(f"{where} tsv = ... reads TSV: leave out format = {split.format!r}", path)
+        split = replace(split, src=split.tsv, tgt=split.tsv, format="tsv", tsv=None)
+    elif split.src is None or split.tgt is None:
+        raise InputError(f"{where} needs src and tgt (or tsv = a file with both sides in columns)", path)
+    files = {side: (value,) if isinstance(value, str) else tuple(value) for side in ("src", "tgt")
+             for value in [getattr(split, side)]}
+    empty = ["tsv" if "tsv" in table else side for side, names in files.items() if not names]
+    if empty:
+        raise InputError(f"{where} {empty[0]} names no file: give a file name or a non-empty list of them", path)
     columns = [key for key in ("src_column", "tgt_column") if key in table]
-    if columns:  # only TSV has columns: on text, SGML or CoNLL-U files the keys would be ignored
-        files = [table[side] for side in ("src", "tgt")]
-        formats = {table.get("format") or detect_format(f) for side in files
-                   for f in (side if isinstance(side, list) else [side]) if isinstance(f, str)}
-        if "tsv" not in formats:
-            raise InputError(f"[splits.{name}] {' and '.join(columns)} choose columns of TSV input, but these files "
-                             f"are read as {', '.join(sorted(formats))}: use tsv = FILE (both sides in one file), "
-                             'format = "tsv" or files named *.tsv, or leave the key out', path)
-    if table.get("src_column", 0) == table.get("tgt_column", 1):
-        raise InputError(f"[splits.{name}] src_column and tgt_column are the same column", path)
-    return table
+    formats = {split.format or detect_format(f) for names in files.values() for f in names}
+    if columns and "tsv" not in formats:  # only TSV has columns: on other files the keys would be ignored
+        raise InputError(f"{where} {' and '.join(columns)} choose columns of TSV input, but these files are read as "
+                         f"{', '.join(sorted(formats))}: use tsv = FILE (both sides in one file), format = \"tsv\" "
+                         "or files named *.tsv, or leave the key out", path)
+    if split.src_column == split.tgt_column:
+        raise InputError(f"{where} src_column and tgt_column are the same column", path)
+    return replace(split, **files)
 
 
 def _features(value: Any, key: str, path: str) -> tuple[str, ...]:
@@ -486,7 +512,7 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     head = _pipeline_table(data, path)
     here = os.path.dirname(os.path.abspath(path))
     given: dict[str, str] = {}
-    root = _resolve(head.get("data_root", "."), here, given)
+    root = _resolve(head.data_root or ".", here, given)
     splits = _splits(data.get("splits", {}), root, given, path)
     parsers = {side: _parser_config(data.get("parser", {}).get(side), side, head, root, given, path)
                for side in ("src", "tgt")}
@@ -500,40 +526,31 @@ def load_pipeline(path: str, output: str | None = None, shard_size: int | None =
     normalize = _normalize_config(data.get("normalize", {}), path)
     parse = _parse_config(data.get("parse", {}), here, path)
     settings = _filter_settings(data.get("filter", {}), head, path)
-    compression = compression or head.get("compression", DEFAULT_COMPRESSION)
-    if compression not in COMPRESSIONS:
-        raise InputError(f"[pipeline] compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}",
-                         path)
-    size = shard_size or head.get("shard_size", 10000)
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise InputError(f"shard_size must be a positive integer, got {size!r}", path)
-    out = _resolve(output, os.getcwd()) if output else _resolve(head.get("output", "out/" + head.get("name", "run")),
-                                                                 here)
-    return PipelineConfig(head.get("name", os.path.splitext(os.path.basename(path))[0]), head["src_lang"],
-                          head["tgt_lang"], out, tuple(splits), parsers["src"], parsers["tgt"], settings, bpe,
-                          features, size, head.get("source", ""), compression, root,
+    out = _resolve(output, os.getcwd()) if output else _resolve(head.output or "out/" + (head.name or "run"), here)
+    return PipelineConfig(head.name or os.path.splitext(os.path.basename(path))[0], head.src_lang, head.tgt_lang,
+                          out, tuple(splits), parsers["src"], parsers["tgt"], settings, bpe, features,
+                          shard_size or head.shard_size, head.source, compression or head.compression, root,
                           os.path.abspath(path), tuple(sorted(given.items())), normalize, parse)
 
 
-def _pipeline_table(data: dict, path: str) -> dict:
+def _pipeline_table(data: dict, path: str) -> HeadConfig:
     """The file's tables checked (known names, tables not arrays or values) and its [pipeline] table (known keys,
-    string values, both languages given and known)."""
+    declared values, both languages given and known)."""
     _check_keys(data, _KEYS[""], "top level", path)
     for name, table in data.items():
         if isinstance(table, list) and all(isinstance(item, dict) for item in table):
             raise InputError(f"[[{name}]] is an array of tables: write [{name}] (one table)", path)
         if not isinstance(table, dict):
             raise InputError(f"{name} = {table!r}: expected a table [{name}]", path)
-    head = data.get("pipeline", {})
-    _check_keys(head, _KEYS["pipeline"], "pipeline", path)
-    for key, value in head.items():
-        if key not in ("shard_size",) and not isinstance(value, str):
-            raise InputError(f"[pipeline] {key} = {value!r}: expected a string", path)
+    table = data.get("pipeline", {})
+    _check_keys(table, _KEYS["pipeline"], "pipeline", path)
     for key in ("src_lang", "tgt_lang"):
-        if key not in head:
+        if key not in table:
             raise InputError(f"[pipeline] needs {key}", path)
+    head = _typed(HeadConfig, table, "pipeline", path)
+    for key in ("src_lang", "tgt_lang"):
         try:
-            check_iso_639_1(head[key])
+            check_iso_639_1(getattr(head, key))
         except ValueError as err:
             raise InputError(f"[pipeline] {key}: {err}", path) from None
     return head
@@ -547,23 +564,22 @@ def _splits(tables: dict, root: str, given: dict[str, str], path: str) -> list[S
             raise InputError(f"unknown split [splits.{name}]" + (did_you_mean(name, SPLITS) or
                                                                    f" (use {', '.join(SPLITS)})"), path)
         _check_keys(table, _KEYS["split"], f"splits.{name}", path)
-        table = _tsv_split(dict(table), name, path)
-        splits.append(_typed(SplitConfig, {
-            "filter": name == "train", **table, "name": name,
-            "src": _paths(table["src"], f"splits.{name}.src", root, path, given),
-            "tgt": _paths(table["tgt"], f"splits.{name}.tgt", root, path, given)}, f"splits.{name}", path))
+        split = _tsv_split(_typed(SplitConfig, {"filter": name == "train", **table, "name": name}, f"splits.{name}",
+                                  path), table, path)
+        splits.append(replace(split, **{side: tuple(_resolve(file, root, given) for file in getattr(split, side))
+                                        for side in ("src", "tgt")}))
     if not splits:
         raise InputError("no [splits.train|valid|test] given", path)
     return splits
 
 
-def _parser_config(table: dict | None, side: str, head: dict, root: str, given: dict[str, str],
+def _parser_config(table: dict | None, side: str, head: HeadConfig, root: str, given: dict[str, str],
                    path: str) -> ParserConfig | None:
     """[parser.src] or [parser.tgt] (None when absent), its files resolved (a spaCy package name is not a file)."""
     if table is None:
         return None
     _check_keys(table, _KEYS["parser"], f"parser.{side}", path)
-    table = {"lang": head["src_lang" if side == "src" else "tgt_lang"], **table}
+    table = {"lang": head.src_lang if side == "src" else head.tgt_lang, **table}
     parser = _typed(ParserConfig, table, f"parser.{side}", path)
     paths = {key: _resolve(getattr(parser, key), root, given) for key in ("model", "model_dir", "train_conllu")
              if getattr(parser, key) is not None
@@ -595,11 +611,11 @@ def _features_config(table: dict, path: str) -> FeaturesConfig:
     return _typed(FeaturesConfig, feats, "features", path)
 
 
-def _filter_settings(table: dict, head: dict, path: str) -> FilterSettings:
+def _filter_settings(table: dict, head: HeadConfig, path: str) -> FilterSettings:
     """[filter], with the pipeline's languages (`langid = "none"`: no language identification)."""
     filter_table = dict(table)
     _check_keys(filter_table, _KEYS["filter"], "filter", path)
     if filter_table.get("langid") == "none":
         filter_table["langid"] = None
-    return _typed(FilterSettings, {"src_lang": head["src_lang"], "tgt_lang": head["tgt_lang"], **filter_table},
+    return _typed(FilterSettings, {"src_lang": head.src_lang, "tgt_lang": head.tgt_lang, **filter_table},
                   "filter", path)
