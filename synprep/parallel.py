@@ -135,12 +135,24 @@ def ordered_map(func: Callable[[Any, Task], Result], tasks: Iterable[Task], work
         raise WorkerLost(f"a worker process {_death(processes)}") from None
     finally:
         # an error, Ctrl-C or a consumer that stopped early: no worker keeps running
+        results = getattr(pool, "_result_queue", None)  # (internals, read defensively; shutdown forgets it)
         pool.shutdown(wait=done, cancel_futures=not done)
         if not done:
             for process in processes:
                 if process.is_alive():
                     process.kill()
                 process.join(5)
+            _end_result_pipe(results)
+
+
+def _end_result_pipe(results: Any) -> None:  # noqa: ANN401 (a multiprocessing SimpleQueue or None)
+    """After the workers were killed: a worker killed while it wrote a result left part of a message in the result
+    pipe, and the pool's manager thread waits in `recv` for the rest, forever (the interpreter's exit joins that
+    thread: the command printed its error and hung). With every worker gone, this process's copy of the pipe's
+    write end is its last: closed, the read ends (EOF), and the thread marks the pool broken and ends."""
+    writer = getattr(results, "_writer", None)
+    if writer is not None and not writer.closed:
+        writer.close()
 
 
 def _death(processes: list) -> str:

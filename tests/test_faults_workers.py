@@ -210,3 +210,39 @@ def test_sigterm_while_connecting_to_ray_ends_at_once(tmp_path):
     assert time.monotonic() - signalled < 10, "SIGTERM did not end the connect step at once"
     assert process.returncode == 143 and "Traceback" not in stderr, stderr[-1500:]
     assert stderr.strip().splitlines()[-1].startswith("synprep: stopped by SIGTERM"), stderr[-1500:]
+
+
+STOPPED_CONSUMER = '''
+import contextlib
+import sys
+from synprep.parallel import ordered_map
+
+def big(state, n):
+    return b"x" * (4 << 20)  # larger than a pipe: a worker is nearly always part-way through sending one
+
+def setup():
+    return None
+
+with contextlib.closing(ordered_map(big, range(200), 2, setup)) as results:  # as the commands close their maps
+    for i, _ in enumerate(results):
+        if i == 3:
+            if sys.argv[1] == "error":
+                raise ValueError("the consumer failed")
+            if sys.argv[1] == "interrupt":
+                raise KeyboardInterrupt
+            break  # "close": a consumer that stopped early
+'''
+
+
+@pytest.mark.parametrize("how", ["error", "interrupt", "close"])
+def test_a_consumer_that_stops_while_workers_send_results_ends_without_a_hang(tmp_path, how):
+    """Every command that maps over worker processes (convert, align, filter, validate, parse) stops them when it
+    fails: the workers were killed part-way through sending a result, and the pool's manager thread waited for the
+    rest of that message forever, so a convert stopped by a full disk printed its line and never exited (1 run in
+    5 on a loaded machine). A bounded wait: a hang fails the test."""
+    script = tmp_path / "consumer.py"
+    script.write_text(STOPPED_CONSUMER)
+    for _ in range(5):  # the race needs a worker mid-message: with 4 MB results, nearly every run
+        done = subprocess.run([sys.executable, str(script), how], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+        assert done.returncode == {"error": 1, "interrupt": -signal.SIGINT, "close": 0}[how], done.stderr[-2000:]
