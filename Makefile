@@ -18,7 +18,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check synprep syntrain tests benchmarks
 
 test: lint
-	$(VENV)/bin/pytest -q
+	# one process per core (pytest-xdist), a test file's tests together in one of them (its fixtures made once)
+	$(VENV)/bin/pytest -q -n auto --dist loadfile
 
 demo: $(STAMP)
 	bash sample_data/demo.sh
