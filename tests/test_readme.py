@@ -37,10 +37,28 @@ def test_documentation_has_python_blocks():
     assert {"docs/synprep.md", "docs/tree-decoding.md"} <= pages
 
 
+@contextlib.contextmanager
+def registries_kept():
+    """A block may register a guide's example scheme or switch: it is removed after the block (with what it
+    declared), so that it is not registered for the tests after it, in whatever order they run (one process per
+    core)."""
+    from synprep.subwords import registry as schemes
+    from syntrain.switches import registry as switches
+
+    before = (set(schemes.names()), {switch.name for switch in switches.registered()})
+    try:
+        yield
+    finally:
+        for name in set(schemes.names()) - before[0]:
+            schemes.unregister(name)
+        for name in {switch.name for switch in switches.registered()} - before[1]:
+            switches.unregister(name)
+
+
 @pytest.mark.parametrize(("page", "block"), BLOCKS, ids=[f"{page}-{i}" for i, (page, _) in enumerate(BLOCKS)])
 def test_documentation_python_block_runs(page: str, block: str):
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
+    with contextlib.redirect_stdout(printed), registries_kept():
         exec(compile(block, page, "exec"), {})  # a fresh namespace, as a reader pasting the block would have
     assert printed.getvalue().strip() == expected_output(block)
 
