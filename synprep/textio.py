@@ -12,13 +12,14 @@ import contextlib
 import gzip
 import hashlib
 import io
+import json
 import lzma
 import os
 import stat
 import sys
 import zlib
 from collections.abc import Iterator
-from typing import IO, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from .errors import InputError, WriteError
 
@@ -397,3 +398,13 @@ def atomic_write(path: str, data: bytes) -> None:
         if isinstance(err, OSError):  # disk full, permission denied: one line naming the file
             raise WriteError(f"cannot write: {err.strerror or err}", path) from None
         raise
+
+
+def read_json(path: str, what: str) -> Any:  # noqa: ANN401
+    """A JSON file's value; unreadable or not JSON (bad bytes, cut short): InputError naming the file, `what` it
+    should be ("not a tokenizer.json file: ...")."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"not {what}: {err}", path) from None

@@ -29,6 +29,7 @@ from .pretrained import (
     PretrainedSource,
     key_value_pairs,
     layer_pairs,
+    read_json,
 )
 from .switches import Switch
 from .switches.base import RECORD
@@ -117,7 +118,7 @@ def write_hf_folder(checkpoint: str, folder: str) -> list[str]:
             written.append(name)
     for name, settings in language_settings(model.cfg, source).items():
         path = os.path.join(folder, name)
-        stored = json.load(open(path, encoding="utf-8")) if os.path.isfile(path) else {}
+        stored = read_json(path) if os.path.isfile(path) else {}
         with open(path, "w", encoding="utf-8") as handle:
             json.dump({**stored, **settings}, handle, indent=2)
         written += [] if name in written else [name]

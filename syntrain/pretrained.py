@@ -68,19 +68,27 @@ def refuse(folder: str, key: str, value: Any, why: str) -> ValueError:
     return ValueError(f"{os.path.join(folder, CONFIG)}: {key} = {json.dumps(value)}: {why}")
 
 
+def read_json(path: str, kind: type = dict) -> Any:  # noqa: ANN401
+    """A JSON file of the model folder, a `kind` (dict: an object); unreadable, not JSON (bad bytes, cut short)
+    or of another kind: one line naming it."""
+    from synprep.errors import InputError
+    from synprep.textio import read_json as read_file
+
+    try:
+        value = read_file(path, "a JSON file of a Hugging Face model folder")
+    except InputError as err:
+        raise ValueError(str(err)) from None
+    if not isinstance(value, kind):
+        raise ValueError(f"{path}: not a JSON {'object' if kind is dict else kind.__name__}")
+    return value
+
+
 def read_config(folder: str) -> dict:
     """The folder's config.json as a dict (a missing or unreadable one: one line naming it)."""
     path = os.path.join(folder, CONFIG)
     if not os.path.isfile(path):
         raise ValueError(f"{folder}: not a Hugging Face model folder (no {CONFIG})")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            config = json.load(handle)
-    except (OSError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path}: not readable ({err})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    return config
+    return read_json(path)
 
 
 def family_of(config: dict, folder: str) -> Family:
@@ -142,13 +150,11 @@ def hf_pieces(folder: str, config: dict) -> tuple[list[str], dict[str, int]]:
     ids: dict[str, int] = {}
     vocab_json, tokenizer_json = os.path.join(folder, VOCAB_JSON), os.path.join(folder, TOKENIZER_JSON)
     if os.path.isfile(vocab_json):
-        with open(vocab_json, encoding="utf-8") as handle:
-            ids = json.load(handle)
+        ids = read_json(vocab_json)
         codes = {code: len(ids) + i for i, code in enumerate(m2m100_codes(folder, config, len(ids)))}
         ids.update({f"__{code}__": i for code, i in codes.items()})  # not in vocab.json: M2M100Tokenizer's ids
     elif os.path.isfile(tokenizer_json):
-        with open(tokenizer_json, encoding="utf-8") as handle:
-            added = json.load(handle).get("added_tokens") or []
+        added = read_json(tokenizer_json).get("added_tokens") or []
         from tokenizers import Tokenizer
 
         ids = Tokenizer.from_file(tokenizer_json).get_vocab(with_added_tokens=True)
@@ -175,8 +181,7 @@ def m2m100_codes(folder: str, config: dict, pieces: int) -> list[str]:
     path = os.path.join(folder, TOKENIZER_CONFIG)
     kind = "m2m100"
     if os.path.isfile(path):
-        with open(path, encoding="utf-8") as handle:
-            kind = json.load(handle).get("language_codes") or kind
+        kind = read_json(path).get("language_codes") or kind
     if kind not in FAIRSEQ_LANGUAGE_CODES:
         raise ValueError(f"{path}: language_codes = {json.dumps(kind)}: not one of M2M100's code lists "
                          f"({', '.join(FAIRSEQ_LANGUAGE_CODES)})")
@@ -273,7 +278,7 @@ def read_weights(folder: str) -> dict[str, torch.Tensor]:
         from safetensors.torch import load_file
 
         files = [single] if os.path.isfile(single) else sorted(
-            {os.path.join(folder, name) for name in json.load(open(index, encoding="utf-8"))["weight_map"].values()})
+            {os.path.join(folder, name) for name in read_json(index).get("weight_map", {}).values()})
         weights = {name: tensor for path in files for name, tensor in load_file(path).items()}
     elif os.path.isfile(os.path.join(folder, TORCH_BIN)):
         weights = torch.load(os.path.join(folder, TORCH_BIN), map_location="cpu", weights_only=True)

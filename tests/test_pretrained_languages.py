@@ -185,6 +185,30 @@ def test_a_code_for_a_model_without_codes_is_refused(tmp_path):
         load_pretrained(str(marian), src_lang_code="en", tgt_lang_code="de")
 
 
+DAMAGES = {"cut short": lambda data: data[: len(data) // 2], "bad bytes": lambda data: b"\xff\xfe" + data[2:],
+           "another kind": lambda data: b"[]"}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_every_json_file_of_a_model_folder_damaged_is_one_line_naming_it(multilingual, tmp_path, damage):
+    """Each JSON file of a multilingual model folder (whatever the folder holds: config, vocabularies, tokenizer
+    files), cut short, with bad bytes or of another kind: the model loads (a file it does not read) or one line
+    naming the file, never a traceback of the JSON reader."""
+    import shutil
+
+    source, codes = multilingual
+    names = sorted(path.name for path in source.glob("*.json"))
+    assert {"config.json"} < set(names)
+    for name in names:
+        copy = tmp_path / name
+        shutil.copytree(source, copy)
+        (copy / name).write_bytes(DAMAGES[damage]((copy / name).read_bytes()))
+        try:
+            load_pretrained(str(copy), **codes)
+        except ValueError as err:
+            assert "\n" not in str(err) and name in str(err), (name, str(err))
+
+
 def test_tree_decoding_with_a_target_prefix_is_refused_naming_it(folder):
     """Tree decoding reads its decoder input from the start token on: a target code does not fit it (and it cannot
     start from a pretrained model at all)."""

@@ -9,23 +9,19 @@ character belongs to; `compare_cuts` says how often the two differ (docs/synprep
 from __future__ import annotations
 
 import bisect
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InputError
+from ..textio import read_json
 from . import BYTE_LEVEL, TokenCutter
 from .base import Marker, Scheme
 from .registry import register
 
 
 def _read(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"not a tokenizer.json file: {err}", path) from None
+    return read_json(path, "a tokenizer.json file")
 
 
 def _components(part: dict | None) -> list[dict]:

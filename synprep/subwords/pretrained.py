@@ -16,10 +16,10 @@ put a piece across a space it normalised away; MarianTokenizer's Moses punctuati
 
 from __future__ import annotations
 
-import json
 import os
 
 from ..errors import InputError
+from ..textio import read_json
 from .base import Scheme
 from .registry import register
 from .sentencepiece_scheme import MARKER, SentencePieceCutter
@@ -38,11 +38,7 @@ def _first(folder: str, names: tuple[str, ...], what: str) -> str:
 
 def read_vocabulary(path: str) -> dict[str, int]:
     """piece -> id of a vocab.json, or of a tokenizer.json (its model's vocabulary and its added tokens)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"not a vocabulary file: {err}", path) from None
+    data = read_json(path, "a vocabulary file")
     if isinstance(data, dict) and isinstance(data.get("model"), dict):  # tokenizer.json
         vocab = data["model"].get("vocab") or {}
         ids = dict(vocab) if isinstance(vocab, dict) else {piece: i for i, (piece, _) in enumerate(vocab)}
