@@ -262,3 +262,13 @@ def value_id(val: object) -> str:
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
     """The default ids, stable across processes (`value_id`) where pytest's own would name an address."""
     return type(val).__name__ if " at 0x" in repr(val) else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test function's cases in the order of their ids (the functions stay in file order): every process of
+    pytest-xdist must collect the same tests in the same order, and a generator that walks a set or a dict built
+    from one would otherwise order its cases by hashes and addresses, which differ between processes."""
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(item.nodeid.split("[", 1)[0], index)
+    items.sort(key=lambda item: (first[item.nodeid.split("[", 1)[0]], item.nodeid))

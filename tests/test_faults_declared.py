@@ -219,7 +219,7 @@ def _recipe_cases() -> list[tuple[str, dict[str, Any], str]]:
             cases += [(section, {key: value}, f"[{section}] {key}") for value in wrong_values(cls, spec)]
     cases += [("train", values, words) for values, words in together_cases(TrainConfig)
               if set(values) <= set(train_keys())]
-    parts = {declaration("model", key)[0] for key in model_keys()}  # type: ignore[index]
+    parts = dict.fromkeys(declaration("model", key)[0] for key in model_keys())  # key order (every process)
     cases += [("model", values, words) for cls in parts for values, words in together_cases(cls)]
     for switch in registered():
         if not switch.switched_by:
