@@ -16,7 +16,7 @@ from typing import Any
 from . import options
 from .errors import InputError
 from .subwords import registry
-from .tables import LiveChoices
+from .tables import LiveChoices, clash
 
 KIND_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "True or False", "path": "a path"}
 
@@ -158,27 +158,14 @@ def check_arguments(command: str, **values: Any) -> dict[str, Any]:  # noqa: ANN
 
 def check_together(declared: dict[str, Arg], values: dict[str, Any]) -> None:
     """The declared `requires` and `conflicts` of the options that are set (given, not their default): InputError
-    in one line, `--ray-address is for --engine ray, not local`, `--resume and --overwrite exclude each other`."""
-
-    def value(name: str) -> Any:  # noqa: ANN401
-        return values.get(name, declared[name].default)
-
-    def is_set(name: str) -> bool:
-        return values.get(name) not in (None, (), declared[name].default)
-
-    for name, arg in declared.items():
-        if not is_set(name):
-            continue
-        for other, wanted in (arg.requires or {}).items():
-            allowed = wanted if isinstance(wanted, tuple) else (wanted,)
-            if wanted is None and not is_set(other):  # None: any value of the other (as synprep.tables.option's)
-                raise InputError(f"{arg.flag} does nothing without {declared[other].flag}")
-            if wanted is not None and value(other) not in allowed:
-                raise InputError(f"{arg.flag} is for {declared[other].setting(*allowed)}, not "
-                                 f"{declared[other].setting(value(other), named=False)}")
-        for other in arg.conflicts:
-            if is_set(other):
-                raise InputError(f"{arg.flag} and {declared[other].flag} exclude each other")
+    in one line, `--ray-address is for --engine ray, not local`, `--resume and --overwrite exclude each other`
+    (the rule of `synprep.tables.clash`, as a file's keys are checked)."""
+    problem = clash({name: (arg.requires or {}, arg.conflicts) for name, arg in declared.items()},
+                    lambda name: values.get(name) not in (None, (), declared[name].default),
+                    lambda name: values.get(name, declared[name].default), lambda name: declared[name].flag,
+                    lambda name, allowed, named: declared[name].setting(*allowed, named=named))
+    if problem:
+        raise InputError(problem)
 
 
 def invalid(command: str, name: str, message: str) -> InputError:

@@ -167,31 +167,43 @@ def is_set(cls: type, values: dict, name: str) -> bool:
     return value not in (None, (), []) and value != _default({f.name: f for f in fields(cls)}[name])
 
 
+def clash(rules: dict[str, tuple[dict, Iterable[str]]], is_given: Callable[[str], bool], value: Callable[[str], Any],
+          name: Callable[[str], str], setting: Callable[[str, tuple, bool], str]) -> str | None:
+    """The first broken rule among settings, worded, or None: `rules` maps each setting to its declared `requires`
+    (other -> the value or tuple of values it needs; None: any value, the other only has to be set) and
+    `conflicts`; `is_given` says whether a setting is set, `value` what it holds, `name` how to name one and
+    `setting(other, values, named)` how to word values of another. The one rule behind a file's keys
+    (`check_together`) and a command's options (`synprep.arguments.check_together`)."""
+    for key, (requires, conflicts) in rules.items():
+        if not is_given(key):
+            continue
+        for other, wanted in requires.items():
+            allowed = wanted if isinstance(wanted, tuple) else (wanted,)
+            if wanted is None and not is_given(other):
+                return f"{name(key)} does nothing without {name(other)}"
+            if wanted is not None and value(other) not in allowed:
+                return f"{name(key)} is for {setting(other, allowed, True)}, not " \
+                       f"{setting(other, (value(other),), False)}"
+        for other in conflicts:
+            if is_given(other):
+                return f"{name(key)} and {name(other)} exclude each other"
+    return None
+
+
 def check_together(cls: type, values: dict, what: str = "", name: Callable[[str], str] = str) -> None:
     """The declared `requires` and `conflicts` of the fields set in `values` (`is_set`): a ValueError in one line
     that starts with `what` and words each field by `name` ('[bpe] src_symbols is for joint = false, not true',
     '[parser.src] preset does nothing without train_conllu', '--resume and --overwrite exclude each other')."""
     specs = {f.name: f for f in fields(cls)}
 
-    def value(other: str) -> Any:  # noqa: ANN401
-        return values[other] if other in values else _default(specs[other])
+    def setting(other: str, allowed: tuple, named: bool) -> str:
+        return f"{name(other)} = " * named + " or ".join(map(toml_words, allowed))
 
-    def refuse(message: str) -> ValueError:
-        return ValueError(f"{what} {message}".strip())
-
-    for key, spec in specs.items():
-        if not is_set(cls, values, key):
-            continue
-        for other, wanted in spec.metadata.get("requires", {}).items():
-            allowed = wanted if isinstance(wanted, tuple) else (wanted,)
-            if wanted is None and not is_set(cls, values, other):
-                raise refuse(f"{name(key)} does nothing without {name(other)}")
-            if wanted is not None and value(other) not in allowed:
-                raise refuse(f"{name(key)} is for {name(other)} = {' or '.join(map(toml_words, allowed))}, not "
-                             f"{toml_words(value(other))}")
-        for other in spec.metadata.get("conflicts", ()):
-            if is_set(cls, values, other):
-                raise refuse(f"{name(key)} and {name(other)} exclude each other")
+    problem = clash({key: (spec.metadata.get("requires", {}), spec.metadata.get("conflicts", ()))
+                     for key, spec in specs.items()}, lambda key: is_set(cls, values, key),
+                    lambda key: values[key] if key in values else _default(specs[key]), name, setting)
+    if problem:
+        raise ValueError(f"{what} {problem}".strip())
 
 
 def config_from_dict(cls: type, values: dict, what: str) -> Any:
