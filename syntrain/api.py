@@ -4,8 +4,10 @@ configuration) with the message the command line prints."""
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from synprep.results import Printed
@@ -15,11 +17,14 @@ from .translate import Translator, default_device
 
 if TYPE_CHECKING:
     from .dataset import ParallelData
+    from .decode import DecodeSettings
     from .model import Transformer
     from .vocab import Vocab
 
 __all__ = ["AverageResult", "EnvResult", "Translator", "average", "env", "evaluate", "score_hypotheses",
            "scored_split", "train"]
+
+log = logging.getLogger(__name__)
 
 
 def scored_split(model: Transformer, vocab: Vocab, path: str) -> ParallelData:
@@ -47,6 +52,88 @@ def score_hypotheses(hypotheses: Sequence[str], data: ParallelData, normalize_re
     return score(hypotheses, references, data.tgt_lang, bleu_tokenize), references
 
 
+@dataclass
+class Evaluation:
+    """A model and a split made ready to be scored (`evaluation`), then scored (`run`): the one body of
+    `syntrain eval` and `evaluate` (which checks its arguments as the command line does, then calls these)."""
+
+    model: Transformer
+    vocab: Vocab
+    split: ParallelData
+    settings: DecodeSettings
+    device: str
+    scored: str  # the checkpoint, or the pretrained model folder
+    pretrained: bool
+    hypotheses: list[str] = field(default_factory=list)
+    pieces: list[list[str]] = field(default_factory=list)  # each hypothesis's pieces (the switches' outputs)
+    references: list[str] = field(default_factory=list)  # normalized as scored
+
+    def run(self, normalize_refs: Sequence[str] = (), bleu_tokenize: str = "auto",
+            progress: bool = False) -> dict[str, Any]:
+        """Decode the split, score it and return the record `syntrain eval --json` writes: {"bleu",
+        "bleu_signature", "chrf", "chrf_signature", "loss", the switches' measures, "checkpoint" or "pretrained",
+        "data", "pairs", the decoding settings, "normalize_refs", "key": what the scores depend on, as
+        RUN/test.hyp.json records it (`compare.decoding_key`)}."""
+        from .compare import decoding_key
+        from .decode import decode_split, settings_text
+        from .switches import decoded
+        from .validation import split_loss
+
+        self.hypotheses = decode_split(self.model, self.split, self.vocab, self.settings, device=self.device,
+                                       progress="eval: translating" if progress else False, pieces=self.pieces)
+        settings = self.settings.key(self.device)
+        log.info(f"eval: {settings_text(settings)}")
+        result, self.references = score_hypotheses(self.hypotheses, self.split, normalize_refs, bleu_tokenize)
+        result["loss"] = round(split_loss(self.model, self.split, self.settings.max_tokens, self.device), 4)
+        for outputs in decoded(self.model.switches):
+            result.update(outputs.scores(self.pieces, self.split, self.split.keep))
+        return {**result, ("pretrained" if self.pretrained else "checkpoint"): os.path.abspath(self.scored),
+                "data": os.path.abspath(self.split.path), "pairs": len(self.hypotheses), **settings,
+                "normalize_refs": list(normalize_refs), "key": decoding_key(self.scored, self.split.path, settings)}
+
+
+def warn_signature(ckpt: dict, split: ParallelData) -> None:
+    """Log a warning where the split's shards were not made as the checkpoint's training data (synprep
+    signatures: the parser, the sub-words)."""
+    from .config.resolve import signature_differences
+
+    differ = signature_differences(ckpt.get("signature", {}), split.signature)
+    if differ:
+        log.warning(f"warning: the shards were not made with the {' and '.join(differ)} of the training data "
+                    "(synprep signatures differ)")
+
+
+def evaluation(checkpoint: str | None, data: str, *, beam: int | None = None, length_penalty: float | None = None,
+               max_tokens: int | None = None, threads: int | None = None, device: str | None = None,
+               pretrained: str | None = None, src_lang_code: str = "", tgt_lang_code: str = "") -> Evaluation:
+    """The model (`checkpoint`, or the Hugging Face folder `pretrained` with its language codes) and the split
+    folder `data` loaded and checked, the decoding settings chosen (the run's final test's, or the declared [train]
+    defaults for a pretrained model, each replaced by a value given); logs a warning where the split's shards
+    were not made as the training data's, or hold pieces the pretrained model lacks."""
+    from .config.recipe import stored_train_config
+    from .config.train import TrainConfig
+    from .decode import run_settings
+    from .pretrained import load_pretrained, missing_pieces
+    from .runfolder.checkpoints import load_checkpoint
+
+    if (checkpoint is None) == (pretrained is None):
+        raise ValueError("give the model to score: a checkpoint or a pretrained model folder (one)")
+    device = device or default_device()
+    if checkpoint:
+        model, vocab, ckpt = load_checkpoint(checkpoint, device)
+        stored = stored_train_config(ckpt, checkpoint)
+    else:
+        codes = {"src_lang_code": src_lang_code, "tgt_lang_code": tgt_lang_code}
+        (model, vocab, _), stored, ckpt = load_pretrained(pretrained or "", device, **codes), TrainConfig(), {}
+    split = scored_split(model, vocab, data)
+    if checkpoint:
+        warn_signature(ckpt, split)
+    elif note := missing_pieces(split.table, vocab, f"the split {split.path}"):
+        log.warning(note)
+    settings = run_settings(stored, beam, length_penalty, max_tokens, threads)
+    return Evaluation(model, vocab, split, settings, device, checkpoint or pretrained or "", checkpoint is None)
+
+
 def evaluate(checkpoint: str | None, data: str, *, beam: int | None = None, length_penalty: float | None = None,
              max_tokens: int | None = None, threads: int | None = None, bleu_tokenize: str = "auto",
              normalize_refs: Sequence[str] = (), device: str | None = None, progress: bool = False,
@@ -55,47 +142,21 @@ def evaluate(checkpoint: str | None, data: str, *, beam: int | None = None, leng
     final test did (its beam, length penalty, max_tokens and threads, each replaced by a value given): the same
     hypotheses as the run's test.hyp, `syntrain eval` and `syntrain compare`; or (`checkpoint` None) the
     Hugging Face model folder `pretrained` as it is (a multilingual one with its `src_lang_code` and
-    `tgt_lang_code`), with the declared [train] defaults. Returns {"bleu",
-    "bleu_signature", "chrf", "chrf_signature", "loss", the switches' measures, "hypotheses", the decoding
-    settings, "normalize_refs", "key": what the scores depend on, as `syntrain compare` records it
-    (`compare.decoding_key`: the checkpoint, the split's path and content, the decoding settings)}."""
+    `tgt_lang_code`), with the declared [train] defaults. Returns what `syntrain eval --json` writes
+    (`Evaluation.run`: the scores, the loss, the switches' measures, what was scored, the decoding settings and
+    the "key" the scores depend on) and "hypotheses"."""
     from .arguments import check_decoding, syntrain_arguments
-    from .config.recipe import stored_train_config
-    from .config.train import TrainConfig
-    from .decode import decode_split, run_settings
-    from .pretrained import load_pretrained
-    from .runfolder.checkpoints import load_checkpoint
-    from .switches import decoded
-    from .validation import split_loss
 
     checked = syntrain_arguments("syntrain eval", checkpoint=checkpoint, data=data, normalize_refs=normalize_refs,
                                  device=device, progress=progress, pretrained=pretrained,
                                  src_lang_code=src_lang_code, tgt_lang_code=tgt_lang_code)
     check_decoding("syntrain eval", beam=beam, length_penalty=length_penalty, max_tokens=max_tokens, threads=threads,
                    bleu_tokenize=bleu_tokenize)
-    checkpoint, data, pretrained = checked["checkpoint"], checked["data"], checked["pretrained"]
-    if (checkpoint is None) == (pretrained is None):
-        raise ValueError("evaluate: give a checkpoint or pretrained=FOLDER (one)")
-    device = device or default_device()
-    if checkpoint:
-        model, vocab, ckpt = load_checkpoint(checkpoint, device)
-        stored = stored_train_config(ckpt, checkpoint)
-    else:
-        codes = {"src_lang_code": src_lang_code, "tgt_lang_code": tgt_lang_code}
-        (model, vocab, _), stored = load_pretrained(pretrained or "", device, **codes), TrainConfig()
-    split = scored_split(model, vocab, data)
-    settings = run_settings(stored, beam, length_penalty, max_tokens, threads)
-    pieces: list[list[str]] = []
-    hyps = decode_split(model, split, vocab, settings, device=device,
-                        progress="eval: translating" if progress else False, pieces=pieces)
-    result, _ = score_hypotheses(hyps, split, normalize_refs, bleu_tokenize)
-    result["loss"] = round(split_loss(model, split, settings.max_tokens, device), 4)
-    for outputs in decoded(model.switches):
-        result.update(outputs.scores(pieces, split, split.keep))
-    from .compare import decoding_key
-
-    key = decoding_key(checkpoint or pretrained or "", data, settings.key(device))  # as RUN/test.hyp.json's
-    return {**result, "hypotheses": hyps, **settings.key(device), "normalize_refs": list(normalize_refs), "key": key}
+    scoring = evaluation(checked["checkpoint"], checked["data"], beam=beam, length_penalty=length_penalty,
+                         max_tokens=max_tokens, threads=threads, device=device, pretrained=checked["pretrained"],
+                         src_lang_code=src_lang_code, tgt_lang_code=tgt_lang_code)
+    record = scoring.run(normalize_refs, bleu_tokenize, progress)
+    return {**record, "hypotheses": scoring.hypotheses}
 
 
 @dataclass(frozen=True, repr=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -221,6 +221,7 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
     order."""
     from synprep.textio import atomic_output, read_lines
 
+    from .api import warn_signature
     from .translate import Translator, iter_lines
 
     if nbest and beam is not None and nbest > beam:
@@ -246,7 +247,7 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
                                 threads=threads)
         with atomic_output(output_path) as out:  # no partial file after an error
             if is_split:
-                _warn_signature(translator.ckpt, translator.split(input_path))
+                warn_signature(translator.ckpt, translator.split(input_path))
                 results = translator.translate_split(input_path)
                 write = translator.writer(out)
                 for lineno, ranked in enumerate(results, 1):
@@ -266,15 +267,6 @@ def translate(checkpoint: str, input_path: str, output_path: str, interactive: b
                                "empty in the output")
     except (ValueError, InputError) as e:
         raise click.ClickException(str(e)) from e
-
-
-def _warn_signature(ckpt: dict, data: object) -> None:
-    from .config.resolve import signature_differences
-
-    differ = signature_differences(ckpt.get("signature", {}), data.signature)
-    if differ:
-        log.warning(f"warning: the shards were not made with the {' and '.join(differ)} of the training data "
-                   "(synprep signatures differ)")
 
 
 def _prompted(lines: Iterator[str]) -> Iterator[str]:
@@ -335,120 +327,57 @@ def eval_(checkpoint: str | None, pretrained: str | None, src_lang_code: str, tg
     measures of the model's switches (tree decoding: the tree measure, docs/tree-decoding.md)."""
     from synprep.challenge import load_subsets
     from synprep.errors import InputError
+    from synprep.textio import atomic_write  # whole files or none; a write error is one line naming the file
 
-    from .api import score_hypotheses, scored_split
+    from .api import evaluation
     from .arguments import check_folders, write_json
-    from .config.recipe import stored_train_config
-    from .decode import decode_split, run_settings, settings_text
+    from .compare import normalization_note, subset_table
     from .scoring import bleu_tokenizer
     from .switches import decoded
-    from .validation import split_loss
 
     if (checkpoint is None) == (pretrained is None):
         raise click.UsageError("give the model to score: --checkpoint CHECKPOINT or --pretrained FOLDER (one)")
-    device = _device()
-    scored_model = checkpoint or pretrained or ""
+    if checkpoint and (src_lang_code or tgt_lang_code):
+        raise click.UsageError("--src-lang-code/--tgt-lang-code go with --pretrained: a checkpoint keeps its run's")
     try:
-        model, vocab, ckpt = _scored_model(checkpoint, pretrained, device, src_lang_code, tgt_lang_code)
-        outputs = decoded(model.switches)
+        scoring = evaluation(checkpoint, data_path, beam=beam, length_penalty=length_penalty, max_tokens=max_tokens,
+                             threads=threads, pretrained=pretrained, src_lang_code=src_lang_code,
+                             tgt_lang_code=tgt_lang_code)
+        outputs = decoded(scoring.model.switches)
         writers = _output_writers(outputs, output_paths)
         paths = {"-o": output_path, "--json": json_path, **{f"--{name}": path for name, (path, _) in writers.items()}}
         check_folders(list(paths.values()))
         check_outputs(paths, {"the checkpoint (--checkpoint)": checkpoint, "the model (--pretrained)": pretrained,
                               "the split (--data)": data_path, "the challenge sets (--subsets)": subsets_dir},
                       runs=True)
-        data = scored_split(model, vocab, data_path)
-        stored = stored_train_config(ckpt, checkpoint) if checkpoint else None
-        settings = run_settings(stored or _default_train_config(), beam, length_penalty, max_tokens, threads)
+        subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
+        record = scoring.run(normalize_refs, bleu_tokenize, progress=True)
     except (ValueError, FileNotFoundError, InputError) as e:
         raise click.ClickException(str(e)) from e
-    if checkpoint:
-        _warn_signature(ckpt, data)
-    else:
-        _warn_missing_pieces(data, vocab)
-    subsets = load_subsets(subsets_dir) if subsets_dir else None  # checked before decoding
-    pieces: list[list[str]] = []
-    hyps = decode_split(model, data, vocab, settings, device=device, progress="eval: translating", pieces=pieces)
-    log.info(f"eval: {settings_text(settings.key(device))}")
-    from synprep.textio import atomic_write  # whole files or none; a write error is one line naming the file
-
+    data, hyps = scoring.split, scoring.hypotheses
     if output_path:
         atomic_write(output_path, "".join(h + "\n" for h in hyps).encode("utf-8"))
     for name, (path, writer) in writers.items():
-        atomic_write(path, writer.file_text(name, pieces, data.keep).encode("utf-8"))
-    try:
-        result, references = score_hypotheses(hyps, data, normalize_refs, bleu_tokenize)
-    except ValueError as err:
-        raise click.ClickException(str(err)) from None
-    from .compare import normalization_note, subset_table
-
+        atomic_write(path, writer.file_text(name, scoring.pieces, data.keep).encode("utf-8"))
     note = normalization_note(data_path, normalize_refs)
-    click.echo(f"BLEU {result['bleu']:.2f}  BLEU signature: {result['bleu_signature']}{note}")
-    click.echo(f"chrF {result['chrf']:.2f}  chrF signature: {result['chrf_signature']}{note}")
-    result["loss"] = round(split_loss(model, data, settings.max_tokens, device), 4)
-    click.echo(f"loss {result['loss']:.4f}  (teacher-forced cross-entropy per target token, EOS included, no label "
+    click.echo(f"BLEU {record['bleu']:.2f}  BLEU signature: {record['bleu_signature']}{note}")
+    click.echo(f"chrF {record['chrf']:.2f}  chrF signature: {record['chrf_signature']}{note}")
+    click.echo(f"loss {record['loss']:.4f}  (teacher-forced cross-entropy per target token, EOS included, no label "
                "smoothing)")
     if subsets is not None:
         split_ids = data.table.column("id").to_pylist()
-        name = (os.path.basename(os.path.normpath(pretrained)) if pretrained
-                else os.path.basename(os.path.dirname(os.path.abspath(scored_model)))) or "model"
-        click.echo("\n".join(["", *subset_table([(name, hyps)], references, split_ids, subsets,
+        scored = scoring.scored
+        name = (os.path.basename(os.path.normpath(scored)) if pretrained
+                else os.path.basename(os.path.dirname(os.path.abspath(scored)))) or "model"
+        click.echo("\n".join(["", *subset_table([(name, hyps)], scoring.references, split_ids, subsets,
                                                  tokenize=bleu_tokenizer(data.tgt_lang, bleu_tokenize),
                                                  normalized=note)]))
     for switch_outputs in outputs:
-        measures = switch_outputs.scores(pieces, data, data.keep)
-        result.update(measures)
-        text = switch_outputs.scores_text(measures, line=True)
+        text = switch_outputs.scores_text(record, line=True)
         if text:
             click.echo(text)
     if json_path:
-        write_json(json_path, {**result, **_scored(checkpoint, scored_model, data_path, len(hyps),
-                                                   settings.key(device), normalize_refs)})
-
-
-def _scored(checkpoint: str | None, model: str, data: str, pairs: int, settings: dict,
-            normalize_refs: Sequence[str]) -> dict[str, Any]:
-    """What `eval --json` scored: the checkpoint or pretrained model, the split, its pairs, the decoding settings,
-    the references' normalizers, and the key of the hypotheses (as RUN/test.hyp.json records it: what the
-    scores depend on)."""
-    from .compare import decoding_key
-
-    return {("checkpoint" if checkpoint else "pretrained"): os.path.abspath(model), "data": os.path.abspath(data),
-            "pairs": pairs, **settings, "normalize_refs": list(normalize_refs),
-            "key": decoding_key(model, data, settings)}
-
-
-def _scored_model(checkpoint: str | None, pretrained: str | None, device: str, src_lang_code: str = "",
-                  tgt_lang_code: str = "") -> tuple[Any, Any, dict]:
-    """(model, vocabulary, checkpoint dict) of a checkpoint, or of a pretrained model folder with its language
-    codes (an empty dict); codes with a checkpoint, which keeps its run's, are refused."""
-    codes = {"src_lang_code": src_lang_code, "tgt_lang_code": tgt_lang_code}
-    if checkpoint and any(codes.values()):
-        raise click.UsageError("--src-lang-code/--tgt-lang-code go with --pretrained: a checkpoint keeps its run's")
-    if pretrained:
-        from .pretrained import load_pretrained
-
-        model, vocab, _ = load_pretrained(pretrained, device, **codes)
-        return model, vocab, {}
-    from .runfolder.checkpoints import load_checkpoint
-
-    return load_checkpoint(checkpoint or "", device)
-
-
-def _default_train_config() -> Any:
-    """The declared [train] defaults: a pretrained model's decoding settings (no run of its own)."""
-    from .config.train import TrainConfig
-
-    return TrainConfig()
-
-
-def _warn_missing_pieces(data: Any, vocab: Any) -> None:
-    from .pretrained import missing_pieces
-
-    note = missing_pieces(data.table, vocab, f"the split {data.path}")
-    if note:
-        log.warning(note)
-
+        write_json(json_path, record)
 
 
 def _output_writers(outputs: list[DecodedOutputs], paths: dict[str, str | None]

@@ -56,17 +56,20 @@ def _evaluate(run: Path, checkpoint: str = "best.pt", data: Path | None = None, 
 
 def test_the_final_test_records_what_eval_reproduces(run, tmp_path, restored_threads):
     """The final test's record (metrics.jsonl), its hypotheses' key (test.hyp.json), `syntrain eval --json` and
-    `syntrain.evaluate` on best.pt and the test split: one key and the same scores (the loss without label
-    smoothing in both); the final test's log line prints the settings."""
+    `syntrain.evaluate` on best.pt and the test split: one key, one record (the API's adds the hypotheses) and the
+    same scores (the loss without label smoothing in both); the final test's log line prints the settings."""
     records = [json.loads(line) for line in (run / "run" / "metrics.jsonl").read_text().splitlines()]
     [test] = [record for record in records if "test_bleu" in record]
     key = json.loads((run / "run" / "test.hyp.json").read_text())
     assert test["test_key"] == key and set(SETTINGS) <= set(key)
     code, err = cli_in_process("syntrain", ["eval", "--checkpoint", run / "run" / "best.pt", "--data",
-                                            run / "out" / "test", "--json", tmp_path / "eval.json"])
+                                            run / "out" / "test", "--json", tmp_path / "eval.json",
+                                            "-o", tmp_path / "eval.hyp"])
     assert code == 0, err
     evaluated, api = json.loads((tmp_path / "eval.json").read_text()), _evaluate(run)
     assert evaluated["key"] == api["key"] == key
+    assert {name: value for name, value in api.items() if name != "hypotheses"} == evaluated  # one record
+    assert (tmp_path / "eval.hyp").read_text(encoding="utf-8").splitlines() == api["hypotheses"]
     for name in ("bleu", "bleu_signature", "chrf", "chrf_signature", "loss"):
         assert test[f"test_{name}"] == evaluated[name] == api[name], name
     assert f"eval: {settings_text(key)}" in err
