@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -215,7 +217,8 @@ def test_sigterm_while_connecting_to_ray_ends_at_once(tmp_path):
 STOPPED_CONSUMER = '''
 import contextlib
 import sys
-from synprep.parallel import ordered_map
+import tempfile
+from synprep.convert.converter import _make_mapper
 
 def big(state, n):
     return b"x" * (4 << 20)  # larger than a pipe: a worker is nearly always part-way through sending one
@@ -223,7 +226,8 @@ def big(state, n):
 def setup():
     return None
 
-with contextlib.closing(ordered_map(big, range(200), 2, setup)) as results:  # as the commands close their maps
+mapper = _make_mapper(sys.argv[2], 2, None)  # the engine's map, as convert makes it
+with contextlib.closing(mapper(big, range(200), setup, ())) as results:  # as the commands close their maps
     for i, _ in enumerate(results):
         if i == 3:
             if sys.argv[1] == "error":
@@ -234,15 +238,24 @@ with contextlib.closing(ordered_map(big, range(200), 2, setup)) as results:  # a
 '''
 
 
+@pytest.mark.parametrize("engine", ["local", "ray"])
 @pytest.mark.parametrize("how", ["error", "interrupt", "close"])
-def test_a_consumer_that_stops_while_workers_send_results_ends_without_a_hang(tmp_path, how):
+def test_a_consumer_that_stops_while_workers_send_results_ends_without_a_hang(tmp_path, how, engine):
     """Every command that maps over worker processes (convert, align, filter, validate, parse) stops them when it
     fails: the workers were killed part-way through sending a result, and the pool's manager thread waited for the
     rest of that message forever, so a convert stopped by a full disk printed its line and never exited (1 run in
-    5 on a loaded machine). A bounded wait: a hang fails the test."""
+    5 on a loaded machine). A bounded wait: a hang fails the test. Each convert engine's map (Ray: its actors
+    killed, the local instance shut down at exit)."""
     script = tmp_path / "consumer.py"
     script.write_text(STOPPED_CONSUMER)
-    for _ in range(5):  # the race needs a worker mid-message: with 4 MB results, nearly every run
-        done = subprocess.run([sys.executable, str(script), how], capture_output=True, text=True, timeout=60,
-                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-        assert done.returncode == {"error": 1, "interrupt": -signal.SIGINT, "close": 0}[how], done.stderr[-2000:]
+    if engine == "ray":
+        pytest.importorskip("ray")
+    ray_temp = tempfile.mkdtemp(prefix="sr")  # Ray's socket paths must stay under 108 bytes
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "RAY_AUTH_MODE": "disabled",
+                   "SYNPREP_RAY_TMP": ray_temp}
+    for _ in range(5 if engine == "local" else 1):  # the race needs a worker mid-message: with 4 MB results, nearly
+        done = subprocess.run([sys.executable, str(script), how, engine], capture_output=True, text=True,  # every run
+                              timeout=90, env=environment)
+        expected = {"error": 1, "interrupt": -signal.SIGINT if engine == "local" else 1, "close": 0}[how]
+        assert done.returncode == expected, done.stderr[-2000:]
+    shutil.rmtree(ray_temp, ignore_errors=True)
