@@ -131,3 +131,125 @@ def test_convert_keeps_rows_that_read_back_lists_every_rejection_and_validates(t
             pieces = [[p for p, o in zip(row[f"{side}_subwords"], owner) if o == i]
                       for i in range(len(row[f"{side}_tokens"]))]
             assert read_back(cutter, row[f"{side}_tokens"], pieces) is None
+
+
+# ------------------------------------------------------------------------------------------ neighbours
+# Tokenizers of every marker rule the hf-tokenizer and sentencepiece schemes read, built here; every word below is
+# either kept with pieces that read back to the word itself (`pieces_to_tokens`, the de-segmentation) or rejected.
+_SPECIALS = ["<pad>", "<s>", "</s>", "<unk>", "<mask>"]
+_WORDS = ["dog", "Köln", "o'clock", "Café", "ﬁne", "Ǆx", "\u2581dog", "dog\u2581", "\u0120dog", "##ing", "dog@@",
+          "3\u2581000", "日本", "eng_Latn", "__en__", "[CLS]", "[UNK]", "<w>", "dog</w>", "x\u0301"]
+
+
+def _hf(path: Path, kind: str) -> str:
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    unigram = trainers.UnigramTrainer(vocab_size=120, special_tokens=_SPECIALS, unk_token="<unk>")
+    made = {
+        "metaspace-always": (models.Unigram(), pre_tokenizers.Metaspace(prepend_scheme="always"), None, unigram),
+        "metaspace-first": (models.Unigram(), pre_tokenizers.Metaspace(prepend_scheme="first"), None, unigram),
+        "lowercase": (models.Unigram(), pre_tokenizers.Metaspace(), normalizers.Sequence(
+            [normalizers.NFKC(), normalizers.Lowercase()]), unigram),
+        "strip-accents": (models.Unigram(), pre_tokenizers.Metaspace(), normalizers.Sequence(
+            [normalizers.NFD(), normalizers.StripAccents()]), unigram),
+        "bytelevel-nfkc": (models.BPE(), pre_tokenizers.ByteLevel(add_prefix_space=True), normalizers.NFKC(),
+                           trainers.BpeTrainer(vocab_size=400, special_tokens=_SPECIALS,
+                                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet())),
+        "wordpiece-prefix": (models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="@@"),
+                             pre_tokenizers.WhitespaceSplit(), None, trainers.WordPieceTrainer(
+                                 vocab_size=150, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+                                 continuing_subword_prefix="@@")),
+        "bert-uncased": (models.WordPiece(unk_token="[UNK]"), pre_tokenizers.BertPreTokenizer(),
+                         normalizers.BertNormalizer(lowercase=True), trainers.WordPieceTrainer(
+                             vocab_size=150, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])),
+        "bpe-prefix": (models.BPE(unk_token="<unk>", continuing_subword_prefix="##"), pre_tokenizers.Whitespace(),
+                       None, trainers.BpeTrainer(vocab_size=150, special_tokens=_SPECIALS,
+                                                 continuing_subword_prefix="##")),
+    }
+    model, pre, normalizer, trainer = made[kind]
+    tok = Tokenizer(model)
+    tok.pre_tokenizer = pre
+    if normalizer is not None:
+        tok.normalizer = normalizer
+    tok.train_from_iterator([" ".join(tokens) for tokens in SAMPLE_TOKENS] + ["Café in Köln um o'clock 日本"], trainer)
+    tok.save(str(path))
+    return str(path)
+
+
+_KINDS = ["metaspace-always", "metaspace-first", "lowercase", "strip-accents", "bytelevel-nfkc", "wordpiece-prefix",
+          "bert-uncased", "bpe-prefix"]
+
+
+@pytest.mark.parametrize("kind", _KINDS)
+def test_kept_pieces_give_back_the_token_and_every_special_token_as_a_word_is_named(tmp_path, kind):
+    from synprep.subwords import pieces_to_tokens
+
+    cutter = TokenizerCutter(_hf(tmp_path / "tokenizer.json", kind))
+    assert cutter.unreadable() is None and cutter.marker_kind != "none"
+    specials = [token.content for token in cutter.tokenizer.get_added_tokens_decoder().values() if token.special]
+    assert specials
+    words = _WORDS + [cutter.marker + "dog", "dog" + cutter.marker]
+    for word, pieces in zip(words, cutter.pieces_of(words)):
+        if read_back(cutter, [word], [pieces]) is None and (cutter.unknown_piece not in pieces):
+            assert pieces_to_tokens(pieces, cutter.marker, cutter.marker_kind) == [word], (word, pieces)
+    for word, pieces in zip(specials, cutter.pieces_of(specials)):  # each the model's special token: never kept
+        failed = read_back(cutter, ["dog", word], [cutter.pieces_of(["dog"])[0], pieces])
+        assert failed is not None and failed[0] == SPECIAL_PIECES and repr(word) in failed[1], (word, pieces)
+
+
+@pytest.mark.parametrize("kind", ["lowercase", "strip-accents", "bytelevel-nfkc"])
+def test_a_token_the_normalizer_changes_is_rejected(tmp_path, kind):
+    cutter = TokenizerCutter(_hf(tmp_path / "tokenizer.json", kind))
+    word = {"lowercase": "Köln", "strip-accents": "Köln", "bytelevel-nfkc": "ﬁne"}[kind]
+    assert cutter.normalize(word) != word
+    failed = read_back(cutter, [word], cutter.pieces_of([word]))
+    assert failed is not None and failed[0] == UNREAD_PIECES and "read back as" in failed[1]
+
+
+def test_a_token_holding_the_marker_is_not_read_back_without_it(tmp_path):
+    cutter = TokenizerCutter(_hf(tmp_path / "tokenizer.json", "metaspace-always"))
+    pieces = cutter.pieces_of(["\u2581dog"])[0]
+    assert "".join(pieces) == "\u2581dog"  # the tokenizer takes the token's own '▁' for its marker: 'dog'
+    assert read_back(cutter, ["\u2581dog"], [pieces])[0] == UNREAD_PIECES
+    assert read_back(cutter, ["\u2581"], cutter.pieces_of(["\u2581"])) is None  # an empty token's form
+
+
+def test_a_bpe_continuing_prefix_is_the_marker_and_an_end_of_word_suffix_is_refused(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    assert tokenizer_marker(_hf(tmp_path / "prefix.json", "bpe-prefix")) == ("##", "continue")
+    for pre in (pre_tokenizers.Whitespace(), pre_tokenizers.Metaspace()):
+        tok = Tokenizer(models.BPE(unk_token="<unk>", end_of_word_suffix="</w>"))
+        tok.pre_tokenizer = pre
+        tok.train_from_iterator([" ".join(tokens) for tokens in SAMPLE_TOKENS],
+                                trainers.BpeTrainer(vocab_size=150, special_tokens=_SPECIALS, end_of_word_suffix="</w>"))
+        tok.save(str(tmp_path / "suffix.json"))
+        why = TokenizerCutter(str(tmp_path / "suffix.json")).unreadable()
+        assert why is not None and "'</w>'" in why and "\n" not in why
+
+
+def test_sentencepiece_models_read_back_or_are_refused(tmp_path):
+    """Byte fallback and user-defined symbols read back; a model adding no '▁' before a token is refused."""
+    import sentencepiece as spm
+
+    from synprep.subwords import pieces_to_tokens
+    from synprep.subwords.sentencepiece_scheme import SentencePieceCutter
+
+    texts = [" ".join(tokens) for tokens in SAMPLE_TOKENS]
+    for name, options in (("bytes", {"byte_fallback": True}), ("users", {"user_defined_symbols": ["eng_Latn", "@@"]}),
+                          ("nfkc", {"normalization_rule_name": "nmt_nfkc"}), ("bare", {"add_dummy_prefix": False})):
+        options = {"normalization_rule_name": "identity", **options}
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_prefix=str(tmp_path / name),
+                                       vocab_size=400, hard_vocab_limit=False, minloglevel=2, num_threads=1, **options)
+        cutter = SentencePieceCutter(str(tmp_path / f"{name}.model"))
+        if name == "bare":
+            assert "add_dummy_prefix" in (cutter.unreadable() or "")
+            continue
+        assert cutter.unreadable() is None
+        words = _WORDS + _SPECIALS
+        for word, pieces in zip(words, cutter.pieces_of(words)):
+            if read_back(cutter, [word], [pieces]) is None:
+                assert pieces_to_tokens(pieces, cutter.marker, cutter.marker_kind) == [word], (name, word, pieces)
+        if name == "bytes":
+            assert any(piece.startswith("<0x") for piece in cutter.pieces_of(["日本"])[0])
+            assert read_back(cutter, ["日本"], cutter.pieces_of(["日本"])) is None
