@@ -180,6 +180,27 @@ def read_back(cutter: TokenCutter, forms: Sequence[str], pieces: Sequence[Sequen
     return None
 
 
+class CodesRule(TokenCutter):
+    """The read-back rule of BPE codes (subword-nmt's separator, '@@', ending every piece of a token but its last)
+    and of no sub-words (each token its one piece): no model, no special piece, no normalization. Their pieces are
+    marked as they are cut, so only a token holding the separator itself (`dog@@`, whose last piece would end in it
+    and join the next token) can fail to read back."""
+
+    scheme = "subword-nmt"
+    marker_kind = "end"
+
+    def __init__(self, separator: str) -> None:
+        super().__init__()
+        self.marker = separator
+
+    def normalize(self, text: str) -> str:
+        return text
+
+    def check(self, forms: Sequence[str], pieces: Sequence[Sequence[str]]) -> tuple[str, str] | None:
+        """`read_back` under this rule."""
+        return read_back(self, forms, pieces)
+
+
 def pieces_to_tokens(pieces: Sequence[str], marker: str, kind: str) -> list[str]:
     """Pieces -> the tokens they spell, by the marker (`start`: a piece beginning with it starts a token; byte
     pieces decoded: SentencePiece's '<0xE6>', and ByteLevel's, whose characters each stand for a UTF-8 byte,
