@@ -253,3 +253,50 @@ def test_sentencepiece_models_read_back_or_are_refused(tmp_path):
         if name == "bytes":
             assert any(piece.startswith("<0x") for piece in cutter.pieces_of(["日本"])[0])
             assert read_back(cutter, ["日本"], cutter.pieces_of(["日本"])) is None
+
+
+# ------------------------------------------------------------------------------------------ BPE codes, no sub-words
+def _conllu(sentences: list[list[str]]) -> str:
+    """Pre-parsed CoNLL-U: each sentence's first token the root, the others its dependents."""
+    return "".join(f"# sent_id = {n}\n# text = {' '.join(tokens)}\n" + "".join(
+        f"{i}\t{token}\t_\tX\t_\t_\t{0 if i == 1 else 1}\t{'root' if i == 1 else 'dep'}\t_\t_\n"
+        for i, token in enumerate(tokens, 1)) + "\n" for n, tokens in enumerate(sentences, 1))
+
+
+@pytest.mark.parametrize("bpe", ["symbols = 30", "enabled = false", 'scheme = "characters"'])
+def test_a_token_holding_the_bpe_separator_is_rejected_where_it_would_not_read_back(tmp_path, bpe):
+    """`dog@@` under BPE codes (or no sub-words) would be a last piece ending in '@@', joined to the next token:
+    convert rejects the pair (counted, listed, its reason in rejected_reasons) and validate passes; the characters
+    scheme cuts it into pieces that read back ('@@@', '@') and keeps it. align agrees."""
+    from synprep.shards import open_split
+    from synprep.subwords import pieces_to_tokens
+
+    sentences = [["The", "dog@@", "sleeps", "."], ["A", "dog", "sleeps", "."], ["x@@y", "dog", "."]] * 4
+    (tmp_path / "pairs.conllu").write_text(_conllu(sentences), encoding="utf-8")
+    (tmp_path / "pipeline.toml").write_text(
+        '[pipeline]\nname = "t"\nsrc_lang = "en"\ntgt_lang = "de"\noutput = "out"\n'
+        '[splits.train]\nsrc = "pairs.conllu"\ntgt = "pairs.conllu"\nfilter = false\n'
+        f'[bpe]\n{bpe}\n[features]\nsrc = ["parents", "transitions"]\ntgt = ["parents"]\n', encoding="utf-8")
+    code, message = cli_in_process("synprep", ["convert", tmp_path / "pipeline.toml", "--workers", 1])
+    assert code == 0, message
+    split = tmp_path / "out" / "train"
+    manifest = json.loads((split / "manifest.json").read_text())
+    listed = (split / "rejected.tsv").read_text(encoding="utf-8").splitlines()
+    kept = open_split(str(split)).table().to_pylist()
+    if "characters" in bpe:
+        assert manifest["rows"] == len(sentences) and not listed
+        pieces = [p for p, o in zip(kept[0]["src_subwords"], kept[0]["src_subword_token"]) if o == 1]
+        assert pieces_to_tokens(pieces, "@@", "end") == ["dog@@"]
+    else:
+        assert manifest["rejected"] == {UNREAD_PIECES: 4} and UNREAD_PIECES in manifest["rejected_reasons"]
+        assert len(listed) == 4 and all(UNREAD_PIECES in line and "'dog@@'" in line for line in listed)
+        assert all("dog@@" not in row["src_tokens"] for row in kept) and len(kept) == 8
+    report, _ = validate_directory(str(split))
+    assert report.ok, report.failures[:3]
+    args = ["align", "--conllu", tmp_path / "pairs.conllu", "--features", "parents", "-o", tmp_path / "a.jsonl"]
+    if "symbols" in bpe:
+        args += ["--bpe-codes", tmp_path / "out" / "codes.bpe"]
+    elif "characters" in bpe:
+        args += ["--scheme", "characters"]
+    code, message = cli_in_process("synprep", args)
+    assert code == 0 and (" 0 dropped" if "characters" in bpe else "4 dropped (unread_pieces 4)") in message, message
