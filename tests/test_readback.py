@@ -162,13 +162,17 @@ def _hf(path: Path, kind: str) -> str:
         "bert-uncased": (models.WordPiece(unk_token="[UNK]"), pre_tokenizers.BertPreTokenizer(),
                          normalizers.BertNormalizer(lowercase=True), trainers.WordPieceTrainer(
                              vocab_size=150, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])),
+        "prepend": (models.BPE(unk_token="<unk>"), None, normalizers.Sequence(  # Llama / Mistral style
+            [normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")]),
+                    trainers.BpeTrainer(vocab_size=150, special_tokens=_SPECIALS)),
         "bpe-prefix": (models.BPE(unk_token="<unk>", continuing_subword_prefix="##"), pre_tokenizers.Whitespace(),
                        None, trainers.BpeTrainer(vocab_size=150, special_tokens=_SPECIALS,
                                                  continuing_subword_prefix="##")),
     }
     model, pre, normalizer, trainer = made[kind]
     tok = Tokenizer(model)
-    tok.pre_tokenizer = pre
+    if pre is not None:
+        tok.pre_tokenizer = pre
     if normalizer is not None:
         tok.normalizer = normalizer
     tok.train_from_iterator([" ".join(tokens) for tokens in SAMPLE_TOKENS] + ["Café in Köln um o'clock 日本"], trainer)
@@ -177,7 +181,7 @@ def _hf(path: Path, kind: str) -> str:
 
 
 _KINDS = ["metaspace-always", "metaspace-first", "lowercase", "strip-accents", "bytelevel-nfkc", "wordpiece-prefix",
-          "bert-uncased", "bpe-prefix"]
+          "bert-uncased", "bpe-prefix", "prepend"]
 
 
 @pytest.mark.parametrize("kind", _KINDS)
@@ -218,11 +222,12 @@ def test_a_bpe_continuing_prefix_is_the_marker_and_an_end_of_word_suffix_is_refu
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     assert tokenizer_marker(_hf(tmp_path / "prefix.json", "bpe-prefix")) == ("##", "continue")
+    assert tokenizer_marker(_hf(tmp_path / "prepend.json", "prepend")) == ("\u2581", "start")  # by the normalizer
     for pre in (pre_tokenizers.Whitespace(), pre_tokenizers.Metaspace()):
         tok = Tokenizer(models.BPE(unk_token="<unk>", end_of_word_suffix="</w>"))
         tok.pre_tokenizer = pre
-        tok.train_from_iterator([" ".join(tokens) for tokens in SAMPLE_TOKENS],
-                                trainers.BpeTrainer(vocab_size=150, special_tokens=_SPECIALS, end_of_word_suffix="</w>"))
+        trainer = trainers.BpeTrainer(vocab_size=150, special_tokens=_SPECIALS, end_of_word_suffix="</w>")
+        tok.train_from_iterator([" ".join(tokens) for tokens in SAMPLE_TOKENS], trainer)
         tok.save(str(tmp_path / "suffix.json"))
         why = TokenizerCutter(str(tmp_path / "suffix.json")).unreadable()
         assert why is not None and "'</w>'" in why and "\n" not in why

@@ -28,16 +28,17 @@ def _components(part: dict | None) -> list[dict]:
     """A pre-tokenizer or decoder and, for a Sequence, its members."""
     if not part:
         return []
-    return [part] + [member for item in part.get("pretokenizers", part.get("decoders", [])) or []
-                     for member in _components(item)]
+    return [part] + [member for item in part.get("pretokenizers", part.get("decoders", part.get("normalizers", [])))
+                     or [] for member in _components(item)]
 
 
 def tokenizer_marker(path: str) -> tuple[str, str]:
     """(marker, kind) of a tokenizer.json's pieces, read from what cuts them (its model and pre-tokenizer, never
     its decoder): WordPiece '##' (start of each continuing piece); a Metaspace pre-tokenizer that prepends its
     '▁' or a ByteLevel one that adds a prefix space 'Ġ' (start of a token's first piece); else no marker (a
-    ByteLevel pre-tokenizer without prefix space, GPT-2 style, puts no 'Ġ' on a token cut on its own); else a BPE
-    model's continuing_subword_prefix (start of each continuing piece, as WordPiece's)."""
+    ByteLevel pre-tokenizer without prefix space, GPT-2 style, puts no 'Ġ' on a token cut on its own); else a
+    normalizer that prepends the marker (Llama / Mistral: `Prepend("▁")`, no pre-tokenizer; start of a token's
+    first piece); else a BPE model's continuing_subword_prefix (start of each continuing piece, as WordPiece's)."""
     data = _read(path)
     model = data.get("model") or {}
     if model.get("type") == "WordPiece":
@@ -48,6 +49,9 @@ def tokenizer_marker(path: str) -> tuple[str, str]:
             return part.get("replacement", "\u2581"), "start"
         if part.get("type") == "ByteLevel" and part.get("add_prefix_space", False):
             return BYTE_LEVEL, "start"
+    for part in _components(data.get("normalizer")):  # Llama / Mistral style: the normalizer prepends the '▁'
+        if part.get("type") == "Prepend" and part.get("prepend"):
+            return part["prepend"], "start"
     if model.get("type") == "BPE" and model.get("continuing_subword_prefix"):  # a BPE cutting as WordPiece does
         return model["continuing_subword_prefix"], "continue"
     return "", "none"
