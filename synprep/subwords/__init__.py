@@ -142,12 +142,16 @@ UNREAD_PIECES = "unread_pieces"  # a token's pieces do not spell it under the sc
 UNMARKED_PIECES = "unmarked_pieces"  # a token's pieces do not show its bounds by the marker
 
 
-def reads_back(pieces: Sequence[str], form: str, marker: str, kind: str) -> bool:
+def reads_back(pieces: Sequence[str], form: str, written: str, marker: str, kind: str) -> bool:
     """Whether a token's pieces, read back by the marker rule that de-segments decoded pieces (`pieces_to_tokens`),
-    give the token itself: not a token the model's normalizer changed (`Café` written `café`, `ﬁ` as `fi`), nor one
-    whose own marker character the rule takes for a marker (`▁dog` read back as `dog`). An empty or whitespace-only
-    token (form `▁`) reads back from pieces that give no token."""
-    return pieces_to_tokens(pieces, marker, kind) in ([form], [] if form == "\u2581" else [form])
+    give the token `form`, or the token as the model's normalizer writes it (`written`, in the pieces' alphabet:
+    `Café` under a lowercasing model reads back as `café`, what the model translates) where the form holds no
+    marker character: a token whose own marker character the rule takes for a marker (`▁dog` read back as `dog`)
+    does not read back. An empty or whitespace-only token (form `▁`) reads back from pieces that give no token."""
+    tokens = pieces_to_tokens(pieces, marker, kind)
+    if tokens == [form] or (form == "\u2581" and not tokens):
+        return True
+    return marker not in form and tokens == pieces_to_tokens([written], marker, kind)
 
 
 def read_back(cutter: TokenCutter, forms: Sequence[str], pieces: Sequence[Sequence[str]]) -> tuple[str, str] | None:
@@ -157,9 +161,9 @@ def read_back(cutter: TokenCutter, forms: Sequence[str], pieces: Sequence[Sequen
     of the model (SPECIAL_PIECES: it would become padding or an end; the unknown piece too when the token is
     spelled as it, the word `<unk>`: the model matched its special token in the word), its pieces spell it
     (`spells`, under the model's normalization; else UNREAD_PIECES), show its bounds by the marker
-    (`features.token_marked`; marker kind `none`: one piece; else UNMARKED_PIECES) and read back to the token
-    itself (`reads_back`: the normalizer did not change it, no marker character of its own was taken for the
-    marker; else UNREAD_PIECES). The one read-back check of convert, `synprep align` and `synprep validate`."""
+    (`features.token_marked`; marker kind `none`: one piece; else UNMARKED_PIECES) and read back to the token as
+    the normalizer writes it (`reads_back`: no marker character of its own taken for the marker; else
+    UNREAD_PIECES). The one read-back check of convert, `synprep align` and `synprep validate`."""
     from ..features import token_marked
 
     specials, marker, kind, unknown = cutter.special_pieces(), cutter.marker, cutter.marker_kind, cutter.unknown_piece
@@ -174,9 +178,9 @@ def read_back(cutter: TokenCutter, forms: Sequence[str], pieces: Sequence[Sequen
         if not (len(parts) == 1 if kind == "none" else token_marked(parts, marker, kind)):
             return UNMARKED_PIECES, f"token {index + 1} {form!r}: pieces {list(parts)} do not show its bounds by " \
                 f"{marker!r} ({kind})"
-        if (unknown is None or unknown not in parts) and not reads_back(parts, form, marker, kind):
+        if (unknown is None or unknown not in parts) and not reads_back(parts, form, written, marker, kind):
             return UNREAD_PIECES, f"token {index + 1} {form!r}: pieces {list(parts)} read back as " \
-                f"{pieces_to_tokens(parts, marker, kind)} (the model's normalizer or marker changes it)"
+                f"{pieces_to_tokens(parts, marker, kind)} (the marker rule takes a character of it for the marker)"
     return None
 
 
