@@ -22,7 +22,7 @@ from . import schema as S
 from .bpe import split_tokens
 from .options import NON_PROJECTIVE_POLICIES, ROOT_POLICIES
 from .schema import DEFAULT_FEATURES
-from .subwords import UNMARKED_PIECES, TokenCutter, read_back
+from .subwords import UNMARKED_PIECES, CodesRule, TokenCutter, read_back
 from .trees import Tree, forest_projective, lift_projective
 
 
@@ -183,7 +183,10 @@ def _pieces_left_out(trees: Sequence[Tree], config: FeatureConfig, segment_word:
     returns what the read-back found per left-out sentence."""
     notes: dict[int, str] = {}
     if read_back is not None:
+        codes = getattr(read_back, "__self__", None)  # BPE codes' rule: only a token holding the separator fails
         for i, tree in enumerate(trees):
+            if isinstance(codes, CodesRule) and codes.marker not in "\n".join(tree.tokens):
+                continue
             failed = read_back([form for form, in split_tokens(tree.tokens)], split_tokens(tree.tokens, segment_word))
             if failed is not None:
                 dropped[i], notes[i] = failed
@@ -197,10 +200,13 @@ def _pieces_left_out(trees: Sequence[Tree], config: FeatureConfig, segment_word:
     return notes
 
 
-def read_back_of(cutter: Any) -> Callable[[Sequence[str], Sequence[Sequence[str]]], tuple[str, str] | None] | None:
-    """The read-back check of a scheme's cutter cutting token by token (`synprep.subwords.read_back`); None for
-    BPE codes (their pieces are marked as they are cut) or no cutter."""
-    return functools.partial(read_back, cutter) if isinstance(cutter, TokenCutter) else None
+def read_back_of(cutter: Any) -> Callable[[Sequence[str], Sequence[Sequence[str]]], tuple[str, str] | None]:
+    """The read-back check of a scheme's cutter cutting token by token (`synprep.subwords.read_back`); for BPE
+    codes or no cutter (no sub-words), that of their separator (`synprep.subwords.CodesRule`: a token holding it,
+    `dog@@`, does not read back)."""
+    if isinstance(cutter, TokenCutter):
+        return functools.partial(read_back, cutter)
+    return CodesRule(getattr(cutter, "separator", F.BPE_SEPARATOR)).check
 
 
 def featurize(trees: Sequence[Tree], config: FeatureConfig,

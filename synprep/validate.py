@@ -25,13 +25,15 @@ from .featurize import boundary_of
 from .parallel import ordered_map
 from .schema import SUBWORD_FEATURES
 from .shards import SIDES, Manifest, Split, batch_rows, count_batches, load_manifest, read_shard
-from .subwords import TokenCutter, read_back, registry
+from .subwords import CodesRule, TokenCutter, read_back, registry
 from .subwords.load import load_cutter
 from .textio import file_sha256
 from .trees import find_cycle, is_projective, lift_projective
 
 if TYPE_CHECKING:
     from .results import ValidateResult
+
+_CODES = CodesRule(SEPARATOR)  # the read-back rule of BPE codes and of no sub-words
 
 
 @dataclass(frozen=True)
@@ -123,10 +125,9 @@ def check_side(record: dict[str, Any], groups: tuple[str, ...], policy: dict[str
         elif cutter is not None:
             yield from _check_model_pieces(cutter, surface, pieces)
         surface = []  # (a missing model is one failure of the split, not one per row)
-    for index, (token, parts) in enumerate(zip(surface, pieces)):
-        joined = "".join(p[: -len(SEPARATOR)] if p.endswith(SEPARATOR) else p for p in parts)
-        if joined != token or any(not p.endswith(SEPARATOR) for p in parts[:-1]) or parts[-1].endswith(SEPARATOR):
-            yield "subwords", f"token {index + 1} {token!r}: pieces {parts} do not spell it"
+    failed = read_back(_CODES, surface, pieces) if surface else None  # BPE codes or no sub-words: '@@' read back
+    if failed is not None:
+        yield "subwords", f"{failed[0]}: {failed[1]}"
     projective = is_projective(heads)
     if record.get("projective") != projective:
         yield "projective", f"stored {record.get('projective')}, recomputed {projective}"

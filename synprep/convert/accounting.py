@@ -232,18 +232,26 @@ def write_split(config: PipelineConfig, out: str, split: SplitConfig, stats: Spl
     folder = os.path.join(out, split.name)
     atomic_write(os.path.join(folder, "rejected.tsv"), rejected_text(rejected_lines))
     Manifest(split.name, config.to_dict(), signature, stats.input_pairs, stats.rows,
-             dict(stats.rejected), list(FILTER_REASONS) + list(CONVERT_REASONS) + _cut_reasons(config), shards,
+             dict(stats.rejected), _reasons(config, stats.rejected), shards,
              stats.joined_lines,
              PIECE_ROWS, config.shard_size, config.compression,
              sentences={side: {key: c[key] for key in SENTENCE_COUNTS if key in c}
                         for side, c in stats.sentences.items()}, parsers=stats.parsers).write(folder)
 
 
+def _reasons(config: PipelineConfig, rejected: dict[str, int]) -> list[str]:
+    """The manifest's `rejected_reasons`: the filter's and convert's, the cut's (`_cut_reasons`), and a read-back
+    reason counted beyond them (BPE codes or no sub-words: a token holding the separator, `unread_pieces`)."""
+    declared = list(FILTER_REASONS) + list(CONVERT_REASONS) + _cut_reasons(config)
+    return declared + [reason for reason in (UNMARKED, UNREAD_PIECES, SPECIAL_PIECES)
+                       if rejected.get(reason) and reason not in declared]
+
+
 def _cut_reasons(config: PipelineConfig) -> list[str]:
     """The rejections the cut adds: the raw-text cut's ([bpe] cut = "raw"; with transitions, a token whose pieces
     do not show its bounds); the read-back of a scheme's model cutting token by token (`subwords.read_back`: bounds
     not shown, pieces that do not spell their token, a special piece); none for BPE codes (the manifests as
-    before)."""
+    before; `_reasons` adds one that was counted)."""
     features = config.features.src + config.features.tgt
     scheme = registry.get(config.bpe.scheme)
     read_back = not scheme.bpe_codes and config.bpe.cut == "token"

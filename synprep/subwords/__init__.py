@@ -142,27 +142,67 @@ UNREAD_PIECES = "unread_pieces"  # a token's pieces do not spell it under the sc
 UNMARKED_PIECES = "unmarked_pieces"  # a token's pieces do not show its bounds by the marker
 
 
+def reads_back(pieces: Sequence[str], form: str, written: str, marker: str, kind: str) -> bool:
+    """Whether a token's pieces, read back by the marker rule that de-segments decoded pieces (`pieces_to_tokens`),
+    give the token `form`, or the token as the model's normalizer writes it (`written`, in the pieces' alphabet:
+    `Café` under a lowercasing model reads back as `café`, what the model translates) where the form holds no
+    marker character: a token whose own marker character the rule takes for a marker (`▁dog` read back as `dog`)
+    does not read back. An empty or whitespace-only token (form `▁`) reads back from pieces that give no token."""
+    tokens = pieces_to_tokens(pieces, marker, kind)
+    if tokens == [form] or (form == "\u2581" and not tokens):
+        return True
+    return marker not in form and tokens == pieces_to_tokens([written], marker, kind)
+
+
 def read_back(cutter: TokenCutter, forms: Sequence[str], pieces: Sequence[Sequence[str]]) -> tuple[str, str] | None:
     """Why a sentence's pieces do not read back to its tokens under the cutter's rule: (reason, detail) for the
     first token that does not, None when every token does. `forms`: the tokens as cut (inner whitespace '▁', an
     empty token '▁'), `pieces`: each token's pieces. A token reads back when none of its pieces is a special piece
-    of the model (SPECIAL_PIECES: it would become padding or an end), its pieces spell it (`spells`, under the
-    model's normalization; else UNREAD_PIECES) and show its bounds by the marker (`features.token_marked`; marker
-    kind `none`: one piece; else UNMARKED_PIECES). The one read-back check of convert, `synprep align` and
-    `synprep validate`."""
+    of the model (SPECIAL_PIECES: it would become padding or an end; the unknown piece too when the token is
+    spelled as it, the word `<unk>`: the model matched its special token in the word), its pieces spell it
+    (`spells`, under the model's normalization; else UNREAD_PIECES), show its bounds by the marker
+    (`features.token_marked`; marker kind `none`: one piece; else UNMARKED_PIECES) and read back to the token as
+    the normalizer writes it (`reads_back`: no marker character of its own taken for the marker; else
+    UNREAD_PIECES). The one read-back check of convert, `synprep align` and `synprep validate`."""
     from ..features import token_marked
 
-    specials, marker, kind = cutter.special_pieces(), cutter.marker, cutter.marker_kind
+    specials, marker, kind, unknown = cutter.special_pieces(), cutter.marker, cutter.marker_kind, cutter.unknown_piece
     for index, (form, parts) in enumerate(zip(forms, pieces, strict=True)):
-        special = next((piece for piece in parts if piece in specials), None)
+        written = cutter.normalize(form)
+        special = next((piece for piece in parts if piece in specials
+                        or piece == unknown and (piece in form or piece in written)), None)
         if special is not None:
             return SPECIAL_PIECES, f"token {index + 1} {form!r} is cut into the special piece {special!r}"
-        if not spells(parts, cutter.normalize(form), marker, kind, cutter.unknown_piece):
+        if not spells(parts, written, marker, kind, unknown):
             return UNREAD_PIECES, f"token {index + 1} {form!r}: pieces {list(parts)} do not spell it"
         if not (len(parts) == 1 if kind == "none" else token_marked(parts, marker, kind)):
             return UNMARKED_PIECES, f"token {index + 1} {form!r}: pieces {list(parts)} do not show its bounds by " \
                 f"{marker!r} ({kind})"
+        if (unknown is None or unknown not in parts) and not reads_back(parts, form, written, marker, kind):
+            return UNREAD_PIECES, f"token {index + 1} {form!r}: pieces {list(parts)} read back as " \
+                f"{pieces_to_tokens(parts, marker, kind)} (the marker rule takes a character of it for the marker)"
     return None
+
+
+class CodesRule(TokenCutter):
+    """The read-back rule of BPE codes (subword-nmt's separator, '@@', ending every piece of a token but its last)
+    and of no sub-words (each token its one piece): no model, no special piece, no normalization. Their pieces are
+    marked as they are cut, so only a token holding the separator itself (`dog@@`, whose last piece would end in it
+    and join the next token) can fail to read back."""
+
+    scheme = "subword-nmt"
+    marker_kind = "end"
+
+    def __init__(self, separator: str) -> None:
+        super().__init__()
+        self.marker = separator
+
+    def normalize(self, text: str) -> str:
+        return text
+
+    def check(self, forms: Sequence[str], pieces: Sequence[Sequence[str]]) -> tuple[str, str] | None:
+        """`read_back` under this rule."""
+        return read_back(self, forms, pieces)
 
 
 def pieces_to_tokens(pieces: Sequence[str], marker: str, kind: str) -> list[str]:

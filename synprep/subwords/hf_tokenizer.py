@@ -28,15 +28,17 @@ def _components(part: dict | None) -> list[dict]:
     """A pre-tokenizer or decoder and, for a Sequence, its members."""
     if not part:
         return []
-    return [part] + [member for item in part.get("pretokenizers", part.get("decoders", [])) or []
-                     for member in _components(item)]
+    return [part] + [member for item in part.get("pretokenizers", part.get("decoders", part.get("normalizers", [])))
+                     or [] for member in _components(item)]
 
 
 def tokenizer_marker(path: str) -> tuple[str, str]:
     """(marker, kind) of a tokenizer.json's pieces, read from what cuts them (its model and pre-tokenizer, never
     its decoder): WordPiece '##' (start of each continuing piece); a Metaspace pre-tokenizer that prepends its
     '▁' or a ByteLevel one that adds a prefix space 'Ġ' (start of a token's first piece); else no marker (a
-    ByteLevel pre-tokenizer without prefix space, GPT-2 style, puts no 'Ġ' on a token cut on its own)."""
+    ByteLevel pre-tokenizer without prefix space, GPT-2 style, puts no 'Ġ' on a token cut on its own); else a
+    normalizer that prepends the marker (Llama / Mistral: `Prepend("▁")`, no pre-tokenizer; start of a token's
+    first piece); else a BPE model's continuing_subword_prefix (start of each continuing piece, as WordPiece's)."""
     data = _read(path)
     model = data.get("model") or {}
     if model.get("type") == "WordPiece":
@@ -47,6 +49,11 @@ def tokenizer_marker(path: str) -> tuple[str, str]:
             return part.get("replacement", "\u2581"), "start"
         if part.get("type") == "ByteLevel" and part.get("add_prefix_space", False):
             return BYTE_LEVEL, "start"
+    for part in _components(data.get("normalizer")):  # Llama / Mistral style: the normalizer prepends the '▁'
+        if part.get("type") == "Prepend" and part.get("prepend"):
+            return part["prepend"], "start"
+    if model.get("type") == "BPE" and model.get("continuing_subword_prefix"):  # a BPE cutting as WordPiece does
+        return model["continuing_subword_prefix"], "continue"
     return "", "none"
 
 
@@ -109,8 +116,17 @@ class TokenizerCutter(TokenCutter):
         return raw_cut(self, text, tokens)
 
     def unreadable(self) -> str | None:
-        """A tokenizer whose pieces carry no marker reads back only when each token is one piece (WordLevel)."""
-        model = (_read(self.path).get("model") or {}).get("type")
+        """A tokenizer whose pieces carry no marker reads back only when each token is one piece (WordLevel); a
+        model whose pieces carry a second marker (a BPE end_of_word_suffix `</w>`, or a continuing_subword_prefix
+        beside a pre-tokenizer's `▁`/`Ġ`) reads back none."""
+        data = _read(self.path).get("model") or {}
+        model = data.get("type")
+        if data.get("end_of_word_suffix") or (model == "BPE" and data.get("continuing_subword_prefix")
+                                              and tokenizer_marker(self.path)[1] != "continue"):
+            what = "end_of_word_suffix" if data.get("end_of_word_suffix") else "continuing_subword_prefix"
+            return (f"its {model} model marks pieces by its {what} {data.get(what)!r}, which the marker rule of "
+                    f"its pieces ({self.marker!r}, {self.marker_kind}) does not read: a token cannot be read back "
+                    "from its pieces")
         if self.marker_kind != "none" or model == "WordLevel":
             return None
         return (f"its pieces carry no marker (neither a Metaspace/ByteLevel pre-tokenizer that marks a token's start "

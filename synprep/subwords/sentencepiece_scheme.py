@@ -79,6 +79,14 @@ class SentencePieceCutter(TokenCutter):
         """A token as the model's normalizer sees it (identity for the models synprep learns)."""
         return self.processor.normalize(text) if text.strip() else text
 
+    def unreadable(self) -> str | None:
+        """A model that adds no '▁' before a token (SentencePiece's add_dummy_prefix off) marks no token's start:
+        no token cut into several pieces reads back."""
+        if self.processor.normalize("a").startswith(MARKER):
+            return None
+        return "it adds no '\u2581' before a token (add_dummy_prefix off): its pieces do not mark a token's start, " \
+            "so a token cannot be read back from its pieces"
+
     def vocabulary(self) -> list[str]:
         """The model's pieces in id order."""
         return [self.processor.id_to_piece(i) for i in range(self.processor.get_piece_size())]
