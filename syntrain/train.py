@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -460,6 +461,15 @@ def diverged(run: Run, what: str) -> ValueError:
                       f"--clip-norm or train in fp32); {kept}")
 
 
+def finite_validation(run: Run, result: dict) -> dict:
+    """A validation's `result`, refused as the run's divergence when its loss or BLEU is NaN or infinite: weights
+    that fp16 kept finite by skipping updates can still score NaN, and a NaN best is never beaten (every later
+    validation compares false), so best.pt would stay that model for the rest of the run."""
+    if not all(math.isfinite(result[key]) for key in ("loss", "bleu")):
+        raise diverged(run, f"the validation loss is NaN or infinite ({result['loss']})")
+    return result
+
+
 def save(run: Run, also_best: bool, step_copy: bool = True) -> None:
     """last.pt (and best.pt, and with keep_last and `step_copy` a checkpoint_<step>.pt); a collective under DDP:
     every rank calls it, rank 0 writes, the others wait (for rank 0's validation before it too)."""
@@ -493,7 +503,7 @@ def _validate_and_save(run: Run, stop: bool) -> bool:
                 f"chrF {result['chrf']:.2f}{scores_text(model, result)}")
         run.metrics.write({**valid_metrics(state.step, result), "elapsed_s": round(state.clock.seconds(), 1),
                            "valid_s": round(time.time() - started, 3)})
-        improved = stopping.judge(result)
+        improved = stopping.judge(finite_validation(run, result))
     else:
         improved = data.valid is None  # no validation: best = last
     stopping.best_step = state.step if improved and procs.rank == 0 else stopping.best_step
@@ -538,8 +548,8 @@ def revalidate_best(run: Run) -> None:
     if data.valid is None:
         raise ValueError(f"{resumed.lost[0]}, and the run has no validation split to choose another best from: "
                          f"give --valid, or copy {resumed.path} to {run.best_path}")
-    result = evaluate(run.trainer.raw_model, data.valid, data.vocab, cfg, run.procs.device, cfg.eval_beam,
-                      cfg.eval_sentences)
+    result = finite_validation(run, evaluate(run.trainer.raw_model, data.valid, data.vocab, cfg, run.procs.device,
+                                             cfg.eval_beam, cfg.eval_sentences))
     stopping.best, stopping.best_step, stopping.bad_evals = stopping.value(result), step, 0
     save_checkpoint({**resumed.ckpt, "best": stopping.best, "best_step": step, "bad_evals": 0}, run.best_path)
     run.log(f"syntrain: {resumed.lost[0]}: its weights are in no other file; {resumed.path} (step {step}) "

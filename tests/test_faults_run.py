@@ -726,20 +726,40 @@ def test_a_checkpoint_with_nan_weights_is_one_line(data, tmp_path, command):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("case", ["fp16, loss NaN", "fp32, weights NaN before a log step"])
+DIVERGING = {  # how a run diverges -> its flags and what its one line names
+    "fp16, loss NaN": (["--precision", "fp16", "--lr", "1", "--log-interval", "5", "--eval-interval", "10"],
+                       "training loss"),
+    "fp16 with accumulation, loss NaN": (["--precision", "fp16", "--lr", "1", "--accum-steps", "3", "--log-interval",
+                                          "5", "--eval-interval", "10"], "training loss"),
+    "bf16, loss NaN": (["--precision", "bf16", "--lr", "1e6", "--log-interval", "5", "--eval-interval", "10"],
+                       "training loss"),
+    "fp32, weights NaN before a log step": (["--lr", "1e6", "--log-interval", "50", "--eval-interval", "2"],
+                                            "NaN or infinite"),
+    # fp16 skips the updates that overflow: the weights stay finite, the validation loss is NaN (was best.pt)
+    "fp16, validation loss NaN, weights finite": (["--precision", "fp16", "--lr", "1e6", "--warmup", "1",
+                                                   "--log-interval", "50", "--eval-interval", "5"],
+                                                  "the validation loss is NaN or infinite (nan) at step 5"),
+}
+
+
+@pytest.mark.parametrize("case", list(DIVERGING))
 def test_a_run_that_diverges_stops_in_one_line_and_saves_no_nan_weights(data, tmp_path, case):
-    """A run whose loss is NaN or infinite for a whole log window learns nothing from there (fp16 skips every
-    update; fp32 trains on in NaN): one line, exit 2; the checkpoints it leaves hold finite weights only."""
+    """A run whose loss is NaN or infinite for a whole log window learns nothing from there (fp16 and bf16 skip
+    or lose every update; fp32 trains on in NaN), and a validation that scores NaN has no best to keep: one line,
+    exit 2; the checkpoints it leaves hold finite weights and a finite best only."""
+    import math
+
     import torch
 
     run = tmp_path / "run"
-    extra = (["--precision", "fp16", "--lr", "1", "--log-interval", "5", "--eval-interval", "10"]
-             if case.startswith("fp16") else ["--lr", "1e6", "--log-interval", "50", "--eval-interval", "2"])
+    extra, named = DIVERGING[case]
     result = syntrain("run", "--data", data["shards"] / "train", "--valid", data["shards"] / "valid", "--out", run,
                       *SMALL, "--max-steps", "40", *extra)
-    one_line_error(result, "the run diverged", "NaN or infinite")
+    one_line_error(result, "the run diverged", "NaN or infinite", named)
     for path in run.glob("*.pt"):
-        weights = torch.load(path, weights_only=False)["model"]
+        ckpt = torch.load(path, weights_only=False)
+        assert ckpt["best"] is None or math.isfinite(ckpt["best"]), (path, ckpt["best"])
+        weights = ckpt["model"]
         assert all(bool(torch.isfinite(value).all()) for value in weights.values() if value.is_floating_point())
 
 
