@@ -666,6 +666,7 @@ def score_test_split(run: Run) -> None:
     import shlex
 
     from synprep.errors import Interrupted
+    from synprep.processes import Terminated
 
     cfg, data, device = run.cfg, run.data, run.procs.device
     if not cfg.test or run.procs.rank != 0:
@@ -676,13 +677,14 @@ def score_test_split(run: Run) -> None:
         pieces: list[list[str]] = []
         result = evaluate(model_best, data.test, data.vocab, cfg, device, cfg.test_beam,
                           progress="test: translating", hyps=hyps, pieces=pieces, label_smoothing=0.0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM/SIGHUP (`Terminated`: its name and exit code)
         command = ["syntrain", "eval", "--checkpoint", run.best_path, "--data", cfg.test, "--beam",
                    str(cfg.test_beam), "--length-penalty", f"{cfg.length_penalty:g}"]
         if cfg.bleu_tokenize != "auto":
             command += ["--bleu-tokenize", cfg.bleu_tokenize]
-        raise Interrupted(f"interrupted while scoring the test split; training is done and {run.best_path} is "
-                          f"intact: score it with {shlex.join(command)}") from None
+        how = f"stopped by {err}" if isinstance(err, Terminated) else "interrupted"
+        raise Interrupted(f"{how} while scoring the test split; training is done and {run.best_path} is intact: "
+                          f"score it with {shlex.join(command)}", getattr(err, "exit_code", 130)) from None
     from .compare import decoding_key, write_hypotheses  # compare reuses them while its key is this one
 
     key = decoding_key(run.best_path, cfg.test, run_settings(cfg).key(device))  # what the scores depend on
@@ -763,6 +765,7 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
     < `fields`; docs/recipe-fields.md), every value checked before anything is read or written. Fields of
     [model] may be given by name too (`pascal_heads=2`) or in `model`. Returns the run folder (`out`, or the
     folder named runs/<name>-<time>), which holds best.pt, last.pt, config.toml, train.log and metrics.jsonl."""
+    from synprep.errors import Interrupted
     from synprep.processes import Terminated, received_signal
 
     from .config.resolve import check_run, resolve_run
@@ -794,8 +797,8 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
             train(cfg)
         except BaseException as err:  # Ctrl-C, or SIGTERM/SIGHUP (`Terminated`) before the loop
             signum = received_signal()  # (its Terminated may have become another error, raised in an import)
-            if not isinstance(err, KeyboardInterrupt) and not signum:
-                raise
+            if isinstance(err, Interrupted) or (not isinstance(err, KeyboardInterrupt) and not signum):
+                raise  # (an Interrupted says what is kept and how to go on: the final test's, the loop's)
             if cfg.out and rank == 0 and not cfg.resume:
                 remove_unstarted_run(cfg.out, made)  # a new run without a checkpoint: gone, as if never started
             if isinstance(err, KeyboardInterrupt):

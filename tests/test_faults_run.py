@@ -218,9 +218,11 @@ def test_trained_time_is_one_figure_everywhere_without_validation(data, tmp_path
     # --resume says the checkpoint's figure: test_resume_without_last_pt_continues_from_the_newest_complete_...
 
 
-def test_ctrl_c_in_the_final_test_scoring_names_the_eval_command(data, tmp_path):
-    """Ctrl-C while best.pt decodes the test split: exit 130, one line saying best.pt is intact and the exact
-    `syntrain eval` command that scores it (which then runs), in train.log too; no traceback."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_in_the_final_test_scoring_names_the_eval_command(data, tmp_path, signum):
+    """Ctrl-C, SIGTERM or SIGHUP while best.pt decodes the test split: exit 128 + the signal, one line saying
+    best.pt is intact and the exact `syntrain eval` command that scores it (which then runs), in train.log too; no
+    traceback (SIGTERM and SIGHUP were a bare `stopped by SIGTERM`)."""
     out, log = tmp_path / "run", tmp_path / "stderr.log"
     test = data["shards"] / "train"  # the largest split, beam 8: decoding lasts long enough to be interrupted
     with open(log, "w") as sink:
@@ -234,8 +236,8 @@ def test_ctrl_c_in_the_final_test_scoring_names_the_eval_command(data, tmp_path)
             time.sleep(0.1)
         time.sleep(0.5)
         assert process.poll() is None, log.read_text()[-2000:]  # still decoding the test split
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=60) == 130
+        process.send_signal(signum)
+        assert process.wait(timeout=60) == 128 + signum
     finally:
         if process.poll() is None:
             process.kill()
@@ -243,7 +245,8 @@ def test_ctrl_c_in_the_final_test_scoring_names_the_eval_command(data, tmp_path)
     assert "Traceback" not in err, err[-2000:]
     last = err.strip().splitlines()[-1]
     command = (f"syntrain eval --checkpoint {out / 'best.pt'} --data {test} --beam 8 --length-penalty 0.6")
-    assert last == (f"syntrain: interrupted while scoring the test split; training is done and {out / 'best.pt'} "
+    how = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    assert last == (f"syntrain: {how} while scoring the test split; training is done and {out / 'best.pt'} "
                     f"is intact: score it with {command}"), last
     assert (out / "train.log").read_text(encoding="utf-8").strip().splitlines()[-1] == last
     from syntrain.cli import cli  # the command as the CLI reads it: every option known, every path there
