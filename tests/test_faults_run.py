@@ -299,8 +299,9 @@ def test_a_signal_while_training_saves_last_pt_and_resume_goes_on_as_if_uninterr
     assert [losses[0][s] for s in range(step + 1, step + 4)] == [losses[1][s] for s in range(step + 1, step + 4)]
 
 
-def _terminated_when(out: Path, argv: list, moment: str | float, log: Path) -> subprocess.CompletedProcess:
-    """`syntrain ARGV` sent SIGTERM at `moment`: seconds after it started, when the run folder appears
+def _terminated_when(out: Path, argv: list, moment: str | float, log: Path,
+                     signum: int = signal.SIGTERM) -> subprocess.CompletedProcess:
+    """`syntrain ARGV` sent `signum` at `moment`: seconds after it started, when the run folder appears
     ("folder"), when FILE appears in it."""
     with open(log, "w") as sink:
         process = subprocess.Popen([*SYNTRAIN, *map(str, argv)], stderr=sink, text=True)
@@ -312,7 +313,7 @@ def _terminated_when(out: Path, argv: list, moment: str | float, log: Path) -> s
             while not target.exists() and time.time() < deadline and process.poll() is None:
                 time.sleep(0.005)
         assert process.poll() is None, log.read_text()[-2000:]
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
         code = process.wait(timeout=60)
     finally:
         if process.poll() is None:
@@ -320,20 +321,28 @@ def _terminated_when(out: Path, argv: list, moment: str | float, log: Path) -> s
     return subprocess.CompletedProcess(argv, code, "", log.read_text())
 
 
-@pytest.mark.parametrize("moment", [1.0, "folder", "config.toml", "vocab.json", "train.log", "metrics.jsonl",
-                                    "resume 1.5", "resume 2.5", "resume 3.5"])
-def test_sigterm_at_any_moment_of_a_run_leaves_a_folder_resume_continues_or_none(data, tmp_path, moment):
-    """SIGTERM while `syntrain run` starts (checks, the run folder being set up, the data loading; a new run or
-    a resumed one) ended the process with no line and left a folder without a checkpoint that `--resume`
-    refused: one line (exit 143), and the folder is gone (a new run) or `--resume` continues it."""
+MOMENTS = [1.0, "folder", "config.toml", "vocab.json", "train.log", "metrics.jsonl", "resume 1.5", "resume 2.5",
+           "resume 3.5"]
+
+
+@pytest.mark.parametrize(("signum", "moment"), [(signal.SIGTERM, moment) for moment in MOMENTS]
+                         + [(signal.SIGINT, moment) for moment in ("folder", "vocab.json", "metrics.jsonl",
+                                                                   "resume 2.5")])
+def test_a_signal_at_any_moment_of_a_run_leaves_a_folder_resume_continues_or_none(data, tmp_path, signum, moment):
+    """SIGTERM or Ctrl-C while `syntrain run` starts (checks, the run folder being set up, the data loading; a
+    new run or a resumed one) ended the process with no line and left a folder without a checkpoint that
+    `--resume` refused: one line (exit 128 + the signal), and the folder is gone (a new run) or `--resume`
+    continues it."""
     resume = isinstance(moment, str) and moment.startswith("resume")
     out = copy_run(data, tmp_path) if resume else tmp_path / "run"
     argv = ["run", "--out", out, "--max-steps", "100000", "--log-interval", "1"]
     argv += ["--resume"] if resume else ["--data", data["shards"] / "train", *SMALL]
-    result = _terminated_when(out, argv, float(moment.split()[1]) if resume else moment, tmp_path / "stderr.log")
-    assert result.returncode == 143, result.stderr[-2000:]
+    result = _terminated_when(out, argv, float(moment.split()[1]) if resume else moment, tmp_path / "stderr.log",
+                              signum)
+    assert result.returncode == 128 + signum, result.stderr[-2000:]
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
-    assert result.stderr.strip().splitlines()[-1].startswith("syntrain: stopped by SIGTERM"), result.stderr[-500:]
+    name = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    assert result.stderr.strip().splitlines()[-1].startswith(f"syntrain: stopped by {name}"), result.stderr[-500:]
     if out.exists():
         done = steps(out) if (out / "metrics.jsonl").exists() else []
         continued = syntrain("run", "--resume", "--out", out, "--max-steps", max(done, default=0) + 1)
