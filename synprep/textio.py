@@ -372,9 +372,11 @@ def atomic_copy(source: str, path: str, what: str = "cannot write") -> None:
     try:
         shutil.copyfile(source, tmp)
         os.replace(tmp, path)
-    except OSError as err:
+    except BaseException as err:  # a write error, or Ctrl-C / a signal while copying: no partial file left
         if os.path.exists(tmp):
             os.remove(tmp)
+        if not isinstance(err, OSError):
+            raise
         raise WriteError(f"{what}: {err.strerror or err}", source if err.filename == source else path) from None
 
 

@@ -159,9 +159,11 @@ def save_checkpoint(state: dict, path: str) -> None:
                 os.fsync(out.fileno())
         if tmp != path:
             os.replace(tmp, path)
-    except (OSError, RuntimeError) as err:  # torch reports a failed write of its zip writer as a RuntimeError
+    except BaseException as err:  # a write error, or Ctrl-C / a signal while writing: no partial file left
         if tmp != path and os.path.exists(tmp):
             os.remove(tmp)
+        if not isinstance(err, OSError | RuntimeError):  # torch reports a failed write of its zip writer so
+            raise
         raise InputError(f"cannot write the checkpoint: {_write_error(err)}", path) from None
 
 
