@@ -97,6 +97,36 @@ def test_an_export_is_whole_or_absent(dataset, tmp_path):
     assert {"pascal/train.en", "pascal/test.en", "nematus/train.en"} <= _files(out)
 
 
+FOLDER_WRITERS = {  # a command that writes a folder -> its arguments but the folder (-o OUT)
+    "filter": ["filter", "--src", "syn/train.src", "--tgt", "syn/train.tgt", "--src-lang", "en", "--tgt-lang", "de",
+               "--langid", "none"],
+    "export": ["export", "data/train", "--format", "pascal,nematus"],
+}
+
+
+@pytest.mark.parametrize("command", list(FOLDER_WRITERS))
+def test_a_folder_writer_killed_when_its_folder_appears_leaves_it_whole(dataset, tmp_path, command):
+    """A command that writes a folder, killed (SIGKILL) the moment that folder appears: it holds every file a
+    whole run writes, or it is absent (filter made it and then moved its files in one by one)."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    argv = [SYNPREP, *FOLDER_WRITERS[command]]
+    done = run(*argv, "-o", tmp_path / "whole", cwd=dataset)
+    assert done.returncode == 0, done.stderr
+    target = tmp_path / "out"
+    process = subprocess.Popen([*argv, "-o", str(target)], cwd=dataset, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not target.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.0002)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not target.exists() or _files(target) == _files(tmp_path / "whole"), sorted(os.listdir(target))
+
+
 class _CtrlC:
     """A value whose pickling is interrupted (Ctrl-C while torch.save writes it)."""
 
