@@ -45,6 +45,7 @@ from .precision import autocast_context, grad_scaler, resolve_precision
 from .pretrained import PretrainedSource, language_note, load_into, missing_pieces, start_model_config
 from .run_state import RunState, format_eta, rng_state, set_rng_state, trained_text
 from .runfolder.checkpoints import (
+    check_finite,
     checkpoint_vocab,
     load_checkpoint,
     load_weights,
@@ -387,6 +388,7 @@ def make_run(cfg: TrainConfig, procs: Processes, resumed: Resumed | None, data: 
     state, stopping = RunState.from_checkpoint(ckpt), EarlyStopping.from_checkpoint(cfg, ckpt)
     if resumed:
         load_weights(model, ckpt["model"], resumed.path)
+        check_finite(ckpt["optimizer"].get("state", {}), resumed.path, "optimizer state holds")
         optimizer.load_state_dict(ckpt["optimizer"])
         scheduler.load_state_dict(ckpt["scheduler"])
         rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
@@ -476,6 +478,8 @@ def save(run: Run, also_best: bool, step_copy: bool = True) -> None:
     rng: dict | list = rng_state()
     if (name := nonfinite_weight(run.trainer.raw_model.state_dict())) is not None:  # never saved: same on all ranks
         raise diverged(run, f"the weights hold NaN or infinite values ({name})")
+    if (name := nonfinite_weight(run.trainer.optimizer.state_dict()["state"])) is not None:  # the next step's NaN
+        raise diverged(run, f"the optimizer state holds NaN or infinite values ({name})")
     run.procs.wait_for_rank0()
     if run.procs.world > 1:  # every rank's RNG, so each continues its own dropout stream
         gathered: list = [None] * run.procs.world

@@ -708,19 +708,23 @@ def test_resume_of_a_finished_run_re_creates_a_lost_best_pt_under_ddp(data, tmp_
 # ------------------------------------------------------------------------------ checkpoints with NaN weights
 
 
-@pytest.mark.parametrize("command", ["translate", "eval", "average", "env", "resume"])
+@pytest.mark.parametrize("command", ["translate", "eval", "average", "env", "resume", "resume, optimizer state"])
 def test_a_checkpoint_with_nan_weights_is_one_line(data, tmp_path, command):
     """A diverged run's checkpoint decodes to empty lines (exit 0) and trains on in NaN: refused wherever it is
-    loaded."""
+    loaded; a resume from one whose optimizer state holds NaN stepped into NaN weights at once (and blamed the
+    learning rate)."""
     import torch
 
-    if command == "resume":
+    if command.startswith("resume"):
         run = copy_run(data, tmp_path)
         ckpt = torch.load(run / "last.pt", weights_only=False)
-        name = next(iter(ckpt["model"]))
-        ckpt["model"][name] = torch.full_like(ckpt["model"][name], float("nan"))
+        table = ckpt["optimizer"]["state"][0] if "optimizer" in command else ckpt["model"]
+        name = "exp_avg" if "optimizer" in command else next(iter(table))
+        table[name] = torch.full_like(table[name], float("nan"))
         torch.save(ckpt, run / "last.pt")
-        one_line_error(syntrain("run", "--resume", "--out", run, "--max-steps", "5"), "last.pt", "NaN or infinite")
+        part = "the optimizer state holds" if "optimizer" in command else "the weights hold"
+        one_line_error(syntrain("run", "--resume", "--out", run, "--max-steps", "5"), "last.pt", part,
+                       "NaN or infinite")
         assert steps(run) == [1, 2, 3, 4]
         return
 
