@@ -110,20 +110,24 @@ class Trainer:
     scaler: torch.amp.GradScaler  # fp16's loss scaling (disabled for the other precisions)
     attention_kernels: dict[str, str] | None = None  # chosen on CUDA (`shapes.chosen_attention`)
 
-    def update(self, group: list[Batch], cfg: TrainConfig) -> tuple[torch.Tensor, int, dict[str, torch.Tensor]]:
+    def update(self, group: list[Batch], cfg: TrainConfig
+               ) -> tuple[torch.Tensor, int, dict[str, torch.Tensor], torch.Tensor]:
         """One optimizer update over the batches of `group`: (mean translation loss, target tokens, each
-        auxiliary loss per target token)."""
+        auxiliary loss per target token, whether its gradients were finite: a 0-d tensor, no device sync; fp16
+        skips the update when they are not, so a weighted auxiliary loss that overflows skips every one while
+        the losses stay finite)."""
         aux: dict[str, torch.Tensor] = {}
         loss, tokens = accumulate_gradients(self.model, group, self.device, self.autocast, cfg.label_smoothing, aux,
                                             self.scaler)
         self.scaler.unscale_(self.optimizer)  # fp16: the true gradients before clipping (a no-op otherwise)
-        if cfg.clip_norm:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        grads = [param.grad for param in self.model.parameters() if param.grad is not None]
+        norm = (torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm) if cfg.clip_norm
+                else torch.nn.utils.get_total_norm(grads))
         self.scaler.step(self.optimizer)  # fp16: skipped when a gradient overflowed (the scale is lowered)
         self.scaler.update()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return loss, tokens, aux
+        return loss, tokens, aux, torch.isfinite(norm)
 
     def checkpoint_fields(self) -> dict:
         return {"model": self.raw_model.state_dict(), "optimizer": self.optimizer.state_dict(),
@@ -563,16 +567,24 @@ def revalidate_best(run: Run) -> None:
 
 # the loop
 
+STALLED = 32  # updates in a row with non-finite gradients that stop a run: fp16's loss scale (from 2^16) finds its
+# value in at most 16 skipped updates; after 32 the gradients overflow at a scale below 2^-16, the run is broken
+
+
 class Window:
-    """Training loss, auxiliary losses and tokens since the last log line."""
+    """Training loss, auxiliary losses and tokens since the last log line; `stalled`: the updates in a row, across
+    windows, whose gradients were not finite."""
+
+    stalled: torch.Tensor | int = 0
 
     def __init__(self) -> None:
         self.loss, self.tokens, self.aux, self.start = 0.0, 0, {}, time.time()
         self.updates, self.finite = 0, 0  # `finite`: a tensor once a loss is added (no device sync per update)
 
-    def add(self, loss: torch.Tensor, tokens: int, aux: dict[str, torch.Tensor]) -> None:
+    def add(self, loss: torch.Tensor, tokens: int, aux: dict[str, torch.Tensor], finite_grads: torch.Tensor) -> None:
         self.loss, self.tokens = self.loss + loss.detach() * tokens, self.tokens + tokens
         self.updates, self.finite = self.updates + 1, self.finite + torch.isfinite(loss.detach()).int()
+        self.stalled = (self.stalled + 1) * (~finite_grads).int()  # updates in a row with non-finite gradients
         for name, value in aux.items():
             self.aux[name] = self.aux.get(name, 0.0) + value * tokens
 
@@ -583,6 +595,9 @@ class Window:
         if self.updates and not int(self.finite):
             raise diverged(run, f"the training loss is NaN or infinite in every update of the log window "
                                 f"({self.updates})")
+        if int(self.stalled) >= STALLED:
+            raise diverged(run, f"the gradients are NaN or infinite in each of the last {int(self.stalled)} updates "
+                                f"(fp16 skips such an update: the run learns nothing, its losses finite)")
         seconds, elapsed = max(time.time() - self.start, 1e-9), time.time() - state.clock.start
         values = {"step": state.step, "epoch": state.epoch, "loss": round(self.loss.item() / tokens, 4),
                   "lr": run.trainer.scheduler.get_last_lr()[0], "tokens": tokens * world,

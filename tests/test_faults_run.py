@@ -779,6 +779,34 @@ def test_a_run_that_diverges_stops_in_one_line_and_saves_no_nan_weights(data, tm
         assert all(bool(torch.isfinite(value).all()) for value in weights.values() if value.is_floating_point())
 
 
+OVERFLOWING = {  # each auxiliary loss's weight ([model] *_lambda) -> the settings that switch its loss on
+    "lisa_lambda": ["--set", "model.lisa_layer=1"],
+    "dbsa_lambda": ["--set", "model.dbsa_encoder=true", "--set", "model.dbsa_decoder=true", "--set",
+                    "model.dbsa_layer=1"],
+    "sync_lambda": ["--set", "model.dbsa_encoder=true", "--set", "model.dbsa_decoder=true", "--set",
+                    "model.dbsa_layer=1"],
+}
+
+
+def test_every_auxiliary_loss_weight_is_tried():
+    from syntrain.train import _model_fields
+
+    assert sorted(OVERFLOWING) == sorted(name for name in _model_fields() if name.endswith("_lambda"))
+
+
+@pytest.mark.parametrize("weight", list(OVERFLOWING))
+def test_an_auxiliary_loss_that_overflows_in_fp16_stops_the_run(data, tmp_path, weight):
+    """An auxiliary loss weighted so that fp16's scaled objective overflows: every update is skipped while the
+    losses stay finite (the run learned nothing and ended with exit 0): one line, exit 2, once the gradients were
+    non-finite in 32 updates in a row (more than fp16's loss scale needs to settle)."""
+    run = tmp_path / "run"
+    result = syntrain("run", "--data", data["shards"] / "train", "--valid", data["shards"] / "valid", "--out", run,
+                      *SMALL, "--max-steps", "40", "--precision", "fp16", "--log-interval", "5", "--eval-interval",
+                      "10", *OVERFLOWING[weight], "--set", f"model.{weight}=1e30")
+    one_line_error(result, "the run diverged", "the gradients are NaN or infinite in each of the last 35 updates",
+                   "at step 35")
+
+
 def test_a_dataset_whose_subword_model_was_replaced_is_refused(data, tmp_path):
     """`syntrain run` on a dataset whose sub-word model (here codes.bpe; subwords.model and tokenizer.json by the
     same record) was replaced after convert trained with the foreign vocabulary: every model file the manifest's
