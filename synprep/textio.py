@@ -402,6 +402,23 @@ def atomic_write(path: str, data: bytes) -> None:
         raise
 
 
+def json_text(value: Any, **options: Any) -> str:  # noqa: ANN401 (any JSON value)
+    """`json.dumps(value, **options)` with NaN and the infinities written as null: JSON has no such numbers
+    (Python writes `NaN`, which jq, JavaScript and strict readers refuse), and a score or loss can be one."""
+    import math
+
+    def finite(item: Any) -> Any:  # noqa: ANN401
+        if isinstance(item, float) and not math.isfinite(item):
+            return None
+        if isinstance(item, dict):
+            return {key: finite(inner) for key, inner in item.items()}
+        if isinstance(item, list | tuple):
+            return [finite(inner) for inner in item]
+        return item
+
+    return json.dumps(finite(value), allow_nan=False, **options)
+
+
 def read_json(path: str, what: str) -> Any:  # noqa: ANN401
     """A JSON file's value; unreadable or not JSON (bad bytes, cut short): InputError naming the file, `what` it
     should be ("not a tokenizer.json file: ...")."""

@@ -509,9 +509,10 @@ def _validate_and_save(run: Run, stop: bool) -> bool:
         result = evaluate(model, data.valid, data.vocab, cfg, procs.device, cfg.eval_beam, cfg.eval_sentences)
         run.log(f"step {state.step} | valid loss {result['loss']:.3f} | BLEU {result['bleu']:.2f} | "
                 f"chrF {result['chrf']:.2f}{scores_text(model, result)}")
+        finite_validation(run, result)
         run.metrics.write({**valid_metrics(state.step, result), "elapsed_s": round(state.clock.seconds(), 1),
                            "valid_s": round(time.time() - started, 3)})
-        improved = stopping.judge(finite_validation(run, result))
+        improved = stopping.judge(result)
     else:
         improved = data.valid is None  # no validation: best = last
     stopping.best_step = state.step if improved and procs.rank == 0 else stopping.best_step

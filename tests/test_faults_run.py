@@ -742,6 +742,28 @@ def test_a_checkpoint_with_nan_weights_is_one_line(data, tmp_path, command):
     assert not out.exists()
 
 
+def _strict_json(path: Path) -> object:
+    """A JSON file read as strict readers (jq, JavaScript) read it: `NaN` and `Infinity` are not JSON."""
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{path}: {constant} is not JSON")
+
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def test_a_loss_that_is_nan_is_null_in_eval_json(data, tmp_path):
+    """Finite weights so large that the loss is NaN: eval says `loss nan`, and its --json holds null there, not
+    Python's `NaN` (which strict JSON readers refuse)."""
+    def edit(ckpt):
+        for name, value in ckpt["model"].items():
+            if value.is_floating_point() and "norm" not in name:
+                ckpt["model"][name] = value * 1e30
+
+    path = _edited_checkpoint(data, tmp_path, edit)
+    result = syntrain("eval", "--checkpoint", path, "--data", data["shards"] / "test", "--json", tmp_path / "s.json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert _strict_json(tmp_path / "s.json")["loss"] is None
+
+
 DIVERGING = {  # how a run diverges -> its flags and what its one line names
     "fp16, loss NaN": (["--precision", "fp16", "--lr", "1", "--log-interval", "5", "--eval-interval", "10"],
                        "training loss"),
