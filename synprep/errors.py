@@ -95,7 +95,9 @@ def run_cli(cli: object, prog: str, ending_signals: bool = False) -> None:
         if isinstance(err.__cause__, Terminated):  # SIGTERM / SIGHUP in a command that says nothing more
             print(f"{prog}: stopped by {err.__cause__}", file=sys.stderr)
             sys.exit(err.__cause__.exit_code)
-        print("aborted", file=sys.stderr)
+        # Ctrl-C in a command that says nothing more (click turned it, or an end of input, into Abort)
+        print(f"{prog}: stopped by Ctrl-C" if isinstance(err.__cause__, KeyboardInterrupt) else f"{prog}: aborted",
+              file=sys.stderr)
         sys.exit(130)
     except InputError as err:
         fail(prog, str(err))

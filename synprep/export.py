@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
@@ -41,14 +40,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from . import features as F
 from .callables import make_callable
-from .errors import InputError, WriteError
+from .errors import InputError
 from .export_readme import readme
 from .options import BPE_SEPARATOR
 from .outputs import check_name, check_outputs
 from .shards import Manifest, dataset_resolver, open_split, side_codes
 from .subwords import registry
 from .subwords.load import dataset_marker
-from .textio import atomic_copy, atomic_output, atomic_write
+from .textio import atomic_copy, atomic_folder, atomic_output, atomic_write
 from .trees import is_projective, lift_projective
 
 if TYPE_CHECKING:
@@ -252,41 +251,12 @@ def export_split(path: str, out: str, formats: Sequence[str] | None = None, name
     }
     summary = ExportSummary(written=dict.fromkeys(formats, 0), skipped=dict.fromkeys(formats, 0))
     vocabularies: dict[str, Counter[str]] = {"src": Counter(), "tgt": Counter()}
-    staging = _staging_folder(out)
-    try:
+    with atomic_folder(out) as staging:
         _write_formats(staging, formats, files, rows, makers, vocabularies, summary)
         _write_extras(staging, out, formats, name, src, tgt, manifest, dataset_root, dbsa_release, vocabularies,
                       summary, marker)
-        _move_in(staging, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     summary.codes = [os.path.join(out, os.path.relpath(path, staging)) for path in summary.codes]
     return summary
-
-
-def _staging_folder(out: str) -> str:
-    """A new temporary folder beside `out` (on its file system: renamed into place when complete)."""
-    out = os.path.abspath(out)
-    staging = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)  # a leftover of an earlier process with this pid
-    try:
-        os.makedirs(staging)
-    except OSError as err:
-        raise WriteError(f"cannot write: {err.strerror or err}", os.path.dirname(out)) from None
-    return staging
-
-
-def _move_in(staging: str, out: str) -> None:
-    """The finished export into place: the whole folder when `out` does not exist (or is empty), else file by file
-    (renames: nothing is left to write), beside other splits' exports, replacing an earlier export's files."""
-    if not os.path.isdir(out) or not os.listdir(out):
-        os.replace(staging, out)
-        return
-    for folder, _, names in os.walk(staging):
-        target = os.path.join(out, os.path.relpath(folder, staging))
-        os.makedirs(target, exist_ok=True)
-        for name in names:
-            os.replace(os.path.join(folder, name), os.path.join(target, name))
 
 
 def _write_formats(out: str, formats: list[str], files: dict[str, dict[str, str]], rows: Iterator[dict[str, Any]],

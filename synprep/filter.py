@@ -24,8 +24,6 @@ from __future__ import annotations
 import logging
 import lzma
 import os
-import shutil
-import tempfile
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -41,7 +39,7 @@ from .outputs import check_outputs
 from .parallel import default_workers, ordered_map
 from .progress import progress as progress_bar
 from .tables import option, repeated
-from .textio import check_text_file, count_lines, is_standard, open_binary, tsv_field
+from .textio import atomic_folder, check_text_file, count_lines, is_standard, open_binary, tsv_field
 
 if TYPE_CHECKING:
     from .results import FilterResult
@@ -420,43 +418,38 @@ def filter_files(src_path: str, tgt_path: str, out_dir: str, settings: FilterSet
 
     created = _missing_dirs(os.path.dirname(os.path.abspath(out_dir)))
     os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
-    tmp_dir = tempfile.mkdtemp(prefix=".synprep-filter-", dir=os.path.dirname(os.path.abspath(out_dir)))
     summary = FilterSummary()
     try:
-        paths = [os.path.join(tmp_dir, name) for name in (*names, IDS_NAME, REJECTED_NAME)]
-        outputs = [open(path, "wb") for path in paths]  # noqa: SIM115 (closed below)
-        try:
-            src_out, tgt_out, ids_out, rejected_out = outputs
-            chunks = _chunks(_read_pairs(src_path, tgt_path), chunk_size)
-            bar = progress_bar("filter", counts[0], "pairs", shown=progress, lines=False)  # None: on a terminal
-            for chunk, results in _results(chunks, settings, workers, langid):
-                start = summary.total
-                for offset, ((src, tgt), (reason, detail)) in enumerate(zip(chunk, results)):
-                    summary.add(reason)
-                    if reason is None:
-                        src_out.write(src + b"\n")
-                        tgt_out.write(tgt + b"\n")
-                        ids_out.write(b"%d\n" % (start + offset))
-                    else:
-                        row = f"{start + offset}\t{reason}\t{detail}\t{tsv_field(src)}\t{tsv_field(tgt)}\n"
-                        rejected_out.write(row.encode("utf-8"))
-                bar.update(len(chunk))
-            bar.close()
-        finally:
-            for stream in outputs:
-                stream.close()
-        os.makedirs(out_dir, exist_ok=True)
-        for path in paths:
-            os.replace(path, os.path.join(out_dir, os.path.basename(path)))
+        with atomic_folder(out_dir) as tmp_dir:  # the folder appears whole: all four files or none
+            paths = [os.path.join(tmp_dir, name) for name in (*names, IDS_NAME, REJECTED_NAME)]
+            outputs = [open(path, "wb") for path in paths]  # noqa: SIM115 (closed below)
+            try:
+                src_out, tgt_out, ids_out, rejected_out = outputs
+                chunks = _chunks(_read_pairs(src_path, tgt_path), chunk_size)
+                bar = progress_bar("filter", counts[0], "pairs", shown=progress, lines=False)  # None: a terminal
+                for chunk, results in _results(chunks, settings, workers, langid):
+                    start = summary.total
+                    for offset, ((src, tgt), (reason, detail)) in enumerate(zip(chunk, results)):
+                        summary.add(reason)
+                        if reason is None:
+                            src_out.write(src + b"\n")
+                            tgt_out.write(tgt + b"\n")
+                            ids_out.write(b"%d\n" % (start + offset))
+                        else:
+                            row = f"{start + offset}\t{reason}\t{detail}\t{tsv_field(src)}\t{tsv_field(tgt)}\n"
+                            rejected_out.write(row.encode("utf-8"))
+                    bar.update(len(chunk))
+                bar.close()
+            finally:
+                for stream in outputs:
+                    stream.close()
     except BaseException as err:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
         for path in created:  # deepest first
             if os.path.isdir(path) and not os.listdir(path):
                 os.rmdir(path)
         if isinstance(err, OSError) and err.filename is None and not isinstance(err, BrokenPipeError):
             raise WriteError(f"cannot write: {err.strerror or err}", out_dir) from None  # a full disk, named
         raise
-    os.rmdir(tmp_dir)
     message = summary.warning()
     if message:
         (warn or (lambda text: log.warning(f"synprep filter: {text}")))(message)

@@ -372,9 +372,11 @@ def atomic_copy(source: str, path: str, what: str = "cannot write") -> None:
     try:
         shutil.copyfile(source, tmp)
         os.replace(tmp, path)
-    except OSError as err:
+    except BaseException as err:  # a write error, or Ctrl-C / a signal while copying: no partial file left
         if os.path.exists(tmp):
             os.remove(tmp)
+        if not isinstance(err, OSError):
+            raise
         raise WriteError(f"{what}: {err.strerror or err}", source if err.filename == source else path) from None
 
 
@@ -400,6 +402,23 @@ def atomic_write(path: str, data: bytes) -> None:
         raise
 
 
+def json_text(value: Any, **options: Any) -> str:  # noqa: ANN401 (any JSON value)
+    """`json.dumps(value, **options)` with NaN and the infinities written as null: JSON has no such numbers
+    (Python writes `NaN`, which jq, JavaScript and strict readers refuse), and a score or loss can be one."""
+    import math
+
+    def finite(item: Any) -> Any:  # noqa: ANN401
+        if isinstance(item, float) and not math.isfinite(item):
+            return None
+        if isinstance(item, dict):
+            return {key: finite(inner) for key, inner in item.items()}
+        if isinstance(item, list | tuple):
+            return [finite(inner) for inner in item]
+        return item
+
+    return json.dumps(finite(value), allow_nan=False, **options)
+
+
 def read_json(path: str, what: str) -> Any:  # noqa: ANN401
     """A JSON file's value; unreadable or not JSON (bad bytes, cut short): InputError naming the file, `what` it
     should be ("not a tokenizer.json file: ...")."""
@@ -408,3 +427,46 @@ def read_json(path: str, what: str) -> Any:  # noqa: ANN401
             return json.load(handle)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InputError(f"not {what}: {err}", path) from None
+
+
+@contextlib.contextmanager
+def atomic_folder(out: str) -> Iterator[str]:
+    """A folder written whole or not at all: the block writes into the yielded new temporary folder beside `out`
+    (on its file system), moved into place when the block ends without an error (`_move_in`) and removed in any
+    case (an error, a full disk, Ctrl-C, a signal: no half-written folder)."""
+    import shutil
+
+    staging = _staging_folder(out)
+    try:
+        yield staging
+        _move_in(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _staging_folder(out: str) -> str:
+    """A new temporary folder beside `out` (on its file system: renamed into place when complete)."""
+    import shutil
+
+    out = os.path.abspath(out)
+    staging = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)  # a leftover of an earlier process with this pid
+    try:
+        os.makedirs(staging)
+    except OSError as err:
+        raise WriteError(f"cannot write: {err.strerror or err}", os.path.dirname(out)) from None
+    return staging
+
+
+def _move_in(staging: str, out: str) -> None:
+    """The finished folder into place: whole when `out` does not exist (or is empty), else file by file (renames:
+    nothing is left to write), beside the files already there (another split's export), replacing those of an
+    earlier write."""
+    if not os.path.isdir(out) or not os.listdir(out):
+        os.replace(staging, out)
+        return
+    for folder, _, names in os.walk(staging):
+        target = os.path.join(out, os.path.relpath(folder, staging))
+        os.makedirs(target, exist_ok=True)
+        for name in names:
+            os.replace(os.path.join(folder, name), os.path.join(target, name))

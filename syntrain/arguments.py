@@ -81,8 +81,6 @@ def check_folders(paths: Sequence[str | None]) -> None:
 def write_json(path: str, values: dict[str, Any]) -> None:
     """One JSON object written whole or not at all (a temporary file renamed over `path`; a failure is one line
     naming it)."""
-    import json
+    from synprep.textio import atomic_write, json_text
 
-    from synprep.textio import atomic_write
-
-    atomic_write(path, (json.dumps(values, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+    atomic_write(path, (json_text(values, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))

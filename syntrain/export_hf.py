@@ -19,6 +19,7 @@ import torch
 
 from synprep.callables import make_callable
 from synprep.results import Printed
+from synprep.textio import atomic_folder
 
 from .config.model import ModelConfig
 from .model import Transformer
@@ -87,7 +88,6 @@ def hf_weights(state: dict[str, torch.Tensor], cfg: ModelConfig, source: Pretrai
 def write_hf_folder(checkpoint: str, folder: str) -> list[str]:
     """Write the Hugging Face folder of a checkpoint of a run from a pretrained model; returns the files written.
     ValueError (one line) for a checkpoint of a run from scratch, or one whose switches change inference."""
-    from safetensors.torch import save_file
 
     from .runfolder.checkpoints import load_checkpoint
 
@@ -103,7 +103,15 @@ def write_hf_folder(checkpoint: str, folder: str) -> list[str]:
     source = PretrainedSource.from_record(ckpt["pretrained"])
     if os.path.realpath(folder) == os.path.realpath(source.folder):
         raise ValueError(f"-o {folder}: the pretrained model the run started from: write the export elsewhere")
-    os.makedirs(folder, exist_ok=True)
+    with atomic_folder(folder) as staging:  # whole or absent: a kill or a full disk leaves no half a model
+        written = _write_files(model, source, staging)
+    return [os.path.join(folder, name) for name in written]
+
+
+def _write_files(model: Transformer, source: PretrainedSource, folder: str) -> list[str]:
+    """The Hugging Face folder's files written into `folder`; their names."""
+    from safetensors.torch import save_file
+
     dropouts = model.cfg.dropouts
     config = {**source.config, "dropout": dropouts.dropout, "attention_dropout": dropouts.attn_dropout,
               "activation_dropout": dropouts.ff_dropout}
@@ -122,7 +130,7 @@ def write_hf_folder(checkpoint: str, folder: str) -> list[str]:
         with open(path, "w", encoding="utf-8") as handle:
             json.dump({**stored, **settings}, handle, indent=2)
         written += [] if name in written else [name]
-    return [os.path.join(folder, name) for name in written]
+    return written
 
 
 def language_settings(cfg: ModelConfig, source: PretrainedSource) -> dict[str, dict]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -44,6 +45,7 @@ from .precision import autocast_context, grad_scaler, resolve_precision
 from .pretrained import PretrainedSource, language_note, load_into, missing_pieces, start_model_config
 from .run_state import RunState, format_eta, rng_state, set_rng_state, trained_text
 from .runfolder.checkpoints import (
+    check_finite,
     checkpoint_vocab,
     load_checkpoint,
     load_weights,
@@ -108,20 +110,24 @@ class Trainer:
     scaler: torch.amp.GradScaler  # fp16's loss scaling (disabled for the other precisions)
     attention_kernels: dict[str, str] | None = None  # chosen on CUDA (`shapes.chosen_attention`)
 
-    def update(self, group: list[Batch], cfg: TrainConfig) -> tuple[torch.Tensor, int, dict[str, torch.Tensor]]:
+    def update(self, group: list[Batch], cfg: TrainConfig
+               ) -> tuple[torch.Tensor, int, dict[str, torch.Tensor], torch.Tensor]:
         """One optimizer update over the batches of `group`: (mean translation loss, target tokens, each
-        auxiliary loss per target token)."""
+        auxiliary loss per target token, whether its gradients were finite: a 0-d tensor, no device sync; fp16
+        skips the update when they are not, so a weighted auxiliary loss that overflows skips every one while
+        the losses stay finite)."""
         aux: dict[str, torch.Tensor] = {}
         loss, tokens = accumulate_gradients(self.model, group, self.device, self.autocast, cfg.label_smoothing, aux,
                                             self.scaler)
         self.scaler.unscale_(self.optimizer)  # fp16: the true gradients before clipping (a no-op otherwise)
-        if cfg.clip_norm:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        grads = [param.grad for param in self.model.parameters() if param.grad is not None]
+        norm = (torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm) if cfg.clip_norm
+                else torch.nn.utils.get_total_norm(grads))
         self.scaler.step(self.optimizer)  # fp16: skipped when a gradient overflowed (the scale is lowered)
         self.scaler.update()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return loss, tokens, aux
+        return loss, tokens, aux, torch.isfinite(norm)
 
     def checkpoint_fields(self) -> dict:
         return {"model": self.raw_model.state_dict(), "optimizer": self.optimizer.state_dict(),
@@ -386,6 +392,7 @@ def make_run(cfg: TrainConfig, procs: Processes, resumed: Resumed | None, data: 
     state, stopping = RunState.from_checkpoint(ckpt), EarlyStopping.from_checkpoint(cfg, ckpt)
     if resumed:
         load_weights(model, ckpt["model"], resumed.path)
+        check_finite(ckpt["optimizer"].get("state", {}), resumed.path, "optimizer state holds")
         optimizer.load_state_dict(ckpt["optimizer"])
         scheduler.load_state_dict(ckpt["scheduler"])
         rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
@@ -460,12 +467,23 @@ def diverged(run: Run, what: str) -> ValueError:
                       f"--clip-norm or train in fp32); {kept}")
 
 
+def finite_validation(run: Run, result: dict) -> dict:
+    """A validation's `result`, refused as the run's divergence when its loss or BLEU is NaN or infinite: weights
+    that fp16 kept finite by skipping updates can still score NaN, and a NaN best is never beaten (every later
+    validation compares false), so best.pt would stay that model for the rest of the run."""
+    if not all(math.isfinite(result[key]) for key in ("loss", "bleu")):
+        raise diverged(run, f"the validation loss is NaN or infinite ({result['loss']})")
+    return result
+
+
 def save(run: Run, also_best: bool, step_copy: bool = True) -> None:
     """last.pt (and best.pt, and with keep_last and `step_copy` a checkpoint_<step>.pt); a collective under DDP:
     every rank calls it, rank 0 writes, the others wait (for rank 0's validation before it too)."""
     rng: dict | list = rng_state()
     if (name := nonfinite_weight(run.trainer.raw_model.state_dict())) is not None:  # never saved: same on all ranks
         raise diverged(run, f"the weights hold NaN or infinite values ({name})")
+    if (name := nonfinite_weight(run.trainer.optimizer.state_dict()["state"])) is not None:  # the next step's NaN
+        raise diverged(run, f"the optimizer state holds NaN or infinite values ({name})")
     run.procs.wait_for_rank0()
     if run.procs.world > 1:  # every rank's RNG, so each continues its own dropout stream
         gathered: list = [None] * run.procs.world
@@ -491,6 +509,7 @@ def _validate_and_save(run: Run, stop: bool) -> bool:
         result = evaluate(model, data.valid, data.vocab, cfg, procs.device, cfg.eval_beam, cfg.eval_sentences)
         run.log(f"step {state.step} | valid loss {result['loss']:.3f} | BLEU {result['bleu']:.2f} | "
                 f"chrF {result['chrf']:.2f}{scores_text(model, result)}")
+        finite_validation(run, result)
         run.metrics.write({**valid_metrics(state.step, result), "elapsed_s": round(state.clock.seconds(), 1),
                            "valid_s": round(time.time() - started, 3)})
         improved = stopping.judge(result)
@@ -538,8 +557,8 @@ def revalidate_best(run: Run) -> None:
     if data.valid is None:
         raise ValueError(f"{resumed.lost[0]}, and the run has no validation split to choose another best from: "
                          f"give --valid, or copy {resumed.path} to {run.best_path}")
-    result = evaluate(run.trainer.raw_model, data.valid, data.vocab, cfg, run.procs.device, cfg.eval_beam,
-                      cfg.eval_sentences)
+    result = finite_validation(run, evaluate(run.trainer.raw_model, data.valid, data.vocab, cfg, run.procs.device,
+                                             cfg.eval_beam, cfg.eval_sentences))
     stopping.best, stopping.best_step, stopping.bad_evals = stopping.value(result), step, 0
     save_checkpoint({**resumed.ckpt, "best": stopping.best, "best_step": step, "bad_evals": 0}, run.best_path)
     run.log(f"syntrain: {resumed.lost[0]}: its weights are in no other file; {resumed.path} (step {step}) "
@@ -549,16 +568,24 @@ def revalidate_best(run: Run) -> None:
 
 # the loop
 
+STALLED = 32  # updates in a row with non-finite gradients that stop a run: fp16's loss scale (from 2^16) finds its
+# value in at most 16 skipped updates; after 32 the gradients overflow at a scale below 2^-16, the run is broken
+
+
 class Window:
-    """Training loss, auxiliary losses and tokens since the last log line."""
+    """Training loss, auxiliary losses and tokens since the last log line; `stalled`: the updates in a row, across
+    windows, whose gradients were not finite."""
+
+    stalled: torch.Tensor | int = 0
 
     def __init__(self) -> None:
         self.loss, self.tokens, self.aux, self.start = 0.0, 0, {}, time.time()
         self.updates, self.finite = 0, 0  # `finite`: a tensor once a loss is added (no device sync per update)
 
-    def add(self, loss: torch.Tensor, tokens: int, aux: dict[str, torch.Tensor]) -> None:
+    def add(self, loss: torch.Tensor, tokens: int, aux: dict[str, torch.Tensor], finite_grads: torch.Tensor) -> None:
         self.loss, self.tokens = self.loss + loss.detach() * tokens, self.tokens + tokens
         self.updates, self.finite = self.updates + 1, self.finite + torch.isfinite(loss.detach()).int()
+        self.stalled = (self.stalled + 1) * (~finite_grads).int()  # updates in a row with non-finite gradients
         for name, value in aux.items():
             self.aux[name] = self.aux.get(name, 0.0) + value * tokens
 
@@ -569,6 +596,9 @@ class Window:
         if self.updates and not int(self.finite):
             raise diverged(run, f"the training loss is NaN or infinite in every update of the log window "
                                 f"({self.updates})")
+        if int(self.stalled) >= STALLED:
+            raise diverged(run, f"the gradients are NaN or infinite in each of the last {int(self.stalled)} updates "
+                                f"(fp16 skips such an update: the run learns nothing, its losses finite)")
         seconds, elapsed = max(time.time() - self.start, 1e-9), time.time() - state.clock.start
         values = {"step": state.step, "epoch": state.epoch, "loss": round(self.loss.item() / tokens, 4),
                   "lr": run.trainer.scheduler.get_last_lr()[0], "tokens": tokens * world,
@@ -656,6 +686,7 @@ def score_test_split(run: Run) -> None:
     import shlex
 
     from synprep.errors import Interrupted
+    from synprep.processes import Terminated
 
     cfg, data, device = run.cfg, run.data, run.procs.device
     if not cfg.test or run.procs.rank != 0:
@@ -666,13 +697,14 @@ def score_test_split(run: Run) -> None:
         pieces: list[list[str]] = []
         result = evaluate(model_best, data.test, data.vocab, cfg, device, cfg.test_beam,
                           progress="test: translating", hyps=hyps, pieces=pieces, label_smoothing=0.0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM/SIGHUP (`Terminated`: its name and exit code)
         command = ["syntrain", "eval", "--checkpoint", run.best_path, "--data", cfg.test, "--beam",
                    str(cfg.test_beam), "--length-penalty", f"{cfg.length_penalty:g}"]
         if cfg.bleu_tokenize != "auto":
             command += ["--bleu-tokenize", cfg.bleu_tokenize]
-        raise Interrupted(f"interrupted while scoring the test split; training is done and {run.best_path} is "
-                          f"intact: score it with {shlex.join(command)}") from None
+        how = f"stopped by {err}" if isinstance(err, Terminated) else "interrupted"
+        raise Interrupted(f"{how} while scoring the test split; training is done and {run.best_path} is intact: "
+                          f"score it with {shlex.join(command)}", getattr(err, "exit_code", 130)) from None
     from .compare import decoding_key, write_hypotheses  # compare reuses them while its key is this one
 
     key = decoding_key(run.best_path, cfg.test, run_settings(cfg).key(device))  # what the scores depend on
@@ -753,6 +785,7 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
     < `fields`; docs/recipe-fields.md), every value checked before anything is read or written. Fields of
     [model] may be given by name too (`pascal_heads=2`) or in `model`. Returns the run folder (`out`, or the
     folder named runs/<name>-<time>), which holds best.pt, last.pt, config.toml, train.log and metrics.jsonl."""
+    from synprep.errors import Interrupted
     from synprep.processes import Terminated, received_signal
 
     from .config.resolve import check_run, resolve_run
@@ -784,8 +817,8 @@ def run(recipe: str | None = None, *, sets: Sequence[str] = (), model: dict[str,
             train(cfg)
         except BaseException as err:  # Ctrl-C, or SIGTERM/SIGHUP (`Terminated`) before the loop
             signum = received_signal()  # (its Terminated may have become another error, raised in an import)
-            if not isinstance(err, KeyboardInterrupt) and not signum:
-                raise
+            if isinstance(err, Interrupted) or (not isinstance(err, KeyboardInterrupt) and not signum):
+                raise  # (an Interrupted says what is kept and how to go on: the final test's, the loop's)
             if cfg.out and rank == 0 and not cfg.resume:
                 remove_unstarted_run(cfg.out, made)  # a new run without a checkpoint: gone, as if never started
             if isinstance(err, KeyboardInterrupt):

@@ -95,3 +95,102 @@ def test_an_export_is_whole_or_absent(dataset, tmp_path):
     again = run(SYNPREP, "export", dataset / "data" / "test", "-o", out, "--format", "pascal", cwd=dataset)
     assert again.returncode == 0, again.stderr  # another split into the same folder: beside the first
     assert {"pascal/train.en", "pascal/test.en", "nematus/train.en"} <= _files(out)
+
+
+FOLDER_WRITERS = {  # a command that writes a folder -> its arguments but the folder (-o OUT)
+    "filter": ["filter", "--src", "syn/train.src", "--tgt", "syn/train.tgt", "--src-lang", "en", "--tgt-lang", "de",
+               "--langid", "none"],
+    "export": ["export", "data/train", "--format", "pascal,nematus"],
+}
+
+
+@pytest.mark.parametrize("command", list(FOLDER_WRITERS))
+def test_a_folder_writer_killed_when_its_folder_appears_leaves_it_whole(dataset, tmp_path, command):
+    """A command that writes a folder, killed (SIGKILL) the moment that folder appears: it holds every file a
+    whole run writes, or it is absent (filter made it and then moved its files in one by one)."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    argv = [SYNPREP, *FOLDER_WRITERS[command]]
+    done = run(*argv, "-o", tmp_path / "whole", cwd=dataset)
+    assert done.returncode == 0, done.stderr
+    target = tmp_path / "out"
+    process = subprocess.Popen([*argv, "-o", str(target)], cwd=dataset, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not target.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.0002)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not target.exists() or _files(target) == _files(tmp_path / "whole"), sorted(os.listdir(target))
+
+
+class _CtrlC:
+    """A value whose pickling is interrupted (Ctrl-C while torch.save writes it)."""
+
+    def __reduce__(self) -> tuple:
+        raise KeyboardInterrupt
+
+
+def _interrupted_copy(target: Path) -> None:
+    """atomic_copy of a large sparse file, interrupted by a real signal (SIGALRM raising KeyboardInterrupt, as
+    Ctrl-C would) while the copy runs."""
+    import signal
+
+    from synprep.textio import atomic_copy
+
+    source = target.parent.parent / "large"
+    with open(source, "wb") as handle:
+        handle.truncate(8 << 30)
+
+    def ctrl_c(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, ctrl_c)
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
+    try:
+        atomic_copy(str(source), str(target))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        source.unlink()
+
+
+def _interrupted_checkpoint(target: Path) -> None:
+    from syntrain.runfolder.checkpoints import save_checkpoint
+
+    save_checkpoint({"model": {}, "step": 1, "later": _CtrlC()}, str(target))
+
+
+def _interrupted_output(target: Path) -> None:
+    from synprep.textio import atomic_output
+
+    with atomic_output(str(target)) as out:
+        out.write("a line\n" * 1000)
+        raise KeyboardInterrupt
+
+
+def _interrupted_folder(target: Path) -> None:
+    from synprep.textio import atomic_folder
+
+    with atomic_folder(str(target)) as staging:
+        Path(staging, "config.json").write_text("{}")
+        raise KeyboardInterrupt
+
+
+WRITERS = {"save_checkpoint": _interrupted_checkpoint, "atomic_copy": _interrupted_copy,
+           "atomic_output": _interrupted_output, "atomic_folder": _interrupted_folder}
+
+
+@pytest.mark.parametrize("writer", list(WRITERS))
+def test_every_writer_interrupted_leaves_nothing(tmp_path, writer):
+    """Each whole-or-nothing writer (checkpoints, copies, text outputs, output folders), stopped by Ctrl-C or a
+    signal while it writes: the interruption goes on (not turned into a write error), and neither the output nor
+    its temporary file is left (save_checkpoint and atomic_copy removed theirs on a write error only)."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        WRITERS[writer](folder / "target")
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["out"]

@@ -218,9 +218,11 @@ def test_trained_time_is_one_figure_everywhere_without_validation(data, tmp_path
     # --resume says the checkpoint's figure: test_resume_without_last_pt_continues_from_the_newest_complete_...
 
 
-def test_ctrl_c_in_the_final_test_scoring_names_the_eval_command(data, tmp_path):
-    """Ctrl-C while best.pt decodes the test split: exit 130, one line saying best.pt is intact and the exact
-    `syntrain eval` command that scores it (which then runs), in train.log too; no traceback."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_in_the_final_test_scoring_names_the_eval_command(data, tmp_path, signum):
+    """Ctrl-C, SIGTERM or SIGHUP while best.pt decodes the test split: exit 128 + the signal, one line saying
+    best.pt is intact and the exact `syntrain eval` command that scores it (which then runs), in train.log too; no
+    traceback (SIGTERM and SIGHUP were a bare `stopped by SIGTERM`)."""
     out, log = tmp_path / "run", tmp_path / "stderr.log"
     test = data["shards"] / "train"  # the largest split, beam 8: decoding lasts long enough to be interrupted
     with open(log, "w") as sink:
@@ -234,8 +236,8 @@ def test_ctrl_c_in_the_final_test_scoring_names_the_eval_command(data, tmp_path)
             time.sleep(0.1)
         time.sleep(0.5)
         assert process.poll() is None, log.read_text()[-2000:]  # still decoding the test split
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=60) == 130
+        process.send_signal(signum)
+        assert process.wait(timeout=60) == 128 + signum
     finally:
         if process.poll() is None:
             process.kill()
@@ -243,7 +245,8 @@ def test_ctrl_c_in_the_final_test_scoring_names_the_eval_command(data, tmp_path)
     assert "Traceback" not in err, err[-2000:]
     last = err.strip().splitlines()[-1]
     command = (f"syntrain eval --checkpoint {out / 'best.pt'} --data {test} --beam 8 --length-penalty 0.6")
-    assert last == (f"syntrain: interrupted while scoring the test split; training is done and {out / 'best.pt'} "
+    how = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    assert last == (f"syntrain: {how} while scoring the test split; training is done and {out / 'best.pt'} "
                     f"is intact: score it with {command}"), last
     assert (out / "train.log").read_text(encoding="utf-8").strip().splitlines()[-1] == last
     from syntrain.cli import cli  # the command as the CLI reads it: every option known, every path there
@@ -296,8 +299,9 @@ def test_a_signal_while_training_saves_last_pt_and_resume_goes_on_as_if_uninterr
     assert [losses[0][s] for s in range(step + 1, step + 4)] == [losses[1][s] for s in range(step + 1, step + 4)]
 
 
-def _terminated_when(out: Path, argv: list, moment: str | float, log: Path) -> subprocess.CompletedProcess:
-    """`syntrain ARGV` sent SIGTERM at `moment`: seconds after it started, when the run folder appears
+def _terminated_when(out: Path, argv: list, moment: str | float, log: Path,
+                     signum: int = signal.SIGTERM) -> subprocess.CompletedProcess:
+    """`syntrain ARGV` sent `signum` at `moment`: seconds after it started, when the run folder appears
     ("folder"), when FILE appears in it."""
     with open(log, "w") as sink:
         process = subprocess.Popen([*SYNTRAIN, *map(str, argv)], stderr=sink, text=True)
@@ -309,7 +313,7 @@ def _terminated_when(out: Path, argv: list, moment: str | float, log: Path) -> s
             while not target.exists() and time.time() < deadline and process.poll() is None:
                 time.sleep(0.005)
         assert process.poll() is None, log.read_text()[-2000:]
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
         code = process.wait(timeout=60)
     finally:
         if process.poll() is None:
@@ -317,20 +321,28 @@ def _terminated_when(out: Path, argv: list, moment: str | float, log: Path) -> s
     return subprocess.CompletedProcess(argv, code, "", log.read_text())
 
 
-@pytest.mark.parametrize("moment", [1.0, "folder", "config.toml", "vocab.json", "train.log", "metrics.jsonl",
-                                    "resume 1.5", "resume 2.5", "resume 3.5"])
-def test_sigterm_at_any_moment_of_a_run_leaves_a_folder_resume_continues_or_none(data, tmp_path, moment):
-    """SIGTERM while `syntrain run` starts (checks, the run folder being set up, the data loading; a new run or
-    a resumed one) ended the process with no line and left a folder without a checkpoint that `--resume`
-    refused: one line (exit 143), and the folder is gone (a new run) or `--resume` continues it."""
+MOMENTS = [1.0, "folder", "config.toml", "vocab.json", "train.log", "metrics.jsonl", "resume 1.5", "resume 2.5",
+           "resume 3.5"]
+
+
+@pytest.mark.parametrize(("signum", "moment"), [(signal.SIGTERM, moment) for moment in MOMENTS]
+                         + [(signal.SIGINT, moment) for moment in ("folder", "vocab.json", "metrics.jsonl",
+                                                                   "resume 2.5")])
+def test_a_signal_at_any_moment_of_a_run_leaves_a_folder_resume_continues_or_none(data, tmp_path, signum, moment):
+    """SIGTERM or Ctrl-C while `syntrain run` starts (checks, the run folder being set up, the data loading; a
+    new run or a resumed one) ended the process with no line and left a folder without a checkpoint that
+    `--resume` refused: one line (exit 128 + the signal), and the folder is gone (a new run) or `--resume`
+    continues it."""
     resume = isinstance(moment, str) and moment.startswith("resume")
     out = copy_run(data, tmp_path) if resume else tmp_path / "run"
     argv = ["run", "--out", out, "--max-steps", "100000", "--log-interval", "1"]
     argv += ["--resume"] if resume else ["--data", data["shards"] / "train", *SMALL]
-    result = _terminated_when(out, argv, float(moment.split()[1]) if resume else moment, tmp_path / "stderr.log")
-    assert result.returncode == 143, result.stderr[-2000:]
+    result = _terminated_when(out, argv, float(moment.split()[1]) if resume else moment, tmp_path / "stderr.log",
+                              signum)
+    assert result.returncode == 128 + signum, result.stderr[-2000:]
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
-    assert result.stderr.strip().splitlines()[-1].startswith("syntrain: stopped by SIGTERM"), result.stderr[-500:]
+    name = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    assert result.stderr.strip().splitlines()[-1].startswith(f"syntrain: stopped by {name}"), result.stderr[-500:]
     if out.exists():
         done = steps(out) if (out / "metrics.jsonl").exists() else []
         continued = syntrain("run", "--resume", "--out", out, "--max-steps", max(done, default=0) + 1)
@@ -696,19 +708,23 @@ def test_resume_of_a_finished_run_re_creates_a_lost_best_pt_under_ddp(data, tmp_
 # ------------------------------------------------------------------------------ checkpoints with NaN weights
 
 
-@pytest.mark.parametrize("command", ["translate", "eval", "average", "env", "resume"])
+@pytest.mark.parametrize("command", ["translate", "eval", "average", "env", "resume", "resume, optimizer state"])
 def test_a_checkpoint_with_nan_weights_is_one_line(data, tmp_path, command):
     """A diverged run's checkpoint decodes to empty lines (exit 0) and trains on in NaN: refused wherever it is
-    loaded."""
+    loaded; a resume from one whose optimizer state holds NaN stepped into NaN weights at once (and blamed the
+    learning rate)."""
     import torch
 
-    if command == "resume":
+    if command.startswith("resume"):
         run = copy_run(data, tmp_path)
         ckpt = torch.load(run / "last.pt", weights_only=False)
-        name = next(iter(ckpt["model"]))
-        ckpt["model"][name] = torch.full_like(ckpt["model"][name], float("nan"))
+        table = ckpt["optimizer"]["state"][0] if "optimizer" in command else ckpt["model"]
+        name = "exp_avg" if "optimizer" in command else next(iter(table))
+        table[name] = torch.full_like(table[name], float("nan"))
         torch.save(ckpt, run / "last.pt")
-        one_line_error(syntrain("run", "--resume", "--out", run, "--max-steps", "5"), "last.pt", "NaN or infinite")
+        part = "the optimizer state holds" if "optimizer" in command else "the weights hold"
+        one_line_error(syntrain("run", "--resume", "--out", run, "--max-steps", "5"), "last.pt", part,
+                       "NaN or infinite")
         assert steps(run) == [1, 2, 3, 4]
         return
 
@@ -726,21 +742,91 @@ def test_a_checkpoint_with_nan_weights_is_one_line(data, tmp_path, command):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("case", ["fp16, loss NaN", "fp32, weights NaN before a log step"])
+def _strict_json(path: Path) -> object:
+    """A JSON file read as strict readers (jq, JavaScript) read it: `NaN` and `Infinity` are not JSON."""
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{path}: {constant} is not JSON")
+
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def test_a_loss_that_is_nan_is_null_in_eval_json(data, tmp_path):
+    """Finite weights so large that the loss is NaN: eval says `loss nan`, and its --json holds null there, not
+    Python's `NaN` (which strict JSON readers refuse)."""
+    def edit(ckpt):
+        for name, value in ckpt["model"].items():
+            if value.is_floating_point() and "norm" not in name:
+                ckpt["model"][name] = value * 1e30
+
+    path = _edited_checkpoint(data, tmp_path, edit)
+    result = syntrain("eval", "--checkpoint", path, "--data", data["shards"] / "test", "--json", tmp_path / "s.json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert _strict_json(tmp_path / "s.json")["loss"] is None
+
+
+DIVERGING = {  # how a run diverges -> its flags and what its one line names
+    "fp16, loss NaN": (["--precision", "fp16", "--lr", "1", "--log-interval", "5", "--eval-interval", "10"],
+                       "training loss"),
+    "fp16 with accumulation, loss NaN": (["--precision", "fp16", "--lr", "1", "--accum-steps", "3", "--log-interval",
+                                          "5", "--eval-interval", "10"], "training loss"),
+    "bf16, loss NaN": (["--precision", "bf16", "--lr", "1e6", "--log-interval", "5", "--eval-interval", "10"],
+                       "training loss"),
+    "fp32, weights NaN before a log step": (["--lr", "1e6", "--log-interval", "50", "--eval-interval", "2"],
+                                            "NaN or infinite"),
+    # fp16 skips the updates that overflow: the weights stay finite, the validation loss is NaN (was best.pt)
+    "fp16, validation loss NaN, weights finite": (["--precision", "fp16", "--lr", "1e6", "--warmup", "1",
+                                                   "--log-interval", "50", "--eval-interval", "5"],
+                                                  "the validation loss is NaN or infinite (nan) at step 5"),
+}
+
+
+@pytest.mark.parametrize("case", list(DIVERGING))
 def test_a_run_that_diverges_stops_in_one_line_and_saves_no_nan_weights(data, tmp_path, case):
-    """A run whose loss is NaN or infinite for a whole log window learns nothing from there (fp16 skips every
-    update; fp32 trains on in NaN): one line, exit 2; the checkpoints it leaves hold finite weights only."""
+    """A run whose loss is NaN or infinite for a whole log window learns nothing from there (fp16 and bf16 skip
+    or lose every update; fp32 trains on in NaN), and a validation that scores NaN has no best to keep: one line,
+    exit 2; the checkpoints it leaves hold finite weights and a finite best only."""
+    import math
+
     import torch
 
     run = tmp_path / "run"
-    extra = (["--precision", "fp16", "--lr", "1", "--log-interval", "5", "--eval-interval", "10"]
-             if case.startswith("fp16") else ["--lr", "1e6", "--log-interval", "50", "--eval-interval", "2"])
+    extra, named = DIVERGING[case]
     result = syntrain("run", "--data", data["shards"] / "train", "--valid", data["shards"] / "valid", "--out", run,
                       *SMALL, "--max-steps", "40", *extra)
-    one_line_error(result, "the run diverged", "NaN or infinite")
+    one_line_error(result, "the run diverged", "NaN or infinite", named)
     for path in run.glob("*.pt"):
-        weights = torch.load(path, weights_only=False)["model"]
+        ckpt = torch.load(path, weights_only=False)
+        assert ckpt["best"] is None or math.isfinite(ckpt["best"]), (path, ckpt["best"])
+        weights = ckpt["model"]
         assert all(bool(torch.isfinite(value).all()) for value in weights.values() if value.is_floating_point())
+
+
+OVERFLOWING = {  # each auxiliary loss's weight ([model] *_lambda) -> the settings that switch its loss on
+    "lisa_lambda": ["--set", "model.lisa_layer=1"],
+    "dbsa_lambda": ["--set", "model.dbsa_encoder=true", "--set", "model.dbsa_decoder=true", "--set",
+                    "model.dbsa_layer=1"],
+    "sync_lambda": ["--set", "model.dbsa_encoder=true", "--set", "model.dbsa_decoder=true", "--set",
+                    "model.dbsa_layer=1"],
+}
+
+
+def test_every_auxiliary_loss_weight_is_tried():
+    from syntrain.train import _model_fields
+
+    assert sorted(OVERFLOWING) == sorted(name for name in _model_fields() if name.endswith("_lambda"))
+
+
+@pytest.mark.parametrize("weight", list(OVERFLOWING))
+def test_an_auxiliary_loss_that_overflows_in_fp16_stops_the_run(data, tmp_path, weight):
+    """An auxiliary loss weighted so that fp16's scaled objective overflows: every update is skipped while the
+    losses stay finite (the run learned nothing and ended with exit 0): one line, exit 2, once the gradients were
+    non-finite in 32 updates in a row (more than fp16's loss scale needs to settle)."""
+    run = tmp_path / "run"
+    result = syntrain("run", "--data", data["shards"] / "train", "--valid", data["shards"] / "valid", "--out", run,
+                      *SMALL, "--max-steps", "40", "--precision", "fp16", "--log-interval", "5", "--eval-interval",
+                      "10", *OVERFLOWING[weight], "--set", f"model.{weight}=1e30")
+    one_line_error(result, "the run diverged", "the gradients are NaN or infinite in each of the last 35 updates",
+                   "at step 35")
 
 
 def test_a_dataset_whose_subword_model_was_replaced_is_refused(data, tmp_path):

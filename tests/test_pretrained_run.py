@@ -173,6 +173,34 @@ def test_export_hf_of_a_fine_tune(pretrained_dataset, pascal_run, tmp_path):
     assert not (tmp_path / "pascal-hf").exists()
 
 
+def test_export_hf_killed_when_its_folder_appears_leaves_it_whole(pretrained_dataset, tmp_path):
+    """`syntrain export-hf` killed (SIGKILL) the moment its output folder appears: the folder holds every file
+    of the export or is absent (it was made first and filled file by file: a kill left config.json without the
+    weights, or the weights without the tokenizer); so does a Ctrl-C or a full disk."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    folder, out = pretrained_dataset
+    code, err = cli_in_process("syntrain", run_args(folder, out, tmp_path / "lisa", "--set", "model.lisa_layer=1"))
+    assert code == 0, err
+    code, err = cli_in_process("syntrain", ["export-hf", tmp_path / "lisa" / "best.pt", "-o", tmp_path / "whole"])
+    assert code == 0, err
+    whole = sorted(path.name for path in (tmp_path / "whole").iterdir())
+    target = tmp_path / "hf"
+    process = subprocess.Popen([sys.executable, "-m", "syntrain", "export-hf", str(tmp_path / "lisa" / "best.pt"),
+                                "-o", str(target)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not target.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.0002)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not target.exists() or sorted(os.listdir(target)) == whole, sorted(os.listdir(target))
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] in ([], [f".hf.tmp-{process.pid}"])
+
+
 def test_from_scratch_with_the_pretrained_tokenizer_keeps_the_pieces_seen_in_training(pretrained_dataset, tmp_path):
     """[train] vocabulary = "seen": a model trained from scratch on shards cut by the pretrained model's
     tokenizer gets only the pieces of the training split (and the specials), and the run header says so."""

@@ -78,19 +78,23 @@ def load_weights(model: torch.nn.Module, weights: dict, path: str) -> None:
     model.load_state_dict(weights)
 
 
-def nonfinite_weight(weights: dict) -> str | None:
-    """The name of the first tensor of `weights` holding NaN or an infinity, or None."""
-    for name, tensor in weights.items():
-        if torch.is_tensor(tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            return name
+def nonfinite_weight(weights: dict | list) -> str | None:
+    """The name of the first tensor of `weights` (a table of tensors, or of tables and lists of them: an
+    optimizer's state, named `3.exp_avg`) holding NaN or an infinity, or None."""
+    for name, value in weights.items() if isinstance(weights, dict) else enumerate(weights):
+        if isinstance(value, dict | list) and (inner := nonfinite_weight(value)) is not None:
+            return f"{name}.{inner}"
+        if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            return str(name)
     return None
 
 
-def check_finite(weights: dict, path: str) -> None:
+def check_finite(weights: dict, path: str, what: str = "weights hold") -> None:
     """A ValueError naming the file and the first tensor holding NaN or an infinity: such a checkpoint (a run
-    that diverged) decodes to empty lines, scores 0 and trains on in NaN, so it is refused wherever one is loaded."""
+    that diverged) decodes to empty lines, scores 0 and trains on in NaN, so it is refused wherever one is loaded
+    (`what`: the part of it, "weights hold" or "optimizer state holds": a resumed run steps into NaN at once)."""
     if (name := nonfinite_weight(weights)) is not None:
-        raise ValueError(f"{path}: the weights hold NaN or infinite values ({name}): the run diverged before "
+        raise ValueError(f"{path}: the {what} NaN or infinite values ({name}): the run diverged before "
                          "this checkpoint was written; use an earlier checkpoint of the run")
 
 
@@ -159,9 +163,11 @@ def save_checkpoint(state: dict, path: str) -> None:
                 os.fsync(out.fileno())
         if tmp != path:
             os.replace(tmp, path)
-    except (OSError, RuntimeError) as err:  # torch reports a failed write of its zip writer as a RuntimeError
+    except BaseException as err:  # a write error, or Ctrl-C / a signal while writing: no partial file left
         if tmp != path and os.path.exists(tmp):
             os.remove(tmp)
+        if not isinstance(err, OSError | RuntimeError):  # torch reports a failed write of its zip writer so
+            raise
         raise InputError(f"cannot write the checkpoint: {_write_error(err)}", path) from None
 
 

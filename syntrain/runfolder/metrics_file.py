@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from synprep.textio import atomic_write
+from synprep.textio import atomic_write, json_text
 
 from ..trackers import Trackers
 from .files import METRICS
@@ -43,7 +43,7 @@ class MetricsLog:
         """One line of metrics.jsonl (and its numbers to the trackers)."""
         if self.file:
             try:
-                self.file.write(json.dumps(values) + "\n")
+                self.file.write(json_text(values) + "\n")
                 self.file.flush()
             except OSError as err:  # a full disk: one line naming the file, not "<output>"
                 from synprep.errors import InputError
@@ -71,5 +71,5 @@ def open_metrics_log(out: str, rank: int, resumed_step: int | None, header: dict
         truncate_metrics(path, resumed_step)  # a resumed run redoes the steps after its checkpoint
     file = open(path, "a", encoding="utf-8")  # noqa: SIM115 (closed by MetricsLog.close)
     if header and resumed_step is None:
-        file.write(json.dumps({"step": 0, **header}) + "\n")
+        file.write(json_text({"step": 0, **header}) + "\n")
     return MetricsLog(file, Trackers(out, tensorboard, wandb_project, name, resumed=resumed_step is not None))
