@@ -746,7 +746,7 @@ def test_a_run_that_diverges_stops_in_one_line_and_saves_no_nan_weights(data, tm
 def test_a_dataset_whose_subword_model_was_replaced_is_refused(data, tmp_path):
     """`syntrain run` on a dataset whose sub-word model (here codes.bpe; subwords.model and tokenizer.json by the
     same record) was replaced after convert trained with the foreign vocabulary: every model file the manifest's
-    signature records a sha256 of is compared by content, one line naming it."""
+    signature records a sha256 of is compared by content, one line naming it, fresh or `--resume`."""
     dataset = tmp_path / "dataset"
     shutil.copytree(data["shards"], dataset)
     recorded = json.loads((dataset / "train" / "manifest.json").read_text())["signature"]
@@ -755,12 +755,17 @@ def test_a_dataset_whose_subword_model_was_replaced_is_refused(data, tmp_path):
     result = syntrain("run", "--data", dataset / "train", "--out", tmp_path / "run", *SMALL, "--max-steps", "1")
     one_line_error(result, str(dataset / "codes.bpe"), "not the sub-word model this dataset was cut with")
     assert not (tmp_path / "run").exists()
+    run = copy_run(data, tmp_path / "resumed")  # --resume too (before: it went on, and source/ took the new file)
+    resumed = syntrain("run", "--resume", "--out", run, "--data", dataset / "train", "--max-steps", "5")
+    one_line_error(resumed, str(dataset / "codes.bpe"), "not the sub-word model this dataset was cut with")
+    assert steps(run)[-1] == 4
 
 
 def _damaged_fields():
     """(field, how, value) for every field `--resume` reads from a checkpoint (its declaration), each missing (if
     required), of another type, or impossible; `None` as value: the field removed."""
-    from syntrain.runfolder.resume import CHECKPOINT_FIELDS, COUNTS, RESUMABLE
+    from syntrain.runfolder.checkpoints import CHECKPOINT_FIELDS, COUNTS
+    from syntrain.runfolder.resume import RESUMABLE
 
     cases = []
     for key, kinds in CHECKPOINT_FIELDS.items():
@@ -790,6 +795,34 @@ def test_resume_never_takes_a_checkpoint_field_that_is_missing_wrong_or_impossib
     torch.save(ckpt, run / "last.pt")
     path, state = resume_point(str(run))
     assert os.path.basename(path) != "last.pt" and state["step"] == 4, path
+
+
+READERS = {  # every command that reads a checkpoint, as the arguments after its file's place
+    "translate": lambda path, data, tmp: ["translate", "--checkpoint", path, "-i", data["shards"] / "test", "-o",
+                                          tmp / "o"],
+    "eval": lambda path, data, tmp: ["eval", "--checkpoint", path, "--data", data["shards"] / "test"],
+    "env": lambda path, data, tmp: ["env", "--checkpoint", path],
+    "average": lambda path, data, tmp: ["average", data["run"] / "checkpoint_2.pt", path, "-o", tmp / "avg.pt",
+                                        "--force"],
+    "export-hf": lambda path, data, tmp: ["export-hf", path, "-o", tmp / "hf"]}
+
+
+@pytest.mark.parametrize("key, how, value", [case for case in _damaged_fields() if case[1] != "missing"]
+                         + [("model", "a weight not a tensor", "x")], ids=lambda v: str(v))
+def test_every_reader_refuses_a_checkpoint_field_of_another_type_or_impossible(data, tmp_path, key, how, value):
+    """Every field a checkpoint holds (`CHECKPOINT_FIELDS`), of another type or impossible, in the file every
+    command that reads checkpoints is given: one line naming it (before: a `signature` of another type was an
+    AttributeError traceback in eval and translate, a weight that is not a tensor a `load_state_dict` traceback,
+    and average read its files without the checks of the others)."""
+    def edit(ckpt):
+        if how == "a weight not a tensor":
+            ckpt["model"][next(iter(ckpt["model"]))] = value
+        else:
+            ckpt[key] = value
+
+    path = _edited_checkpoint(data, tmp_path, edit)
+    for arguments in READERS.values():
+        one_line_error(syntrain(*arguments(path, data, tmp_path)), "edited.pt", "the checkpoint is damaged", key)
 
 
 def test_resume_from_a_damaged_last_pt_continues_from_the_newest_complete_checkpoint(data, tmp_path):
