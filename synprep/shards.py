@@ -582,6 +582,7 @@ class SourcePreparation:
     normalize: tuple[str, ...] = ()  # [normalize] src: applied to each line before parsing
     scheme: str = registry.DEFAULT  # how `codes` cut tokens: subword-nmt codes, or another scheme's model (or none)
     cut: str = "token"  # raw: the line's text cut at once (hf-tokenizer, [bpe] cut = "raw")
+    vocabulary_sha256: str | None = None  # the signature's bpe_vocabulary_sha256_src (None: not recorded)
 
 
 def dataset_resolver(dataset_root: str) -> Callable[[str | None], str | None]:
@@ -627,7 +628,7 @@ def source_preparation(configuration: dict[str, Any], signature: dict[str, Any],
                         tuple(features.get("src", ())), {k: v for k, v in features.items() if k not in SIDES},
                         tuple((configuration.get("normalize") or {}).get("src", ())),
                         configuration.get("bpe", {}).get("scheme", registry.DEFAULT),
-                        configuration.get("bpe", {}).get("cut", "token"))
+                        configuration.get("bpe", {}).get("cut", "token"), signature.get("bpe_vocabulary_sha256_src"))
 
 
 def side_codes(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str, side: str,

@@ -895,10 +895,8 @@ def test_a_checkpoint_that_cannot_be_written_names_the_cause(data, tmp_path, tar
 # ------------------------------------------------------------------------------ raw text too long to translate
 
 
-def test_raw_lines_too_long_for_the_model_are_left_empty_before_parsing(data, tmp_path, tiny_udpipe):
-    """A line of many words, one long word, a line that parses into more words than the model's positions and a
-    10 MB line are left empty and counted, found before parsing or before their features are made (their tree
-    distances take memory growing with the cube of the words): no memory error, no hang."""
+def _raw_run(data: dict, tmp_path: Path, tiny_udpipe, bpe: str = "") -> Path:
+    """A run of one step on 60 raw source lines parsed by the tiny UDPipe model (`bpe`: more [bpe] keys)."""
     folder = tmp_path / "raw"
     folder.mkdir()
     sentences = (data["synth"] / "train.tgt.conllu").read_text().split("\n\n")[:60]  # a small corpus: quick
@@ -908,12 +906,20 @@ def test_raw_lines_too_long_for_the_model_are_left_empty_before_parsing(data, tm
     (folder / "raw.toml").write_text(
         '[pipeline]\nname = "raw"\nsrc_lang = "en"\ntgt_lang = "de"\n\n[splits.train]\nsrc = "train.src"\n'
         'tgt = "train.tgt.conllu"\n\n[filter]\nlangid = "none"\n\n[parser.src]\nbackend = "udpipe"\n'
-        f'model = "{tiny_udpipe()}"\n\n[bpe]\nsymbols = 300\n\n[features]\nsrc = ["parents", "distances"]\n')
+        f'model = "{tiny_udpipe()}"\n\n[bpe]\nsymbols = 300\n{bpe}\n[features]\nsrc = ["parents", "distances"]\n')
     converted = call(*SYNPREP, "convert", folder / "raw.toml", "--output", tmp_path / "shards")
     assert converted.returncode == 0, converted.stderr
     trained = syntrain("run", "--data", tmp_path / "shards" / "train", "--out", tmp_path / "run", *SMALL,
                        "--max-steps", "1", "--set", "model.max_len=64")
     assert trained.returncode == 0, trained.stderr
+    return tmp_path / "run"
+
+
+def test_raw_lines_too_long_for_the_model_are_left_empty_before_parsing(data, tmp_path, tiny_udpipe):
+    """A line of many words, one long word, a line that parses into more words than the model's positions and a
+    10 MB line are left empty and counted, found before parsing or before their features are made (their tree
+    distances take memory growing with the cube of the words): no memory error, no hang."""
+    _raw_run(data, tmp_path, tiny_udpipe)
     lines = ["every big river sings .", " ".join(["the king sings ."] * 400), "a" * 12000,
              ",".join(["a"] * 100), "x" * 10_000_000, "my happy doctor waits ."]
     (tmp_path / "in.txt").write_text("".join(line + "\n" for line in lines))
@@ -923,6 +929,28 @@ def test_raw_lines_too_long_for_the_model_are_left_empty_before_parsing(data, tm
     assert "4 line(s) longer than the model's 64 positions left empty" in result.stderr
     out = (tmp_path / "out.txt").read_text().split("\n")
     assert len(out) == len(lines) + 1 and out[1:5] == ["", "", "", ""]
+
+
+def test_translate_refuses_every_file_of_the_run_source_folder_changed_in_place(data, tmp_path, tiny_udpipe):
+    """Raw text is prepared with the files the run keeps in source/ (codes, the BPE vocabulary of a vocabulary
+    threshold, source.json): each, changed with its size and mtime kept, is one line naming it, never used (the
+    vocabulary was not recorded by content: a changed one cut the words otherwise, exit 0)."""
+    run = _raw_run(data, tmp_path, tiny_udpipe, "vocabulary_threshold = 1\n")
+    (tmp_path / "in.txt").write_text("every big river sings .\n")
+    files = sorted(path for path in (run / "source").iterdir() if path.is_file())
+    assert {"codes.bpe", "vocab.src", "source.json"} <= {path.name for path in files}, files
+    for path in files:  # its first two lines swapped: well-formed still, the same size and mtime
+        before, info = path.read_bytes(), path.stat()
+        lines = before.splitlines(keepends=True)
+        path.write_bytes(b"".join([lines[1], lines[0], *lines[2:]]))
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+        result = call(*SYNTRAIN, "translate", "--checkpoint", run / "best.pt", "-i", tmp_path / "in.txt", "-o",
+                      tmp_path / "out.txt", "--beam", "1")
+        one_line_error(result, path.name)
+        path.write_bytes(before)
+    result = call(*SYNTRAIN, "translate", "--checkpoint", run / "best.pt", "-i", tmp_path / "in.txt", "-o",
+                  tmp_path / "out.txt", "--beam", "1")
+    assert result.returncode == 0, result.stderr[-1500:]
 
 
 # ------------------------------------------------------------------------------ pairs longer than the model
