@@ -569,26 +569,37 @@ def test_compare_decodes_again_for_other_decoding_settings_or_another_split(data
     assert "warning: " in other.stderr and "BPE codes" in other.stderr
 
 
-KEY_FIELDS = ("checkpoint", "data", "data_fingerprint", "beam", "length_penalty", "max_tokens", "threads", "device")
+KEY_FIELDS = ("checkpoint", "data", "data_fingerprint", "beam", "length_penalty", "max_tokens", "threads", "device",
+              "hypotheses_sha256")
 
 
 def _hypotheses_key_cases():
     """Damage to compare's cache of a run's hypotheses: the key file garbage, or each field of the key a run's
     final test records (KEY_FIELDS: the test below fails when the key gets a field they do not list) missing or
     of another type."""
-    cases = [("test.hyp.json", "garbage"), ("test.hyp.json", "a list"), ("test.hyp", "missing")]
+    cases = [("test.hyp.json", "garbage"), ("test.hyp.json", "a list"), ("test.hyp", "missing"),
+             ("test.hyp", "changed in place"), ("best.pt", "changed in place")]
     return cases + [(field, how) for field in KEY_FIELDS for how in ("missing", "type")]
 
 
 @pytest.mark.parametrize("field, how", _hypotheses_key_cases())
 def test_compare_with_a_damaged_hypotheses_cache_decodes_again(data, tmp_path, field, how):
     """A damaged cache of hypotheses is never used: compare decodes again (and writes a new one), never a
-    traceback."""
+    traceback; so is one whose test.hyp or best.pt changed in place (keyed by content: before, by best.pt's size
+    and mtime, and test.hyp not at all)."""
     run = copy_run(data, tmp_path)
     key = json.loads((run / "test.hyp.json").read_text())
     assert set(key) == set(KEY_FIELDS)
     if field == "test.hyp.json":
         (run / field).write_bytes(b"\x00{" if how == "garbage" else b"[]")
+    elif how == "changed in place":  # same size and mtime: test.hyp's lines reversed, best.pt another checkpoint
+        info = (run / field).stat()
+        lines = (run / field).read_bytes().splitlines(keepends=True)
+        other = next(path.read_bytes() for path in sorted(run.glob("checkpoint_*.pt"))
+                     if path.read_bytes() != (run / "best.pt").read_bytes())
+        (run / field).write_bytes(b"".join(reversed(lines)) if field == "test.hyp" else other)
+        assert (run / field).stat().st_size == info.st_size
+        os.utime(run / field, ns=(info.st_atime_ns, info.st_mtime_ns))
     elif field == "test.hyp":
         (run / field).unlink()
     else:
@@ -596,7 +607,8 @@ def test_compare_with_a_damaged_hypotheses_cache_decodes_again(data, tmp_path, f
         (run / "test.hyp.json").write_text(json.dumps(key))
     result = syntrain("compare", "--data", data["shards"] / "test", "--samples", "10", run)
     assert result.returncode == 0, result.stderr[-1500:]
-    assert str(run / "test.hyp") in result.stderr.strip().splitlines()[-1]  # decoded and written again
+    wrote = result.stderr.strip().splitlines()[-1]  # decoded and written again
+    assert str(run / "test.hyp") in wrote.removeprefix("compare wrote ").split(", "), wrote
 
 
 # ------------------------------------------------------------------------------ run folders and datasets, lost best.pt
