@@ -61,7 +61,7 @@ def prepare_source(lines: Sequence[str], preparation: SourcePreparation, max_wor
     elif preparation.codes:
         vocabulary = None
         if preparation.vocabulary:
-            _checked_file(preparation.vocabulary, None, "source BPE vocabulary")
+            _checked_file(preparation.vocabulary, preparation.vocabulary_sha256, "source BPE vocabulary")
             vocabulary = read_vocabulary(preparation.vocabulary, preparation.vocabulary_threshold)
         segment = Bpe(preparation.codes, vocabulary).segment_word
     spec = ParserSpec(parser["backend"], parser.get("model"), parser.get("model_dir"), parser.get("lang"),

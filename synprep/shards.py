@@ -26,6 +26,7 @@ import hashlib
 import json
 import mmap
 import os
+import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -231,6 +232,27 @@ class Manifest:
         atomic_write(os.path.join(folder, MANIFEST), self.to_json().encode("utf-8"))
 
 
+# what every shard entry of a manifest holds (`write_shard`), with its type
+SHARD_FIELDS: dict[str, Any] = {"file": str, "rows": int, "bytes": int, "sha256": str}
+# the tables of a manifest's configuration that readers look into, with their types (the pipeline's tables)
+CONFIGURATION_TABLES: dict[str, Any] = {"splits": list[Any], "filter": dict[str, Any], "bpe": dict[str, Any],
+                                        "features": dict[str, Any], "normalize": dict[str, Any],
+                                        "src_parser": dict[str, Any] | None, "tgt_parser": dict[str, Any] | None}
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _digest_problem(signature: dict) -> str | None:
+    """The first digest of a signature (a key ending in `_sha256`: a sha256 or null; `subword_files_sha256`: a
+    table of them) that is not one, in words, or None: a damaged digest would let a replaced file pass."""
+    for key, value in signature.items():
+        digests = value.values() if isinstance(value, dict) and key == "subword_files_sha256" else [value]
+        if key.endswith("_sha256") and (key == "subword_files_sha256" and not isinstance(value, dict) or any(
+                value is not None and not (isinstance(value, str) and SHA256.fullmatch(value))
+                for value in digests)):
+            return f"'signature.{key}' is not a sha256 ({value!r:.40})"
+    return None
+
+
 def manifest_problem(data: dict) -> str | None:
     """The first field of a manifest's JSON that is missing (a `Manifest` field without a default), of another
     type than its declaration or an impossible count (below 0), in words; None when every field fits. Read from
@@ -253,7 +275,16 @@ def manifest_problem(data: dict) -> str | None:
             list(value.values()) if spec.name == "rejected" else []
         if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in counts):
             return f"'{spec.name}' holds an impossible count ({value!r})"
-    return None
+    for number, entry in enumerate(data["shards"]):
+        wrong = [key for key, hint in SHARD_FIELDS.items() if not isinstance(entry, dict) or key not in entry
+                 or not has_type(entry[key], hint) or hint is int and entry[key] < 0]
+        if wrong or os.path.basename(entry["file"]) != entry["file"] or not SHA256.fullmatch(entry["sha256"]):
+            return (f"shard {number + 1}'s '{wrong[0] if wrong else 'file'}' missing or of the wrong type (every "
+                    "shard needs a plain 'file' name, 'rows', 'bytes' and a 'sha256')")
+    for key, hint in CONFIGURATION_TABLES.items():
+        if key in data["configuration"] and not has_type(data["configuration"][key], hint):
+            return f"'configuration.{key}' is not a {'list' if key == 'splits' else 'table'}"
+    return _digest_problem(data["signature"])
 
 
 def load_manifest(folder: str) -> Manifest:
@@ -284,10 +315,6 @@ def load_manifest(folder: str) -> Manifest:
         raise InputError("manifest.json is not a JSON object", path)
     if (problem := manifest_problem(data)) is not None:
         raise InputError(f"manifest.json: {problem}", path)
-    for entry in data["shards"]:
-        if not (isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("rows"), int)
-                and os.path.basename(entry["file"]) == entry["file"]):
-            raise InputError("manifest.json: every shard needs a plain 'file' name and 'rows'", path)
     version = data.get("schema_version", 1)
     if version not in READABLE_VERSIONS:
         raise InputError(f"shard format version {version!r}: this synprep reads versions "
@@ -555,6 +582,7 @@ class SourcePreparation:
     normalize: tuple[str, ...] = ()  # [normalize] src: applied to each line before parsing
     scheme: str = registry.DEFAULT  # how `codes` cut tokens: subword-nmt codes, or another scheme's model (or none)
     cut: str = "token"  # raw: the line's text cut at once (hf-tokenizer, [bpe] cut = "raw")
+    vocabulary_sha256: str | None = None  # the signature's bpe_vocabulary_sha256_src (None: not recorded)
 
 
 def dataset_resolver(dataset_root: str) -> Callable[[str | None], str | None]:
@@ -600,7 +628,7 @@ def source_preparation(configuration: dict[str, Any], signature: dict[str, Any],
                         tuple(features.get("src", ())), {k: v for k, v in features.items() if k not in SIDES},
                         tuple((configuration.get("normalize") or {}).get("src", ())),
                         configuration.get("bpe", {}).get("scheme", registry.DEFAULT),
-                        configuration.get("bpe", {}).get("cut", "token"))
+                        configuration.get("bpe", {}).get("cut", "token"), signature.get("bpe_vocabulary_sha256_src"))
 
 
 def side_codes(configuration: dict[str, Any], signature: dict[str, Any], dataset_root: str, side: str,

@@ -21,6 +21,7 @@ outputs' transitions in RUN/test.trans (one line per pair) and its `trees` colum
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HYPOTHESES = "test.hyp"
+HYPOTHESES_DIGEST = "hypotheses_sha256"  # in test.hyp.json beside the key: test.hyp's content when written
 HYPOTHESES_KEY = "test.hyp.json"  # what RUN/test.hyp was decoded from: checkpoint, split, decoding settings
 DESCRIPTION = "describe.json"
 
@@ -165,27 +167,37 @@ def write_hypotheses(run: str, model: Transformer, hyps: list[str], pieces: list
         for name, lines in outputs.run_files(pieces).items():
             _write_lines(os.path.join(run, name), lines, written)
     _write_lines(os.path.join(run, HYPOTHESES), hyps, written)
-    _write_lines(os.path.join(run, HYPOTHESES_KEY), [json.dumps(key, indent=1)], written)
+    text = "".join(line + "\n" for line in hyps).encode("utf-8")  # as _write_lines wrote it
+    _write_lines(os.path.join(run, HYPOTHESES_KEY),
+                 [json.dumps({**key, HYPOTHESES_DIGEST: hashlib.sha256(text).hexdigest()}, indent=1)], written)
 
 
 def decoding_key(checkpoint: str, data_path: str, settings: dict) -> dict:
-    """What a run's cached hypotheses depend on: the checkpoint (size and modification time), the split (its
-    path and shard hashes) and the decoding settings (`DecodeSettings.key`). A cache with another key is decoded
-    again."""
+    """What a run's cached hypotheses depend on: the checkpoint (its sha256, a pretrained folder's files': another
+    checkpoint of the same size and time is another), the split (its path and shard hashes) and the decoding
+    settings (`DecodeSettings.key`). A cache with another key is decoded again."""
+    from synprep.textio import path_sha256
+
     from .runfolder.resume import data_fingerprint
 
-    info = os.stat(checkpoint)
-    return {"checkpoint": [info.st_size, info.st_mtime_ns], "data": os.path.realpath(data_path),
+    return {"checkpoint": path_sha256(checkpoint), "data": os.path.realpath(data_path),
             "data_fingerprint": data_fingerprint(data_path), **settings}
 
 
 def _stored_key(run: str) -> dict | None:
+    """The key RUN/test.hyp.json records, when RUN/test.hyp is still the file it was written beside (its sha256,
+    `hypotheses_sha256`); else None (decoded again, or flagged as a key the run lacks)."""
+    from synprep.textio import file_sha256
+
     try:
         with open(os.path.join(run, HYPOTHESES_KEY), encoding="utf-8") as f:
             key = json.load(f)
+        hypotheses = file_sha256(os.path.join(run, HYPOTHESES))
     except (OSError, ValueError):
         return None
-    return key if isinstance(key, dict) else None
+    if not isinstance(key, dict) or key.pop(HYPOTHESES_DIGEST, None) != hypotheses:
+        return None
+    return key
 
 
 def _write_lines(path: str, lines: list[str], written: list[str] | None) -> None:

@@ -36,10 +36,6 @@ from .switches import Switch
 from .switches.base import RECORD
 from .vocab import BOS_ID
 
-# the files of a model folder that are not its weights or config: its tokenizer and generation settings
-TOKENIZER_FILES = ("vocab.json", "source.spm", "target.spm", "spm.model", "sentencepiece.bpe.model", "tokenizer.json",
-                   "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "generation_config.json")
-
 
 def changes_inference(switch: Switch, cfg: ModelConfig) -> bool:
     """Whether a switch takes part in inference: an attention operation other than recording, a module of its
@@ -103,13 +99,15 @@ def write_hf_folder(checkpoint: str, folder: str) -> list[str]:
     source = PretrainedSource.from_record(ckpt["pretrained"])
     if os.path.realpath(folder) == os.path.realpath(source.folder):
         raise ValueError(f"-o {folder}: the pretrained model the run started from: write the export elsewhere")
+    tokenizer = source.tokenizer_files()  # checked by content against the run's record of them, before writing
     with atomic_folder(folder) as staging:  # whole or absent: a kill or a full disk leaves no half a model
-        written = _write_files(model, source, staging)
+        written = _write_files(model, source, tokenizer, staging)
     return [os.path.join(folder, name) for name in written]
 
 
-def _write_files(model: Transformer, source: PretrainedSource, folder: str) -> list[str]:
-    """The Hugging Face folder's files written into `folder`; their names."""
+def _write_files(model: Transformer, source: PretrainedSource, tokenizer: list[str], folder: str) -> list[str]:
+    """The Hugging Face folder's files written into `folder` (`tokenizer`: the tokenizer files to copy from the
+    pretrained folder); their names."""
     from safetensors.torch import save_file
 
     dropouts = model.cfg.dropouts
@@ -120,10 +118,9 @@ def _write_files(model: Transformer, source: PretrainedSource, folder: str) -> l
     save_file(hf_weights(model.state_dict(), model.cfg, source), os.path.join(folder, SAFETENSORS),
               metadata={"format": "pt"})
     written = [CONFIG, SAFETENSORS]
-    for name in TOKENIZER_FILES:
-        if os.path.isfile(os.path.join(source.folder, name)):
-            shutil.copy(os.path.join(source.folder, name), os.path.join(folder, name))
-            written.append(name)
+    for name in tokenizer:
+        shutil.copy(os.path.join(source.folder, name), os.path.join(folder, name))
+        written.append(name)
     for name, settings in language_settings(model.cfg, source).items():
         path = os.path.join(folder, name)
         stored = read_json(path) if os.path.isfile(path) else {}

@@ -188,6 +188,12 @@ def m2m100_codes(folder: str, config: dict, pieces: int) -> list[str]:
     return list(FAIRSEQ_LANGUAGE_CODES[kind])
 
 
+# the files of a model folder that are not its weights or config: its tokenizer and generation settings (export-hf
+# copies them; a run records their sha256, `PretrainedSource.files`)
+TOKENIZER_FILES = ("vocab.json", "source.spm", "target.spm", "spm.model", "sentencepiece.bpe.model", "tokenizer.json",
+                   "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "generation_config.json")
+
+
 @dataclass(frozen=True)
 class PretrainedSource:
     """Where a model came from and how its ids map: `order[i]` the Hugging Face id of syntrain id i, `pieces`
@@ -200,6 +206,7 @@ class PretrainedSource:
     order: tuple[int, ...]
     pieces: tuple[str, ...]
     codes: dict[str, int] = field(default_factory=dict)
+    files: dict[str, str] | None = None  # TOKENIZER_FILES the folder held, each with its sha256 (None: not recorded)
 
     @classmethod
     def read(cls, folder: str) -> PretrainedSource:
@@ -217,17 +224,38 @@ class PretrainedSource:
         specials = list(roles.values())
         rest = [i for i in range(size) if i not in specials]
         names = [f"{pieces[i]}#{i}" if pieces[i] in SPECIALS else pieces[i] for i in rest]
-        return cls(os.path.abspath(folder), config, tuple(specials + rest), (*SPECIALS, *names), codes)
+        from synprep.textio import file_sha256
+
+        files = {name: file_sha256(os.path.join(folder, name)) for name in TOKENIZER_FILES
+                 if os.path.isfile(os.path.join(folder, name))}
+        return cls(os.path.abspath(folder), config, tuple(specials + rest), (*SPECIALS, *names), codes, files)
 
     def record(self) -> dict:
         """What a checkpoint stores of it (`from_record` reads it back)."""
         return {"folder": self.folder, "config": self.config, "order": list(self.order), "pieces": list(self.pieces),
-                "codes": self.codes}
+                "codes": self.codes, "files": self.files}
 
     @classmethod
     def from_record(cls, record: dict) -> PretrainedSource:
         return cls(record["folder"], record["config"], tuple(record["order"]), tuple(record["pieces"]),
-                   dict(record.get("codes") or {}))
+                   dict(record.get("codes") or {}), record.get("files"))
+
+    def tokenizer_files(self) -> list[str]:
+        """The TOKENIZER_FILES of the folder, each compared by content with the sha256 recorded when the run read
+        it: one changed or gone since (another model's tokenizer under the same name) is one ValueError naming
+        it. A record from before digests were kept: the files the folder holds now."""
+        from synprep.textio import file_sha256
+
+        if self.files is None:
+            return [name for name in TOKENIZER_FILES if os.path.isfile(os.path.join(self.folder, name))]
+        for name, recorded in sorted(self.files.items()):
+            path = os.path.join(self.folder, name)
+            found = file_sha256(path) if os.path.isfile(path) else None
+            if found != recorded:
+                raise ValueError(f"{path}: not the file of the pretrained model the run started from ("
+                                 f"{'gone' if found is None else f'its sha256 is {found[:16]}...'}, the run recorded "
+                                 f"{str(recorded)[:16]}...): restore it")
+        return sorted(self.files)
 
     def prefixes(self, src_lang_code: str = "", tgt_lang_code: str = "") -> dict[str, list[int]]:
         """The [model] source_prefix and target_prefix (syntrain ids) of the language codes: a multilingual

@@ -314,6 +314,7 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
     decoder_target = switches.decoder_target
     split = read_split(cfg.data, data_columns(switches.batch_columns(training=True), decoder_target, references=False))
     source, notes, origin = None, (), "the checkpoint resumed"
+    check_subword_models(cfg.data, split[1].signature)  # resumed or fresh: source/ copies them
     if resumed:
         vocab = checkpoint_vocab(resumed.ckpt, mcfg, resumed.path)
         source = PretrainedSource.from_record(resumed.ckpt["pretrained"]) if resumed.ckpt.get("pretrained") else None
@@ -322,7 +323,6 @@ def load_data(cfg: TrainConfig, resumed: Resumed | None, device: torch.device) -
         notes = tuple(filter(None, [missing_pieces(split[0], vocab), language_note(mcfg, vocab)]))
         origin = f"the pretrained model {source.folder}"
     else:  # one vocabulary per side when the dataset's BPE is per side
-        check_subword_models(cfg.data, split[1].signature)
         joint = not separate_bpe(split[1].configuration)
         whole = decoder_target is None and cfg.vocabulary == "model" and scheme_vocab(split[1].configuration, cfg.data)
         vocab = whole or Vocab.build([split[0]], decoder_target=decoder_target, joint=joint)

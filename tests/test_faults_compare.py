@@ -9,6 +9,7 @@ training."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from syntrain.compare import DESCRIPTION_COMPARED, NOT_COMPARED, compare_table, reference_texts
+from syntrain.compare import DESCRIPTION_COMPARED, HYPOTHESES_DIGEST, NOT_COMPARED, compare_table, reference_texts
 from syntrain.decode import DecodeSettings
 from syntrain.runfolder.resume import data_fingerprint
 
@@ -30,7 +31,7 @@ def _key(split: Path | None) -> dict:
     """A hypotheses key as `decoding_key` writes it (None: the fields only)."""
     settings = DecodeSettings(*(field.default if field.default is not dataclasses.MISSING else 1
                                 for field in dataclasses.fields(DecodeSettings)))
-    return {"checkpoint": [100, 200], "data": os.path.realpath(split or "."),
+    return {"checkpoint": "0" * 64, "data": os.path.realpath(split or "."),
             "data_fingerprint": data_fingerprint(str(split)) if split else "", **settings.key("cpu")}
 
 
@@ -64,8 +65,10 @@ def _cases() -> list:
 
 def _run(folder: Path, hyps: list[str], key: dict, described: dict) -> str:
     folder.mkdir()
-    (folder / "test.hyp").write_text("".join(line + "\n" for line in hyps), encoding="utf-8")
-    (folder / "test.hyp.json").write_text(json.dumps(key), encoding="utf-8")
+    text = "".join(line + "\n" for line in hyps).encode("utf-8")
+    (folder / "test.hyp").write_bytes(text)  # with its digest beside the key, as `write_hypotheses` writes it
+    (folder / "test.hyp.json").write_text(json.dumps({**key, HYPOTHESES_DIGEST: hashlib.sha256(text).hexdigest()}),
+                                          encoding="utf-8")
     (folder / "describe.json").write_text(json.dumps(described), encoding="utf-8")
     return str(folder)
 

@@ -8,6 +8,7 @@ loss) is recorded alike. One tiny run (2 steps); the evaluations run in this pro
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -61,6 +62,7 @@ def test_the_final_test_records_what_eval_reproduces(run, tmp_path, restored_thr
     records = [json.loads(line) for line in (run / "run" / "metrics.jsonl").read_text().splitlines()]
     [test] = [record for record in records if "test_bleu" in record]
     key = json.loads((run / "run" / "test.hyp.json").read_text())
+    assert key.pop("hypotheses_sha256") == hashlib.sha256((run / "run" / "test.hyp").read_bytes()).hexdigest()
     assert test["test_key"] == key and set(SETTINGS) <= set(key)
     code, err = cli_in_process("syntrain", ["eval", "--checkpoint", run / "run" / "best.pt", "--data",
                                             run / "out" / "test", "--json", tmp_path / "eval.json",
@@ -97,8 +99,13 @@ def _perturbed(run: Path, tmp_path: Path, name: str, key: dict) -> dict:
     if name in SETTINGS:
         return _evaluate(run, **{name: _changed(key[name])})["key"]
     if name == "checkpoint":
-        shutil.copyfile(run / "run" / "best.pt", tmp_path / "copy.pt")  # another file, the same weights
-        return syntrain.evaluate(str(tmp_path / "copy.pt"), str(run / "out" / "test"))["key"]
+        import torch  # another checkpoint: one weight changed (the key holds its content, not its name)
+
+        ckpt = torch.load(run / "run" / "best.pt", weights_only=False)
+        first = next(name for name, value in ckpt["model"].items() if value.is_floating_point())
+        ckpt["model"][first] = ckpt["model"][first] * 1.001
+        torch.save(ckpt, tmp_path / "other.pt")
+        return syntrain.evaluate(str(tmp_path / "other.pt"), str(run / "out" / "test"))["key"]
     if name == "data":
         shutil.copytree(run / "out" / "test", tmp_path / "test")  # the same content elsewhere
         return _evaluate(run, data=tmp_path / "test")["key"]

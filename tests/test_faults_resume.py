@@ -139,8 +139,10 @@ def test_resume_refuses_every_file_the_pipeline_names_changed_in_place(tmp_path,
     """`convert --resume` after the parser model was replaced finished with exit 0, rows of the old model's trees
     beside the new one's: every file the pipeline names (parser models, treebanks, sub-word models, codes: found
     from the configuration, not listed here) is recorded by content and a change under the same name, size and
-    mtime is refused in one line naming it."""
+    mtime is refused in one line naming it; so is every file convert learned into the output folder (codes,
+    vocabularies, sub-word and parser models: `OutputFolder.made_files`), recorded in `.work/made.json`."""
     from synprep.convert.inputs import dependency_digests
+    from synprep.convert.output import OutputFolder
     from synprep.convert.pipeline import load_pipeline
 
     def models(lang: str) -> str:
@@ -161,6 +163,14 @@ def test_resume_refuses_every_file_the_pipeline_names_changed_in_place(tmp_path,
         target = path if path.is_file() else max((p for p in path.rglob("*") if p.is_file()),
                                                  key=lambda p: p.stat().st_size)
         target.write_bytes(before)
+    made = OutputFolder(load_pipeline(str(pipeline))).made_files()  # what convert learned into OUT: codes, ...
+    assert "codes.bpe" in made, made
+    out = Path(load_pipeline(str(pipeline)).output)
+    for name in made:
+        before = changed_in_place(out / name)
+        result = run(SYNPREP, "convert", str(pipeline), "--resume", cwd=tmp_path)
+        one_line(result, "--resume: this file convert made changed since the interrupted run", name)
+        (out / name).write_bytes(before)
     again = run(SYNPREP, "convert", str(pipeline), "--resume", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-1500:]
 

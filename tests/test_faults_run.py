@@ -581,26 +581,37 @@ def test_compare_decodes_again_for_other_decoding_settings_or_another_split(data
     assert "warning: " in other.stderr and "BPE codes" in other.stderr
 
 
-KEY_FIELDS = ("checkpoint", "data", "data_fingerprint", "beam", "length_penalty", "max_tokens", "threads", "device")
+KEY_FIELDS = ("checkpoint", "data", "data_fingerprint", "beam", "length_penalty", "max_tokens", "threads", "device",
+              "hypotheses_sha256")
 
 
 def _hypotheses_key_cases():
     """Damage to compare's cache of a run's hypotheses: the key file garbage, or each field of the key a run's
     final test records (KEY_FIELDS: the test below fails when the key gets a field they do not list) missing or
     of another type."""
-    cases = [("test.hyp.json", "garbage"), ("test.hyp.json", "a list"), ("test.hyp", "missing")]
+    cases = [("test.hyp.json", "garbage"), ("test.hyp.json", "a list"), ("test.hyp", "missing"),
+             ("test.hyp", "changed in place"), ("best.pt", "changed in place")]
     return cases + [(field, how) for field in KEY_FIELDS for how in ("missing", "type")]
 
 
 @pytest.mark.parametrize("field, how", _hypotheses_key_cases())
 def test_compare_with_a_damaged_hypotheses_cache_decodes_again(data, tmp_path, field, how):
     """A damaged cache of hypotheses is never used: compare decodes again (and writes a new one), never a
-    traceback."""
+    traceback; so is one whose test.hyp or best.pt changed in place (keyed by content: before, by best.pt's size
+    and mtime, and test.hyp not at all)."""
     run = copy_run(data, tmp_path)
     key = json.loads((run / "test.hyp.json").read_text())
     assert set(key) == set(KEY_FIELDS)
     if field == "test.hyp.json":
         (run / field).write_bytes(b"\x00{" if how == "garbage" else b"[]")
+    elif how == "changed in place":  # same size and mtime: test.hyp's lines reversed, best.pt another checkpoint
+        info = (run / field).stat()
+        lines = (run / field).read_bytes().splitlines(keepends=True)
+        other = next(path.read_bytes() for path in sorted(run.glob("checkpoint_*.pt"))
+                     if path.read_bytes() != (run / "best.pt").read_bytes())
+        (run / field).write_bytes(b"".join(reversed(lines)) if field == "test.hyp" else other)
+        assert (run / field).stat().st_size == info.st_size
+        os.utime(run / field, ns=(info.st_atime_ns, info.st_mtime_ns))
     elif field == "test.hyp":
         (run / field).unlink()
     else:
@@ -608,7 +619,8 @@ def test_compare_with_a_damaged_hypotheses_cache_decodes_again(data, tmp_path, f
         (run / "test.hyp.json").write_text(json.dumps(key))
     result = syntrain("compare", "--data", data["shards"] / "test", "--samples", "10", run)
     assert result.returncode == 0, result.stderr[-1500:]
-    assert str(run / "test.hyp") in result.stderr.strip().splitlines()[-1]  # decoded and written again
+    wrote = result.stderr.strip().splitlines()[-1]  # decoded and written again
+    assert str(run / "test.hyp") in wrote.removeprefix("compare wrote ").split(", "), wrote
 
 
 # ------------------------------------------------------------------------------ run folders and datasets, lost best.pt
@@ -832,7 +844,7 @@ def test_an_auxiliary_loss_that_overflows_in_fp16_stops_the_run(data, tmp_path, 
 def test_a_dataset_whose_subword_model_was_replaced_is_refused(data, tmp_path):
     """`syntrain run` on a dataset whose sub-word model (here codes.bpe; subwords.model and tokenizer.json by the
     same record) was replaced after convert trained with the foreign vocabulary: every model file the manifest's
-    signature records a sha256 of is compared by content, one line naming it."""
+    signature records a sha256 of is compared by content, one line naming it, fresh or `--resume`."""
     dataset = tmp_path / "dataset"
     shutil.copytree(data["shards"], dataset)
     recorded = json.loads((dataset / "train" / "manifest.json").read_text())["signature"]
@@ -841,12 +853,17 @@ def test_a_dataset_whose_subword_model_was_replaced_is_refused(data, tmp_path):
     result = syntrain("run", "--data", dataset / "train", "--out", tmp_path / "run", *SMALL, "--max-steps", "1")
     one_line_error(result, str(dataset / "codes.bpe"), "not the sub-word model this dataset was cut with")
     assert not (tmp_path / "run").exists()
+    run = copy_run(data, tmp_path / "resumed")  # --resume too (before: it went on, and source/ took the new file)
+    resumed = syntrain("run", "--resume", "--out", run, "--data", dataset / "train", "--max-steps", "5")
+    one_line_error(resumed, str(dataset / "codes.bpe"), "not the sub-word model this dataset was cut with")
+    assert steps(run)[-1] == 4
 
 
 def _damaged_fields():
     """(field, how, value) for every field `--resume` reads from a checkpoint (its declaration), each missing (if
     required), of another type, or impossible; `None` as value: the field removed."""
-    from syntrain.runfolder.resume import CHECKPOINT_FIELDS, COUNTS, RESUMABLE
+    from syntrain.runfolder.checkpoints import CHECKPOINT_FIELDS, COUNTS
+    from syntrain.runfolder.resume import RESUMABLE
 
     cases = []
     for key, kinds in CHECKPOINT_FIELDS.items():
@@ -876,6 +893,34 @@ def test_resume_never_takes_a_checkpoint_field_that_is_missing_wrong_or_impossib
     torch.save(ckpt, run / "last.pt")
     path, state = resume_point(str(run))
     assert os.path.basename(path) != "last.pt" and state["step"] == 4, path
+
+
+READERS = {  # every command that reads a checkpoint, as the arguments after its file's place
+    "translate": lambda path, data, tmp: ["translate", "--checkpoint", path, "-i", data["shards"] / "test", "-o",
+                                          tmp / "o"],
+    "eval": lambda path, data, tmp: ["eval", "--checkpoint", path, "--data", data["shards"] / "test"],
+    "env": lambda path, data, tmp: ["env", "--checkpoint", path],
+    "average": lambda path, data, tmp: ["average", data["run"] / "checkpoint_2.pt", path, "-o", tmp / "avg.pt",
+                                        "--force"],
+    "export-hf": lambda path, data, tmp: ["export-hf", path, "-o", tmp / "hf"]}
+
+
+@pytest.mark.parametrize("key, how, value", [case for case in _damaged_fields() if case[1] != "missing"]
+                         + [("model", "a weight not a tensor", "x")], ids=lambda v: str(v))
+def test_every_reader_refuses_a_checkpoint_field_of_another_type_or_impossible(data, tmp_path, key, how, value):
+    """Every field a checkpoint holds (`CHECKPOINT_FIELDS`), of another type or impossible, in the file every
+    command that reads checkpoints is given: one line naming it (before: a `signature` of another type was an
+    AttributeError traceback in eval and translate, a weight that is not a tensor a `load_state_dict` traceback,
+    and average read its files without the checks of the others)."""
+    def edit(ckpt):
+        if how == "a weight not a tensor":
+            ckpt["model"][next(iter(ckpt["model"]))] = value
+        else:
+            ckpt[key] = value
+
+    path = _edited_checkpoint(data, tmp_path, edit)
+    for arguments in READERS.values():
+        one_line_error(syntrain(*arguments(path, data, tmp_path)), "edited.pt", "the checkpoint is damaged", key)
 
 
 def test_resume_from_a_damaged_last_pt_continues_from_the_newest_complete_checkpoint(data, tmp_path):
@@ -948,10 +993,8 @@ def test_a_checkpoint_that_cannot_be_written_names_the_cause(data, tmp_path, tar
 # ------------------------------------------------------------------------------ raw text too long to translate
 
 
-def test_raw_lines_too_long_for_the_model_are_left_empty_before_parsing(data, tmp_path, tiny_udpipe):
-    """A line of many words, one long word, a line that parses into more words than the model's positions and a
-    10 MB line are left empty and counted, found before parsing or before their features are made (their tree
-    distances take memory growing with the cube of the words): no memory error, no hang."""
+def _raw_run(data: dict, tmp_path: Path, tiny_udpipe, bpe: str = "") -> Path:
+    """A run of one step on 60 raw source lines parsed by the tiny UDPipe model (`bpe`: more [bpe] keys)."""
     folder = tmp_path / "raw"
     folder.mkdir()
     sentences = (data["synth"] / "train.tgt.conllu").read_text().split("\n\n")[:60]  # a small corpus: quick
@@ -961,12 +1004,20 @@ def test_raw_lines_too_long_for_the_model_are_left_empty_before_parsing(data, tm
     (folder / "raw.toml").write_text(
         '[pipeline]\nname = "raw"\nsrc_lang = "en"\ntgt_lang = "de"\n\n[splits.train]\nsrc = "train.src"\n'
         'tgt = "train.tgt.conllu"\n\n[filter]\nlangid = "none"\n\n[parser.src]\nbackend = "udpipe"\n'
-        f'model = "{tiny_udpipe()}"\n\n[bpe]\nsymbols = 300\n\n[features]\nsrc = ["parents", "distances"]\n')
+        f'model = "{tiny_udpipe()}"\n\n[bpe]\nsymbols = 300\n{bpe}\n[features]\nsrc = ["parents", "distances"]\n')
     converted = call(*SYNPREP, "convert", folder / "raw.toml", "--output", tmp_path / "shards")
     assert converted.returncode == 0, converted.stderr
     trained = syntrain("run", "--data", tmp_path / "shards" / "train", "--out", tmp_path / "run", *SMALL,
                        "--max-steps", "1", "--set", "model.max_len=64")
     assert trained.returncode == 0, trained.stderr
+    return tmp_path / "run"
+
+
+def test_raw_lines_too_long_for_the_model_are_left_empty_before_parsing(data, tmp_path, tiny_udpipe):
+    """A line of many words, one long word, a line that parses into more words than the model's positions and a
+    10 MB line are left empty and counted, found before parsing or before their features are made (their tree
+    distances take memory growing with the cube of the words): no memory error, no hang."""
+    _raw_run(data, tmp_path, tiny_udpipe)
     lines = ["every big river sings .", " ".join(["the king sings ."] * 400), "a" * 12000,
              ",".join(["a"] * 100), "x" * 10_000_000, "my happy doctor waits ."]
     (tmp_path / "in.txt").write_text("".join(line + "\n" for line in lines))
@@ -976,6 +1027,28 @@ def test_raw_lines_too_long_for_the_model_are_left_empty_before_parsing(data, tm
     assert "4 line(s) longer than the model's 64 positions left empty" in result.stderr
     out = (tmp_path / "out.txt").read_text().split("\n")
     assert len(out) == len(lines) + 1 and out[1:5] == ["", "", "", ""]
+
+
+def test_translate_refuses_every_file_of_the_run_source_folder_changed_in_place(data, tmp_path, tiny_udpipe):
+    """Raw text is prepared with the files the run keeps in source/ (codes, the BPE vocabulary of a vocabulary
+    threshold, source.json): each, changed with its size and mtime kept, is one line naming it, never used (the
+    vocabulary was not recorded by content: a changed one cut the words otherwise, exit 0)."""
+    run = _raw_run(data, tmp_path, tiny_udpipe, "vocabulary_threshold = 1\n")
+    (tmp_path / "in.txt").write_text("every big river sings .\n")
+    files = sorted(path for path in (run / "source").iterdir() if path.is_file())
+    assert {"codes.bpe", "vocab.src", "source.json"} <= {path.name for path in files}, files
+    for path in files:  # its first two lines swapped: well-formed still, the same size and mtime
+        before, info = path.read_bytes(), path.stat()
+        lines = before.splitlines(keepends=True)
+        path.write_bytes(b"".join([lines[1], lines[0], *lines[2:]]))
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+        result = call(*SYNTRAIN, "translate", "--checkpoint", run / "best.pt", "-i", tmp_path / "in.txt", "-o",
+                      tmp_path / "out.txt", "--beam", "1")
+        one_line_error(result, path.name)
+        path.write_bytes(before)
+    result = call(*SYNTRAIN, "translate", "--checkpoint", run / "best.pt", "-i", tmp_path / "in.txt", "-o",
+                  tmp_path / "out.txt", "--beam", "1")
+    assert result.returncode == 0, result.stderr[-1500:]
 
 
 # ------------------------------------------------------------------------------ pairs longer than the model

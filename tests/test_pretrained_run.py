@@ -235,3 +235,33 @@ def test_a_run_from_a_pretrained_model_resumes(pretrained_dataset, tmp_path):
     assert code == 0, err
     assert "resuming" in err and "resumed from" in err
     assert torch.load(tmp_path / "run" / "last.pt", weights_only=False)["step"] == 3
+
+
+def test_export_hf_refuses_a_tokenizer_file_of_the_model_changed_since_the_run(pretrained_dataset, tmp_path):
+    """export-hf copies the pretrained folder's tokenizer files beside the fine-tuned weights: one replaced since
+    the run (same name, size and mtime) was copied as it was, a foreign tokenizer beside the run's weights. The
+    run records each file's sha256 (`PretrainedSource.files`); every one, changed in place or gone, is refused in
+    one line naming it, before anything is written."""
+    import os
+    import shutil
+
+    from .test_faults_resume import changed_in_place
+
+    folder, out = pretrained_dataset
+    copy = tmp_path / "model"
+    shutil.copytree(folder, copy)
+    code, err = cli_in_process("syntrain", run_args(copy, out, tmp_path / "run"))
+    assert code == 0, err
+    recorded = torch.load(tmp_path / "run" / "best.pt", weights_only=False)["pretrained"]["files"]
+    assert {"vocab.json", "source.spm", "target.spm"} <= set(recorded)
+    for name in recorded:
+        before = changed_in_place(copy / name)
+        code, err = cli_in_process("syntrain", ["export-hf", tmp_path / "run" / "best.pt", "-o", tmp_path / "hf"])
+        assert code == 2 and "Traceback" not in err and str(copy / name) in err.strip().splitlines()[-1], err
+        assert not (tmp_path / "hf").exists()
+        os.unlink(copy / name)  # gone
+        code, err = cli_in_process("syntrain", ["export-hf", tmp_path / "run" / "best.pt", "-o", tmp_path / "hf"])
+        assert code == 2 and str(copy / name) in err.strip().splitlines()[-1] and "gone" in err, err
+        (copy / name).write_bytes(before)
+    code, err = cli_in_process("syntrain", ["export-hf", tmp_path / "run" / "best.pt", "-o", tmp_path / "hf"])
+    assert code == 0, err

@@ -307,7 +307,9 @@ def test_validate_workers_give_the_same_report_across_shards(shards, tmp_path):
     for i, piece in enumerate(pieces):
         name = f"part-{i:05d}.arrow"
         _write_stream(target / name, pa.Table.from_pylist(piece, schema=table.schema))
-        manifest["shards"].append({"file": name, "rows": len(piece)})
+        written = (target / name).read_bytes()
+        manifest["shards"].append({"file": name, "rows": len(piece), "bytes": len(written),
+                                   "sha256": hashlib.sha256(written).hexdigest()})
     (target / "manifest.json").write_text(json.dumps(manifest))
     one, _ = validate_directory(str(target), workers=1)
     two, _ = validate_directory(str(target), workers=2)

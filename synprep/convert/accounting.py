@@ -210,9 +210,13 @@ def signature(config: PipelineConfig, specs: dict[str, ParserSpec | None], codes
                   "subword_marker": {side: list(subwords.marker_of(subwords.model_path(path) if path else None))
                                      for side, path in zip(SIDES, codes, strict=True)}}
     else:
+        learned = [os.path.join(config.output, f"vocab.{side}") for side in SIDES]  # `learn_codes`'s vocabularies
         scheme = {"bpe_codes_sha256": file_sha256(codes[0]) if joint and codes[0] else None,
                   **({} if joint else {f"bpe_codes_sha256_{side}": file_sha256(path)  # type: ignore[arg-type]
-                                       for side, path in zip(SIDES, codes, strict=True)})}
+                                       for side, path in zip(SIDES, codes, strict=True)}),
+                  **({f"bpe_vocabulary_sha256_{side}": file_sha256(path) for side, path in zip(SIDES, learned,
+                                                                                            strict=True)}
+                     if config.bpe.vocabulary_threshold and all(map(os.path.isfile, learned)) else {})}
     return {
         "synprep": __version__,
         "parsers": {side: spec.signature() if spec else "pre-parsed CoNLL-U" for side, spec in specs.items()},

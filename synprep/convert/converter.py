@@ -198,12 +198,14 @@ class Converter:
 
     def _run(self) -> dict[str, SplitStats]:
         specs = parser_specs(self.config, self.out, self.progress.say)
+        self.folder.check_made_files()  # a resumed run: what the interrupted one learned into OUT, unchanged
         judged = parser_quality(specs, self.progress.tell)
         ordered = sorted(self.config.splits, key=lambda s: s.name != "train")  # train first: BPE learns on it
         pieces, rejected_lines = self._parse(ordered, specs)
         self.parsed = True  # from here on, a failure keeps the work folder
         started = time.perf_counter()
         codes, vocabularies = self._codes(pieces.get("train"))
+        self.folder.check_made_files()
         bpe_seconds = time.perf_counter() - started
         job = feature_job(self.config, codes, vocabularies, self.options.engine)
         signed = signature(self.config, specs, codes)

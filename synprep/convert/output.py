@@ -16,12 +16,14 @@ import shutil
 from typing import Any
 
 from ..errors import InputError
+from ..options import PATHS
 from ..outputs import run_files
 from ..shards import LOCK, MANIFEST, write_paths
-from ..textio import atomic_write
+from ..textio import atomic_write, file_sha256
 from .inputs import dependency_digests, input_fingerprints
 from .pipeline import PipelineConfig
 
+MADE = "made.json"  # in OUT/.work: what convert learned into OUT, with digests (`check_made_files`)
 RUN_INFO = "run.json"  # at OUT: written last (workers, engine, timings, the configuration's fingerprint)
 REMOVING = ".removing"  # OUT/.work is renamed to OUT/.work.removing, then removed
 
@@ -65,6 +67,7 @@ def refuse_run_folders(out: str) -> None:
                              "move the run", folder)
 
 
+_RECORDS = (RUN_INFO, PATHS, "README.md")  # what convert rewrites in OUT: records, no learned content
 _TEMPORARY = re.compile(r"(.+\.tmp-\d+(\.[a-z]+)?|.+\.(tmp|part))")  # convert's writers' temporary names
 
 
@@ -137,6 +140,42 @@ class OutputFolder:
         for folder, _, names in os.walk(self.work):
             found += [os.path.join(folder, name) for name in names if _TEMPORARY.fullmatch(name)]
         return found
+
+    def made_files(self) -> dict[str, str]:
+        """Every file convert learned or trained into OUT (codes, vocabularies, sub-word models in OUT, parser
+        models in OUT/models) -> its sha256; not the records it rewrites, the lock, nor temporary names."""
+        found = {}
+        for folder in self.folders()[:2]:
+            try:
+                names = sorted(os.listdir(folder))
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(folder, name)
+                if os.path.isfile(path) and name not in _RECORDS and not name.startswith(".") and \
+                        not _is_stop_report(name) and not _TEMPORARY.fullmatch(name):
+                    found[os.path.relpath(path, self.out)] = file_sha256(path)
+        return found
+
+    def check_made_files(self) -> None:
+        """What convert learned into OUT compared by content with what it recorded of it (`.work/made.json`),
+        then recorded: a resumed run refuses one changed since (its pieces, made with the earlier file, would
+        mix with those made with the new one), in one line naming it."""
+        path = os.path.join(self.work, MADE)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                recorded = json.load(handle)
+        except (OSError, ValueError):
+            recorded = {}
+        recorded = recorded if isinstance(recorded, dict) else {}
+        now = self.made_files()
+        for name, digest in sorted(recorded.items()):
+            if name in now and now[name] != digest:
+                raise InputError("--resume: this file convert made changed since the interrupted run (other "
+                                 "content, same name): restore it, or start again with --overwrite",
+                                 os.path.join(self.out, name))
+        os.makedirs(self.work, exist_ok=True)
+        atomic_write(path, json.dumps({**recorded, **now}, indent=2, sort_keys=True).encode())
 
     def finished(self) -> bool:
         """The output holds a finished run whose work folder is gone (run.json is written last)."""

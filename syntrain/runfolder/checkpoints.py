@@ -5,6 +5,7 @@ make a run folder is `files.py`.
 
 from __future__ import annotations
 
+import math
 import os
 
 import torch
@@ -14,6 +15,37 @@ from ..config.recipe import stored_model_config
 from ..model import Transformer
 from ..vocab import Vocab
 from .files import BEST, LAST, prune_step_checkpoints, step_checkpoint
+
+_NUMBER, _NONE = (int, float), type(None)
+# every field a checkpoint holds that a reader reads (--resume, eval, translate, compare, average, export-hf, env),
+# with the types it may have: a field of another type or impossible (a count below 0, a number that is not finite
+# but `best`, weights that are not tensors) is a damaged checkpoint, refused by every reader (`field_problem`)
+CHECKPOINT_FIELDS: dict[str, tuple[type, ...]] = {
+    "model": (dict,), "optimizer": (dict,), "scheduler": (dict,), "step": (int,), "epoch": (int,),
+    "position": (int,), "rng": (dict, list), "vocab": (list,), "src_vocab": (list,), "model_config": (dict,),
+    "best": (*_NUMBER, _NONE), "best_step": (int, _NONE), "bad_evals": (int,), "train_config": (dict,),
+    "scaler": (dict, _NONE), "elapsed_s": _NUMBER, "valid_s": _NUMBER, "stopped_early": (str, _NONE),
+    "signature": (dict, _NONE), "data_fingerprint": (str, _NONE), "precision": (str, _NONE),
+    "pipeline": (dict, _NONE), "dataset": (str, _NONE), "pretrained": (dict, _NONE), "averaged_from": (list,)}
+COUNTS = ("step", "epoch", "position", "bad_evals")
+
+
+def field_problem(ckpt: dict) -> str | None:
+    """What is wrong with the fields `ckpt` holds (`CHECKPOINT_FIELDS`: their types and ranges, the weights
+    tensors), in words, or None; a field it lacks is the reader's to require."""
+    for key, kinds in CHECKPOINT_FIELDS.items():
+        value = ckpt.get(key)
+        if key in ckpt and (not isinstance(value, kinds) or isinstance(value, bool)):
+            return f"{key} is {type(value).__name__}, not {' or '.join(kind.__name__ for kind in kinds)}"
+        if key in COUNTS and key in ckpt and value < 0:
+            return f"{key} is {value}, below 0"
+        if isinstance(value, float) and not math.isfinite(value) and key != "best":
+            return f"{key} is {value}"
+    weights = ckpt.get("model")
+    if isinstance(weights, dict) and (wrong := next((name for name, value in weights.items()
+                                                     if not torch.is_tensor(value)), None)) is not None:
+        return f"model {wrong} is {type(weights[wrong]).__name__}, not a tensor"
+    return None
 
 
 def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
@@ -28,6 +60,8 @@ def read_checkpoint(path: str, device: str | torch.device = "cpu") -> dict:
     missing = [key for key in ("model", "model_config", "vocab") if not isinstance(ckpt, dict) or key not in ckpt]
     if missing:
         raise ValueError(f"{path}: not a syntrain checkpoint (no {', '.join(missing)})")
+    if (problem := field_problem(ckpt)) is not None:
+        raise ValueError(f"{path}: the checkpoint is damaged ({problem})")
     return ckpt
 
 
@@ -111,21 +145,12 @@ def average_checkpoints(paths: list[str], force: bool = False) -> dict:
     """The checkpoint of the last path with its model weights replaced by the mean over all paths (as fairseq's
     average_checkpoints.py); the optimizer state is dropped. All must share model configuration and vocabulary,
     and (unless `force`) be checkpoints of one run: its folder, training data and seed."""
-    from synprep.textio import regular_file
-
     if not paths:
         raise ValueError("no checkpoints to average")
     total: dict[str, torch.Tensor] = {}
     base: dict = {}
     for path in paths:
-        regular_file(path, "the checkpoint")
-        try:
-            ckpt = torch.load(path, map_location="cpu", weights_only=False)
-        except Exception as error:  # pickle/zip errors of all kinds
-            raise ValueError(f"{path}: not a readable checkpoint ({type(error).__name__}: {error})") from None
-        if not isinstance(ckpt, dict) or "model" not in ckpt or "model_config" not in ckpt:
-            raise ValueError(f"{path}: not a syntrain checkpoint")
-        check_finite(ckpt["model"], path)
+        ckpt = load_checkpoint(path)[2]  # every part checked: the configuration, vocabulary and weights
         if base and (ckpt["model_config"] != base["model_config"] or ckpt.get("vocab") != base.get("vocab")
                      or ckpt.get("src_vocab") != base.get("src_vocab")):
             raise ValueError(f"{path}: another model configuration or vocabulary than {paths[0]}")

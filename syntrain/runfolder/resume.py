@@ -5,26 +5,15 @@ optimization settings), and whether it has anything left to do under its budget.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import asdict, dataclass
 
 from ..config.train import DATA_KEYS, TrainConfig
+from .checkpoints import field_problem
 from .config_file import toml_plain
 from .files import existing_run_files, step_checkpoints
 
 RESUMABLE = ("model", "optimizer", "scheduler", "step", "epoch", "position", "rng", "vocab", "model_config", "best")
-_NUMBER, _NONE = (int, float), type(None)
-# what --resume reads from a checkpoint, with the types it may have (RESUMABLE: present in every checkpoint that
-# can be resumed; the others in those of this syntrain): a field missing, of another type or impossible (a count
-# below 0) makes the file one not to resume from, as a damaged one: the next candidate, or one line
-CHECKPOINT_FIELDS: dict[str, tuple[type, ...]] = {
-    "model": (dict,), "optimizer": (dict,), "scheduler": (dict,), "step": (int,), "epoch": (int,),
-    "position": (int,), "rng": (dict, list), "vocab": (list,), "src_vocab": (list,), "model_config": (dict,),
-    "best": (*_NUMBER, _NONE), "best_step": (int, _NONE), "bad_evals": (int,), "train_config": (dict,),
-    "scaler": (dict, _NONE), "elapsed_s": _NUMBER, "valid_s": _NUMBER, "stopped_early": (str, _NONE),
-    "signature": (dict, _NONE), "data_fingerprint": (str, _NONE), "precision": (str, _NONE)}
-COUNTS = ("step", "epoch", "position", "bad_evals")
 
 
 def checkpoint_problem(ckpt: object) -> str | None:
@@ -34,18 +23,14 @@ def checkpoint_problem(ckpt: object) -> str | None:
     missing = [key for key in RESUMABLE if key not in ckpt]
     if missing:
         return f"no {missing[0]}"
-    for key, kinds in CHECKPOINT_FIELDS.items():
-        value = ckpt.get(key)
-        if key in ckpt and (not isinstance(value, kinds) or isinstance(value, bool)):
-            return f"{key} is {type(value).__name__}, not {' or '.join(kind.__name__ for kind in kinds)}"
-        if key in COUNTS and key in ckpt and value < 0:
-            return f"{key} is {value}, below 0"
-        if isinstance(value, float) and not math.isfinite(value) and key != "best":
-            return f"{key} is {value}"
+    if (problem := field_problem(ckpt)) is not None:
+        return problem
     rngs = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
     if not rngs or not all(isinstance(rng, dict) and {"torch", "numpy", "python"} <= set(rng) for rng in rngs):
         return "rng is not the random states of a run"
     return None
+
+
 # [train] keys a resumed run may change (the budget, evaluation, logging, the machine); every other key, the
 # [model] table, the preset and the training data must be the run's
 SESSION_KEYS = ("max_steps", "max_minutes", "eval_interval", "eval_sentences", "eval_beam", "test_beam",

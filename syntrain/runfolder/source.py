@@ -73,8 +73,15 @@ def _source_info(folder: str) -> dict[str, Any]:
     path = os.path.join(folder, SOURCE_INFO)
     if not os.path.isfile(path):
         return {}
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    from synprep.textio import read_json
+
+    info = read_json(path, "the record of the run's source files (source.json)")
+    kinds = {"parser": dict, "bundled": (str, type(None)), "bundled_as": str}  # what travelling_preparation reads
+    if not isinstance(info, dict) or any(key in info and not isinstance(info[key], kind)
+                                         for key, kind in kinds.items()):
+        raise InputError("not the record of the run's source files: a table with parser, bundled, bundled_as",
+                         path)
+    return info
 
 
 def travelling_preparation(ckpt: dict[str, Any], checkpoint: str, parser_model: str | None = None,
