@@ -67,8 +67,8 @@ def classify(case: Case, data: dict, tmp: Path) -> tuple[str, str]:
     err = result.stderr.decode("utf-8", "replace")
     if result.returncode < 0 or result.returncode in (134, 139):
         return "crash", f"exit {result.returncode}"
-    if "Traceback" in err:
-        return "traceback", err.strip().splitlines()[-1]
+    if "Traceback" in err:  # the whole traceback, from its first line: where it came from (a thread, a worker)
+        return "traceback", err[err.index("Traceback") - 200 if err.index("Traceback") > 200 else 0:][-4000:]
     leftovers = [p for p in case.absent if (tmp / p).exists()]
     if case.expect == "ok":
         if result.returncode != 0:
